@@ -1,0 +1,4 @@
+// Command ctl is filled in by its issue.
+package main
+
+func main() {}

@@ -1,0 +1,5 @@
+module github.com/agentfleet/orchestrator/apps/dashboard
+
+go 1.26.0
+
+

@@ -1,0 +1,4 @@
+// Command dashboard is filled in by its issue.
+package main
+
+func main() {}

@@ -1,0 +1,4 @@
+// Command mcp is filled in by its issue.
+package main
+
+func main() {}

@@ -1,0 +1,4 @@
+// Command worker is filled in by its issue.
+package main
+
+func main() {}

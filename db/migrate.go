@@ -1,0 +1,94 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"io/fs"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Migrations returns the migration files, rooted at the directory that holds them.
+func Migrations() fs.FS {
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		panic(err) // the embed pattern guarantees the directory exists
+	}
+	return sub
+}
+
+// MigrationStatus is one migration and whether it has been applied.
+type MigrationStatus struct {
+	Version int64  `json:"version"`
+	Name    string `json:"name"`
+	Applied bool   `json:"applied"`
+	// AppliedAt is RFC 3339, empty when not applied.
+	AppliedAt string `json:"appliedAt,omitempty"`
+}
+
+func provider(pool *pgxpool.Pool) (*goose.Provider, *sql.DB, error) {
+	sqlDB := stdlib.OpenDBFromPool(pool)
+	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, Migrations())
+	if err != nil {
+		sqlDB.Close()
+		return nil, nil, fmt.Errorf("migrations: %w", err)
+	}
+	return p, sqlDB, nil
+}
+
+// Migrate applies every pending migration. It is safe to call concurrently
+// from several processes: goose serialises them with a session lock.
+func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]MigrationStatus, error) {
+	p, sqlDB, err := provider(pool)
+	if err != nil {
+		return nil, err
+	}
+	defer sqlDB.Close()
+	results, err := p.Up(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("migrate up: %w", err)
+	}
+	out := make([]MigrationStatus, 0, len(results))
+	for _, r := range results {
+		out = append(out, MigrationStatus{Version: r.Source.Version, Name: baseName(r.Source.Path), Applied: true})
+	}
+	return out, nil
+}
+
+// Status lists every known migration and whether it is applied.
+func Status(ctx context.Context, pool *pgxpool.Pool) ([]MigrationStatus, error) {
+	p, sqlDB, err := provider(pool)
+	if err != nil {
+		return nil, err
+	}
+	defer sqlDB.Close()
+	st, err := p.Status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("migrate status: %w", err)
+	}
+	out := make([]MigrationStatus, 0, len(st))
+	for _, s := range st {
+		m := MigrationStatus{Version: s.Source.Version, Name: baseName(s.Source.Path), Applied: s.State == goose.StateApplied}
+		if m.Applied && !s.AppliedAt.IsZero() {
+			m.AppliedAt = s.AppliedAt.UTC().Format("2006-01-02T15:04:05Z07:00")
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+func baseName(p string) string {
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i] == '/' {
+			return p[i+1:]
+		}
+	}
+	return p
+}

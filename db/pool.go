@@ -1,0 +1,48 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	pgxvec "github.com/pgvector/pgvector-go/pgx"
+)
+
+// DefaultURL is the loopback server the README's setup provides.
+const DefaultURL = "postgres://postgres@127.0.0.1:5432/knowledge?sslmode=disable"
+
+// Open returns a pool for url whose connections know pgvector's types (binary
+// format for vectors) and checks that the server answers.
+//
+// The vector type only exists once the migrations have created the extension,
+// so Open registers it lazily: a connection made before that simply works
+// without vector support, which only the migration step itself needs.
+func Open(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("database url: %w", err)
+	}
+	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+		var has bool
+		if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_type WHERE typname = 'vector')").Scan(&has); err != nil {
+			return err
+		}
+		if !has {
+			return nil
+		}
+		return pgxvec.RegisterTypes(ctx, conn)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("database: %w", err)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(pingCtx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("database unreachable: %w", err)
+	}
+	return pool, nil
+}

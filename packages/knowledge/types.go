@@ -1,0 +1,161 @@
+package knowledge
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Caller is who makes a call: always taken from a verified token (or, for
+// task runners, from the orchestrator's own context), never from arguments.
+type Caller struct {
+	OrgID   uuid.UUID
+	AgentID uuid.UUID
+}
+
+// Embedding statuses of an entry.
+const (
+	EmbeddingPending = "pending"
+	EmbeddingReady   = "ready"
+	EmbeddingFailed  = "failed"
+)
+
+// LinkKind is the kind of a task-knowledge edge.
+type LinkKind string
+
+const (
+	LinkReferences LinkKind = "references"
+	LinkProduced   LinkKind = "produced"
+)
+
+// TaskRef asks Store to link the new entry to a task of the caller's org.
+type TaskRef struct {
+	TaskID uuid.UUID
+	Kind   LinkKind
+}
+
+// StoreInput is the store_knowledge call. Zero values mean "not given".
+type StoreInput struct {
+	Title       string
+	Body        string
+	Tags        []string
+	Confidence  *int       // nil: 80
+	ExpiresAt   *time.Time // must be strictly in the future
+	TaskRef     *TaskRef
+	ClientToken *uuid.UUID // idempotence key
+}
+
+// StoreResult is the answer of Store; a replay returns the first answer with
+// Replayed set.
+type StoreResult struct {
+	ID              uuid.UUID  `json:"id"`
+	Title           string     `json:"title"`
+	Tags            []string   `json:"tags"`
+	Confidence      int        `json:"confidence"`
+	ExpiresAt       *time.Time `json:"expiresAt,omitempty"`
+	EmbeddingStatus string     `json:"embeddingStatus"`
+	CreatedAt       time.Time  `json:"createdAt"`
+	TaskLink        *TaskLink  `json:"taskLink,omitempty"`
+	Replayed        bool       `json:"replayed,omitempty"`
+}
+
+// SearchInput is the search_knowledge call. Zero values mean defaults.
+type SearchInput struct {
+	Query             string
+	Limit             int // 0: 10
+	Tags              []string
+	IncludeSuperseded bool
+	IncludeExpired    bool
+	MinScore          *float64
+	EfSearch          int // 0: 64
+}
+
+// Hit is one search result.
+type Hit struct {
+	ID         uuid.UUID  `json:"id"`
+	Title      string     `json:"title"`
+	Snippet    string     `json:"snippet"`
+	Score      float64    `json:"score"` // RRF sum / best possible sum, in (0, 1]
+	Tags       []string   `json:"tags"`
+	Confidence int        `json:"confidence"`
+	CreatedAt  time.Time  `json:"createdAt"`
+	ExpiresAt  *time.Time `json:"expiresAt,omitempty"`
+	// Superseded hits (only with IncludeSuperseded) name the head of their chain.
+	Superseded      bool       `json:"superseded"`
+	HeadID          *uuid.UUID `json:"headId,omitempty"`
+	EmbeddingStatus string     `json:"embeddingStatus"`
+	// Ranks in each list (1-based; 0: not in that list).
+	VectorRank   int `json:"vectorRank,omitempty"`
+	FullTextRank int `json:"fullTextRank,omitempty"`
+	TitleRank    int `json:"titleRank,omitempty"`
+}
+
+// SearchResult is the answer of Search.
+type SearchResult struct {
+	Hits []Hit `json:"hits"`
+	// VectorSearch is false when the query could not be embedded and the
+	// answer comes from the two lexical lists only; Notice says why.
+	VectorSearch bool   `json:"vectorSearch"`
+	Notice       string `json:"notice,omitempty"`
+}
+
+// SupersedeResult is the answer of Supersede.
+type SupersedeResult struct {
+	OldID  uuid.UUID `json:"oldId"`
+	NewID  uuid.UUID `json:"newId"`
+	HeadID uuid.UUID `json:"headId"` // the head of the chain now
+	// Moved counts the entries whose cached head changed.
+	Moved int `json:"moved"`
+	// AlreadySuperseded: oldId was already superseded by newId; nothing changed.
+	AlreadySuperseded bool `json:"alreadySuperseded,omitempty"`
+}
+
+// TaskLink is one task-knowledge edge.
+type TaskLink struct {
+	TaskID      uuid.UUID `json:"taskId"`
+	KnowledgeID uuid.UUID `json:"knowledgeId"`
+	Kind        LinkKind  `json:"kind"`
+	CreatedAt   time.Time `json:"createdAt"`
+}
+
+// Entry is one whole entry, as the knowledge://{id} resource shows it.
+type Entry struct {
+	ID               uuid.UUID  `json:"id"`
+	Title            string     `json:"title"`
+	Body             string     `json:"body"`
+	Tags             []string   `json:"tags"`
+	Confidence       int        `json:"confidence"`
+	Source           string     `json:"source"`
+	CreatedByAgentID *uuid.UUID `json:"createdByAgentId,omitempty"`
+	ExpiresAt        *time.Time `json:"expiresAt,omitempty"`
+	CreatedAt        time.Time  `json:"createdAt"`
+	UpdatedAt        time.Time  `json:"updatedAt"`
+
+	EmbeddingStatus string     `json:"embeddingStatus"`
+	EmbeddingModel  string     `json:"embeddingModel,omitempty"`
+	EmbeddingError  string     `json:"embeddingError,omitempty"`
+	EmbeddedAt      *time.Time `json:"embeddedAt,omitempty"`
+
+	SupersededBy *uuid.UUID  `json:"supersededBy,omitempty"` // direct successor
+	HeadID       *uuid.UUID  `json:"headId,omitempty"`       // head of the chain, when superseded
+	SupersededAt *time.Time  `json:"supersededAt,omitempty"`
+	Supersedes   []uuid.UUID `json:"supersedes,omitempty"` // entries this one directly replaced
+
+	TaskLinks []TaskLink `json:"taskLinks"`
+}
+
+// EmbeddingJob identifies the embedding work for one entry at one generation.
+// A job of an older generation than the entry's is stale and does nothing.
+type EmbeddingJob struct {
+	OrgID      uuid.UUID `json:"orgId"`
+	EntryID    uuid.UUID `json:"entryId"`
+	Generation int32     `json:"generation"`
+}
+
+// Enqueuer hands committed entries to the embeddings pipeline. It is called
+// after commit; a failure is logged, not returned to the caller, because the
+// entry's pending status is the outbox and the reconciler re-enqueues it.
+type Enqueuer interface {
+	EnqueueEmbedding(ctx context.Context, job EmbeddingJob) error
+}

@@ -1,0 +1,108 @@
+package tenancy
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Scopes of today's catalogue. knowledge:write_others is a future scope: it
+// is not in the catalogue and cannot be issued.
+const (
+	ScopeKnowledgeRead  = "knowledge:read"
+	ScopeKnowledgeWrite = "knowledge:write"
+)
+
+// Catalogue lists every scope a token can carry today.
+var Catalogue = []string{ScopeKnowledgeRead, ScopeKnowledgeWrite}
+
+// Quota resources.
+const ResourceKnowledgeStored = "knowledge_stored"
+
+var (
+	// ErrUnauthenticated: the token is missing, malformed, unknown, revoked or expired.
+	ErrUnauthenticated = errors.New("invalid or expired token")
+	// ErrNotFound: the org, agent or token does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrQuotaExceeded: the org has used its whole quota of a resource.
+	ErrQuotaExceeded = errors.New("quota exceeded")
+)
+
+// Principal is who a verified token speaks for.
+type Principal struct {
+	OrgID     uuid.UUID
+	AgentID   uuid.UUID
+	TokenID   uuid.UUID
+	Scopes    []string
+	ExpiresAt *time.Time
+}
+
+// HasScope reports whether the token carries scope.
+func (p *Principal) HasScope(scope string) bool {
+	for _, s := range p.Scopes {
+		if s == scope {
+			return true
+		}
+	}
+	return false
+}
+
+// Org, Agent, Token, Quota are the operator-facing records.
+type Org struct {
+	ID        uuid.UUID `json:"id"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+type Agent struct {
+	ID        uuid.UUID `json:"id"`
+	OrgID     uuid.UUID `json:"orgId"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// Token is a token's record; it never holds the token's text.
+type Token struct {
+	ID         uuid.UUID  `json:"id"`
+	OrgID      uuid.UUID  `json:"orgId"`
+	AgentID    uuid.UUID  `json:"agentId"`
+	Scopes     []string   `json:"scopes"`
+	ExpiresAt  *time.Time `json:"expiresAt,omitempty"`
+	RevokedAt  *time.Time `json:"revokedAt,omitempty"`
+	LastUsedAt *time.Time `json:"lastUsedAt,omitempty"`
+	CreatedAt  time.Time  `json:"createdAt"`
+}
+
+// IssuedToken is returned once, at creation: Token is the bearer secret.
+type IssuedToken struct {
+	ID    uuid.UUID `json:"id"`
+	Token string    `json:"token"`
+}
+
+type Quota struct {
+	Resource string `json:"resource"`
+	Limit    *int64 `json:"limit"` // nil: unlimited
+	Used     int64  `json:"used"`
+}
+
+type Task struct {
+	ID        uuid.UUID `json:"id"`
+	OrgID     uuid.UUID `json:"orgId"`
+	Title     string    `json:"title"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// Service is the tenancy API. Safe for concurrent use.
+type Service struct {
+	pool *pgxpool.Pool
+}
+
+// New returns a Service on pool.
+func New(pool *pgxpool.Pool) *Service { return &Service{pool: pool} }
+
+var _ = pgx.ErrNoRows
+var _ = context.Background

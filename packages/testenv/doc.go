@@ -1,0 +1,8 @@
+// Package testenv gives tests real, isolated servers: each call to Postgres
+// returns a pool on a fresh database cloned from a migrated template, and
+// each call to Redis leases a whole Redis logical database. Both are safe
+// under t.Parallel() and across test binaries running at the same time, and
+// both are cleaned up when the test ends.
+//
+// TEST_DATABASE_URL and TEST_REDIS_URL choose the servers (loopback defaults).
+package testenv

@@ -1,0 +1,187 @@
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentfleet/orchestrator/db"
+)
+
+// DefaultDatabaseURL is the admin connection used when TEST_DATABASE_URL is unset.
+const DefaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+
+// DatabaseURL is the admin URL tests use to create their databases.
+func DatabaseURL() string {
+	if u := os.Getenv("TEST_DATABASE_URL"); u != "" {
+		return u
+	}
+	return DefaultDatabaseURL
+}
+
+// templateName names the migrated template after a hash of the migrations, so
+// a changed migration gets a new template and an unchanged one is reused by
+// every test binary.
+func templateName() (string, error) {
+	h := sha256.New()
+	var names []string
+	err := fs.WalkDir(db.Migrations(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			names = append(names, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		b, err := fs.ReadFile(db.Migrations(), n)
+		if err != nil {
+			return "", err
+		}
+		h.Write([]byte(n))
+		h.Write(b)
+	}
+	return "knowledge_tpl_" + hex.EncodeToString(h.Sum(nil))[:12], nil
+}
+
+// urlFor returns base with its database name replaced.
+func urlFor(base, dbname string) (string, error) {
+	u, err := url.Parse(base)
+	if err != nil || u.Scheme == "" {
+		return "", fmt.Errorf("testenv: database url %q is not a URL", base)
+	}
+	u.Path = "/" + dbname
+	return u.String(), nil
+}
+
+// ensureTemplate creates and migrates the template database once per
+// migration hash. A Postgres advisory lock serialises test binaries.
+func ensureTemplate(ctx context.Context, admin *pgx.Conn, base string) (string, error) {
+	name, err := templateName()
+	if err != nil {
+		return "", err
+	}
+	if _, err := admin.Exec(ctx, "SELECT pg_advisory_lock(hashtext('knowledge_testenv_template'))"); err != nil {
+		return "", err
+	}
+	defer admin.Exec(context.Background(), "SELECT pg_advisory_unlock(hashtext('knowledge_testenv_template'))")
+
+	var ready bool
+	err = admin.QueryRow(ctx, "SELECT datistemplate FROM pg_database WHERE datname = $1", name).Scan(&ready)
+	if err == nil && ready {
+		return name, nil
+	}
+	if err == nil { // a half-made template from a killed run
+		if _, err := admin.Exec(ctx, "DROP DATABASE "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+			return "", err
+		}
+	}
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return "", fmt.Errorf("testenv: create template: %w", err)
+	}
+	u, err := urlFor(base, name)
+	if err != nil {
+		return "", err
+	}
+	pool, err := db.Open(ctx, u)
+	if err != nil {
+		return "", err
+	}
+	_, err = db.Migrate(ctx, pool)
+	pool.Close()
+	if err != nil {
+		return "", fmt.Errorf("testenv: migrate template: %w", err)
+	}
+	if _, err := admin.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{name}.Sanitize()+" WITH IS_TEMPLATE true"); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+// Database is an isolated, migrated database for one test.
+type Database struct {
+	Name string
+	URL  string
+	Pool *pgxpool.Pool
+}
+
+// Postgres creates a fresh migrated database for t, cloned from the shared
+// template, and drops it when t ends. Tests skip nothing: a server that
+// cannot be reached fails the test with a message saying how to start one.
+func Postgres(t testing.TB) *Database {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	base := DatabaseURL()
+	admin, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatalf("testenv: cannot reach PostgreSQL at %s (run `go tool task setup`): %v", base, err)
+	}
+	defer admin.Close(context.Background())
+
+	tpl, err := ensureTemplate(ctx, admin, base)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	name := "knowledge_test_" + randomHex(6)
+	// Cloning can collide with another backend briefly connected to the
+	// template (e.g. the migration's last connection closing); retry.
+	for attempt := 0; ; attempt++ {
+		_, err = admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" TEMPLATE "+pgx.Identifier{tpl}.Sanitize())
+		if err == nil || attempt >= 20 || !strings.Contains(err.Error(), "being accessed by other users") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("testenv: create database: %v", err)
+	}
+	u, err := urlFor(base, name)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	pool, err := db.Open(ctx, u)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	t.Cleanup(func() {
+		pool.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, base)
+		if err != nil {
+			t.Logf("testenv: drop %s: %v", name, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+			t.Logf("testenv: drop %s: %v", name, err)
+		}
+	})
+	return &Database{Name: name, URL: u, Pool: pool}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}

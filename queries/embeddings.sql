@@ -1,0 +1,1 @@
+-- The embeddings pipeline (packages/knowledge/jobs, apps/worker).

@@ -1,0 +1,1 @@
+-- Hybrid search (packages/knowledge).

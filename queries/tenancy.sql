@@ -1,0 +1,65 @@
+-- Orgs, agents, tokens and quotas (packages/tenancy).
+
+-- name: CreateOrg :one
+INSERT INTO orgs (name) VALUES (@name) RETURNING *;
+
+-- name: ListOrgs :many
+SELECT * FROM orgs ORDER BY created_at, id;
+
+-- name: GetOrg :one
+SELECT * FROM orgs WHERE id = @id;
+
+-- name: CreateAgent :one
+INSERT INTO agents (org_id, name) VALUES (@org_id, @name) RETURNING *;
+
+-- name: ListAgents :many
+SELECT * FROM agents WHERE org_id = @org_id ORDER BY created_at, id;
+
+-- name: GetAgent :one
+SELECT * FROM agents WHERE org_id = @org_id AND id = @id;
+
+-- name: CreateToken :one
+INSERT INTO agent_tokens (org_id, id, agent_id, secret_hash, scopes, expires_at)
+VALUES (@org_id, @id, @agent_id, @secret_hash, @scopes, sqlc.narg(expires_at))
+RETURNING *;
+
+-- name: GetToken :one
+SELECT * FROM agent_tokens WHERE org_id = @org_id AND id = @id;
+
+-- name: ListTokens :many
+SELECT * FROM agent_tokens WHERE org_id = @org_id ORDER BY created_at, id;
+
+-- name: RevokeToken :one
+-- Revoking twice keeps the first revocation time.
+UPDATE agent_tokens SET revoked_at = coalesce(revoked_at, now())
+WHERE id = @id AND (sqlc.narg(org_id)::uuid IS NULL OR org_id = sqlc.narg(org_id))
+RETURNING *;
+
+-- name: TouchToken :exec
+-- last_used_at is advisory; it is written at most once a minute per token.
+UPDATE agent_tokens SET last_used_at = now()
+WHERE org_id = @org_id AND id = @id
+  AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute');
+
+-- name: SetQuota :one
+INSERT INTO org_quotas (org_id, resource, limit_value)
+VALUES (@org_id, @resource, sqlc.narg(limit_value))
+ON CONFLICT (org_id, resource) DO UPDATE SET limit_value = excluded.limit_value, updated_at = now()
+RETURNING *;
+
+-- name: ListQuotas :many
+SELECT * FROM org_quotas WHERE org_id = @org_id ORDER BY resource;
+
+-- name: ConsumeQuota :one
+-- Takes one unit if the limit allows it, in the caller's transaction. The
+-- upsert locks the row, and its WHERE is re-checked on the newest version, so
+-- concurrent callers can never push used past limit_value. No row returned
+-- means the quota is exhausted. An org without a row is unlimited.
+INSERT INTO org_quotas AS q (org_id, resource, used)
+VALUES (@org_id, @resource, 1)
+ON CONFLICT (org_id, resource) DO UPDATE SET used = q.used + 1, updated_at = now()
+WHERE q.limit_value IS NULL OR q.used < q.limit_value
+RETURNING used, limit_value;
+
+-- name: CreateTask :one
+INSERT INTO tasks (org_id, title) VALUES (@org_id, @title) RETURNING *;
