@@ -1,12 +1,10 @@
 package tenancy
 
 import (
-	"context"
 	"errors"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -30,7 +28,17 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrQuotaExceeded: the org has used its whole quota of a resource.
 	ErrQuotaExceeded = errors.New("quota exceeded")
+	// ErrConflict: a name is already taken.
+	ErrConflict = errors.New("already exists")
 )
+
+// ValidationError names the argument at fault and the rule it broke.
+type ValidationError struct {
+	Field string
+	Rule  string
+}
+
+func (e *ValidationError) Error() string { return e.Field + ": " + e.Rule }
 
 // Principal is who a verified token speaks for.
 type Principal struct {
@@ -103,6 +111,3 @@ type Service struct {
 
 // New returns a Service on pool.
 func New(pool *pgxpool.Pool) *Service { return &Service{pool: pool} }
-
-var _ = pgx.ErrNoRows
-var _ = context.Background

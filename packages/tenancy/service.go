@@ -1,0 +1,279 @@
+package tenancy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/agentfleet/orchestrator/packages/tenancy/internal/sqlc"
+)
+
+func (s *Service) q() *sqlc.Queries { return sqlc.New(s.pool) }
+
+// mapErr turns driver errors into the package's sentinels in one place.
+func mapErr(err error, what string) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%s: %w", what, ErrNotFound)
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "23505":
+			return fmt.Errorf("%s: %w", what, ErrConflict)
+		case "23503":
+			return fmt.Errorf("%s: %w", what, ErrNotFound)
+		}
+	}
+	return err
+}
+
+func checkName(field, v string, max int) error {
+	if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
+		return &ValidationError{Field: field, Rule: "must be valid UTF-8 text without NUL bytes"}
+	}
+	if strings.TrimSpace(v) == "" {
+		return &ValidationError{Field: field, Rule: "is required"}
+	}
+	if n := utf8.RuneCountInString(v); n > max {
+		return &ValidationError{Field: field, Rule: fmt.Sprintf("must be at most %d characters (got %d)", max, n)}
+	}
+	return nil
+}
+
+// CreateOrg creates an org; names are unique.
+func (s *Service) CreateOrg(ctx context.Context, name string) (*Org, error) {
+	if err := checkName("name", name, 200); err != nil {
+		return nil, err
+	}
+	o, err := s.q().CreateOrg(ctx, name)
+	if err != nil {
+		return nil, mapErr(err, "org "+name)
+	}
+	return &Org{ID: o.ID, Name: o.Name, CreatedAt: o.CreatedAt}, nil
+}
+
+// ListOrgs lists every org.
+func (s *Service) ListOrgs(ctx context.Context) ([]Org, error) {
+	rows, err := s.q().ListOrgs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Org, 0, len(rows))
+	for _, o := range rows {
+		out = append(out, Org{ID: o.ID, Name: o.Name, CreatedAt: o.CreatedAt})
+	}
+	return out, nil
+}
+
+// CreateAgent creates an agent in an org; names are unique per org.
+func (s *Service) CreateAgent(ctx context.Context, orgID uuid.UUID, name string) (*Agent, error) {
+	if err := checkName("name", name, 200); err != nil {
+		return nil, err
+	}
+	a, err := s.q().CreateAgent(ctx, sqlc.CreateAgentParams{OrgID: orgID, Name: name})
+	if err != nil {
+		return nil, mapErr(err, "agent "+name)
+	}
+	return &Agent{ID: a.ID, OrgID: a.OrgID, Name: a.Name, CreatedAt: a.CreatedAt}, nil
+}
+
+// ListAgents lists the agents of an org.
+func (s *Service) ListAgents(ctx context.Context, orgID uuid.UUID) ([]Agent, error) {
+	if _, err := s.q().GetOrg(ctx, orgID); err != nil {
+		return nil, mapErr(err, "org "+orgID.String())
+	}
+	rows, err := s.q().ListAgents(ctx, orgID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Agent, 0, len(rows))
+	for _, a := range rows {
+		out = append(out, Agent{ID: a.ID, OrgID: a.OrgID, Name: a.Name, CreatedAt: a.CreatedAt})
+	}
+	return out, nil
+}
+
+// ParseScopes splits a comma-separated scope list and checks every scope is
+// in today's catalogue.
+func ParseScopes(list string) ([]string, error) {
+	var out []string
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if !slices.Contains(Catalogue, s) {
+			return nil, &ValidationError{Field: "scopes", Rule: fmt.Sprintf("%q is not a known scope (known: %s)", s, strings.Join(Catalogue, ", "))}
+		}
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return nil, &ValidationError{Field: "scopes", Rule: "at least one scope is required (known: " + strings.Join(Catalogue, ", ") + ")"}
+	}
+	return out, nil
+}
+
+// IssueToken creates a token for an agent. The token's text is returned once;
+// only a hash of its secret is stored. ttl 0 means no expiry.
+func (s *Service) IssueToken(ctx context.Context, orgID, agentID uuid.UUID, scopes []string, ttl time.Duration) (*IssuedToken, error) {
+	scopes, err := ParseScopes(strings.Join(scopes, ","))
+	if err != nil {
+		return nil, err
+	}
+	if ttl < 0 {
+		return nil, &ValidationError{Field: "ttl", Rule: "must not be negative"}
+	}
+	if _, err := s.q().GetAgent(ctx, sqlc.GetAgentParams{OrgID: orgID, ID: agentID}); err != nil {
+		return nil, mapErr(err, "agent "+agentID.String()+" in org "+orgID.String())
+	}
+	tok, err := newToken(orgID)
+	if err != nil {
+		return nil, err
+	}
+	var expires *time.Time
+	if ttl > 0 {
+		e := time.Now().Add(ttl).UTC()
+		expires = &e
+	}
+	_, err = s.q().CreateToken(ctx, sqlc.CreateTokenParams{
+		OrgID: orgID, ID: tok.id, AgentID: agentID, SecretHash: tok.hash(), Scopes: scopes, ExpiresAt: expires,
+	})
+	if err != nil {
+		return nil, mapErr(err, "token")
+	}
+	return &IssuedToken{ID: tok.id, Token: tok.String()}, nil
+}
+
+func toToken(t sqlc.AgentToken) Token {
+	return Token{ID: t.ID, OrgID: t.OrgID, AgentID: t.AgentID, Scopes: t.Scopes, ExpiresAt: t.ExpiresAt,
+		RevokedAt: t.RevokedAt, LastUsedAt: t.LastUsedAt, CreatedAt: t.CreatedAt}
+}
+
+// ListTokens lists an org's tokens, never their text.
+func (s *Service) ListTokens(ctx context.Context, orgID uuid.UUID) ([]Token, error) {
+	if _, err := s.q().GetOrg(ctx, orgID); err != nil {
+		return nil, mapErr(err, "org "+orgID.String())
+	}
+	rows, err := s.q().ListTokens(ctx, orgID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Token, 0, len(rows))
+	for _, t := range rows {
+		out = append(out, toToken(t))
+	}
+	return out, nil
+}
+
+// RevokeToken revokes a token by id (optionally checked against an org). It
+// is idempotent: revoking twice keeps the first time.
+func (s *Service) RevokeToken(ctx context.Context, orgID *uuid.UUID, id uuid.UUID) (*Token, error) {
+	t, err := s.q().RevokeToken(ctx, sqlc.RevokeTokenParams{ID: id, OrgID: orgID})
+	if err != nil {
+		return nil, mapErr(err, "token "+id.String())
+	}
+	out := toToken(t)
+	return &out, nil
+}
+
+// VerifyToken checks a bearer token and returns who it speaks for. Every
+// failure (malformed, unknown, wrong secret, revoked, expired) wraps
+// ErrUnauthenticated and says nothing more to the caller.
+func (s *Service) VerifyToken(ctx context.Context, raw string) (*Principal, error) {
+	tok, err := parseToken(raw)
+	if err != nil {
+		return nil, err
+	}
+	row, err := s.q().GetToken(ctx, sqlc.GetTokenParams{OrgID: tok.org, ID: tok.id})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("unknown token: %w", ErrUnauthenticated)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !tok.matches(row.SecretHash) {
+		return nil, fmt.Errorf("wrong secret: %w", ErrUnauthenticated)
+	}
+	if row.RevokedAt != nil {
+		return nil, fmt.Errorf("revoked token: %w", ErrUnauthenticated)
+	}
+	if row.ExpiresAt != nil && !time.Now().Before(*row.ExpiresAt) {
+		return nil, fmt.Errorf("expired token: %w", ErrUnauthenticated)
+	}
+	// last_used_at is advisory: a failure to record it must not refuse the call.
+	_ = s.q().TouchToken(ctx, sqlc.TouchTokenParams{OrgID: tok.org, ID: tok.id})
+	return &Principal{OrgID: row.OrgID, AgentID: row.AgentID, TokenID: row.ID, Scopes: row.Scopes, ExpiresAt: row.ExpiresAt}, nil
+}
+
+// SetQuota sets (or, with nil, lifts) an org's limit on a resource.
+func (s *Service) SetQuota(ctx context.Context, orgID uuid.UUID, resource string, limit *int64) (*Quota, error) {
+	if resource != ResourceKnowledgeStored {
+		return nil, &ValidationError{Field: "resource", Rule: fmt.Sprintf("%q is not a known quota (known: %s)", resource, ResourceKnowledgeStored)}
+	}
+	if limit != nil && *limit < 0 {
+		return nil, &ValidationError{Field: "limit", Rule: "must be 0 or more"}
+	}
+	q, err := s.q().SetQuota(ctx, sqlc.SetQuotaParams{OrgID: orgID, Resource: resource, LimitValue: limit})
+	if err != nil {
+		return nil, mapErr(err, "org "+orgID.String())
+	}
+	return &Quota{Resource: q.Resource, Limit: q.LimitValue, Used: q.Used}, nil
+}
+
+// Quotas lists an org's quotas. A resource without a row is unlimited and
+// unused, and is listed as such.
+func (s *Service) Quotas(ctx context.Context, orgID uuid.UUID) ([]Quota, error) {
+	if _, err := s.q().GetOrg(ctx, orgID); err != nil {
+		return nil, mapErr(err, "org "+orgID.String())
+	}
+	rows, err := s.q().ListQuotas(ctx, orgID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Quota, 0, 1)
+	seen := map[string]bool{}
+	for _, q := range rows {
+		out = append(out, Quota{Resource: q.Resource, Limit: q.LimitValue, Used: q.Used})
+		seen[q.Resource] = true
+	}
+	if !seen[ResourceKnowledgeStored] {
+		out = append(out, Quota{Resource: ResourceKnowledgeStored})
+	}
+	return out, nil
+}
+
+// ConsumeQuota takes one unit of resource for orgID inside tx, so the unit is
+// only spent if tx commits. It returns an error wrapping ErrQuotaExceeded when
+// the limit is reached; concurrent callers can never exceed the limit.
+func ConsumeQuota(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, resource string) error {
+	_, err := sqlc.New(tx).ConsumeQuota(ctx, sqlc.ConsumeQuotaParams{OrgID: orgID, Resource: resource})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%s: %w", resource, ErrQuotaExceeded)
+	}
+	return err
+}
+
+// CreateTask creates a task: a stand-in for the orchestrator, which owns tasks.
+func (s *Service) CreateTask(ctx context.Context, orgID uuid.UUID, title string) (*Task, error) {
+	if err := checkName("title", title, 500); err != nil {
+		return nil, err
+	}
+	t, err := s.q().CreateTask(ctx, sqlc.CreateTaskParams{OrgID: orgID, Title: title})
+	if err != nil {
+		return nil, mapErr(err, "org "+orgID.String())
+	}
+	return &Task{ID: t.ID, OrgID: t.OrgID, Title: t.Title, CreatedAt: t.CreatedAt}, nil
+}
