@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/agentfleet/orchestrator/packages/tenancy"
+	"github.com/agentfleet/orchestrator/packages/testenv"
+)
+
+type cli struct {
+	t   *testing.T
+	url string
+}
+
+func newCLI(t *testing.T) *cli {
+	t.Helper()
+	return &cli{t: t, url: testenv.Postgres(t).URL}
+}
+
+// run runs ctl and returns exit code, stdout and stderr.
+func (c *cli) run(args ...string) (int, string, string) {
+	c.t.Helper()
+	var out, errb bytes.Buffer
+	getenv := func(k string) string {
+		if k == "DATABASE_URL" {
+			return c.url
+		}
+		return ""
+	}
+	code := run(context.Background(), args, getenv, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// ok runs a --json command that must succeed and decodes its output.
+func (c *cli) ok(args ...string) map[string]any {
+	c.t.Helper()
+	code, out, errs := c.run(append(args, "--json")...)
+	if code != 0 {
+		c.t.Fatalf("ctl %v: exit %d: %s%s", args, code, errs, out)
+	}
+	var v map[string]any
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		c.t.Fatalf("ctl %v: output is not JSON: %v\n%s", args, err, out)
+	}
+	return v
+}
+
+func TestOperatorFlow(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	st := c.ok("migrate", "status")
+	if ms := st["migrations"].([]any); len(ms) == 0 || ms[0].(map[string]any)["applied"] != true {
+		t.Fatalf("migrate status: %v", st)
+	}
+	org := c.ok("org", "create", "--name", "acme")["id"].(string)
+	agent := c.ok("agent", "create", "--org", org, "--name", "scout")["id"].(string)
+	tok := c.ok("token", "create", "--org", org, "--agent", agent, "--scopes", "knowledge:read,knowledge:write", "--ttl", "720h")
+	if !strings.HasPrefix(tok["token"].(string), "kn_") || tok["id"] == "" {
+		t.Fatalf("token create: %v", tok)
+	}
+	q := c.ok("quota", "set", "--org", org, "--knowledge-stored", "5")
+	if q["limit"].(float64) != 5 || q["used"].(float64) != 0 {
+		t.Fatalf("quota set: %v", q)
+	}
+	qs := c.ok("quota", "show", "--org", org)["quotas"].([]any)
+	if len(qs) != 1 || qs[0].(map[string]any)["limit"].(float64) != 5 {
+		t.Fatalf("quota show: %v", qs)
+	}
+	if q := c.ok("quota", "set", "--org", org, "--knowledge-stored", "-1"); q["limit"] != nil {
+		t.Fatalf("quota lift: %v", q)
+	}
+	orgs := c.ok("org", "list")["orgs"].([]any)
+	agents := c.ok("agent", "list", "--org", org)["agents"].([]any)
+	if len(orgs) != 1 || len(agents) != 1 {
+		t.Fatalf("lists: %v %v", orgs, agents)
+	}
+	list := c.ok("token", "list", "--org", org)["tokens"].([]any)
+	if len(list) != 1 {
+		t.Fatalf("token list: %v", list)
+	}
+	raw, _ := json.Marshal(list)
+	if strings.Contains(string(raw), tok["token"].(string)) {
+		t.Fatal("token list shows the token's text")
+	}
+	rev := c.ok("token", "revoke", "--id", tok["id"].(string))
+	if rev["revokedAt"] == nil {
+		t.Fatalf("token revoke: %v", rev)
+	}
+	task := c.ok("task", "create", "--org", org, "--title", "ship it")
+	if task["id"] == "" {
+		t.Fatalf("task create: %v", task)
+	}
+	// Human output too.
+	if code, out, _ := c.run("quota", "show", "--org", org); code != 0 || !strings.Contains(out, "knowledge_stored: 0 used of unlimited") {
+		t.Fatalf("human quota show: %d %q", code, out)
+	}
+}
+
+func TestIssuedTokenVerifies(t *testing.T) {
+	t.Parallel()
+	d := testenv.Postgres(t)
+	c := &cli{t: t, url: d.URL}
+	org := c.ok("org", "create", "--name", "acme")["id"].(string)
+	agent := c.ok("agent", "create", "--org", org, "--name", "scout")["id"].(string)
+	tok := c.ok("token", "create", "--org", org, "--agent", agent, "--scopes", "knowledge:read")["token"].(string)
+	p, err := tenancy.New(d.Pool).VerifyToken(context.Background(), tok)
+	if err != nil || p.OrgID.String() != org || p.AgentID.String() != agent {
+		t.Fatalf("issued token does not verify: %+v %v", p, err)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	org := c.ok("org", "create", "--name", "acme")["id"].(string)
+	agent := c.ok("agent", "create", "--org", org, "--name", "scout")["id"].(string)
+	other := c.ok("org", "create", "--name", "other")["id"].(string)
+	cases := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{nil, 2, "usage"},
+		{[]string{"frobnicate"}, 2, "unknown command"},
+		{[]string{"org", "create"}, 2, "--name is required"},
+		{[]string{"org", "create", "--name", "acme"}, 1, "already exists"},
+		{[]string{"org", "create", "--name", strings.Repeat("x", 201)}, 1, "--name: must be at most 200"},
+		{[]string{"agent", "create", "--org", "nope", "--name", "x"}, 2, `--org: "nope" is not a uuid`},
+		{[]string{"agent", "create", "--org", "6f1c0a39-3f7e-4a43-9d0b-8b6f0c1f2a11", "--name", "x"}, 1, "not found"},
+		{[]string{"token", "create", "--org", org, "--agent", agent, "--scopes", "knowledge:write_others"}, 1, "not a known scope"},
+		{[]string{"token", "create", "--org", org, "--agent", agent}, 1, "at least one scope"},
+		{[]string{"token", "create", "--org", other, "--agent", agent, "--scopes", "knowledge:read"}, 1, "not found"},
+		{[]string{"token", "create", "--org", org, "--agent", agent, "--scopes", "knowledge:read", "--ttl", "-1h"}, 2, "--ttl"},
+		{[]string{"token", "revoke", "--id", "6f1c0a39-3f7e-4a43-9d0b-8b6f0c1f2a11"}, 1, "not found"},
+		{[]string{"quota", "set", "--org", org}, 2, "--knowledge-stored is required"},
+		{[]string{"quota", "set", "--org", org, "--knowledge-stored", "-5"}, 2, "must be 0 or more"},
+		{[]string{"quota", "show", "--org", "6f1c0a39-3f7e-4a43-9d0b-8b6f0c1f2a11"}, 1, "not found"},
+		{[]string{"org", "list", "stray"}, 2, "unexpected argument"},
+	}
+	for _, tc := range cases {
+		code, out, errs := c.run(tc.args...)
+		if code != tc.code || !strings.Contains(out+errs, tc.want) {
+			t.Errorf("ctl %v: exit %d, output %q; want exit %d containing %q", tc.args, code, out+errs, tc.code, tc.want)
+		}
+	}
+	// Nothing half-written: the refused commands left one token-less agent.
+	toks := c.ok("token", "list", "--org", org)["tokens"].([]any)
+	agents := c.ok("agent", "list", "--org", org)["agents"].([]any)
+	if len(toks) != 0 || len(agents) != 1 {
+		t.Fatalf("refused commands wrote: tokens %v agents %v", toks, agents)
+	}
+}

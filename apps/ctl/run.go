@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/tenancy"
+)
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1 // the command ran and failed
+	exitUsage = 2 // the command line is wrong
+)
+
+// env is what every command gets: its flags, output, and lazily opened deps.
+type env struct {
+	ctx    context.Context
+	getenv func(string) string
+	stdout io.Writer
+	json   bool
+	pool   *pgxpool.Pool
+}
+
+// usageError marks a wrong command line (exit 2).
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+func (e *env) db() (*pgxpool.Pool, error) {
+	if e.pool != nil {
+		return e.pool, nil
+	}
+	url := e.getenv("DATABASE_URL")
+	if url == "" {
+		url = db.DefaultURL
+	}
+	p, err := db.Open(e.ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	e.pool = p
+	return p, nil
+}
+
+func (e *env) tenancy() (*tenancy.Service, error) {
+	p, err := e.db()
+	if err != nil {
+		return nil, err
+	}
+	return tenancy.New(p), nil
+}
+
+// print writes v as JSON with --json, else as the human text of text().
+func (e *env) print(v any, text func(w io.Writer)) error {
+	if e.json {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	text(e.stdout)
+	return nil
+}
+
+// command is one leaf of the command tree, e.g. "org create".
+type command struct {
+	summary string
+	flags   func(fs *flag.FlagSet) func(e *env) error
+}
+
+var commands = map[string]command{}
+
+func register(name, summary string, flags func(fs *flag.FlagSet) func(e *env) error) {
+	commands[name] = command{summary: summary, flags: flags}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: ctl <command> [flags] [--json]")
+	fmt.Fprintln(w, "\ncommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-16s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w, "\nenvironment: DATABASE_URL (default "+db.DefaultURL+"), REDIS_URL (reembed)")
+}
+
+// run is the testable main: it returns the exit code.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	name, rest := args[0], args[1:]
+	cmd, ok := commands[name]
+	if !ok && len(args) > 1 {
+		name, rest = args[0]+" "+args[1], args[2:]
+		cmd, ok = commands[name]
+	}
+	if !ok {
+		fmt.Fprintf(stderr, "ctl: unknown command %q\n\n", strings.Join(args[:min(2, len(args))], " "))
+		usage(stderr)
+		return exitUsage
+	}
+	fs := flag.NewFlagSet("ctl "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	e := &env{ctx: ctx, getenv: getenv, stdout: stdout}
+	fs.BoolVar(&e.json, "json", false, "print JSON for scripts")
+	exec := cmd.flags(fs)
+	if err := fs.Parse(rest); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "ctl %s: unexpected argument %q\n", name, fs.Arg(0))
+		return exitUsage
+	}
+	defer func() {
+		if e.pool != nil {
+			e.pool.Close()
+		}
+	}()
+	if err := exec(e); err != nil {
+		var ue *usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintf(stderr, "ctl %s: %v\n", name, err)
+			return exitUsage
+		}
+		fmt.Fprintf(stderr, "ctl %s: %v\n", name, describe(err))
+		if e.json {
+			json.NewEncoder(stdout).Encode(map[string]string{"error": describe(err)})
+		}
+		return exitError
+	}
+	return exitOK
+}
+
+// describe words an error for an operator.
+func describe(err error) string {
+	var ve *tenancy.ValidationError
+	switch {
+	case errors.As(err, &ve):
+		return "--" + ve.Field + ": " + ve.Rule
+	default:
+		return err.Error()
+	}
+}
