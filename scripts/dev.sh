@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# dev.sh runs the whole product on this machine: services, migrations, a dev
+# org/agent/token, then the MCP server, the embeddings worker and the asynq
+# dashboard, until Ctrl-C.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export DATABASE_URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/knowledge?sslmode=disable}
+export REDIS_URL=${REDIS_URL:-redis://127.0.0.1:6379/0}
+export MCP_ADDR=${MCP_ADDR:-127.0.0.1:8080}
+export DASHBOARD_ADDR=${DASHBOARD_ADDR:-127.0.0.1:8090}
+export DASHBOARD_USER=${DASHBOARD_USER:-admin}
+export DASHBOARD_PASSWORD=${DASHBOARD_PASSWORD:-dev-only-password}
+
+bash scripts/setup.sh
+mkdir -p bin
+go build -o bin/ ./apps/ctl ./apps/mcp ./apps/worker ./apps/dashboard
+bin/ctl migrate up
+
+# The dev org and agent are made once and reused; a fresh token each run.
+org=$(bin/ctl org list --json | python3 -c 'import json,sys; print(next((o["id"] for o in json.load(sys.stdin)["orgs"] if o["name"]=="dev"), ""))')
+[ -n "$org" ] || org=$(bin/ctl org create --name dev --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+agent=$(bin/ctl agent list --org "$org" --json | python3 -c 'import json,sys; print(next((a["id"] for a in json.load(sys.stdin)["agents"] if a["name"]=="dev-agent"), ""))')
+[ -n "$agent" ] || agent=$(bin/ctl agent create --org "$org" --name dev-agent --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+token=$(bin/ctl token create --org "$org" --agent "$agent" --scopes knowledge:read,knowledge:write --ttl 24h --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
+
+cat <<INFO
+
+  MCP server   http://$MCP_ADDR/mcp   (Streamable HTTP)
+  dev org      $org
+  dev agent    $agent
+  dev token    $token   (24h, knowledge:read + knowledge:write)
+  dashboard    http://$DASHBOARD_ADDR/   (user $DASHBOARD_USER, password $DASHBOARD_PASSWORD)
+
+  Client configuration (paste into your MCP client's mcpServers):
+  {"knowledge": {"type": "http", "url": "http://$MCP_ADDR/mcp",
+                 "headers": {"Authorization": "Bearer $token"}}}
+
+INFO
+
+pids=()
+cleanup() {
+  trap - INT TERM EXIT
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+trap cleanup INT TERM EXIT
+bin/mcp & pids+=($!)
+bin/worker & pids+=($!)
+bin/dashboard & pids+=($!)
+# Stop everything as soon as one of them exits.
+wait -n
