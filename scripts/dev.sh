@@ -17,11 +17,10 @@ go build -o bin/ ./apps/ctl ./apps/mcp ./apps/worker ./apps/dashboard
 bin/ctl migrate up
 
 # The dev org and agent are made once and reused; a fresh token each run.
-org=$(bin/ctl org list --json | python3 -c 'import json,sys; print(next((o["id"] for o in json.load(sys.stdin)["orgs"] if o["name"]=="dev"), ""))')
-[ -n "$org" ] || org=$(bin/ctl org create --name dev --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
-agent=$(bin/ctl agent list --org "$org" --json | python3 -c 'import json,sys; print(next((a["id"] for a in json.load(sys.stdin)["agents"] if a["name"]=="dev-agent"), ""))')
-[ -n "$agent" ] || agent=$(bin/ctl agent create --org "$org" --name dev-agent --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
-token=$(bin/ctl token create --org "$org" --agent "$agent" --scopes knowledge:read,knowledge:write --ttl 24h --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
+boot=$(bin/ctl dev bootstrap)
+org=$(sed -n 's/^org //p' <<<"$boot")
+agent=$(sed -n 's/^agent //p' <<<"$boot")
+token=$(sed -n 's/^token //p' <<<"$boot")
 
 cat <<INFO
 

@@ -154,3 +154,16 @@ func TestErrors(t *testing.T) {
 		t.Fatalf("refused commands wrote: tokens %v agents %v", toks, agents)
 	}
 }
+
+func TestDevBootstrapIsRepeatable(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	a := c.ok("dev", "bootstrap")
+	b := c.ok("dev", "bootstrap")
+	if a["orgId"] != b["orgId"] || a["agentId"] != b["agentId"] || a["token"] == b["token"] {
+		t.Fatalf("bootstrap not repeatable: %v then %v", a, b)
+	}
+	if n := len(c.ok("token", "list", "--org", a["orgId"].(string))["tokens"].([]any)); n != 2 {
+		t.Fatalf("want 2 tokens, got %d", n)
+	}
+}
