@@ -167,3 +167,29 @@ func TestDevBootstrapIsRepeatable(t *testing.T) {
 		t.Fatalf("want 2 tokens, got %d", n)
 	}
 }
+
+func TestMigrateUpOnEmptyDatabase(t *testing.T) {
+	t.Parallel()
+	d := testenv.EmptyPostgres(t)
+	c := &cli{t: t, url: d.URL}
+	code, out, _ := c.run("migrate", "status")
+	if code != 0 || !strings.Contains(out, "pending") {
+		t.Fatalf("status before: %d %q", code, out)
+	}
+	up := c.ok("migrate", "up")
+	if n := len(up["applied"].([]any)); n == 0 {
+		t.Fatalf("migrate up applied nothing: %v", up)
+	}
+	var tables int
+	if err := d.Pool.QueryRow(context.Background(), `SELECT count(*) FROM information_schema.tables
+		WHERE table_schema = 'public' AND table_name IN ('orgs','agents','agent_tokens','org_quotas','tasks','knowledge','knowledge_supersessions','task_knowledge')`).Scan(&tables); err != nil || tables != 8 {
+		t.Fatalf("tables after migrate up: %d (%v)", tables, err)
+	}
+	code, out, _ = c.run("migrate", "status")
+	if code != 0 || strings.Contains(out, "pending") || !strings.Contains(out, "applied") {
+		t.Fatalf("status after: %d %q", code, out)
+	}
+	if again := c.ok("migrate", "up"); len(again["applied"].([]any)) != 0 {
+		t.Fatalf("second migrate up applied %v", again)
+	}
+}

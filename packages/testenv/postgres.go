@@ -123,24 +123,46 @@ type Database struct {
 }
 
 // Postgres creates a fresh migrated database for t, cloned from the shared
-// template, and drops it when t ends. Tests skip nothing: a server that
-// cannot be reached fails the test with a message saying how to start one.
+// template, and drops it when t ends. A server that cannot be reached fails
+// the test with a message saying how to start one.
 func Postgres(t testing.TB) *Database {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	base := DatabaseURL()
-	admin, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("testenv: cannot reach PostgreSQL at %s (run `go tool task setup`): %v", base, err)
-	}
+	admin := adminConn(ctx, t)
 	defer admin.Close(context.Background())
-
-	tpl, err := ensureTemplate(ctx, admin, base)
+	tpl, err := ensureTemplate(ctx, admin, DatabaseURL())
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
+	return createDatabase(ctx, t, admin, tpl)
+}
+
+// EmptyPostgres creates a fresh database with no schema at all (for testing
+// migrations themselves) and drops it when t ends.
+func EmptyPostgres(t testing.TB) *Database {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	admin := adminConn(ctx, t)
+	defer admin.Close(context.Background())
+	return createDatabase(ctx, t, admin, "template0")
+}
+
+func adminConn(ctx context.Context, t testing.TB) *pgx.Conn {
+	t.Helper()
+	admin, err := pgx.Connect(ctx, DatabaseURL())
+	if err != nil {
+		t.Fatalf("testenv: cannot reach PostgreSQL at %s (run `go tool task setup`): %v", DatabaseURL(), err)
+	}
+	return admin
+}
+
+func createDatabase(ctx context.Context, t testing.TB, admin *pgx.Conn, tpl string) *Database {
+	t.Helper()
+	base := DatabaseURL()
 	name := "knowledge_test_" + randomHex(6)
+	var err error
 	// Cloning can collide with another backend briefly connected to the
 	// template (e.g. the migration's last connection closing); retry.
 	for attempt := 0; ; attempt++ {
