@@ -1,4 +1,97 @@
 -- Entries, supersession and task links (packages/knowledge).
+--
+-- Columns of knowledge are always listed: search_tsv has no Go type and the embedding
+-- is 3 KiB nobody here needs. Every statement filters by org_id first, so an
+-- id of another org behaves exactly like a missing one.
 
 -- name: GetEntry :one
-SELECT * FROM knowledge WHERE org_id = @org_id AND id = @id;
+-- The whole entry (the knowledge resource) and the entries it directly
+-- replaced, from the history of direct edges.
+SELECT k.id, k.title, k.body, k.tags, k.confidence, k.source, k.created_by_agent_id,
+       k.expires_at, k.superseded_by, k.head_id, k.superseded_at,
+       k.embedding_status, k.embedding_model, k.embedding_error, k.embedded_at,
+       k.created_at, k.updated_at,
+       ARRAY(SELECT s.old_id FROM knowledge_supersessions s
+             WHERE s.org_id = k.org_id AND s.new_id = k.id
+             ORDER BY s.created_at, s.old_id)::uuid[] AS supersedes
+FROM knowledge k
+WHERE k.org_id = @org_id AND k.id = @id;
+
+-- name: GetEntryByClientToken :one
+-- The durable idempotence guard: the entry a client token already made.
+SELECT id, title, body, tags, confidence, expires_at, embedding_status, created_at
+FROM knowledge
+WHERE org_id = @org_id AND created_by_agent_id = @agent_id AND client_token = @client_token;
+
+-- name: InsertEntry :one
+-- ON CONFLICT DO NOTHING on the client token: no row back means another call
+-- with the same token committed first (or is committing: the insert waits
+-- for it), and the caller answers that entry as a replay.
+INSERT INTO knowledge (org_id, title, body, tags, confidence, source,
+                       created_by_agent_id, expires_at, client_token)
+VALUES (@org_id, @title, @body, @tags::text[], @confidence, 'agent',
+        @agent_id, sqlc.narg(expires_at), sqlc.narg(client_token))
+ON CONFLICT (org_id, created_by_agent_id, client_token) DO NOTHING
+RETURNING id, embedding_status, embedding_generation, created_at;
+
+-- name: InsertTaskLink :one
+-- A duplicate link returns no row (idempotent); the caller reads it back.
+INSERT INTO task_knowledge (org_id, task_id, knowledge_id, kind, created_by_agent_id)
+VALUES (@org_id, @task_id, @knowledge_id, @kind, sqlc.narg(agent_id))
+ON CONFLICT (org_id, task_id, knowledge_id, kind) DO NOTHING
+RETURNING task_id, knowledge_id, kind, created_at;
+
+-- name: GetTaskLink :one
+SELECT task_id, knowledge_id, kind, created_at
+FROM task_knowledge
+WHERE org_id = @org_id AND task_id = @task_id AND knowledge_id = @knowledge_id AND kind = @kind;
+
+-- name: ListEntryTaskLinks :many
+SELECT task_id, knowledge_id, kind, created_at
+FROM task_knowledge
+WHERE org_id = @org_id AND knowledge_id = @knowledge_id
+ORDER BY created_at, task_id, kind;
+
+-- name: EntryExists :one
+SELECT EXISTS (SELECT 1 FROM knowledge WHERE org_id = @org_id AND id = @id);
+
+-- name: TaskExists :one
+SELECT EXISTS (SELECT 1 FROM tasks WHERE org_id = @org_id AND id = @id);
+
+-- name: ListTaskKnowledge :many
+-- Entries linked to a task; kind NULL means every kind.
+SELECT l.task_id, l.knowledge_id, l.kind, l.created_at AS linked_at,
+       k.title, k.tags, k.confidence, k.embedding_status, k.head_id, k.created_at
+FROM task_knowledge l
+JOIN knowledge k ON k.org_id = l.org_id AND k.id = l.knowledge_id
+WHERE l.org_id = @org_id AND l.task_id = @task_id
+  AND (sqlc.narg(kind)::text IS NULL OR l.kind = sqlc.narg(kind)::text)
+ORDER BY l.created_at, l.knowledge_id, l.kind;
+
+-- name: LockOrgSupersessions :exec
+-- Serialises the supersessions of one org (see supersede.go for why).
+SELECT pg_advisory_xact_lock(hashtext('knowledge.supersede'), hashtext(@org_id::text));
+
+-- name: LockEntries :many
+-- Row locks in a fixed order (by id) so two writers never deadlock on them.
+SELECT id, created_by_agent_id, superseded_by, head_id
+FROM knowledge
+WHERE org_id = @org_id AND id = ANY(@ids::uuid[])
+ORDER BY id
+FOR UPDATE;
+
+-- name: MarkSuperseded :execrows
+-- Only a head can be superseded; the WHERE re-checks it.
+UPDATE knowledge
+SET superseded_by = @new_id, head_id = @head_id, superseded_at = now(), updated_at = now()
+WHERE org_id = @org_id AND id = @old_id AND head_id IS NULL;
+
+-- name: MoveHeads :execrows
+-- Every entry whose cached head was old_head now points at new_head.
+UPDATE knowledge
+SET head_id = @new_head, updated_at = now()
+WHERE org_id = @org_id AND head_id = @old_head;
+
+-- name: InsertSupersession :exec
+INSERT INTO knowledge_supersessions (org_id, old_id, new_id, agent_id)
+VALUES (@org_id, @old_id, @new_id, @agent_id);

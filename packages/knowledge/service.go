@@ -2,15 +2,14 @@ package knowledge
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
 // Options are the optional dependencies of a Service; nil means the
@@ -28,60 +27,50 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock. Default: time.Now.
 	Now func() time.Time
+	// EmbedTimeout bounds the query embedding of one search, so a slow
+	// provider degrades search to the lexical lists instead of hanging it.
+	// Default: 5 s.
+	EmbedTimeout time.Duration
 }
 
 // Service is the knowledge domain API. It is safe for concurrent use.
 type Service struct {
 	pool *pgxpool.Pool
 	opts Options
+	q    *sqlc.Queries
 }
 
-// New returns a Service on pool.
+// New returns a Service on pool. The pool must come from db.Open, which
+// registers pgvector's types on every connection.
 func New(pool *pgxpool.Pool, opts Options) *Service {
-	return &Service{pool: pool, opts: opts}
+	if opts.Embedder == nil {
+		opts.Embedder = embed.NewLocal()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.EmbedTimeout <= 0 {
+		opts.EmbedTimeout = 5 * time.Second
+	}
+	return &Service{pool: pool, opts: opts, q: sqlc.New(pool)}
 }
 
-var errTODO = errors.New("not implemented yet")
+func (s *Service) log() *slog.Logger { return s.opts.Logger }
 
-// Store stores a new entry for the caller (store_knowledge).
-func (s *Service) Store(ctx context.Context, c Caller, in StoreInput) (*StoreResult, error) {
-	return nil, errTODO
-}
-
-// Search runs the hybrid search (search_knowledge).
-func (s *Service) Search(ctx context.Context, c Caller, in SearchInput) (*SearchResult, error) {
-	return nil, errTODO
-}
-
-// Supersede marks oldID as superseded by newID (supersede_knowledge).
-func (s *Service) Supersede(ctx context.Context, c Caller, oldID, newID uuid.UUID) (*SupersedeResult, error) {
-	return nil, errTODO
-}
-
-// Get reads one whole entry (the knowledge://{id} resource).
-func (s *Service) Get(ctx context.Context, c Caller, id uuid.UUID) (*Entry, error) {
-	return nil, errTODO
-}
-
-// LinkTask links an entry to a task of the caller's org (task runners).
-func (s *Service) LinkTask(ctx context.Context, c Caller, knowledgeID uuid.UUID, ref TaskRef) (*TaskLink, error) {
-	return nil, errTODO
-}
-
-// TaskEntry is one entry linked to a task, with the link.
-type TaskEntry struct {
-	Link            TaskLink   `json:"link"`
-	ID              uuid.UUID  `json:"id"`
-	Title           string     `json:"title"`
-	Tags            []string   `json:"tags"`
-	Confidence      int        `json:"confidence"`
-	EmbeddingStatus string     `json:"embeddingStatus"`
-	Superseded      bool       `json:"superseded"`
-	HeadID          *uuid.UUID `json:"headId,omitempty"`
-	CreatedAt       time.Time  `json:"createdAt"`
-}
-
-// TaskKnowledge lists the entries linked to a task; kind "" means all kinds.
-func (s *Service) TaskKnowledge(ctx context.Context, c Caller, taskID uuid.UUID, kind LinkKind) ([]TaskEntry, error) {
-	return nil, errTODO
+// enqueue hands a committed entry to the embeddings pipeline. It runs after
+// commit, detached from the caller's cancellation; a failure is only logged
+// because the entry's pending status is the outbox the reconciler re-reads.
+func (s *Service) enqueue(ctx context.Context, job EmbeddingJob) {
+	if s.opts.Enqueuer == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := s.opts.Enqueuer.EnqueueEmbedding(ctx, job); err != nil {
+		s.log().Warn("knowledge: enqueue embedding failed; the reconciler will retry",
+			"org", job.OrgID, "entry", job.EntryID, "generation", job.Generation, "err", err)
+	}
 }

@@ -7,13 +7,38 @@ package sqlc
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 )
 
+const entryExists = `-- name: EntryExists :one
+SELECT EXISTS (SELECT 1 FROM knowledge WHERE org_id = $1 AND id = $2)
+`
+
+type EntryExistsParams struct {
+	OrgID uuid.UUID
+	ID    uuid.UUID
+}
+
+func (q *Queries) EntryExists(ctx context.Context, arg EntryExistsParams) (bool, error) {
+	row := q.db.QueryRow(ctx, entryExists, arg.OrgID, arg.ID)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
 const getEntry = `-- name: GetEntry :one
 
-SELECT org_id, id, title, body, tags, confidence, source, created_by_agent_id, expires_at, client_token, superseded_by, head_id, superseded_at, embedding, embedding_status, embedding_model, embedding_error, embedding_generation, embedding_requested_at, embedded_at, search_tsv, created_at, updated_at FROM knowledge WHERE org_id = $1 AND id = $2
+SELECT k.id, k.title, k.body, k.tags, k.confidence, k.source, k.created_by_agent_id,
+       k.expires_at, k.superseded_by, k.head_id, k.superseded_at,
+       k.embedding_status, k.embedding_model, k.embedding_error, k.embedded_at,
+       k.created_at, k.updated_at,
+       ARRAY(SELECT s.old_id FROM knowledge_supersessions s
+             WHERE s.org_id = k.org_id AND s.new_id = k.id
+             ORDER BY s.created_at, s.old_id)::uuid[] AS supersedes
+FROM knowledge k
+WHERE k.org_id = $1 AND k.id = $2
 `
 
 type GetEntryParams struct {
@@ -21,12 +46,38 @@ type GetEntryParams struct {
 	ID    uuid.UUID
 }
 
+type GetEntryRow struct {
+	ID               uuid.UUID
+	Title            string
+	Body             string
+	Tags             []string
+	Confidence       int16
+	Source           string
+	CreatedByAgentID *uuid.UUID
+	ExpiresAt        *time.Time
+	SupersededBy     *uuid.UUID
+	HeadID           *uuid.UUID
+	SupersededAt     *time.Time
+	EmbeddingStatus  string
+	EmbeddingModel   *string
+	EmbeddingError   *string
+	EmbeddedAt       *time.Time
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+	Supersedes       []uuid.UUID
+}
+
 // Entries, supersession and task links (packages/knowledge).
-func (q *Queries) GetEntry(ctx context.Context, arg GetEntryParams) (Knowledge, error) {
+//
+// Columns of knowledge are always listed: search_tsv has no Go type and the embedding
+// is 3 KiB nobody here needs. Every statement filters by org_id first, so an
+// id of another org behaves exactly like a missing one.
+// The whole entry (the knowledge resource) and the entries it directly
+// replaced, from the history of direct edges.
+func (q *Queries) GetEntry(ctx context.Context, arg GetEntryParams) (GetEntryRow, error) {
 	row := q.db.QueryRow(ctx, getEntry, arg.OrgID, arg.ID)
-	var i Knowledge
+	var i GetEntryRow
 	err := row.Scan(
-		&i.OrgID,
 		&i.ID,
 		&i.Title,
 		&i.Body,
@@ -35,20 +86,432 @@ func (q *Queries) GetEntry(ctx context.Context, arg GetEntryParams) (Knowledge, 
 		&i.Source,
 		&i.CreatedByAgentID,
 		&i.ExpiresAt,
-		&i.ClientToken,
 		&i.SupersededBy,
 		&i.HeadID,
 		&i.SupersededAt,
-		&i.Embedding,
 		&i.EmbeddingStatus,
 		&i.EmbeddingModel,
 		&i.EmbeddingError,
-		&i.EmbeddingGeneration,
-		&i.EmbeddingRequestedAt,
 		&i.EmbeddedAt,
-		&i.SearchTsv,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Supersedes,
 	)
 	return i, err
+}
+
+const getEntryByClientToken = `-- name: GetEntryByClientToken :one
+SELECT id, title, body, tags, confidence, expires_at, embedding_status, created_at
+FROM knowledge
+WHERE org_id = $1 AND created_by_agent_id = $2 AND client_token = $3
+`
+
+type GetEntryByClientTokenParams struct {
+	OrgID       uuid.UUID
+	AgentID     *uuid.UUID
+	ClientToken *uuid.UUID
+}
+
+type GetEntryByClientTokenRow struct {
+	ID              uuid.UUID
+	Title           string
+	Body            string
+	Tags            []string
+	Confidence      int16
+	ExpiresAt       *time.Time
+	EmbeddingStatus string
+	CreatedAt       time.Time
+}
+
+// The durable idempotence guard: the entry a client token already made.
+func (q *Queries) GetEntryByClientToken(ctx context.Context, arg GetEntryByClientTokenParams) (GetEntryByClientTokenRow, error) {
+	row := q.db.QueryRow(ctx, getEntryByClientToken, arg.OrgID, arg.AgentID, arg.ClientToken)
+	var i GetEntryByClientTokenRow
+	err := row.Scan(
+		&i.ID,
+		&i.Title,
+		&i.Body,
+		&i.Tags,
+		&i.Confidence,
+		&i.ExpiresAt,
+		&i.EmbeddingStatus,
+		&i.CreatedAt,
+	)
+	return i, err
+}
+
+const getTaskLink = `-- name: GetTaskLink :one
+SELECT task_id, knowledge_id, kind, created_at
+FROM task_knowledge
+WHERE org_id = $1 AND task_id = $2 AND knowledge_id = $3 AND kind = $4
+`
+
+type GetTaskLinkParams struct {
+	OrgID       uuid.UUID
+	TaskID      uuid.UUID
+	KnowledgeID uuid.UUID
+	Kind        string
+}
+
+type GetTaskLinkRow struct {
+	TaskID      uuid.UUID
+	KnowledgeID uuid.UUID
+	Kind        string
+	CreatedAt   time.Time
+}
+
+func (q *Queries) GetTaskLink(ctx context.Context, arg GetTaskLinkParams) (GetTaskLinkRow, error) {
+	row := q.db.QueryRow(ctx, getTaskLink,
+		arg.OrgID,
+		arg.TaskID,
+		arg.KnowledgeID,
+		arg.Kind,
+	)
+	var i GetTaskLinkRow
+	err := row.Scan(
+		&i.TaskID,
+		&i.KnowledgeID,
+		&i.Kind,
+		&i.CreatedAt,
+	)
+	return i, err
+}
+
+const insertEntry = `-- name: InsertEntry :one
+INSERT INTO knowledge (org_id, title, body, tags, confidence, source,
+                       created_by_agent_id, expires_at, client_token)
+VALUES ($1, $2, $3, $4::text[], $5, 'agent',
+        $6, $7, $8)
+ON CONFLICT (org_id, created_by_agent_id, client_token) DO NOTHING
+RETURNING id, embedding_status, embedding_generation, created_at
+`
+
+type InsertEntryParams struct {
+	OrgID       uuid.UUID
+	Title       string
+	Body        string
+	Tags        []string
+	Confidence  int16
+	AgentID     *uuid.UUID
+	ExpiresAt   *time.Time
+	ClientToken *uuid.UUID
+}
+
+type InsertEntryRow struct {
+	ID                  uuid.UUID
+	EmbeddingStatus     string
+	EmbeddingGeneration int32
+	CreatedAt           time.Time
+}
+
+// ON CONFLICT DO NOTHING on the client token: no row back means another call
+// with the same token committed first (or is committing: the insert waits
+// for it), and the caller answers that entry as a replay.
+func (q *Queries) InsertEntry(ctx context.Context, arg InsertEntryParams) (InsertEntryRow, error) {
+	row := q.db.QueryRow(ctx, insertEntry,
+		arg.OrgID,
+		arg.Title,
+		arg.Body,
+		arg.Tags,
+		arg.Confidence,
+		arg.AgentID,
+		arg.ExpiresAt,
+		arg.ClientToken,
+	)
+	var i InsertEntryRow
+	err := row.Scan(
+		&i.ID,
+		&i.EmbeddingStatus,
+		&i.EmbeddingGeneration,
+		&i.CreatedAt,
+	)
+	return i, err
+}
+
+const insertSupersession = `-- name: InsertSupersession :exec
+INSERT INTO knowledge_supersessions (org_id, old_id, new_id, agent_id)
+VALUES ($1, $2, $3, $4)
+`
+
+type InsertSupersessionParams struct {
+	OrgID   uuid.UUID
+	OldID   uuid.UUID
+	NewID   uuid.UUID
+	AgentID uuid.UUID
+}
+
+func (q *Queries) InsertSupersession(ctx context.Context, arg InsertSupersessionParams) error {
+	_, err := q.db.Exec(ctx, insertSupersession,
+		arg.OrgID,
+		arg.OldID,
+		arg.NewID,
+		arg.AgentID,
+	)
+	return err
+}
+
+const insertTaskLink = `-- name: InsertTaskLink :one
+INSERT INTO task_knowledge (org_id, task_id, knowledge_id, kind, created_by_agent_id)
+VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (org_id, task_id, knowledge_id, kind) DO NOTHING
+RETURNING task_id, knowledge_id, kind, created_at
+`
+
+type InsertTaskLinkParams struct {
+	OrgID       uuid.UUID
+	TaskID      uuid.UUID
+	KnowledgeID uuid.UUID
+	Kind        string
+	AgentID     *uuid.UUID
+}
+
+type InsertTaskLinkRow struct {
+	TaskID      uuid.UUID
+	KnowledgeID uuid.UUID
+	Kind        string
+	CreatedAt   time.Time
+}
+
+// A duplicate link returns no row (idempotent); the caller reads it back.
+func (q *Queries) InsertTaskLink(ctx context.Context, arg InsertTaskLinkParams) (InsertTaskLinkRow, error) {
+	row := q.db.QueryRow(ctx, insertTaskLink,
+		arg.OrgID,
+		arg.TaskID,
+		arg.KnowledgeID,
+		arg.Kind,
+		arg.AgentID,
+	)
+	var i InsertTaskLinkRow
+	err := row.Scan(
+		&i.TaskID,
+		&i.KnowledgeID,
+		&i.Kind,
+		&i.CreatedAt,
+	)
+	return i, err
+}
+
+const listEntryTaskLinks = `-- name: ListEntryTaskLinks :many
+SELECT task_id, knowledge_id, kind, created_at
+FROM task_knowledge
+WHERE org_id = $1 AND knowledge_id = $2
+ORDER BY created_at, task_id, kind
+`
+
+type ListEntryTaskLinksParams struct {
+	OrgID       uuid.UUID
+	KnowledgeID uuid.UUID
+}
+
+type ListEntryTaskLinksRow struct {
+	TaskID      uuid.UUID
+	KnowledgeID uuid.UUID
+	Kind        string
+	CreatedAt   time.Time
+}
+
+func (q *Queries) ListEntryTaskLinks(ctx context.Context, arg ListEntryTaskLinksParams) ([]ListEntryTaskLinksRow, error) {
+	rows, err := q.db.Query(ctx, listEntryTaskLinks, arg.OrgID, arg.KnowledgeID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListEntryTaskLinksRow
+	for rows.Next() {
+		var i ListEntryTaskLinksRow
+		if err := rows.Scan(
+			&i.TaskID,
+			&i.KnowledgeID,
+			&i.Kind,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listTaskKnowledge = `-- name: ListTaskKnowledge :many
+SELECT l.task_id, l.knowledge_id, l.kind, l.created_at AS linked_at,
+       k.title, k.tags, k.confidence, k.embedding_status, k.head_id, k.created_at
+FROM task_knowledge l
+JOIN knowledge k ON k.org_id = l.org_id AND k.id = l.knowledge_id
+WHERE l.org_id = $1 AND l.task_id = $2
+  AND ($3::text IS NULL OR l.kind = $3::text)
+ORDER BY l.created_at, l.knowledge_id, l.kind
+`
+
+type ListTaskKnowledgeParams struct {
+	OrgID  uuid.UUID
+	TaskID uuid.UUID
+	Kind   *string
+}
+
+type ListTaskKnowledgeRow struct {
+	TaskID          uuid.UUID
+	KnowledgeID     uuid.UUID
+	Kind            string
+	LinkedAt        time.Time
+	Title           string
+	Tags            []string
+	Confidence      int16
+	EmbeddingStatus string
+	HeadID          *uuid.UUID
+	CreatedAt       time.Time
+}
+
+// Entries linked to a task; kind NULL means every kind.
+func (q *Queries) ListTaskKnowledge(ctx context.Context, arg ListTaskKnowledgeParams) ([]ListTaskKnowledgeRow, error) {
+	rows, err := q.db.Query(ctx, listTaskKnowledge, arg.OrgID, arg.TaskID, arg.Kind)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListTaskKnowledgeRow
+	for rows.Next() {
+		var i ListTaskKnowledgeRow
+		if err := rows.Scan(
+			&i.TaskID,
+			&i.KnowledgeID,
+			&i.Kind,
+			&i.LinkedAt,
+			&i.Title,
+			&i.Tags,
+			&i.Confidence,
+			&i.EmbeddingStatus,
+			&i.HeadID,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const lockEntries = `-- name: LockEntries :many
+SELECT id, created_by_agent_id, superseded_by, head_id
+FROM knowledge
+WHERE org_id = $1 AND id = ANY($2::uuid[])
+ORDER BY id
+FOR UPDATE
+`
+
+type LockEntriesParams struct {
+	OrgID uuid.UUID
+	Ids   []uuid.UUID
+}
+
+type LockEntriesRow struct {
+	ID               uuid.UUID
+	CreatedByAgentID *uuid.UUID
+	SupersededBy     *uuid.UUID
+	HeadID           *uuid.UUID
+}
+
+// Row locks in a fixed order (by id) so two writers never deadlock on them.
+func (q *Queries) LockEntries(ctx context.Context, arg LockEntriesParams) ([]LockEntriesRow, error) {
+	rows, err := q.db.Query(ctx, lockEntries, arg.OrgID, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []LockEntriesRow
+	for rows.Next() {
+		var i LockEntriesRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.CreatedByAgentID,
+			&i.SupersededBy,
+			&i.HeadID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const lockOrgSupersessions = `-- name: LockOrgSupersessions :exec
+SELECT pg_advisory_xact_lock(hashtext('knowledge.supersede'), hashtext($1::text))
+`
+
+// Serialises the supersessions of one org (see supersede.go for why).
+func (q *Queries) LockOrgSupersessions(ctx context.Context, orgID string) error {
+	_, err := q.db.Exec(ctx, lockOrgSupersessions, orgID)
+	return err
+}
+
+const markSuperseded = `-- name: MarkSuperseded :execrows
+UPDATE knowledge
+SET superseded_by = $1, head_id = $2, superseded_at = now(), updated_at = now()
+WHERE org_id = $3 AND id = $4 AND head_id IS NULL
+`
+
+type MarkSupersededParams struct {
+	NewID  *uuid.UUID
+	HeadID *uuid.UUID
+	OrgID  uuid.UUID
+	OldID  uuid.UUID
+}
+
+// Only a head can be superseded; the WHERE re-checks it.
+func (q *Queries) MarkSuperseded(ctx context.Context, arg MarkSupersededParams) (int64, error) {
+	result, err := q.db.Exec(ctx, markSuperseded,
+		arg.NewID,
+		arg.HeadID,
+		arg.OrgID,
+		arg.OldID,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const moveHeads = `-- name: MoveHeads :execrows
+UPDATE knowledge
+SET head_id = $1, updated_at = now()
+WHERE org_id = $2 AND head_id = $3
+`
+
+type MoveHeadsParams struct {
+	NewHead *uuid.UUID
+	OrgID   uuid.UUID
+	OldHead *uuid.UUID
+}
+
+// Every entry whose cached head was old_head now points at new_head.
+func (q *Queries) MoveHeads(ctx context.Context, arg MoveHeadsParams) (int64, error) {
+	result, err := q.db.Exec(ctx, moveHeads, arg.NewHead, arg.OrgID, arg.OldHead)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const taskExists = `-- name: TaskExists :one
+SELECT EXISTS (SELECT 1 FROM tasks WHERE org_id = $1 AND id = $2)
+`
+
+type TaskExistsParams struct {
+	OrgID uuid.UUID
+	ID    uuid.UUID
+}
+
+func (q *Queries) TaskExists(ctx context.Context, arg TaskExistsParams) (bool, error) {
+	row := q.db.QueryRow(ctx, taskExists, arg.OrgID, arg.ID)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
 }

@@ -1,0 +1,79 @@
+package knowledge
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/agentfleet/orchestrator/packages/tenancy"
+)
+
+// constraintErrors maps the schema's constraint names to domain errors. The
+// names are Postgres' defaults for the constraints of 00001_init.sql.
+var constraintErrors = map[string]*Error{
+	"task_knowledge_org_id_task_id_fkey":      {Code: CodeNotFound, Field: "taskRef.taskId", Message: "no such task in this org"},
+	"task_knowledge_org_id_knowledge_id_fkey": {Code: CodeNotFound, Field: "knowledgeId", Message: "no such entry in this org"},
+	"knowledge_org_id_created_by_agent_id_fkey": {Code: CodeForbidden,
+		Message: "the calling agent is not an agent of this org"},
+	"task_knowledge_org_id_created_by_agent_id_fkey": {Code: CodeForbidden,
+		Message: "the calling agent is not an agent of this org"},
+	"knowledge_supersessions_org_id_agent_id_fkey": {Code: CodeForbidden,
+		Message: "the calling agent is not an agent of this org"},
+	"knowledge_org_id_fkey":  {Code: CodeNotFound, Message: "the caller's org does not exist"},
+	"org_quotas_org_id_fkey": {Code: CodeNotFound, Message: "the caller's org does not exist"},
+}
+
+// mapErr is the one place where driver and dependency errors become domain
+// *Error values. notFoundField names the argument a pgx.ErrNoRows is about.
+// Errors it does not know are returned wrapped as unavailable only when they
+// are clearly transient; others pass through (they are bugs, not input).
+func mapErr(err error, notFoundField string) error {
+	if err == nil {
+		return nil
+	}
+	var de *Error
+	if errors.As(err, &de) {
+		return err
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return &Error{Code: CodeNotFound, Field: notFoundField, Message: "not found in this org", Err: err}
+	}
+	if errors.Is(err, tenancy.ErrQuotaExceeded) {
+		return &Error{Code: CodeQuotaExceeded, Message: "the org has used its whole knowledge_stored quota", Err: err}
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		if e, ok := constraintErrors[pgErr.ConstraintName]; ok {
+			c := *e
+			c.Err = err
+			return &c
+		}
+		switch pgErr.Code {
+		case "23505":
+			return &Error{Code: CodeConflict, Message: "already exists: " + pgErr.Detail, Err: err}
+		case "23503":
+			return &Error{Code: CodeNotFound, Field: notFoundField, Message: "refers to something not in this org", Err: err}
+		case "23514", "22001", "22P02", "22021":
+			return &Error{Code: CodeInvalidArgument, Message: "refused by the database: " + pgErr.Message, Err: err}
+		case "40001", "40P01", "55P03", "57014", "53300":
+			return &Error{Code: CodeUnavailable, Message: "the database asked to retry: " + pgErr.Message, Retryable: true, Err: err}
+		}
+		return err
+	}
+	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
+		return &Error{Code: CodeUnavailable, Message: "the database is unavailable", Retryable: true, Err: err}
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return err
+}
+
+// isRetryableTx reports a transaction failure that a retry of the whole
+// transaction can fix (serialisation failure, deadlock).
+func isRetryableTx(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
+}

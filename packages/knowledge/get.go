@@ -1,0 +1,72 @@
+package knowledge
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
+)
+
+// Get reads one whole entry of the caller's org (the knowledge://{id}
+// resource): the entry, its supersession (direct successor, cached head,
+// the entries it directly replaced) and its task links. An id of another org
+// is not found, exactly like a missing one.
+func (s *Service) Get(ctx context.Context, c Caller, id uuid.UUID) (*Entry, error) {
+	if err := checkCaller(c, false); err != nil {
+		return nil, err
+	}
+	if id == uuid.Nil {
+		return nil, InvalidArgument("id", "is required")
+	}
+	row, err := s.q.GetEntry(ctx, sqlc.GetEntryParams{OrgID: c.OrgID, ID: id})
+	if err != nil {
+		return nil, mapErr(err, "id")
+	}
+	links, err := s.entryLinks(ctx, c.OrgID, id)
+	if err != nil {
+		return nil, err
+	}
+	e := &Entry{
+		ID: row.ID, Title: row.Title, Body: row.Body, Tags: nonNil(row.Tags), Confidence: int(row.Confidence),
+		Source: row.Source, CreatedByAgentID: row.CreatedByAgentID, ExpiresAt: row.ExpiresAt,
+		CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt,
+		EmbeddingStatus: row.EmbeddingStatus, EmbeddedAt: row.EmbeddedAt,
+		SupersededBy: row.SupersededBy, HeadID: row.HeadID, SupersededAt: row.SupersededAt,
+		Supersedes: row.Supersedes, TaskLinks: links,
+	}
+	if row.EmbeddingModel != nil {
+		e.EmbeddingModel = *row.EmbeddingModel
+	}
+	if row.EmbeddingError != nil {
+		e.EmbeddingError = *row.EmbeddingError
+	}
+	return e, nil
+}
+
+func (s *Service) entryLinks(ctx context.Context, org, id uuid.UUID) ([]TaskLink, error) {
+	rows, err := s.q.ListEntryTaskLinks(ctx, sqlc.ListEntryTaskLinksParams{OrgID: org, KnowledgeID: id})
+	if err != nil {
+		return nil, mapErr(err, "")
+	}
+	links := make([]TaskLink, 0, len(rows))
+	for _, l := range rows {
+		links = append(links, TaskLink{TaskID: l.TaskID, KnowledgeID: l.KnowledgeID, Kind: LinkKind(l.Kind), CreatedAt: l.CreatedAt})
+	}
+	return links, nil
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func sameTime(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.Equal(*b)
+}

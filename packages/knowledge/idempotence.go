@@ -1,0 +1,131 @@
+package knowledge
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+)
+
+// Lifetimes of the idempotence key. The answer is kept 60 s (SPEC). The
+// "running" marker lives shorter: if the process dies mid-call, a retry is
+// refused as "still running" for at most this long, and is then answered
+// from Postgres (the unique client token).
+const (
+	idemAnswerTTL  = 60 * time.Second
+	idemRunningTTL = 15 * time.Second
+)
+
+// idemRecord is the value of an idempotence key.
+type idemRecord struct {
+	State  string       `json:"state"` // "running" or "done"
+	FP     string       `json:"fp"`    // fingerprint of the normalised arguments
+	Owner  string       `json:"owner,omitempty"`
+	Result *StoreResult `json:"result,omitempty"`
+}
+
+// releaseScript deletes the running marker only if it is still ours.
+var releaseScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if v and string.find(v, ARGV[1], 1, true) then return redis.call('DEL', KEYS[1]) end
+return 0`)
+
+// IdempotenceKey is the Redis key of a store's client token.
+func IdempotenceKey(org, agent, token uuid.UUID) string {
+	return fmt.Sprintf("idem:k.store:%s:%s:%s", org, agent, token)
+}
+
+// fingerprint identifies the normalised arguments of a store call, so the
+// same token with other arguments is told apart from a replay.
+func fingerprint(a *storeArgs) string {
+	b, _ := json.Marshal(a) // plain data: cannot fail
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// storeIdempotent runs Store under the Redis protocol:
+//
+//  1. SET NX a "running" marker carrying the fingerprint;
+//  2. the winner runs the store, then overwrites the key with its answer
+//     (kept 60 s), or deletes its marker if the store failed;
+//  3. a loser reads the key: another fingerprint is a reused token
+//     (invalid_argument on clientToken), "running" is a retryable conflict,
+//     "done" is answered as a replay.
+//
+// Redis is an accelerator, not the guard: when it fails the call goes on
+// against Postgres, whose unique (org, agent, client token) key still
+// allows one entry per token (the error is logged).
+func (s *Service) storeIdempotent(ctx context.Context, c Caller, a *storeArgs) (*StoreResult, error) {
+	rdb := s.opts.Redis
+	key := IdempotenceKey(c.OrgID, c.AgentID, *a.ClientToken)
+	fp := fingerprint(a)
+	owner := uuid.NewString()
+	marker, _ := json.Marshal(idemRecord{State: "running", FP: fp, Owner: owner})
+	for range 3 {
+		ok, err := rdb.SetNX(ctx, key, marker, idemRunningTTL).Result()
+		if err != nil {
+			return s.storeWithoutRedis(ctx, c, a, err)
+		}
+		if ok {
+			return s.storeAndRemember(ctx, c, a, key, fp, owner)
+		}
+		raw, err := rdb.Get(ctx, key).Bytes()
+		if errors.Is(err, redis.Nil) {
+			continue // expired between SETNX and GET: try again
+		}
+		if err != nil {
+			return s.storeWithoutRedis(ctx, c, a, err)
+		}
+		var rec idemRecord
+		if err := json.Unmarshal(raw, &rec); err != nil || (rec.State == "done" && rec.Result == nil) {
+			return s.storeWithoutRedis(ctx, c, a, fmt.Errorf("unreadable idempotence record: %v", err))
+		}
+		if rec.FP != fp {
+			var id uuid.UUID
+			if rec.Result != nil {
+				id = rec.Result.ID
+			}
+			return nil, tokenReused(id)
+		}
+		if rec.State != "done" {
+			return nil, &Error{Code: CodeConflict, Field: "clientToken", Retryable: true,
+				Message: "a call with this clientToken is still running; retry in a moment to get its answer"}
+		}
+		res := *rec.Result
+		res.Replayed = true
+		return &res, nil
+	}
+	return s.store(ctx, c, a)
+}
+
+func (s *Service) storeWithoutRedis(ctx context.Context, c Caller, a *storeArgs, cause error) (*StoreResult, error) {
+	s.log().Warn("knowledge: idempotence key unavailable; relying on Postgres' unique client token",
+		"org", c.OrgID, "agent", c.AgentID, "err", cause)
+	return s.store(ctx, c, a)
+}
+
+func (s *Service) storeAndRemember(ctx context.Context, c Caller, a *storeArgs, key, fp, owner string) (*StoreResult, error) {
+	rdb := s.opts.Redis
+	// The key must be settled even if the caller gives up now.
+	bg := context.WithoutCancel(ctx)
+	res, err := s.store(ctx, c, a)
+	if err != nil {
+		if rerr := releaseScript.Run(bg, rdb, []string{key}, owner).Err(); rerr != nil {
+			s.log().Warn("knowledge: could not release idempotence key", "key", key, "err", rerr)
+		}
+		return nil, err
+	}
+	first := *res
+	first.Replayed = false
+	val, _ := json.Marshal(idemRecord{State: "done", FP: fp, Result: &first})
+	if err := rdb.Set(bg, key, val, idemAnswerTTL).Err(); err != nil {
+		s.log().Warn("knowledge: could not record idempotent answer; Postgres still guards the token", "key", key, "err", err)
+	}
+	return res, nil
+}

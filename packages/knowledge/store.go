@@ -1,0 +1,138 @@
+package knowledge
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
+	"github.com/agentfleet/orchestrator/packages/tenancy"
+)
+
+// errTokenTaken: the insert met an entry with the same client token.
+var errTokenTaken = errors.New("client token already used")
+
+// Store stores a new entry for the caller (store_knowledge).
+//
+// Everything is validated before any I/O. Then one transaction takes a unit
+// of the org's quota, inserts the entry (source 'agent', author = the
+// caller) and the task edge if asked; any failure rolls all of it back, so a
+// failed store consumes nothing. After commit the entry is handed to the
+// Enqueuer. With a ClientToken the call is idempotent (see idempotence.go).
+func (s *Service) Store(ctx context.Context, c Caller, in StoreInput) (*StoreResult, error) {
+	a, err := validateStore(c, in, s.opts.Now())
+	if err != nil {
+		return nil, err
+	}
+	if a.ClientToken != nil && s.opts.Redis != nil {
+		return s.storeIdempotent(ctx, c, a)
+	}
+	return s.store(ctx, c, a)
+}
+
+// store does the database part of Store. With a client token it first looks
+// for the entry that token made (Redis may have lost or never had the key),
+// and the insert's ON CONFLICT catches a concurrent twin.
+func (s *Service) store(ctx context.Context, c Caller, a *storeArgs) (*StoreResult, error) {
+	if a.ClientToken != nil {
+		res, err := s.replayFromDB(ctx, c, a)
+		if err == nil || !errors.Is(err, pgx.ErrNoRows) {
+			return res, err
+		}
+	}
+	var (
+		res *StoreResult
+		gen int32
+	)
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := tenancy.ConsumeQuota(ctx, tx, c.OrgID, tenancy.ResourceKnowledgeStored); err != nil {
+			return err
+		}
+		q := sqlc.New(tx)
+		agent := c.AgentID
+		row, err := q.InsertEntry(ctx, sqlc.InsertEntryParams{
+			OrgID: c.OrgID, Title: a.Title, Body: a.Body, Tags: a.Tags,
+			Confidence: int16(a.Confidence), AgentID: &agent, ExpiresAt: a.ExpiresAt,
+			ClientToken: a.ClientToken,
+		})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errTokenTaken // rolled back: the quota unit goes back too
+		}
+		if err != nil {
+			return err
+		}
+		gen = row.EmbeddingGeneration
+		res = &StoreResult{
+			ID: row.ID, Title: a.Title, Tags: a.Tags, Confidence: a.Confidence,
+			ExpiresAt: a.ExpiresAt, EmbeddingStatus: row.EmbeddingStatus, CreatedAt: row.CreatedAt,
+		}
+		if a.TaskRef != nil {
+			l, err := q.InsertTaskLink(ctx, sqlc.InsertTaskLinkParams{
+				OrgID: c.OrgID, TaskID: a.TaskRef.TaskID, KnowledgeID: row.ID,
+				Kind: a.TaskRef.Kind, AgentID: &agent,
+			})
+			if err != nil {
+				return err
+			}
+			res.TaskLink = &TaskLink{TaskID: l.TaskID, KnowledgeID: l.KnowledgeID, Kind: LinkKind(l.Kind), CreatedAt: l.CreatedAt}
+		}
+		return nil
+	})
+	if errors.Is(err, errTokenTaken) {
+		return s.replayFromDB(ctx, c, a)
+	}
+	if err != nil {
+		return nil, mapErr(err, "")
+	}
+	s.enqueue(ctx, EmbeddingJob{OrgID: c.OrgID, EntryID: res.ID, Generation: gen})
+	return res, nil
+}
+
+// replayFromDB answers a repeated client token from Postgres: the entry the
+// token made, if its arguments are the same. pgx.ErrNoRows: no such entry.
+func (s *Service) replayFromDB(ctx context.Context, c Caller, a *storeArgs) (*StoreResult, error) {
+	agent := c.AgentID
+	row, err := s.q.GetEntryByClientToken(ctx, sqlc.GetEntryByClientTokenParams{
+		OrgID: c.OrgID, AgentID: &agent, ClientToken: a.ClientToken,
+	})
+	if err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, err
+		}
+		return nil, mapErr(err, "")
+	}
+	same := row.Title == a.Title && row.Body == a.Body && slices.Equal(row.Tags, a.Tags) &&
+		int(row.Confidence) == a.Confidence && sameTime(row.ExpiresAt, a.ExpiresAt)
+	res := &StoreResult{
+		ID: row.ID, Title: row.Title, Tags: row.Tags, Confidence: int(row.Confidence),
+		ExpiresAt: row.ExpiresAt, EmbeddingStatus: row.EmbeddingStatus, CreatedAt: row.CreatedAt, Replayed: true,
+	}
+	if same && a.TaskRef != nil {
+		l, err := s.q.GetTaskLink(ctx, sqlc.GetTaskLinkParams{
+			OrgID: c.OrgID, TaskID: a.TaskRef.TaskID, KnowledgeID: row.ID, Kind: a.TaskRef.Kind,
+		})
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			same = false
+		case err != nil:
+			return nil, mapErr(err, "")
+		default:
+			res.TaskLink = &TaskLink{TaskID: l.TaskID, KnowledgeID: l.KnowledgeID, Kind: LinkKind(l.Kind), CreatedAt: l.CreatedAt}
+		}
+	}
+	if !same {
+		return nil, tokenReused(row.ID)
+	}
+	return res, nil
+}
+
+func tokenReused(id uuid.UUID) *Error {
+	msg := "was already used with different arguments; use a new clientToken for a new entry"
+	if id != uuid.Nil {
+		msg = "was already used with different arguments (it made entry " + id.String() + "); use a new clientToken for a new entry"
+	}
+	return &Error{Code: CodeInvalidArgument, Field: "clientToken", Message: msg}
+}

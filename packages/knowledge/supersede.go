@@ -1,0 +1,149 @@
+package knowledge
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
+)
+
+// maxSupersedeAttempts bounds the retries of a supersession transaction
+// that Postgres aborted as a deadlock or serialisation failure.
+const maxSupersedeAttempts = 5
+
+// Supersede marks oldID as superseded by newID (supersede_knowledge).
+//
+// Rules, in the order they are checked: oldId = newId is refused; both ids
+// must exist in the caller's org (else not_found naming the field); the
+// caller must have created old or new (else forbidden: cross-author
+// supersession needs the future knowledge:write_others scope); an old entry
+// already superseded by newId is answered idempotently, by another entry is
+// a conflict naming the current head; a cycle is refused. Then old points at
+// new (superseded_by) and at head(new) (head_id), every entry whose cached
+// head was old moves to head(new) in one UPDATE, and the direct edge is
+// recorded in knowledge_supersessions.
+//
+// The cycle check needs no walk: an entry can only be superseded while it is
+// a head (head_id NULL), so every chain ends at exactly one head and the
+// cache names it; linking old under new closes a loop iff head(new) = old.
+//
+// Concurrency. The check and the writes are only right if nothing changes
+// the chains involved between them. Row locks alone do not cover that: the
+// writes touch old, new, head(new) and every entry whose head is old, and
+// the last set is only known after reading. Two supersessions on disjoint
+// rows can still interfere through heads (T1: A by B with head(B) = H; T2: H
+// by C with head(C) = A: each sees no cycle, together they make one; or T2
+// moves "every entry whose head is H" before T1 has made A one of them,
+// leaving A with a stale head). Locking heads too, in id order, would need a
+// re-read-and-retry protocol and still deadlock with a supersession naming a
+// chain member, because the moving UPDATE locks rows the lock step never saw.
+// So supersessions are serialised per org with a transaction-scoped advisory
+// lock taken first: within an org they run one after the other, each seeing
+// the committed result of the previous (READ COMMITTED takes a new snapshot
+// per statement, after the lock was granted), so no interleaving exists to
+// reason about. The cost is small: supersessions are rare next to stores and
+// searches (which never take this lock), each holds it for a few
+// milliseconds, and other orgs never wait. The rows are additionally locked
+// FOR UPDATE in id order, so writers outside this protocol (the embeddings
+// worker updates single rows) wait for the supersession rather than the
+// reverse, without deadlock.
+func (s *Service) Supersede(ctx context.Context, c Caller, oldID, newID uuid.UUID) (*SupersedeResult, error) {
+	if err := checkCaller(c, true); err != nil {
+		return nil, err
+	}
+	switch {
+	case oldID == uuid.Nil:
+		return nil, InvalidArgument("oldId", "is required")
+	case newID == uuid.Nil:
+		return nil, InvalidArgument("newId", "is required")
+	case oldID == newID:
+		return nil, InvalidArgument("newId", "must differ from oldId: an entry cannot supersede itself")
+	}
+	for attempt := 1; ; attempt++ {
+		var res *SupersedeResult
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			var err error
+			res, err = supersedeTx(ctx, sqlc.New(tx), c, oldID, newID)
+			return err
+		})
+		if err != nil && isRetryableTx(err) && attempt < maxSupersedeAttempts {
+			continue
+		}
+		if err != nil {
+			return nil, mapErr(err, "")
+		}
+		return res, nil
+	}
+}
+
+func supersedeTx(ctx context.Context, q *sqlc.Queries, c Caller, oldID, newID uuid.UUID) (*SupersedeResult, error) {
+	if err := q.LockOrgSupersessions(ctx, c.OrgID.String()); err != nil {
+		return nil, err
+	}
+	rows, err := q.LockEntries(ctx, sqlc.LockEntriesParams{OrgID: c.OrgID, Ids: []uuid.UUID{oldID, newID}})
+	if err != nil {
+		return nil, err
+	}
+	var old, nw *sqlc.LockEntriesRow
+	for i := range rows {
+		switch rows[i].ID {
+		case oldID:
+			old = &rows[i]
+		case newID:
+			nw = &rows[i]
+		}
+	}
+	if old == nil {
+		return nil, &Error{Code: CodeNotFound, Field: "oldId", Message: "no such entry in this org"}
+	}
+	if nw == nil {
+		return nil, &Error{Code: CodeNotFound, Field: "newId", Message: "no such entry in this org"}
+	}
+	if !createdBy(old, c.AgentID) && !createdBy(nw, c.AgentID) {
+		return nil, &Error{Code: CodeForbidden,
+			Message: "the calling agent created neither oldId nor newId; superseding other agents' entries needs the knowledge:write_others scope, which cannot be issued yet"}
+	}
+	if old.SupersededBy != nil {
+		if *old.SupersededBy == newID {
+			return &SupersedeResult{OldID: oldID, NewID: newID, HeadID: *old.HeadID, AlreadySuperseded: true}, nil
+		}
+		return nil, &Error{Code: CodeConflict, Field: "oldId", Message: fmt.Sprintf(
+			"is already superseded by %s; the current head of its chain is %s (supersede that one instead)",
+			*old.SupersededBy, *old.HeadID)}
+	}
+	head := newID
+	if nw.HeadID != nil {
+		head = *nw.HeadID
+	}
+	if head == oldID {
+		return nil, &Error{Code: CodeCycle, Field: "newId", Message: fmt.Sprintf(
+			"would make a cycle: %s is itself already superseded, through its chain, by oldId %s", newID, oldID)}
+	}
+	if head != newID {
+		if _, err := q.LockEntries(ctx, sqlc.LockEntriesParams{OrgID: c.OrgID, Ids: []uuid.UUID{head}}); err != nil {
+			return nil, err
+		}
+	}
+	n, err := q.MarkSuperseded(ctx, sqlc.MarkSupersededParams{OrgID: c.OrgID, OldID: oldID, NewID: &newID, HeadID: &head})
+	if err != nil {
+		return nil, err
+	}
+	if n != 1 { // impossible under the locks; refuse rather than half-write
+		return nil, &Error{Code: CodeConflict, Field: "oldId", Retryable: true, Message: "changed concurrently; retry"}
+	}
+	moved, err := q.MoveHeads(ctx, sqlc.MoveHeadsParams{OrgID: c.OrgID, OldHead: &oldID, NewHead: &head})
+	if err != nil {
+		return nil, err
+	}
+	if err := q.InsertSupersession(ctx, sqlc.InsertSupersessionParams{OrgID: c.OrgID, OldID: oldID, NewID: newID, AgentID: c.AgentID}); err != nil {
+		return nil, err
+	}
+	return &SupersedeResult{OldID: oldID, NewID: newID, HeadID: head, Moved: int(moved) + 1}, nil
+}
+
+func createdBy(r *sqlc.LockEntriesRow, agent uuid.UUID) bool {
+	return r.CreatedByAgentID != nil && *r.CreatedByAgentID == agent
+}

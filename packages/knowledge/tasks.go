@@ -1,0 +1,106 @@
+package knowledge
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
+)
+
+type linkArgs struct {
+	KnowledgeID uuid.UUID   `json:"knowledgeId" validate:"required"`
+	TaskRef     taskRefArgs `json:"taskRef"`
+}
+
+// LinkTask links an entry to a task of the caller's org (task runners).
+// Linking twice is idempotent: the existing link is returned. An entry or a
+// task of another org is not found. The caller's agent is recorded when it
+// has one (task runners may call with AgentID = uuid.Nil).
+func (s *Service) LinkTask(ctx context.Context, c Caller, knowledgeID uuid.UUID, ref TaskRef) (*TaskLink, error) {
+	if err := checkCaller(c, false); err != nil {
+		return nil, err
+	}
+	a := linkArgs{KnowledgeID: knowledgeID, TaskRef: taskRefArgs{TaskID: ref.TaskID, Kind: string(ref.Kind)}}
+	if err := structErr(validate.Struct(&a)); err != nil {
+		return nil, err
+	}
+	var agent *uuid.UUID
+	if c.AgentID != uuid.Nil {
+		agent = &c.AgentID
+	}
+	l, err := s.q.InsertTaskLink(ctx, sqlc.InsertTaskLinkParams{
+		OrgID: c.OrgID, TaskID: ref.TaskID, KnowledgeID: knowledgeID, Kind: string(ref.Kind), AgentID: agent,
+	})
+	if errors.Is(err, pgx.ErrNoRows) { // already linked
+		g, err := s.q.GetTaskLink(ctx, sqlc.GetTaskLinkParams{
+			OrgID: c.OrgID, TaskID: ref.TaskID, KnowledgeID: knowledgeID, Kind: string(ref.Kind),
+		})
+		if err != nil {
+			return nil, mapErr(err, "")
+		}
+		return &TaskLink{TaskID: g.TaskID, KnowledgeID: g.KnowledgeID, Kind: LinkKind(g.Kind), CreatedAt: g.CreatedAt}, nil
+	}
+	if err != nil {
+		return nil, mapErr(err, "")
+	}
+	return &TaskLink{TaskID: l.TaskID, KnowledgeID: l.KnowledgeID, Kind: LinkKind(l.Kind), CreatedAt: l.CreatedAt}, nil
+}
+
+// TaskEntry is one entry linked to a task, with the link.
+type TaskEntry struct {
+	Link            TaskLink   `json:"link"`
+	ID              uuid.UUID  `json:"id"`
+	Title           string     `json:"title"`
+	Tags            []string   `json:"tags"`
+	Confidence      int        `json:"confidence"`
+	EmbeddingStatus string     `json:"embeddingStatus"`
+	Superseded      bool       `json:"superseded"`
+	HeadID          *uuid.UUID `json:"headId,omitempty"`
+	CreatedAt       time.Time  `json:"createdAt"`
+}
+
+// TaskKnowledge lists the entries linked to a task; kind "" means all kinds.
+// A task of another org is not found (field "taskId"); a task without links
+// gives an empty list. Superseded entries are listed too, naming their head,
+// so a task runner can follow to the current knowledge.
+func (s *Service) TaskKnowledge(ctx context.Context, c Caller, taskID uuid.UUID, kind LinkKind) ([]TaskEntry, error) {
+	if err := checkCaller(c, false); err != nil {
+		return nil, err
+	}
+	if taskID == uuid.Nil {
+		return nil, InvalidArgument("taskId", "is required")
+	}
+	var k *string
+	switch kind {
+	case "":
+	case LinkReferences, LinkProduced:
+		ks := string(kind)
+		k = &ks
+	default:
+		return nil, InvalidArgument("kind", "must be one of: references, produced, or empty for all (got %q)", string(kind))
+	}
+	ok, err := s.q.TaskExists(ctx, sqlc.TaskExistsParams{OrgID: c.OrgID, ID: taskID})
+	if err != nil {
+		return nil, mapErr(err, "")
+	}
+	if !ok {
+		return nil, &Error{Code: CodeNotFound, Field: "taskId", Message: "no such task in this org"}
+	}
+	rows, err := s.q.ListTaskKnowledge(ctx, sqlc.ListTaskKnowledgeParams{OrgID: c.OrgID, TaskID: taskID, Kind: k})
+	if err != nil {
+		return nil, mapErr(err, "")
+	}
+	out := make([]TaskEntry, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, TaskEntry{
+			Link: TaskLink{TaskID: r.TaskID, KnowledgeID: r.KnowledgeID, Kind: LinkKind(r.Kind), CreatedAt: r.LinkedAt},
+			ID:   r.KnowledgeID, Title: r.Title, Tags: nonNil(r.Tags), Confidence: int(r.Confidence),
+			EmbeddingStatus: r.EmbeddingStatus, Superseded: r.HeadID != nil, HeadID: r.HeadID, CreatedAt: r.CreatedAt,
+		})
+	}
+	return out, nil
+}
