@@ -1,0 +1,165 @@
+// Package authn verifies the bearer tokens of MCP callers against the
+// tenancy package and carries the verified principal through a request.
+//
+// Verified tokens are cached for a short TTL (default 5 s) so a burst of
+// calls costs one database look-up; that TTL is the bound on how long a
+// revoked token keeps working. Expiry is checked on every use, cached or
+// not. Failures are never cached, and the cache is keyed by a SHA-256 of the
+// token so the process never keeps a token's text as a map key.
+package authn
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/agentfleet/orchestrator/packages/tenancy"
+)
+
+// TokenVerifier is what authn needs from tenancy.
+type TokenVerifier interface {
+	VerifyToken(ctx context.Context, raw string) (*tenancy.Principal, error)
+}
+
+// DefaultCacheTTL bounds how long a revoked token keeps working.
+const DefaultCacheTTL = 5 * time.Second
+
+// MaxCacheTTL is the largest TTL the server accepts from its configuration.
+const MaxCacheTTL = 30 * time.Second
+
+// maxEntries bounds the cache; past it, the cache is swept and, if still
+// full, emptied (a burst of distinct valid tokens only costs look-ups).
+const maxEntries = 10000
+
+// ErrInvalidToken is what callers see for any refused token; it says nothing
+// about why (unknown, revoked, expired and malformed look the same).
+var ErrInvalidToken = fmt.Errorf("invalid_token: the bearer token is missing, malformed, unknown, revoked or expired: %w", auth.ErrInvalidToken)
+
+// errUnavailable is returned when the token store cannot be reached.
+var errUnavailable = errors.New("token verification is unavailable, retry later")
+
+type entry struct {
+	p       *tenancy.Principal
+	fetched time.Time
+}
+
+// Verifier verifies tokens with a short-lived cache. Safe for concurrent use.
+type Verifier struct {
+	v      TokenVerifier
+	ttl    time.Duration
+	now    func() time.Time
+	logger *slog.Logger
+
+	mu sync.Mutex
+	m  map[[32]byte]entry
+}
+
+// NewVerifier returns a Verifier on v. ttl <= 0 disables the cache.
+func NewVerifier(v TokenVerifier, ttl time.Duration, logger *slog.Logger) *Verifier {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &Verifier{v: v, ttl: ttl, now: time.Now, logger: logger, m: map[[32]byte]entry{}}
+}
+
+// Verify returns the principal of raw, or an error wrapping ErrInvalidToken
+// (refused) or another error (the token store is unreachable).
+func (v *Verifier) Verify(ctx context.Context, raw string) (*tenancy.Principal, error) {
+	if raw == "" {
+		return nil, ErrInvalidToken
+	}
+	key := sha256.Sum256([]byte(raw))
+	now := v.now()
+	if v.ttl > 0 {
+		v.mu.Lock()
+		e, ok := v.m[key]
+		v.mu.Unlock()
+		if ok && now.Sub(e.fetched) < v.ttl {
+			if e.p.ExpiresAt != nil && !now.Before(*e.p.ExpiresAt) {
+				return nil, ErrInvalidToken
+			}
+			return e.p, nil
+		}
+	}
+	p, err := v.v.VerifyToken(ctx, raw)
+	if errors.Is(err, tenancy.ErrUnauthenticated) {
+		return nil, ErrInvalidToken
+	}
+	if err != nil {
+		v.logger.ErrorContext(ctx, "token verification failed", "err", err)
+		return nil, errUnavailable
+	}
+	if v.ttl > 0 {
+		v.mu.Lock()
+		if len(v.m) >= maxEntries {
+			for k, e := range v.m {
+				if now.Sub(e.fetched) >= v.ttl {
+					delete(v.m, k)
+				}
+			}
+			if len(v.m) >= maxEntries {
+				clear(v.m)
+			}
+		}
+		v.m[key] = entry{p: p, fetched: now}
+		v.mu.Unlock()
+	}
+	return p, nil
+}
+
+// principalKey is the TokenInfo.Extra key of the verified principal.
+const principalKey = "principal"
+
+// TokenVerifier adapts v to the go-sdk's auth.RequireBearerToken. The org
+// and agent travel in the TokenInfo (UserID "org/agent", Extra["principal"]).
+func (v *Verifier) TokenVerifier() auth.TokenVerifier {
+	return func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		p, err := v.Verify(ctx, token)
+		if err != nil {
+			return nil, err
+		}
+		return TokenInfo(p), nil
+	}
+}
+
+// TokenInfo describes p for the go-sdk.
+func TokenInfo(p *tenancy.Principal) *auth.TokenInfo {
+	ti := &auth.TokenInfo{
+		Scopes: p.Scopes,
+		UserID: p.OrgID.String() + "/" + p.AgentID.String(),
+		Extra:  map[string]any{principalKey: p},
+	}
+	if p.ExpiresAt != nil {
+		ti.Expiration = *p.ExpiresAt
+	}
+	return ti
+}
+
+// FromTokenInfo returns the principal a TokenInfo carries, or nil.
+func FromTokenInfo(ti *auth.TokenInfo) *tenancy.Principal {
+	if ti == nil {
+		return nil
+	}
+	p, _ := ti.Extra[principalKey].(*tenancy.Principal)
+	return p
+}
+
+type ctxKey struct{}
+
+// WithPrincipal returns ctx carrying p.
+func WithPrincipal(ctx context.Context, p *tenancy.Principal) context.Context {
+	return context.WithValue(ctx, ctxKey{}, p)
+}
+
+// PrincipalFrom returns the principal of the call, or nil.
+func PrincipalFrom(ctx context.Context) *tenancy.Principal {
+	p, _ := ctx.Value(ctxKey{}).(*tenancy.Principal)
+	return p
+}

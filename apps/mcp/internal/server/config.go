@@ -1,0 +1,100 @@
+package server
+
+import (
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentfleet/orchestrator/apps/mcp/internal/authn"
+	"github.com/agentfleet/orchestrator/db"
+)
+
+// Defaults of the configuration.
+const (
+	DefaultAddr            = "127.0.0.1:8080"
+	DefaultRedisURL        = "redis://127.0.0.1:6379/0"
+	DefaultMaxBodyBytes    = 1 << 20 // a 32,000-character body escaped as JSON fits many times over
+	DefaultCallTimeout     = 30 * time.Second
+	DefaultShutdownTimeout = 25 * time.Second
+)
+
+// Config is the server's configuration; ConfigFromEnv documents each field's
+// variable. docs/mcp.md has the table.
+type Config struct {
+	Addr            string        // MCP_ADDR
+	PublicURL       string        // MCP_PUBLIC_URL: base URL clients use; default http://<bound address>
+	DatabaseURL     string        // DATABASE_URL
+	RedisURL        string        // REDIS_URL
+	MaxBodyBytes    int64         // MCP_MAX_BODY_BYTES
+	CallTimeout     time.Duration // MCP_CALL_TIMEOUT
+	TokenCacheTTL   time.Duration // MCP_TOKEN_CACHE_TTL: the revocation bound
+	ShutdownTimeout time.Duration // MCP_SHUTDOWN_TIMEOUT
+	LogLevel        slog.Level    // MCP_LOG_LEVEL: debug, info, warn, error
+	LogFormat       string        // MCP_LOG_FORMAT: json or text
+}
+
+// ConfigFromEnv reads the configuration; every variable is optional.
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	c := Config{
+		Addr:            or(getenv("MCP_ADDR"), DefaultAddr),
+		PublicURL:       strings.TrimRight(getenv("MCP_PUBLIC_URL"), "/"),
+		DatabaseURL:     or(getenv("DATABASE_URL"), db.DefaultURL),
+		RedisURL:        or(getenv("REDIS_URL"), DefaultRedisURL),
+		MaxBodyBytes:    DefaultMaxBodyBytes,
+		CallTimeout:     DefaultCallTimeout,
+		TokenCacheTTL:   authn.DefaultCacheTTL,
+		ShutdownTimeout: DefaultShutdownTimeout,
+		LogFormat:       or(getenv("MCP_LOG_FORMAT"), "json"),
+	}
+	var errs []string
+	bad := func(name, rule string) { errs = append(errs, name+": "+rule) }
+	if v := getenv("MCP_MAX_BODY_BYTES"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 64<<10 || n > 64<<20 {
+			bad("MCP_MAX_BODY_BYTES", "must be a byte count from 65536 to 67108864")
+		}
+		c.MaxBodyBytes = n
+	}
+	dur := func(name string, dst *time.Duration, min, max time.Duration) {
+		v := getenv(name)
+		if v == "" {
+			return
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d < min || d > max {
+			bad(name, fmt.Sprintf("must be a duration from %s to %s, such as 5s", min, max))
+			return
+		}
+		*dst = d
+	}
+	dur("MCP_CALL_TIMEOUT", &c.CallTimeout, time.Second, 10*time.Minute)
+	dur("MCP_TOKEN_CACHE_TTL", &c.TokenCacheTTL, 0, authn.MaxCacheTTL)
+	dur("MCP_SHUTDOWN_TIMEOUT", &c.ShutdownTimeout, time.Second, 10*time.Minute)
+	if v := getenv("MCP_LOG_LEVEL"); v != "" {
+		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
+			bad("MCP_LOG_LEVEL", "must be debug, info, warn or error")
+		}
+	}
+	if c.LogFormat != "json" && c.LogFormat != "text" {
+		bad("MCP_LOG_FORMAT", "must be json or text")
+	}
+	if c.PublicURL != "" {
+		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("MCP_PUBLIC_URL", "must be an absolute http(s) URL such as https://mcp.example.com")
+		}
+	}
+	if len(errs) > 0 {
+		return c, fmt.Errorf("configuration: %s", strings.Join(errs, "; "))
+	}
+	return c, nil
+}
+
+func or(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}

@@ -1,0 +1,250 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/agentfleet/orchestrator/apps/mcp/internal/authn"
+	kt "github.com/agentfleet/orchestrator/apps/mcp/internal/tools/knowledge"
+	"github.com/agentfleet/orchestrator/packages/tenancy"
+)
+
+// Paths served.
+const (
+	PathMCP      = "/mcp"
+	PathMetadata = "/.well-known/oauth-protected-resource"
+)
+
+// handler is the whole HTTP surface.
+func (s *Server) handler() http.Handler {
+	metadataURL := s.publicURL + PathMetadata + PathMCP
+	srv := s.newMCPServer(httpPrincipal)
+
+	// Stateless: every POST is a self-contained exchange with a throwaway
+	// session, so any replica can answer any request and nothing is kept
+	// between requests (docs/mcp.md, "Stateless").
+	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
+		Stateless:           true,
+		JSONResponse:        true,
+		Logger:              s.logger,
+		MaxRequestBodyBytes: s.cfg.MaxBodyBytes,
+	})
+	bearer := auth.RequireBearerToken(s.verifier.TokenVerifier(), &auth.RequireBearerTokenOptions{
+		ResourceMetadataURL: metadataURL,
+		// Tokens without expiry are valid until revoked; expiry, when
+		// set, is also checked by the verifier on every use.
+		AllowMissingExpiration: true,
+	})
+
+	meta := auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+		Resource:               s.publicURL + PathMCP,
+		ScopesSupported:        tenancy.Catalogue,
+		BearerMethodsSupported: []string{"header"},
+		ResourceName:           "Agent fleet knowledge (MCP)",
+		ResourceDocumentation:  s.publicURL + "/",
+	})
+
+	mux := http.NewServeMux()
+	mux.Handle(PathMCP, s.counted("mcp", bearer(s.scopeGate(metadataURL, mcpHandler))))
+	mux.Handle(PathMetadata, s.counted("metadata", meta))
+	mux.Handle(PathMetadata+PathMCP, s.counted("metadata", meta))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"status":"ok"}`+"\n")
+	})
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintf(w, "Agent fleet knowledge MCP server %s\nMCP endpoint (Streamable HTTP, bearer token): %s%s\nSee docs/mcp.md.\n", Version, s.publicURL, PathMCP)
+	})
+	return mux
+}
+
+// readyz answers 200 when every dependency answers a ping within 2 s.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	status := map[string]string{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	ok := true
+	for name, p := range s.deps.Ready {
+		wg.Go(func() {
+			err := p.Ping(ctx)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				ok = false
+				status[name] = "unreachable"
+				s.logger.Warn("readiness check failed", "dependency", name, "err", err)
+				return
+			}
+			status[name] = "ok"
+		})
+	}
+	wg.Wait()
+	w.Header().Set("Content-Type", "application/json")
+	if !ok {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	json.NewEncoder(w).Encode(map[string]any{"ready": ok, "dependencies": status})
+}
+
+// rpcPeek is the part of a JSON-RPC request the scope gate reads.
+type rpcPeek struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params struct {
+		Name string `json:"name"`
+		URI  string `json:"uri"`
+	} `json:"params"`
+}
+
+// scopeGate answers HTTP 403 with error="insufficient_scope" (the MCP
+// authorization spec's way) when a request calls a tool or reads a resource
+// the token's scopes do not grant. The body is a JSON-RPC error naming the
+// missing scope, which the go-sdk client (and others) surface as the call's
+// error. The MCP middleware enforces the same rule again (stdio has no HTTP).
+func (s *Server) scopeGate(metadataURL string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.Body == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		p := authn.FromTokenInfo(auth.TokenInfoFromContext(r.Context()))
+		if p == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
+				return
+			}
+			http.Error(w, "cannot read request body", http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		for _, m := range peekRequests(body) {
+			var what, scope, label string
+			switch m.Method {
+			case "tools/call":
+				what, scope, label = m.Params.Name, kt.ScopeOf(m.Params.Name), m.Params.Name
+			case "resources/read":
+				what, scope = "reading "+m.Params.URI, kt.ResourceScope
+			}
+			if scope == "" || p.HasScope(scope) {
+				continue
+			}
+			eb := scopeError(what, scope, p)
+			data, _ := json.Marshal(kt.ErrorPayload{Error: eb})
+			if label != "" {
+				s.metrics.toolCalls.WithLabelValues(label, eb.Code).Inc()
+				s.metrics.toolDuration.WithLabelValues(label, eb.Code).Observe(0)
+				s.logCall(r.Context(), "tool call", p, slogTool(label), kt.Outcome{Code: eb.Code}, 0)
+			} else {
+				kind := kt.KindOfURI(m.Params.URI)
+				s.metrics.resReads.WithLabelValues(kind, eb.Code).Inc()
+				s.logCall(r.Context(), "resource read", p, slogResource(kind), kt.Outcome{Code: eb.Code}, 0)
+			}
+			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="insufficient_scope", scope=%q, resource_metadata=%q, error_description=%q`,
+				scope, metadataURL, what+" needs the "+scope+" scope"))
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusForbidden)
+			id := m.ID
+			if len(id) == 0 {
+				id = json.RawMessage("null")
+			}
+			json.NewEncoder(w).Encode(map[string]any{
+				"jsonrpc": "2.0",
+				"id":      id,
+				"error":   map[string]any{"code": kt.ErrorCodeForbidden, "message": eb.Text(), "data": json.RawMessage(data)},
+			})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// peekRequests parses a JSON-RPC message or batch leniently; what does not
+// parse is left to the SDK to refuse.
+func peekRequests(body []byte) []rpcPeek {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return nil
+	}
+	if body[0] == '[' {
+		var batch []rpcPeek
+		if json.Unmarshal(body, &batch) != nil {
+			return nil
+		}
+		return batch
+	}
+	var one rpcPeek
+	if json.Unmarshal(body, &one) != nil {
+		return nil
+	}
+	return []rpcPeek{one}
+}
+
+// counted counts requests by route and status.
+func (s *Server) counted(route string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		s.metrics.httpRequests.WithLabelValues(route, strconv.Itoa(rec.status)).Inc()
+		if rec.status == http.StatusUnauthorized {
+			s.logger.Info("request refused: no valid bearer token", "route", route, "remote", remoteHost(r))
+		}
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if !r.wrote {
+		r.status, r.wrote = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	r.wrote = true
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *statusRecorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+func remoteHost(r *http.Request) string {
+	if i := strings.LastIndexByte(r.RemoteAddr, ':'); i > 0 {
+		return r.RemoteAddr[:i]
+	}
+	return r.RemoteAddr
+}

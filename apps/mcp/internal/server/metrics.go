@@ -1,0 +1,55 @@
+package server
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// metrics are the server's Prometheus series, on a registry of its own so
+// several servers (tests) never collide.
+type metrics struct {
+	reg           *prometheus.Registry
+	toolCalls     *prometheus.CounterVec
+	toolDuration  *prometheus.HistogramVec
+	resReads      *prometheus.CounterVec
+	resDuration   *prometheus.HistogramVec
+	httpRequests  *prometheus.CounterVec
+	inflightCalls prometheus.Gauge
+}
+
+var latencyBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcp_tool_calls_total",
+			Help: "MCP tool calls by tool and outcome (ok or an error code).",
+		}, []string{"tool", "outcome"}),
+		toolDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "mcp_tool_call_duration_seconds",
+			Help:    "Latency of MCP tool calls by tool and outcome.",
+			Buckets: latencyBuckets,
+		}, []string{"tool", "outcome"}),
+		resReads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcp_resource_reads_total",
+			Help: "MCP resource reads by resource and outcome.",
+		}, []string{"resource", "outcome"}),
+		resDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "mcp_resource_read_duration_seconds",
+			Help:    "Latency of MCP resource reads by resource and outcome.",
+			Buckets: latencyBuckets,
+		}, []string{"resource", "outcome"}),
+		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcp_http_requests_total",
+			Help: "HTTP requests by route and status code (401: refused tokens, 403: missing scopes, 413: bodies too large).",
+		}, []string{"route", "code"}),
+		inflightCalls: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "mcp_inflight_calls",
+			Help: "Tool calls and resource reads in progress.",
+		}),
+	}
+	m.reg.MustRegister(m.toolCalls, m.toolDuration, m.resReads, m.resDuration, m.httpRequests, m.inflightCalls,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}

@@ -1,0 +1,191 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentfleet/orchestrator/apps/mcp/internal/authn"
+	kt "github.com/agentfleet/orchestrator/apps/mcp/internal/tools/knowledge"
+	domain "github.com/agentfleet/orchestrator/packages/knowledge"
+	"github.com/agentfleet/orchestrator/packages/tenancy"
+)
+
+// errCodeUnauthenticated is the JSON-RPC code of a request without a valid
+// token in stdio mode (HTTP answers 401 before MCP sees the request).
+const errCodeUnauthenticated = -32001
+
+// httpPrincipal reads the principal the bearer middleware verified.
+func httpPrincipal(_ context.Context, req mcp.Request) (*tenancy.Principal, error) {
+	if extra := req.GetExtra(); extra != nil {
+		if p := authn.FromTokenInfo(extra.TokenInfo); p != nil {
+			return p, nil
+		}
+	}
+	return nil, authn.ErrInvalidToken
+}
+
+// callMiddleware runs around every MCP method: it resolves the principal for
+// the methods that touch data, filters the lists to what the token may use,
+// refuses calls without the scope, and times, logs and counts tool calls and
+// resource reads. Filtering here (one server, per-request lists) rather than
+// one server per scope set keeps a single registry of tools and works the
+// same over HTTP and stdio.
+func (s *Server) callMiddleware(resolve principalFunc) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			switch method {
+			case "tools/list", "tools/call", "resources/list", "resources/templates/list", "resources/read":
+			default:
+				return next(ctx, method, req)
+			}
+			p, err := resolve(ctx, req)
+			if errors.Is(err, authn.ErrInvalidToken) {
+				return nil, &jsonrpc.Error{Code: errCodeUnauthenticated, Message: authn.ErrInvalidToken.Error()}
+			}
+			if err != nil {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "unavailable: " + err.Error()}
+			}
+			ctx = authn.WithPrincipal(ctx, p)
+			switch method {
+			case "tools/list":
+				res, err := next(ctx, method, req)
+				if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+					kept := lr.Tools[:0:0]
+					for _, t := range lr.Tools {
+						if sc := kt.ScopeOf(t.Name); sc == "" || p.HasScope(sc) {
+							kept = append(kept, t)
+						}
+					}
+					lr.Tools = kept
+				}
+				return res, err
+			case "resources/list", "resources/templates/list":
+				res, err := next(ctx, method, req)
+				if err == nil && !p.HasScope(kt.ResourceScope) {
+					switch r := res.(type) {
+					case *mcp.ListResourcesResult:
+						r.Resources = []*mcp.Resource{}
+					case *mcp.ListResourceTemplatesResult:
+						r.ResourceTemplates = []*mcp.ResourceTemplate{}
+					}
+				}
+				return res, err
+			case "tools/call":
+				return s.toolCall(ctx, p, method, req, next)
+			default: // resources/read
+				return s.resourceRead(ctx, p, method, req, next)
+			}
+		}
+	}
+}
+
+func (s *Server) toolCall(ctx context.Context, p *tenancy.Principal, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
+	name := req.(*mcp.CallToolRequest).Params.Name
+	scope := kt.ScopeOf(name)
+	label := name
+	if scope == "" {
+		label = "unknown"
+	}
+	start := time.Now()
+	var o kt.Outcome
+	var res mcp.Result
+	var err error
+	if scope != "" && !p.HasScope(scope) {
+		body := scopeError(name, scope, p)
+		o = kt.Outcome{Code: body.Code}
+		b, _ := json.Marshal(kt.ErrorPayload{Error: body})
+		res = &mcp.CallToolResult{IsError: true, StructuredContent: json.RawMessage(b),
+			Content: []mcp.Content{&mcp.TextContent{Text: body.Text()}}}
+	} else {
+		s.metrics.inflightCalls.Inc()
+		cctx, cancel := context.WithTimeout(kt.WithOutcome(ctx, &o), s.cfg.CallTimeout)
+		res, err = next(cctx, method, req)
+		cancel()
+		s.metrics.inflightCalls.Dec()
+		if err != nil {
+			o.Code = "protocol_error"
+		} else if o.Code == "" {
+			o.Code = "ok"
+		}
+	}
+	d := time.Since(start)
+	s.metrics.toolCalls.WithLabelValues(label, o.Code).Inc()
+	s.metrics.toolDuration.WithLabelValues(label, o.Code).Observe(d.Seconds())
+	s.logCall(ctx, "tool call", p, slog.String("tool", label), o, d)
+	return res, err
+}
+
+func (s *Server) resourceRead(ctx context.Context, p *tenancy.Principal, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
+	uri := req.(*mcp.ReadResourceRequest).Params.URI
+	kind := "unknown"
+	if strings.HasPrefix(uri, "knowledge://") {
+		kind = kt.KindOfURI(uri)
+	}
+	start := time.Now()
+	var o kt.Outcome
+	var res mcp.Result
+	var err error
+	if !p.HasScope(kt.ResourceScope) {
+		body := scopeError("reading "+uri, kt.ResourceScope, p)
+		o = kt.Outcome{Code: body.Code}
+		data, _ := json.Marshal(kt.ErrorPayload{Error: body})
+		err = &jsonrpc.Error{Code: kt.ErrorCodeForbidden, Message: body.Text(), Data: data}
+	} else {
+		s.metrics.inflightCalls.Inc()
+		cctx, cancel := context.WithTimeout(kt.WithOutcome(ctx, &o), s.cfg.CallTimeout)
+		res, err = next(cctx, method, req)
+		cancel()
+		s.metrics.inflightCalls.Dec()
+		if o.Code == "" {
+			if err != nil {
+				o.Code = "not_found" // the SDK's answer for a URI no template matches
+			} else {
+				o.Code = "ok"
+			}
+		}
+	}
+	d := time.Since(start)
+	s.metrics.resReads.WithLabelValues(kind, o.Code).Inc()
+	s.metrics.resDuration.WithLabelValues(kind, o.Code).Observe(d.Seconds())
+	s.logCall(ctx, "resource read", p, slog.String("resource", kind), o, d)
+	return res, err
+}
+
+// scopeError is the answer to a call the token lacks the scope for.
+func scopeError(what, scope string, p *tenancy.Principal) kt.ErrorBody {
+	return kt.ErrorBody{
+		Code:          string(domain.CodeForbidden),
+		Message:       "insufficient_scope: " + what + " needs the " + scope + " scope; this token has " + strings.Join(p.Scopes, ", ") + " (ask an operator for a token with " + scope + ")",
+		RequiredScope: scope,
+	}
+}
+
+// logCall logs one call: who, what, outcome, how long. Never a token, an
+// argument or a body.
+func (s *Server) logCall(ctx context.Context, msg string, p *tenancy.Principal, what slog.Attr, o kt.Outcome, d time.Duration) {
+	level := slog.LevelInfo
+	if o.Code == string(domain.CodeUnavailable) || o.Code == "protocol_error" {
+		level = slog.LevelWarn
+	}
+	attrs := []slog.Attr{
+		slog.String("org", p.OrgID.String()),
+		slog.String("agent", p.AgentID.String()),
+		what,
+		slog.String("outcome", o.Code),
+		slog.Float64("duration_ms", float64(d.Microseconds())/1000),
+	}
+	if o.Field != "" {
+		attrs = append(attrs, slog.String("field", o.Field))
+	}
+	s.logger.LogAttrs(ctx, level, msg, attrs...)
+}
+
+func slogTool(name string) slog.Attr     { return slog.String("tool", name) }
+func slogResource(kind string) slog.Attr { return slog.String("resource", kind) }

@@ -1,0 +1,180 @@
+// Package server wires the MCP server of the knowledge module: the go-sdk
+// server with the knowledge tools, bearer-token auth, per-token scopes, the
+// Streamable HTTP endpoint (stateless) and its operational endpoints, and
+// the stdio mode.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentfleet/orchestrator/apps/mcp/internal/authn"
+	kt "github.com/agentfleet/orchestrator/apps/mcp/internal/tools/knowledge"
+	"github.com/agentfleet/orchestrator/packages/tenancy"
+)
+
+// Version is reported in the MCP initialize answer.
+const Version = "0.1.0"
+
+// Pinger is a dependency /readyz checks.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Deps are the server's dependencies.
+type Deps struct {
+	Knowledge kt.Service
+	Tokens    authn.TokenVerifier
+	// Ready lists the dependencies /readyz checks, by name.
+	Ready  map[string]Pinger
+	Logger *slog.Logger
+}
+
+// Server is one MCP server. Start it once; Shutdown drains it.
+type Server struct {
+	cfg      Config
+	deps     Deps
+	logger   *slog.Logger
+	verifier *authn.Verifier
+	metrics  *metrics
+
+	mu        sync.Mutex
+	http      *http.Server
+	ln        net.Listener
+	publicURL string
+	served    chan error
+}
+
+// New returns a server; it does not listen yet.
+func New(cfg Config, deps Deps) *Server {
+	if deps.Logger == nil {
+		deps.Logger = slog.Default()
+	}
+	return &Server{
+		cfg:      cfg,
+		deps:     deps,
+		logger:   deps.Logger,
+		verifier: authn.NewVerifier(deps.Tokens, cfg.TokenCacheTTL, deps.Logger),
+		metrics:  newMetrics(),
+	}
+}
+
+// principalFunc resolves who makes an MCP request.
+type principalFunc func(ctx context.Context, req mcp.Request) (*tenancy.Principal, error)
+
+// newMCPServer builds the go-sdk server with the tools, resources and the
+// middleware that resolves the principal, enforces scopes, times, logs and
+// counts every call.
+func (s *Server) newMCPServer(resolve principalFunc) *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "agentfleet-knowledge", Title: "Agent fleet knowledge", Version: Version}, &mcp.ServerOptions{
+		Instructions: instructions,
+		Logger:       s.logger,
+	})
+	kt.Register(srv, s.deps.Knowledge, kt.Options{Logger: s.logger})
+	srv.AddReceivingMiddleware(s.callMiddleware(resolve))
+	return srv
+}
+
+const instructions = `This server is the shared memory of your organisation's agent fleet.
+Search it (search_knowledge) before working on a topic; store what you learn (store_knowledge) so others can reuse it; when you store a correction of an existing entry, mark the old one with supersede_knowledge.
+Read a whole entry with the resource knowledge://{id}, and the entries linked to a task with knowledge://tasks/{taskId}.
+Tool errors start with a stable code (invalid_argument, not_found, forbidden, conflict, cycle, quota_exceeded, unavailable) followed by the argument at fault and the rule.`
+
+// Start listens on the configured address and serves in the background. It
+// returns the bound address (useful with port 0).
+func (s *Server) Start(ctx context.Context) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.http != nil {
+		return "", errors.New("server already started")
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", s.cfg.Addr)
+	if err != nil {
+		return "", fmt.Errorf("listen on %s: %w", s.cfg.Addr, err)
+	}
+	s.ln = ln
+	s.publicURL = s.cfg.PublicURL
+	if s.publicURL == "" {
+		s.publicURL = "http://" + ln.Addr().String()
+	}
+	s.http = &http.Server{
+		Handler:           s.handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      s.cfg.CallTimeout + 10*time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	s.served = make(chan error, 1)
+	go func() {
+		err := s.http.Serve(ln)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		s.served <- err
+	}()
+	s.logger.Info("mcp server listening", "addr", ln.Addr().String(), "endpoint", s.publicURL+"/mcp")
+	return ln.Addr().String(), nil
+}
+
+// URL is the public base URL (after Start).
+func (s *Server) URL() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.publicURL
+}
+
+// Shutdown stops accepting connections and waits for in-flight calls to
+// finish, up to the context's deadline; then it closes what remains.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	hs, served := s.http, s.served
+	s.mu.Unlock()
+	if hs == nil {
+		return nil
+	}
+	err := hs.Shutdown(ctx)
+	if err != nil {
+		hs.Close()
+	}
+	if serr := <-served; serr != nil && err == nil {
+		err = serr
+	}
+	return err
+}
+
+// Served delivers, once, the error the HTTP server stopped with (nil after
+// a clean Shutdown).
+func (s *Server) Served() <-chan error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.served
+}
+
+// ServeStdio serves MCP over t (stdin/stdout in production) for the one
+// token given. The token is verified at start (a bad token is an error) and
+// again on every request through the same cache as HTTP, so a revoked token
+// stops working within the cache TTL here too.
+func (s *Server) ServeStdio(ctx context.Context, token string, t mcp.Transport) error {
+	if token == "" {
+		return errors.New("stdio mode needs the token in KNOWLEDGE_TOKEN")
+	}
+	if _, err := s.verifier.Verify(ctx, token); err != nil {
+		return fmt.Errorf("KNOWLEDGE_TOKEN: %w", err)
+	}
+	srv := s.newMCPServer(func(ctx context.Context, _ mcp.Request) (*tenancy.Principal, error) {
+		return s.verifier.Verify(ctx, token)
+	})
+	return srv.Run(ctx, t)
+}

@@ -1,0 +1,14 @@
+// Package knowledge exposes the knowledge domain to agents as MCP tools
+// (store_knowledge, search_knowledge, supersede_knowledge) and resources
+// (knowledge://{id}, knowledge://tasks/{taskId}).
+//
+// It is the edge: arguments arrive as untrusted JSON, are decoded strictly
+// (unknown properties refused), checked against the same limits the input
+// schemas advertise, and converted to typed values (UUIDs, RFC 3339 times)
+// before anything reaches the domain. Every refusal is a tool error whose
+// text and structured content carry a stable code, the argument at fault and
+// the rule it broke, so an agent can correct its call.
+//
+// The caller (org and agent) is never an argument: it comes from the
+// verified token the server put in the context (see internal/authn).
+package knowledge

@@ -1,0 +1,157 @@
+package knowledge
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	domain "github.com/agentfleet/orchestrator/packages/knowledge"
+)
+
+// Limits of store_knowledge (SPEC.md).
+const (
+	maxTitle      = 200
+	maxBody       = 32000
+	maxTags       = 16
+	maxTagLength  = 64
+	minConfidence = 0
+	maxConfidence = 100
+)
+
+// kebabRe is what a tag must match once lowercased.
+var kebabRe = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+
+// StoreArgs are the arguments of store_knowledge.
+type StoreArgs struct {
+	Title       string       `json:"title" jsonschema:"A short, specific headline of what was learned (1 to 200 characters)."`
+	Body        string       `json:"body" jsonschema:"The knowledge itself: facts, steps, caveats, links (1 to 32000 characters). Write it so another agent can act on it without this conversation."`
+	Tags        []string     `json:"tags,omitempty" jsonschema:"Up to 16 kebab-case tags such as postgres or ci-flakes; mixed case is lowercased for you, anything else that is not kebab-case is refused."`
+	Confidence  *int         `json:"confidence,omitempty" jsonschema:"How sure you are, 0 to 100. Default 80."`
+	ExpiresAt   string       `json:"expiresAt,omitempty" jsonschema:"When this stops being true, as an RFC 3339 date-time strictly in the future. Expired entries are left out of search by default. Omit for knowledge that does not expire."`
+	TaskRef     *TaskRefArgs `json:"taskRef,omitempty" jsonschema:"Links the new entry to an orchestration task of your org."`
+	ClientToken string       `json:"clientToken,omitempty" jsonschema:"A UUID you choose to make retries safe: a repeat with the same clientToken within 60 seconds returns the first answer (replayed: true) and stores nothing new."`
+}
+
+// TaskRefArgs link a new entry to a task.
+type TaskRefArgs struct {
+	TaskID string `json:"taskId" jsonschema:"The task's UUID; the task must exist in your org."`
+	Kind   string `json:"kind" jsonschema:"references: the entry informed the task; produced: the task produced the entry."`
+}
+
+func storeTool() *mcp.Tool {
+	return &mcp.Tool{
+		Name:  ToolStore,
+		Title: "Store knowledge",
+		Description: `Save something you learned so other agents of your organisation can find it later with search_knowledge.
+
+Use it for durable, reusable facts: how a system behaves, a fix that worked, a decision and its reason, a pitfall. Do not store secrets or transient chatter. Search first: if an entry already says it, don't duplicate it; if yours replaces an older entry, store yours and then call supersede_knowledge(oldId, newId).
+
+Returns the new entry: id (keep it to supersede or link later), title, normalised tags, confidence, expiresAt, createdAt, taskLink when taskRef was given, and embeddingStatus. embeddingStatus is "pending" right after storing: the entry is immediately findable by its words and title, and joins semantic (vector) search a few seconds later once its embedding is "ready". replayed: true means this was a retry with the same clientToken and nothing new was stored.
+
+Errors come back as isError results starting with a code: invalid_argument (names the argument and the rule; fix and retry), not_found (taskRef.taskId is not a task of your org), quota_exceeded (your org stored as many entries as it may; do not retry), conflict (the same clientToken is still being processed; retry in a moment), unavailable (retry later).`,
+		InputSchema: inputSchema[StoreArgs](func(p map[string]*jsonschema.Schema) {
+			lengthSchema(p["title"], 1, maxTitle)
+			lengthSchema(p["body"], 1, maxBody)
+			tags := p["tags"]
+			tags.MaxItems = iptr(maxTags)
+			lengthSchema(tags.Items, 1, maxTagLength)
+			tags.Items.Pattern = `^[A-Za-z0-9]+(-[A-Za-z0-9]+)*$`
+			c := p["confidence"]
+			c.Minimum, c.Maximum, c.Default = fptr(minConfidence), fptr(maxConfidence), []byte("80")
+			p["expiresAt"].Format = "date-time"
+			tr := p["taskRef"]
+			uuidSchema(tr.Properties["taskId"])
+			tr.Properties["kind"].Enum = []any{string(domain.LinkReferences), string(domain.LinkProduced)}
+			uuidSchema(p["clientToken"])
+		}),
+		Annotations: &mcp.ToolAnnotations{
+			Title:           "Store knowledge",
+			ReadOnlyHint:    false,
+			DestructiveHint: new(false),
+			IdempotentHint:  false,
+			OpenWorldHint:   new(false),
+		},
+	}
+}
+
+// check enforces the rules of store_knowledge that the schema states.
+func (a *StoreArgs) check() error {
+	if err := checkText("title", a.Title, 1, maxTitle); err != nil {
+		return err
+	}
+	if err := checkText("body", a.Body, 1, maxBody); err != nil {
+		return err
+	}
+	if len(a.Tags) > maxTags {
+		return domain.InvalidArgument("tags", "must have at most %d tags (got %d)", maxTags, len(a.Tags))
+	}
+	for i, tag := range a.Tags {
+		field := fmt.Sprintf("tags[%d]", i)
+		if err := checkText(field, tag, 1, maxTagLength); err != nil {
+			return err
+		}
+		if !kebabRe.MatchString(strings.ToLower(tag)) {
+			return domain.InvalidArgument(field, "must be kebab-case: letters and digits in groups joined by single hyphens, such as db-migrations (got %s)", quoteShort(tag))
+		}
+	}
+	if err := checkIntRange("confidence", a.Confidence, minConfidence, maxConfidence); err != nil {
+		return err
+	}
+	exp, err := parseTime("expiresAt", a.ExpiresAt)
+	if err != nil {
+		return err
+	}
+	if exp != nil && !exp.After(time.Now()) {
+		return domain.InvalidArgument("expiresAt", "must be strictly in the future (got %s)", exp.UTC().Format(time.RFC3339))
+	}
+	if a.TaskRef != nil {
+		if _, err := parseUUID("taskRef.taskId", a.TaskRef.TaskID, true); err != nil {
+			return err
+		}
+		switch domain.LinkKind(a.TaskRef.Kind) {
+		case domain.LinkReferences, domain.LinkProduced:
+		case "":
+			return domain.InvalidArgument("taskRef.kind", "is required: references or produced")
+		default:
+			return domain.InvalidArgument("taskRef.kind", "must be references or produced (got %s)", quoteShort(a.TaskRef.Kind))
+		}
+	}
+	if _, err := parseUUID("clientToken", a.ClientToken, false); err != nil {
+		return err
+	}
+	return nil
+}
+
+// input converts checked arguments to the domain's typed input. Whether
+// expiresAt lies in the future is the domain's rule (it owns the clock).
+func (a *StoreArgs) input() (domain.StoreInput, error) {
+	in := domain.StoreInput{Title: a.Title, Body: a.Body, Tags: a.Tags, Confidence: a.Confidence}
+	var err error
+	if in.ExpiresAt, err = parseTime("expiresAt", a.ExpiresAt); err != nil {
+		return in, err
+	}
+	if a.TaskRef != nil {
+		id, err := parseUUID("taskRef.taskId", a.TaskRef.TaskID, true)
+		if err != nil {
+			return in, err
+		}
+		in.TaskRef = &domain.TaskRef{TaskID: *id, Kind: domain.LinkKind(a.TaskRef.Kind)}
+	}
+	if in.ClientToken, err = parseUUID("clientToken", a.ClientToken, false); err != nil {
+		return in, err
+	}
+	return in, nil
+}
+
+func (t *toolset) store(ctx context.Context, c domain.Caller, a *StoreArgs) (*domain.StoreResult, error) {
+	in, err := a.input()
+	if err != nil {
+		return nil, err
+	}
+	return t.svc.Store(ctx, c, in)
+}

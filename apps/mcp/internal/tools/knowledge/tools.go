@@ -1,0 +1,298 @@
+package knowledge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/google/uuid"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentfleet/orchestrator/apps/mcp/internal/authn"
+	domain "github.com/agentfleet/orchestrator/packages/knowledge"
+	"github.com/agentfleet/orchestrator/packages/tenancy"
+)
+
+// Service is what the tools need from the knowledge domain.
+type Service interface {
+	Store(ctx context.Context, c domain.Caller, in domain.StoreInput) (*domain.StoreResult, error)
+	Search(ctx context.Context, c domain.Caller, in domain.SearchInput) (*domain.SearchResult, error)
+	Supersede(ctx context.Context, c domain.Caller, oldID, newID uuid.UUID) (*domain.SupersedeResult, error)
+	Get(ctx context.Context, c domain.Caller, id uuid.UUID) (*domain.Entry, error)
+	TaskKnowledge(ctx context.Context, c domain.Caller, taskID uuid.UUID, kind domain.LinkKind) ([]domain.TaskEntry, error)
+}
+
+// Tool names.
+const (
+	ToolStore     = "store_knowledge"
+	ToolSearch    = "search_knowledge"
+	ToolSupersede = "supersede_knowledge"
+)
+
+// toolScopes maps every tool to the scope it needs.
+var toolScopes = map[string]string{
+	ToolStore:     tenancy.ScopeKnowledgeWrite,
+	ToolSearch:    tenancy.ScopeKnowledgeRead,
+	ToolSupersede: tenancy.ScopeKnowledgeWrite,
+}
+
+// ResourceScope is the scope every resource read needs.
+const ResourceScope = tenancy.ScopeKnowledgeRead
+
+// ScopeOf returns the scope a tool needs, or "" for a tool this package does
+// not define.
+func ScopeOf(tool string) string { return toolScopes[tool] }
+
+// Options configure Register.
+type Options struct {
+	Logger *slog.Logger
+}
+
+// Register adds the tools and resources to srv.
+func Register(srv *mcp.Server, svc Service, opts Options) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	t := &toolset{svc: svc, logger: opts.Logger}
+	addTool(srv, t, storeTool(), t.store)
+	addTool(srv, t, searchTool(), t.search)
+	addTool(srv, t, supersedeTool(), t.supersede)
+	t.registerResources(srv)
+}
+
+type toolset struct {
+	svc    Service
+	logger *slog.Logger
+}
+
+// Outcome is filled in by a tool or resource handler so the server's
+// middleware can log and count the call by its result.
+type Outcome struct {
+	Code  string // "ok" or an error code
+	Field string // the argument at fault, if any
+}
+
+type outcomeKey struct{}
+
+// WithOutcome returns ctx with o to be filled in by the handler.
+func WithOutcome(ctx context.Context, o *Outcome) context.Context {
+	return context.WithValue(ctx, outcomeKey{}, o)
+}
+
+func setOutcome(ctx context.Context, code, field string) {
+	if o, ok := ctx.Value(outcomeKey{}).(*Outcome); ok {
+		o.Code, o.Field = code, field
+	}
+}
+
+// callerFrom returns the caller of the verified token in ctx.
+func callerFrom(ctx context.Context) (domain.Caller, error) {
+	p := authn.PrincipalFrom(ctx)
+	if p == nil {
+		// The server always sets a principal; reaching this is a wiring bug.
+		return domain.Caller{}, &domain.Error{Code: domain.CodeForbidden, Message: "no verified token for this call"}
+	}
+	return domain.Caller{OrgID: p.OrgID, AgentID: p.AgentID}, nil
+}
+
+// handler is a typed tool handler: it gets the caller and the decoded,
+// checked arguments and returns the structured result.
+type handler[In, Out any] func(ctx context.Context, c domain.Caller, in *In) (Out, error)
+
+// checker is implemented by every args struct: the edge checks of the
+// rules the schema advertises, with errors naming the argument.
+type checker interface{ check() error }
+
+// addTool registers a tool whose arguments decode into In. The go-sdk's own
+// schema validation is not used (mcp.Server.AddTool, not mcp.AddTool): the
+// edge decodes strictly and checks every rule itself, so every refusal has
+// our code and names the argument; the schema is what clients see, and a
+// test keeps both in step.
+func addTool[In any, PIn interface {
+	*In
+	checker
+}, Out any](srv *mcp.Server, t *toolset, tool *mcp.Tool, h handler[In, Out]) {
+	srv.AddTool(tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		in, err := decodeArgs[In, PIn](req.Params.Arguments, tool.InputSchema.(*jsonschema.Schema))
+		if err == nil {
+			err = PIn(in).check()
+		}
+		var out Out
+		if err == nil {
+			var c domain.Caller
+			if c, err = callerFrom(ctx); err == nil {
+				out, err = h(ctx, c, in)
+			}
+		}
+		if err != nil {
+			return t.errorResult(ctx, tool.Name, err), nil
+		}
+		setOutcome(ctx, "ok", "")
+		b, err := json.Marshal(out)
+		if err != nil {
+			return nil, fmt.Errorf("marshal result: %w", err)
+		}
+		return &mcp.CallToolResult{
+			StructuredContent: json.RawMessage(b),
+			Content:           []mcp.Content{&mcp.TextContent{Text: string(b)}},
+		}, nil
+	})
+}
+
+// decodeArgs decodes raw strictly into a new In.
+func decodeArgs[In any, PIn interface {
+	*In
+	checker
+}](raw json.RawMessage, s *jsonschema.Schema) (*In, error) {
+	in := new(In)
+	if len(raw) == 0 || string(raw) == "null" {
+		return in, nil
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(in); err != nil {
+		return nil, decodeError(err, s)
+	}
+	if dec.More() {
+		return nil, domain.InvalidArgument("arguments", "must be one JSON object")
+	}
+	return in, nil
+}
+
+// decodeError turns an encoding/json error into an invalid_argument naming
+// the argument.
+func decodeError(err error, s *jsonschema.Schema) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		field := te.Field
+		if field == "" {
+			return domain.InvalidArgument("arguments", "must be a JSON object (got %s)", te.Value)
+		}
+		return domain.InvalidArgument(field, "must be %s (got %s)", describeType(s, field), te.Value)
+	}
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		name = strings.Trim(name, `"`)
+		return domain.InvalidArgument(name, "is not an argument of this tool (known: %s)", strings.Join(propertyNames(s), ", "))
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return domain.InvalidArgument("arguments", "are not valid JSON")
+	}
+	return domain.InvalidArgument("arguments", "cannot be decoded: %s", msg)
+}
+
+// describeType names the JSON type the schema wants at a dotted path.
+func describeType(s *jsonschema.Schema, path string) string {
+	cur := s
+	for _, part := range strings.Split(path, ".") {
+		if cur == nil {
+			break
+		}
+		if cur.Items != nil && cur.Properties == nil {
+			cur = cur.Items
+		}
+		cur = cur.Properties[part]
+	}
+	if cur == nil {
+		return "of another type"
+	}
+	switch cur.Type {
+	case "integer":
+		return "an integer"
+	case "number":
+		return "a number"
+	case "string":
+		return "a string"
+	case "boolean":
+		return "true or false"
+	case "array":
+		if cur.Items != nil && cur.Items.Type == "string" {
+			return "an array of strings"
+		}
+		return "an array"
+	case "object":
+		return "an object"
+	}
+	return "of another type"
+}
+
+func propertyNames(s *jsonschema.Schema) []string {
+	if s == nil {
+		return nil
+	}
+	names := make([]string, 0, len(s.Properties))
+	for n := range s.Properties {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// ErrorPayload is the structured content of a tool error.
+type ErrorPayload struct {
+	Error ErrorBody `json:"error"`
+}
+
+// ErrorBody is a tool error: a stable code, the argument at fault and the
+// rule it broke.
+type ErrorBody struct {
+	Code      string `json:"code"`
+	Field     string `json:"field,omitempty"`
+	Message   string `json:"message"`
+	Retryable bool   `json:"retryable,omitempty"`
+	// RequiredScope names the scope a forbidden call lacked.
+	RequiredScope string `json:"requiredScope,omitempty"`
+}
+
+// Describe maps any error of a call to the body agents see. Domain errors
+// keep their code, field and message; anything else becomes "unavailable"
+// with a generic message (the detail is logged, never sent).
+func Describe(err error) (ErrorBody, bool) {
+	var de *domain.Error
+	if errors.As(err, &de) && de.Code != "" {
+		return ErrorBody{Code: string(de.Code), Field: de.Field, Message: de.Message, Retryable: de.Retryable}, true
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return ErrorBody{Code: string(domain.CodeUnavailable), Message: "the call did not finish in time; retry later", Retryable: true}, false
+	}
+	if errors.Is(err, context.Canceled) {
+		return ErrorBody{Code: string(domain.CodeUnavailable), Message: "the call was cancelled", Retryable: true}, false
+	}
+	return ErrorBody{Code: string(domain.CodeUnavailable), Message: "the knowledge service failed on this call; retry later", Retryable: true}, false
+}
+
+// Text renders an error body for the text content: "code: field: message".
+func (b ErrorBody) Text() string {
+	var sb strings.Builder
+	sb.WriteString(b.Code)
+	sb.WriteString(": ")
+	if b.Field != "" {
+		sb.WriteString(b.Field)
+		sb.WriteString(": ")
+	}
+	sb.WriteString(b.Message)
+	if b.Retryable {
+		sb.WriteString(" (retryable)")
+	}
+	return sb.String()
+}
+
+func (t *toolset) errorResult(ctx context.Context, tool string, err error) *mcp.CallToolResult {
+	body, known := Describe(err)
+	if !known {
+		t.logger.ErrorContext(ctx, "tool failed", "tool", tool, "err", err)
+	}
+	setOutcome(ctx, body.Code, body.Field)
+	b, _ := json.Marshal(ErrorPayload{Error: body})
+	return &mcp.CallToolResult{
+		IsError:           true,
+		StructuredContent: json.RawMessage(b),
+		Content:           []mcp.Content{&mcp.TextContent{Text: body.Text()}},
+	}
+}
