@@ -1,0 +1,188 @@
+package knowledge_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/pgvector/pgvector-go"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge"
+	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
+	"github.com/agentfleet/orchestrator/packages/testenv"
+)
+
+// bundle is what one test works with: a fresh migrated database, a leased
+// Redis database, a Service, two agents of one org and one of another org.
+type bundle struct {
+	ctx        context.Context
+	pool       *pgxpool.Pool
+	redis      *testenv.Redis
+	svc        *knowledge.Service
+	enq        *recordingEnqueuer
+	org, other uuid.UUID
+	alice, bob knowledge.Caller // agents of org
+	eve        knowledge.Caller // agent of other
+}
+
+type option func(*knowledge.Options)
+
+func setup(t *testing.T, opts ...option) *bundle {
+	t.Helper()
+	ctx := context.Background()
+	db := testenv.Postgres(t)
+	r := testenv.LeaseRedis(t)
+	b := &bundle{ctx: ctx, pool: db.Pool, redis: r, enq: &recordingEnqueuer{}}
+	b.org = b.mkOrg(t, "org-a")
+	b.other = b.mkOrg(t, "org-b")
+	b.alice = knowledge.Caller{OrgID: b.org, AgentID: b.mkAgent(t, b.org, "alice")}
+	b.bob = knowledge.Caller{OrgID: b.org, AgentID: b.mkAgent(t, b.org, "bob")}
+	b.eve = knowledge.Caller{OrgID: b.other, AgentID: b.mkAgent(t, b.other, "eve")}
+	o := knowledge.Options{Redis: r.Client, Enqueuer: b.enq}
+	for _, f := range opts {
+		f(&o)
+	}
+	b.svc = knowledge.New(db.Pool, o)
+	return b
+}
+
+func (b *bundle) mkOrg(t *testing.T, name string) uuid.UUID {
+	t.Helper()
+	var id uuid.UUID
+	if err := b.pool.QueryRow(b.ctx, "INSERT INTO orgs (name) VALUES ($1) RETURNING id", name).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func (b *bundle) mkAgent(t *testing.T, org uuid.UUID, name string) uuid.UUID {
+	t.Helper()
+	var id uuid.UUID
+	if err := b.pool.QueryRow(b.ctx, "INSERT INTO agents (org_id, name) VALUES ($1, $2) RETURNING id", org, name).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func (b *bundle) mkTask(t *testing.T, org uuid.UUID) uuid.UUID {
+	t.Helper()
+	var id uuid.UUID
+	if err := b.pool.QueryRow(b.ctx, "INSERT INTO tasks (org_id, title) VALUES ($1, 'task') RETURNING id", org).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func (b *bundle) setQuota(t *testing.T, org uuid.UUID, limit int64) {
+	t.Helper()
+	if _, err := b.pool.Exec(b.ctx, `INSERT INTO org_quotas (org_id, resource, limit_value) VALUES ($1, 'knowledge_stored', $2)
+		ON CONFLICT (org_id, resource) DO UPDATE SET limit_value = excluded.limit_value`, org, limit); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// count runs a SELECT count(*)-like query.
+func (b *bundle) count(t *testing.T, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := b.pool.QueryRow(b.ctx, sql, args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func (b *bundle) entries(t *testing.T) int {
+	return b.count(t, "SELECT count(*) FROM knowledge")
+}
+
+func (b *bundle) quotaUsed(t *testing.T, org uuid.UUID) int {
+	return b.count(t, "SELECT coalesce((SELECT used FROM org_quotas WHERE org_id = $1 AND resource = 'knowledge_stored'), 0)", org)
+}
+
+// store stores an entry or fails the test.
+func (b *bundle) store(t *testing.T, c knowledge.Caller, title, body string, tags ...string) uuid.UUID {
+	t.Helper()
+	r, err := b.svc.Store(b.ctx, c, knowledge.StoreInput{Title: title, Body: body, Tags: tags})
+	if err != nil {
+		t.Fatalf("store %q: %v", title, err)
+	}
+	return r.ID
+}
+
+// embedPending plays the embeddings worker: every pending entry gets the
+// local embedder's vector of its title and body, status ready.
+func (b *bundle) embedPending(t *testing.T) {
+	t.Helper()
+	rows, err := b.pool.Query(b.ctx, "SELECT org_id, id, title || E'\n' || body FROM knowledge WHERE embedding_status = 'pending'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type item struct {
+		org, id uuid.UUID
+		text    string
+	}
+	var items []item
+	for rows.Next() {
+		var it item
+		if err := rows.Scan(&it.org, &it.id, &it.text); err != nil {
+			t.Fatal(err)
+		}
+		items = append(items, it)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	l := embed.NewLocal()
+	for _, it := range items {
+		vs, _ := l.Embed(b.ctx, []string{it.text})
+		if _, err := b.pool.Exec(b.ctx, `UPDATE knowledge SET embedding = $3, embedding_status = 'ready',
+			embedding_model = $4, embedded_at = now() WHERE org_id = $1 AND id = $2`,
+			it.org, it.id, pgvector.NewVector(vs[0]), l.Model()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// wantCode fails unless err is a *knowledge.Error with code and field.
+func wantCode(t *testing.T, err error, code knowledge.Code, field string) *knowledge.Error {
+	t.Helper()
+	var e *knowledge.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("want %s error on %q, got %v", code, field, err)
+	}
+	if e.Code != code || e.Field != field {
+		t.Fatalf("want %s on %q, got %s on %q: %v", code, field, e.Code, e.Field, e)
+	}
+	return e
+}
+
+type recordingEnqueuer struct {
+	mu   sync.Mutex
+	jobs []knowledge.EmbeddingJob
+	fail bool
+}
+
+func (r *recordingEnqueuer) EnqueueEmbedding(_ context.Context, j knowledge.EmbeddingJob) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.fail {
+		return fmt.Errorf("queue down")
+	}
+	r.jobs = append(r.jobs, j)
+	return nil
+}
+
+func (r *recordingEnqueuer) all() []knowledge.EmbeddingJob {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]knowledge.EmbeddingJob(nil), r.jobs...)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+var future = time.Now().Add(24 * time.Hour)
