@@ -101,19 +101,26 @@ func LikePattern(query string) string {
 // COMMIT round trip. Exec answers an empty tag: errors surface on Query.
 type pipeline struct {
 	pool  *pgxpool.Pool
-	batch pgx.Batch
+	batch *pgx.Batch
 }
 
 func (p *pipeline) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if p.batch == nil {
+		p.batch = &pgx.Batch{}
+	}
 	p.batch.Queue(sql, args...)
 	return pgconn.CommandTag{}, nil
 }
 
 func (p *pipeline) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	held := p.batch.Len()
-	p.batch.Queue(sql, args...)
-	br := p.pool.SendBatch(ctx, &p.batch)
-	p.batch = pgx.Batch{}
+	batch := p.batch
+	p.batch = &pgx.Batch{}
+	if batch == nil {
+		batch = &pgx.Batch{}
+	}
+	held := batch.Len()
+	batch.Queue(sql, args...)
+	br := p.pool.SendBatch(ctx, batch)
 	for range held {
 		if _, err := br.Exec(); err != nil {
 			br.Close()
