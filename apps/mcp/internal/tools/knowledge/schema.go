@@ -95,6 +95,9 @@ func checkText(field, v string, min, max int) error {
 	if n == 0 && min > 0 {
 		return domain.InvalidArgument(field, "is required: %d to %d characters", min, max)
 	}
+	if min > 0 && strings.TrimSpace(v) == "" {
+		return domain.InvalidArgument(field, "must not be blank")
+	}
 	if n < min || n > max {
 		return domain.InvalidArgument(field, "must be %d to %d characters (got %d)", min, max, n)
 	}

@@ -13,11 +13,11 @@ import (
 
 // Limits of search_knowledge (SPEC.md).
 const (
-	maxQuery    = 2000
+	maxQuery    = domain.MaxQueryChars
 	minLimit    = 1
-	maxLimit    = 50
+	maxLimit    = domain.MaxLimit
 	minEfSearch = 1
-	maxEfSearch = 200
+	maxEfSearch = domain.MaxEfSearch
 )
 
 // SearchArgs are the arguments of search_knowledge.

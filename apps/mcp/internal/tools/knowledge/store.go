@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -13,24 +12,26 @@ import (
 	domain "github.com/agentfleet/orchestrator/packages/knowledge"
 )
 
-// Limits of store_knowledge (SPEC.md).
+// Limits of store_knowledge (SPEC.md), from the domain so the schema, the
+// edge checks and the domain's own validation cannot drift apart.
 const (
-	maxTitle      = 200
-	maxBody       = 32000
-	maxTags       = 16
-	maxTagLength  = 64
+	maxTitle      = domain.MaxTitleChars
+	maxBody       = domain.MaxBodyChars
+	maxTags       = domain.MaxTags
+	maxTagLength  = domain.MaxTagChars
 	minConfidence = 0
 	maxConfidence = 100
 )
 
-// kebabRe is what a tag must match once lowercased.
+// kebabRe is what a tag must match once normalised (domain.NormaliseTag:
+// trimmed, lowercased, spaces and underscores to hyphens).
 var kebabRe = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 
 // StoreArgs are the arguments of store_knowledge.
 type StoreArgs struct {
 	Title       string       `json:"title" jsonschema:"A short, specific headline of what was learned (1 to 200 characters)."`
 	Body        string       `json:"body" jsonschema:"The knowledge itself: facts, steps, caveats, links (1 to 32000 characters). Write it so another agent can act on it without this conversation."`
-	Tags        []string     `json:"tags,omitempty" jsonschema:"Up to 16 kebab-case tags such as postgres or ci-flakes; mixed case is lowercased for you, anything else that is not kebab-case is refused."`
+	Tags        []string     `json:"tags,omitempty" jsonschema:"Up to 16 kebab-case tags such as postgres or ci-flakes. They are normalised for you (lowercased; spaces and underscores become hyphens); a tag that is still not kebab-case after that (such as c++) is refused."`
 	Confidence  *int         `json:"confidence,omitempty" jsonschema:"How sure you are, 0 to 100. Default 80."`
 	ExpiresAt   string       `json:"expiresAt,omitempty" jsonschema:"When this stops being true, as an RFC 3339 date-time strictly in the future. Expired entries are left out of search by default. Omit for knowledge that does not expire."`
 	TaskRef     *TaskRefArgs `json:"taskRef,omitempty" jsonschema:"Links the new entry to an orchestration task of your org."`
@@ -60,7 +61,6 @@ Errors come back as isError results starting with a code: invalid_argument (name
 			tags := p["tags"]
 			tags.MaxItems = iptr(maxTags)
 			lengthSchema(tags.Items, 1, maxTagLength)
-			tags.Items.Pattern = `^[A-Za-z0-9]+(-[A-Za-z0-9]+)*$`
 			c := p["confidence"]
 			c.Minimum, c.Maximum, c.Default = fptr(minConfidence), fptr(maxConfidence), []byte("80")
 			p["expiresAt"].Format = "date-time"
@@ -95,8 +95,8 @@ func (a *StoreArgs) check() error {
 		if err := checkText(field, tag, 1, maxTagLength); err != nil {
 			return err
 		}
-		if !kebabRe.MatchString(strings.ToLower(tag)) {
-			return domain.InvalidArgument(field, "must be kebab-case: letters and digits in groups joined by single hyphens, such as db-migrations (got %s)", quoteShort(tag))
+		if norm := domain.NormaliseTag(tag); !kebabRe.MatchString(norm) {
+			return domain.InvalidArgument(field, "must be kebab-case: a-z and 0-9 in words joined by single hyphens, such as db-migrations (got %s, normalised to %s)", quoteShort(tag), quoteShort(norm))
 		}
 	}
 	if err := checkIntRange("confidence", a.Confidence, minConfidence, maxConfidence); err != nil {

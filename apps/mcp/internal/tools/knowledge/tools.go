@@ -153,6 +153,16 @@ func decodeArgs[In any, PIn interface {
 	if len(raw) == 0 || string(raw) == "null" {
 		return in, nil
 	}
+	var generic any
+	if err := json.Unmarshal(raw, &generic); err != nil {
+		return nil, domain.InvalidArgument("arguments", "are not valid JSON")
+	}
+	if _, ok := generic.(map[string]any); !ok {
+		return nil, domain.InvalidArgument("arguments", "must be a JSON object")
+	}
+	if err := unknownProperty("", generic, s); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(in); err != nil {
@@ -162,6 +172,45 @@ func decodeArgs[In any, PIn interface {
 		return nil, domain.InvalidArgument("arguments", "must be one JSON object")
 	}
 	return in, nil
+}
+
+// unknownProperty finds the first property the schema does not define
+// (additionalProperties: false), at any depth, and names it by its path.
+func unknownProperty(path string, v any, s *jsonschema.Schema) error {
+	if s == nil {
+		return nil
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		if s.Properties == nil {
+			return nil
+		}
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			ps, ok := s.Properties[k]
+			if !ok {
+				return domain.InvalidArgument(p, "is not an argument of this tool (known here: %s)", strings.Join(propertyNames(s), ", "))
+			}
+			if err := unknownProperty(p, v[k], ps); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, item := range v {
+			if err := unknownProperty(fmt.Sprintf("%s[%d]", path, i), item, s.Items); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // decodeError turns an encoding/json error into an invalid_argument naming

@@ -1,0 +1,245 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/agentfleet/orchestrator/apps/mcp/internal/server"
+	kt "github.com/agentfleet/orchestrator/apps/mcp/internal/tools/knowledge"
+	"github.com/agentfleet/orchestrator/packages/knowledge"
+	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
+	"github.com/agentfleet/orchestrator/packages/tenancy"
+	"github.com/agentfleet/orchestrator/packages/testenv"
+)
+
+// bundle is one test's world: a fresh database, a leased Redis database, a
+// running server on a free port, and the tenancy service to make orgs,
+// agents and tokens with.
+type bundle struct {
+	t       testing.TB
+	srv     *server.Server
+	url     string // base URL, no trailing slash
+	tenancy *tenancy.Service
+	svc     *knowledge.Service
+	db      *testenv.Database
+	redis   *redis.Client
+}
+
+type setupOpts struct {
+	cacheTTL    time.Duration
+	maxBody     int64
+	wrap        func(kt.Service) kt.Service
+	callTimeout time.Duration
+}
+
+func setup(t testing.TB, o setupOpts) *bundle {
+	t.Helper()
+	d := testenv.Postgres(t)
+	r := testenv.LeaseRedis(t)
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	svc := knowledge.New(d.Pool, knowledge.Options{Embedder: embed.NewLocal(), Redis: r.Client, Logger: logger})
+	var ks kt.Service = svc
+	if o.wrap != nil {
+		ks = o.wrap(svc)
+	}
+	cfg, err := server.ConfigFromEnv(func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Addr = "127.0.0.1:0"
+	cfg.TokenCacheTTL = o.cacheTTL
+	if o.maxBody > 0 {
+		cfg.MaxBodyBytes = o.maxBody
+	}
+	if o.callTimeout > 0 {
+		cfg.CallTimeout = o.callTimeout
+	}
+	srv := server.New(cfg, server.Deps{
+		Knowledge: ks,
+		Tokens:    tenancy.New(d.Pool),
+		Ready:     map[string]server.Pinger{"postgres": d.Pool, "redis": pinger{r.Client}},
+		Logger:    logger,
+	})
+	if _, err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	return &bundle{t: t, srv: srv, url: srv.URL(), tenancy: tenancy.New(d.Pool), svc: svc, db: d, redis: r.Client}
+}
+
+type pinger struct{ c *redis.Client }
+
+func (p pinger) Ping(ctx context.Context) error { return p.c.Ping(ctx).Err() }
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}
+
+// agent is an org's agent with a token.
+type agent struct {
+	org, id uuid.UUID
+	tokenID uuid.UUID
+	token   string
+}
+
+var allScopes = []string{tenancy.ScopeKnowledgeRead, tenancy.ScopeKnowledgeWrite}
+
+func (b *bundle) org(name string) uuid.UUID {
+	b.t.Helper()
+	o, err := b.tenancy.CreateOrg(context.Background(), name)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return o.ID
+}
+
+func (b *bundle) agent(org uuid.UUID, name string, scopes []string, ttl time.Duration) agent {
+	b.t.Helper()
+	ctx := context.Background()
+	a, err := b.tenancy.CreateAgent(ctx, org, name)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return b.token(agent{org: org, id: a.ID}, scopes, ttl)
+}
+
+// token issues another token for a.
+func (b *bundle) token(a agent, scopes []string, ttl time.Duration) agent {
+	b.t.Helper()
+	tok, err := b.tenancy.IssueToken(context.Background(), a.org, a.id, scopes, ttl)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	a.tokenID, a.token = tok.ID, tok.Token
+	return a
+}
+
+func (b *bundle) task(org uuid.UUID) uuid.UUID {
+	b.t.Helper()
+	tk, err := b.tenancy.CreateTask(context.Background(), org, "a task")
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return tk.ID
+}
+
+// bearer adds the Authorization header to every request.
+type bearer struct {
+	token string
+	base  http.RoundTripper
+}
+
+func (h bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	if h.token != "" {
+		r.Header.Set("Authorization", "Bearer "+h.token)
+	}
+	return h.base.RoundTrip(r)
+}
+
+// connect opens an MCP client session over real HTTP with token.
+func (b *bundle) connect(token string) (*mcp.ClientSession, error) {
+	c := mcp.NewClient(&mcp.Implementation{Name: "e2e-test", Version: "v0"}, nil)
+	return c.Connect(context.Background(), &mcp.StreamableClientTransport{
+		Endpoint:             b.url + server.PathMCP,
+		HTTPClient:           &http.Client{Transport: bearer{token: token, base: http.DefaultTransport}, Timeout: 30 * time.Second},
+		DisableStandaloneSSE: true,
+		MaxRetries:           -1,
+	}, nil)
+}
+
+func (b *bundle) session(a agent) *mcp.ClientSession {
+	b.t.Helper()
+	cs, err := b.connect(a.token)
+	if err != nil {
+		b.t.Fatalf("connect: %v", err)
+	}
+	b.t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// call calls a tool and returns the result; a protocol error fails the test.
+func call(t testing.TB, cs *mcp.ClientSession, tool string, args any) *mcp.CallToolResult {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	return res
+}
+
+// ok decodes a successful result's structured content into out, checking
+// the text copy says the same.
+func ok[T any](t testing.TB, res *mcp.CallToolResult) T {
+	t.Helper()
+	if res.IsError {
+		t.Fatalf("unexpected tool error: %s", text(res))
+	}
+	var out T
+	b, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("structured content %s: %v", b, err)
+	}
+	var fromText T
+	if err := json.Unmarshal([]byte(text(res)), &fromText); err != nil {
+		t.Fatalf("text copy is not the JSON result: %v", err)
+	}
+	return out
+}
+
+// toolErr checks res is a tool error and returns its body.
+func toolErr(t testing.TB, res *mcp.CallToolResult) kt.ErrorBody {
+	t.Helper()
+	if !res.IsError {
+		t.Fatalf("want a tool error, got %s", text(res))
+	}
+	var p kt.ErrorPayload
+	b, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(b, &p); err != nil || p.Error.Code == "" {
+		t.Fatalf("tool error without a structured body: %s (%v)", b, err)
+	}
+	if !strings.HasPrefix(text(res), p.Error.Code+": ") {
+		t.Fatalf("text %q does not start with the code %q", text(res), p.Error.Code)
+	}
+	return p.Error
+}
+
+func text(res *mcp.CallToolResult) string {
+	var sb strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			sb.WriteString(tc.Text)
+		}
+	}
+	return sb.String()
+}
+
+func (b *bundle) store(cs *mcp.ClientSession, args map[string]any) knowledge.StoreResult {
+	b.t.Helper()
+	return ok[knowledge.StoreResult](b.t, call(b.t, cs, kt.ToolStore, args))
+}
