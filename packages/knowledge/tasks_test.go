@@ -1,0 +1,72 @@
+package knowledge_test
+
+import (
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge"
+)
+
+func TestTaskLinks(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	task := b.mkTask(t, b.org)
+	foreignTask := b.mkTask(t, b.other)
+	a := b.store(t, b.alice, "a", "a")
+	c := b.store(t, b.alice, "c", "c")
+	foreign := b.store(t, b.eve, "f", "f")
+	runner := knowledge.Caller{OrgID: b.org} // a task runner without an agent
+
+	l1, err := b.svc.LinkTask(b.ctx, runner, a, knowledge.TaskRef{TaskID: task, Kind: knowledge.LinkReferences})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2, err := b.svc.LinkTask(b.ctx, b.alice, a, knowledge.TaskRef{TaskID: task, Kind: knowledge.LinkReferences})
+	if err != nil || *l2 != *l1 {
+		t.Fatalf("a duplicate link is idempotent: %+v %+v %v", l1, l2, err)
+	}
+	if _, err := b.svc.LinkTask(b.ctx, b.alice, c, knowledge.TaskRef{TaskID: task, Kind: knowledge.LinkProduced}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.svc.Supersede(b.ctx, b.alice, a, c); err != nil {
+		t.Fatal(err)
+	}
+
+	all, err := b.svc.TaskKnowledge(b.ctx, runner, task, "")
+	if err != nil || len(all) != 2 {
+		t.Fatalf("%+v %v", all, err)
+	}
+	if !all[0].Superseded || *all[0].HeadID != c {
+		t.Fatalf("superseded linked entry must name its head: %+v", all[0])
+	}
+	prod, err := b.svc.TaskKnowledge(b.ctx, runner, task, knowledge.LinkProduced)
+	if err != nil || len(prod) != 1 || prod[0].ID != c {
+		t.Fatalf("%+v %v", prod, err)
+	}
+	empty, err := b.svc.TaskKnowledge(b.ctx, runner, b.mkTask(t, b.org), "")
+	if err != nil || empty == nil || len(empty) != 0 {
+		t.Fatalf("%+v %v", empty, err)
+	}
+
+	// Bad input and org isolation.
+	_, err = b.svc.LinkTask(b.ctx, runner, a, knowledge.TaskRef{TaskID: task, Kind: "made"})
+	wantCode(t, err, knowledge.CodeInvalidArgument, "taskRef.kind")
+	_, err = b.svc.LinkTask(b.ctx, runner, uuid.Nil, knowledge.TaskRef{TaskID: task, Kind: knowledge.LinkProduced})
+	wantCode(t, err, knowledge.CodeInvalidArgument, "knowledgeId")
+	_, err = b.svc.LinkTask(b.ctx, runner, a, knowledge.TaskRef{TaskID: foreignTask, Kind: knowledge.LinkProduced})
+	wantCode(t, err, knowledge.CodeNotFound, "taskRef.taskId")
+	_, err = b.svc.LinkTask(b.ctx, runner, foreign, knowledge.TaskRef{TaskID: task, Kind: knowledge.LinkProduced})
+	wantCode(t, err, knowledge.CodeNotFound, "knowledgeId")
+	_, err = b.svc.TaskKnowledge(b.ctx, runner, foreignTask, "")
+	wantCode(t, err, knowledge.CodeNotFound, "taskId")
+	_, err = b.svc.TaskKnowledge(b.ctx, runner, task, "made")
+	wantCode(t, err, knowledge.CodeInvalidArgument, "kind")
+	if n := b.count(t, "SELECT count(*) FROM task_knowledge"); n != 2 {
+		t.Fatalf("%d links", n)
+	}
+	e, err := b.svc.Get(b.ctx, b.bob, a)
+	if err != nil || len(e.TaskLinks) != 1 {
+		t.Fatalf("%+v %v", e, err)
+	}
+}
