@@ -1,7 +1,93 @@
 package embed
 
-// FromEnv builds the configured embedder. Stub until the embeddings issue
-// lands: always the local embedder.
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Environment variables read by FromEnv.
+const (
+	EnvEmbedder       = "EMBEDDER"              // local (default) | openai
+	EnvBaseURL        = "EMBEDDINGS_BASE_URL"   // default https://api.openai.com/v1
+	EnvAPIKey         = "EMBEDDINGS_API_KEY"    // optional bearer token
+	EnvModel          = "EMBEDDINGS_MODEL"      // required for openai
+	EnvDimensions     = "EMBEDDINGS_DIMENSIONS" // default 768; must be 768
+	EnvSendDimensions = "EMBEDDINGS_SEND_DIMENSIONS"
+	EnvBatchSize      = "EMBEDDINGS_BATCH_SIZE" // inputs per request, default 64
+	EnvTimeout        = "EMBEDDINGS_TIMEOUT"    // per request, Go duration, default 30s
+)
+
+// FromEnv builds the configured embedder. The MCP server (query vectors) and
+// the worker (entry vectors) both call it with the same environment, so they
+// always use the same provider and model. A bad setting is an error naming
+// the variable, so a misconfigured process refuses to start instead of
+// writing vectors nobody can compare.
 func FromEnv(getenv func(string) string) (Embedder, error) {
-	return NewLocal(), nil
+	kind := strings.ToLower(strings.TrimSpace(getenv(EnvEmbedder)))
+	switch kind {
+	case "", "local":
+		return NewLocal(), nil
+	case "openai":
+	default:
+		return nil, fmt.Errorf("%s=%q: must be local or openai", EnvEmbedder, getenv(EnvEmbedder))
+	}
+
+	cfg := OpenAIConfig{
+		BaseURL: strings.TrimSpace(getenv(EnvBaseURL)),
+		APIKey:  getenv(EnvAPIKey),
+		Model:   strings.TrimSpace(getenv(EnvModel)),
+	}
+	if cfg.BaseURL != "" && !strings.HasPrefix(cfg.BaseURL, "http://") && !strings.HasPrefix(cfg.BaseURL, "https://") {
+		return nil, fmt.Errorf("%s=%q: must be an http:// or https:// URL", EnvBaseURL, cfg.BaseURL)
+	}
+	if cfg.Model == "" {
+		return nil, fmt.Errorf("%s is required when %s=openai", EnvModel, EnvEmbedder)
+	}
+	var err error
+	if cfg.Dimensions, err = intEnv(getenv, EnvDimensions, Dimensions); err != nil {
+		return nil, err
+	}
+	if cfg.Dimensions != Dimensions {
+		return nil, fmt.Errorf("%s=%d: must be %d, the width of the knowledge.embedding column", EnvDimensions, cfg.Dimensions, Dimensions)
+	}
+	if v := strings.TrimSpace(getenv(EnvSendDimensions)); v != "" {
+		send, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s=%q: must be true or false", EnvSendDimensions, v)
+		}
+		cfg.OmitDimensions = !send
+	}
+	if cfg.BatchSize, err = intEnv(getenv, EnvBatchSize, 64); err != nil {
+		return nil, err
+	}
+	if cfg.BatchSize < 1 || cfg.BatchSize > 2048 {
+		return nil, fmt.Errorf("%s=%d: must be between 1 and 2048", EnvBatchSize, cfg.BatchSize)
+	}
+	cfg.Timeout = 30 * time.Second
+	if v := strings.TrimSpace(getenv(EnvTimeout)); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("%s=%q: must be a positive duration such as 30s", EnvTimeout, v)
+		}
+		cfg.Timeout = d
+	}
+	c, err := NewOpenAI(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("openai embedder: %w", err)
+	}
+	return c, nil
+}
+
+func intEnv(getenv func(string) string, name string, def int) (int, error) {
+	v := strings.TrimSpace(getenv(name))
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s=%q: must be an integer", name, v)
+	}
+	return n, nil
 }
