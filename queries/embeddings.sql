@@ -1,1 +1,62 @@
 -- The embeddings pipeline (packages/knowledge/jobs, apps/worker).
+--
+-- An entry's embedding_status = 'pending' is the outbox of the embeddings
+-- queue; embedding_generation names the request a job was made for. Every
+-- write below is conditional on (pending, generation), so a late or repeated
+-- job can never overwrite newer data.
+
+-- name: ListJobEntries :many
+-- The entries of a batch that still wait for exactly the job's generation;
+-- gone, superseded-generation and already-done entries drop out here.
+SELECT k.org_id, k.id, k.title, k.body, k.embedding_generation, k.embedding_requested_at
+FROM knowledge k
+JOIN (SELECT unnest(@org_ids::uuid[]) AS org_id, unnest(@ids::uuid[]) AS id,
+             unnest(@generations::int[]) AS generation) j
+  ON k.org_id = j.org_id AND k.id = j.id AND k.embedding_generation = j.generation
+WHERE k.embedding_status = 'pending';
+
+-- name: MarkEmbeddingReady :one
+-- No row: the entry is gone or moved on to another generation; nothing written.
+UPDATE knowledge
+SET embedding = @embedding, embedding_status = 'ready', embedding_model = @model,
+    embedding_error = NULL, embedded_at = now()
+WHERE org_id = @org_id AND id = @id
+  AND embedding_generation = @generation AND embedding_status = 'pending'
+RETURNING embedding_requested_at, embedded_at;
+
+-- name: MarkEmbeddingFailed :execrows
+UPDATE knowledge
+SET embedding_status = 'failed', embedding_error = @error
+WHERE org_id = @org_id AND id = @id
+  AND embedding_generation = @generation AND embedding_status = 'pending';
+
+-- name: ListStalePending :many
+-- What the reconciler re-enqueues: entries pending since before @before, the
+-- oldest first (knowledge_pending_idx). Across orgs: the worker serves all.
+SELECT org_id, id, embedding_generation
+FROM knowledge
+WHERE embedding_status = 'pending' AND embedding_requested_at < @before
+ORDER BY embedding_requested_at
+LIMIT @max_rows;
+
+-- name: PendingBacklog :one
+-- The backlog gauge: how many entries wait and since when.
+SELECT count(*)::bigint AS pending,
+       coalesce(extract(epoch FROM now() - min(embedding_requested_at)), 0)::float8 AS oldest_seconds
+FROM knowledge
+WHERE embedding_status = 'pending';
+
+-- name: RequestReembed :many
+-- Asks for new vectors: a new generation, pending again (the vector is
+-- cleared: the schema ties 'ready' to having one, and a vector of the old
+-- model is not comparable with queries of the new one anyway). Without
+-- @all_entries only failed entries and ready entries of another model.
+UPDATE knowledge
+SET embedding_generation = embedding_generation + 1, embedding_status = 'pending',
+    embedding = NULL, embedding_model = NULL, embedding_error = NULL, embedded_at = NULL,
+    embedding_requested_at = now()
+WHERE org_id = @org_id
+  AND (@all_entries::boolean
+       OR embedding_status = 'failed'
+       OR (embedding_status = 'ready' AND embedding_model IS DISTINCT FROM @model::text))
+RETURNING org_id, id, embedding_generation;

@@ -1,0 +1,261 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/pgvector/pgvector-go"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge"
+	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
+)
+
+// HandlerOptions are the optional settings of an EmbedHandler.
+type HandlerOptions struct {
+	// MaxInputChars cuts the text sent for one entry (title, blank line,
+	// body) to this many characters, so a 32,000-character body does not
+	// exceed a provider's context and fail for good. Default 8000.
+	MaxInputChars int
+	Observer      Observer     // default NopObserver
+	Logger        *slog.Logger // default slog.Default()
+}
+
+// EmbedHandler handles entry and batch tasks: it embeds the entries that
+// still wait for the job's generation and writes their vectors.
+type EmbedHandler struct {
+	pool *pgxpool.Pool
+	q    *sqlc.Queries
+	emb  embed.Embedder
+	opts HandlerOptions
+}
+
+// NewEmbedHandler returns the handler.
+func NewEmbedHandler(pool *pgxpool.Pool, emb embed.Embedder, opts HandlerOptions) *EmbedHandler {
+	if opts.MaxInputChars <= 0 {
+		opts.MaxInputChars = 8000
+	}
+	if opts.Observer == nil {
+		opts.Observer = NopObserver{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &EmbedHandler{pool: pool, q: sqlc.New(pool), emb: emb, opts: opts}
+}
+
+// ProcessTask implements asynq.Handler.
+//
+// Failure policy: a bad payload or an input the provider refuses
+// (embed.ErrPermanent) skips the retries; anything else is retried with
+// backoff. On the last attempt the entries are marked failed with the error
+// before the error is returned, so asynq archives the task (visible in the
+// dashboard) and the entry says why it has no vector.
+func (h *EmbedHandler) ProcessTask(ctx context.Context, t *asynq.Task) error {
+	jobs, err := decodeJobs(t)
+	if err != nil {
+		return fmt.Errorf("%v: %w", err, asynq.SkipRetry)
+	}
+	if err := h.Process(ctx, jobs); err != nil {
+		h.opts.Observer.TaskFailed(t.Type(), err)
+		return err
+	}
+	h.opts.Observer.TaskDone(t.Type())
+	return nil
+}
+
+// Process embeds jobs; exported for tests and for running without a queue.
+func (h *EmbedHandler) Process(ctx context.Context, jobs []knowledge.EmbeddingJob) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	p := sqlc.ListJobEntriesParams{
+		OrgIds:      make([]uuid.UUID, len(jobs)),
+		Ids:         make([]uuid.UUID, len(jobs)),
+		Generations: make([]int32, len(jobs)),
+	}
+	for i, j := range jobs {
+		p.OrgIds[i], p.Ids[i], p.Generations[i] = j.OrgID, j.EntryID, j.Generation
+	}
+	rows, err := h.q.ListJobEntries(ctx, p)
+	if err != nil {
+		return fmt.Errorf("load entries: %w", err)
+	}
+	if n := len(jobs) - len(rows); n > 0 {
+		h.opts.Observer.JobsStale(n)
+	}
+	if len(rows) == 0 {
+		return nil // every job is stale: nothing to do, nothing to call
+	}
+	vecs, err := h.embed(ctx, rows)
+	if err == nil {
+		return h.writeReady(ctx, rows, vecs)
+	}
+	if errors.Is(err, embed.ErrPermanent) {
+		if len(rows) == 1 {
+			return h.fail(ctx, rows, err, true)
+		}
+		return h.isolate(ctx, rows)
+	}
+	return h.fail(ctx, rows, err, false)
+}
+
+func (h *EmbedHandler) embed(ctx context.Context, rows []sqlc.ListJobEntriesRow) ([][]float32, error) {
+	texts := make([]string, len(rows))
+	for i, r := range rows {
+		texts[i] = clip(r.Title+"\n\n"+r.Body, h.opts.MaxInputChars)
+	}
+	h.opts.Observer.Batch(len(rows))
+	start := time.Now()
+	vecs, err := h.emb.Embed(ctx, texts)
+	h.opts.Observer.ProviderCall(time.Since(start), err)
+	if err != nil {
+		return nil, err
+	}
+	if len(vecs) != len(rows) {
+		return nil, fmt.Errorf("embedder returned %d vectors for %d texts: %w", len(vecs), len(rows), embed.ErrPermanent)
+	}
+	for _, v := range vecs {
+		if len(v) != embed.Dimensions {
+			return nil, fmt.Errorf("embedder returned %d dimensions, the column has %d: %w", len(v), embed.Dimensions, embed.ErrPermanent)
+		}
+	}
+	return vecs, nil
+}
+
+// isolate embeds the entries of a refused batch one by one, so one input the
+// provider refuses fails only its own entry.
+func (h *EmbedHandler) isolate(ctx context.Context, rows []sqlc.ListJobEntriesRow) error {
+	var refused int
+	var retryErr error
+	for i := range rows {
+		one := rows[i : i+1]
+		vecs, err := h.embed(ctx, one)
+		switch {
+		case err == nil:
+			if err := h.writeReady(ctx, one, vecs); err != nil {
+				return err
+			}
+		case errors.Is(err, embed.ErrPermanent):
+			refused++
+			if ferr := h.markFailed(ctx, one, err); ferr != nil {
+				return ferr
+			}
+		default:
+			if retryErr == nil {
+				retryErr = err
+			}
+		}
+	}
+	if retryErr != nil {
+		// Retry: only what is still pending is embedded next time (and, on
+		// the last attempt, marked failed: the writes are conditional).
+		return h.fail(ctx, rows, retryErr, false)
+	}
+	return fmt.Errorf("provider refused %d of %d entries: %w", refused, len(rows), asynq.SkipRetry)
+}
+
+// fail returns err after marking rows failed if this is the last attempt
+// (or the failure is permanent). A context cancelled by a shutdown is never a
+// reason to fail an entry: the task goes back to the queue.
+func (h *EmbedHandler) fail(ctx context.Context, rows []sqlc.ListJobEntriesRow, err error, permanent bool) error {
+	if ctx.Err() != nil {
+		return err
+	}
+	if permanent {
+		if ferr := h.markFailed(ctx, rows, err); ferr != nil {
+			return ferr
+		}
+		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
+	}
+	if lastAttempt(ctx) {
+		if ferr := h.markFailed(ctx, rows, fmt.Errorf("retries exhausted: %w", err)); ferr != nil {
+			return ferr
+		}
+	}
+	return err
+}
+
+// lastAttempt tells whether asynq will archive the task if it fails now.
+func lastAttempt(ctx context.Context) bool {
+	n, ok1 := asynq.GetRetryCount(ctx)
+	max, ok2 := asynq.GetMaxRetry(ctx)
+	return ok1 && ok2 && n >= max
+}
+
+func (h *EmbedHandler) markFailed(ctx context.Context, rows []sqlc.ListJobEntriesRow, cause error) error {
+	msg := clip(cause.Error(), 1000)
+	for _, r := range rows {
+		n, err := h.q.MarkEmbeddingFailed(ctx, sqlc.MarkEmbeddingFailedParams{
+			Error: &msg, OrgID: r.OrgID, ID: r.ID, Generation: r.EmbeddingGeneration,
+		})
+		if err != nil {
+			return fmt.Errorf("mark %s failed: %w", r.ID, err)
+		}
+		if n == 1 {
+			h.opts.Observer.EntryFailed()
+			h.opts.Logger.Warn("embedding failed", "org", r.OrgID, "entry", r.ID, "generation", r.EmbeddingGeneration, "error", msg)
+		}
+	}
+	return nil
+}
+
+// writeReady writes the vectors in one transaction. Each UPDATE only hits an
+// entry still pending at the job's generation; others are left alone.
+func (h *EmbedHandler) writeReady(ctx context.Context, rows []sqlc.ListJobEntriesRow, vecs [][]float32) error {
+	model := h.emb.Model()
+	var lags []time.Duration
+	err := pgx.BeginFunc(ctx, h.pool, func(tx pgx.Tx) error {
+		lags = lags[:0]
+		q := h.q.WithTx(tx)
+		for i, r := range rows {
+			v := pgvector.NewVector(vecs[i])
+			res, err := q.MarkEmbeddingReady(ctx, sqlc.MarkEmbeddingReadyParams{
+				Embedding: &v, Model: &model, OrgID: r.OrgID, ID: r.ID, Generation: r.EmbeddingGeneration,
+			})
+			if errors.Is(err, pgx.ErrNoRows) {
+				continue // moved on since we read it: a newer job owns it
+			}
+			if err != nil {
+				return fmt.Errorf("write vector of %s: %w", r.ID, err)
+			}
+			if res.EmbeddedAt != nil {
+				lags = append(lags, res.EmbeddedAt.Sub(res.EmbeddingRequestedAt))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, l := range lags {
+		h.opts.Observer.EntryReady(l)
+	}
+	if stale := len(rows) - len(lags); stale > 0 {
+		h.opts.Observer.JobsStale(stale)
+	}
+	return nil
+}
+
+// clip cuts s to at most n characters without splitting a rune.
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	i := 0
+	for pos := range s {
+		if i == n {
+			return s[:pos]
+		}
+		i++
+	}
+	return s
+}

@@ -1,0 +1,36 @@
+package jobs
+
+import "time"
+
+// Observer receives the pipeline's events; the worker app turns them into
+// Prometheus metrics. Methods must be cheap and safe for concurrent use.
+type Observer interface {
+	// TaskDone and TaskFailed count handled tasks by type.
+	TaskDone(taskType string)
+	TaskFailed(taskType string, err error)
+	// Batch reports the entries one provider call embedded (stale jobs excluded).
+	Batch(size int)
+	// ProviderCall reports the latency of one Embedder.Embed call.
+	ProviderCall(d time.Duration, err error)
+	// EntryReady reports the time from the embedding request (the store, or
+	// the re-embed) to the vector being written.
+	EntryReady(lag time.Duration)
+	// EntryFailed counts entries marked failed.
+	EntryFailed()
+	// JobsStale counts jobs that found their entry gone or moved on.
+	JobsStale(n int)
+	// Requeued counts entries the reconciler enqueued again.
+	Requeued(n int)
+}
+
+// NopObserver ignores every event.
+type NopObserver struct{}
+
+func (NopObserver) TaskDone(string)                   {}
+func (NopObserver) TaskFailed(string, error)          {}
+func (NopObserver) Batch(int)                         {}
+func (NopObserver) ProviderCall(time.Duration, error) {}
+func (NopObserver) EntryReady(time.Duration)          {}
+func (NopObserver) EntryFailed()                      {}
+func (NopObserver) JobsStale(int)                     {}
+func (NopObserver) Requeued(int)                      {}

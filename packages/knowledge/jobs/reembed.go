@@ -1,0 +1,54 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge"
+	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
+)
+
+// Reembed asks for new vectors for the entries of one org and returns how
+// many it set pending. all=false: only failed entries and ready entries whose
+// model differs from the current one (after a model change); all=true: every
+// entry. The current model is the one embed.FromEnv(os.Getenv) configures,
+// the same environment the worker and the MCP server read.
+//
+// Each chosen entry gets a new generation (so jobs still in flight for the
+// old one do nothing), goes back to pending (its vector is cleared: the schema
+// ties 'ready' to a vector) and is enqueued. An enqueue that fails is
+// reported in the error but not undone: the entry is pending, so the
+// worker's reconciler enqueues it after its grace period.
+func Reembed(ctx context.Context, pool *pgxpool.Pool, enq knowledge.Enqueuer, orgID uuid.UUID, all bool) (int, error) {
+	e, err := embed.FromEnv(os.Getenv)
+	if err != nil {
+		return 0, err
+	}
+	return ReembedModel(ctx, pool, enq, orgID, e.Model(), all)
+}
+
+// ReembedModel is Reembed with the current model given explicitly.
+func ReembedModel(ctx context.Context, pool *pgxpool.Pool, enq knowledge.Enqueuer, orgID uuid.UUID, model string, all bool) (int, error) {
+	rows, err := sqlc.New(pool).RequestReembed(ctx, sqlc.RequestReembedParams{OrgID: orgID, AllEntries: all, Model: model})
+	if err != nil {
+		return 0, fmt.Errorf("request re-embed: %w", err)
+	}
+	var errs []error
+	for _, r := range rows {
+		job := knowledge.EmbeddingJob{OrgID: r.OrgID, EntryID: r.ID, Generation: r.EmbeddingGeneration}
+		if err := enq.EnqueueEmbedding(ctx, job); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return len(rows), fmt.Errorf("%d entries set pending, %d not enqueued (the worker's reconciler will enqueue them): %w",
+			len(rows), len(errs), errors.Join(errs[0]))
+	}
+	return len(rows), nil
+}
