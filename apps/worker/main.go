@@ -1,4 +1,23 @@
-// Command worker is filled in by its issue.
+// Command worker runs the embeddings pipeline: the asynq server on the
+// "embeddings" queue (group aggregation into batches, one provider call per
+// batch), the reconciler that re-enqueues lost jobs, and a Prometheus
+// /metrics endpoint. Configuration is the environment; see run.go and
+// docs/embeddings.md.
 package main
 
-func main() {}
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		os.Exit(1)
+	}
+}

@@ -102,3 +102,18 @@ func (r *Reconciler) Run(ctx context.Context, interval time.Duration) {
 		}
 	}
 }
+
+// BacklogInfo is the size and age of the embeddings outbox.
+type BacklogInfo struct {
+	Pending int64
+	Oldest  time.Duration // age of the oldest pending request; 0 when none
+}
+
+// Backlog reads the outbox's size and age (the worker's backlog gauges).
+func Backlog(ctx context.Context, pool *pgxpool.Pool) (BacklogInfo, error) {
+	r, err := sqlc.New(pool).PendingBacklog(ctx)
+	if err != nil {
+		return BacklogInfo{}, err
+	}
+	return BacklogInfo{Pending: r.Pending, Oldest: time.Duration(r.OldestSeconds * float64(time.Second))}, nil
+}

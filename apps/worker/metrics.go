@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
+)
+
+// metrics implements jobs.Observer with Prometheus collectors.
+type metrics struct {
+	reg       *prometheus.Registry
+	tasks     *prometheus.CounterVec
+	entries   *prometheus.CounterVec
+	batch     prometheus.Histogram
+	provider  *prometheus.HistogramVec
+	lag       prometheus.Histogram
+	requeued  prometheus.Counter
+	pending   prometheus.Gauge
+	oldest    prometheus.Gauge
+	backlogOK prometheus.Gauge
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		tasks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "knowledge_embed_tasks_total", Help: "Embedding tasks handled, by task type and result (done, failed).",
+		}, []string{"type", "result"}),
+		entries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "knowledge_embed_entries_total", Help: "Entries by outcome: ready, failed, or stale (the job found the entry gone or moved on).",
+		}, []string{"result"}),
+		batch: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "knowledge_embed_batch_size", Help: "Entries sent to the provider per call.",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256},
+		}),
+		provider: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "knowledge_embed_provider_seconds", Help: "Latency of one embedding provider call, by result (ok, error).",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
+		}, []string{"result"}),
+		lag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "knowledge_embed_store_to_ready_seconds", Help: "Time from the embedding request (store or re-embed) to the vector written.",
+			Buckets: prometheus.ExponentialBuckets(0.25, 2, 14),
+		}),
+		requeued: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "knowledge_embed_reconciler_requeued_total", Help: "Pending entries the reconciler enqueued again.",
+		}),
+		pending: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "knowledge_embed_pending_entries", Help: "Entries waiting for their embedding (the backlog).",
+		}),
+		oldest: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "knowledge_embed_pending_oldest_seconds", Help: "Age of the oldest pending embedding request.",
+		}),
+		backlogOK: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "knowledge_embed_backlog_last_refresh_timestamp_seconds", Help: "When the backlog gauges were last refreshed.",
+		}),
+	}
+	m.reg.MustRegister(m.tasks, m.entries, m.batch, m.provider, m.lag, m.requeued, m.pending, m.oldest, m.backlogOK,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+func (m *metrics) TaskDone(t string)            { m.tasks.WithLabelValues(t, "done").Inc() }
+func (m *metrics) TaskFailed(t string, _ error) { m.tasks.WithLabelValues(t, "failed").Inc() }
+func (m *metrics) Batch(n int)                  { m.batch.Observe(float64(n)) }
+func (m *metrics) ProviderCall(d time.Duration, err error) {
+	r := "ok"
+	if err != nil {
+		r = "error"
+	}
+	m.provider.WithLabelValues(r).Observe(d.Seconds())
+}
+func (m *metrics) EntryReady(lag time.Duration) {
+	m.entries.WithLabelValues("ready").Inc()
+	m.lag.Observe(lag.Seconds())
+}
+func (m *metrics) EntryFailed()    { m.entries.WithLabelValues("failed").Inc() }
+func (m *metrics) JobsStale(n int) { m.entries.WithLabelValues("stale").Add(float64(n)) }
+func (m *metrics) Requeued(n int)  { m.requeued.Add(float64(n)) }
+
+var _ jobs.Observer = (*metrics)(nil)
+
+// refreshBacklog sets the backlog gauges every interval until ctx is done.
+// A query per interval, not per scrape: scrapes stay cheap whatever their rate.
+func (m *metrics) refreshBacklog(ctx context.Context, pool *pgxpool.Pool, interval time.Duration, log *slog.Logger) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		b, err := jobs.Backlog(ctx, pool)
+		if err == nil {
+			m.pending.Set(float64(b.Pending))
+			m.oldest.Set(b.Oldest.Seconds())
+			m.backlogOK.SetToCurrentTime()
+		} else if ctx.Err() == nil {
+			log.Warn("backlog refresh failed", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

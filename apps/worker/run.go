@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
+	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
+)
+
+// DefaultRedisURL is the loopback Redis of the README's setup.
+const DefaultRedisURL = "redis://127.0.0.1:6379/0"
+
+// DefaultMetricsAddr is loopback: metrics are for a local scraper or a
+// sidecar, not the internet.
+const DefaultMetricsAddr = "127.0.0.1:9091"
+
+// config is the worker's environment, parsed.
+type config struct {
+	databaseURL, redisURL, metricsAddr string
+	backlogInterval                    time.Duration
+	opts                               jobs.WorkerOptions
+}
+
+func parseConfig(getenv func(string) string) (config, error) {
+	c := config{
+		databaseURL: or(getenv("DATABASE_URL"), db.DefaultURL),
+		redisURL:    or(getenv("REDIS_URL"), DefaultRedisURL),
+		metricsAddr: or(getenv("WORKER_METRICS_ADDR"), DefaultMetricsAddr),
+	}
+	var errs []error
+	num := func(name string, def, lo, hi int) int {
+		v := strings.TrimSpace(getenv(name))
+		if v == "" {
+			return def
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < lo || n > hi {
+			errs = append(errs, fmt.Errorf("%s=%q: must be an integer from %d to %d", name, v, lo, hi))
+		}
+		return n
+	}
+	dur := func(name string, def, lo time.Duration) time.Duration {
+		v := strings.TrimSpace(getenv(name))
+		if v == "" {
+			return def
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d < lo {
+			errs = append(errs, fmt.Errorf("%s=%q: must be a duration of at least %s", name, v, lo))
+		}
+		return d
+	}
+	c.opts = jobs.WorkerOptions{
+		Concurrency:       num("WORKER_CONCURRENCY", 4, 1, 256),
+		BatchSize:         num("WORKER_BATCH_SIZE", 32, 1, 2048),
+		BatchGrace:        dur("WORKER_BATCH_GRACE", time.Second, time.Second),
+		BatchMaxDelay:     dur("WORKER_BATCH_MAX_DELAY", 5*time.Second, time.Second),
+		MaxRetry:          num("WORKER_MAX_RETRY", 8, 1, 100),
+		ShutdownTimeout:   dur("WORKER_SHUTDOWN_TIMEOUT", 20*time.Second, time.Millisecond),
+		ReconcileInterval: dur("WORKER_RECONCILE_INTERVAL", 30*time.Second, 100*time.Millisecond),
+		Reconciler: jobs.ReconcilerOptions{
+			Grace:    dur("WORKER_RECONCILE_GRACE", 2*time.Minute, 100*time.Millisecond),
+			Cooldown: dur("WORKER_RECONCILE_COOLDOWN", 15*time.Minute, time.Second),
+		},
+	}
+	c.backlogInterval = dur("WORKER_BACKLOG_INTERVAL", 15*time.Second, 100*time.Millisecond)
+	return c, errors.Join(errs...)
+}
+
+func or(v, def string) string {
+	if strings.TrimSpace(v) == "" {
+		return def
+	}
+	return v
+}
+
+// run wires the worker and blocks until ctx is done, then shuts down
+// gracefully: the reconciler stops, running batches get
+// WORKER_SHUTDOWN_TIMEOUT to finish and are put back on the queue otherwise.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	if len(args) > 0 {
+		return fmt.Errorf("unexpected arguments %q: the worker is configured by the environment (docs/embeddings.md)", args)
+	}
+	cfg, err := parseConfig(getenv)
+	if err != nil {
+		return err
+	}
+	emb, err := embed.FromEnv(getenv)
+	if err != nil {
+		return err
+	}
+	redisOpt, err := asynq.ParseRedisURI(cfg.redisURL)
+	if err != nil {
+		return fmt.Errorf("REDIS_URL: %w", err)
+	}
+	pool, err := db.Open(ctx, cfg.databaseURL)
+	if err != nil {
+		return fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	defer pool.Close()
+
+	log := slog.New(slog.NewTextHandler(stdout, nil))
+	m := newMetrics()
+	cfg.opts.Observer = m
+	cfg.opts.Logger = log
+
+	ln, err := net.Listen("tcp", cfg.metricsAddr)
+	if err != nil {
+		return fmt.Errorf("WORKER_METRICS_ADDR: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go hs.Serve(ln)
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		hs.Shutdown(sctx)
+	}()
+
+	w := jobs.NewWorker(redisOpt, pool, emb, cfg.opts)
+	if err := w.Start(); err != nil {
+		return err
+	}
+	bctx, stopBacklog := context.WithCancel(ctx)
+	backlogDone := make(chan struct{})
+	go func() {
+		defer close(backlogDone)
+		m.refreshBacklog(bctx, pool, cfg.backlogInterval, log)
+	}()
+	log.Info("worker started", "model", emb.Model(), "queue", jobs.Queue,
+		"metrics", "http://"+ln.Addr().String()+"/metrics",
+		"concurrency", cfg.opts.Concurrency, "batch_size", cfg.opts.BatchSize, "batch_grace", cfg.opts.BatchGrace)
+
+	<-ctx.Done()
+	log.Info("worker stopping")
+	stopBacklog()
+	<-backlogDone
+	w.Shutdown()
+	log.Info("worker stopped")
+	return nil
+}

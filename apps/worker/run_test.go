@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge"
+	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
+	"github.com/agentfleet/orchestrator/packages/testenv"
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+// TestRunEmbedsServesMetricsAndStops runs the worker as main does: one
+// entry stored and enqueued, one whose enqueue was lost; both become ready,
+// /metrics shows it, and cancelling the context shuts down cleanly.
+func TestRunEmbedsServesMetricsAndStops(t *testing.T) {
+	t.Parallel()
+	pg := testenv.Postgres(t)
+	r := testenv.LeaseRedis(t)
+	ctx := context.Background()
+	var org, agent uuid.UUID
+	if err := pg.Pool.QueryRow(ctx, "INSERT INTO orgs (name) VALUES ('w') RETURNING id").Scan(&org); err != nil {
+		t.Fatal(err)
+	}
+	if err := pg.Pool.QueryRow(ctx, "INSERT INTO agents (org_id, name) VALUES ($1, 'a') RETURNING id", org).Scan(&agent); err != nil {
+		t.Fatal(err)
+	}
+	insert := func(title string) knowledge.EmbeddingJob {
+		j := knowledge.EmbeddingJob{OrgID: org}
+		if err := pg.Pool.QueryRow(ctx, "INSERT INTO knowledge (org_id, title, body, created_by_agent_id) VALUES ($1, $2, 'body', $3) RETURNING id, embedding_generation",
+			org, title, agent).Scan(&j.EntryID, &j.Generation); err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	stored, lost := insert("stored"), insert("lost")
+	client := asynq.NewClient(asynq.RedisClientOpt{Addr: r.Options.Addr, DB: r.DB, Password: r.Options.Password})
+	defer client.Close()
+	if err := jobs.NewEnqueuer(client).EnqueueEmbedding(ctx, stored); err != nil {
+		t.Fatal(err)
+	}
+
+	out := &syncBuffer{}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(runCtx, nil, envOf(map[string]string{
+			"DATABASE_URL":              pg.URL,
+			"REDIS_URL":                 r.URL,
+			"WORKER_METRICS_ADDR":       "127.0.0.1:0",
+			"WORKER_RECONCILE_INTERVAL": "200ms",
+			"WORKER_RECONCILE_GRACE":    "300ms",
+			"WORKER_BACKLOG_INTERVAL":   "100ms",
+			"WORKER_SHUTDOWN_TIMEOUT":   "1s",
+		}), out)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var n int
+		if err := pg.Pool.QueryRow(ctx, "SELECT count(*) FROM knowledge WHERE embedding_status = 'ready' AND embedding_model = 'local-hash-v1'").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 2 entries ready; output:\n%s", n, out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	_ = lost
+
+	addr := regexp.MustCompile(`metrics=(http://\S+/metrics)`).FindStringSubmatch(out.String())
+	if addr == nil {
+		t.Fatalf("no metrics address in output:\n%s", out.String())
+	}
+	var body string
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(addr[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		body = string(b)
+		if strings.Contains(body, `knowledge_embed_entries_total{result="ready"} 2`) &&
+			strings.Contains(body, "knowledge_embed_pending_entries 0") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, want := range []string{
+		`knowledge_embed_entries_total{result="ready"} 2`,
+		"knowledge_embed_pending_entries 0",
+		"knowledge_embed_store_to_ready_seconds_count 2",
+		"knowledge_embed_batch_size_count",
+		`knowledge_embed_provider_seconds_count{result="ok"}`,
+		`knowledge_embed_tasks_total{result="done",type="knowledge:embed_batch"}`,
+		"knowledge_embed_reconciler_requeued_total 1",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %q:\n%s", want, body)
+		}
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+		done <- nil
+	case <-time.After(15 * time.Second):
+		t.Fatal("no graceful shutdown")
+	}
+	if !strings.Contains(out.String(), "worker stopped") {
+		t.Fatalf("output:\n%s", out.String())
+	}
+}
+
+func TestRunRefusesBadConfig(t *testing.T) {
+	t.Parallel()
+	for name, c := range map[string]struct {
+		env  map[string]string
+		args []string
+		want string
+	}{
+		"concurrency": {env: map[string]string{"WORKER_CONCURRENCY": "lots"}, want: "WORKER_CONCURRENCY"},
+		"grace":       {env: map[string]string{"WORKER_BATCH_GRACE": "100ms"}, want: "WORKER_BATCH_GRACE"},
+		"batch":       {env: map[string]string{"WORKER_BATCH_SIZE": "0"}, want: "WORKER_BATCH_SIZE"},
+		"embedder":    {env: map[string]string{"EMBEDDER": "openai"}, want: "EMBEDDINGS_MODEL"},
+		"dims":        {env: map[string]string{"EMBEDDER": "openai", "EMBEDDINGS_MODEL": "m", "EMBEDDINGS_DIMENSIONS": "1024"}, want: "EMBEDDINGS_DIMENSIONS"},
+		"redis":       {env: map[string]string{"REDIS_URL": "http://nope"}, want: "REDIS_URL"},
+		"args":        {args: []string{"--fast"}, want: "unexpected arguments"},
+	} {
+		err := run(context.Background(), c.args, envOf(c.env), io.Discard)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want an error naming %s", name, err, c.want)
+		}
+	}
+}
