@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/hibiken/asynqmon"
+)
+
+// Defaults: loopback only, so a dashboard that can delete and re-run tasks
+// is never exposed by accident.
+const (
+	DefaultAddr     = "127.0.0.1:8090"
+	DefaultRedisURL = "redis://127.0.0.1:6379/0"
+	DefaultUser     = "admin"
+)
+
+// run serves the dashboard until ctx is done.
+//
+// Environment: DASHBOARD_ADDR, REDIS_URL, DASHBOARD_USER (default admin),
+// DASHBOARD_PASSWORD (required), DASHBOARD_READONLY (true: view only),
+// DASHBOARD_INSECURE_NO_AUTH (true: serve without credentials; the flag
+// -insecure-no-auth does the same). Without a password and without the
+// explicit insecure switch it refuses to start.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("dashboard", flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	insecure := fs.Bool("insecure-no-auth", false, "serve without credentials (never on a shared network)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if v := strings.TrimSpace(getenv("DASHBOARD_INSECURE_NO_AUTH")); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("DASHBOARD_INSECURE_NO_AUTH=%q: must be true or false", v)
+		}
+		*insecure = *insecure || b
+	}
+	readOnly := false
+	if v := strings.TrimSpace(getenv("DASHBOARD_READONLY")); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("DASHBOARD_READONLY=%q: must be true or false", v)
+		}
+		readOnly = b
+	}
+	user, password := getenv("DASHBOARD_USER"), getenv("DASHBOARD_PASSWORD")
+	if user == "" {
+		user = DefaultUser
+	}
+	if password == "" && !*insecure {
+		return errors.New("DASHBOARD_PASSWORD is not set: refusing to serve the queue dashboard without credentials " +
+			"(set DASHBOARD_USER and DASHBOARD_PASSWORD, or DASHBOARD_INSECURE_NO_AUTH=true on a machine of your own)")
+	}
+	addr := getenv("DASHBOARD_ADDR")
+	if addr == "" {
+		addr = DefaultAddr
+	}
+	redisURL := getenv("REDIS_URL")
+	if redisURL == "" {
+		redisURL = DefaultRedisURL
+	}
+	redisOpt, err := asynq.ParseRedisURI(redisURL)
+	if err != nil {
+		return fmt.Errorf("REDIS_URL: %w", err)
+	}
+
+	mon := asynqmon.New(asynqmon.Options{RootPath: "/", RedisConnOpt: redisOpt, ReadOnly: readOnly})
+	defer mon.Close()
+	var h http.Handler = mon
+	if password != "" {
+		h = basicAuth(h, user, password)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("DASHBOARD_ADDR: %w", err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	mode := "basic auth user " + user
+	if password == "" {
+		mode = "NO AUTHENTICATION (insecure mode)"
+	}
+	fmt.Fprintf(stdout, "dashboard on http://%s/ (%s)\n", ln.Addr(), mode)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return srv.Shutdown(sctx)
+}
+
+// basicAuth guards h. Both sides are hashed before the constant-time
+// comparison, so neither the length nor the content of the secret leaks
+// through timing.
+func basicAuth(h http.Handler, user, password string) http.Handler {
+	wantU, wantP := sha256.Sum256([]byte(user)), sha256.Sum256([]byte(password))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, p, ok := r.BasicAuth()
+		gotU, gotP := sha256.Sum256([]byte(u)), sha256.Sum256([]byte(p))
+		uOK := subtle.ConstantTimeCompare(gotU[:], wantU[:])
+		pOK := subtle.ConstantTimeCompare(gotP[:], wantP[:])
+		if !ok || uOK&pOK != 1 {
+			w.Header().Set("WWW-Authenticate", `Basic realm="asynq dashboard", charset="UTF-8"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentfleet/orchestrator/packages/testenv"
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestRefusesWithoutPassword(t *testing.T) {
+	t.Parallel()
+	err := run(context.Background(), nil, envOf(map[string]string{"DASHBOARD_USER": "ops", "DASHBOARD_ADDR": "127.0.0.1:0"}), io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "DASHBOARD_PASSWORD") {
+		t.Fatalf("got %v, want a refusal naming DASHBOARD_PASSWORD", err)
+	}
+	err = run(context.Background(), nil, envOf(map[string]string{"DASHBOARD_INSECURE_NO_AUTH": "perhaps"}), io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "DASHBOARD_INSECURE_NO_AUTH") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// start runs the dashboard and returns its base URL.
+func start(t *testing.T, env map[string]string, args ...string) string {
+	t.Helper()
+	r := testenv.LeaseRedis(t)
+	env["REDIS_URL"] = r.URL
+	env["DASHBOARD_ADDR"] = "127.0.0.1:0"
+	out := &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, args, envOf(env), out) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	})
+	re := regexp.MustCompile(`dashboard on (http://\S+/)`)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if m := re.FindStringSubmatch(out.String()); m != nil {
+			return m[1]
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("run ended: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no address in output %q", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func get(t *testing.T, url, user, pass string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	if user != "" || pass != "" {
+		req.SetBasicAuth(user, pass)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestServesWithCredentials(t *testing.T) {
+	t.Parallel()
+	base := start(t, map[string]string{"DASHBOARD_USER": "ops", "DASHBOARD_PASSWORD": "s3cret"})
+	if code, _ := get(t, base, "", ""); code != http.StatusUnauthorized {
+		t.Fatalf("no credentials: %d", code)
+	}
+	if code, _ := get(t, base, "ops", "wrong"); code != http.StatusUnauthorized {
+		t.Fatalf("wrong password: %d", code)
+	}
+	if code, _ := get(t, base, "admin", "s3cret"); code != http.StatusUnauthorized {
+		t.Fatalf("wrong user: %d", code)
+	}
+	code, body := get(t, base, "ops", "s3cret")
+	if code != http.StatusOK || !strings.Contains(strings.ToLower(body), "<html") {
+		t.Fatalf("index: %d %.200s", code, body)
+	}
+	code, body = get(t, base+"api/queues", "ops", "s3cret")
+	if code != http.StatusOK || !strings.Contains(body, "queues") {
+		t.Fatalf("api: %d %.200s", code, body)
+	}
+}
+
+func TestInsecureModeIsExplicit(t *testing.T) {
+	t.Parallel()
+	base := start(t, map[string]string{}, "-insecure-no-auth")
+	if code, _ := get(t, base+"api/queues", "", ""); code != http.StatusOK {
+		t.Fatalf("insecure mode: %d", code)
+	}
+}
