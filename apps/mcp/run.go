@@ -103,8 +103,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 	fmt.Fprintf(stdout, "mcp: serving %s%s\n", srv.URL(), server.PathMCP)
 	select {
-	case err := <-srv.Served():
-		return err
+	case <-srv.Done():
+		return srv.Err()
 	case <-ctx.Done():
 	}
 	logger.Info("shutting down: draining in-flight calls", "timeout", cfg.ShutdownTimeout.String())

@@ -50,7 +50,8 @@ type Server struct {
 	http      *http.Server
 	ln        net.Listener
 	publicURL string
-	served    chan error
+	done      chan struct{} // closed when Serve has returned
+	serveErr  error         // set before done is closed
 }
 
 // New returns a server; it does not listen yet.
@@ -116,13 +117,15 @@ func (s *Server) Start(ctx context.Context) (string, error) {
 		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
-	s.served = make(chan error, 1)
+	s.done = make(chan struct{})
+	hs, done := s.http, s.done
 	go func() {
-		err := s.http.Serve(ln)
+		err := hs.Serve(ln)
 		if errors.Is(err, http.ErrServerClosed) {
 			err = nil
 		}
-		s.served <- err
+		s.serveErr = err
+		close(done)
 	}()
 	s.logger.Info("mcp server listening", "addr", ln.Addr().String(), "endpoint", s.publicURL+"/mcp")
 	return ln.Addr().String(), nil
@@ -139,7 +142,7 @@ func (s *Server) URL() string {
 // finish, up to the context's deadline; then it closes what remains.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
-	hs, served := s.http, s.served
+	hs, done := s.http, s.done
 	s.mu.Unlock()
 	if hs == nil {
 		return nil
@@ -148,18 +151,25 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if err != nil {
 		hs.Close()
 	}
-	if serr := <-served; serr != nil && err == nil {
-		err = serr
+	<-done
+	if err == nil {
+		err = s.serveErr
 	}
 	return err
 }
 
-// Served delivers, once, the error the HTTP server stopped with (nil after
-// a clean Shutdown).
-func (s *Server) Served() <-chan error {
+// Done is closed when the HTTP server has stopped; Err then says why (nil
+// after Shutdown). Nil before Start.
+func (s *Server) Done() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.served
+	return s.done
+}
+
+// Err is the error the HTTP server stopped with, once Done is closed.
+func (s *Server) Err() error {
+	<-s.Done()
+	return s.serveErr
 }
 
 // ServeStdio serves MCP over t (stdin/stdout in production) for the one
