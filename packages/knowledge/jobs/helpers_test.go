@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -227,4 +228,15 @@ func permanentIf(substr string) func(int, []string) error {
 
 func contains(s, sub string) bool {
 	return strings.Contains(s, sub)
+}
+
+// countingEmbedder counts provider calls.
+type countingEmbedder struct {
+	embed.Embedder
+	n atomic.Int64
+}
+
+func (c *countingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	c.n.Add(1)
+	return c.Embedder.Embed(ctx, texts)
 }
