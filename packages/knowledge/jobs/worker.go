@@ -93,8 +93,9 @@ func (o WorkerOptions) withDefaults() WorkerOptions {
 	return o
 }
 
-// DefaultRetryDelay waits 10s, 20s, 40s, ... up to 10m, +/-25% jitter, so a
-// provider outage of an hour is ridden out by the default 8 retries.
+// DefaultRetryDelay waits 10s, 20s, 40s, ... up to 10m, +/-25% jitter: the
+// default 8 retries ride out a provider outage of about half an hour before
+// entries are marked failed (and can be re-embedded).
 func DefaultRetryDelay(n int) time.Duration {
 	d := 10 * time.Second << min(max(n-1, 0), 6)
 	d = min(d, 10*time.Minute)
