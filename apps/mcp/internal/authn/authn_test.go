@@ -1,0 +1,76 @@
+package authn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/agentfleet/orchestrator/packages/tenancy"
+)
+
+type fakeTokens struct {
+	calls int
+	p     *tenancy.Principal
+	err   error
+}
+
+func (f *fakeTokens) VerifyToken(context.Context, string) (*tenancy.Principal, error) {
+	f.calls++
+	return f.p, f.err
+}
+
+func TestCacheBoundsRevocationAndHonoursExpiry(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	exp := now.Add(10 * time.Second)
+	f := &fakeTokens{p: &tenancy.Principal{OrgID: uuid.New(), AgentID: uuid.New(), ExpiresAt: &exp}}
+	v := NewVerifier(f, 5*time.Second, nil)
+	v.now = func() time.Time { return now }
+	ctx := context.Background()
+
+	for range 3 {
+		if _, err := v.Verify(ctx, "tok"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f.calls != 1 {
+		t.Fatalf("%d look-ups within the TTL, want 1", f.calls)
+	}
+	// Revoked: the cached answer lasts until the TTL, then the refusal shows.
+	f.p, f.err = nil, fmt.Errorf("revoked token: %w", tenancy.ErrUnauthenticated)
+	now = now.Add(4 * time.Second)
+	if _, err := v.Verify(ctx, "tok"); err != nil {
+		t.Fatalf("within TTL: %v", err)
+	}
+	now = now.Add(time.Second)
+	if _, err := v.Verify(ctx, "tok"); !errors.Is(err, ErrInvalidToken) || !errors.Is(err, auth.ErrInvalidToken) {
+		t.Fatalf("after TTL: %v", err)
+	}
+	// Failures are not cached.
+	v.Verify(ctx, "tok")
+	if f.calls != 3 {
+		t.Fatalf("failures cached: %d calls", f.calls)
+	}
+	// Expiry beats the cache.
+	f.p, f.err = &tenancy.Principal{ExpiresAt: &exp}, nil
+	if _, err := v.Verify(ctx, "tok"); err != nil {
+		t.Fatal(err)
+	}
+	now = exp
+	if _, err := v.Verify(ctx, "tok"); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("expired but cached: %v", err)
+	}
+	// Store errors are not auth failures and say nothing about the store.
+	f.err = errors.New("dial tcp: connection refused")
+	if _, err := v.Verify(ctx, "other"); err == nil || errors.Is(err, auth.ErrInvalidToken) || err.Error() != errUnavailable.Error() {
+		t.Fatalf("store down: %v", err)
+	}
+	if _, err := v.Verify(ctx, ""); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("empty token: %v", err)
+	}
+}
