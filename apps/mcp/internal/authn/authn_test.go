@@ -57,11 +57,12 @@ func TestCacheBoundsRevocationAndHonoursExpiry(t *testing.T) {
 		t.Fatalf("failures cached: %d calls", f.calls)
 	}
 	// Expiry beats the cache.
-	f.p, f.err = &tenancy.Principal{ExpiresAt: &exp}, nil
+	soon := now.Add(2 * time.Second)
+	f.p, f.err = &tenancy.Principal{ExpiresAt: &soon}, nil
 	if _, err := v.Verify(ctx, "tok"); err != nil {
 		t.Fatal(err)
 	}
-	now = exp
+	now = soon // within the TTL of the cached answer
 	if _, err := v.Verify(ctx, "tok"); !errors.Is(err, ErrInvalidToken) {
 		t.Fatalf("expired but cached: %v", err)
 	}
