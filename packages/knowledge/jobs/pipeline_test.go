@@ -21,10 +21,25 @@ func TestStoreToReadyFoundByVector(t *testing.T) {
 	b := setup(t)
 	fake := newFake()
 	b.enq = b.enq.WithShards(1) // one group: the three entries make one batch
-	target := b.store(t, "postgres connection pool exhausted", "raise max_connections or use pgbouncer in transaction mode")
+	// Entries go in through the knowledge Service's Store, which enqueues
+	// after its commit.
+	svc := knowledge.New(b.pool, knowledge.Options{Embedder: fake, Enqueuer: b.enq})
+	caller := knowledge.Caller{OrgID: b.org, AgentID: b.agent}
+	storeSvc := func(title, body string) knowledge.EmbeddingJob {
+		t.Helper()
+		r, err := svc.Store(context.Background(), caller, knowledge.StoreInput{Title: title, Body: body})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.EmbeddingStatus != knowledge.EmbeddingPending {
+			t.Fatalf("store answered %q", r.EmbeddingStatus)
+		}
+		return knowledge.EmbeddingJob{OrgID: b.org, EntryID: r.ID, Generation: 1}
+	}
+	target := storeSvc("postgres connection pool exhausted", "raise max_connections or use pgbouncer in transaction mode")
 	others := []knowledge.EmbeddingJob{
-		b.store(t, "banana smoothie", "blend bananas with milk"),
-		b.store(t, "kubernetes pod eviction", "the node ran out of memory"),
+		storeSvc("banana smoothie", "blend bananas with milk"),
+		storeSvc("kubernetes pod eviction", "the node ran out of memory"),
 	}
 	b.worker(t, fake, nil)
 	all := append(others, target)
@@ -53,9 +68,7 @@ func TestStoreToReadyFoundByVector(t *testing.T) {
 	}
 
 	// And the service's hybrid search ranks it first in the vector list.
-	svc := knowledge.New(b.pool, knowledge.Options{Embedder: fake})
-	res, err := svc.Search(context.Background(), knowledge.Caller{OrgID: b.org, AgentID: b.agent},
-		knowledge.SearchInput{Query: "postgres pool exhausted"})
+	res, err := svc.Search(context.Background(), caller, knowledge.SearchInput{Query: "postgres pool exhausted"})
 	if err != nil {
 		t.Fatal(err)
 	}
