@@ -193,3 +193,59 @@ func TestMigrateUpOnEmptyDatabase(t *testing.T) {
 		t.Fatalf("second migrate up applied %v", again)
 	}
 }
+
+func TestReembed(t *testing.T) {
+	t.Parallel()
+	d := testenv.Postgres(t)
+	r := testenv.LeaseRedis(t)
+	var out, errb bytes.Buffer
+	getenv := func(k string) string {
+		switch k {
+		case "DATABASE_URL":
+			return d.URL
+		case "REDIS_URL":
+			return r.URL
+		}
+		return ""
+	}
+	ctx := context.Background()
+	c := &cli{t: t, url: d.URL}
+	org := c.ok("org", "create", "--name", "acme")["id"].(string)
+	// One entry ready under another model, one failed, one ready under the current model.
+	for _, q := range []string{
+		`INSERT INTO knowledge (org_id, title, body, embedding_status, embedding, embedding_model, embedded_at)
+		 VALUES ($1, 'old model', 'b', 'ready', array_fill(0.1::real, ARRAY[768])::vector, 'some-old-model', now())`,
+		`INSERT INTO knowledge (org_id, title, body, embedding_status, embedding_error) VALUES ($1, 'failed', 'b', 'failed', 'boom')`,
+		`INSERT INTO knowledge (org_id, title, body, embedding_status, embedding, embedding_model, embedded_at)
+		 VALUES ($1, 'current', 'b', 'ready', array_fill(0.1::real, ARRAY[768])::vector, 'local-hash-v1', now())`,
+	} {
+		if _, err := d.Pool.Exec(ctx, q, org); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code := run(ctx, []string{"reembed", "--org", org, "--json"}, getenv, &out, &errb); code != 0 {
+		t.Fatalf("reembed: %d %s %s", code, out.String(), errb.String())
+	}
+	var res map[string]any
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil || res["pending"].(float64) != 2 {
+		t.Fatalf("reembed answer %s (%v)", out.String(), err)
+	}
+	var pending int
+	if err := d.Pool.QueryRow(ctx, "SELECT count(*) FROM knowledge WHERE embedding_status = 'pending'").Scan(&pending); err != nil || pending != 2 {
+		t.Fatalf("pending after reembed: %d (%v)", pending, err)
+	}
+	// The jobs are on the embeddings queue.
+	if n, err := r.Client.Keys(ctx, "asynq:*embeddings*").Result(); err != nil || len(n) == 0 {
+		t.Fatalf("nothing enqueued: %v %v", n, err)
+	}
+	out.Reset()
+	if code := run(ctx, []string{"reembed", "--org", org, "--all", "--json"}, getenv, &out, &errb); code != 0 {
+		t.Fatalf("reembed --all: %d %s", code, errb.String())
+	}
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil || res["pending"].(float64) != 3 {
+		t.Fatalf("reembed --all answer %s", out.String())
+	}
+	if code := run(ctx, []string{"reembed", "--org", "6f1c0a39-3f7e-4a43-9d0b-8b6f0c1f2a11"}, getenv, &out, &errb); code != 1 {
+		t.Fatalf("reembed of an unknown org: exit %d", code)
+	}
+}

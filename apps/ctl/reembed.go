@@ -1,0 +1,64 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
+	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
+)
+
+func init() {
+	register("reembed", "ask for new vectors after a model change: --org ORG [--all]", func(fs *flag.FlagSet) func(e *env) error {
+		org := fs.String("org", "", "org id")
+		all := fs.Bool("all", false, "every entry, not only failed ones and those of another model")
+		return func(e *env) error {
+			orgID, err := uuidFlag("org", *org)
+			if err != nil {
+				return err
+			}
+			// The current model comes from the same configuration the
+			// worker and the MCP server read (EMBEDDER, EMBEDDINGS_*).
+			emb, err := embed.FromEnv(e.getenv)
+			if err != nil {
+				return err
+			}
+			redisURL := e.getenv("REDIS_URL")
+			if redisURL == "" {
+				redisURL = "redis://127.0.0.1:6379/0"
+			}
+			opt, err := asynq.ParseRedisURI(redisURL)
+			if err != nil {
+				return fmt.Errorf("REDIS_URL: %w", err)
+			}
+			client := asynq.NewClient(opt)
+			defer client.Close()
+			pool, err := e.db()
+			if err != nil {
+				return err
+			}
+			t, err := e.tenancy()
+			if err != nil {
+				return err
+			}
+			if _, err := t.Quotas(e.ctx, orgID); err != nil { // the org must exist
+				return err
+			}
+			n, err := jobs.ReembedModel(e.ctx, pool, jobs.NewEnqueuer(client), orgID, emb.Model(), *all)
+			out := map[string]any{"orgId": orgID, "model": emb.Model(), "pending": n}
+			if err != nil {
+				// Entries set pending stay pending; the reconciler enqueues them.
+				out["error"] = err.Error()
+			}
+			if perr := e.print(out, func(w io.Writer) {
+				fmt.Fprintf(w, "%d entries set pending for model %s\n", n, emb.Model())
+			}); perr != nil {
+				return perr
+			}
+			return err
+		}
+	})
+}
