@@ -66,7 +66,7 @@ func (s *Service) Supersede(ctx context.Context, c Caller, oldID, newID uuid.UUI
 		var res *SupersedeResult
 		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			var err error
-			res, err = supersedeTx(ctx, sqlc.New(tx), c, oldID, newID)
+			res, err = supersedeTx(ctx, sqlc.New(tx), c, oldID, newID, testHookAfterChecks)
 			return err
 		})
 		if err != nil && isRetryableTx(err) && attempt < maxSupersedeAttempts {
@@ -79,7 +79,13 @@ func (s *Service) Supersede(ctx context.Context, c Caller, oldID, newID uuid.UUI
 	}
 }
 
-func supersedeTx(ctx context.Context, q *sqlc.Queries, c Caller, oldID, newID uuid.UUID) (*SupersedeResult, error) {
+// testHookAfterChecks, when set (only by internal tests, before any
+// Supersede runs), is called inside the transaction after every check has
+// passed and before the head of new is locked and anything is written, so a
+// test can hold one supersession there while another runs.
+var testHookAfterChecks func(c Caller, oldID, newID uuid.UUID)
+
+func supersedeTx(ctx context.Context, q *sqlc.Queries, c Caller, oldID, newID uuid.UUID, afterChecks func(Caller, uuid.UUID, uuid.UUID)) (*SupersedeResult, error) {
 	if err := q.LockOrgSupersessions(ctx, c.OrgID.String()); err != nil {
 		return nil, err
 	}
@@ -121,6 +127,9 @@ func supersedeTx(ctx context.Context, q *sqlc.Queries, c Caller, oldID, newID uu
 	if head == oldID {
 		return nil, &Error{Code: CodeCycle, Field: "newId", Message: fmt.Sprintf(
 			"would make a cycle: %s is itself already superseded, through its chain, by oldId %s", newID, oldID)}
+	}
+	if afterChecks != nil {
+		afterChecks(c, oldID, newID)
 	}
 	if head != newID {
 		if _, err := q.LockEntries(ctx, sqlc.LockEntriesParams{OrgID: c.OrgID, Ids: []uuid.UUID{head}}); err != nil {
