@@ -32,29 +32,47 @@ WITH vec AS MATERIALIZED (
 vec_ranked AS (
     SELECT id, row_number() OVER (ORDER BY dist, id) AS rank FROM vec
 ),
-fts AS (
-    SELECT k.id,
-           row_number() OVER (ORDER BY ts_rank_cd(k.search_tsv, plainto_tsquery('simple', @query::text)) DESC, k.id) AS rank
+fts_pool AS MATERIALIZED (
+    -- The newest @pool matches only (see docs/knowledge.md, "Search"): a
+    -- common word matches a large share of the org, and ranking every match
+    -- reads every matching row. Few matches: a bitmap scan of the GIN index
+    -- and a sort of what it found; many: the org's (org_id, created_at, id)
+    -- index read backwards, stopping at @pool matches.
+    SELECT k.id, k.search_tsv
     FROM knowledge k
     WHERE k.org_id = @org_id
       AND k.search_tsv @@ plainto_tsquery('simple', @query::text)
       AND k.tags @> @tags::text[]
       AND (@include_superseded::bool OR k.head_id IS NULL)
       AND (@include_expired::bool OR k.expires_at IS NULL OR k.expires_at > now())
+    ORDER BY k.created_at DESC, k.id DESC
+    LIMIT @pool::int
+),
+fts AS (
+    SELECT p.id,
+           row_number() OVER (ORDER BY ts_rank_cd(p.search_tsv, plainto_tsquery('simple', @query::text)) DESC, p.id) AS rank
+    FROM fts_pool p
     ORDER BY rank
     LIMIT @candidates::int
 ),
-ttl AS (
+ttl_pool AS MATERIALIZED (
     -- title_pattern is '%' || the query with %, _ and \ escaped || '%'.
-    SELECT k.id,
-           row_number() OVER (ORDER BY similarity(k.title, @query::text) DESC,
-                                       strpos(lower(k.title), lower(@query::text)), k.id) AS rank
+    -- Bounded like fts_pool.
+    SELECT k.id, k.title
     FROM knowledge k
     WHERE k.org_id = @org_id
       AND k.title ILIKE @title_pattern::text
       AND k.tags @> @tags::text[]
       AND (@include_superseded::bool OR k.head_id IS NULL)
       AND (@include_expired::bool OR k.expires_at IS NULL OR k.expires_at > now())
+    ORDER BY k.created_at DESC, k.id DESC
+    LIMIT @pool::int
+),
+ttl AS (
+    SELECT p.id,
+           row_number() OVER (ORDER BY similarity(p.title, @query::text) DESC,
+                                       strpos(lower(p.title), lower(@query::text)), p.id) AS rank
+    FROM ttl_pool p
     ORDER BY rank
     LIMIT @candidates::int
 ),

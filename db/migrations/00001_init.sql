@@ -138,7 +138,9 @@ CREATE INDEX knowledge_tags_idx ON knowledge USING gin (tags);
 CREATE INDEX knowledge_head_idx ON knowledge (org_id, head_id) WHERE head_id IS NOT NULL;
 -- The embeddings outbox: what the reconciler scans for.
 CREATE INDEX knowledge_pending_idx ON knowledge (embedding_requested_at) WHERE embedding_status = 'pending';
-CREATE INDEX knowledge_org_created_idx ON knowledge (org_id, created_at);
+-- Newest first by org, id breaking ties: also the order in which search's
+-- lexical lists take their bounded pool of matches (queries/search.sql).
+CREATE INDEX knowledge_org_created_idx ON knowledge (org_id, created_at, id);
 
 -- History of direct supersession edges. An entry can only be superseded while
 -- it is a head, so each old entry appears at most once.

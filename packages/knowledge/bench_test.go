@@ -102,6 +102,49 @@ func (g *textGen) entry(rng *rand.Rand) (title, body string, tags []string) {
 	return
 }
 
+// commonWords are real words spread over the corpus with fixed shares of
+// the entries (decided by a separate RNG, so the topical text above does not
+// change): what a common word ("service", "error") looks like to the lexical
+// lists of a large org. Bodies get the word; titles get it a fifth as often.
+var commonWords = []struct {
+	word  string
+	share float64
+}{{"service", 0.50}, {"config", 0.25}, {"error", 0.10}}
+
+// decorate adds the common words to one entry.
+func decorate(rng *rand.Rand, title, body string) (string, string) {
+	for _, c := range commonWords {
+		if rng.Float64() < c.share {
+			body += " " + c.word
+			if rng.Float64() < 0.2 {
+				title += " " + c.word
+			}
+		}
+	}
+	return title, body
+}
+
+// commonQuery is a query made of common words, alone or with topical words:
+// each matches 2.5% to 50% of the org in the full-text list, and the
+// one-word ones 5% to 10% of the titles; "ka" is a syllable of most
+// pseudo-words (a short query: trigram indexes need 3 characters).
+func (g *textGen) commonQuery(rng *rand.Rand) string {
+	switch rng.IntN(6) {
+	case 0:
+		return "service"
+	case 1:
+		return "config"
+	case 2:
+		return "service config"
+	case 3:
+		return "error " + g.words(rng, rng.IntN(len(g.topics)), 1, 0)
+	case 4:
+		return "ka"
+	default:
+		return "config " + g.words(rng, rng.IntN(len(g.topics)), 1, 1)
+	}
+}
+
 func (g *textGen) query(rng *rand.Rand) string {
 	return g.words(rng, rng.IntN(len(g.topics)), 2+rng.IntN(3), 0.9)
 }
@@ -167,18 +210,21 @@ func loadBench(b *testing.B, n int) *benchDB {
 			go func() {
 				defer wg.Done()
 				rng := rand.New(rand.NewPCG(uint64(pi), uint64(w)))
+				crng := rand.New(rand.NewPCG(uint64(pi), uint64(w)+100))
 				for i := w; i < p.n; i += workers {
 					title, body, tags := bd.gen.entry(rng)
+					title, body = decorate(crng, title, body)
 					vs, _ := local.Embed(ctx, []string{title + "\n" + body})
 					rows[i] = []any{p.org, uuid.New(), title, body, tags, int16(80), "agent", p.agent,
-						pgvector.NewVector(vs[0]), "ready", local.Model(), now}
+						pgvector.NewVector(vs[0]), "ready", local.Model(), now,
+						now.Add(-time.Duration(p.n-i) * time.Second)} // one entry a second
 				}
 			}()
 		}
 		wg.Wait()
 		_, err := pool.CopyFrom(ctx, pgx.Identifier{"knowledge"},
 			[]string{"org_id", "id", "title", "body", "tags", "confidence", "source", "created_by_agent_id",
-				"embedding", "embedding_status", "embedding_model", "embedded_at"},
+				"embedding", "embedding_status", "embedding_model", "embedded_at", "created_at"},
 			pgx.CopyFromRows(rows))
 		if err != nil {
 			b.Fatal(err)
@@ -308,6 +354,9 @@ func BenchmarkSearch(b *testing.B) {
 			reportLatencies(b, lat)
 			b.ReportMetric(float64(hits)/samples, "hits/query")
 		})
+		b.Run(fmt.Sprintf("search-common-words/n=%d", n), func(b *testing.B) {
+			searchCommon(b, bd)
+		})
 		for _, forced := range []bool{false, true} {
 			for _, ef := range []int{40, 64, 200} {
 				name := fmt.Sprintf("recall/n=%d/org=1%%/ef=%d", n, ef)
@@ -321,6 +370,44 @@ func BenchmarkSearch(b *testing.B) {
 				})
 			}
 		}
+	}
+}
+
+// searchCommon measures Search in the big org with queries of common words
+// (commonQuery), whose lexical lists match thousands to tens of thousands of
+// rows, and logs how the time splits between the three lists.
+func searchCommon(b *testing.B, bd *benchDB) {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(11, 11))
+	const samples = 300
+	for range 20 {
+		if _, err := bd.svc.Search(ctx, bd.big, knowledge.SearchInput{Query: bd.gen.commonQuery(rng)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	lat := make([]time.Duration, 0, samples)
+	hits := 0
+	for range samples {
+		q := bd.gen.commonQuery(rng)
+		t0 := time.Now()
+		r, err := bd.svc.Search(ctx, bd.big, knowledge.SearchInput{Query: q})
+		lat = append(lat, time.Since(t0))
+		if err != nil {
+			b.Fatal(err)
+		}
+		hits += len(r.Hits)
+	}
+	reportLatencies(b, lat)
+	b.ReportMetric(float64(hits)/samples, "hits/query")
+	for _, q := range []string{"service", "service config", "ka"} {
+		var fts, ttl int
+		if err := bd.pool.QueryRow(ctx, `SELECT
+			count(*) FILTER (WHERE search_tsv @@ plainto_tsquery('simple', $2)),
+			count(*) FILTER (WHERE title ILIKE $3)
+			FROM knowledge WHERE org_id = $1`, bd.big.OrgID, q, knowledge.LikePattern(q)).Scan(&fts, &ttl); err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("query %q matches %d rows by full text, %d by title, of %d", q, fts, ttl, bd.total)
 	}
 }
 

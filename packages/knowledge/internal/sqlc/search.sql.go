@@ -48,29 +48,47 @@ WITH vec AS MATERIALIZED (
 vec_ranked AS (
     SELECT id, row_number() OVER (ORDER BY dist, id) AS rank FROM vec
 ),
-fts AS (
-    SELECT k.id,
-           row_number() OVER (ORDER BY ts_rank_cd(k.search_tsv, plainto_tsquery('simple', $10::text)) DESC, k.id) AS rank
+fts_pool AS MATERIALIZED (
+    -- The newest @pool matches only (see docs/knowledge.md, "Search"): a
+    -- common word matches a large share of the org, and ranking every match
+    -- reads every matching row. Few matches: a bitmap scan of the GIN index
+    -- and a sort of what it found; many: the org's (org_id, created_at, id)
+    -- index read backwards, stopping at @pool matches.
+    SELECT k.id, k.search_tsv
     FROM knowledge k
     WHERE k.org_id = $1
       AND k.search_tsv @@ plainto_tsquery('simple', $10::text)
       AND k.tags @> $6::text[]
       AND ($7::bool OR k.head_id IS NULL)
       AND ($8::bool OR k.expires_at IS NULL OR k.expires_at > now())
+    ORDER BY k.created_at DESC, k.id DESC
+    LIMIT $11::int
+),
+fts AS (
+    SELECT p.id,
+           row_number() OVER (ORDER BY ts_rank_cd(p.search_tsv, plainto_tsquery('simple', $10::text)) DESC, p.id) AS rank
+    FROM fts_pool p
     ORDER BY rank
     LIMIT $9::int
 ),
-ttl AS (
+ttl_pool AS MATERIALIZED (
     -- title_pattern is '%' || the query with %, _ and \ escaped || '%'.
-    SELECT k.id,
-           row_number() OVER (ORDER BY similarity(k.title, $10::text) DESC,
-                                       strpos(lower(k.title), lower($10::text)), k.id) AS rank
+    -- Bounded like fts_pool.
+    SELECT k.id, k.title
     FROM knowledge k
     WHERE k.org_id = $1
-      AND k.title ILIKE $11::text
+      AND k.title ILIKE $12::text
       AND k.tags @> $6::text[]
       AND ($7::bool OR k.head_id IS NULL)
       AND ($8::bool OR k.expires_at IS NULL OR k.expires_at > now())
+    ORDER BY k.created_at DESC, k.id DESC
+    LIMIT $11::int
+),
+ttl AS (
+    SELECT p.id,
+           row_number() OVER (ORDER BY similarity(p.title, $10::text) DESC,
+                                       strpos(lower(p.title), lower($10::text)), p.id) AS rank
+    FROM ttl_pool p
     ORDER BY rank
     LIMIT $9::int
 ),
@@ -109,6 +127,7 @@ type SearchHybridParams struct {
 	IncludeExpired    bool
 	Candidates        int32
 	Query             string
+	Pool              int32
 	TitlePattern      string
 }
 
@@ -147,6 +166,7 @@ func (q *Queries) SearchHybrid(ctx context.Context, arg SearchHybridParams) ([]S
 		arg.IncludeExpired,
 		arg.Candidates,
 		arg.Query,
+		arg.Pool,
 		arg.TitlePattern,
 	)
 	if err != nil {
