@@ -31,25 +31,24 @@ const maxSupersedeAttempts = 5
 // cache names it; linking old under new closes a loop iff head(new) = old.
 //
 // Concurrency. The check and the writes are only right if nothing changes
-// the chains involved between them. Row locks alone do not cover that: the
-// writes touch old, new, head(new) and every entry whose head is old, and
-// the last set is only known after reading. Two supersessions on disjoint
-// rows can still interfere through heads (T1: A by B with head(B) = H; T2: H
-// by C with head(C) = A: each sees no cycle, together they make one; or T2
-// moves "every entry whose head is H" before T1 has made A one of them,
-// leaving A with a stale head). Locking heads too, in id order, would need a
-// re-read-and-retry protocol and still deadlock with a supersession naming a
-// chain member, because the moving UPDATE locks rows the lock step never saw.
-// So supersessions are serialised per org with a transaction-scoped advisory
-// lock taken first: within an org they run one after the other, each seeing
-// the committed result of the previous (READ COMMITTED takes a new snapshot
-// per statement, after the lock was granted), so no interleaving exists to
-// reason about. The cost is small: supersessions are rare next to stores and
-// searches (which never take this lock), each holds it for a few
-// milliseconds, and other orgs never wait. The rows are additionally locked
-// FOR UPDATE in id order, so writers outside this protocol (the embeddings
-// worker updates single rows) wait for the supersession rather than the
-// reverse, without deadlock.
+// the chains involved between them. Correctness rests on row locks: every
+// supersession locks old and new FOR UPDATE (in id order) and then head(new);
+// anything that could change new's head must update new's row, and anything
+// that could make old some entry's head must lock old; the foreign keys on
+// superseded_by and head_id add key-share locks on the rows they point to.
+// Two supersessions that would together make a cycle or a stale head
+// (T1: A by B with head(B) = H; T2: H by C with head(C) = A) therefore
+// deadlock instead, Postgres aborts one, and it is retried against the
+// committed state (up to maxSupersedeAttempts times), where the check sees
+// the other's result.
+//
+// Supersessions are additionally serialised per org with a
+// transaction-scoped advisory lock taken first. It is not what keeps the
+// data right (supersede_race_internal_test.go shows the scenario tests pass
+// without it); it turns those deadlocks, each costing deadlock_timeout (1 s)
+// and an attempt, into a short wait. Supersessions are rare next to stores
+// and searches (which never take it), each holds it for milliseconds, and
+// other orgs never wait. TestSupersedeSerialisedPerOrg pins the lock.
 func (s *Service) Supersede(ctx context.Context, c Caller, oldID, newID uuid.UUID) (*SupersedeResult, error) {
 	if err := checkCaller(c, true); err != nil {
 		return nil, err
