@@ -10,8 +10,13 @@ import (
 	pgxvec "github.com/pgvector/pgvector-go/pgx"
 )
 
-// DefaultURL is the loopback server the README's setup provides.
+// DefaultURL is the loopback PostgreSQL the README's setup provides.
 const DefaultURL = "postgres://postgres@127.0.0.1:5432/knowledge?sslmode=disable"
+
+// DefaultRedisURL is the loopback Redis the same setup provides (embeddings
+// queue, idempotence keys). It lives here, beside DefaultURL, because every
+// app already depends on this module.
+const DefaultRedisURL = "redis://127.0.0.1:6379/0"
 
 // Open returns a pool for url whose connections know pgvector's types (binary
 // format for vectors) and checks that the server answers.

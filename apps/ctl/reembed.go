@@ -7,6 +7,8 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/agentfleet/orchestrator/db"
+
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
 )
@@ -28,7 +30,7 @@ func init() {
 			}
 			redisURL := e.getenv("REDIS_URL")
 			if redisURL == "" {
-				redisURL = "redis://127.0.0.1:6379/0"
+				redisURL = db.DefaultRedisURL
 			}
 			opt, err := asynq.ParseRedisURI(redisURL)
 			if err != nil {

@@ -16,10 +16,12 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 
-require github.com/agentfleet/orchestrator/packages/testenv v0.0.0
+require (
+	github.com/agentfleet/orchestrator/db v0.0.0
+	github.com/agentfleet/orchestrator/packages/testenv v0.0.0
+)
 
 require (
-	github.com/agentfleet/orchestrator/db v0.0.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/pgx/v5 v5.12.0 // indirect

@@ -16,14 +16,15 @@ import (
 
 	"github.com/hibiken/asynq"
 	"github.com/hibiken/asynqmon"
+
+	"github.com/agentfleet/orchestrator/db"
 )
 
 // Defaults: loopback only, so a dashboard that can delete and re-run tasks
 // is never exposed by accident.
 const (
-	DefaultAddr     = "127.0.0.1:8090"
-	DefaultRedisURL = "redis://127.0.0.1:6379/0"
-	DefaultUser     = "admin"
+	DefaultAddr = "127.0.0.1:8090"
+	DefaultUser = "admin"
 )
 
 // run serves the dashboard until ctx is done.
@@ -72,7 +73,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	redisURL := getenv("REDIS_URL")
 	if redisURL == "" {
-		redisURL = DefaultRedisURL
+		redisURL = db.DefaultRedisURL
 	}
 	redisOpt, err := asynq.ParseRedisURI(redisURL)
 	if err != nil {

@@ -20,9 +20,6 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
 )
 
-// DefaultRedisURL is the loopback Redis of the README's setup.
-const DefaultRedisURL = "redis://127.0.0.1:6379/0"
-
 // DefaultMetricsAddr is loopback: metrics are for a local scraper or a
 // sidecar, not the internet.
 const DefaultMetricsAddr = "127.0.0.1:9091"
@@ -37,7 +34,7 @@ type config struct {
 func parseConfig(getenv func(string) string) (config, error) {
 	c := config{
 		databaseURL: or(getenv("DATABASE_URL"), db.DefaultURL),
-		redisURL:    or(getenv("REDIS_URL"), DefaultRedisURL),
+		redisURL:    or(getenv("REDIS_URL"), db.DefaultRedisURL),
 		metricsAddr: or(getenv("WORKER_METRICS_ADDR"), DefaultMetricsAddr),
 	}
 	var errs []error

@@ -9,10 +9,12 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/agentfleet/orchestrator/db"
 )
 
 // DefaultRedisURL is used when TEST_REDIS_URL is unset.
-const DefaultRedisURL = "redis://127.0.0.1:6379/0"
+const DefaultRedisURL = db.DefaultRedisURL
 
 // leaseTTL bounds how long a crashed test binary can hold a database.
 const leaseTTL = 10 * time.Minute

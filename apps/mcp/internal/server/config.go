@@ -15,7 +15,6 @@ import (
 // Defaults of the configuration.
 const (
 	DefaultAddr            = "127.0.0.1:8080"
-	DefaultRedisURL        = "redis://127.0.0.1:6379/0"
 	DefaultMaxBodyBytes    = 1 << 20 // a 32,000-character body escaped as JSON fits many times over
 	DefaultCallTimeout     = 30 * time.Second
 	DefaultShutdownTimeout = 25 * time.Second
@@ -42,7 +41,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		Addr:            or(getenv("MCP_ADDR"), DefaultAddr),
 		PublicURL:       strings.TrimRight(getenv("MCP_PUBLIC_URL"), "/"),
 		DatabaseURL:     or(getenv("DATABASE_URL"), db.DefaultURL),
-		RedisURL:        or(getenv("REDIS_URL"), DefaultRedisURL),
+		RedisURL:        or(getenv("REDIS_URL"), db.DefaultRedisURL),
 		MaxBodyBytes:    DefaultMaxBodyBytes,
 		CallTimeout:     DefaultCallTimeout,
 		TokenCacheTTL:   authn.DefaultCacheTTL,
