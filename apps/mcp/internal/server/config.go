@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -38,15 +39,15 @@ type Config struct {
 // ConfigFromEnv reads the configuration; every variable is optional.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	c := Config{
-		Addr:            or(getenv("MCP_ADDR"), DefaultAddr),
+		Addr:            cmp.Or(getenv("MCP_ADDR"), DefaultAddr),
 		PublicURL:       strings.TrimRight(getenv("MCP_PUBLIC_URL"), "/"),
-		DatabaseURL:     or(getenv("DATABASE_URL"), db.DefaultURL),
-		RedisURL:        or(getenv("REDIS_URL"), db.DefaultRedisURL),
+		DatabaseURL:     cmp.Or(getenv("DATABASE_URL"), db.DefaultURL),
+		RedisURL:        cmp.Or(getenv("REDIS_URL"), db.DefaultRedisURL),
 		MaxBodyBytes:    DefaultMaxBodyBytes,
 		CallTimeout:     DefaultCallTimeout,
 		TokenCacheTTL:   authn.DefaultCacheTTL,
 		ShutdownTimeout: DefaultShutdownTimeout,
-		LogFormat:       or(getenv("MCP_LOG_FORMAT"), "json"),
+		LogFormat:       cmp.Or(getenv("MCP_LOG_FORMAT"), "json"),
 	}
 	var errs []string
 	bad := func(name, rule string) { errs = append(errs, name+": "+rule) }
@@ -89,11 +90,4 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("configuration: %s", strings.Join(errs, "; "))
 	}
 	return c, nil
-}
-
-func or(v, def string) string {
-	if v == "" {
-		return def
-	}
-	return v
 }
