@@ -1,0 +1,101 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// Report is everything one run measured; --json prints it as is.
+type Report struct {
+	Dataset        string `json:"dataset"`
+	Path           string `json:"path"`
+	Commit         string `json:"commit"`
+	Date           string `json:"date"`
+	Embedder       string `json:"embedder"`
+	Docs           int    `json:"docs"`
+	Refused        int    `json:"docsRefused"`
+	Queries        int    `json:"queries"`
+	QueriesSkipped int    `json:"queriesWithoutJudgments"`
+	// Limited: --limit-docs or --limit-queries cut the collection.
+	Limited     bool           `json:"limited"`
+	Depth       int            `json:"depth"`
+	Concurrency int            `json:"concurrency"`
+	DatabaseURL string         `json:"databaseUrl,omitempty"` // with --keep
+	Indexed     int            `json:"indexed"`
+	Embeddings  map[string]int `json:"embeddings"` // entries by embedding status
+	Statistics  string         `json:"statistics"`
+
+	LoadSeconds  float64 `json:"loadSeconds"`
+	IndexSeconds float64 `json:"indexSeconds"`
+	EmbedSeconds float64 `json:"embedSeconds"`
+
+	Rows []Row `json:"rows"`
+	// NoVector counts queries whose vector list was unavailable.
+	NoVector int     `json:"queriesWithoutVectorSearch"`
+	Latency  Latency `json:"searchLatency"`
+	// Answered counts real queries for which Search (default options)
+	// returned at least one hit.
+	Answered int            `json:"searchAnswered"`
+	Nonsense NonsenseResult `json:"nonsense"`
+}
+
+// NonsenseResult is the nonsense check: how many made-up queries Search
+// answered (the target is none), and which.
+type NonsenseResult struct {
+	Queries         int      `json:"queries"`
+	Answered        int      `json:"answered"`
+	AnsweredQueries []string `json:"answeredQueries,omitempty"`
+}
+
+// JSON writes the report for scripts.
+func (r *Report) JSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// Text writes the report as a plain-text table for people and docs.
+func (r *Report) Text(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	p := func(format string, a ...any) { fmt.Fprintf(tw, format+"\n", a...) }
+	p("dataset\t%s (%s)", r.Dataset, r.Path)
+	p("commit, date\t%s, %s", r.Commit, r.Date)
+	p("embedder\t%s", r.Embedder)
+	p("docs\t%d stored, %d refused by Store", r.Docs-r.Refused, r.Refused)
+	p("queries\t%d judged (%d without judgments skipped)", r.Queries, r.QueriesSkipped)
+	if r.Limited {
+		p("limited\tyes: --limit-docs/--limit-queries; figures are not comparable with the full collection")
+	}
+	p("load\t%.1f s (Service.Store, %d concurrent)", r.LoadSeconds, r.Concurrency)
+	p("index\t%.1f s (IndexAll: %d entries)", r.IndexSeconds, r.Indexed)
+	p("embed\t%.1f s (ready %d, failed %d, pending %d)", r.EmbedSeconds,
+		r.Embeddings["ready"], r.Embeddings["failed"], r.Embeddings["pending"])
+	p("statistics\t%s", r.Statistics)
+	if r.NoVector > 0 {
+		p("warning\tvector search unavailable for %d queries", r.NoVector)
+	}
+	if r.DatabaseURL != "" {
+		p("database kept\t%s", r.DatabaseURL)
+	}
+	p("")
+	p("SearchLists, depth %d\tnDCG@10\tR@10\tR@100\tMRR@10\tanswers", r.Depth)
+	for _, row := range r.Rows {
+		p("%s\t%.4f\t%.4f\t%.4f\t%.4f\t%.1f%%", row.Name, row.NDCG10, row.Recall10, row.Recall100, row.MRR10, 100*row.Answered)
+	}
+	p("")
+	p("Search latency\tp50 %.2f ms, p95 %.2f ms, p99 %.2f ms (%d queries after %d warm-up, default options)",
+		r.Latency.P50, r.Latency.P95, r.Latency.P99, r.Latency.Queries, min(warmUp, r.Latency.Queries))
+	p("Search answered\t%d of %d real queries with at least one hit", r.Answered, r.Latency.Queries)
+	p("nonsense answered\t%d of %d (target 0)", r.Nonsense.Answered, r.Nonsense.Queries)
+	const show = 5 // --json lists them all
+	for i, q := range r.Nonsense.AnsweredQueries {
+		if i == show {
+			p("\t  ... and %d more", len(r.Nonsense.AnsweredQueries)-show)
+			break
+		}
+		p("\t  %q", q)
+	}
+	return tw.Flush()
+}

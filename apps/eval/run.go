@@ -1,0 +1,496 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"net/url"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/knowledge"
+	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
+	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
+	"github.com/agentfleet/orchestrator/packages/tenancy"
+)
+
+// DefaultAdminURL is the server connection the scratch database is made
+// on when TEST_DATABASE_URL is unset: the same default the tests use, so
+// the harness works wherever `go tool task test` does.
+const DefaultAdminURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+
+const (
+	embedBatch   = 64 // entries per handler call, as a worker batch would carry
+	warmUp       = 20 // untimed searches before the latency run
+	nonsenseN    = 20 // nonsense queries
+	nonsenseSeed = 20261123
+	rrfK         = 60
+)
+
+// usageError marks a wrong command line (exit 2).
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+type config struct {
+	dir                     string
+	keep, analyze, json     bool
+	concurrency, depth      int
+	limitDocs, limitQueries int
+}
+
+// parseArgs reads flags before and after the dataset folder, so both
+// `eval --json DIR` and `task eval -- DIR --json` work.
+func parseArgs(args []string, out io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.Usage = func() {
+		fmt.Fprintln(out, "usage: eval [flags] DATASET_DIR   (a BEIR folder: corpus.jsonl, queries.jsonl, qrels/test.tsv)")
+		fs.PrintDefaults()
+		fmt.Fprintln(out, "environment: TEST_DATABASE_URL (server for the scratch database, default "+DefaultAdminURL+"), EMBEDDER and EMBEDDINGS_*")
+	}
+	fs.BoolVar(&c.keep, "keep", false, "keep the scratch database and print its URL")
+	fs.BoolVar(&c.analyze, "analyze", false, "run VACUUM ANALYZE before searching (default: statistics as on a fresh load)")
+	fs.BoolVar(&c.json, "json", false, "print the report as JSON")
+	fs.IntVar(&c.concurrency, "concurrency", 4, "concurrent stores and embedding batches")
+	fs.IntVar(&c.depth, "depth", 100, "depth of each ranked list (1..1000)")
+	fs.IntVar(&c.limitDocs, "limit-docs", 0, "load at most N documents, judged ones first (0: all); figures are then not comparable")
+	fs.IntVar(&c.limitQueries, "limit-queries", 0, "evaluate only the first N judged queries (0: all)")
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return c, err
+			}
+			return c, &usageError{err.Error()}
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	switch {
+	case len(pos) != 1:
+		return c, &usageError{fmt.Sprintf("want exactly one DATASET_DIR, got %d arguments %q", len(pos), pos)}
+	case c.concurrency < 1 || c.concurrency > 64:
+		return c, &usageError{fmt.Sprintf("--concurrency %d: must be 1..64", c.concurrency)}
+	case c.depth < 1 || c.depth > 1000:
+		return c, &usageError{fmt.Sprintf("--depth %d: must be 1..1000", c.depth)}
+	case c.limitDocs < 0 || c.limitQueries < 0:
+		return c, &usageError{"--limit-docs and --limit-queries must not be negative"}
+	}
+	c.dir = pos[0]
+	return c, nil
+}
+
+// run is the testable main. Progress goes to stderr; the report alone goes
+// to stdout, so --json output can be piped.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	cfg, err := parseArgs(args, stdout)
+	if err != nil {
+		return err
+	}
+	progress := func(format string, a ...any) { fmt.Fprintf(os.Stderr, "eval: "+format+"\n", a...) }
+
+	full, err := ReadBEIR(cfg.dir)
+	if err != nil {
+		return fmt.Errorf("dataset: %w", err)
+	}
+	ds := full.Limit(cfg.limitQueries, cfg.limitDocs)
+	queries := ds.Judged()
+	rep := &Report{
+		Dataset: ds.Name, Path: cfg.dir, Commit: gitCommit(ctx), Date: time.Now().UTC().Format(time.RFC3339),
+		Docs: len(ds.Docs), Queries: len(queries), QueriesSkipped: len(full.Queries) - len(full.Judged()),
+		Limited: ds != full, Depth: cfg.depth, Concurrency: cfg.concurrency,
+	}
+	if len(queries) == 0 {
+		return errors.New("dataset: no query has a judgment in qrels/test.tsv")
+	}
+
+	emb, err := embed.FromEnv(getenv)
+	if err != nil {
+		return err
+	}
+	rep.Embedder = emb.Model()
+
+	scratch, err := createScratch(ctx, cmp.Or(getenv("TEST_DATABASE_URL"), DefaultAdminURL))
+	if err != nil {
+		return err
+	}
+	if cfg.keep {
+		rep.DatabaseURL = scratch.url
+	} else {
+		// Registered before the pool's Close, so it runs after it; detached
+		// from ctx so an interrupted run still cleans up.
+		defer func() {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			defer cancel()
+			if err := scratch.drop(dctx); err != nil {
+				progress("could not drop %s: %v", scratch.name, err)
+			}
+		}()
+	}
+	pool, err := db.Open(ctx, scratch.url)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if _, err := db.Migrate(ctx, pool); err != nil {
+		return err
+	}
+	caller, err := newCaller(ctx, pool)
+	if err != nil {
+		return err
+	}
+	svc := knowledge.New(pool, knowledge.Options{Embedder: emb})
+
+	progress("%s: storing %d documents into %s", ds.Name, len(ds.Docs), scratch.name)
+	start := time.Now()
+	docOf, refused, err := load(ctx, svc, caller, ds.Docs, cfg.concurrency)
+	if err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
+	rep.LoadSeconds, rep.Refused = time.Since(start).Seconds(), refused
+
+	progress("indexing")
+	start = time.Now()
+	if rep.Indexed, err = svc.IndexAll(ctx); err != nil {
+		return fmt.Errorf("index: %w", err)
+	}
+	rep.IndexSeconds = time.Since(start).Seconds()
+
+	progress("embedding with %s", emb.Model())
+	start = time.Now()
+	if err := embedAll(ctx, pool, emb, caller.OrgID, docOf, cfg.concurrency); err != nil {
+		return fmt.Errorf("embed: %w", err)
+	}
+	rep.EmbedSeconds = time.Since(start).Seconds()
+	if rep.Embeddings, err = embeddingStatus(ctx, pool, caller.OrgID); err != nil {
+		return err
+	}
+
+	if cfg.analyze {
+		progress("VACUUM ANALYZE")
+		if _, err := pool.Exec(ctx, "VACUUM ANALYZE"); err != nil {
+			return err
+		}
+	}
+
+	progress("scoring %d queries", len(queries))
+	if rep.Rows, rep.NoVector, err = score(ctx, svc, caller, ds, queries, docOf, cfg.depth); err != nil {
+		return err
+	}
+	progress("timing Search")
+	if rep.Latency, rep.Answered, err = timeSearch(ctx, svc, caller, queries); err != nil {
+		return err
+	}
+	if rep.Nonsense, err = nonsense(ctx, svc, caller); err != nil {
+		return err
+	}
+	if rep.Statistics, err = statistics(ctx, pool, cfg.analyze); err != nil {
+		return err
+	}
+	if cfg.json {
+		return rep.JSON(stdout)
+	}
+	return rep.Text(stdout)
+}
+
+// scratch is the throwaway database of one run.
+type scratch struct{ name, url, admin string }
+
+// createScratch creates an empty database on the admin URL's server; the
+// migrations then build it exactly as production's (the tests' template
+// shortcut is not used, so the harness also checks a fresh migration).
+func createScratch(ctx context.Context, adminURL string) (*scratch, error) {
+	u, err := url.Parse(adminURL)
+	if err != nil || u.Scheme == "" {
+		return nil, fmt.Errorf("TEST_DATABASE_URL %q is not a URL", adminURL)
+	}
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		return nil, err
+	}
+	s := &scratch{name: "knowledge_eval_" + hex.EncodeToString(b), admin: adminURL}
+	u.Path = "/" + s.name
+	s.url = u.String()
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach PostgreSQL at %s (run `go tool task setup`): %w", adminURL, err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{s.name}.Sanitize()); err != nil {
+		return nil, fmt.Errorf("create database: %w", err)
+	}
+	return s, nil
+}
+
+func (s *scratch) drop(ctx context.Context) error {
+	conn, err := pgx.Connect(ctx, s.admin)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{s.name}.Sanitize()+" WITH (FORCE)")
+	return err
+}
+
+// newCaller makes the one org and agent every document is stored by.
+func newCaller(ctx context.Context, pool *pgxpool.Pool) (knowledge.Caller, error) {
+	t := tenancy.New(pool)
+	org, err := t.CreateOrg(ctx, "eval")
+	if err != nil {
+		return knowledge.Caller{}, err
+	}
+	agent, err := t.CreateAgent(ctx, org.ID, "eval")
+	if err != nil {
+		return knowledge.Caller{}, err
+	}
+	return knowledge.Caller{OrgID: org.ID, AgentID: agent.ID}, nil
+}
+
+// storeInput maps a document to what an agent would store: the title (or
+// the start of the text when there is none) and the text as the body, both
+// cut to the product's limits. A document without text gets its title as
+// body, since Store refuses a blank body.
+func storeInput(d Doc) knowledge.StoreInput {
+	title := cmp.Or(strings.TrimSpace(d.Title), strings.TrimSpace(d.Text))
+	body := d.Text
+	if strings.TrimSpace(body) == "" {
+		body = d.Title
+	}
+	return knowledge.StoreInput{Title: cut(title, knowledge.MaxTitleChars), Body: cut(body, knowledge.MaxBodyChars)}
+}
+
+// cut keeps the first n runes of s.
+func cut(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n])
+}
+
+// load stores every document through Service.Store and returns entry id ->
+// doc id. A document Store refuses (invalid argument) is counted, not
+// fatal; any other error ends the run.
+func load(ctx context.Context, svc *knowledge.Service, c knowledge.Caller, docs []Doc, concurrency int) (map[uuid.UUID]string, int, error) {
+	ids := make([]uuid.UUID, len(docs))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(concurrency)
+	for i, d := range docs {
+		g.Go(func() error {
+			r, err := svc.Store(gctx, c, storeInput(d))
+			if errors.Is(err, knowledge.ErrInvalidArgument) {
+				fmt.Fprintf(os.Stderr, "eval: document %s refused: %v\n", d.ID, err)
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("document %s: %w", d.ID, err)
+			}
+			ids[i] = r.ID
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, 0, err
+	}
+	docOf := make(map[uuid.UUID]string, len(docs))
+	for i, id := range ids {
+		if id != uuid.Nil {
+			docOf[id] = docs[i].ID
+		}
+	}
+	return docOf, len(docs) - len(docOf), nil
+}
+
+// embedAll does what the embeddings worker does for a fresh load: the
+// real handler, batches of 64 jobs. Stored entries are at generation 1.
+func embedAll(ctx context.Context, pool *pgxpool.Pool, emb embed.Embedder, org uuid.UUID, docOf map[uuid.UUID]string, concurrency int) error {
+	h := jobs.NewEmbedHandler(pool, emb, jobs.HandlerOptions{})
+	all := make([]knowledge.EmbeddingJob, 0, len(docOf))
+	for id := range docOf {
+		all = append(all, knowledge.EmbeddingJob{OrgID: org, EntryID: id, Generation: 1})
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(concurrency)
+	for batch := range slices.Chunk(all, embedBatch) {
+		g.Go(func() error { return h.Process(gctx, batch) })
+	}
+	return g.Wait()
+}
+
+// embeddingStatus counts the org's entries by embedding status, so a run
+// whose vectors did not all arrive says so next to its figures.
+func embeddingStatus(ctx context.Context, pool *pgxpool.Pool, org uuid.UUID) (map[string]int, error) {
+	rows, err := pool.Query(ctx, "SELECT embedding_status, count(*)::int FROM knowledge WHERE org_id = $1 GROUP BY 1", org)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	for rows.Next() {
+		var s string
+		var n int
+		if err := rows.Scan(&s, &n); err != nil {
+			return nil, err
+		}
+		out[s] = n
+	}
+	return out, rows.Err()
+}
+
+// queryText makes a dataset query acceptable to Search, which refuses
+// queries above MaxQueryChars.
+func queryText(q string) string { return cut(q, knowledge.MaxQueryChars) }
+
+// score runs SearchLists for every judged query and scores the four lists
+// of the product and a plain RRF of its three base lists.
+func score(ctx context.Context, svc *knowledge.Service, c knowledge.Caller, ds *Dataset, queries []Query, docOf map[uuid.UUID]string, depth int) ([]Row, int, error) {
+	rows := []Row{{Name: "fused (product)"}, {Name: "vector"}, {Name: "full text"}, {Name: "title"}, {Name: fmt.Sprintf("plain RRF (k=%d)", rrfK)}}
+	noVector := 0
+	docs := func(hits []knowledge.ListHit) []string {
+		out := make([]string, len(hits))
+		for i, h := range hits {
+			// An entry not from the corpus cannot be judged; its uuid keeps its place.
+			out[i] = cmp.Or(docOf[h.ID], h.ID.String())
+		}
+		return out
+	}
+	for _, q := range queries {
+		j := ds.Qrels[q.ID]
+		var l knowledge.Lists
+		if strings.TrimSpace(q.Text) != "" {
+			got, err := svc.SearchLists(ctx, c, knowledge.SearchInput{Query: queryText(q.Text)}, depth)
+			if err != nil {
+				return nil, 0, fmt.Errorf("query %s: %w", q.ID, err)
+			}
+			l = *got
+			if !l.VectorSearch {
+				noVector++
+			}
+		}
+		vec, ft, ti := docs(l.Vector), docs(l.FullText), docs(l.Title)
+		rrf := RRF(rrfK, vec, ft, ti)
+		for i, r := range [][]string{docs(l.Fused), vec, ft, ti, rrf[:min(depth, len(rrf))]} {
+			rows[i].Add(r, j)
+		}
+	}
+	for i := range rows {
+		rows[i].Mean()
+	}
+	return rows, noVector, nil
+}
+
+// timeSearch times the agent-facing call with default options, once per
+// query, after a warm-up, and counts the queries it answered.
+func timeSearch(ctx context.Context, svc *knowledge.Service, c knowledge.Caller, queries []Query) (Latency, int, error) {
+	var texts []string
+	for _, q := range queries {
+		if strings.TrimSpace(q.Text) != "" {
+			texts = append(texts, queryText(q.Text))
+		}
+	}
+	for i := range min(warmUp, len(texts)) {
+		if _, err := svc.Search(ctx, c, knowledge.SearchInput{Query: texts[i]}); err != nil {
+			return Latency{}, 0, err
+		}
+	}
+	lat := make([]time.Duration, 0, len(texts))
+	answered := 0
+	for _, q := range texts {
+		start := time.Now()
+		res, err := svc.Search(ctx, c, knowledge.SearchInput{Query: q})
+		if err != nil {
+			return Latency{}, 0, fmt.Errorf("search %q: %w", q, err)
+		}
+		lat = append(lat, time.Since(start))
+		if len(res.Hits) > 0 {
+			answered++
+		}
+	}
+	return Percentiles(lat), answered, nil
+}
+
+// NonsenseQueries returns n queries of 2-3 made-up words, the same on
+// every run (fixed seed), so "answered" counts are comparable across runs.
+func NonsenseQueries(n int, seed uint64) []string {
+	r := mrand.New(mrand.NewPCG(seed, seed))
+	out := make([]string, n)
+	for i := range out {
+		words := make([]string, 2+r.IntN(2))
+		for w := range words {
+			b := make([]byte, 4+r.IntN(7))
+			for k := range b {
+				b[k] = byte('a' + r.IntN(26))
+			}
+			words[w] = string(b)
+		}
+		out[i] = strings.Join(words, " ")
+	}
+	return out
+}
+
+// nonsense runs the nonsense queries through Search with default options:
+// a relevance gate should answer them with nothing.
+func nonsense(ctx context.Context, svc *knowledge.Service, c knowledge.Caller) (NonsenseResult, error) {
+	res := NonsenseResult{Queries: nonsenseN}
+	for _, q := range NonsenseQueries(nonsenseN, nonsenseSeed) {
+		r, err := svc.Search(ctx, c, knowledge.SearchInput{Query: q})
+		if err != nil {
+			return res, fmt.Errorf("search %q: %w", q, err)
+		}
+		if len(r.Hits) > 0 {
+			res.Answered++
+			res.AnsweredQueries = append(res.AnsweredQueries, q)
+		}
+	}
+	return res, nil
+}
+
+// statistics says whether the planner had table statistics, read after
+// the measurements: autovacuum may analyse a freshly loaded table while
+// the run goes on, which changes plans.
+func statistics(ctx context.Context, pool *pgxpool.Pool, analyzed bool) (string, error) {
+	if analyzed {
+		return "VACUUM ANALYZE before searching (--analyze)", nil
+	}
+	rows, err := pool.Query(ctx, `SELECT relname FROM pg_stat_user_tables
+		WHERE last_analyze IS NOT NULL OR last_autoanalyze IS NOT NULL ORDER BY relname`)
+	if err != nil {
+		return "", err
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return "", err
+	}
+	if len(names) == 0 {
+		return "never analyzed (as after a fresh load)", nil
+	}
+	return "not analyzed by the harness, but autovacuum analyzed " + strings.Join(names, ", ") + " during the run", nil
+}
+
+// gitCommit names the code measured; "unknown" outside a git checkout.
+func gitCommit(ctx context.Context) string {
+	out, err := exec.CommandContext(ctx, "git", "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(out))
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentfleet/orchestrator/packages/testenv"
+)
+
+func TestParseArgs(t *testing.T) {
+	t.Parallel()
+	c, err := parseArgs([]string{"--json", "dir", "--limit-docs", "10", "--keep"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.dir != "dir" || !c.json || !c.keep || c.limitDocs != 10 || c.depth != 100 || c.concurrency != 4 || c.analyze {
+		t.Fatalf("got %+v", c)
+	}
+	for _, bad := range [][]string{{}, {"a", "b"}, {"--depth", "0", "d"}, {"--concurrency", "0", "d"}, {"--nope", "d"}, {"--limit-docs", "-1", "d"}} {
+		var ue *usageError
+		if _, err := parseArgs(bad, io.Discard); !errors.As(err, &ue) {
+			t.Errorf("%q: want a usage error, got %v", bad, err)
+		}
+	}
+	if _, err := parseArgs([]string{"-h"}, io.Discard); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("-h: got %v", err)
+	}
+}
+
+// tinyDataset writes 30 documents on 5 topics (6 each) and one query per
+// topic, judged against that topic's documents (graded 2 for the first two).
+func tinyDataset(t *testing.T) string {
+	t.Helper()
+	topics := []struct{ query, words string }{
+		{"statin drugs breast cancer", "statin cholesterol breast cancer tumour survival cohort"},
+		{"autophagy longevity fasting", "autophagy lysosome fasting longevity ageing cells"},
+		{"alkylphenols diet exposure", "alkylphenol nonylphenol plastic exposure dietary fish"},
+		{"coffee liver enzymes", "coffee caffeine liver enzymes hepatic cirrhosis"},
+		{"broccoli sulforaphane", "broccoli sulforaphane cruciferous glucosinolate sprouts"},
+	}
+	var corpus, queries, qrels strings.Builder
+	qrels.WriteString("query-id\tcorpus-id\tscore\n")
+	for ti, tp := range topics {
+		w := strings.Fields(tp.words)
+		fmt.Fprintf(&queries, `{"_id": "Q-%d", "text": %q}`+"\n", ti, tp.query)
+		for i := range 6 {
+			id := fmt.Sprintf("D-%d-%d", ti, i)
+			title := fmt.Sprintf("%s and %s study %d", w[i%len(w)], w[(i+1)%len(w)], i)
+			text := fmt.Sprintf("We studied %s, %s and %s in %d participants. %s", w[i%len(w)], w[(i+2)%len(w)], w[(i+3)%len(w)], 100+i, tp.words)
+			if i == 5 {
+				title = "" // the harness titles it from the text
+			}
+			fmt.Fprintf(&corpus, `{"_id": %q, "title": %q, "text": %q}`+"\n", id, title, text)
+			fmt.Fprintf(&qrels, "Q-%d\t%s\t%d\n", ti, id, map[bool]int{true: 2, false: 1}[i < 2])
+		}
+	}
+	return writeBEIR(t, corpus.String(), queries.String(), qrels.String())
+}
+
+// TestRunOnTinyDataset runs the whole harness against the real local
+// PostgreSQL: text report with every row, then JSON with --keep.
+func TestRunOnTinyDataset(t *testing.T) {
+	t.Parallel()
+	dir := tinyDataset(t)
+	ctx := context.Background()
+	env := map[string]string{"TEST_DATABASE_URL": testenv.DatabaseURL()}
+	getenv := func(k string) string { return env[k] }
+
+	var out bytes.Buffer
+	if err := run(ctx, []string{dir, "--concurrency", "3"}, getenv, &out); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	text := out.String()
+	t.Log("\n" + text)
+	for _, want := range []string{"nDCG@10", "fused (product)", "vector", "full text", "title", "plain RRF (k=60)",
+		"Search latency", "nonsense answered", "30 stored, 0 refused", "5 judged", "never analyzed"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+
+	out.Reset()
+	if err := run(ctx, []string{"--json", "--keep", "--analyze", "--limit-queries", "2", "--limit-docs", "15", dir}, getenv, &out); err != nil {
+		t.Fatalf("run --json: %v\n%s", err, out.String())
+	}
+	var rep Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("json: %v\n%s", err, out.String())
+	}
+	if rep.DatabaseURL == "" {
+		t.Fatal("--keep did not report the database URL")
+	}
+	t.Cleanup(func() { dropKept(t, rep.DatabaseURL) })
+	if len(rep.Rows) != 5 || rep.Queries != 2 || rep.Docs != 15 || !rep.Limited || rep.Embeddings["ready"] != 15 {
+		t.Fatalf("report: %+v", rep)
+	}
+	for _, r := range rep.Rows {
+		if r.NDCG10 < 0 || r.NDCG10 > 1 || r.Recall100 < r.Recall10 {
+			t.Errorf("row out of range: %+v", r)
+		}
+	}
+}
+
+// dropKept drops the database a --keep run left.
+func dropKept(t *testing.T, u string) {
+	cfg, err := pgx.ParseConfig(u)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	s := &scratch{name: cfg.Database, admin: testenv.DatabaseURL()}
+	if err := s.drop(context.Background()); err != nil {
+		t.Error(err)
+	}
+}
