@@ -109,12 +109,14 @@ func TestMigrationsCreateEveryIndexAndReportStatus(t *testing.T) {
 	d := testenv.Postgres(t)
 	ctx := context.Background()
 	want := map[string]string{
-		"knowledge_embedding_hnsw_idx": "hnsw",
-		"knowledge_search_tsv_idx":     "gin",
-		"knowledge_title_trgm_idx":     "gin",
-		"knowledge_tags_idx":           "gin",
-		"knowledge_head_idx":           "btree",
-		"knowledge_pending_idx":        "btree",
+		"knowledge_embedding_hnsw_idx":  "hnsw",
+		"knowledge_postings_pkey":       "btree",
+		"knowledge_term_stats_pkey":     "btree",
+		"knowledge_index_queue_org_idx": "btree",
+		"knowledge_title_trgm_idx":      "gin",
+		"knowledge_tags_idx":            "gin",
+		"knowledge_head_idx":            "btree",
+		"knowledge_pending_idx":         "btree",
 	}
 	rows, err := d.Pool.Query(ctx, `SELECT c.relname, am.amname FROM pg_class c JOIN pg_am am ON am.oid = c.relam WHERE c.relkind = 'i'`)
 	if err != nil {

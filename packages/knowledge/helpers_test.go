@@ -186,3 +186,11 @@ func (r *recordingEnqueuer) all() []knowledge.EmbeddingJob {
 func ptr[T any](v T) *T { return &v }
 
 var future = time.Now().Add(24 * time.Hour)
+
+// indexAll runs the lexical indexer until the queue is empty, as the worker does.
+func (b *bundle) indexAll(t *testing.T) {
+	t.Helper()
+	if _, err := b.svc.IndexAll(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,20 +1,94 @@
 package knowledge
 
 import (
+	_ "embed"
+
 	"context"
 	"errors"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
-// IndexPending moves up to max not-yet-indexed entries of org into the
-// org's inverted index and term statistics, and returns how many it moved.
+// The lexical index is written out of band, in batches. Store queues an
+// entry (one small row in the store's own statement); the indexer moves
+// queued entries into knowledge_postings and the org's statistics. Why not
+// in the store transaction: ~100 postings and ~100 document-frequency
+// upserts per entry halved store throughput (docs/knowledge.md); in a batch
+// a common term's frequency is updated once for hundreds of entries.
+//
+// Search never waits for the indexer: queued entries are scored on the fly
+// (the "tail" of queries/search.sql, bounded by TailEntries), so an entry is
+// found as soon as it is stored, and a stopped indexer makes search slower,
+// never blind.
+
+// IndexBatchSize is how many entries one IndexPending call of IndexAll moves.
+const IndexBatchSize = 500
+
+//go:embed sql/index_batch.sql
+var indexBatchSQL string
+
+// IndexPending moves up to max queued entries of org into the org's
+// inverted index and term statistics, and returns how many it moved.
+//
+// One transaction: the org's statistics row is locked first (made on first
+// use with the deployment's text search configuration), so indexers of one
+// org take turns and the statistics always equal the index; other orgs
+// never wait. The queue rows are taken FOR UPDATE SKIP LOCKED and deleted in
+// the same statement that writes the postings, so an entry is indexed
+// exactly once even with several workers, and a crash loses nothing (the
+// transaction rolls back, the rows stay queued).
 func (s *Service) IndexPending(ctx context.Context, org uuid.UUID, max int) (int, error) {
-	return 0, errors.New("not implemented yet")
+	if max <= 0 {
+		max = IndexBatchSize
+	}
+	var n int
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := sqlc.New(tx).LockSearchStats(ctx, sqlc.LockSearchStatsParams{
+			OrgID: org, DefaultConfig: s.opts.TextSearchConfig,
+		}); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, indexBatchSQL, pgx.NamedArgs{
+			"org_id": org, "max": max, "k1": BM25K1, "b": BM25B,
+		}).Scan(&n)
+	})
+	if err != nil {
+		return 0, mapErr(err, "")
+	}
+	return n, nil
 }
 
-// IndexAll indexes every pending entry of every org, batch by batch, until
-// none is left (or ctx ends), and returns how many it indexed.
+// IndexAll indexes every queued entry of every org, batch by batch, until
+// the queue is empty (or ctx ends), and returns how many it indexed. The
+// worker runs it in a loop; tools (apps/eval) call it after a bulk load.
 func (s *Service) IndexAll(ctx context.Context) (int, error) {
-	return 0, errors.New("not implemented yet")
+	total := 0
+	for {
+		orgs, err := s.q.OrgsWithQueuedEntries(ctx, 100)
+		if err != nil {
+			return total, mapErr(err, "")
+		}
+		if len(orgs) == 0 {
+			return total, nil
+		}
+		moved := 0
+		for _, org := range orgs {
+			n, err := s.IndexPending(ctx, org, IndexBatchSize)
+			if err != nil {
+				return total, err
+			}
+			moved += n
+		}
+		total += moved
+		if moved == 0 {
+			// Every queued row is locked by another indexer: let it finish.
+			return total, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return total, errors.Join(err)
+		}
+	}
 }

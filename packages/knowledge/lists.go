@@ -2,7 +2,7 @@ package knowledge
 
 import (
 	"context"
-	"errors"
+	"slices"
 
 	"github.com/google/uuid"
 )
@@ -29,8 +29,53 @@ type Lists struct {
 	VectorSearch bool `json:"vectorSearch"`
 }
 
+// MaxListDepth bounds SearchLists.
+const MaxListDepth = 1000
+
 // SearchLists runs the search of in (its Limit is ignored) with each list
-// taken depth deep (1..1000) and returns every list and the fusion.
+// taken depth deep (1..MaxListDepth) and returns every list and the fusion.
+// The vector list is the raw list, before the calibration's floor.
 func (s *Service) SearchLists(ctx context.Context, c Caller, in SearchInput, depth int) (*Lists, error) {
-	return nil, errors.New("not implemented yet")
+	if depth < 1 || depth > MaxListDepth {
+		return nil, InvalidArgument("depth", "must be between 1 and %d (got %d)", MaxListDepth, depth)
+	}
+	in.Limit = 0
+	a, err := validateSearch(c, in)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.rank(ctx, c, a, depth)
+	if err != nil {
+		return nil, err
+	}
+	out := &Lists{VectorSearch: r.vectorSearch}
+	for _, h := range r.hits {
+		out.Fused = append(out.Fused, ListHit{ID: h.ID, Score: h.Score})
+	}
+	type ranked struct {
+		rank int
+		hit  ListHit
+	}
+	var vec, fts, ttl []ranked
+	for _, row := range r.rows {
+		if row.VectorRank > 0 {
+			vec = append(vec, ranked{row.VectorRank, ListHit{row.ID, row.Cosine}})
+		}
+		if row.FullTextRank > 0 {
+			fts = append(fts, ranked{row.FullTextRank, ListHit{row.ID, row.BM25}})
+		}
+		if row.TitleRank > 0 {
+			ttl = append(ttl, ranked{row.TitleRank, ListHit{row.ID, row.TitleBM25}})
+		}
+	}
+	order := func(l []ranked) []ListHit {
+		slices.SortFunc(l, func(a, b ranked) int { return a.rank - b.rank })
+		hits := make([]ListHit, len(l))
+		for i, x := range l {
+			hits[i] = x.hit
+		}
+		return hits
+	}
+	out.Vector, out.FullText, out.Title = order(vec), order(fts), order(ttl)
+	return out, nil
 }

@@ -1,36 +1,206 @@
 package knowledge
 
-// Reciprocal Rank Fusion, mirrored from the SQL of SearchHybrid
-// (queries/search.sql), so the arithmetic is tested in Go and the SQL is
-// checked against it.
+import (
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
+)
+
+// Ranking: three lists fused by Reciprocal Rank Fusion (k = 60), each hit's
+// contribution weighted by the evidence of the list that found it.
+//
+// Plain RRF scores a hit by its ranks alone: the best vector hit of a query
+// that matches nothing still ranks first and scores the same as the best hit
+// of a query that matches perfectly, so no threshold can tell them apart
+// (issue 9: every vector-only hit scored ~0.33, relevant or not). Here each
+// list also gives a calibrated evidence e in [0, 1] from its raw signal, and
+//
+//	score = sum over lists of e(list) * (k + 1) / (k + rank(list)) / 3
+//
+// With e = 1 everywhere this is RRF normalised to (0, 1]. The rank factor
+// only decays slowly (rank 10: 0.87, rank 40: 0.61), so the score is mostly
+// the evidence: how much of the query an entry answers, and how many lists
+// agree. The evidence of each list:
+//
+//   - full text: BM25 / the query's idf mass (the sum of its terms' idf),
+//     capped at 1. An entry holding every query term once, at the org's
+//     average length, scores 1; one holding only the query's common words
+//     scores little, whatever the org's size, because idf is relative to it.
+//     A query word the org has never seen keeps its (high) idf in the mass:
+//     a query about something the org does not know scores low everywhere.
+//   - title: 1 when the title holds the whole query (ILIKE), else BM25 over
+//     titles / the query's idf mass over titles, capped at 1.
+//   - vector: (cosine - floor) / (full - floor), clamped to [0, 1], with the
+//     floor and full points of the embedding model (VectorCalibration):
+//     cosines at or below the floor are what unrelated texts score with that
+//     model, so those hits leave the list altogether.
+//
+// A hit whose score is below the caller's minScore, or DefaultMinScore when
+// none is given, is dropped: that is how a query with nothing relevant comes
+// back empty. docs/knowledge.md and docs/benchmarks.md say how the numbers
+// were measured.
 const (
 	// RRFK is the k of RRF: a hit ranked r in a list contributes 1/(k+r).
 	RRFK = 60
-	// fusedLists is how many lists are fused. The best possible sum is a
-	// hit ranked first in all of them, 3/(k+1); scores are divided by it so
-	// they lie in (0, 1]. The divisor stays 3/(k+1) when the vector list is
-	// unavailable, so a score means the same in every answer (a hit found
-	// by words only scores at most 2/3).
+	// fusedLists is how many lists are fused. Scores are divided by it so
+	// they lie in [0, 1]; the divisor stays 3 when the vector list is
+	// unavailable, so a score means the same thing in every answer.
 	fusedLists = 3
+
+	// BM25K1 and BM25B are BM25's term-frequency saturation and length
+	// normalisation: Anserini's values for BEIR (and close to Lucene's
+	// defaults, 1.2 and 0.75): short knowledge entries should not be
+	// penalised much for length.
+	BM25K1 = 0.9
+	BM25B  = 0.4
+
+	// DefaultMinScore is the minScore of a search that gives none: hits
+	// with less evidence are not answered at all (see docs/knowledge.md).
+	DefaultMinScore = 0.05
 )
 
-// RRFScore is the normalised fused score of one hit given its 1-based rank
-// in each list (0: not in that list).
+// VectorCalibration maps a cosine similarity of the embedding model to
+// evidence: Floor is what unrelated texts typically score (evidence 0; such
+// hits leave the vector list), Full what a close paraphrase scores
+// (evidence 1).
+type VectorCalibration struct {
+	Floor float64
+	Full  float64
+}
+
+// DefaultVectorCalibration is used for models without a measured
+// calibration: a conservative middle for modern sentence-embedding models,
+// whose unrelated pairs score 0.1-0.3 and close matches 0.6-0.9. Measure
+// yours with apps/eval and set Options.VectorCalibration.
+var DefaultVectorCalibration = VectorCalibration{Floor: 0.25, Full: 0.75}
+
+// knownCalibrations are measured per model (docs/benchmarks.md).
+var knownCalibrations = map[string]VectorCalibration{
+	// The local hashing embedder: unrelated texts share trigrams by chance.
+	embed.LocalModel: {Floor: 0.12, Full: 0.6},
+}
+
+// CalibrationFor returns the calibration of a model: a measured one if
+// there is one, else DefaultVectorCalibration.
+func CalibrationFor(model string) VectorCalibration {
+	if c, ok := knownCalibrations[model]; ok {
+		return c
+	}
+	return DefaultVectorCalibration
+}
+
+func (c VectorCalibration) evidence(cosine float64) float64 {
+	if c.Full <= c.Floor {
+		return clamp01(cosine)
+	}
+	return clamp01((cosine - c.Floor) / (c.Full - c.Floor))
+}
+
+func clamp01(x float64) float64 {
+	if math.IsNaN(x) {
+		return 0
+	}
+	return math.Min(1, math.Max(0, x))
+}
+
+// RRFScore is the plain normalised RRF score of one hit given its 1-based
+// rank in each list (0: not in that list): the fused score when every list
+// has full evidence.
 func RRFScore(ranks ...int) float64 {
 	var sum float64
 	for _, r := range ranks {
 		if r > 0 {
-			sum += 1.0 / float64(RRFK+r)
+			sum += rrfTerm(r)
 		}
 	}
-	return sum / (float64(fusedLists) / float64(RRFK+1))
+	return sum / fusedLists
+}
+
+// rrfTerm is the contribution of rank r normalised so that rank 1 gives 1.
+func rrfTerm(r int) float64 {
+	return float64(RRFK+1) / float64(RRFK+r)
+}
+
+// candidate is one entry found by at least one list, with its raw signals.
+type candidate struct {
+	ID                                  uuid.UUID
+	VectorRank, FullTextRank, TitleRank int
+	Cosine, BM25, TitleBM25             float64
+	TitleContains                       bool
+}
+
+// queryMass is the query's idf mass per field, the denominators of the
+// lexical evidence.
+type queryMass struct{ Body, Title float64 }
+
+// fusedHit is a candidate with its evidence and fused score.
+type fusedHit struct {
+	candidate
+	Score                      float64
+	EVector, EFullText, ETitle float64
+}
+
+// fuse calibrates and fuses candidates, and returns those scoring at least
+// minScore, best first (ties by id, so answers are stable). Vector hits
+// below the model's floor leave the vector list; the ranks of the others do
+// not change, as the list is ordered by cosine.
+func fuse(cands []candidate, mass queryMass, cal VectorCalibration, minScore float64) []fusedHit {
+	out := make([]fusedHit, 0, len(cands))
+	for _, c := range cands {
+		h := fusedHit{candidate: c}
+		if c.VectorRank > 0 {
+			h.EVector = cal.evidence(c.Cosine)
+			if h.EVector == 0 {
+				h.VectorRank = 0
+			}
+		}
+		if c.FullTextRank > 0 && mass.Body > 0 {
+			h.EFullText = clamp01(c.BM25 / mass.Body)
+		}
+		if c.TitleRank > 0 {
+			if c.TitleContains {
+				h.ETitle = 1
+			} else if mass.Title > 0 {
+				h.ETitle = clamp01(c.TitleBM25 / mass.Title)
+			}
+		}
+		var sum float64
+		if h.VectorRank > 0 {
+			sum += h.EVector * rrfTerm(h.VectorRank)
+		}
+		if h.FullTextRank > 0 {
+			sum += h.EFullText * rrfTerm(h.FullTextRank)
+		}
+		if h.TitleRank > 0 {
+			sum += h.ETitle * rrfTerm(h.TitleRank)
+		}
+		h.Score = sum / fusedLists
+		if h.Score <= 0 || h.Score < minScore {
+			continue
+		}
+		out = append(out, h)
+	}
+	slices.SortFunc(out, func(a, b fusedHit) int {
+		if a.Score != b.Score {
+			if a.Score > b.Score {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.ID.String(), b.ID.String())
+	})
+	return out
 }
 
 // candidateCount is how many candidates each list brings to the fusion:
-// four times the hits asked for, at least 40. A hit of rank c in one list
-// scores 1/(60+c); past a few times the limit such a hit can no longer beat
-// hits present in two lists, so deeper lists cost time and change nothing
-// the caller sees. The floor keeps small limits from starving the fusion.
+// four times the hits asked for, at least 40. Past a few times the limit a
+// hit of one list can no longer beat hits several lists agree on, so deeper
+// lists cost time and change nothing the caller sees. The floor keeps small
+// limits from starving the fusion.
 func candidateCount(limit int) int {
 	return max(limit*4, 40)
 }

@@ -2,9 +2,16 @@ package knowledge
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -17,7 +24,9 @@ import (
 
 // Search runs the hybrid search (search_knowledge): three ranked lists
 // (vector, full text, title), each within the caller's org and the filters,
-// fused by RRF (k = 60) in SQL, in one round trip to Postgres.
+// fused by evidence-weighted RRF (rrf.go). Two round trips: one statement
+// ranks (queries in sql/search_candidates.sql), one reads the bodies of the
+// hits answered, for their snippets.
 //
 // The query vector comes from the Embedder. If it cannot be made (error,
 // timeout, wrong width), the answer comes from the two lexical lists, with
@@ -27,36 +36,210 @@ func (s *Service) Search(ctx context.Context, c Caller, in SearchInput) (*Search
 	if err != nil {
 		return nil, err
 	}
+	r, err := s.rank(ctx, c, a, candidateCount(a.Limit))
+	if err != nil {
+		return nil, err
+	}
+	hits := r.hits
+	if len(hits) > a.Limit {
+		hits = hits[:a.Limit]
+	}
+	bodies, err := s.bodies(ctx, c.OrgID, hits)
+	if err != nil {
+		return nil, err
+	}
+	res := &SearchResult{Hits: make([]Hit, 0, len(hits)), VectorSearch: r.vectorSearch, Notice: r.notice}
+	for _, h := range hits {
+		res.Hits = append(res.Hits, h.hit(Snippet(bodies[h.ID], a.Query)))
+	}
+	return res, nil
+}
+
+// ranked is the inside of one search: every candidate with its metadata and
+// signals, and the fused, gated ranking.
+type ranked struct {
+	rows         []candidateRow
+	hits         []rankedHit
+	vectorSearch bool
+	notice       string
+}
+
+// candidateRow is one row of sql/search_candidates.sql.
+type candidateRow struct {
+	candidate
+	QueryIdfBody, QueryIdfTitle float64
+	Title                       string
+	Tags                        []string
+	Confidence                  int16
+	CreatedAt                   time.Time
+	ExpiresAt                   *time.Time
+	HeadID                      *uuid.UUID
+	EmbeddingStatus             string
+}
+
+type rankedHit struct {
+	fusedHit
+	row *candidateRow
+}
+
+func (h rankedHit) hit(snippet string) Hit {
+	r := h.row
+	out := Hit{
+		ID: h.ID, Title: r.Title, Snippet: snippet, Score: h.Score,
+		Tags: nonNil(r.Tags), Confidence: int(r.Confidence), CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
+		Superseded: r.HeadID != nil, HeadID: r.HeadID, EmbeddingStatus: r.EmbeddingStatus,
+		VectorRank: h.VectorRank, FullTextRank: h.FullTextRank, TitleRank: h.TitleRank,
+	}
+	if h.VectorRank > 0 {
+		out.Signals.Cosine = ptr(h.Cosine)
+	}
+	if h.FullTextRank > 0 {
+		out.Signals.BM25 = ptr(h.BM25)
+	}
+	if h.TitleRank > 0 {
+		out.Signals.TitleBM25 = ptr(h.TitleBM25)
+		out.Signals.TitleContains = h.TitleContains
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }
+
+//go:embed sql/search_candidates.sql
+var searchCandidatesSQL string
+
+// Bounds of the lexical lists (docs/knowledge.md, "Search").
+const (
+	// PerTermPostings is how many postings of one query term are read, best
+	// (highest term weight) first. A term held by fewer entries is read
+	// whole, so rare terms are exact; a common term's idf makes it a small
+	// part of any score. apps/eval compares against an unbounded read.
+	PerTermPostings = 1000
+	// TailEntries bounds the queued (not yet indexed) entries scored on the
+	// fly: normally a second's worth of stores; if the indexer is stopped,
+	// the newest TailEntries stay findable by words.
+	TailEntries = 500
+	// MaxQueryTerms keeps a long query's most informative terms.
+	MaxQueryTerms = 32
+	// minContainsChars: shorter queries have no trigram to look up, and a
+	// one- or two-letter substring of a title is no evidence anyway.
+	minContainsChars = 3
+	// The vector plan (vectorPlan): HNSW for orgs of at least hnswMinDocs
+	// entries holding at least 1/hnswMaxShareInv of the table's entries.
+	hnswMinDocs     = 10000
+	hnswMaxShareInv = 50
+)
+
+// rank runs the ranking statement and fuses its rows, each list depth deep.
+func (s *Service) rank(ctx context.Context, c Caller, a *searchArgs, depth int) (*ranked, error) {
 	vec, notice := s.queryVector(ctx, a.Query)
-	minScore := 0.0
+	minScore := DefaultMinScore
 	if a.MinScore != nil {
 		minScore = *a.MinScore
 	}
-	p := &pipeline{pool: s.pool}
-	q := sqlc.New(p)
-	// Queued, not sent: it goes in the same batch as the search below.
-	if err := q.SearchConfig(ctx, strconv.Itoa(a.EfSearch)); err != nil {
+	tableDocs, err := s.tableDocs.get(ctx, s.q)
+	if err != nil {
 		return nil, mapErr(err, "")
 	}
-	rows, err := q.SearchHybrid(ctx, sqlc.SearchHybridParams{
-		OrgID: c.OrgID, QueryVec: vec, Model: s.opts.Embedder.Model(), Tags: a.Tags,
-		IncludeSuperseded: a.IncludeSuperseded, IncludeExpired: a.IncludeExpired,
-		Candidates: int32(candidateCount(a.Limit)), Pool: LexicalPool, Query: a.Query, TitlePattern: LikePattern(a.Query),
-		MinScore: minScore, MaxHits: int32(a.Limit),
+	p := &pipeline{pool: s.pool}
+	// Queued, not sent: it goes in the same batch as the search below.
+	if err := sqlc.New(p).SearchConfig(ctx, strconv.Itoa(a.EfSearch)); err != nil {
+		return nil, mapErr(err, "")
+	}
+	rows, err := p.Query(ctx, searchCandidatesSQL, pgx.NamedArgs{
+		"org_id": c.OrgID, "default_config": s.opts.TextSearchConfig, "query": a.Query,
+		"query_vec": vec, "model": s.opts.Embedder.Model(), "tags": a.Tags,
+		"include_superseded": a.IncludeSuperseded, "include_expired": a.IncludeExpired,
+		"candidates": depth, "per_term": s.perTerm(), "tail": TailEntries, "max_terms": MaxQueryTerms,
+		"k1": BM25K1, "b": BM25B,
+		"title_pattern": LikePattern(a.Query), "use_contains": utf8.RuneCountInString(a.Query) >= minContainsChars,
+		"hnsw_min_docs": hnswMinDocs, "hnsw_max_share_inv": hnswMaxShareInv, "table_docs": tableDocs,
 	})
 	if err != nil {
 		return nil, mapErr(err, "")
 	}
-	res := &SearchResult{Hits: make([]Hit, 0, len(rows)), VectorSearch: vec != nil, Notice: notice}
-	for _, r := range rows {
-		res.Hits = append(res.Hits, Hit{
-			ID: r.ID, Title: r.Title, Snippet: Snippet(r.Body, a.Query), Score: r.Score,
-			Tags: nonNil(r.Tags), Confidence: int(r.Confidence), CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
-			Superseded: r.HeadID != nil, HeadID: r.HeadID, EmbeddingStatus: r.EmbeddingStatus,
-			VectorRank: int(r.VectorRank), FullTextRank: int(r.FullTextRank), TitleRank: int(r.TitleRank),
-		})
+	cands, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (candidateRow, error) {
+		var r candidateRow
+		err := row.Scan(&r.ID, &r.VectorRank, &r.Cosine, &r.FullTextRank, &r.BM25, &r.TitleRank, &r.TitleBM25,
+			&r.TitleContains, &r.QueryIdfBody, &r.QueryIdfTitle,
+			&r.Title, &r.Tags, &r.Confidence, &r.CreatedAt, &r.ExpiresAt, &r.HeadID, &r.EmbeddingStatus)
+		return r, err
+	})
+	if err != nil {
+		return nil, mapErr(err, "")
 	}
-	return res, nil
+	out := &ranked{rows: cands, vectorSearch: vec != nil, notice: notice}
+	if len(cands) == 0 {
+		return out, nil
+	}
+	byID := make(map[uuid.UUID]*candidateRow, len(cands))
+	plain := make([]candidate, len(cands))
+	for i := range cands {
+		byID[cands[i].ID] = &cands[i]
+		plain[i] = cands[i].candidate
+	}
+	mass := queryMass{Body: cands[0].QueryIdfBody, Title: cands[0].QueryIdfTitle}
+	for _, h := range fuse(plain, mass, *s.opts.VectorCalibration, minScore) {
+		out.hits = append(out.hits, rankedHit{fusedHit: h, row: byID[h.ID]})
+	}
+	return out, nil
+}
+
+// perTerm is PerTermPostings, or the unbounded read an evaluation asks for.
+func (s *Service) perTerm() int {
+	if s.opts.unboundedPostings {
+		return math.MaxInt32
+	}
+	return PerTermPostings
+}
+
+// bodies reads the bodies of the hits answered.
+func (s *Service) bodies(ctx context.Context, org uuid.UUID, hits []rankedHit) (map[uuid.UUID]string, error) {
+	if len(hits) == 0 {
+		return nil, nil
+	}
+	ids := make([]uuid.UUID, len(hits))
+	for i, h := range hits {
+		ids[i] = h.ID
+	}
+	rows, err := s.q.SearchBodies(ctx, sqlc.SearchBodiesParams{OrgID: org, Ids: ids})
+	if err != nil {
+		return nil, mapErr(err, "")
+	}
+	out := make(map[uuid.UUID]string, len(rows))
+	for _, r := range rows {
+		out[r.ID] = r.Body
+	}
+	return out, nil
+}
+
+// tableDocsCache holds the number of indexed entries of all orgs, read at
+// most every tableDocsTTL. With the org's own count (read by the search
+// statement) it picks the vector plan: the HNSW scan visits about
+// table/org entries per hit it keeps, so for an org that is a small share
+// of the table an exact scan of the org is cheaper, and for a large org the
+// exact scan reads too much. Neither choice is left to the planner, whose
+// statistics may be missing (docs/knowledge.md).
+type tableDocsCache struct {
+	mu   sync.Mutex
+	n    int64
+	read time.Time
+}
+
+const tableDocsTTL = 30 * time.Second
+
+func (t *tableDocsCache) get(ctx context.Context, q *sqlc.Queries) (int64, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.read.IsZero() && time.Since(t.read) < tableDocsTTL {
+		return t.n, nil
+	}
+	n, err := q.SearchTableDocs(ctx)
+	if err != nil {
+		return 0, err
+	}
+	t.n, t.read = n, time.Now()
+	return n, nil
 }
 
 // queryVector embeds the query, or says why it could not.
@@ -84,14 +267,6 @@ func (s *Service) queryVector(ctx context.Context, query string) (*pgvector.Vect
 	v := pgvector.NewVector(vs[0])
 	return &v, ""
 }
-
-// LexicalPool bounds the work of the two lexical lists: each ranks at most
-// the LexicalPool newest entries that match (full text, title), not every
-// match. A common word matches a large share of an org, and ranking every
-// match reads every matching row; an entry older than the LexicalPool newest
-// matches can then only be found by the vector list (see docs/knowledge.md,
-// "Search", for the measured effect).
-const LexicalPool = 1000
 
 // LikePattern is the ILIKE pattern matching query anywhere, with the
 // query's own %, _ and \ matching literally (\ is ILIKE's default escape).

@@ -54,11 +54,24 @@ func (b *bundle) search(t *testing.T, c knowledge.Caller, in knowledge.SearchInp
 	if err != nil {
 		t.Fatalf("search %+v: %v", in, err)
 	}
-	// The SQL's fused score must be the Go mirror's, for every hit.
-	for _, h := range r.Hits {
-		want := knowledge.RRFScore(h.VectorRank, h.FullTextRank, h.TitleRank)
-		if math.Abs(h.Score-want) > 1e-12 || h.Score <= 0 || h.Score > 1 {
-			t.Fatalf("hit %s: score %v, RRF of ranks (%d,%d,%d) is %v", h.Title, h.Score, h.VectorRank, h.FullTextRank, h.TitleRank, want)
+	// Every hit: a score in (0, 1] that is at most the plain RRF of its
+	// ranks (evidence weighs each list's term by at most 1), at least the
+	// gate, best first, and a raw signal for exactly the lists that found it.
+	gate := knowledge.DefaultMinScore
+	if in.MinScore != nil {
+		gate = *in.MinScore
+	}
+	for i, h := range r.Hits {
+		rrf := knowledge.RRFScore(h.VectorRank, h.FullTextRank, h.TitleRank)
+		if h.Score <= 0 || h.Score > 1 || h.Score > rrf+1e-12 || h.Score < gate {
+			t.Fatalf("hit %s: score %v, RRF of ranks (%d,%d,%d) is %v, gate %v", h.Title, h.Score, h.VectorRank, h.FullTextRank, h.TitleRank, rrf, gate)
+		}
+		if i > 0 && h.Score > r.Hits[i-1].Score {
+			t.Fatalf("hit %d scores %v, above hit %d's %v", i, h.Score, i-1, r.Hits[i-1].Score)
+		}
+		if (h.VectorRank > 0) != (h.Signals.Cosine != nil) || (h.FullTextRank > 0) != (h.Signals.BM25 != nil) ||
+			(h.TitleRank > 0) != (h.Signals.TitleBM25 != nil) {
+			t.Fatalf("hit %s: ranks (%d,%d,%d) but signals %+v", h.Title, h.VectorRank, h.FullTextRank, h.TitleRank, h.Signals)
 		}
 		if len([]rune(h.Snippet)) > knowledge.SnippetChars {
 			t.Fatalf("snippet of %d characters", len([]rune(h.Snippet)))
@@ -163,7 +176,10 @@ func TestSearchFilters(t *testing.T) {
 
 	// minScore drops hits below it.
 	all := b.search(t, b.alice, knowledge.SearchInput{Query: "connection pool", IncludeSuperseded: true})
-	ms := 0.9
+	if len(all.Hits) < 2 || all.Hits[0].Score == all.Hits[len(all.Hits)-1].Score {
+		t.Fatalf("want hits of different scores: %+v", all.Hits)
+	}
+	ms := (all.Hits[0].Score + all.Hits[len(all.Hits)-1].Score) / 2
 	r = b.search(t, b.alice, knowledge.SearchInput{Query: "connection pool", IncludeSuperseded: true, MinScore: &ms})
 	if len(r.Hits) == 0 || len(r.Hits) >= len(all.Hits) {
 		t.Fatalf("minScore %v kept %d of %d hits", ms, len(r.Hits), len(all.Hits))
@@ -186,14 +202,16 @@ func TestSearchTitleEscapesLikeMetacharacters(t *testing.T) {
 	b.store(t, b.alice, `path C:temp`, "body six")
 	for q, want := range map[string]uuid.UUID{"50%": pct, "a_b": under, `C:\temp`: back} {
 		r := b.search(t, b.alice, knowledge.SearchInput{Query: q})
-		var titleHits []uuid.UUID
+		// Titles sharing a word rank too; only the literal match holds
+		// the whole query, and it ranks first in the title list.
+		var contains []uuid.UUID
 		for _, h := range r.Hits {
-			if h.TitleRank > 0 {
-				titleHits = append(titleHits, h.ID)
+			if h.Signals.TitleContains {
+				contains = append(contains, h.ID)
 			}
 		}
-		if len(titleHits) != 1 || titleHits[0] != want {
-			t.Fatalf("query %q: title hits %v, want only %v", q, titleHits, want)
+		if len(contains) != 1 || contains[0] != want || has(r.Hits, want).TitleRank != 1 {
+			t.Fatalf("query %q: titles holding the query %v, want only %v at title rank 1", q, contains, want)
 		}
 	}
 	if got := knowledge.LikePattern(`5%_\`); got != `%5\%\_\\%` {

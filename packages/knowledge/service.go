@@ -31,6 +31,26 @@ type Options struct {
 	// provider degrades search to the lexical lists instead of hanging it.
 	// Default: 5 s.
 	EmbedTimeout time.Duration
+	// TextSearchConfig is the PostgreSQL text search configuration (stop
+	// words, stemming) an org's lexical index is built with when its first
+	// entry is indexed; the org keeps it (knowledge_search_stats.config),
+	// and its queries are analysed with the same. Default: "english".
+	TextSearchConfig string
+	// VectorCalibration maps the embedder's cosine similarities to evidence
+	// (see rrf.go). Default: CalibrationFor(Embedder.Model()).
+	VectorCalibration *VectorCalibration
+
+	// unboundedPostings reads every posting of every query term (no
+	// PerTermPostings bound): the exact reference an evaluation compares
+	// the bounded read with (WithUnboundedPostings).
+	unboundedPostings bool
+}
+
+// WithUnboundedPostings returns o set to read every posting of every query
+// term, for evaluations measuring what PerTermPostings costs in quality.
+func (o Options) WithUnboundedPostings() Options {
+	o.unboundedPostings = true
+	return o
 }
 
 // Service is the knowledge domain API. It is safe for concurrent use.
@@ -38,7 +58,13 @@ type Service struct {
 	pool *pgxpool.Pool
 	opts Options
 	q    *sqlc.Queries
+
+	tableDocs tableDocsCache // see vectorPlan in search.go
 }
+
+// DefaultTextSearchConfig is the text search configuration of a
+// deployment that sets none.
+const DefaultTextSearchConfig = "english"
 
 // New returns a Service on pool. The pool must come from db.Open, which
 // registers pgvector's types on every connection.
@@ -54,6 +80,13 @@ func New(pool *pgxpool.Pool, opts Options) *Service {
 	}
 	if opts.EmbedTimeout <= 0 {
 		opts.EmbedTimeout = 5 * time.Second
+	}
+	if opts.TextSearchConfig == "" {
+		opts.TextSearchConfig = DefaultTextSearchConfig
+	}
+	if opts.VectorCalibration == nil {
+		c := CalibrationFor(opts.Embedder.Model())
+		opts.VectorCalibration = &c
 	}
 	return &Service{pool: pool, opts: opts, q: sqlc.New(pool)}
 }

@@ -73,10 +73,13 @@ type SearchInput struct {
 
 // Hit is one search result.
 type Hit struct {
-	ID         uuid.UUID  `json:"id"`
-	Title      string     `json:"title"`
-	Snippet    string     `json:"snippet"`
-	Score      float64    `json:"score"` // RRF sum / best possible sum, in (0, 1]
+	ID      uuid.UUID `json:"id"`
+	Title   string    `json:"title"`
+	Snippet string    `json:"snippet"`
+	// Score is the calibrated fused score in [0, 1] (rrf.go): about the
+	// share of the query the entry answers, times how many of the three
+	// lists agree (a hit found by one list scores at most 1/3).
+	Score      float64    `json:"score"`
 	Tags       []string   `json:"tags"`
 	Confidence int        `json:"confidence"`
 	CreatedAt  time.Time  `json:"createdAt"`
@@ -89,6 +92,24 @@ type Hit struct {
 	VectorRank   int `json:"vectorRank,omitempty"`
 	FullTextRank int `json:"fullTextRank,omitempty"`
 	TitleRank    int `json:"titleRank,omitempty"`
+	// Signals are the raw signals of the lists that found the hit.
+	Signals Signals `json:"signals"`
+}
+
+// Signals are a hit's raw evidence, one per list that found it (nil: not
+// found by that list). They are not comparable across lists; the fused
+// Score is.
+type Signals struct {
+	// Cosine is the cosine similarity of the query's and the entry's
+	// vectors (-1..1; its scale depends on the embedding model).
+	Cosine *float64 `json:"cosine,omitempty"`
+	// BM25 is the entry's BM25 score for the query over title and body,
+	// with the org's statistics (0..; grows with the query's length).
+	BM25 *float64 `json:"bm25,omitempty"`
+	// TitleBM25 is the BM25 score over the title alone.
+	TitleBM25 *float64 `json:"titleBm25,omitempty"`
+	// TitleContains: the title holds the whole query (case-insensitive).
+	TitleContains bool `json:"titleContains,omitempty"`
 }
 
 // SearchResult is the answer of Search.

@@ -51,9 +51,33 @@ type Knowledge struct {
 	EmbeddingGeneration  int32
 	EmbeddingRequestedAt time.Time
 	EmbeddedAt           *time.Time
-	SearchTsv            interface{}
 	CreatedAt            time.Time
 	UpdatedAt            time.Time
+}
+
+type KnowledgeIndexQueue struct {
+	OrgID    uuid.UUID
+	EntryID  uuid.UUID
+	QueuedAt time.Time
+}
+
+type KnowledgePosting struct {
+	OrgID   uuid.UUID
+	Field   interface{}
+	Term    string
+	Impact  float32
+	EntryID uuid.UUID
+	Tf      int32
+	Len     int32
+}
+
+type KnowledgeSearchStat struct {
+	OrgID     uuid.UUID
+	Config    interface{}
+	Docs      int64
+	LenB      int64
+	LenT      int64
+	UpdatedAt time.Time
 }
 
 type KnowledgeSupersession struct {
@@ -62,6 +86,13 @@ type KnowledgeSupersession struct {
 	NewID     uuid.UUID
 	AgentID   uuid.UUID
 	CreatedAt time.Time
+}
+
+type KnowledgeTermStat struct {
+	OrgID uuid.UUID
+	Field interface{}
+	Term  string
+	Df    int32
 }
 
 type Org struct {

@@ -7,11 +7,98 @@ package sqlc
 
 import (
 	"context"
-	"time"
 
 	"github.com/google/uuid"
-	pgvector_go "github.com/pgvector/pgvector-go"
 )
+
+const lockSearchStats = `-- name: LockSearchStats :one
+INSERT INTO knowledge_search_stats (org_id, config)
+VALUES ($1, $2::regconfig)
+ON CONFLICT (org_id) DO UPDATE SET updated_at = now()
+RETURNING config::text AS config, docs
+`
+
+type LockSearchStatsParams struct {
+	OrgID         uuid.UUID
+	DefaultConfig interface{}
+}
+
+type LockSearchStatsRow struct {
+	Config string
+	Docs   int64
+}
+
+// The indexer's first statement: the org's statistics row, made on first
+// use with the deployment's text search configuration, and locked, so the
+// indexers of one org take turns and the statistics always equal the index.
+// Other orgs never wait: the row is the org's own.
+func (q *Queries) LockSearchStats(ctx context.Context, arg LockSearchStatsParams) (LockSearchStatsRow, error) {
+	row := q.db.QueryRow(ctx, lockSearchStats, arg.OrgID, arg.DefaultConfig)
+	var i LockSearchStatsRow
+	err := row.Scan(&i.Config, &i.Docs)
+	return i, err
+}
+
+const orgsWithQueuedEntries = `-- name: OrgsWithQueuedEntries :many
+SELECT DISTINCT org_id FROM knowledge_index_queue LIMIT $1::int
+`
+
+// Orgs with entries waiting for the indexer (a loose index scan would be
+// faster on a huge queue; the queue is short when the indexer keeps up).
+func (q *Queries) OrgsWithQueuedEntries(ctx context.Context, max int32) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, orgsWithQueuedEntries, max)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []uuid.UUID
+	for rows.Next() {
+		var org_id uuid.UUID
+		if err := rows.Scan(&org_id); err != nil {
+			return nil, err
+		}
+		items = append(items, org_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const searchBodies = `-- name: SearchBodies :many
+SELECT id, body FROM knowledge WHERE org_id = $1 AND id = ANY($2::uuid[])
+`
+
+type SearchBodiesParams struct {
+	OrgID uuid.UUID
+	Ids   []uuid.UUID
+}
+
+type SearchBodiesRow struct {
+	ID   uuid.UUID
+	Body string
+}
+
+// The bodies of the hits an answer returns, for their snippets.
+func (q *Queries) SearchBodies(ctx context.Context, arg SearchBodiesParams) ([]SearchBodiesRow, error) {
+	rows, err := q.db.Query(ctx, searchBodies, arg.OrgID, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []SearchBodiesRow
+	for rows.Next() {
+		var i SearchBodiesRow
+		if err := rows.Scan(&i.ID, &i.Body); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
 
 const searchConfig = `-- name: SearchConfig :exec
 
@@ -20,7 +107,16 @@ SELECT set_config('hnsw.ef_search', $1::text, true),
        set_config('plan_cache_mode', 'force_custom_plan', true)
 `
 
-// Hybrid search (packages/knowledge).
+// Hybrid search and the lexical index (packages/knowledge).
+//
+// BM25, as in Lucene: a term t of the query adds to an entry's score
+//
+//	idf(t) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avglen))
+//
+// with idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5)), N the org's indexed
+// entries, df(t) the org's entries holding t, len the field's length in
+// terms and avglen the org's average: every statistic is the org's own.
+// k1 and b are parameters (knowledge.BM25K1, knowledge.BM25B).
 // Transaction-local settings of the search statement that follows it in the
 // same pipeline (see search.go): the HNSW probe width, pgvector 0.8's
 // iterative index scan so a small org's filter does not starve the vector
@@ -31,172 +127,15 @@ func (q *Queries) SearchConfig(ctx context.Context, efSearch string) error {
 	return err
 }
 
-const searchHybrid = `-- name: SearchHybrid :many
-WITH vec AS MATERIALIZED (
-    -- relaxed_order may return rows slightly out of order: re-rank below.
-    SELECT k.id, k.embedding <=> $4::vector AS dist
-    FROM knowledge k
-    WHERE $4::vector IS NOT NULL
-      AND k.org_id = $1
-      AND k.embedding_status = 'ready' AND k.embedding_model = $5::text
-      AND k.tags @> $6::text[]
-      AND ($7::bool OR k.head_id IS NULL)
-      AND ($8::bool OR k.expires_at IS NULL OR k.expires_at > now())
-    ORDER BY k.embedding <=> $4::vector
-    LIMIT $9::int
-),
-vec_ranked AS (
-    SELECT id, row_number() OVER (ORDER BY dist, id) AS rank FROM vec
-),
-fts_pool AS MATERIALIZED (
-    -- The newest @pool matches only (see docs/knowledge.md, "Search"): a
-    -- common word matches a large share of the org, and ranking every match
-    -- reads every matching row. Few matches: a bitmap scan of the GIN index
-    -- and a sort of what it found; many: the org's (org_id, created_at, id)
-    -- index read backwards, stopping at @pool matches.
-    SELECT k.id, k.search_tsv
-    FROM knowledge k
-    WHERE k.org_id = $1
-      AND k.search_tsv @@ plainto_tsquery('simple', $10::text)
-      AND k.tags @> $6::text[]
-      AND ($7::bool OR k.head_id IS NULL)
-      AND ($8::bool OR k.expires_at IS NULL OR k.expires_at > now())
-    ORDER BY k.created_at DESC, k.id DESC
-    LIMIT $11::int
-),
-fts AS (
-    SELECT p.id,
-           row_number() OVER (ORDER BY ts_rank_cd(p.search_tsv, plainto_tsquery('simple', $10::text)) DESC, p.id) AS rank
-    FROM fts_pool p
-    ORDER BY rank
-    LIMIT $9::int
-),
-ttl_pool AS MATERIALIZED (
-    -- title_pattern is '%' || the query with %, _ and \ escaped || '%'.
-    -- Bounded like fts_pool.
-    SELECT k.id, k.title
-    FROM knowledge k
-    WHERE k.org_id = $1
-      AND k.title ILIKE $12::text
-      AND k.tags @> $6::text[]
-      AND ($7::bool OR k.head_id IS NULL)
-      AND ($8::bool OR k.expires_at IS NULL OR k.expires_at > now())
-    ORDER BY k.created_at DESC, k.id DESC
-    LIMIT $11::int
-),
-ttl AS (
-    SELECT p.id,
-           row_number() OVER (ORDER BY similarity(p.title, $10::text) DESC,
-                                       strpos(lower(p.title), lower($10::text)), p.id) AS rank
-    FROM ttl_pool p
-    ORDER BY rank
-    LIMIT $9::int
-),
-lists AS (
-    SELECT id, rank, 1 AS list FROM vec_ranked
-    UNION ALL SELECT id, rank, 2 FROM fts
-    UNION ALL SELECT id, rank, 3 FROM ttl
-),
-fused AS (
-    SELECT id,
-           (sum(1.0::float8 / (60 + rank)) / (3.0::float8 / 61))::float8 AS score,
-           coalesce(max(rank) FILTER (WHERE list = 1), 0)::int AS vector_rank,
-           coalesce(max(rank) FILTER (WHERE list = 2), 0)::int AS full_text_rank,
-           coalesce(max(rank) FILTER (WHERE list = 3), 0)::int AS title_rank
-    FROM lists
-    GROUP BY id
-)
-SELECT k.id, k.title, k.body, k.tags, k.confidence, k.created_at, k.expires_at,
-       k.head_id, k.embedding_status,
-       f.score, f.vector_rank, f.full_text_rank, f.title_rank
-FROM fused f
-JOIN knowledge k ON k.org_id = $1 AND k.id = f.id
-WHERE f.score >= $2::float8
-ORDER BY f.score DESC, f.id
-LIMIT $3::int
+const searchTableDocs = `-- name: SearchTableDocs :one
+SELECT coalesce(sum(docs), 0)::bigint FROM knowledge_search_stats
 `
 
-type SearchHybridParams struct {
-	OrgID             uuid.UUID
-	MinScore          float64
-	MaxHits           int32
-	QueryVec          *pgvector_go.Vector
-	Model             string
-	Tags              []string
-	IncludeSuperseded bool
-	IncludeExpired    bool
-	Candidates        int32
-	Query             string
-	Pool              int32
-	TitlePattern      string
-}
-
-type SearchHybridRow struct {
-	ID              uuid.UUID
-	Title           string
-	Body            string
-	Tags            []string
-	Confidence      int16
-	CreatedAt       time.Time
-	ExpiresAt       *time.Time
-	HeadID          *uuid.UUID
-	EmbeddingStatus string
-	Score           float64
-	VectorRank      int32
-	FullTextRank    int32
-	TitleRank       int32
-}
-
-// Three candidate lists, each restricted to the org and the filters and cut
-// at @candidates, fused by Reciprocal Rank Fusion (k = 60):
-//
-//	score = sum over lists of 1/(60 + rank), divided by 3/61 (a hit ranked
-//	first in all three lists), so it lies in (0, 1].
-//
-// A NULL query_vec (the embedder failed) leaves the vector list empty.
-func (q *Queries) SearchHybrid(ctx context.Context, arg SearchHybridParams) ([]SearchHybridRow, error) {
-	rows, err := q.db.Query(ctx, searchHybrid,
-		arg.OrgID,
-		arg.MinScore,
-		arg.MaxHits,
-		arg.QueryVec,
-		arg.Model,
-		arg.Tags,
-		arg.IncludeSuperseded,
-		arg.IncludeExpired,
-		arg.Candidates,
-		arg.Query,
-		arg.Pool,
-		arg.TitlePattern,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []SearchHybridRow
-	for rows.Next() {
-		var i SearchHybridRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.Title,
-			&i.Body,
-			&i.Tags,
-			&i.Confidence,
-			&i.CreatedAt,
-			&i.ExpiresAt,
-			&i.HeadID,
-			&i.EmbeddingStatus,
-			&i.Score,
-			&i.VectorRank,
-			&i.FullTextRank,
-			&i.TitleRank,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+// Entries indexed in all orgs: with an org's own count, it tells whether
+// the HNSW scan or an exact scan of the org is the cheaper vector plan.
+func (q *Queries) SearchTableDocs(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, searchTableDocs)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
 }

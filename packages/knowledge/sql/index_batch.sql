@@ -1,0 +1,64 @@
+-- Run by packages/knowledge through pgx with named arguments, not through
+-- sqlc: sqlc v1.31's analyzer cannot follow columns through this shape
+-- (CTE columns used inside LATERAL subqueries and UNIONs: 'column "idf" does
+-- not exist'; CTEs read by data-modifying CTEs: 'table alias "terms" does
+-- not exist'), and the shape is what pins the plans. Its arguments are
+-- named; search.go and indexer.go pass every one of them.
+--
+-- Moves up to @max queued entries of the org into the index: postings for
+-- every (field, term), one document-frequency upsert per distinct term of
+-- the batch, the org's counters, and the queue rows deleted, in one
+-- statement. Runs after LockSearchStats in the same transaction.
+WITH st AS (
+    SELECT s.config, s.docs, s.len_b, s.len_t FROM knowledge_search_stats s WHERE s.org_id = @org_id
+),
+batch AS (
+    SELECT q.entry_id FROM knowledge_index_queue q
+    WHERE q.org_id = @org_id
+    ORDER BY q.queued_at
+    LIMIT @max::int
+    FOR UPDATE SKIP LOCKED
+),
+terms AS MATERIALIZED (
+    SELECT b.entry_id, a.field, a.term, a.tf, a.len
+    FROM batch b
+    CROSS JOIN LATERAL (SELECT k.title, k.body FROM knowledge k
+                        WHERE k.org_id = @org_id AND k.id = b.entry_id LIMIT 1) k
+    CROSS JOIN st
+    CROSS JOIN LATERAL knowledge_terms(st.config, k.title, k.body) AS a (field, term, tf, len)
+),
+lens AS (
+    SELECT entry_id, max(len) FILTER (WHERE field = 'b') AS len_b, coalesce(max(len) FILTER (WHERE field = 't'), 0) AS len_t
+    FROM terms GROUP BY entry_id
+),
+tot AS (
+    SELECT count(*) AS n, coalesce(sum(len_b), 0) AS len_b, coalesce(sum(len_t), 0) AS len_t FROM lens
+),
+avgs AS (
+    SELECT (st.len_b + tot.len_b)::float8 / greatest(st.docs + tot.n, 1) AS avg_b,
+           greatest((st.len_t + tot.len_t)::float8 / greatest(st.docs + tot.n, 1), 1) AS avg_t
+    FROM st, tot
+),
+ins AS (
+    INSERT INTO knowledge_postings (org_id, field, term, impact, entry_id, tf, len)
+    SELECT @org_id, terms.field, terms.term,
+           (terms.tf * (@k1::float8 + 1) / (terms.tf + @k1::float8 * (1 - @b::float8 + @b::float8 * terms.len
+               / CASE terms.field WHEN 'b' THEN avgs.avg_b ELSE avgs.avg_t END)))::real,
+           terms.entry_id, terms.tf, terms.len
+    FROM terms, avgs
+),
+dfs AS (
+    INSERT INTO knowledge_term_stats (org_id, field, term, df)
+    SELECT @org_id, field, term, count(*) FROM terms GROUP BY field, term ORDER BY field, term
+    ON CONFLICT (org_id, field, term) DO UPDATE SET df = knowledge_term_stats.df + EXCLUDED.df
+),
+deq AS (
+    DELETE FROM knowledge_index_queue q USING batch b
+    WHERE q.org_id = @org_id AND q.entry_id = b.entry_id
+),
+upd AS (
+    UPDATE knowledge_search_stats s
+    SET docs = s.docs + tot.n, len_b = s.len_b + tot.len_b, len_t = s.len_t + tot.len_t, updated_at = now()
+    FROM tot WHERE s.org_id = @org_id
+)
+SELECT count(*)::int FROM batch;

@@ -1,0 +1,170 @@
+-- Run by packages/knowledge through pgx with named arguments, not through
+-- sqlc: sqlc v1.31's analyzer cannot follow columns through this shape
+-- (CTE columns used inside LATERAL subqueries and UNIONs: 'column "idf" does
+-- not exist'; CTEs read by data-modifying CTEs: 'table alias "terms" does
+-- not exist'), and the shape is what pins the plans. Its arguments are
+-- named; search.go and indexer.go pass every one of them.
+--
+-- The three ranked lists of one search, each restricted to the org and the
+-- filters and cut at @candidates, as one row per entry found with its rank
+-- and raw signal in every list (0 / NULL: not in that list). Fusion and
+-- calibration are done by the caller (rank.go).
+--
+-- Plans are pinned by the statement's shape, not left to statistics: every
+-- read of a term's postings is an index range scan under a LIMIT (a
+-- LATERAL per term), every look-up of an entry a primary-key probe (a
+-- LATERAL with LIMIT 1 is never turned into a hash join over the whole
+-- table), and the vector and title-substring reads are functions with
+-- their own planner settings (db/migrations/00002_search.sql).
+WITH st AS MATERIALIZED (
+    SELECT coalesce(s.config, @default_config::regconfig) AS config,
+           coalesce(s.docs, 0)::float8 AS docs,
+           -- NULL before the first entry is indexed: then each entry is its
+           -- own average (no length normalisation) until statistics exist.
+           CASE WHEN s.docs > 0 THEN s.len_b::float8 / s.docs END AS avg_b,
+           CASE WHEN s.docs > 0 THEN greatest(s.len_t::float8 / s.docs, 1) END AS avg_t,
+           coalesce(s.docs, 0) >= @hnsw_min_docs::bigint
+               AND coalesce(s.docs, 0) * @hnsw_max_share_inv::bigint >= @table_docs::bigint AS use_hnsw
+    FROM (SELECT 1) one
+    LEFT JOIN knowledge_search_stats s ON s.org_id = @org_id
+),
+qterms AS MATERIALIZED (
+    SELECT DISTINCT a.term FROM st CROSS JOIN LATERAL knowledge_terms(st.config, '', @query::text) AS a (field, term, tf, len)
+    WHERE a.field = 'b'
+),
+weights AS MATERIALIZED (
+    SELECT f.field, q.term, coalesce(ts.df, 0) AS df,
+           ln(1 + (st.docs - coalesce(ts.df, 0) + 0.5) / (coalesce(ts.df, 0) + 0.5)) AS idf
+    FROM qterms q
+    CROSS JOIN (SELECT 'b'::"char" AS field UNION ALL SELECT 't'::"char") f
+    CROSS JOIN st
+    LEFT JOIN knowledge_term_stats ts ON ts.org_id = @org_id AND ts.field = f.field AND ts.term = q.term
+),
+-- A long query keeps its @max_terms most informative terms (highest idf).
+picked AS MATERIALIZED (
+    SELECT w.field, w.term, w.df, w.idf FROM weights w
+    WHERE w.term IN (SELECT term FROM weights WHERE field = 'b' ORDER BY idf DESC, term LIMIT @max_terms::int)
+),
+-- The best @per_term postings of each term by impact. A term held by fewer
+-- entries is read whole; a term held by more is, by its idf, a small part
+-- of any score (docs/knowledge.md, "Search", measures what this bound costs).
+post AS (
+    SELECT w.field, w.idf, p.entry_id, p.tf, p.len
+    FROM picked w
+    CROSS JOIN LATERAL (
+        SELECT x.entry_id, x.tf, x.len FROM knowledge_postings x
+        WHERE x.org_id = @org_id AND x.field = w.field AND x.term = w.term
+        ORDER BY x.impact DESC
+        LIMIT @per_term::int
+    ) p
+    WHERE w.df > 0
+),
+-- Entries stored but not indexed yet (the newest @tail of them), analysed
+-- here exactly as the indexer will: found at once, scored the same way.
+tail AS (
+    SELECT a.field, w.idf, tq.entry_id, a.tf, a.len
+    FROM (SELECT q.entry_id FROM knowledge_index_queue q WHERE q.org_id = @org_id
+          ORDER BY q.queued_at DESC LIMIT @tail::int) tq
+    CROSS JOIN LATERAL (SELECT k.title, k.body FROM knowledge k
+                        WHERE k.org_id = @org_id AND k.id = tq.entry_id LIMIT 1) e
+    CROSS JOIN st
+    CROSS JOIN LATERAL knowledge_terms(st.config, e.title, e.body) AS a (field, term, tf, len)
+    JOIN picked w ON w.field = a.field AND w.term = a.term
+),
+scored AS MATERIALIZED (
+    SELECT x.entry_id,
+           coalesce(sum(x.idf * x.tf * (@k1::float8 + 1) / (x.tf + @k1::float8 * (1 - @b::float8 + @b::float8 * x.len / coalesce(st.avg_b, x.len))))
+                    FILTER (WHERE x.field = 'b'), 0) AS bm25_b,
+           coalesce(sum(x.idf * x.tf * (@k1::float8 + 1) / (x.tf + @k1::float8 * (1 - @b::float8 + @b::float8 * x.len / coalesce(st.avg_t, x.len))))
+                    FILTER (WHERE x.field = 't'), 0) AS bm25_t
+    FROM (SELECT post.field, post.idf, post.entry_id, post.tf, post.len FROM post
+          UNION ALL SELECT tail.field, tail.idf, tail.entry_id, tail.tf, tail.len FROM tail) x
+    CROSS JOIN st
+    GROUP BY x.entry_id
+),
+fts AS (
+    SELECT f.id, f.signal, row_number() OVER (ORDER BY f.signal DESC, f.id) AS rank
+    FROM (
+        SELECT s.entry_id AS id, s.bm25_b AS signal
+        FROM (SELECT entry_id, bm25_b FROM scored WHERE bm25_b > 0 ORDER BY bm25_b DESC, entry_id) s
+        CROSS JOIN LATERAL (
+            SELECT 1 FROM knowledge k
+            WHERE k.org_id = @org_id AND k.id = s.entry_id
+              AND k.tags @> @tags::text[]
+              AND (@include_superseded::bool OR k.head_id IS NULL)
+              AND (@include_expired::bool OR k.expires_at IS NULL OR k.expires_at > now())
+            LIMIT 1
+        ) k
+        LIMIT @candidates::int
+    ) f
+),
+-- Titles holding the whole query: the title list's strongest signal.
+contains AS MATERIALIZED (
+    SELECT c.id FROM knowledge_title_contains(@org_id, @title_pattern::text, @candidates::int) AS c (id)
+    WHERE @use_contains::bool
+),
+ttl AS (
+    SELECT t.id, t.signal, t.contains, row_number() OVER (ORDER BY t.contains DESC, t.signal DESC, t.id) AS rank
+    FROM (
+        SELECT c.id, c.signal, c.contains
+        FROM (
+            SELECT coalesce(s.entry_id, h.id) AS id, coalesce(s.bm25_t, 0) AS signal, h.id IS NOT NULL AS contains
+            FROM (SELECT entry_id, bm25_t FROM scored WHERE bm25_t > 0) s
+            FULL JOIN contains h ON h.id = s.entry_id
+            ORDER BY 3 DESC, 2 DESC, 1
+        ) c
+        CROSS JOIN LATERAL (
+            SELECT 1 FROM knowledge k
+            WHERE k.org_id = @org_id AND k.id = c.id
+              AND k.tags @> @tags::text[]
+              AND (@include_superseded::bool OR k.head_id IS NULL)
+              AND (@include_expired::bool OR k.expires_at IS NULL OR k.expires_at > now())
+            LIMIT 1
+        ) k
+        LIMIT @candidates::int
+    ) t
+),
+-- A NULL query_vec (the embedder failed) leaves the vector list empty. One
+-- of the two plans runs, chosen from the org's size and its share of the
+-- table (see search.go, vectorPlan).
+vec AS MATERIALIZED (
+    SELECT v.id, v.dist
+    FROM knowledge_vector_hnsw(@org_id, @query_vec::vector, @model::text, @tags::text[],
+                               @include_superseded::bool, @include_expired::bool, @candidates::int) AS v (id, dist)
+    WHERE @query_vec::vector IS NOT NULL AND (SELECT use_hnsw FROM st)
+    UNION ALL
+    SELECT v.id, v.dist
+    FROM knowledge_vector_exact(@org_id, @query_vec::vector, @model::text, @tags::text[],
+                                @include_superseded::bool, @include_expired::bool, @candidates::int) AS v (id, dist)
+    WHERE @query_vec::vector IS NOT NULL AND NOT (SELECT use_hnsw FROM st)
+),
+vec_ranked AS (
+    -- relaxed_order may return rows slightly out of order: re-rank here.
+    SELECT id, 1 - dist AS signal, row_number() OVER (ORDER BY dist, id) AS rank FROM vec
+),
+lists AS (
+    SELECT id, rank, signal, 1 AS list, false AS contains FROM vec_ranked
+    UNION ALL SELECT id, rank, signal, 2, false FROM fts
+    UNION ALL SELECT id, rank, signal, 3, contains FROM ttl
+),
+agg AS (
+    SELECT id,
+           coalesce(max(rank) FILTER (WHERE list = 1), 0)::int AS vector_rank,
+           coalesce(max(signal) FILTER (WHERE list = 1), 0)::float8 AS cosine,
+           coalesce(max(rank) FILTER (WHERE list = 2), 0)::int AS full_text_rank,
+           coalesce(max(signal) FILTER (WHERE list = 2), 0)::float8 AS bm25,
+           coalesce(max(rank) FILTER (WHERE list = 3), 0)::int AS title_rank,
+           coalesce(max(signal) FILTER (WHERE list = 3), 0)::float8 AS title_bm25,
+           coalesce(bool_or(contains), false)::bool AS title_contains
+    FROM lists
+    GROUP BY id
+)
+SELECT a.id, a.vector_rank, a.cosine, a.full_text_rank, a.bm25, a.title_rank, a.title_bm25, a.title_contains,
+       (SELECT coalesce(sum(idf), 0) FROM picked WHERE field = 'b')::float8 AS query_idf_b,
+       (SELECT coalesce(sum(idf), 0) FROM picked WHERE field = 't')::float8 AS query_idf_t,
+       k.title, k.tags, k.confidence, k.created_at, k.expires_at, k.head_id, k.embedding_status
+FROM agg a
+CROSS JOIN LATERAL (
+    SELECT k.title, k.tags, k.confidence, k.created_at, k.expires_at, k.head_id, k.embedding_status
+    FROM knowledge k WHERE k.org_id = @org_id AND k.id = a.id LIMIT 1
+) k;
