@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -486,11 +487,17 @@ func statistics(ctx context.Context, pool *pgxpool.Pool, analyzed bool) (string,
 	return "not analyzed by the harness, but autovacuum analyzed " + strings.Join(names, ", ") + " during the run", nil
 }
 
-// gitCommit names the code measured; "unknown" outside a git checkout.
+// gitCommit names the code measured; "unknown" outside a git checkout. A
+// tree with uncommitted changes is marked, since the commit alone would
+// then name code that was not the code measured.
 func gitCommit(ctx context.Context) string {
 	out, err := exec.CommandContext(ctx, "git", "rev-parse", "--short", "HEAD").Output()
 	if err != nil {
 		return "unknown"
 	}
-	return strings.TrimSpace(string(out))
+	commit := strings.TrimSpace(string(out))
+	if st, err := exec.CommandContext(ctx, "git", "status", "--porcelain").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
+		commit += " + uncommitted changes"
+	}
+	return commit
 }
