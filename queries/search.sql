@@ -11,11 +11,13 @@
 -- Transaction-local settings of the search statement that follows it in the
 -- same pipeline (see search.go): the HNSW probe width, pgvector 0.8's
 -- iterative index scan so a small org's filter does not starve the vector
--- list, and custom plans (a cached generic plan cannot see the query's
--- selectivity).
+-- list, and generic plans: the statement's plan is pinned by its shape (see
+-- packages/knowledge/sql/search_candidates.sql), not by the selectivity of
+-- its arguments, so it is planned once per connection instead of on every
+-- call (planning it took ~3 ms, as long as running it).
 SELECT set_config('hnsw.ef_search', @ef_search::text, true),
        set_config('hnsw.iterative_scan', 'relaxed_order', true),
-       set_config('plan_cache_mode', 'force_custom_plan', true);
+       set_config('plan_cache_mode', 'force_generic_plan', true);
 
 -- name: SearchBodies :many
 -- The bodies of the hits an answer returns, for their snippets.
@@ -40,3 +42,18 @@ RETURNING config::text AS config, docs;
 -- Orgs with entries waiting for the indexer (a loose index scan would be
 -- faster on a huge queue; the queue is short when the indexer keeps up).
 SELECT DISTINCT org_id FROM knowledge_index_queue LIMIT @max::int;
+
+-- name: TableActivity :many
+-- What changed in the module's tables since their last vacuum and analyze
+-- (by us or by autovacuum), for Upkeep: pg_stat_user_tables' counters, read
+-- through the functions behind that view.
+SELECT c.relname::text AS name,
+       pg_stat_get_live_tuples(c.oid)::bigint AS live,
+       pg_stat_get_dead_tuples(c.oid)::bigint AS dead,
+       pg_stat_get_mod_since_analyze(c.oid)::bigint AS mod_since_analyze,
+       pg_stat_get_ins_since_vacuum(c.oid)::bigint AS ins_since_vacuum,
+       (pg_stat_get_last_analyze_time(c.oid) IS NOT NULL
+        OR pg_stat_get_last_autoanalyze_time(c.oid) IS NOT NULL)::bool AS analyzed
+FROM pg_catalog.pg_class c
+WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'
+  AND c.relname = ANY(@names::text[]);

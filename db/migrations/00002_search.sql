@@ -42,7 +42,7 @@ CREATE INDEX knowledge_title_trgm_idx ON knowledge USING gin (org_id, title gin_
 -- +goose StatementBegin
 CREATE FUNCTION knowledge_identifiers(t text)
 RETURNS TABLE (term text, tf integer)
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
     WITH tok AS (
         SELECT lower(m[1]) AS tok
@@ -68,7 +68,7 @@ $$;
 -- +goose StatementBegin
 CREATE FUNCTION knowledge_terms(cfg regconfig, title text, body text)
 RETURNS TABLE (field "char", term text, tf integer, len integer)
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
     WITH t AS (
         SELECT term, max(tf)::integer AS tf FROM (
@@ -179,13 +179,17 @@ SELECT org_id, id, created_at FROM knowledge;
 -- distance LIMIT n is the HNSW index scan (iterative, relaxed order: the
 -- caller re-ranks). The exact plan: no plain index scan, so it cannot be the
 -- HNSW scan; the org's rows come from a btree bitmap and are sorted.
+-- PL/pgSQL rather than SQL: its plans are cached per connection (an SQL
+-- function of this kind is planned again on every call).
 -- +goose StatementBegin
 CREATE FUNCTION knowledge_vector_hnsw(p_org uuid, p_vec vector, p_model text, p_tags text[],
                                       p_include_superseded bool, p_include_expired bool, p_n int)
 RETURNS TABLE (id uuid, dist float8)
-LANGUAGE sql STABLE PARALLEL SAFE
+LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET enable_seqscan = off SET enable_bitmapscan = off SET enable_sort = off
 AS $$
+BEGIN
+    RETURN QUERY
     SELECT k.id, k.embedding <=> p_vec
     FROM knowledge k
     WHERE k.org_id = p_org
@@ -194,15 +198,18 @@ AS $$
       AND (p_include_superseded OR k.head_id IS NULL)
       AND (p_include_expired OR k.expires_at IS NULL OR k.expires_at > now())
     ORDER BY k.embedding <=> p_vec
-    LIMIT p_n
+    LIMIT p_n;
+END
 $$;
 
 CREATE FUNCTION knowledge_vector_exact(p_org uuid, p_vec vector, p_model text, p_tags text[],
                                        p_include_superseded bool, p_include_expired bool, p_n int)
 RETURNS TABLE (id uuid, dist float8)
-LANGUAGE sql STABLE PARALLEL SAFE
+LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET enable_seqscan = off SET enable_indexscan = off
 AS $$
+BEGIN
+    RETURN QUERY
     SELECT k.id, k.embedding <=> p_vec
     FROM knowledge k
     WHERE k.org_id = p_org
@@ -211,7 +218,8 @@ AS $$
       AND (p_include_superseded OR k.head_id IS NULL)
       AND (p_include_expired OR k.expires_at IS NULL OR k.expires_at > now())
     ORDER BY k.embedding <=> p_vec
-    LIMIT p_n
+    LIMIT p_n;
+END
 $$;
 
 -- knowledge_title_contains: entries of the org whose title holds the whole
@@ -221,12 +229,15 @@ $$;
 -- substring that common is not a strong signal anyway.
 CREATE FUNCTION knowledge_title_contains(p_org uuid, p_pattern text, p_n int)
 RETURNS TABLE (id uuid)
-LANGUAGE sql STABLE PARALLEL SAFE
+LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET enable_seqscan = off SET enable_indexscan = off
 AS $$
+BEGIN
+    RETURN QUERY
     SELECT k.id FROM knowledge k
     WHERE k.org_id = p_org AND k.title ILIKE p_pattern
-    LIMIT p_n
+    LIMIT p_n;
+END
 $$;
 -- +goose StatementEnd
 

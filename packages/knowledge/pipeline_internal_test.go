@@ -24,7 +24,7 @@ func TestPipelineAppliesSearchConfig(t *testing.T) {
 		if err := p.QueryRow(ctx, "SELECT current_setting('hnsw.ef_search'), current_setting('hnsw.iterative_scan'), current_setting('plan_cache_mode')").Scan(&ef, &scan, &plan); err != nil {
 			t.Fatal(err)
 		}
-		if ef != "7" || scan != "relaxed_order" || plan != "force_custom_plan" {
+		if ef != "7" || scan != "relaxed_order" || plan != "force_generic_plan" {
 			t.Fatalf("settings not applied in the batch: %s %s %s", ef, scan, plan)
 		}
 	}

@@ -80,8 +80,10 @@ var DefaultVectorCalibration = VectorCalibration{Floor: 0.25, Full: 0.75}
 
 // knownCalibrations are measured per model (docs/benchmarks.md).
 var knownCalibrations = map[string]VectorCalibration{
-	// The local hashing embedder: unrelated texts share trigrams by chance.
-	embed.LocalModel: {Floor: 0.12, Full: 0.6},
+	// The local hashing embedder: unrelated texts share trigrams by chance;
+	// over NFCorpus (3,633 entries) the best chance cosine of 20 nonsense
+	// queries was 0.21, and it grows slowly with the org (more chances).
+	embed.LocalModel: {Floor: 0.25, Full: 0.65},
 }
 
 // CalibrationFor returns the calibration of a model: a measured one if

@@ -124,10 +124,15 @@ const (
 	// minContainsChars: shorter queries have no trigram to look up, and a
 	// one- or two-letter substring of a title is no evidence anyway.
 	minContainsChars = 3
-	// The vector plan (vectorPlan): HNSW for orgs of at least hnswMinDocs
-	// entries holding at least 1/hnswMaxShareInv of the table's entries.
-	hnswMinDocs     = 10000
-	hnswMaxShareInv = 50
+	// The vector plan (see tableDocsCache): HNSW for orgs of at least
+	// hnswMinDocs entries where docs^2 >= hnswCostRatio * table * candidates.
+	// An exact scan costs about one detoasted vector per entry of the org;
+	// the filtered HNSW scan visits about candidates * table / docs index
+	// tuples, each much cheaper (hnswCostRatio, measured: docs/knowledge.md).
+	// For 40 candidates: an org alone in its table uses HNSW from 1,000
+	// entries; in a 1M-entry table, from about 3,500.
+	hnswMinDocs   = 1000
+	hnswCostRatio = 0.3
 )
 
 // rank runs the ranking statement and fuses its rows, each list depth deep.
@@ -153,7 +158,7 @@ func (s *Service) rank(ctx context.Context, c Caller, a *searchArgs, depth int) 
 		"candidates": depth, "per_term": s.perTerm(), "tail": TailEntries, "max_terms": MaxQueryTerms,
 		"k1": BM25K1, "b": BM25B,
 		"title_pattern": LikePattern(a.Query), "use_contains": utf8.RuneCountInString(a.Query) >= minContainsChars,
-		"hnsw_min_docs": hnswMinDocs, "hnsw_max_share_inv": hnswMaxShareInv, "table_docs": tableDocs,
+		"hnsw_min_docs": hnswMinDocs, "hnsw_cost_ratio": hnswCostRatio, "table_docs": tableDocs,
 	})
 	if err != nil {
 		return nil, mapErr(err, "")

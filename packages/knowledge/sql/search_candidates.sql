@@ -23,8 +23,10 @@ WITH st AS MATERIALIZED (
            -- own average (no length normalisation) until statistics exist.
            CASE WHEN s.docs > 0 THEN s.len_b::float8 / s.docs END AS avg_b,
            CASE WHEN s.docs > 0 THEN greatest(s.len_t::float8 / s.docs, 1) END AS avg_t,
+           -- The vector plan (search.go, vectorPlan).
            coalesce(s.docs, 0) >= @hnsw_min_docs::bigint
-               AND coalesce(s.docs, 0) * @hnsw_max_share_inv::bigint >= @table_docs::bigint AS use_hnsw
+               AND s.docs::float8 * s.docs >= @hnsw_cost_ratio::float8 * @table_docs::float8 * @candidates::float8
+               AS use_hnsw
     FROM (SELECT 1) one
     LEFT JOIN knowledge_search_stats s ON s.org_id = @org_id
 ),
@@ -38,7 +40,11 @@ weights AS MATERIALIZED (
     FROM qterms q
     CROSS JOIN (SELECT 'b'::"char" AS field UNION ALL SELECT 't'::"char") f
     CROSS JOIN st
-    LEFT JOIN knowledge_term_stats ts ON ts.org_id = @org_id AND ts.field = f.field AND ts.term = q.term
+    LEFT JOIN LATERAL (
+        SELECT x.df FROM knowledge_term_stats x
+        WHERE x.org_id = @org_id AND x.field = f.field AND x.term = q.term
+        LIMIT 1
+    ) ts ON true
 ),
 -- A long query keeps its @max_terms most informative terms (highest idf).
 picked AS MATERIALIZED (

@@ -104,7 +104,7 @@ const searchConfig = `-- name: SearchConfig :exec
 
 SELECT set_config('hnsw.ef_search', $1::text, true),
        set_config('hnsw.iterative_scan', 'relaxed_order', true),
-       set_config('plan_cache_mode', 'force_custom_plan', true)
+       set_config('plan_cache_mode', 'force_generic_plan', true)
 `
 
 // Hybrid search and the lexical index (packages/knowledge).
@@ -120,8 +120,10 @@ SELECT set_config('hnsw.ef_search', $1::text, true),
 // Transaction-local settings of the search statement that follows it in the
 // same pipeline (see search.go): the HNSW probe width, pgvector 0.8's
 // iterative index scan so a small org's filter does not starve the vector
-// list, and custom plans (a cached generic plan cannot see the query's
-// selectivity).
+// list, and generic plans: the statement's plan is pinned by its shape (see
+// packages/knowledge/sql/search_candidates.sql), not by the selectivity of
+// its arguments, so it is planned once per connection instead of on every
+// call (planning it took ~3 ms, as long as running it).
 func (q *Queries) SearchConfig(ctx context.Context, efSearch string) error {
 	_, err := q.db.Exec(ctx, searchConfig, efSearch)
 	return err
@@ -138,4 +140,56 @@ func (q *Queries) SearchTableDocs(ctx context.Context) (int64, error) {
 	var column_1 int64
 	err := row.Scan(&column_1)
 	return column_1, err
+}
+
+const tableActivity = `-- name: TableActivity :many
+SELECT c.relname::text AS name,
+       pg_stat_get_live_tuples(c.oid)::bigint AS live,
+       pg_stat_get_dead_tuples(c.oid)::bigint AS dead,
+       pg_stat_get_mod_since_analyze(c.oid)::bigint AS mod_since_analyze,
+       pg_stat_get_ins_since_vacuum(c.oid)::bigint AS ins_since_vacuum,
+       (pg_stat_get_last_analyze_time(c.oid) IS NOT NULL
+        OR pg_stat_get_last_autoanalyze_time(c.oid) IS NOT NULL)::bool AS analyzed
+FROM pg_catalog.pg_class c
+WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'
+  AND c.relname = ANY($1::text[])
+`
+
+type TableActivityRow struct {
+	Name            string
+	Live            int64
+	Dead            int64
+	ModSinceAnalyze int64
+	InsSinceVacuum  int64
+	Analyzed        bool
+}
+
+// What changed in the module's tables since their last vacuum and analyze
+// (by us or by autovacuum), for Upkeep: pg_stat_user_tables' counters, read
+// through the functions behind that view.
+func (q *Queries) TableActivity(ctx context.Context, names []string) ([]TableActivityRow, error) {
+	rows, err := q.db.Query(ctx, tableActivity, names)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []TableActivityRow
+	for rows.Next() {
+		var i TableActivityRow
+		if err := rows.Scan(
+			&i.Name,
+			&i.Live,
+			&i.Dead,
+			&i.ModSinceAnalyze,
+			&i.InsSinceVacuum,
+			&i.Analyzed,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
