@@ -57,3 +57,38 @@ SELECT c.relname::text AS name,
 FROM pg_catalog.pg_class c
 WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'
   AND c.relname = ANY(@names::text[]);
+
+-- name: TextSearchConfigExists :one
+-- A text search configuration of that name, visible on the search path.
+SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_ts_config c
+               WHERE c.cfgname = @name::text AND pg_catalog.pg_ts_config_is_visible(c.oid));
+
+-- name: TextSearchConfigs :many
+SELECT c.cfgname::text FROM pg_catalog.pg_ts_config c
+WHERE pg_catalog.pg_ts_config_is_visible(c.oid) ORDER BY 1;
+
+-- name: ResetSearchIndex :exec
+-- The org's index emptied, its statistics zeroed under a new text search
+-- configuration; ReindexOrg then queues every entry again. Runs after
+-- LockSearchStats in the same transaction.
+UPDATE knowledge_search_stats
+SET config = @config::regconfig, docs = 0, len_b = 0, len_t = 0, updated_at = now()
+WHERE org_id = @org_id;
+
+-- name: DeleteOrgPostings :exec
+DELETE FROM knowledge_postings WHERE org_id = @org_id;
+
+-- name: DeleteOrgTermStats :exec
+DELETE FROM knowledge_term_stats WHERE org_id = @org_id;
+
+-- name: QueueOrgEntries :execrows
+INSERT INTO knowledge_index_queue (org_id, entry_id)
+SELECT k.org_id, k.id FROM knowledge k WHERE k.org_id = @org_id
+ON CONFLICT (org_id, entry_id) DO NOTHING;
+
+-- name: SearchIndexStatus :one
+-- What an operator sees of an org's index: its configuration, entries
+-- indexed and still queued.
+SELECT coalesce((SELECT s.config::text FROM knowledge_search_stats s WHERE s.org_id = @org_id), '')::text AS config,
+       coalesce((SELECT s.docs FROM knowledge_search_stats s WHERE s.org_id = @org_id), 0)::bigint AS indexed,
+       (SELECT count(*) FROM knowledge_index_queue q WHERE q.org_id = @org_id)::bigint AS queued;

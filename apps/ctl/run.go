@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
 
@@ -158,9 +159,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // describe words an error for an operator.
 func describe(err error) string {
 	var ve *tenancy.ValidationError
+	var ke *knowledge.Error
 	switch {
 	case errors.As(err, &ve):
 		return "--" + ve.Field + ": " + ve.Rule
+	case errors.As(err, &ke) && ke.Field != "":
+		return "--" + ke.Field + ": " + ke.Message
 	default:
 		return err.Error()
 	}

@@ -11,6 +11,24 @@ import (
 	"github.com/google/uuid"
 )
 
+const deleteOrgPostings = `-- name: DeleteOrgPostings :exec
+DELETE FROM knowledge_postings WHERE org_id = $1
+`
+
+func (q *Queries) DeleteOrgPostings(ctx context.Context, orgID uuid.UUID) error {
+	_, err := q.db.Exec(ctx, deleteOrgPostings, orgID)
+	return err
+}
+
+const deleteOrgTermStats = `-- name: DeleteOrgTermStats :exec
+DELETE FROM knowledge_term_stats WHERE org_id = $1
+`
+
+func (q *Queries) DeleteOrgTermStats(ctx context.Context, orgID uuid.UUID) error {
+	_, err := q.db.Exec(ctx, deleteOrgTermStats, orgID)
+	return err
+}
+
 const lockSearchStats = `-- name: LockSearchStats :one
 INSERT INTO knowledge_search_stats (org_id, config)
 VALUES ($1, $2::regconfig)
@@ -63,6 +81,39 @@ func (q *Queries) OrgsWithQueuedEntries(ctx context.Context, max int32) ([]uuid.
 		return nil, err
 	}
 	return items, nil
+}
+
+const queueOrgEntries = `-- name: QueueOrgEntries :execrows
+INSERT INTO knowledge_index_queue (org_id, entry_id)
+SELECT k.org_id, k.id FROM knowledge k WHERE k.org_id = $1
+ON CONFLICT (org_id, entry_id) DO NOTHING
+`
+
+func (q *Queries) QueueOrgEntries(ctx context.Context, orgID uuid.UUID) (int64, error) {
+	result, err := q.db.Exec(ctx, queueOrgEntries, orgID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const resetSearchIndex = `-- name: ResetSearchIndex :exec
+UPDATE knowledge_search_stats
+SET config = $1::regconfig, docs = 0, len_b = 0, len_t = 0, updated_at = now()
+WHERE org_id = $2
+`
+
+type ResetSearchIndexParams struct {
+	Config interface{}
+	OrgID  uuid.UUID
+}
+
+// The org's index emptied, its statistics zeroed under a new text search
+// configuration; ReindexOrg then queues every entry again. Runs after
+// LockSearchStats in the same transaction.
+func (q *Queries) ResetSearchIndex(ctx context.Context, arg ResetSearchIndexParams) error {
+	_, err := q.db.Exec(ctx, resetSearchIndex, arg.Config, arg.OrgID)
+	return err
 }
 
 const searchBodies = `-- name: SearchBodies :many
@@ -129,6 +180,27 @@ func (q *Queries) SearchConfig(ctx context.Context, efSearch string) error {
 	return err
 }
 
+const searchIndexStatus = `-- name: SearchIndexStatus :one
+SELECT coalesce((SELECT s.config::text FROM knowledge_search_stats s WHERE s.org_id = $1), '')::text AS config,
+       coalesce((SELECT s.docs FROM knowledge_search_stats s WHERE s.org_id = $1), 0)::bigint AS indexed,
+       (SELECT count(*) FROM knowledge_index_queue q WHERE q.org_id = $1)::bigint AS queued
+`
+
+type SearchIndexStatusRow struct {
+	Config  string
+	Indexed int64
+	Queued  int64
+}
+
+// What an operator sees of an org's index: its configuration, entries
+// indexed and still queued.
+func (q *Queries) SearchIndexStatus(ctx context.Context, orgID uuid.UUID) (SearchIndexStatusRow, error) {
+	row := q.db.QueryRow(ctx, searchIndexStatus, orgID)
+	var i SearchIndexStatusRow
+	err := row.Scan(&i.Config, &i.Indexed, &i.Queued)
+	return i, err
+}
+
 const searchTableDocs = `-- name: SearchTableDocs :one
 SELECT coalesce(sum(docs), 0)::bigint FROM knowledge_search_stats
 `
@@ -187,6 +259,44 @@ func (q *Queries) TableActivity(ctx context.Context, names []string) ([]TableAct
 			return nil, err
 		}
 		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const textSearchConfigExists = `-- name: TextSearchConfigExists :one
+SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_ts_config c
+               WHERE c.cfgname = $1::text AND pg_catalog.pg_ts_config_is_visible(c.oid))
+`
+
+// A text search configuration of that name, visible on the search path.
+func (q *Queries) TextSearchConfigExists(ctx context.Context, name string) (bool, error) {
+	row := q.db.QueryRow(ctx, textSearchConfigExists, name)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
+const textSearchConfigs = `-- name: TextSearchConfigs :many
+SELECT c.cfgname::text FROM pg_catalog.pg_ts_config c
+WHERE pg_catalog.pg_ts_config_is_visible(c.oid) ORDER BY 1
+`
+
+func (q *Queries) TextSearchConfigs(ctx context.Context) ([]string, error) {
+	rows, err := q.db.Query(ctx, textSearchConfigs)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var c_cfgname string
+		if err := rows.Scan(&c_cfgname); err != nil {
+			return nil, err
+		}
+		items = append(items, c_cfgname)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge"
+)
+
+// The lexical index of an org: which text search configuration (language)
+// it is built with, how far the indexer is, and moving an org to another
+// language (packages/knowledge/language.go says how that is served).
+func init() {
+	register("search status", "an org's lexical index: --org ORG (language, entries indexed and queued)", func(fs *flag.FlagSet) func(e *env) error {
+		org := fs.String("org", "", "org id")
+		return func(e *env) error {
+			orgID, err := uuidFlag("org", *org)
+			if err != nil {
+				return err
+			}
+			svc, err := e.knowledge()
+			if err != nil {
+				return err
+			}
+			st, err := svc.SearchIndexStatus(e.ctx, orgID)
+			if err != nil {
+				return err
+			}
+			return e.print(st, func(w io.Writer) {
+				cfg := st.TextSearchConfig
+				if cfg == "" {
+					cfg = "(none yet: the deployment's on first index)"
+				}
+				fmt.Fprintf(w, "language %s, %d entries indexed, %d queued\n", cfg, st.Indexed, st.Queued)
+			})
+		}
+	})
+	register("search language", "rebuild an org's lexical index in another text search configuration: --org ORG --config NAME", func(fs *flag.FlagSet) func(e *env) error {
+		org := fs.String("org", "", "org id")
+		config := fs.String("config", "", "PostgreSQL text search configuration, e.g. english, german, french, simple")
+		return func(e *env) error {
+			orgID, err := uuidFlag("org", *org)
+			if err != nil {
+				return err
+			}
+			if *config == "" {
+				return usagef("--config is required (a text search configuration such as english, german, simple)")
+			}
+			svc, err := e.knowledge()
+			if err != nil {
+				return err
+			}
+			n, err := svc.SetTextSearchConfig(e.ctx, orgID, *config)
+			if err != nil {
+				return err
+			}
+			out := map[string]any{"orgId": orgID, "textSearchConfig": *config, "queued": n}
+			return e.print(out, func(w io.Writer) {
+				fmt.Fprintf(w, "%d entries queued for the indexer (the worker rebuilds the index in %s)\n", n, *config)
+			})
+		}
+	})
+}
+
+// knowledge is the knowledge service on the command's database, for
+// operator commands that do not search or store (no embedder needed).
+func (e *env) knowledge() (*knowledge.Service, error) {
+	p, err := e.db()
+	if err != nil {
+		return nil, err
+	}
+	return knowledge.New(p, knowledge.Options{}), nil
+}

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+func TestSearchLanguageAndStatus(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	org := c.ok("org", "create", "--name", "acme")["id"].(string)
+	pool, err := pgxpool.New(context.Background(), c.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(context.Background(),
+		`INSERT INTO knowledge (org_id, title, body) SELECT $1, 'note ' || i, 'body ' || i FROM generate_series(1, 3) i`, org); err != nil {
+		t.Fatal(err)
+	}
+	if st := c.ok("search", "status", "--org", org); st["queued"].(float64) != 3 || st["textSearchConfig"] != "" {
+		t.Fatalf("status before indexing: %v", st)
+	}
+	if r := c.ok("search", "language", "--org", org, "--config", "german"); r["queued"].(float64) != 3 {
+		t.Fatalf("language: %v", r)
+	}
+	if st := c.ok("search", "status", "--org", org); st["textSearchConfig"] != "german" || st["queued"].(float64) != 3 {
+		t.Fatalf("status after the change: %v", st)
+	}
+	code, _, errs := c.run("search", "language", "--org", org, "--config", "klingon")
+	if code != 1 || !strings.Contains(errs, "--config") || !strings.Contains(errs, "klingon") {
+		t.Fatalf("unknown configuration: exit %d, %q", code, errs)
+	}
+	if code, _, errs := c.run("search", "language", "--org", org); code != 2 || !strings.Contains(errs, "--config") {
+		t.Fatalf("missing --config: exit %d, %q", code, errs)
+	}
+}

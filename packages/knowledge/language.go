@@ -1,0 +1,92 @@
+package knowledge
+
+import (
+	"context"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
+)
+
+// How an org in another language is served: each org's lexical index is
+// built with one PostgreSQL text search configuration (stop words and
+// stemming: english, german, french, spanish, russian, simple, ... any the
+// server has, including custom ones), kept in knowledge_search_stats.config
+// and used for its entries and its queries alike. A new org gets the
+// deployment's (Options.TextSearchConfig, SEARCH_TEXT_CONFIG); an operator
+// moves an org to another with SetTextSearchConfig (`ctl search language`).
+// Identifiers are matched whole whatever the language, and the vector list
+// serves any language the embedding model knows.
+
+// SearchIndexStatus is what an operator sees of an org's lexical index.
+type SearchIndexStatus struct {
+	OrgID uuid.UUID `json:"orgId"`
+	// TextSearchConfig is the org's configuration; empty until its first
+	// entry is indexed (it will be the deployment's).
+	TextSearchConfig string `json:"textSearchConfig"`
+	Indexed          int64  `json:"indexed"`
+	Queued           int64  `json:"queued"`
+}
+
+// SearchIndexStatus reports an org's lexical index.
+func (s *Service) SearchIndexStatus(ctx context.Context, org uuid.UUID) (*SearchIndexStatus, error) {
+	r, err := s.q.SearchIndexStatus(ctx, org)
+	if err != nil {
+		return nil, mapErr(err, "")
+	}
+	return &SearchIndexStatus{OrgID: org, TextSearchConfig: r.Config, Indexed: r.Indexed, Queued: r.Queued}, nil
+}
+
+// SetTextSearchConfig moves org's lexical index to another text search
+// configuration: in one transaction the org's postings and term statistics
+// are dropped, its counters zeroed under the new configuration, and every
+// entry queued again; the indexer rebuilds the index. Until it has, search
+// still finds the newest TailEntries queued entries by words (scored on the
+// fly) and every entry through the vector list. Other orgs are untouched.
+// It returns how many entries were queued.
+func (s *Service) SetTextSearchConfig(ctx context.Context, org uuid.UUID, config string) (int64, error) {
+	config = strings.TrimSpace(config)
+	if config == "" {
+		return 0, InvalidArgument("config", "must name a text search configuration")
+	}
+	ok, err := s.q.TextSearchConfigExists(ctx, config)
+	if err != nil {
+		return 0, mapErr(err, "")
+	}
+	if !ok {
+		names, err := s.q.TextSearchConfigs(ctx)
+		if err != nil {
+			return 0, mapErr(err, "")
+		}
+		return 0, InvalidArgument("config", "%q is not a text search configuration of this server (it has: %s)",
+			config, strings.Join(names, ", "))
+	}
+	var queued int64
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := sqlc.New(tx)
+		if _, err := q.LockSearchStats(ctx, sqlc.LockSearchStatsParams{OrgID: org, DefaultConfig: config}); err != nil {
+			return err
+		}
+		if err := q.ResetSearchIndex(ctx, sqlc.ResetSearchIndexParams{OrgID: org, Config: config}); err != nil {
+			return err
+		}
+		if err := q.DeleteOrgPostings(ctx, org); err != nil {
+			return err
+		}
+		if err := q.DeleteOrgTermStats(ctx, org); err != nil {
+			return err
+		}
+		if _, err := q.QueueOrgEntries(ctx, org); err != nil {
+			return err
+		}
+		n, err := q.SearchIndexStatus(ctx, org)
+		queued = n.Queued
+		return err
+	})
+	if err != nil {
+		return 0, mapErr(err, "org") // an org that does not exist: not_found
+	}
+	return queued, nil
+}
