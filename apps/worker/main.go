@@ -1,8 +1,10 @@
-// Command worker runs the embeddings pipeline: the asynq server on the
-// "embeddings" queue (group aggregation into batches, one provider call per
-// batch), the reconciler that re-enqueues lost jobs, and a Prometheus
-// /metrics endpoint. Configuration is the environment; see run.go and
-// docs/embeddings.md.
+// Command worker runs the module's background work: the embeddings
+// pipeline (the asynq server on the "embeddings" queue, with group
+// aggregation into batches, one provider call per batch, and the reconciler
+// that re-enqueues lost jobs), the lexical indexer that moves stored entries
+// into the BM25 index, the table upkeep (VACUUM/ANALYZE) search depends on,
+// and a Prometheus /metrics endpoint. Configuration is the environment; see
+// run.go and docs/embeddings.md.
 package main
 
 import (

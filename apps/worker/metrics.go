@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
 )
 
@@ -24,6 +25,14 @@ type metrics struct {
 	pending   prometheus.Gauge
 	oldest    prometheus.Gauge
 	backlogOK prometheus.Gauge
+
+	indexed     prometheus.Counter
+	indexPasses *prometheus.CounterVec
+	indexPass   prometheus.Histogram
+	indexOK     prometheus.Gauge
+	upkeeps     *prometheus.CounterVec
+	upkeepPass  *prometheus.CounterVec
+	upkeepTime  prometheus.Histogram
 }
 
 func newMetrics() *metrics {
@@ -59,8 +68,33 @@ func newMetrics() *metrics {
 		backlogOK: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "knowledge_embed_backlog_last_refresh_timestamp_seconds", Help: "When the backlog gauges were last refreshed.",
 		}),
+
+		indexed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "knowledge_index_entries_total", Help: "Queued entries the indexer moved into the lexical (BM25) index.",
+		}),
+		indexPasses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "knowledge_index_passes_total", Help: "Indexer passes, by result (ok, error).",
+		}, []string{"result"}),
+		indexPass: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "knowledge_index_pass_seconds", Help: "Duration of one indexer pass (it drains the whole queue).",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+		}),
+		indexOK: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "knowledge_index_last_success_timestamp_seconds", Help: "When an indexer pass last succeeded.",
+		}),
+		upkeeps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "knowledge_upkeep_runs_total", Help: "Maintenance run by the upkeep, by table and operation (vacuum, analyze; a VACUUM (ANALYZE) counts as both).",
+		}, []string{"table", "op"}),
+		upkeepPass: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "knowledge_upkeep_passes_total", Help: "Upkeep passes, by result (ok, error).",
+		}, []string{"result"}),
+		upkeepTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "knowledge_upkeep_pass_seconds", Help: "Duration of one upkeep pass.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 12),
+		}),
 	}
 	m.reg.MustRegister(m.tasks, m.entries, m.batch, m.provider, m.lag, m.requeued, m.pending, m.oldest, m.backlogOK,
+		m.indexed, m.indexPasses, m.indexPass, m.indexOK, m.upkeeps, m.upkeepPass, m.upkeepTime,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -69,11 +103,7 @@ func (m *metrics) TaskDone(t string)            { m.tasks.WithLabelValues(t, "do
 func (m *metrics) TaskFailed(t string, _ error) { m.tasks.WithLabelValues(t, "failed").Inc() }
 func (m *metrics) Batch(n int)                  { m.batch.Observe(float64(n)) }
 func (m *metrics) ProviderCall(d time.Duration, err error) {
-	r := "ok"
-	if err != nil {
-		r = "error"
-	}
-	m.provider.WithLabelValues(r).Observe(d.Seconds())
+	m.provider.WithLabelValues(result(err)).Observe(d.Seconds())
 }
 func (m *metrics) EntryReady(lag time.Duration) {
 	m.entries.WithLabelValues("ready").Inc()
@@ -82,6 +112,33 @@ func (m *metrics) EntryReady(lag time.Duration) {
 func (m *metrics) EntryFailed()    { m.entries.WithLabelValues("failed").Inc() }
 func (m *metrics) JobsStale(n int) { m.entries.WithLabelValues("stale").Add(float64(n)) }
 func (m *metrics) Requeued(n int)  { m.requeued.Add(float64(n)) }
+
+func (m *metrics) Indexed(n int, d time.Duration, err error) {
+	m.indexed.Add(float64(n))
+	m.indexPass.Observe(d.Seconds())
+	m.indexPasses.WithLabelValues(result(err)).Inc()
+	if err == nil {
+		m.indexOK.SetToCurrentTime()
+	}
+}
+
+func (m *metrics) Upkeep(rep knowledge.UpkeepReport, d time.Duration, err error) {
+	for _, t := range rep.Vacuumed {
+		m.upkeeps.WithLabelValues(t, "vacuum").Inc()
+	}
+	for _, t := range rep.Analyzed {
+		m.upkeeps.WithLabelValues(t, "analyze").Inc()
+	}
+	m.upkeepTime.Observe(d.Seconds())
+	m.upkeepPass.WithLabelValues(result(err)).Inc()
+}
+
+func result(err error) string {
+	if err != nil {
+		return "error"
+	}
+	return "ok"
+}
 
 var _ jobs.Observer = (*metrics)(nil)
 

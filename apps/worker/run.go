@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,9 +14,11 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
 )
@@ -33,9 +36,9 @@ type config struct {
 
 func parseConfig(getenv func(string) string) (config, error) {
 	c := config{
-		databaseURL: or(getenv("DATABASE_URL"), db.DefaultURL),
-		redisURL:    or(getenv("REDIS_URL"), db.DefaultRedisURL),
-		metricsAddr: or(getenv("WORKER_METRICS_ADDR"), DefaultMetricsAddr),
+		databaseURL: cmp.Or(getenv("DATABASE_URL"), db.DefaultURL),
+		redisURL:    cmp.Or(getenv("REDIS_URL"), db.DefaultRedisURL),
+		metricsAddr: cmp.Or(getenv("WORKER_METRICS_ADDR"), DefaultMetricsAddr),
 	}
 	var errs []error
 	num := func(name string, def, lo, hi int) int {
@@ -72,20 +75,27 @@ func parseConfig(getenv func(string) string) (config, error) {
 			Grace:    dur("WORKER_RECONCILE_GRACE", 2*time.Minute, 100*time.Millisecond),
 			Cooldown: dur("WORKER_RECONCILE_COOLDOWN", 15*time.Minute, time.Second),
 		},
+		IndexInterval:  dur("WORKER_INDEX_INTERVAL", 500*time.Millisecond, 10*time.Millisecond),
+		UpkeepInterval: dur("WORKER_UPKEEP_INTERVAL", time.Minute, time.Second),
+		// Checked against the database in run (checkTextSearchConfig).
+		TextSearchConfig: cmp.Or(strings.TrimSpace(getenv("SEARCH_TEXT_CONFIG")), knowledge.DefaultTextSearchConfig),
 	}
 	c.backlogInterval = dur("WORKER_BACKLOG_INTERVAL", 15*time.Second, 100*time.Millisecond)
 	return c, errors.Join(errs...)
 }
 
-func or(v, def string) string {
-	if strings.TrimSpace(v) == "" {
-		return def
+// checkTextSearchConfig makes a misspelt SEARCH_TEXT_CONFIG stop the
+// worker at start, naming the variable, instead of failing every indexer
+// pass of every new org. The MCP server checks it the same way.
+func checkTextSearchConfig(ctx context.Context, pool *pgxpool.Pool, name string) error {
+	if err := pool.QueryRow(ctx, "SELECT $1::text::regconfig::text", name).Scan(new(string)); err != nil {
+		return fmt.Errorf("SEARCH_TEXT_CONFIG=%q: not a text search configuration of the database (psql \\dF lists them): %w", name, err)
 	}
-	return v
+	return nil
 }
 
 // run wires the worker and blocks until ctx is done, then shuts down
-// gracefully: the reconciler stops, running batches get
+// gracefully: the reconciler, the indexer and the upkeep stop, running batches get
 // WORKER_SHUTDOWN_TIMEOUT to finish and are put back on the queue otherwise.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	if len(args) > 0 {
@@ -108,6 +118,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	defer pool.Close()
+	if err := checkTextSearchConfig(ctx, pool, cfg.opts.TextSearchConfig); err != nil {
+		return err
+	}
 
 	log := slog.New(slog.NewTextHandler(stdout, nil))
 	m := newMetrics()
@@ -141,7 +154,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}()
 	log.Info("worker started", "model", emb.Model(), "queue", jobs.Queue,
 		"metrics", "http://"+ln.Addr().String()+"/metrics",
-		"concurrency", cfg.opts.Concurrency, "batch_size", cfg.opts.BatchSize, "batch_grace", cfg.opts.BatchGrace)
+		"concurrency", cfg.opts.Concurrency, "batch_size", cfg.opts.BatchSize, "batch_grace", cfg.opts.BatchGrace,
+		"index_interval", cfg.opts.IndexInterval, "upkeep_interval", cfg.opts.UpkeepInterval,
+		"text_search_config", cfg.opts.TextSearchConfig)
 
 	<-ctx.Done()
 	log.Info("worker stopping")

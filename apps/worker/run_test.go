@@ -80,6 +80,9 @@ func TestRunEmbedsServesMetricsAndStops(t *testing.T) {
 			"WORKER_RECONCILE_GRACE":    "300ms",
 			"WORKER_BACKLOG_INTERVAL":   "100ms",
 			"WORKER_SHUTDOWN_TIMEOUT":   "1s",
+			"WORKER_INDEX_INTERVAL":     "50ms",
+			"WORKER_UPKEEP_INTERVAL":    "1s",
+			"SEARCH_TEXT_CONFIG":        "simple",
 		}), out)
 	}()
 	defer func() {
@@ -103,6 +106,27 @@ func TestRunEmbedsServesMetricsAndStops(t *testing.T) {
 	}
 	_ = lost
 
+	// The indexer moved both entries into the lexical index, built with
+	// SEARCH_TEXT_CONFIG.
+	for {
+		var queued int
+		var config *string
+		if err := pg.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM knowledge_index_queue),
+			(SELECT config::text FROM knowledge_search_stats WHERE org_id = $1)`, org).Scan(&queued, &config); err != nil {
+			t.Fatal(err)
+		}
+		if queued == 0 && config != nil {
+			if *config != "simple" {
+				t.Fatalf("org indexed with %q, want SEARCH_TEXT_CONFIG's simple", *config)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d entries still queued for the index; output:\n%s", queued, out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
 	addr := regexp.MustCompile(`metrics=(http://\S+/metrics)`).FindStringSubmatch(out.String())
 	if addr == nil {
 		t.Fatalf("no metrics address in output:\n%s", out.String())
@@ -117,7 +141,9 @@ func TestRunEmbedsServesMetricsAndStops(t *testing.T) {
 		resp.Body.Close()
 		body = string(b)
 		if strings.Contains(body, `knowledge_embed_entries_total{result="ready"} 2`) &&
-			strings.Contains(body, "knowledge_embed_pending_entries 0") {
+			strings.Contains(body, "knowledge_embed_pending_entries 0") &&
+			strings.Contains(body, "knowledge_index_entries_total 2") &&
+			strings.Contains(body, `knowledge_upkeep_passes_total{result="ok"}`) {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -130,6 +156,12 @@ func TestRunEmbedsServesMetricsAndStops(t *testing.T) {
 		`knowledge_embed_provider_seconds_count{result="ok"}`,
 		`knowledge_embed_tasks_total{result="done",type="knowledge:embed_batch"}`,
 		"knowledge_embed_reconciler_requeued_total 1",
+		"knowledge_index_entries_total 2",
+		`knowledge_index_passes_total{result="ok"}`,
+		"knowledge_index_pass_seconds_count",
+		"knowledge_index_last_success_timestamp_seconds",
+		`knowledge_upkeep_passes_total{result="ok"}`,
+		"knowledge_upkeep_pass_seconds_count",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %q:\n%s", want, body)
@@ -165,10 +197,30 @@ func TestRunRefusesBadConfig(t *testing.T) {
 		"dims":        {env: map[string]string{"EMBEDDER": "openai", "EMBEDDINGS_MODEL": "m", "EMBEDDINGS_DIMENSIONS": "1024"}, want: "EMBEDDINGS_DIMENSIONS"},
 		"redis":       {env: map[string]string{"REDIS_URL": "http://nope"}, want: "REDIS_URL"},
 		"args":        {args: []string{"--fast"}, want: "unexpected arguments"},
+		"index":       {env: map[string]string{"WORKER_INDEX_INTERVAL": "1ms"}, want: "WORKER_INDEX_INTERVAL"},
+		"upkeep":      {env: map[string]string{"WORKER_UPKEEP_INTERVAL": "soon"}, want: "WORKER_UPKEEP_INTERVAL"},
 	} {
 		err := run(context.Background(), c.args, envOf(c.env), io.Discard)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want an error naming %s", name, err, c.want)
 		}
+	}
+}
+
+// TestRunRefusesUnknownTextSearchConfig: a misspelt SEARCH_TEXT_CONFIG
+// stops the worker at start, naming the variable; it would otherwise fail
+// the indexing of every new org.
+func TestRunRefusesUnknownTextSearchConfig(t *testing.T) {
+	t.Parallel()
+	pg := testenv.Postgres(t)
+	r := testenv.LeaseRedis(t)
+	err := run(context.Background(), nil, envOf(map[string]string{
+		"DATABASE_URL":        pg.URL,
+		"REDIS_URL":           r.URL,
+		"WORKER_METRICS_ADDR": "127.0.0.1:0",
+		"SEARCH_TEXT_CONFIG":  "englsh",
+	}), io.Discard)
+	if err == nil || !strings.Contains(err.Error(), `SEARCH_TEXT_CONFIG="englsh"`) {
+		t.Fatalf("got %v, want an error naming SEARCH_TEXT_CONFIG", err)
 	}
 }

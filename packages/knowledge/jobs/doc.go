@@ -1,6 +1,8 @@
 // Package jobs is the embeddings pipeline on asynq: task types, payloads,
 // the enqueuer, the group aggregator that turns entry tasks into batch tasks,
-// the handler, the reconciler and the worker that runs them.
+// the handler, the reconciler and the worker that runs them, together with
+// the two database loops search depends on: the lexical indexer
+// (knowledge.Service.IndexAll) and the table upkeep (knowledge.Service.Upkeep).
 //
 // The design in one paragraph (docs/embeddings.md has the long form): an
 // entry's embedding_status = 'pending' is the outbox. After the store commits,

@@ -1,6 +1,10 @@
 package jobs
 
-import "time"
+import (
+	"time"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge"
+)
 
 // Observer receives the pipeline's events; the worker app turns them into
 // Prometheus metrics. Methods must be cheap and safe for concurrent use.
@@ -21,16 +25,25 @@ type Observer interface {
 	JobsStale(n int)
 	// Requeued counts entries the reconciler enqueued again.
 	Requeued(n int)
+	// Indexed reports one indexer pass: the entries it moved into the
+	// lexical index (also when it failed part way), how long it took, and
+	// its error (nil when it succeeded or was cut short by shutdown).
+	Indexed(n int, d time.Duration, err error)
+	// Upkeep reports one upkeep pass: the tables it vacuumed and analyzed,
+	// how long it took, and its error (nil as for Indexed).
+	Upkeep(rep knowledge.UpkeepReport, d time.Duration, err error)
 }
 
 // NopObserver ignores every event.
 type NopObserver struct{}
 
-func (NopObserver) TaskDone(string)                   {}
-func (NopObserver) TaskFailed(string, error)          {}
-func (NopObserver) Batch(int)                         {}
-func (NopObserver) ProviderCall(time.Duration, error) {}
-func (NopObserver) EntryReady(time.Duration)          {}
-func (NopObserver) EntryFailed()                      {}
-func (NopObserver) JobsStale(int)                     {}
-func (NopObserver) Requeued(int)                      {}
+func (NopObserver) TaskDone(string)                                     {}
+func (NopObserver) TaskFailed(string, error)                            {}
+func (NopObserver) Batch(int)                                           {}
+func (NopObserver) ProviderCall(time.Duration, error)                   {}
+func (NopObserver) EntryReady(time.Duration)                            {}
+func (NopObserver) EntryFailed()                                        {}
+func (NopObserver) JobsStale(int)                                       {}
+func (NopObserver) Requeued(int)                                        {}
+func (NopObserver) Indexed(int, time.Duration, error)                   {}
+func (NopObserver) Upkeep(knowledge.UpkeepReport, time.Duration, error) {}

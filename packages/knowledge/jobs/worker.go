@@ -12,6 +12,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 )
 
@@ -45,6 +46,27 @@ type WorkerOptions struct {
 	ReconcileInterval time.Duration
 	// Reconciler settings (grace, cooldown, per-pass bound).
 	Reconciler ReconcilerOptions
+	// IndexInterval is the time between indexer passes (Service.IndexAll):
+	// how long a stored entry stays in the tail that search scores on the
+	// fly before it joins the inverted index. Default 500ms.
+	IndexInterval time.Duration
+	// IndexTimeout bounds one indexer pass, so a hung database delays the
+	// next pass instead of stopping the loop for good. Batches commit one by
+	// one, so a long queue is drained over several passes. Default 30s.
+	IndexTimeout time.Duration
+	// UpkeepInterval is the time between upkeep passes (Service.Upkeep:
+	// VACUUM/ANALYZE of the search tables once their change counters pass a
+	// threshold; cheap when nothing is due). Default 1m.
+	UpkeepInterval time.Duration
+	// UpkeepTimeout bounds one upkeep pass (a VACUUM of a large table takes
+	// minutes; what it did by the deadline is kept). Default 10m.
+	UpkeepTimeout time.Duration
+	// TextSearchConfig is the PostgreSQL text search configuration an org's
+	// lexical index is built with when the indexer meets the org's first
+	// entry (knowledge.Options.TextSearchConfig). It must be the MCP
+	// server's, which analyses queries of orgs not indexed yet with it.
+	// Default knowledge.DefaultTextSearchConfig.
+	TextSearchConfig string
 	// MaxInputChars: see HandlerOptions.
 	MaxInputChars int
 	Observer      Observer     // default NopObserver
@@ -82,6 +104,21 @@ func (o WorkerOptions) withDefaults() WorkerOptions {
 	if o.ReconcileInterval <= 0 {
 		o.ReconcileInterval = 30 * time.Second
 	}
+	if o.IndexInterval <= 0 {
+		o.IndexInterval = 500 * time.Millisecond
+	}
+	if o.IndexTimeout <= 0 {
+		o.IndexTimeout = 30 * time.Second
+	}
+	if o.UpkeepInterval <= 0 {
+		o.UpkeepInterval = time.Minute
+	}
+	if o.UpkeepTimeout <= 0 {
+		o.UpkeepTimeout = 10 * time.Minute
+	}
+	if o.TextSearchConfig == "" {
+		o.TextSearchConfig = knowledge.DefaultTextSearchConfig
+	}
 	if o.Observer == nil {
 		o.Observer = NopObserver{}
 	}
@@ -102,19 +139,23 @@ func DefaultRetryDelay(n int) time.Duration {
 	return d*3/4 + rand.N(d/2+1)
 }
 
-// Worker runs the embeddings pipeline: the asynq server (aggregator and
-// handler on the embeddings queue) and the reconciler.
+// Worker runs the background work of the module: the embeddings pipeline
+// (the asynq server, with aggregator and handler on the embeddings queue,
+// and the reconciler), the lexical indexer and the table upkeep.
 type Worker struct {
-	redis    asynq.RedisConnOpt
-	pool     *pgxpool.Pool
-	emb      embed.Embedder
-	opts     WorkerOptions
-	handler  *EmbedHandler
-	mu       sync.Mutex
-	srv      *asynq.Server
-	stopRec  context.CancelFunc
-	recDone  chan struct{}
-	closeFns []func() error
+	redis     asynq.RedisConnOpt
+	pool      *pgxpool.Pool
+	emb       embed.Embedder
+	opts      WorkerOptions
+	handler   *EmbedHandler
+	svc       *knowledge.Service // indexer and upkeep
+	indexLog  failureLog
+	upkeepLog failureLog
+	mu        sync.Mutex
+	srv       *asynq.Server
+	stop      context.CancelFunc // ends the loops (reconciler, indexer, upkeep)
+	loops     sync.WaitGroup
+	closeFns  []func() error
 }
 
 // NewWorker returns a worker; Start runs it.
@@ -125,10 +166,14 @@ func NewWorker(redis asynq.RedisConnOpt, pool *pgxpool.Pool, emb embed.Embedder,
 		handler: NewEmbedHandler(pool, emb, HandlerOptions{
 			MaxInputChars: opts.MaxInputChars, Observer: opts.Observer, Logger: opts.Logger,
 		}),
+		svc: knowledge.New(pool, knowledge.Options{
+			Embedder: emb, Logger: opts.Logger, TextSearchConfig: opts.TextSearchConfig,
+		}),
 	}
 }
 
-// Start starts processing and reconciling, and returns at once.
+// Start starts processing, reconciling, indexing and upkeep, and returns
+// at once.
 func (w *Worker) Start() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -164,28 +209,38 @@ func (w *Worker) Start() error {
 	insp := asynq.NewInspector(w.redis)
 	rec := NewReconciler(w.pool, NewEnqueuer(client), insp, o.Reconciler)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
+	w.loops.Add(3)
 	go func() {
-		defer close(done)
+		defer w.loops.Done()
 		rec.Run(ctx, o.ReconcileInterval)
 	}()
-	w.srv, w.stopRec, w.recDone = srv, cancel, done
+	go func() {
+		defer w.loops.Done()
+		every(ctx, o.IndexInterval, o.IndexTimeout, w.indexPass)
+	}()
+	go func() {
+		defer w.loops.Done()
+		every(ctx, o.UpkeepInterval, o.UpkeepTimeout, w.upkeepPass)
+	}()
+	w.srv, w.stop = srv, cancel
 	w.closeFns = []func() error{client.Close, insp.Close}
 	return nil
 }
 
-// Shutdown stops the reconciler, stops taking tasks, waits up to
-// ShutdownTimeout for running batches and puts unfinished ones back on the
-// queue. Nothing is lost: a batch cut short is handled again by the next
-// worker, and its writes are conditional.
+// Shutdown stops the reconciler, the indexer and the upkeep (a pass in
+// flight is cancelled: an index batch rolls back and stays queued, a VACUUM
+// keeps what it did), stops taking tasks, waits up to ShutdownTimeout for
+// running batches and puts unfinished ones back on the queue. Nothing is
+// lost: a batch cut short is handled again by the next worker, and its
+// writes are conditional.
 func (w *Worker) Shutdown() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.srv == nil {
 		return
 	}
-	w.stopRec()
-	<-w.recDone
+	w.stop()
+	w.loops.Wait()
 	w.srv.Shutdown()
 	for _, f := range w.closeFns {
 		f()

@@ -1,0 +1,117 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge"
+)
+
+// The worker's two database loops besides the reconciler: the indexer
+// moves queued entries into the lexical index (knowledge.Service.IndexAll),
+// the upkeep vacuums and analyzes the search tables when they need it
+// (knowledge.Service.Upkeep). Both are safe with several workers: indexers
+// take queue rows with SKIP LOCKED and take turns per org, and a second
+// VACUUM of a table waits for the first, then finds little to do.
+
+// every calls f at once and then every interval until ctx ends. Each call
+// gets its own deadline (timeout) so a hung database delays the next call
+// instead of stopping the loop, and a call in flight is cancelled when ctx
+// ends so Shutdown never waits on it. Calls do not overlap: a call longer
+// than interval is followed by the next one at once.
+func every(ctx context.Context, interval, timeout time.Duration, f func(context.Context)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		f(cctx)
+		cancel()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// indexPass indexes every queued entry (one IndexAll) and reports it.
+func (w *Worker) indexPass(ctx context.Context) {
+	start := time.Now()
+	n, err := w.svc.IndexAll(ctx)
+	switch {
+	case stopping(ctx):
+		// Shutdown cancelled the pass: its open batch rolled back and stays
+		// queued; it is not a failure of the indexer.
+		err = nil
+	case err != nil && n > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded):
+		// A long queue (a bulk load, an org's index rebuilt in another
+		// language) outlasted the deadline: every batch commits on its own,
+		// so this is progress, and the next pass goes on at once.
+		err = nil
+	}
+	w.opts.Observer.Indexed(n, time.Since(start), err)
+	w.indexLog.report(ctx, w.opts.Logger, "indexer pass", err)
+	if err == nil && n > 0 {
+		w.opts.Logger.Debug("indexed queued entries", "count", n, "duration", time.Since(start))
+	}
+}
+
+// upkeepPass runs the maintenance that is due (one Upkeep) and reports it.
+func (w *Worker) upkeepPass(ctx context.Context) {
+	start := time.Now()
+	rep, err := w.svc.Upkeep(ctx)
+	if stopping(ctx) {
+		err = nil
+	}
+	w.opts.Observer.Upkeep(rep, time.Since(start), err)
+	w.upkeepLog.report(ctx, w.opts.Logger, "upkeep pass", err)
+	if err == nil && (len(rep.Vacuumed) > 0 || len(rep.Analyzed) > 0) {
+		w.opts.Logger.Info("upkeep", "vacuumed", rep.Vacuumed, "analyzed", rep.Analyzed, "duration", time.Since(start))
+	}
+}
+
+// stopping reports whether ctx ended because the worker is shutting down
+// (its parent was cancelled), as opposed to the pass's own deadline.
+func stopping(ctx context.Context) bool {
+	return errors.Is(ctx.Err(), context.Canceled)
+}
+
+// failureLog keeps a loop that fails every 500 ms (database down) from
+// flooding the log: the first failure is logged, then at most one line per
+// failureLogEvery while failures go on, and one line when a pass succeeds
+// again. Used by one goroutine only.
+type failureLog struct {
+	failing  int       // consecutive failures
+	lastLine time.Time // of the last failure logged
+}
+
+const failureLogEvery = time.Minute
+
+func (f *failureLog) report(ctx context.Context, log *slog.Logger, what string, err error) {
+	if err == nil {
+		if f.failing > 0 {
+			log.Info(what+" recovered", "failed_passes", f.failing)
+		}
+		*f = failureLog{}
+		return
+	}
+	f.failing++
+	if f.failing > 1 && time.Since(f.lastLine) < failureLogEvery {
+		return
+	}
+	f.lastLine = time.Now()
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("timed out: %w", err)
+	}
+	args := []any{"error", err, "failed_passes", f.failing}
+	// The domain's errors say what an agent may know ("the database is
+	// unavailable"); the operator needs the driver's error behind it.
+	var de *knowledge.Error
+	if errors.As(err, &de) && de.Err != nil {
+		args = append(args, "cause", de.Err)
+	}
+	log.Error(what+" failed", args...)
+}
