@@ -93,6 +93,7 @@ func TestRunRefusesBadConfiguration(t *testing.T) {
 		"bad public url":      {nil, map[string]string{"MCP_PUBLIC_URL": "mcp.example.com"}, "MCP_PUBLIC_URL"},
 		"extra argument":      {[]string{"serve"}, nil, "usage"},
 		"stdio without token": {[]string{"--stdio"}, map[string]string{"DATABASE_URL": testenv.Postgres(t).URL, "REDIS_URL": testenv.LeaseRedis(t).URL}, "KNOWLEDGE_TOKEN"},
+		"text search config":  {nil, map[string]string{"DATABASE_URL": testenv.Postgres(t).URL, "REDIS_URL": testenv.LeaseRedis(t).URL, "SEARCH_TEXT_CONFIG": "englsh"}, `SEARCH_TEXT_CONFIG="englsh"`},
 		"stdio bad token":     {[]string{"--stdio"}, map[string]string{"DATABASE_URL": testenv.Postgres(t).URL, "REDIS_URL": testenv.LeaseRedis(t).URL, "KNOWLEDGE_TOKEN": "nope"}, "invalid_token"},
 	}
 	for name, c := range cases {

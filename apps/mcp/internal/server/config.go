@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/authn"
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/knowledge"
 )
 
 // Defaults of the configuration.
@@ -34,20 +35,27 @@ type Config struct {
 	ShutdownTimeout time.Duration // MCP_SHUTDOWN_TIMEOUT
 	LogLevel        slog.Level    // MCP_LOG_LEVEL: debug, info, warn, error
 	LogFormat       string        // MCP_LOG_FORMAT: json or text
+	// TextSearchConfig (SEARCH_TEXT_CONFIG, default english) analyses the
+	// queries of orgs whose lexical index does not exist yet; an indexed
+	// org's queries use the configuration its index was built with. It
+	// must be the worker's, which builds the indexes. run checks it
+	// against the database at start.
+	TextSearchConfig string
 }
 
 // ConfigFromEnv reads the configuration; every variable is optional.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	c := Config{
-		Addr:            cmp.Or(getenv("MCP_ADDR"), DefaultAddr),
-		PublicURL:       strings.TrimRight(getenv("MCP_PUBLIC_URL"), "/"),
-		DatabaseURL:     cmp.Or(getenv("DATABASE_URL"), db.DefaultURL),
-		RedisURL:        cmp.Or(getenv("REDIS_URL"), db.DefaultRedisURL),
-		MaxBodyBytes:    DefaultMaxBodyBytes,
-		CallTimeout:     DefaultCallTimeout,
-		TokenCacheTTL:   authn.DefaultCacheTTL,
-		ShutdownTimeout: DefaultShutdownTimeout,
-		LogFormat:       cmp.Or(getenv("MCP_LOG_FORMAT"), "json"),
+		Addr:             cmp.Or(getenv("MCP_ADDR"), DefaultAddr),
+		PublicURL:        strings.TrimRight(getenv("MCP_PUBLIC_URL"), "/"),
+		DatabaseURL:      cmp.Or(getenv("DATABASE_URL"), db.DefaultURL),
+		RedisURL:         cmp.Or(getenv("REDIS_URL"), db.DefaultRedisURL),
+		MaxBodyBytes:     DefaultMaxBodyBytes,
+		CallTimeout:      DefaultCallTimeout,
+		TokenCacheTTL:    authn.DefaultCacheTTL,
+		ShutdownTimeout:  DefaultShutdownTimeout,
+		LogFormat:        cmp.Or(getenv("MCP_LOG_FORMAT"), "json"),
+		TextSearchConfig: cmp.Or(strings.TrimSpace(getenv("SEARCH_TEXT_CONFIG")), knowledge.DefaultTextSearchConfig),
 	}
 	var errs []string
 	bad := func(name, rule string) { errs = append(errs, name+": "+rule) }
