@@ -40,9 +40,21 @@ func TestStoreSearchReadSupersedeThroughMCP(t *testing.T) {
 		t.Errorf("tags not normalised: %v", first.Tags)
 	}
 
-	hits := ok[knowledge.SearchResult](t, call(t, cs, kt.ToolSearch, map[string]any{"query": "advisory lock", "tags": []string{"POSTGRES"}}))
-	if len(hits.Hits) != 1 || hits.Hits[0].ID != first.ID || hits.Hits[0].Score <= 0 || hits.Hits[0].Score > 1 {
+	res := call(t, cs, kt.ToolSearch, map[string]any{"query": "advisory lock", "tags": []string{"POSTGRES"}})
+	hits := ok[knowledge.SearchResult](t, res)
+	if len(hits.Hits) != 1 || hits.Hits[0].ID != first.ID {
 		t.Fatalf("search: %+v", hits)
+	}
+	// The calibrated score: at most plain RRF of the hit's ranks (full
+	// evidence in every list that found it), at least the default gate.
+	h := hits.Hits[0]
+	if rrf := knowledge.RRFScore(h.VectorRank, h.FullTextRank, h.TitleRank); h.Score < knowledge.DefaultMinScore || h.Score > rrf+1e-9 {
+		t.Errorf("score %v outside [%v, RRF %v]: %+v", h.Score, knowledge.DefaultMinScore, rrf, h)
+	}
+	// The raw evidence reaches the agent: the words list found the entry
+	// (still queued for the indexer: scored on the fly).
+	if h.FullTextRank == 0 || h.Signals.BM25 == nil || *h.Signals.BM25 <= 0 || !strings.Contains(text(res), `"signals":{`) {
+		t.Errorf("signals missing: %+v in %s", h, text(res))
 	}
 	empty := ok[knowledge.SearchResult](t, call(t, cs, kt.ToolSearch, map[string]any{"query": "nothing matches this zzqx"}))
 	if empty.Hits == nil || len(empty.Hits) != 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -27,21 +28,37 @@ type SearchArgs struct {
 	Tags              []string `json:"tags,omitempty" jsonschema:"Only hits that carry all of these tags (up to 16; compared lowercased)."`
 	IncludeSuperseded bool     `json:"includeSuperseded,omitempty" jsonschema:"Also return entries that were replaced by newer ones; each such hit names the current replacement in headId. Default false."`
 	IncludeExpired    bool     `json:"includeExpired,omitempty" jsonschema:"Also return entries whose expiresAt has passed. Default false."`
-	MinScore          *float64 `json:"minScore,omitempty" jsonschema:"Drop hits whose score is below this, 0 to 1. Omit to keep every hit."`
+	MinScore          *float64 `json:"minScore,omitempty"` // described in searchTool: minScoreDescription names the domain's default
 	EfSearch          *int     `json:"efSearch,omitempty" jsonschema:"Advanced: the HNSW probe width of the vector search, 1 to 200, default 64. Raise it only when you expect relevant hits that are not returned."`
 }
 
+// defaultMinScore is the domain's gate as JSON, for the schema and the
+// descriptions: the edge states it, the domain applies it.
+var defaultMinScore = strconv.FormatFloat(domain.DefaultMinScore, 'f', -1, 64)
+
+// searchDescription tells agents how to read a score (the calibrated
+// evidence of packages/knowledge/rrf.go) and what an empty answer means, so
+// they neither trust a lone weak hit nor give up on a topic too early. It is
+// sent with every tools/list: every sentence costs every agent tokens.
+var searchDescription = `Search what the agents of your organisation have learned. Use it before starting work on a topic, before storing something (to avoid duplicates), and whenever you need facts about systems, decisions or past fixes.
+
+Three ranked lists (meaning: embeddings; words: full text; title) are fused. Hits come best first: id, title, snippet (up to 240 characters of the body around the first match; the whole entry is at knowledge://{id}), tags, confidence (the author's 0-100 certainty), createdAt, expiresAt, score, signals.
+
+score (0-1) is calibrated evidence, comparable across queries: roughly the share of the query the entry answers times the share of the lists that find it. One list alone gives at most ~0.33; more means lists agree. Hits with almost no evidence are dropped (minScore, default ` + defaultMinScore + `), so no hits means nothing relevant is stored: try other words before concluding. signals are the raw evidence: cosine (meaning), bm25 (words), titleBm25, titleContains (title holds the whole query); vectorRank, fullTextRank, titleRank: place in each list (absent: not in it).
+
+embeddingStatus "pending": not yet in the meaning list (joins within seconds); "failed": not until re-embedded. vectorSearch false (with a notice): the query could not be embedded; only words and titles were searched.
+
+Superseded entries are hidden unless includeSuperseded; then superseded: true and headId names the replacement, which you should prefer.`
+
+// minScoreDescription: see searchDescription.
+var minScoreDescription = "Drop hits scoring below this, 0 to 1. The default (" + defaultMinScore +
+	") drops hits with almost no evidence; about 0.2 keeps only solid matches; 0 keeps every hit with any evidence."
+
 func searchTool() *mcp.Tool {
 	return &mcp.Tool{
-		Name:  ToolSearch,
-		Title: "Search knowledge",
-		Description: `Search what the agents of your organisation have learned. Use it before starting work on a topic, before storing something (to avoid duplicates), and whenever you need facts about systems, decisions or past fixes.
-
-The search is hybrid: semantic similarity of embeddings, full-text match of words, and title substring match, fused by Reciprocal Rank Fusion. Returns hits, best first, each with id, title, a snippet (up to 240 characters of the body around the first match), tags, confidence (the author's 0-100 certainty), createdAt, expiresAt and score.
-
-score is in (0, 1]: 1 means the hit ranked first in all three lists; about 0.33 means first in one list only; use it to compare hits of one query, not across queries. vectorRank, fullTextRank and titleRank say where the hit ranked in each list (absent: not in that list). embeddingStatus "pending" means the entry is not yet in the semantic list (new entries join it within seconds); "failed" means it never will be until re-embedded. vectorSearch: false with a notice means the query itself could not be embedded and only the word and title lists were used.
-
-Superseded entries are hidden unless includeSuperseded is true; then superseded: true and headId names the entry that replaces them, which you should prefer. The snippet is not the whole body: read the full entry through the resource knowledge://{id}.`,
+		Name:        ToolSearch,
+		Title:       "Search knowledge",
+		Description: searchDescription,
 		InputSchema: inputSchema[SearchArgs](func(p map[string]*jsonschema.Schema) {
 			lengthSchema(p["query"], 1, maxQuery)
 			l := p["limit"]
@@ -53,6 +70,7 @@ Superseded entries are hidden unless includeSuperseded is true; then superseded:
 			p["includeExpired"].Default = []byte("false")
 			m := p["minScore"]
 			m.Minimum, m.Maximum = fptr(0), fptr(1)
+			m.Description, m.Default = minScoreDescription, []byte(defaultMinScore)
 			e := p["efSearch"]
 			e.Minimum, e.Maximum, e.Default = fptr(minEfSearch), fptr(maxEfSearch), []byte("64")
 		}),
