@@ -104,9 +104,24 @@ fts AS (
         LIMIT @candidates::int
     ) f
 ),
--- Titles holding the whole query: the title list's strongest signal.
+-- Titles holding the whole query: the title list's strongest signal. Such
+-- a title holds every query word, so it is among the best titles by BM25:
+-- the substring test runs on the best @contains_checked of those (a key
+-- probe each). Short queries also go through the (org, title trigram) GIN
+-- index, which finds fragments that are no word ("gres" in "Postgres"); a
+-- long query would intersect dozens of trigram lists there for a match the
+-- first path already finds.
 contains AS MATERIALIZED (
     SELECT c.id FROM knowledge_title_contains(@org_id, @title_pattern::text, @candidates::int) AS c (id)
+    WHERE @use_contains_index::bool
+    UNION
+    SELECT s.entry_id
+    FROM (SELECT entry_id FROM scored WHERE bm25_t > 0 ORDER BY bm25_t DESC, entry_id LIMIT @contains_checked::int) s
+    CROSS JOIN LATERAL (
+        SELECT 1 FROM knowledge k
+        WHERE k.org_id = @org_id AND k.id = s.entry_id AND k.title ILIKE @title_pattern::text
+        LIMIT 1
+    ) k
     WHERE @use_contains::bool
 ),
 ttl AS (
