@@ -83,12 +83,12 @@ func TestWorkerIndexesAndKeepsTablesUp(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	// Past Upkeep's threshold (knowledge.UpkeepBaseRows + 5%), in one
+	// Past Upkeep's threshold (UpkeepBaseRows + UpkeepScale of n), in one
 	// statement, and one entry to look for. Statistics counters reach
 	// pg_stat when a backend flushes them (up to 10 s after it goes idle):
 	// pg_stat_force_next_flush makes this backend flush at once, so all of
 	// it runs on one connection.
-	const n = 1200
+	const n = knowledge.UpkeepBaseRows * 6 / 5
 	conn, err := b.pool.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
