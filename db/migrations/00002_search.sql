@@ -239,9 +239,27 @@ BEGIN
     LIMIT p_n;
 END
 $$;
+
+-- knowledge_queued: the newest p_n queued entries of the org, read backwards
+-- along (org_id, queued_at) and stopping at p_n, even when the queue is long
+-- (a stopped indexer) and the planner has no statistics to know it.
+CREATE FUNCTION knowledge_queued(p_org uuid, p_n int)
+RETURNS TABLE (entry_id uuid)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET enable_seqscan = off SET enable_bitmapscan = off SET enable_sort = off
+AS $$
+BEGIN
+    RETURN QUERY
+    SELECT q.entry_id FROM knowledge_index_queue q
+    WHERE q.org_id = p_org
+    ORDER BY q.queued_at DESC
+    LIMIT p_n;
+END
+$$;
 -- +goose StatementEnd
 
 -- +goose Down
+DROP FUNCTION knowledge_queued(uuid, int);
 DROP FUNCTION knowledge_title_contains(uuid, text, int);
 DROP FUNCTION knowledge_vector_exact(uuid, vector, text, text[], bool, bool, int);
 DROP FUNCTION knowledge_vector_hnsw(uuid, vector, text, text[], bool, bool, int);

@@ -69,8 +69,7 @@ post AS (
 -- here exactly as the indexer will: found at once, scored the same way.
 tail AS (
     SELECT a.field, w.idf, tq.entry_id, a.tf, a.len
-    FROM (SELECT q.entry_id FROM knowledge_index_queue q WHERE q.org_id = @org_id
-          ORDER BY q.queued_at DESC LIMIT @tail::int) tq
+    FROM knowledge_queued(@org_id, @tail::int) AS tq (entry_id)
     CROSS JOIN LATERAL (SELECT k.title, k.body FROM knowledge k
                         WHERE k.org_id = @org_id AND k.id = tq.entry_id LIMIT 1) e
     CROSS JOIN st
