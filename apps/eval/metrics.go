@@ -152,14 +152,20 @@ type Latency struct {
 // Percentiles summarises durations with the nearest-rank percentile (the
 // smallest value with at least p of the samples at or below it).
 func Percentiles(d []time.Duration) Latency {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	at := func(p float64) float64 {
-		if len(s) == 0 {
-			return 0
-		}
-		i := int(math.Ceil(p*float64(len(s)))) - 1
-		return float64(s[max(0, min(i, len(s)-1))]) / float64(time.Millisecond)
+	ms := make([]float64, len(d))
+	for i, x := range d {
+		ms[i] = float64(x) / float64(time.Millisecond)
 	}
-	return Latency{Queries: len(s), P50: at(0.50), P95: at(0.95), P99: at(0.99)}
+	slices.Sort(ms)
+	return Latency{Queries: len(ms), P50: nearestRank(ms, 0.50), P95: nearestRank(ms, 0.95), P99: nearestRank(ms, 0.99)}
+}
+
+// nearestRank is the smallest value of sorted with at least p of the
+// values at or below it; 0 for no values.
+func nearestRank(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(p*float64(len(sorted)))) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
 }

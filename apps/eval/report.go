@@ -39,6 +39,9 @@ type Report struct {
 	// returned at least one hit.
 	Answered int            `json:"searchAnswered"`
 	Nonsense NonsenseResult `json:"nonsense"`
+	// PerTermCheck is absent with --per-term-check=false.
+	PerTermCheck *BoundCheck `json:"perTermCheck,omitempty"`
+	Gate         *GateStudy  `json:"gate"`
 }
 
 // NonsenseResult is the nonsense check: how many made-up queries Search
@@ -97,5 +100,58 @@ func (r *Report) Text(w io.Writer) error {
 		}
 		p("\t  %q", q)
 	}
+	if r.PerTermCheck != nil {
+		p("")
+		r.PerTermCheck.text(p, r.Depth, r.Queries)
+	}
+	if r.Gate != nil {
+		p("")
+		r.Gate.text(p)
+	}
 	return tw.Flush()
+}
+
+// text writes the per-term check: the bounded and exact figures side by
+// side, and whether the bound could bite on this collection at all.
+func (b *BoundCheck) text(p func(string, ...any), depth, queries int) {
+	// Lines without a tab do not widen the table's columns.
+	p("Per-term bound: the full-text list read %d postings per term (bounded, as Search does) vs every posting (exact), %.1f s", b.PerTermPostings, b.Seconds)
+	p("SearchLists, depth %d\tnDCG@10\tR@100\ttop 10 identical", depth)
+	for _, pair := range []BoundPair{b.FullText, b.Fused} {
+		p("%s\t%.4f\t%.4f", pair.Bounded.Name, pair.Bounded.NDCG10, pair.Bounded.Recall100)
+		p("%s\t%.4f\t%.4f\t%.1f%% of queries", pair.Exact.Name, pair.Exact.NDCG10, pair.Exact.Recall100, 100*pair.SameTop10)
+	}
+	t := b.Terms
+	verdict := "the bound read fewer postings for these"
+	if t.OverBound == 0 {
+		verdict = "the bound never bites here: bounded and exact read the same postings"
+	}
+	p("query terms over the bound\t%d of %d looked up (df > %d in body or title; largest df %d), in %d of %d queries: %s",
+		t.OverBound, t.QueryTerms, b.PerTermPostings, t.MaxDF, t.Queries, queries, verdict)
+}
+
+// text writes the gate table, the default's row marked, and the spread
+// of the best scores of real and nonsense queries.
+func (g *GateStudy) text(p func(string, ...any)) {
+	p("Relevance gate: SearchLists with minScore 0 at Search's depth (%d), top %d, then each minScore applied (%d real, %d nonsense queries), %.1f s",
+		g.Depth, gateLimit, g.Queries, g.Nonsense, g.Seconds)
+	p("minScore\treal answered\tP@1 of answered\thits per real query\tnonsense answered")
+	for _, row := range g.Rows {
+		name := fmt.Sprintf("%.2f", row.MinScore)
+		if row.Default {
+			name += " (default)"
+		}
+		p1 := "-"
+		if row.Answered > 0 {
+			p1 = fmt.Sprintf("%.3f", row.PrecisionAt1)
+		}
+		p("%s\t%.1f%%\t%s\t%.2f\t%d of %d", name, 100*row.Answered, p1, row.MeanHits, row.NonsenseAnswered, g.Nonsense)
+	}
+	p("top-1 fused score: nonsense max %.4f; real p10 %.4f, p50 %.4f (%.1f%% of real queries at or below the nonsense max)",
+		g.NonsenseTop1Max, g.RealTop1P10, g.RealTop1P50, 100*g.RealBelowNonsense)
+	if g.NonsenseTop1Max == 0 {
+		// Score 0 is no evidence from any list; fusion drops it at any minScore.
+		p("  no nonsense query found anything even at minScore 0 (no lexical match; every vector hit under the calibration's floor):")
+		p("  on this collection the gate is margin, not what keeps nonsense out")
+	}
 }

@@ -52,6 +52,7 @@ func (e *usageError) Error() string { return e.msg }
 type config struct {
 	dir                     string
 	keep, analyze, json     bool
+	perTermCheck            bool
 	concurrency, depth      int
 	limitDocs, limitQueries int
 }
@@ -70,6 +71,7 @@ func parseArgs(args []string, out io.Writer) (config, error) {
 	fs.BoolVar(&c.keep, "keep", false, "keep the scratch database and print its URL")
 	fs.BoolVar(&c.analyze, "analyze", false, "run VACUUM ANALYZE before searching (default: statistics as on a fresh load)")
 	fs.BoolVar(&c.json, "json", false, "print the report as JSON")
+	fs.BoolVar(&c.perTermCheck, "per-term-check", true, "score the full-text and fused lists again reading every posting, to measure what PerTermPostings costs")
 	fs.IntVar(&c.concurrency, "concurrency", 4, "concurrent stores and embedding batches")
 	fs.IntVar(&c.depth, "depth", 100, "depth of each ranked list (1..1000)")
 	fs.IntVar(&c.limitDocs, "limit-docs", 0, "load at most N documents, judged ones first (0: all); figures are then not comparable")
@@ -161,7 +163,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	svc := knowledge.New(pool, knowledge.Options{Embedder: emb})
+	opts := knowledge.Options{Embedder: emb}
+	svc := knowledge.New(pool, opts)
 
 	progress("%s: storing %d documents into %s", ds.Name, len(ds.Docs), scratch.name)
 	start := time.Now()
@@ -196,14 +199,30 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 
 	progress("scoring %d queries", len(queries))
-	if rep.Rows, rep.NoVector, err = score(ctx, svc, caller, ds, queries, docOf, cfg.depth); err != nil {
+	rows, bounded, noVector, err := score(ctx, svc, caller, ds, queries, docOf, cfg.depth)
+	if err != nil {
 		return err
+	}
+	rep.Rows, rep.NoVector = rows, noVector
+	if cfg.perTermCheck {
+		progress("per-term check: the same queries reading every posting")
+		exact := knowledge.New(pool, opts.WithUnboundedPostings())
+		if rep.PerTermCheck, err = perTermCheck(ctx, exact, caller, ds, queries, docOf, cfg.depth, bounded); err != nil {
+			return err
+		}
+		if rep.PerTermCheck.Terms, err = termsOverBound(ctx, pool, caller.OrgID, queries); err != nil {
+			return fmt.Errorf("terms over the bound: %w", err)
+		}
 	}
 	progress("timing Search")
 	if rep.Latency, rep.Answered, err = timeSearch(ctx, svc, caller, queries); err != nil {
 		return err
 	}
 	if rep.Nonsense, err = nonsense(ctx, svc, caller); err != nil {
+		return err
+	}
+	progress("relevance gate: minScore 0, depth %d", gateDepth)
+	if rep.Gate, err = gateStudy(ctx, svc, caller, ds, queries, docOf); err != nil {
 		return err
 	}
 	if rep.Statistics, err = statistics(ctx, pool, cfg.analyze); err != nil {
@@ -361,11 +380,28 @@ func embeddingStatus(ctx context.Context, pool *pgxpool.Pool, org uuid.UUID) (ma
 // queries above MaxQueryChars.
 func queryText(q string) string { return cut(q, knowledge.MaxQueryChars) }
 
-// score runs SearchLists for every judged query and scores the four lists
-// of the product and a plain RRF of its three base lists.
-func score(ctx context.Context, svc *knowledge.Service, c knowledge.Caller, ds *Dataset, queries []Query, docOf map[uuid.UUID]string, depth int) ([]Row, int, error) {
-	rows := []Row{{Name: "fused (product)"}, {Name: "vector"}, {Name: "full text"}, {Name: "title"}, {Name: fmt.Sprintf("plain RRF (k=%d)", rrfK)}}
-	noVector := 0
+// docLists is one query's answer from SearchLists with every list as
+// corpus doc ids, the form the metrics and comparisons take.
+type docLists struct {
+	Fused, Vector, FullText, Title []string
+	// Scores are the fused scores, in the order of Fused.
+	Scores []float64
+	// Searched is false for a blank query, which Search refuses: it is
+	// scored as answered with nothing.
+	Searched, VectorSearch bool
+}
+
+// searchLists runs SearchLists for one query and maps entry ids to the
+// corpus ids they were stored from.
+func searchLists(ctx context.Context, svc *knowledge.Service, c knowledge.Caller, in knowledge.SearchInput, depth int, docOf map[uuid.UUID]string) (docLists, error) {
+	if strings.TrimSpace(in.Query) == "" {
+		return docLists{}, nil
+	}
+	in.Query = queryText(in.Query)
+	l, err := svc.SearchLists(ctx, c, in, depth)
+	if err != nil {
+		return docLists{}, err
+	}
 	docs := func(hits []knowledge.ListHit) []string {
 		out := make([]string, len(hits))
 		for i, h := range hits {
@@ -374,29 +410,42 @@ func score(ctx context.Context, svc *knowledge.Service, c knowledge.Caller, ds *
 		}
 		return out
 	}
-	for _, q := range queries {
-		j := ds.Qrels[q.ID]
-		var l knowledge.Lists
-		if strings.TrimSpace(q.Text) != "" {
-			got, err := svc.SearchLists(ctx, c, knowledge.SearchInput{Query: queryText(q.Text)}, depth)
-			if err != nil {
-				return nil, 0, fmt.Errorf("query %s: %w", q.ID, err)
-			}
-			l = *got
-			if !l.VectorSearch {
-				noVector++
-			}
+	scores := make([]float64, len(l.Fused))
+	for i, h := range l.Fused {
+		scores[i] = h.Score
+	}
+	return docLists{
+		Fused: docs(l.Fused), Vector: docs(l.Vector), FullText: docs(l.FullText), Title: docs(l.Title),
+		Scores: scores, Searched: true, VectorSearch: l.VectorSearch,
+	}, nil
+}
+
+// score runs SearchLists for every judged query and scores the four lists
+// of the product and a plain RRF of its three base lists. It also returns
+// each query's lists, in the order of queries, for the comparisons that
+// follow (the per-term check).
+func score(ctx context.Context, svc *knowledge.Service, c knowledge.Caller, ds *Dataset, queries []Query, docOf map[uuid.UUID]string, depth int) ([]Row, []docLists, int, error) {
+	rows := []Row{{Name: "fused (product)"}, {Name: "vector"}, {Name: "full text"}, {Name: "title"}, {Name: fmt.Sprintf("plain RRF (k=%d)", rrfK)}}
+	all := make([]docLists, len(queries))
+	noVector := 0
+	for qi, q := range queries {
+		l, err := searchLists(ctx, svc, c, knowledge.SearchInput{Query: q.Text}, depth, docOf)
+		if err != nil {
+			return nil, nil, 0, fmt.Errorf("query %s: %w", q.ID, err)
 		}
-		vec, ft, ti := docs(l.Vector), docs(l.FullText), docs(l.Title)
-		rrf := RRF(rrfK, vec, ft, ti)
-		for i, r := range [][]string{docs(l.Fused), vec, ft, ti, rrf[:min(depth, len(rrf))]} {
-			rows[i].Add(r, j)
+		if l.Searched && !l.VectorSearch {
+			noVector++
+		}
+		all[qi] = l
+		rrf := RRF(rrfK, l.Vector, l.FullText, l.Title)
+		for i, r := range [][]string{l.Fused, l.Vector, l.FullText, l.Title, rrf[:min(depth, len(rrf))]} {
+			rows[i].Add(r, ds.Qrels[q.ID])
 		}
 	}
 	for i := range rows {
 		rows[i].Mean()
 	}
-	return rows, noVector, nil
+	return rows, all, noVector, nil
 }
 
 // timeSearch times the agent-facing call with default options, once per

@@ -22,8 +22,11 @@ func TestParseArgs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.dir != "dir" || !c.json || !c.keep || c.limitDocs != 10 || c.depth != 100 || c.concurrency != 4 || c.analyze {
+	if c.dir != "dir" || !c.json || !c.keep || c.limitDocs != 10 || c.depth != 100 || c.concurrency != 4 || c.analyze || !c.perTermCheck {
 		t.Fatalf("got %+v", c)
+	}
+	if c, err := parseArgs([]string{"dir", "--per-term-check=false"}, io.Discard); err != nil || c.perTermCheck {
+		t.Fatalf("--per-term-check=false: %+v, %v", c, err)
 	}
 	for _, bad := range [][]string{{}, {"a", "b"}, {"--depth", "0", "d"}, {"--concurrency", "0", "d"}, {"--nope", "d"}, {"--limit-docs", "-1", "d"}} {
 		var ue *usageError
@@ -82,7 +85,8 @@ func TestRunOnTinyDataset(t *testing.T) {
 	text := out.String()
 	t.Log("\n" + text)
 	for _, want := range []string{"nDCG@10", "fused (product)", "vector", "full text", "title", "plain RRF (k=60)",
-		"Search latency", "nonsense answered", "30 stored, 0 refused", "5 judged", "never analyzed"} {
+		"Search latency", "nonsense answered", "30 stored, 0 refused", "5 judged", "never analyzed",
+		"Per-term bound", "fused, exact", "the bound never bites", "Relevance gate", "0.05 (default)", "top-1 fused score"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("report lacks %q", want)
 		}
@@ -106,6 +110,62 @@ func TestRunOnTinyDataset(t *testing.T) {
 	for _, r := range rep.Rows {
 		if r.NDCG10 < 0 || r.NDCG10 > 1 || r.Recall100 < r.Recall10 {
 			t.Errorf("row out of range: %+v", r)
+		}
+	}
+	checkPerTerm(t, &rep)
+	checkGate(t, &rep)
+
+	out.Reset()
+	if err := run(ctx, []string{"--json", "--per-term-check=false", "--limit-queries", "1", "--limit-docs", "6", dir}, getenv, &out); err != nil {
+		t.Fatalf("run --per-term-check=false: %v\n%s", err, out.String())
+	}
+	if strings.Contains(out.String(), "perTermCheck") {
+		t.Error("--per-term-check=false still ran the check")
+	}
+}
+
+// checkPerTerm: 15 entries cannot have a term over the bound, so the
+// exact read must match the bounded one exactly, and its bounded rows must
+// be the main scoring's.
+func checkPerTerm(t *testing.T, rep *Report) {
+	t.Helper()
+	b := rep.PerTermCheck
+	if b == nil {
+		t.Fatal("no per-term check in the report")
+	}
+	if b.FullText.SameTop10 != 1 || b.Fused.SameTop10 != 1 || b.Terms.OverBound != 0 || b.Terms.QueryTerms == 0 || b.Terms.MaxDF == 0 {
+		t.Errorf("per-term check: %+v", b)
+	}
+	for _, pair := range []BoundPair{b.FullText, b.Fused} {
+		if pair.Exact != withName(pair.Bounded, pair.Exact.Name) {
+			t.Errorf("exact differs from bounded: %+v", pair)
+		}
+	}
+	if b.FullText.Bounded != withName(rep.Rows[2], b.FullText.Bounded.Name) || b.Fused.Bounded != withName(rep.Rows[0], b.Fused.Bounded.Name) {
+		t.Errorf("bounded rows differ from the main scoring: %+v vs %+v", b, rep.Rows)
+	}
+}
+
+func withName(r Row, name string) Row {
+	r.Name = name
+	return r
+}
+
+// checkGate: at the default minScore, SearchLists at the gate's depth must
+// answer exactly the queries Search answered with default options.
+func checkGate(t *testing.T, rep *Report) {
+	t.Helper()
+	g := rep.Gate
+	if g == nil || len(g.Rows) != len(GateThresholds) || g.Queries != rep.Queries || g.Nonsense != nonsenseN {
+		t.Fatalf("gate: %+v", g)
+	}
+	for _, r := range g.Rows {
+		if !r.Default {
+			continue
+		}
+		if got := int(r.Answered*float64(g.Queries) + 0.5); got != rep.Answered || r.NonsenseAnswered != rep.Nonsense.Answered {
+			t.Errorf("gate at the default answers %d real and %d nonsense queries, Search %d and %d",
+				got, r.NonsenseAnswered, rep.Answered, rep.Nonsense.Answered)
 		}
 	}
 }
