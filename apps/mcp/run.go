@@ -9,7 +9,6 @@ import (
 	"log/slog"
 
 	"github.com/hibiken/asynq"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/redis/go-redis/v9"
 
@@ -62,7 +61,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return fmt.Errorf("postgres (DATABASE_URL): %w", err)
 	}
 	defer pool.Close()
-	if err := checkTextSearchConfig(ctx, pool, cfg.TextSearchConfig); err != nil {
+	if err := knowledge.CheckTextSearchConfig(ctx, pool, cfg.TextSearchConfig); err != nil {
 		return err
 	}
 	ropts, err := redis.ParseURL(cfg.RedisURL)
@@ -120,16 +119,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	logger.Info("stopped")
-	return nil
-}
-
-// checkTextSearchConfig makes a misspelt SEARCH_TEXT_CONFIG stop the
-// server at start, naming the variable, instead of failing every search of
-// an org not indexed yet. The worker checks it the same way.
-func checkTextSearchConfig(ctx context.Context, pool *pgxpool.Pool, name string) error {
-	if err := pool.QueryRow(ctx, "SELECT $1::text::regconfig::text", name).Scan(new(string)); err != nil {
-		return fmt.Errorf("SEARCH_TEXT_CONFIG=%q: not a text search configuration of the database (psql \\dF lists them): %w", name, err)
-	}
 	return nil
 }
 

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/agentfleet/orchestrator/db"
@@ -78,20 +77,10 @@ func parseConfig(getenv func(string) string) (config, error) {
 		IndexInterval:  dur("WORKER_INDEX_INTERVAL", 500*time.Millisecond, 10*time.Millisecond),
 		UpkeepInterval: dur("WORKER_UPKEEP_INTERVAL", time.Minute, time.Second),
 		// Checked against the database in run (checkTextSearchConfig).
-		TextSearchConfig: cmp.Or(strings.TrimSpace(getenv("SEARCH_TEXT_CONFIG")), knowledge.DefaultTextSearchConfig),
+		TextSearchConfig: cmp.Or(strings.TrimSpace(getenv(knowledge.EnvTextSearchConfig)), knowledge.DefaultTextSearchConfig),
 	}
 	c.backlogInterval = dur("WORKER_BACKLOG_INTERVAL", 15*time.Second, 100*time.Millisecond)
 	return c, errors.Join(errs...)
-}
-
-// checkTextSearchConfig makes a misspelt SEARCH_TEXT_CONFIG stop the
-// worker at start, naming the variable, instead of failing every indexer
-// pass of every new org. The MCP server checks it the same way.
-func checkTextSearchConfig(ctx context.Context, pool *pgxpool.Pool, name string) error {
-	if err := pool.QueryRow(ctx, "SELECT $1::text::regconfig::text", name).Scan(new(string)); err != nil {
-		return fmt.Errorf("SEARCH_TEXT_CONFIG=%q: not a text search configuration of the database (psql \\dF lists them): %w", name, err)
-	}
-	return nil
 }
 
 // run wires the worker and blocks until ctx is done, then shuts down
@@ -118,7 +107,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	defer pool.Close()
-	if err := checkTextSearchConfig(ctx, pool, cfg.opts.TextSearchConfig); err != nil {
+	if err := knowledge.CheckTextSearchConfig(ctx, pool, cfg.opts.TextSearchConfig); err != nil {
 		return err
 	}
 

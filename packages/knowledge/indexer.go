@@ -5,6 +5,7 @@ import (
 
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -64,31 +65,47 @@ func (s *Service) IndexPending(ctx context.Context, org uuid.UUID, max int) (int
 // IndexAll indexes every queued entry of every org, batch by batch, until
 // the queue is empty (or ctx ends), and returns how many it indexed. The
 // worker runs it in a loop; tools (apps/eval) call it after a bulk load.
+//
+// An org whose batch fails is skipped for the rest of the call, and the
+// other orgs are still indexed: one org's trouble (a row it cannot analyse,
+// a lock held too long) must not stall every org's index. The errors are
+// returned together at the end.
 func (s *Service) IndexAll(ctx context.Context) (int, error) {
 	total := 0
+	failed := map[uuid.UUID]error{}
 	for {
-		orgs, err := s.q.OrgsWithQueuedEntries(ctx, 100)
+		orgs, err := s.q.OrgsWithQueuedEntries(ctx, int32(100+len(failed)))
 		if err != nil {
-			return total, mapErr(err, "")
-		}
-		if len(orgs) == 0 {
-			return total, nil
+			return total, errors.Join(mapErr(err, ""), joinOrgErrors(failed))
 		}
 		moved := 0
 		for _, org := range orgs {
+			if failed[org] != nil {
+				continue
+			}
 			n, err := s.IndexPending(ctx, org, IndexBatchSize)
 			if err != nil {
-				return total, err
+				if ctx.Err() != nil {
+					return total + moved, errors.Join(err, joinOrgErrors(failed))
+				}
+				failed[org] = err
+				continue
 			}
 			moved += n
 		}
 		total += moved
+		// Done: nothing queued, or every queued row belongs to a failed org
+		// or is locked by another indexer (which will finish it).
 		if moved == 0 {
-			// Every queued row is locked by another indexer: let it finish.
-			return total, nil
-		}
-		if err := ctx.Err(); err != nil {
-			return total, errors.Join(err)
+			return total, joinOrgErrors(failed)
 		}
 	}
+}
+
+func joinOrgErrors(failed map[uuid.UUID]error) error {
+	var errs []error
+	for org, err := range failed {
+		errs = append(errs, fmt.Errorf("indexing org %s: %w", org, err))
+	}
+	return errors.Join(errs...)
 }

@@ -2,10 +2,12 @@ package knowledge
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
@@ -89,4 +91,26 @@ func (s *Service) SetTextSearchConfig(ctx context.Context, org uuid.UUID, config
 		return 0, mapErr(err, "org") // an org that does not exist: not_found
 	}
 	return queued, nil
+}
+
+// EnvTextSearchConfig is the environment variable of the deployment's text
+// search configuration (Options.TextSearchConfig), read by every app that
+// builds a Service.
+const EnvTextSearchConfig = "SEARCH_TEXT_CONFIG"
+
+// CheckTextSearchConfig makes a misspelt configuration stop an app at start,
+// naming the variable and what the server has, instead of failing every
+// indexer pass of every new org.
+func CheckTextSearchConfig(ctx context.Context, pool *pgxpool.Pool, name string) error {
+	q := sqlc.New(pool)
+	ok, err := q.TextSearchConfigExists(ctx, name)
+	if err != nil {
+		return fmt.Errorf("%s: checking %q: %w", EnvTextSearchConfig, name, err)
+	}
+	if !ok {
+		names, _ := q.TextSearchConfigs(ctx)
+		return fmt.Errorf("%s=%q: not a text search configuration of the database (it has: %s)",
+			EnvTextSearchConfig, name, strings.Join(names, ", "))
+	}
+	return nil
 }

@@ -344,3 +344,38 @@ func TestUpkeepVacuumsWhatIsDueOnce(t *testing.T) {
 		t.Fatalf("nothing changed, yet postings vacuumed again: %+v", rep)
 	}
 }
+
+// One org whose batches fail does not stall the others: IndexAll indexes
+// every other org and reports the failing one.
+func TestIndexAllIsolatesAFailingOrg(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.store(t, b.alice, "Broken org entry", "Its configuration is about to disappear.")
+	b.indexAll(t)
+	// The org's text search configuration disappears under it (a regconfig
+	// value holds no dependency), so analysing its entries fails.
+	for _, q := range []string{
+		"CREATE TEXT SEARCH CONFIGURATION doomed (COPY = english)",
+		"UPDATE knowledge_search_stats SET config = 'doomed' WHERE org_id = '" + b.org.String() + "'",
+		"DROP TEXT SEARCH CONFIGURATION doomed",
+	} {
+		if _, err := b.pool.Exec(b.ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.store(t, b.alice, "Another entry", "Queued in the broken org.")
+	ok := b.store(t, b.eve, "Healthy org entry", "Indexed whatever happens next door.")
+	n, err := b.svc.IndexAll(b.ctx)
+	if err == nil || !strings.Contains(err.Error(), b.org.String()) {
+		t.Fatalf("want an error naming the failing org, got %v", err)
+	}
+	if n != 1 {
+		t.Fatalf("indexed %d entries, want the healthy org's 1", n)
+	}
+	if got, _ := b.fullText(t, b.eve, "healthy"); !slices.Equal(got, []uuid.UUID{ok}) {
+		t.Fatalf("the healthy org's entry is not indexed: %v", got)
+	}
+	if q := b.count(t, "SELECT count(*) FROM knowledge_index_queue WHERE org_id = $1", b.org); q != 1 {
+		t.Fatalf("the failing org's entry must stay queued: %d", q)
+	}
+}

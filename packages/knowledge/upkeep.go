@@ -60,17 +60,13 @@ func (s *Service) Upkeep(ctx context.Context) (UpkeepReport, error) {
 		due := func(changed int64) bool {
 			return float64(changed) > UpkeepBaseRows+UpkeepScale*float64(r.Live)
 		}
-		var stmt string
-		switch {
-		case due(r.InsSinceVacuum + r.Dead):
-			stmt = "VACUUM (ANALYZE) "
-			rep.Vacuumed = append(rep.Vacuumed, r.Name)
-			rep.Analyzed = append(rep.Analyzed, r.Name)
-		case due(r.ModSinceAnalyze) || (!r.Analyzed && r.Live > 0):
-			stmt = "ANALYZE "
-			rep.Analyzed = append(rep.Analyzed, r.Name)
-		default:
+		vacuum := due(r.InsSinceVacuum + r.Dead)
+		if !vacuum && !due(r.ModSinceAnalyze) && (r.Analyzed || r.Live == 0) {
 			continue
+		}
+		stmt := "ANALYZE "
+		if vacuum {
+			stmt = "VACUUM (ANALYZE) "
 		}
 		// Not through sqlc: VACUUM and ANALYZE take a table name, not a
 		// parameter, and VACUUM cannot run inside a transaction. The names
@@ -78,6 +74,11 @@ func (s *Service) Upkeep(ctx context.Context) (UpkeepReport, error) {
 		if _, err := s.pool.Exec(ctx, stmt+pgx.Identifier{r.Name}.Sanitize()); err != nil {
 			return rep, fmt.Errorf("upkeep of %s: %w", r.Name, err)
 		}
+		// Reported once done, so a failed statement is not counted as run.
+		if vacuum {
+			rep.Vacuumed = append(rep.Vacuumed, r.Name)
+		}
+		rep.Analyzed = append(rep.Analyzed, r.Name)
 	}
 	return rep, nil
 }

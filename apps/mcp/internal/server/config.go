@@ -55,7 +55,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		TokenCacheTTL:    authn.DefaultCacheTTL,
 		ShutdownTimeout:  DefaultShutdownTimeout,
 		LogFormat:        cmp.Or(getenv("MCP_LOG_FORMAT"), "json"),
-		TextSearchConfig: cmp.Or(strings.TrimSpace(getenv("SEARCH_TEXT_CONFIG")), knowledge.DefaultTextSearchConfig),
+		TextSearchConfig: cmp.Or(strings.TrimSpace(getenv(knowledge.EnvTextSearchConfig)), knowledge.DefaultTextSearchConfig),
 	}
 	var errs []string
 	bad := func(name, rule string) { errs = append(errs, name+": "+rule) }
