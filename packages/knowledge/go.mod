@@ -2,7 +2,7 @@ module github.com/agentfleet/orchestrator/packages/knowledge
 
 go 1.26.0
 
-require github.com/agentfleet/orchestrator/db v0.0.0 // indirect
+require github.com/agentfleet/orchestrator/db v0.0.0
 
 require github.com/agentfleet/orchestrator/packages/tenancy v0.0.0
 
