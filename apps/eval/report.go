@@ -32,6 +32,9 @@ type Report struct {
 	EmbedSeconds float64 `json:"embedSeconds"`
 
 	Rows []Row `json:"rows"`
+	// Coverage: the full-text list's answers to queries sharing a word
+	// with the corpus.
+	Coverage Coverage `json:"fullTextCoverage"`
 	// NoVector counts queries whose vector list was unavailable.
 	NoVector int     `json:"queriesWithoutVectorSearch"`
 	Latency  Latency `json:"searchLatency"`
@@ -87,6 +90,8 @@ func (r *Report) Text(w io.Writer) error {
 	for _, row := range r.Rows {
 		p("%s\t%.4f\t%.4f\t%.4f\t%.4f\t%.1f%%", row.Name, row.NDCG10, row.Recall10, row.Recall100, row.MRR10, 100*row.Answered)
 	}
+	p("full text reach\tanswers %d of %d queries sharing a non-stop word with the corpus (%.1f%%)",
+		r.Coverage.Answered, r.Coverage.SharingAWord, 100*r.Coverage.Share)
 	p("")
 	p("Search latency\tp50 %.2f ms, p95 %.2f ms, p99 %.2f ms (%d queries after %d warm-up, default options)",
 		r.Latency.P50, r.Latency.P95, r.Latency.P99, r.Latency.Queries, min(warmUp, r.Latency.Queries))

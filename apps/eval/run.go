@@ -204,6 +204,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	rep.Rows, rep.NoVector = rows, noVector
+	if rep.Coverage, err = coverage(ctx, pool, caller.OrgID, queries, bounded); err != nil {
+		return fmt.Errorf("coverage: %w", err)
+	}
 	if cfg.perTermCheck {
 		progress("per-term check: the same queries reading every posting")
 		exact := knowledge.New(pool, opts.WithUnboundedPostings())

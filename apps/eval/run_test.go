@@ -84,9 +84,14 @@ func TestRunOnTinyDataset(t *testing.T) {
 	}
 	text := out.String()
 	t.Log("\n" + text)
+	// Every tiny-set query shares words with the corpus, and any shared
+	// word is a full-text match.
+	if !strings.Contains(text, "answers 5 of 5 queries sharing a non-stop word") {
+		t.Errorf("full-text reach: want 5 of 5")
+	}
 	for _, want := range []string{"nDCG@10", "fused (product)", "vector", "full text", "title", "plain RRF (k=60)",
 		"Search latency", "nonsense answered", "30 stored, 0 refused", "5 judged", "never analyzed",
-		"Per-term bound", "fused, exact", "the bound never bites", "Relevance gate", "0.05 (default)", "top-1 fused score"} {
+		"Per-term bound", "fused, exact", "the bound never bites", "Relevance gate", "0.05 (default)", "top-1 fused score", "full text reach"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("report lacks %q", want)
 		}
