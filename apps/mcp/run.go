@@ -86,7 +86,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		Redis:    rdb,
 		Logger:   logger,
 		// The default for orgs not indexed yet; see server.Config.
-		TextSearchConfig: cfg.TextSearchConfig,
+		TextSearchConfig:  cfg.TextSearchConfig,
+		VectorCalibration: cfg.VectorCalibration,
 	})
 	srv := server.New(cfg, server.Deps{
 		Knowledge: svc,

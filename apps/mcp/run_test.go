@@ -89,12 +89,14 @@ func TestRunRefusesBadConfiguration(t *testing.T) {
 		env  map[string]string
 		want string
 	}{
-		"bad ttl":             {nil, map[string]string{"MCP_TOKEN_CACHE_TTL": "1h"}, "MCP_TOKEN_CACHE_TTL"},
-		"bad public url":      {nil, map[string]string{"MCP_PUBLIC_URL": "mcp.example.com"}, "MCP_PUBLIC_URL"},
-		"extra argument":      {[]string{"serve"}, nil, "usage"},
-		"stdio without token": {[]string{"--stdio"}, map[string]string{"DATABASE_URL": testenv.Postgres(t).URL, "REDIS_URL": testenv.LeaseRedis(t).URL}, "KNOWLEDGE_TOKEN"},
-		"text search config":  {nil, map[string]string{"DATABASE_URL": testenv.Postgres(t).URL, "REDIS_URL": testenv.LeaseRedis(t).URL, "SEARCH_TEXT_CONFIG": "englsh"}, `SEARCH_TEXT_CONFIG="englsh"`},
-		"stdio bad token":     {[]string{"--stdio"}, map[string]string{"DATABASE_URL": testenv.Postgres(t).URL, "REDIS_URL": testenv.LeaseRedis(t).URL, "KNOWLEDGE_TOKEN": "nope"}, "invalid_token"},
+		"bad ttl":              {nil, map[string]string{"MCP_TOKEN_CACHE_TTL": "1h"}, "MCP_TOKEN_CACHE_TTL"},
+		"bad public url":       {nil, map[string]string{"MCP_PUBLIC_URL": "mcp.example.com"}, "MCP_PUBLIC_URL"},
+		"cosine floor alone":   {nil, map[string]string{"SEARCH_COSINE_FLOOR": "0.3"}, "SEARCH_COSINE_FULL"},
+		"cosine full <= floor": {nil, map[string]string{"SEARCH_COSINE_FLOOR": "0.3", "SEARCH_COSINE_FULL": "0.2"}, "SEARCH_COSINE_FULL"},
+		"extra argument":       {[]string{"serve"}, nil, "usage"},
+		"stdio without token":  {[]string{"--stdio"}, map[string]string{"DATABASE_URL": testenv.Postgres(t).URL, "REDIS_URL": testenv.LeaseRedis(t).URL}, "KNOWLEDGE_TOKEN"},
+		"text search config":   {nil, map[string]string{"DATABASE_URL": testenv.Postgres(t).URL, "REDIS_URL": testenv.LeaseRedis(t).URL, "SEARCH_TEXT_CONFIG": "englsh"}, `SEARCH_TEXT_CONFIG="englsh"`},
+		"stdio bad token":      {[]string{"--stdio"}, map[string]string{"DATABASE_URL": testenv.Postgres(t).URL, "REDIS_URL": testenv.LeaseRedis(t).URL, "KNOWLEDGE_TOKEN": "nope"}, "invalid_token"},
 	}
 	for name, c := range cases {
 		var out, errb syncBuffer

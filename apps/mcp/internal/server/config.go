@@ -41,6 +41,10 @@ type Config struct {
 	// must be the worker's, which builds the indexes. run checks it
 	// against the database at start.
 	TextSearchConfig string
+	// VectorCalibration (SEARCH_COSINE_FLOOR, SEARCH_COSINE_FULL): the
+	// embedding model's cosine scale for the calibrated score; nil: the
+	// measured or default one of the model (knowledge.CalibrationFor).
+	VectorCalibration *knowledge.VectorCalibration
 }
 
 // ConfigFromEnv reads the configuration; every variable is optional.
@@ -59,6 +63,11 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	var errs []string
 	bad := func(name, rule string) { errs = append(errs, name+": "+rule) }
+	if cal, err := knowledge.VectorCalibrationFromEnv(getenv); err != nil {
+		errs = append(errs, err.Error())
+	} else {
+		c.VectorCalibration = cal
+	}
 	if v := getenv("MCP_MAX_BODY_BYTES"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 64<<10 || n > 64<<20 {
