@@ -53,6 +53,12 @@ type NonsenseResult struct {
 	Queries         int      `json:"queries"`
 	Answered        int      `json:"answered"`
 	AnsweredQueries []string `json:"answeredQueries,omitempty"`
+	// MaxCosine is the best raw cosine any nonsense query reached: the
+	// chance level of the model in this org, which the calibration's floor
+	// must clear (SEARCH_COSINE_FLOOR).
+	MaxCosine float64 `json:"maxCosine"`
+	// Floor is the calibration's floor in use.
+	Floor float64 `json:"cosineFloor"`
 }
 
 // JSON writes the report for scripts.
@@ -96,7 +102,8 @@ func (r *Report) Text(w io.Writer) error {
 	p("Search latency\tp50 %.2f ms, p95 %.2f ms, p99 %.2f ms (%d queries after %d warm-up, default options)",
 		r.Latency.P50, r.Latency.P95, r.Latency.P99, r.Latency.Queries, min(warmUp, r.Latency.Queries))
 	p("Search answered\t%d of %d real queries with at least one hit", r.Answered, r.Latency.Queries)
-	p("nonsense answered\t%d of %d (target 0)", r.Nonsense.Answered, r.Nonsense.Queries)
+	p("nonsense answered\t%d of %d (target 0); their best raw cosine %.3f, the calibration's floor %.3f",
+		r.Nonsense.Answered, r.Nonsense.Queries, r.Nonsense.MaxCosine, r.Nonsense.Floor)
 	const show = 5 // --json lists them all
 	for i, q := range r.Nonsense.AnsweredQueries {
 		if i == show {

@@ -163,7 +163,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	opts := knowledge.Options{Embedder: emb}
+	// The operator's calibration of the model, if set, as the MCP server
+	// reads it: the run then measures the deployment's scoring.
+	cal, err := knowledge.VectorCalibrationFromEnv(getenv)
+	if err != nil {
+		return err
+	}
+	opts := knowledge.Options{Embedder: emb, VectorCalibration: cal}
 	svc := knowledge.New(pool, opts)
 
 	progress("%s: storing %d documents into %s", ds.Name, len(ds.Docs), scratch.name)
@@ -223,6 +229,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	if rep.Nonsense, err = nonsense(ctx, svc, caller); err != nil {
 		return err
+	}
+	rep.Nonsense.Floor = knowledge.CalibrationFor(emb.Model()).Floor
+	if cal != nil {
+		rep.Nonsense.Floor = cal.Floor
 	}
 	progress("relevance gate: minScore 0, depth %d", gateDepth)
 	if rep.Gate, err = gateStudy(ctx, svc, caller, ds, queries, docOf); err != nil {
@@ -512,6 +522,15 @@ func nonsense(ctx context.Context, svc *knowledge.Service, c knowledge.Caller) (
 		if len(r.Hits) > 0 {
 			res.Answered++
 			res.AnsweredQueries = append(res.AnsweredQueries, q)
+		}
+		// The raw vector list, before the calibration's floor: the best
+		// cosine a query about nothing reaches is what the floor must clear.
+		l, err := svc.SearchLists(ctx, c, knowledge.SearchInput{Query: q}, 1)
+		if err != nil {
+			return res, fmt.Errorf("lists %q: %w", q, err)
+		}
+		if len(l.Vector) > 0 {
+			res.MaxCosine = max(res.MaxCosine, l.Vector[0].Score)
 		}
 	}
 	return res, nil
