@@ -113,7 +113,6 @@ func TestMigrationsCreateEveryIndexAndReportStatus(t *testing.T) {
 		"knowledge_postings_pkey":       "btree",
 		"knowledge_term_stats_pkey":     "btree",
 		"knowledge_index_queue_org_idx": "btree",
-		"knowledge_title_trgm_idx":      "gin",
 		"knowledge_tags_idx":            "gin",
 		"knowledge_head_idx":            "btree",
 		"knowledge_pending_idx":         "btree",

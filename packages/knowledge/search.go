@@ -124,11 +124,9 @@ const (
 	// minContainsChars: shorter queries have no trigram to look up, and a
 	// one- or two-letter substring of a title is no evidence anyway.
 	minContainsChars = 3
-	// The title substring test (sql/search_candidates.sql, contains): on
-	// the containsChecked best titles by BM25 always, and through the
-	// trigram index too for queries of at most maxContainsIndexChars.
-	containsChecked       = 50
-	maxContainsIndexChars = 32
+	// The title substring test (sql/search_candidates.sql, contains) runs
+	// on the containsChecked best titles by BM25.
+	containsChecked = 50
 	// The vector plan (see tableDocsCache): HNSW for orgs of at least
 	// hnswMinDocs entries where docs^2 >= hnswCostRatio * table * candidates.
 	// An exact scan costs about one detoasted vector per entry of the org;
@@ -151,7 +149,6 @@ func (s *Service) rank(ctx context.Context, c Caller, a *searchArgs, depth int) 
 	if err != nil {
 		return nil, mapErr(err, "")
 	}
-	qlen := utf8.RuneCountInString(a.Query)
 	p := &pipeline{pool: s.pool}
 	// Queued, not sent: it goes in the same batch as the search below.
 	if err := sqlc.New(p).SearchConfig(ctx, strconv.Itoa(a.EfSearch)); err != nil {
@@ -163,8 +160,8 @@ func (s *Service) rank(ctx context.Context, c Caller, a *searchArgs, depth int) 
 		"include_superseded": a.IncludeSuperseded, "include_expired": a.IncludeExpired,
 		"candidates": depth, "per_term": s.perTerm(), "tail": TailEntries, "max_terms": MaxQueryTerms,
 		"k1": BM25K1, "b": BM25B,
-		"title_pattern": LikePattern(a.Query), "use_contains": qlen >= minContainsChars,
-		"use_contains_index": qlen >= minContainsChars && qlen <= maxContainsIndexChars, "contains_checked": containsChecked,
+		"title_pattern": LikePattern(a.Query), "use_contains": utf8.RuneCountInString(a.Query) >= minContainsChars,
+		"contains_checked": containsChecked,
 		"hnsw_min_docs": hnswMinDocs, "hnsw_cost_ratio": hnswCostRatio, "table_docs": tableDocs,
 	})
 	if err != nil {

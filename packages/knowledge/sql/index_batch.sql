@@ -46,6 +46,9 @@ ins AS (
                / CASE terms.field WHEN 'b' THEN avgs.avg_b ELSE avgs.avg_t END)))::real,
            terms.entry_id, terms.tf, terms.len
     FROM terms, avgs
+    -- A term's postings of one batch on few heap pages: until a vacuum sets
+    -- the visibility map, each posting read visits its heap page.
+    ORDER BY terms.field, terms.term
 ),
 dfs AS (
     INSERT INTO knowledge_term_stats (org_id, field, term, df)

@@ -14,8 +14,8 @@
 -- read of a term's postings is an index range scan under a LIMIT (a
 -- LATERAL per term), every look-up of an entry a primary-key probe (a
 -- LATERAL with LIMIT 1 is never turned into a hash join over the whole
--- table), and the vector and title-substring reads are functions with
--- their own planner settings (db/migrations/00002_search.sql).
+-- table), and the vector and queue reads are functions with their own
+-- planner settings (db/migrations/00002_search.sql).
 WITH st AS MATERIALIZED (
     SELECT coalesce(s.config, @default_config::regconfig) AS config,
            coalesce(s.docs, 0)::float8 AS docs,
@@ -105,16 +105,11 @@ fts AS (
 ),
 -- Titles holding the whole query: the title list's strongest signal. Such
 -- a title holds every query word, so it is among the best titles by BM25:
--- the substring test runs on the best @contains_checked of those (a key
--- probe each). Short queries also go through the (org, title trigram) GIN
--- index, which finds fragments that are no word ("gres" in "Postgres"); a
--- long query would intersect dozens of trigram lists there for a match the
--- first path already finds.
+-- the substring test (ILIKE) runs on the best @contains_checked of those, a
+-- key probe each (see db/migrations/00002_search.sql for why not a trigram
+-- index).
 contains AS MATERIALIZED (
-    SELECT c.id FROM knowledge_title_contains(@org_id, @title_pattern::text, @candidates::int) AS c (id)
-    WHERE @use_contains_index::bool
-    UNION
-    SELECT s.entry_id
+    SELECT s.entry_id AS id
     FROM (SELECT entry_id FROM scored WHERE bm25_t > 0 ORDER BY bm25_t DESC, entry_id LIMIT @contains_checked::int) s
     CROSS JOIN LATERAL (
         SELECT 1 FROM knowledge k

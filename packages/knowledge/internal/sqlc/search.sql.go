@@ -155,7 +155,8 @@ const searchConfig = `-- name: SearchConfig :exec
 
 SELECT set_config('hnsw.ef_search', $1::text, true),
        set_config('hnsw.iterative_scan', 'relaxed_order', true),
-       set_config('plan_cache_mode', 'force_generic_plan', true)
+       set_config('plan_cache_mode', 'force_generic_plan', true),
+       set_config('jit', 'off', true)
 `
 
 // Hybrid search and the lexical index (packages/knowledge).
@@ -174,7 +175,9 @@ SELECT set_config('hnsw.ef_search', $1::text, true),
 // list, and generic plans: the statement's plan is pinned by its shape (see
 // packages/knowledge/sql/search_candidates.sql), not by the selectivity of
 // its arguments, so it is planned once per connection instead of on every
-// call (planning it took ~3 ms, as long as running it).
+// call (planning it took ~3 ms, as long as running it). No JIT: the HNSW
+// scan's cost estimate (millions) crosses jit_above_cost, and compiling
+// the plan took 100-180 ms of a search that runs in milliseconds.
 func (q *Queries) SearchConfig(ctx context.Context, efSearch string) error {
 	_, err := q.db.Exec(ctx, searchConfig, efSearch)
 	return err
