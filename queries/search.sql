@@ -95,3 +95,28 @@ ON CONFLICT (org_id, entry_id) DO NOTHING;
 SELECT coalesce((SELECT s.config::text FROM knowledge_search_stats s WHERE s.org_id = @org_id), '')::text AS config,
        coalesce((SELECT s.docs FROM knowledge_search_stats s WHERE s.org_id = @org_id), 0)::bigint AS indexed,
        (SELECT count(*) FROM knowledge_index_queue q WHERE q.org_id = @org_id)::bigint AS queued;
+
+-- name: OrgVectorIndexes :many
+-- The per-org HNSW indexes Upkeep built (knowledge_hnsw_org_<org hex>), and
+-- whether each is valid (a failed concurrent build leaves an invalid one).
+SELECT c.relname::text AS name, i.indisvalid AS valid
+FROM pg_catalog.pg_index i
+JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
+WHERE i.indrelid = 'knowledge'::regclass AND c.relname LIKE 'knowledge_hnsw_org_%';
+
+-- name: OrgsForVectorIndex :many
+-- Orgs large enough for an HNSW index of their own but a minority of the
+-- table (see upkeep.go), largest first.
+SELECT s.org_id, s.docs
+FROM knowledge_search_stats s
+WHERE s.docs >= @min_docs::bigint
+  AND s.docs::float8 <= sqlc.arg(max_share)::float8 * (SELECT sum(t.docs) FROM knowledge_search_stats t)::float8
+ORDER BY s.docs DESC, s.org_id;
+
+-- name: TryLockVectorIndexBuild :one
+-- One per-org index build at a time across workers (session lock, held on
+-- the build's own connection).
+SELECT pg_try_advisory_lock(hashtext('knowledge.upkeep.org_vector_index'));
+
+-- name: UnlockVectorIndexBuild :exec
+SELECT pg_advisory_unlock(hashtext('knowledge.upkeep.org_vector_index'));

@@ -179,11 +179,15 @@ SELECT org_id, id, created_at FROM knowledge;
 -- PL/pgSQL rather than SQL: its plans are cached per connection (an SQL
 -- function of this kind is planned again on every call).
 -- +goose StatementBegin
+-- The HNSW plan is made for each call (force_custom_plan), with the org's
+-- id as a constant: so the planner can use the org's own HNSW index when
+-- Upkeep built one (upkeep.go), a partial index no generic plan can prove.
 CREATE FUNCTION knowledge_vector_hnsw(p_org uuid, p_vec vector, p_model text, p_tags text[],
                                       p_include_superseded bool, p_include_expired bool, p_n int)
 RETURNS TABLE (id uuid, dist float8)
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET enable_seqscan = off SET enable_bitmapscan = off SET enable_sort = off
+SET plan_cache_mode = force_custom_plan
 AS $$
 BEGIN
     RETURN QUERY

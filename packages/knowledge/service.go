@@ -40,10 +40,22 @@ type Options struct {
 	// (see rrf.go). Default: CalibrationFor(Embedder.Model()).
 	VectorCalibration *VectorCalibration
 
+	// OrgVectorIndexMinDocs overrides the size from which Upkeep gives an
+	// org its own HNSW index (default OrgVectorIndexMinDocs; tests use
+	// small orgs).
+	OrgVectorIndexMinDocs int
+
 	// unboundedPostings reads every posting of every query term (no
 	// PerTermPostings bound): the exact reference an evaluation compares
 	// the bounded read with (WithUnboundedPostings).
 	unboundedPostings bool
+}
+
+func (o Options) orgVectorIndexMinDocs() int {
+	if o.OrgVectorIndexMinDocs > 0 {
+		return o.OrgVectorIndexMinDocs
+	}
+	return OrgVectorIndexMinDocs
 }
 
 // WithUnboundedPostings returns o set to read every posting of every query

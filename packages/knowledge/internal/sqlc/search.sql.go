@@ -57,6 +57,80 @@ func (q *Queries) LockSearchStats(ctx context.Context, arg LockSearchStatsParams
 	return i, err
 }
 
+const orgVectorIndexes = `-- name: OrgVectorIndexes :many
+SELECT c.relname::text AS name, i.indisvalid AS valid
+FROM pg_catalog.pg_index i
+JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
+WHERE i.indrelid = 'knowledge'::regclass AND c.relname LIKE 'knowledge_hnsw_org_%'
+`
+
+type OrgVectorIndexesRow struct {
+	Name  string
+	Valid bool
+}
+
+// The per-org HNSW indexes Upkeep built (knowledge_hnsw_org_<org hex>), and
+// whether each is valid (a failed concurrent build leaves an invalid one).
+func (q *Queries) OrgVectorIndexes(ctx context.Context) ([]OrgVectorIndexesRow, error) {
+	rows, err := q.db.Query(ctx, orgVectorIndexes)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []OrgVectorIndexesRow
+	for rows.Next() {
+		var i OrgVectorIndexesRow
+		if err := rows.Scan(&i.Name, &i.Valid); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const orgsForVectorIndex = `-- name: OrgsForVectorIndex :many
+SELECT s.org_id, s.docs
+FROM knowledge_search_stats s
+WHERE s.docs >= $1::bigint
+  AND s.docs::float8 <= $2::float8 * (SELECT sum(t.docs) FROM knowledge_search_stats t)::float8
+ORDER BY s.docs DESC, s.org_id
+`
+
+type OrgsForVectorIndexParams struct {
+	MinDocs  int64
+	MaxShare float64
+}
+
+type OrgsForVectorIndexRow struct {
+	OrgID uuid.UUID
+	Docs  int64
+}
+
+// Orgs large enough for an HNSW index of their own but a minority of the
+// table (see upkeep.go), largest first.
+func (q *Queries) OrgsForVectorIndex(ctx context.Context, arg OrgsForVectorIndexParams) ([]OrgsForVectorIndexRow, error) {
+	rows, err := q.db.Query(ctx, orgsForVectorIndex, arg.MinDocs, arg.MaxShare)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []OrgsForVectorIndexRow
+	for rows.Next() {
+		var i OrgsForVectorIndexRow
+		if err := rows.Scan(&i.OrgID, &i.Docs); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const orgsWithQueuedEntries = `-- name: OrgsWithQueuedEntries :many
 SELECT DISTINCT org_id FROM knowledge_index_queue LIMIT $1::int
 `
@@ -305,4 +379,26 @@ func (q *Queries) TextSearchConfigs(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	return items, nil
+}
+
+const tryLockVectorIndexBuild = `-- name: TryLockVectorIndexBuild :one
+SELECT pg_try_advisory_lock(hashtext('knowledge.upkeep.org_vector_index'))
+`
+
+// One per-org index build at a time across workers (session lock, held on
+// the build's own connection).
+func (q *Queries) TryLockVectorIndexBuild(ctx context.Context) (bool, error) {
+	row := q.db.QueryRow(ctx, tryLockVectorIndexBuild)
+	var pg_try_advisory_lock bool
+	err := row.Scan(&pg_try_advisory_lock)
+	return pg_try_advisory_lock, err
+}
+
+const unlockVectorIndexBuild = `-- name: UnlockVectorIndexBuild :exec
+SELECT pg_advisory_unlock(hashtext('knowledge.upkeep.org_vector_index'))
+`
+
+func (q *Queries) UnlockVectorIndexBuild(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, unlockVectorIndexBuild)
+	return err
 }

@@ -1,0 +1,98 @@
+package knowledge_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge"
+)
+
+// A large org that is a minority of the table gets an HNSW index of its
+// own from Upkeep; the vector search plan uses it for that org (and only
+// for it), and finds the same entries.
+func TestUpkeepBuildsAnOrgVectorIndex(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(o *knowledge.Options) { o.OrgVectorIndexMinDocs = 150 })
+	fill := func(c knowledge.Caller, n int, word string) {
+		if _, err := b.pool.Exec(b.ctx, `
+			INSERT INTO knowledge (org_id, title, body, created_by_agent_id)
+			SELECT $1, $3 || ' note ' || i, 'observation ' || i || ' about ' || $3 || ' and more', $2
+			FROM generate_series(1, $4::int) i`, c.OrgID, c.AgentID, word, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fill(b.alice, 200, "alpha")
+	fill(b.eve, 300, "beta") // org A is 40% of the table: a minority
+	b.embedPending(t)
+	b.indexAll(t)
+	want := b.search(t, b.bob, knowledge.SearchInput{Query: "alpha note 17"})
+
+	name := "knowledge_hnsw_org_" + strings.ReplaceAll(b.org.String(), "-", "")
+	rep, err := b.svc.Upkeep(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rep.Built, []string{name}) {
+		t.Fatalf("want %s built (org B is the majority: none for it), got %+v", name, rep)
+	}
+	if n := b.count(t, `SELECT count(*) FROM pg_indexes WHERE indexname = $1 AND indexdef LIKE '%hnsw%' AND indexdef LIKE '%' || $2 || '%'`, name, b.org.String()); n != 1 {
+		t.Fatal("the index is not a partial HNSW index of the org")
+	}
+	// The function's plan for this org uses it.
+	plan := explainVector(t, b, b.org.String())
+	if !strings.Contains(plan, name) {
+		t.Fatalf("the org's vector plan does not use its index:\n%s", plan)
+	}
+	if plan := explainVector(t, b, b.other.String()); strings.Contains(plan, name) {
+		t.Fatalf("another org's plan uses org A's index:\n%s", plan)
+	}
+	got := b.search(t, b.bob, knowledge.SearchInput{Query: "alpha note 17"})
+	if fmt.Sprint(ids(got.Hits)) != fmt.Sprint(ids(want.Hits)) {
+		t.Fatalf("answers differ with the org's index: %v vs %v", ids(got.Hits), ids(want.Hits))
+	}
+	// Nothing more to build.
+	if rep, err := b.svc.Upkeep(b.ctx); err != nil || len(rep.Built) != 0 {
+		t.Fatalf("second pass: %+v %v", rep, err)
+	}
+	// An invalid index (a failed concurrent build) is dropped, then rebuilt.
+	if _, err := b.pool.Exec(b.ctx, `UPDATE pg_index SET indisvalid = false WHERE indexrelid = $1::regclass`, name); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := b.svc.Upkeep(b.ctx); err != nil || !slices.Equal(rep.Dropped, []string{name}) || !slices.Equal(rep.Built, []string{name}) {
+		t.Fatalf("invalid index: %+v %v", rep, err)
+	}
+}
+
+// explainVector is the plan of the vector function's query for an org,
+// under the function's own settings.
+func explainVector(t *testing.T, b *bundle, org string) string {
+	t.Helper()
+	tx, err := b.pool.Begin(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(b.ctx)
+	for _, s := range []string{"SET LOCAL enable_seqscan = off", "SET LOCAL enable_bitmapscan = off", "SET LOCAL enable_sort = off"} {
+		if _, err := tx.Exec(b.ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, err := tx.Query(b.ctx, `EXPLAIN SELECT id FROM knowledge k
+		WHERE k.org_id = '`+org+`' AND k.embedding_status = 'ready' AND k.embedding_model = 'local-hash-v1'
+		  AND k.tags @> '{}'::text[] AND k.head_id IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())
+		ORDER BY k.embedding <=> (SELECT embedding FROM knowledge LIMIT 1) LIMIT 40`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan []string
+	for rows.Next() {
+		var l string
+		if err := rows.Scan(&l); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, l)
+	}
+	return strings.Join(plan, "\n")
+}
