@@ -155,14 +155,26 @@ func (s *Service) rank(ctx context.Context, c Caller, a *searchArgs, depth int) 
 		return nil, mapErr(err, "")
 	}
 	rows, err := p.Query(ctx, searchCandidatesSQL, pgx.NamedArgs{
-		"org_id": c.OrgID, "default_config": s.opts.TextSearchConfig, "query": a.Query,
-		"query_vec": vec, "model": s.opts.Embedder.Model(), "tags": a.Tags,
-		"include_superseded": a.IncludeSuperseded, "include_expired": a.IncludeExpired,
-		"candidates": depth, "per_term": s.perTerm(), "tail": TailEntries, "max_terms": MaxQueryTerms,
-		"k1": BM25K1, "b": BM25B,
-		"title_pattern": LikePattern(a.Query), "use_contains": utf8.RuneCountInString(a.Query) >= minContainsChars,
-		"contains_checked": containsChecked,
-		"hnsw_min_docs": hnswMinDocs, "hnsw_cost_ratio": hnswCostRatio, "table_docs": tableDocs,
+		"org_id":             c.OrgID,
+		"default_config":     s.opts.TextSearchConfig,
+		"query":              a.Query,
+		"query_vec":          vec,
+		"model":              s.opts.Embedder.Model(),
+		"tags":               a.Tags,
+		"include_superseded": a.IncludeSuperseded,
+		"include_expired":    a.IncludeExpired,
+		"candidates":         depth,
+		"per_term":           s.perTerm(),
+		"tail":               TailEntries,
+		"max_terms":          MaxQueryTerms,
+		"k1":                 BM25K1,
+		"b":                  BM25B,
+		"title_pattern":      LikePattern(a.Query),
+		"use_contains":       utf8.RuneCountInString(a.Query) >= minContainsChars,
+		"contains_checked":   containsChecked,
+		"hnsw_min_docs":      hnswMinDocs,
+		"hnsw_cost_ratio":    hnswCostRatio,
+		"table_docs":         tableDocs,
 	})
 	if err != nil {
 		return nil, mapErr(err, "")
