@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io/fs"
 	mrand "math/rand/v2"
 	"net/url"
 	"os"
@@ -17,8 +18,10 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgvector/pgvector-go"
+	pgxvec "github.com/pgvector/pgvector-go/pgx"
 
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
@@ -40,11 +43,21 @@ import (
 //     1% org (10,000 -> 12,626 rows; 100,000 -> 126,262).
 //   - KNOWLEDGE_BENCH_KEEP=1: keep the loaded database and log its name.
 //   - KNOWLEDGE_BENCH_REUSE=<database>: search a database kept earlier
-//     instead of loading one (one size only). Its state is what it is: a
+//     instead of loading one (one size only), with its functions brought up
+//     to the migrations (refreshFunctions). Its state is what it is: a
 //     database searched once has been through Upkeep.
-//   - KNOWLEDGE_BENCH_SAMPLES (default 300): timed searches per query mix.
-//   - KNOWLEDGE_BENCH_EXPLAIN=1: log EXPLAIN (ANALYZE, BUFFERS) of the
-//     search statement for one query of each mix, in each state.
+//   - KNOWLEDGE_BENCH_SNAPSHOT=<database>: after the load and IndexAll,
+//     before any search, copy the database (FILE_COPY, ~1 min per 15 GB):
+//     the never-analyzed state can then be measured again from a copy of
+//     the copy without reloading.
+//   - KNOWLEDGE_BENCH_SAMPLES (default 300): timed searches per query mix,
+//     after up to 20 warm-up searches (at most 20 s of them).
+//   - KNOWLEDGE_BENCH_BUDGET (default 2m): a mix stops sampling when its
+//     timed searches have taken this long (a slow case would otherwise take
+//     hours); the "samples" metric says how many were taken.
+//   - KNOWLEDGE_BENCH_EXPLAIN=1: log the plans, with actual times and
+//     buffers (auto_explain), of two searches of each mix in each state: a
+//     fixed one and the slowest of the run.
 //
 // The load is a bulk load as an operator would do it: COPY with the HNSW,
 // title trigram and tags indexes dropped and rebuilt afterwards, then the
@@ -62,11 +75,14 @@ type benchEnv struct {
 	keep    bool
 	reuse   string
 	samples int
+	budget  time.Duration
 	explain bool
+	// snapshot names a copy of the loaded database (see snapshot).
+	snapshot string
 }
 
 func readBenchEnv(b *testing.B) benchEnv {
-	e := benchEnv{samples: 300}
+	e := benchEnv{samples: 300, budget: 2 * time.Minute}
 	v := os.Getenv("KNOWLEDGE_BENCH_SIZES")
 	if v == "" {
 		v = "10000,100000"
@@ -92,9 +108,20 @@ func readBenchEnv(b *testing.B) benchEnv {
 		}
 		e.samples = n
 	}
+	if v := os.Getenv("KNOWLEDGE_BENCH_BUDGET"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			b.Fatalf("KNOWLEDGE_BENCH_BUDGET: %q is not a positive duration", v)
+		}
+		e.budget = d
+	}
 	e.keep = os.Getenv("KNOWLEDGE_BENCH_KEEP") == "1"
 	e.explain = os.Getenv("KNOWLEDGE_BENCH_EXPLAIN") == "1"
 	e.reuse = os.Getenv("KNOWLEDGE_BENCH_REUSE")
+	e.snapshot = os.Getenv("KNOWLEDGE_BENCH_SNAPSHOT")
+	if e.snapshot != "" && (e.reuse != "" || len(e.sizes) != 1) {
+		b.Fatal("KNOWLEDGE_BENCH_SNAPSHOT: copies a database this run loads, of one size")
+	}
 	if e.reuse != "" && len(e.sizes) != 1 {
 		b.Fatalf("KNOWLEDGE_BENCH_REUSE=%s: set KNOWLEDGE_BENCH_SIZES to the one size that database holds", e.reuse)
 	}
@@ -285,7 +312,9 @@ type benchDB struct {
 	n                 int // entries of the big org
 	total, smallCount int
 	gen               *textGen
-	exact             [][]uuid.UUID // exact top 10 of the recall queries, by query
+	exact             [][]uuid.UUID      // exact top 10 of the recall queries, by query
+	explain           *knowledge.Service // on a pool with auto_explain (explainSearch)
+	notices           []string
 }
 
 // benchDatabase makes a fresh migrated database (dropped at the end unless
@@ -293,20 +322,14 @@ type benchDB struct {
 func benchDatabase(b *testing.B, reuse string, keep bool) (string, *pgxpool.Pool) {
 	b.Helper()
 	ctx := context.Background()
-	urlOf := func(name string) string {
-		u, err := url.Parse(testenv.DatabaseURL())
-		if err != nil {
-			b.Fatal(err)
-		}
-		u.Path = "/" + name
-		return u.String()
-	}
+	urlOf := func(name string) string { return benchURL(b, name) }
 	if reuse != "" {
 		pool, err := db.Open(ctx, urlOf(reuse))
 		if err != nil {
 			b.Fatalf("KNOWLEDGE_BENCH_REUSE=%s: %v", reuse, err)
 		}
 		b.Cleanup(pool.Close)
+		refreshFunctions(b, pool)
 		return reuse, pool
 	}
 	admin, err := pgx.Connect(ctx, testenv.DatabaseURL())
@@ -357,9 +380,78 @@ func benchDatabase(b *testing.B, reuse string, keep bool) (string, *pgxpool.Pool
 	return name, pool
 }
 
-// bulkIndexes are dropped before the COPY and rebuilt after it, from their
-// definitions in the migrated schema.
-var bulkIndexes = []string{"knowledge_embedding_hnsw_idx", "knowledge_title_trgm_idx", "knowledge_tags_idx"}
+// benchURL is the URL of database name on the test server.
+func benchURL(b *testing.B, name string) string {
+	u, err := url.Parse(testenv.DatabaseURL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+// snapshot copies the loaded database, before anything searched or
+// maintained it, to a database named name: a later run can measure that
+// state again (KNOWLEDGE_BENCH_REUSE=name, or a copy of it) without a
+// reload. The copy keeps the tables, indexes and planner state (none); the
+// server's activity counters are not copied, so Upkeep on a copy sees no
+// changes (BenchmarkSearch then vacuums and analyzes itself).
+func snapshot(b *testing.B, bd *benchDB, name string) {
+	ctx := context.Background()
+	bd.pool.Close()
+	admin, err := pgx.Connect(ctx, testenv.DatabaseURL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	t0 := time.Now()
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" TEMPLATE "+
+		pgx.Identifier{bd.name}.Sanitize()+" STRATEGY = FILE_COPY"); err != nil {
+		b.Fatalf("KNOWLEDGE_BENCH_SNAPSHOT=%s: %v", name, err)
+	}
+	logf("KNOWLEDGE_BENCH_SNAPSHOT: copied the loaded database to %s in %v (CREATE DATABASE x TEMPLATE %s to measure it again)",
+		name, time.Since(t0).Round(time.Second), name)
+	if bd.pool, err = db.Open(ctx, benchURL(b, bd.name)); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(bd.pool.Close)
+	bd.svc = knowledge.New(bd.pool, knowledge.Options{})
+}
+
+// refreshFunctions brings the functions of a kept database up to the
+// migrations as they are now: while the module is unreleased its migrations
+// are edited in place, and reloading a million rows for a changed search
+// function is an hour. Every CREATE FUNCTION of the migrations' Up sections
+// is run as CREATE OR REPLACE FUNCTION. Tables and indexes are not
+// touched: a changed table (or a changed analysis, which the postings were
+// built with) needs a fresh load.
+func refreshFunctions(b *testing.B, pool *pgxpool.Pool) {
+	b.Helper()
+	files, err := fs.Glob(db.Migrations(), "*.sql")
+	if err != nil {
+		b.Fatal(err)
+	}
+	slices.Sort(files)
+	n := 0
+	for _, f := range files {
+		src, err := fs.ReadFile(db.Migrations(), f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		up, _, _ := strings.Cut(string(src), "-- +goose Down")
+		for _, block := range strings.Split(up, "-- +goose StatementBegin")[1:] {
+			block, _, _ = strings.Cut(block, "-- +goose StatementEnd")
+			if !strings.Contains(block, "CREATE FUNCTION") {
+				continue
+			}
+			if _, err := pool.Exec(context.Background(), strings.ReplaceAll(block, "CREATE FUNCTION", "CREATE OR REPLACE FUNCTION")); err != nil {
+				b.Fatalf("KNOWLEDGE_BENCH_REUSE: refreshing the functions of %s: %v (load a fresh database)", f, err)
+			}
+			n += strings.Count(block, "CREATE FUNCTION")
+		}
+	}
+	logf("refreshed %d functions from the migrations", n)
+}
 
 // loadBench fills a fresh database: n entries in the big org, the other
 // orgs (see the package comment) and 1% of the table in the small org, then
@@ -435,14 +527,26 @@ func loadBench(b *testing.B, e benchEnv, n int) *benchDB {
 	bd.small = knowledge.Caller{OrgID: o, AgentID: a}
 	parts = append(parts, part{o, a, bd.smallCount})
 
-	defs := map[string]string{}
-	for _, ix := range bulkIndexes {
-		var def string
-		if err := pool.QueryRow(ctx, "SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() AND indexname = $1", ix).Scan(&def); err != nil {
-			b.Fatalf("index %s: %v", ix, err)
-		}
-		defs[ix] = def
-		if _, err := pool.Exec(ctx, "DROP INDEX "+pgx.Identifier{ix}.Sanitize()); err != nil {
+	// The HNSW and GIN indexes of the table (whatever the migrations
+	// define) are dropped before the COPY and rebuilt after it from their
+	// definitions, as a bulk load does; the btrees stay (the queue's
+	// foreign key needs the primary key).
+	rows, err := pool.Query(ctx, `SELECT indexname, indexdef FROM pg_indexes
+		WHERE schemaname = current_schema() AND tablename = 'knowledge' AND indexdef ~ ' USING (hnsw|gin) '
+		ORDER BY indexname`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	type indexDef struct{ name, def string }
+	bulk, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (indexDef, error) {
+		var d indexDef
+		return d, r.Scan(&d.name, &d.def)
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, ix := range bulk {
+		if _, err := pool.Exec(ctx, "DROP INDEX "+pgx.Identifier{ix.name}.Sanitize()); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -498,12 +602,12 @@ func loadBench(b *testing.B, e benchEnv, n int) *benchDB {
 			b.Fatalf("%s: %v", s, err)
 		}
 	}
-	for _, ix := range bulkIndexes {
+	for _, ix := range bulk {
 		t0 := time.Now()
-		if _, err := conn.Exec(ctx, defs[ix]); err != nil {
-			b.Fatalf("%s: %v", defs[ix], err)
+		if _, err := conn.Exec(ctx, ix.def); err != nil {
+			b.Fatalf("%s: %v", ix.def, err)
 		}
-		logf("index %s built in %v", ix, time.Since(t0).Round(time.Millisecond))
+		logf("index %s built in %v", ix.name, time.Since(t0).Round(time.Millisecond))
 	}
 	// CREATE INDEX counted the table's rows into pg_class; a table filled by
 	// inserts (Store, or a COPY into the indexed table) has never been
@@ -521,6 +625,9 @@ func loadBench(b *testing.B, e benchEnv, n int) *benchDB {
 	el := time.Since(t0)
 	logf("Service.IndexAll indexed %d entries in %v: %.0f entries/s", indexed, el.Round(time.Millisecond), float64(indexed)/el.Seconds())
 	logTables(b, bd)
+	if e.snapshot != "" {
+		snapshot(b, bd, e.snapshot)
+	}
 	return bd
 }
 
@@ -674,6 +781,9 @@ func BenchmarkSearch(b *testing.B) {
 	for _, n := range e.sizes {
 		bd := loadBench(b, e, n)
 		ctx := context.Background()
+		if e.explain {
+			bd.explain = explainService(b, bd)
+		}
 		logTermStats(b, bd)
 		prefix := fmt.Sprintf("n=%d/table=%d", n, bd.total)
 		state := "never-analyzed"
@@ -690,7 +800,20 @@ func BenchmarkSearch(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		logf("Service.Upkeep in %v: vacuumed %v, analyzed %v", time.Since(t0).Round(time.Millisecond), rep.Vacuumed, rep.Analyzed)
+		logf("Service.Upkeep in %v: vacuumed %v, analyzed %v, built %v, dropped %v",
+			time.Since(t0).Round(time.Millisecond), rep.Vacuumed, rep.Analyzed, rep.Built, rep.Dropped)
+		if !bd.analyzed(b) {
+			// A copied database: the server's activity counters, which
+			// Upkeep reads, did not come with it.
+			t0 := time.Now()
+			for _, t := range []string{"knowledge", "knowledge_postings", "knowledge_term_stats", "knowledge_search_stats", "knowledge_index_queue"} {
+				if _, err := bd.pool.Exec(ctx, "VACUUM (ANALYZE) "+t); err != nil {
+					b.Fatal(err)
+				}
+			}
+			logf("Upkeep had no activity counters to go by (a copied database): VACUUM (ANALYZE) of the tables instead, %v",
+				time.Since(t0).Round(time.Millisecond))
+		}
 		logTables(b, bd)
 		for _, m := range bd.mixes() {
 			b.Run(fmt.Sprintf("search/%s/after-upkeep/%s", prefix, m.name), func(b *testing.B) {
@@ -713,22 +836,31 @@ func BenchmarkSearch(b *testing.B) {
 func searchMix(b *testing.B, bd *benchDB, m queryMix, e benchEnv) {
 	ctx := context.Background()
 	rng := mrand.New(mrand.NewPCG(9, uint64(len(m.name))))
+	warm := time.Now()
 	for range 20 {
 		if _, err := bd.svc.Search(ctx, bd.big, knowledge.SearchInput{Query: m.gen(rng)}); err != nil {
 			b.Fatal(err)
+		}
+		if time.Since(warm) > 20*time.Second {
+			break
 		}
 	}
 	load := loadAvg()
 	lat := make([]time.Duration, 0, e.samples)
 	hits := 0
 	var slowest string
-	var slowestT time.Duration
+	var slowestT, spent time.Duration
 	for range e.samples {
+		if spent > e.budget {
+			logf("%s: budget of %v spent after %d searches", b.Name(), e.budget, len(lat))
+			break
+		}
 		q := m.gen(rng)
 		t0 := time.Now()
 		r, err := bd.svc.Search(ctx, bd.big, knowledge.SearchInput{Query: q})
 		d := time.Since(t0)
 		lat = append(lat, d)
+		spent += d
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -739,7 +871,8 @@ func searchMix(b *testing.B, bd *benchDB, m queryMix, e benchEnv) {
 	}
 	logf("load average %s -> %s; slowest query %q (%v)", load, loadAvg(), slowest, slowestT.Round(time.Microsecond))
 	reportLatencies(b, lat)
-	b.ReportMetric(float64(hits)/float64(e.samples), "hits/query")
+	b.ReportMetric(float64(hits)/float64(len(lat)), "hits/query")
+	b.ReportMetric(float64(len(lat)), "samples")
 	if e.explain {
 		explainSearch(b, bd, m.gen(mrand.New(mrand.NewPCG(3, 3))))
 		explainSearch(b, bd, slowest)
@@ -780,48 +913,77 @@ func logTermStats(b *testing.B, bd *benchDB) {
 	}
 }
 
-// explainSearch logs EXPLAIN (ANALYZE, BUFFERS) of the ranking statement of
-// one search, with the settings and arguments Search uses (search.go; the
-// plan thresholds of its vector list are repeated here).
+// explainService is a Service on a pool of its own that loads auto_explain
+// (a superuser's LOAD) and turns the plans into notices, kept in bd.notices.
+// The pool lives as long as b.
+func explainService(b *testing.B, bd *benchDB) *knowledge.Service {
+	cfg, err := pgxpool.ParseConfig(bd.pool.Config().ConnString())
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	cfg.ConnConfig.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		bd.notices = append(bd.notices, n.Message)
+	}
+	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+		for _, s := range []string{"LOAD 'auto_explain'", "SET auto_explain.log_min_duration = 0",
+			"SET auto_explain.log_analyze = on", "SET auto_explain.log_buffers = on",
+			"SET auto_explain.log_nested_statements = on", "SET auto_explain.log_level = notice"} {
+			if _, err := conn.Exec(ctx, s); err != nil {
+				return fmt.Errorf("%s: %w", s, err)
+			}
+		}
+		return pgxvec.RegisterTypes(ctx, conn)
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	return knowledge.New(pool, knowledge.Options{})
+}
+
+// explainSearch logs the plans of one Search, with EXPLAIN ANALYZE's
+// actual times and buffers, as auto_explain writes them: the statements the
+// product sends, with its settings and arguments, and the statements inside
+// the functions they call (log_nested_statements); see explainService.
 func explainSearch(b *testing.B, bd *benchDB, q string) {
 	ctx := context.Background()
-	stmt, err := os.ReadFile("sql/search_candidates.sql")
-	if err != nil {
-		b.Fatal(err)
-	}
-	vs, err := embed.NewLocal().Embed(ctx, []string{q})
-	if err != nil {
-		b.Fatal(err)
-	}
-	var tableDocs int64
-	if err := bd.pool.QueryRow(ctx, "SELECT coalesce(sum(docs), 0)::bigint FROM knowledge_search_stats").Scan(&tableDocs); err != nil {
-		b.Fatal(err)
-	}
-	var lines []string
-	err = pgx.BeginFunc(ctx, bd.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT set_config('hnsw.ef_search', '64', true),
-			set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('plan_cache_mode', 'force_custom_plan', true)`); err != nil {
-			return err
-		}
-		rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+string(stmt), pgx.NamedArgs{
-			"org_id": bd.big.OrgID, "default_config": knowledge.DefaultTextSearchConfig, "query": q,
-			"query_vec": pgvector.NewVector(vs[0]), "model": embed.LocalModel, "tags": []string{},
-			"include_superseded": false, "include_expired": false,
-			"candidates": 40, "per_term": knowledge.PerTermPostings, "tail": knowledge.TailEntries, "max_terms": knowledge.MaxQueryTerms,
-			"k1": knowledge.BM25K1, "b": knowledge.BM25B,
-			"title_pattern": knowledge.LikePattern(q), "use_contains": len([]rune(q)) >= 3,
-			"hnsw_min_docs": 10000, "hnsw_max_share_inv": 50, "table_docs": tableDocs,
-		})
-		if err != nil {
-			return err
-		}
-		lines, err = pgx.CollectRows(rows, pgx.RowTo[string])
-		return err
-	})
-	if err != nil {
+	bd.notices = nil
+	if _, err := bd.explain.Search(ctx, bd.big, knowledge.SearchInput{Query: q}); err != nil {
 		b.Fatalf("explain %q: %v", q, err)
 	}
-	logf("EXPLAIN (ANALYZE, BUFFERS) of the search of %q:\n%s", q, strings.Join(lines, "\n"))
+	var out []string
+	for _, n := range bd.notices {
+		out = append(out, shortPlan(n))
+	}
+	logf("auto_explain of the search of %q:\n%s", q, strings.Join(out, "\n"))
+}
+
+// shortPlan is one auto_explain notice with its query text cut to its
+// first line of SQL.
+func shortPlan(notice string) string {
+	lines := strings.Split(notice, "\n")
+	var out []string
+	inText, named := false, false
+	for _, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "Query Text: "):
+			inText = true
+			l = strings.TrimPrefix(l, "Query Text: ")
+			fallthrough
+		case inText && !(strings.Contains(l, "(cost=") && !strings.HasPrefix(l, " ")):
+			t := strings.TrimSpace(l)
+			if !named && t != "" && !strings.HasPrefix(t, "--") {
+				out = append(out, "  query: "+t[:min(len(t), 100)])
+				named = true
+			}
+		default:
+			inText = false
+			out = append(out, "  "+l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // measureRecall compares the product's HNSW plan of the vector list
