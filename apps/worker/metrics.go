@@ -129,6 +129,13 @@ func (m *metrics) Upkeep(rep knowledge.UpkeepReport, d time.Duration, err error)
 	for _, t := range rep.Analyzed {
 		m.upkeeps.WithLabelValues(t, "analyze").Inc()
 	}
+	// Per-org vector indexes, labelled by index name (one per large org).
+	for _, ix := range rep.Built {
+		m.upkeeps.WithLabelValues(ix, "build_vector_index").Inc()
+	}
+	for _, ix := range rep.Dropped {
+		m.upkeeps.WithLabelValues(ix, "drop_invalid_index").Inc()
+	}
 	m.upkeepTime.Observe(d.Seconds())
 	m.upkeepPass.WithLabelValues(result(err)).Inc()
 }

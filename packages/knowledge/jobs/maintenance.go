@@ -68,8 +68,9 @@ func (w *Worker) upkeepPass(ctx context.Context) {
 	}
 	w.opts.Observer.Upkeep(rep, time.Since(start), err)
 	w.upkeepLog.report(ctx, w.opts.Logger, "upkeep pass", err)
-	if err == nil && (len(rep.Vacuumed) > 0 || len(rep.Analyzed) > 0) {
-		w.opts.Logger.Info("upkeep", "vacuumed", rep.Vacuumed, "analyzed", rep.Analyzed, "duration", time.Since(start))
+	if err == nil && (len(rep.Vacuumed) > 0 || len(rep.Analyzed) > 0 || len(rep.Built) > 0 || len(rep.Dropped) > 0) {
+		w.opts.Logger.Info("upkeep", "vacuumed", rep.Vacuumed, "analyzed", rep.Analyzed,
+			"built", rep.Built, "dropped", rep.Dropped, "duration", time.Since(start))
 	}
 }
 

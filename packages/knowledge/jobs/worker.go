@@ -59,7 +59,9 @@ type WorkerOptions struct {
 	// threshold; cheap when nothing is due). Default 1m.
 	UpkeepInterval time.Duration
 	// UpkeepTimeout bounds one upkeep pass (a VACUUM of a large table takes
-	// minutes; what it did by the deadline is kept). Default 10m.
+	// minutes, building a large org's own HNSW index longer; what it did by
+	// the deadline is kept, and a build cut short is dropped and made again
+	// on a later pass, so the deadline must let one finish). Default 1h.
 	UpkeepTimeout time.Duration
 	// TextSearchConfig is the PostgreSQL text search configuration an org's
 	// lexical index is built with when the indexer meets the org's first
@@ -114,7 +116,7 @@ func (o WorkerOptions) withDefaults() WorkerOptions {
 		o.UpkeepInterval = time.Minute
 	}
 	if o.UpkeepTimeout <= 0 {
-		o.UpkeepTimeout = 10 * time.Minute
+		o.UpkeepTimeout = time.Hour
 	}
 	if o.TextSearchConfig == "" {
 		o.TextSearchConfig = knowledge.DefaultTextSearchConfig
