@@ -127,15 +127,18 @@ const (
 	// The title substring test (sql/search_candidates.sql, contains) runs
 	// on the containsChecked best titles by BM25.
 	containsChecked = 50
-	// The vector plan (see tableDocsCache): HNSW for orgs of at least
-	// hnswMinDocs entries where docs^2 >= hnswCostRatio * table * candidates.
-	// An exact scan costs about one detoasted vector per entry of the org;
-	// the filtered HNSW scan visits about candidates * table / docs index
-	// tuples, each much cheaper (hnswCostRatio, measured: docs/knowledge.md).
-	// For 40 candidates: an org alone in its table uses HNSW from 1,000
-	// entries; in a 1M-entry table, from about 3,500.
+	// The vector plan (see tableDocsCache). An org with an HNSW index of
+	// its own (upkeep.go) uses it. Otherwise: an exact scan of the org
+	// costs ~1.3 us an entry (vectors stored inline); the shared HNSW index
+	// filters by org while it walks, ~10 us a visit, and visits about
+	// 9 * candidates * table / docs entries (measured at 1M entries: 3,500
+	// visits to keep 40 of a 10% org, not the ~400 a uniform spread would
+	// take). HNSW wins when docs^2 >= hnswCostRatio * table * candidates:
+	// for 40 candidates, an org alone in its table from ~1,700 entries, in
+	// a 1M-entry table from ~53,000 (smaller orgs get their own index
+	// sooner, from OrgVectorIndexMinDocs).
 	hnswMinDocs   = 1000
-	hnswCostRatio = 0.3
+	hnswCostRatio = 70
 )
 
 // rank runs the ranking statement and fuses its rows, each list depth deep.

@@ -96,7 +96,9 @@ func (s *Service) Upkeep(ctx context.Context) (UpkeepReport, error) {
 // org, filtering by org while it walks: to keep 40 hits of an org holding
 // 10% of the table it visits ~550 entries (12 ms at 1M entries), and the
 // visits grow as the org's share shrinks. pgvector's answer for tenants is a
-// partial index per large tenant: an org past OrgVectorIndexMinDocs entries
+// partial index per large tenant (and without one, an org too small a share
+// of the table for the shared index scans all its vectors, ~1.3 us each):
+// an org past OrgVectorIndexMinDocs entries
 // that is at most OrgVectorIndexMaxShare of the table gets an HNSW index of
 // its own (knowledge_hnsw_org_<org hex>, WHERE org_id = the org), built
 // CONCURRENTLY so stores and searches go on, one per Upkeep pass, largest
@@ -105,7 +107,7 @@ func (s *Service) Upkeep(ctx context.Context) (UpkeepReport, error) {
 // org that is most of the table gains nothing from one: the global index is
 // nearly its own.
 const (
-	OrgVectorIndexMinDocs  = 20000
+	OrgVectorIndexMinDocs  = 5000
 	OrgVectorIndexMaxShare = 0.5
 	// orgVectorIndexMemory is the build's maintenance_work_mem: the graph
 	// of a 100k-entry org (~300 MB of vectors) is built in memory.
