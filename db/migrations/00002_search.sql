@@ -185,7 +185,9 @@ SELECT org_id, id, created_at FROM knowledge;
 -- caller re-ranks). The exact plan: no plain index scan, so it cannot be the
 -- HNSW scan; the org's rows come from a btree bitmap and are sorted.
 -- PL/pgSQL rather than SQL: its plans are cached per connection (an SQL
--- function of this kind is planned again on every call).
+-- function of this kind is planned again on every call). The two bodies
+-- are the same query on purpose: a function's planner settings are fixed
+-- per function, so each plan needs a function of its own.
 -- +goose StatementBegin
 -- The HNSW plan is made for each call (force_custom_plan), with the org's
 -- id as a constant: so the planner can use the org's own HNSW index when
