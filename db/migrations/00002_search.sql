@@ -205,7 +205,7 @@ BEGIN
     FROM knowledge k
     WHERE k.org_id = p_org
       AND k.embedding_status = 'ready' AND k.embedding_model = p_model
-      AND k.tags @> p_tags
+      AND (cardinality(p_tags) = 0 OR k.tags @> p_tags)
       AND (p_include_superseded OR k.head_id IS NULL)
       AND (p_include_expired OR k.expires_at IS NULL OR k.expires_at > now())
     ORDER BY k.embedding <=> p_vec
@@ -225,7 +225,7 @@ BEGIN
     FROM knowledge k
     WHERE k.org_id = p_org
       AND k.embedding_status = 'ready' AND k.embedding_model = p_model
-      AND k.tags @> p_tags
+      AND (cardinality(p_tags) = 0 OR k.tags @> p_tags)
       AND (p_include_superseded OR k.head_id IS NULL)
       AND (p_include_expired OR k.expires_at IS NULL OR k.expires_at > now())
     ORDER BY k.embedding <=> p_vec

@@ -101,7 +101,7 @@ fts AS (
         CROSS JOIN LATERAL (
             SELECT 1 FROM knowledge k
             WHERE k.org_id = @org_id AND k.id = s.entry_id
-              AND k.tags @> @tags::text[]
+              AND (cardinality(@tags::text[]) = 0 OR k.tags @> @tags::text[])
               AND (@include_superseded::bool OR k.head_id IS NULL)
               AND (@include_expired::bool OR k.expires_at IS NULL OR k.expires_at > now())
             LIMIT 1
@@ -137,7 +137,7 @@ ttl AS (
         CROSS JOIN LATERAL (
             SELECT 1 FROM knowledge k
             WHERE k.org_id = @org_id AND k.id = c.id
-              AND k.tags @> @tags::text[]
+              AND (cardinality(@tags::text[]) = 0 OR k.tags @> @tags::text[])
               AND (@include_superseded::bool OR k.head_id IS NULL)
               AND (@include_expired::bool OR k.expires_at IS NULL OR k.expires_at > now())
             LIMIT 1
