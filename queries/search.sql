@@ -56,7 +56,14 @@ SELECT c.relname::text AS name,
        pg_stat_get_mod_since_analyze(c.oid)::bigint AS mod_since_analyze,
        pg_stat_get_ins_since_vacuum(c.oid)::bigint AS ins_since_vacuum,
        (pg_stat_get_last_analyze_time(c.oid) IS NOT NULL
-        OR pg_stat_get_last_autoanalyze_time(c.oid) IS NOT NULL)::bool AS analyzed
+        OR pg_stat_get_last_autoanalyze_time(c.oid) IS NOT NULL)::bool AS analyzed,
+       -- What the catalog says, which survives a crash, a restore and a
+       -- statistics reset (the counters above do not): the pages seen by
+       -- the last VACUUM or ANALYZE (reltuples < 0: never), and the pages
+       -- the table has now (its file size, read without scanning it).
+       (c.reltuples < 0)::bool AS never_analyzed,
+       c.relpages::bigint AS pages_seen,
+       (pg_catalog.pg_relation_size(c.oid) / current_setting('block_size')::bigint)::bigint AS pages
 FROM pg_catalog.pg_class c
 WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'
   AND c.relname = ANY(@names::text[]);

@@ -345,6 +345,45 @@ func TestUpkeepVacuumsWhatIsDueOnce(t *testing.T) {
 	}
 }
 
+// The change counters start at zero after a crash, a restore or a
+// statistics reset; a bulk load nobody vacuumed is still vacuumed, judged
+// from the catalog: first never analyzed, then grown since the last pass.
+func TestUpkeepVacuumsWhatTheCountersForgot(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	load := func(n int) {
+		t.Helper()
+		if _, err := b.pool.Exec(b.ctx, `
+			INSERT INTO knowledge (org_id, title, body, created_by_agent_id)
+			SELECT $1, 'note ' || i, 'words of entry ' || i || ' and some more words ' || repeat('x', 400), $2
+			FROM generate_series(1, $3::int) i`, b.org, b.alice.AgentID, n); err != nil {
+			t.Fatal(err)
+		}
+		b.indexAll(t)
+		if _, err := b.pool.Exec(b.ctx, "SELECT pg_stat_reset()"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vacuumed := func(want bool) {
+		t.Helper()
+		rep, err := b.svc.Upkeep(b.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := slices.Contains(rep.Vacuumed, "knowledge"); got != want {
+			t.Fatalf("knowledge vacuumed: %v, want %v (%+v)", got, want, rep)
+		}
+	}
+	load(3000)
+	vacuumed(true) // never analyzed
+	if n := b.count(t, "SELECT count(*) FROM pg_class WHERE relname = 'knowledge' AND reltuples >= 3000 AND relallvisible > 0"); n != 1 {
+		t.Fatal("knowledge has no statistics and no visibility map after the pass")
+	}
+	vacuumed(false) // nothing new
+	load(3000)
+	vacuumed(true) // twice the pages it had at the last pass
+}
+
 // One org whose batches fail does not stall the others: IndexAll indexes
 // every other org and reports the failing one.
 func TestIndexAllIsolatesAFailingOrg(t *testing.T) {

@@ -48,6 +48,26 @@ const (
 	UpkeepScale    = 0.05
 )
 
+// upkeepBasePages is the growth, in pages (8 kB), past which a table is
+// vacuumed whatever its change counters say (see unseen).
+const upkeepBasePages = 128
+
+// unseen says whether a table holds what no VACUUM or ANALYZE has seen,
+// judged from the catalog alone: never analyzed yet not empty, or grown past
+// UpkeepScale of its size at the last one (plus upkeepBasePages). The change
+// counters miss exactly these cases: they start at zero after a crash, a
+// restore (pg_restore, a new replica promoted) or pg_stat_reset, while the
+// table may hold a bulk load nobody vacuumed, the state search is slowest in.
+func unseen(r sqlc.TableActivityRow) bool {
+	if r.Pages == 0 {
+		return false
+	}
+	if r.NeverAnalyzed {
+		return true
+	}
+	return float64(r.Pages) > float64(r.PagesSeen)*(1+UpkeepScale)+upkeepBasePages
+}
+
 // UpkeepReport says what one Upkeep pass did.
 type UpkeepReport struct {
 	Vacuumed []string `json:"vacuumed"`
@@ -69,7 +89,7 @@ func (s *Service) Upkeep(ctx context.Context) (UpkeepReport, error) {
 		due := func(changed int64) bool {
 			return float64(changed) > UpkeepBaseRows+UpkeepScale*float64(r.Live)
 		}
-		vacuum := due(r.InsSinceVacuum + r.Dead)
+		vacuum := due(r.InsSinceVacuum+r.Dead) || unseen(r)
 		if !vacuum && !due(r.ModSinceAnalyze) && (r.Analyzed || r.Live == 0) {
 			continue
 		}
