@@ -58,6 +58,9 @@ import (
 //   - KNOWLEDGE_BENCH_EXPLAIN=1: log the plans, with actual times and
 //     buffers (auto_explain), of two searches of each mix in each state: a
 //     fixed one and the slowest of the run.
+//   - KNOWLEDGE_BENCH_SERIAL=1: after Upkeep, also run each mix with
+//     Options.SerialSearch (the three lists as one statement), right after
+//     the default (fanned out on an idle pool), to compare them in one run.
 //
 // The load is a bulk load as an operator would do it: COPY with the HNSW,
 // title trigram and tags indexes dropped and rebuilt afterwards, then the
@@ -79,6 +82,9 @@ type benchEnv struct {
 	explain bool
 	// snapshot names a copy of the loaded database (see snapshot).
 	snapshot string
+	// serial also runs each mix with Options.SerialSearch (one statement
+	// for the three lists), alternating with the default, for comparison.
+	serial bool
 }
 
 func readBenchEnv(b *testing.B) benchEnv {
@@ -119,6 +125,7 @@ func readBenchEnv(b *testing.B) benchEnv {
 	e.explain = os.Getenv("KNOWLEDGE_BENCH_EXPLAIN") == "1"
 	e.reuse = os.Getenv("KNOWLEDGE_BENCH_REUSE")
 	e.snapshot = os.Getenv("KNOWLEDGE_BENCH_SNAPSHOT")
+	e.serial = os.Getenv("KNOWLEDGE_BENCH_SERIAL") == "1"
 	if e.snapshot != "" && (e.reuse != "" || len(e.sizes) != 1) {
 		b.Fatal("KNOWLEDGE_BENCH_SNAPSHOT: copies a database this run loads, of one size")
 	}
@@ -815,10 +822,17 @@ func BenchmarkSearch(b *testing.B) {
 				time.Since(t0).Round(time.Millisecond))
 		}
 		logTables(b, bd)
+		serial := *bd
+		serial.svc = knowledge.New(bd.pool, knowledge.Options{SerialSearch: true})
 		for _, m := range bd.mixes() {
 			b.Run(fmt.Sprintf("search/%s/after-upkeep/%s", prefix, m.name), func(b *testing.B) {
 				searchMix(b, bd, m, e)
 			})
+			if e.serial {
+				b.Run(fmt.Sprintf("search/%s/after-upkeep/serial/%s", prefix, m.name), func(b *testing.B) {
+					searchMix(b, &serial, m, e)
+				})
+			}
 		}
 		for _, ef := range []int{40, 64, 200} {
 			b.Run(fmt.Sprintf("recall/%s/big-org/ef=%d", prefix, ef), func(b *testing.B) {

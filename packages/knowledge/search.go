@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgvector/pgvector-go"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
@@ -141,9 +142,25 @@ const (
 	hnswCostRatio = 70
 )
 
+// The lists of the ranking statement (sql/search_candidates.sql, @lists).
+const (
+	listVector   = 1
+	listFullText = 2
+	listTitle    = 4
+	listsAll     = listVector | listFullText | listTitle
+	// fanOutConns is what a fanned-out search holds at once.
+	fanOutConns = 3
+)
+
 // rank runs the ranking statement and fuses its rows, each list depth deep.
+//
+// On an idle pool the three lists run as three statements at once, on
+// three connections (the server has the cores: a search is latency-bound,
+// not throughput-bound, until the pool is busy), and the query is embedded
+// while the lexical lists run. When the pool is busy, or with SerialSearch,
+// the query is embedded first and one statement computes all three lists,
+// which holds one connection and reads the org's statistics once.
 func (s *Service) rank(ctx context.Context, c Caller, a *searchArgs, depth int) (*ranked, error) {
-	vec, notice := s.queryVector(ctx, a.Query)
 	minScore := DefaultMinScore
 	if a.MinScore != nil {
 		minScore = *a.MinScore
@@ -152,12 +169,76 @@ func (s *Service) rank(ctx context.Context, c Caller, a *searchArgs, depth int) 
 	if err != nil {
 		return nil, mapErr(err, "")
 	}
+	run := func(ctx context.Context, lists int, vec *pgvector.Vector) ([]candidateRow, error) {
+		return s.candidates(ctx, c, a, depth, tableDocs, lists, vec)
+	}
+	var (
+		cands  []candidateRow
+		vec    *pgvector.Vector
+		notice string
+	)
+	if s.fanOut() {
+		var parts [3][]candidateRow
+		g, gctx := errgroup.WithContext(ctx)
+		g.Go(func() (err error) { parts[0], err = run(gctx, listFullText, nil); return err })
+		g.Go(func() (err error) { parts[1], err = run(gctx, listTitle, nil); return err })
+		g.Go(func() (err error) {
+			if vec, notice = s.queryVector(gctx, a.Query); vec == nil {
+				return nil
+			}
+			parts[2], err = run(gctx, listVector, vec)
+			return err
+		})
+		if err := g.Wait(); err != nil {
+			return nil, err
+		}
+		cands = mergeCandidates(parts[:]...)
+	} else {
+		vec, notice = s.queryVector(ctx, a.Query)
+		if cands, err = run(ctx, listsAll, vec); err != nil {
+			return nil, err
+		}
+	}
+	out := &ranked{rows: cands, vectorSearch: vec != nil, notice: notice}
+	if len(cands) == 0 {
+		return out, nil
+	}
+	byID := make(map[uuid.UUID]*candidateRow, len(cands))
+	plain := make([]candidate, len(cands))
+	var mass queryMass
+	for i := range cands {
+		byID[cands[i].ID] = &cands[i]
+		plain[i] = cands[i].candidate
+		mass.Body = max(mass.Body, cands[i].QueryIdfBody)
+		mass.Title = max(mass.Title, cands[i].QueryIdfTitle)
+	}
+	for _, h := range fuse(plain, mass, *s.opts.VectorCalibration, minScore) {
+		out.hits = append(out.hits, rankedHit{fusedHit: h, row: byID[h.ID]})
+	}
+	return out, nil
+}
+
+// fanOut says whether a search may hold fanOutConns connections now. The
+// pool's count is read without a lock, so two searches may both fan out
+// on the last spare connections; the later one then waits for a
+// connection, as any query does when the pool is full.
+func (s *Service) fanOut() bool {
+	if s.opts.SerialSearch {
+		return false
+	}
+	st := s.pool.Stat()
+	return st.MaxConns()-st.AcquiredConns() >= fanOutConns
+}
+
+// candidates runs the ranking statement for some of the lists.
+func (s *Service) candidates(ctx context.Context, c Caller, a *searchArgs, depth int, tableDocs int64, lists int, vec *pgvector.Vector) ([]candidateRow, error) {
 	p := &pipeline{pool: s.pool}
 	// Queued, not sent: it goes in the same batch as the search below.
 	if err := sqlc.New(p).SearchConfig(ctx, strconv.Itoa(a.EfSearch)); err != nil {
 		return nil, mapErr(err, "")
 	}
 	rows, err := p.Query(ctx, searchCandidatesSQL, pgx.NamedArgs{
+		"lists":              lists,
 		"org_id":             c.OrgID,
 		"default_config":     s.opts.TextSearchConfig,
 		"query":              a.Query,
@@ -192,21 +273,38 @@ func (s *Service) rank(ctx context.Context, c Caller, a *searchArgs, depth int) 
 	if err != nil {
 		return nil, mapErr(err, "")
 	}
-	out := &ranked{rows: cands, vectorSearch: vec != nil, notice: notice}
-	if len(cands) == 0 {
-		return out, nil
+	return cands, nil
+}
+
+// mergeCandidates joins the rows of lists run apart into one row per entry,
+// as the single statement gives them: each run fills its own list's rank
+// and signal, and the entry's columns are the same in every run.
+func mergeCandidates(parts ...[]candidateRow) []candidateRow {
+	var out []candidateRow
+	at := map[uuid.UUID]int{}
+	for _, part := range parts {
+		for _, r := range part {
+			i, ok := at[r.ID]
+			if !ok {
+				at[r.ID] = len(out)
+				out = append(out, r)
+				continue
+			}
+			m := &out[i]
+			if r.VectorRank > 0 {
+				m.VectorRank, m.Cosine = r.VectorRank, r.Cosine
+			}
+			if r.FullTextRank > 0 {
+				m.FullTextRank, m.BM25 = r.FullTextRank, r.BM25
+			}
+			if r.TitleRank > 0 {
+				m.TitleRank, m.TitleBM25, m.TitleContains = r.TitleRank, r.TitleBM25, r.TitleContains
+			}
+			m.QueryIdfBody = max(m.QueryIdfBody, r.QueryIdfBody)
+			m.QueryIdfTitle = max(m.QueryIdfTitle, r.QueryIdfTitle)
+		}
 	}
-	byID := make(map[uuid.UUID]*candidateRow, len(cands))
-	plain := make([]candidate, len(cands))
-	for i := range cands {
-		byID[cands[i].ID] = &cands[i]
-		plain[i] = cands[i].candidate
-	}
-	mass := queryMass{Body: cands[0].QueryIdfBody, Title: cands[0].QueryIdfTitle}
-	for _, h := range fuse(plain, mass, *s.opts.VectorCalibration, minScore) {
-		out.hits = append(out.hits, rankedHit{fusedHit: h, row: byID[h.ID]})
-	}
-	return out, nil
+	return out
 }
 
 // perTerm is PerTermPostings, or the unbounded read an evaluation asks for.

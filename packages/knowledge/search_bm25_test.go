@@ -1,6 +1,7 @@
 package knowledge_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -417,4 +418,73 @@ func TestIndexAllIsolatesAFailingOrg(t *testing.T) {
 	if q := b.count(t, "SELECT count(*) FROM knowledge_index_queue WHERE org_id = $1", b.org); q != 1 {
 		t.Fatalf("the failing org's entry must stay queued: %d", q)
 	}
+}
+
+// A search fans its three lists out to three connections on an idle pool
+// and runs them as one statement otherwise (or with SerialSearch): the
+// answers, and every list inside them, are the same either way, filters,
+// entries not indexed yet and superseded entries included.
+func TestSearchFanOutAnswersAsOneStatement(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	serial := knowledge.New(b.pool, knowledge.Options{SerialSearch: true})
+	// b.svc fans out: this test holds no other connection of its pool.
+	if n := b.pool.Stat().MaxConns(); n < 3 {
+		t.Fatalf("the test pool has %d connections: b.svc would not fan out", n)
+	}
+	b.filler(t, b.alice, 20)
+	old := b.store(t, b.alice, "Postgres VACUUM stalls", "Autovacuum cannot remove dead rows while a long transaction is idle.", "postgres")
+	b.store(t, b.alice, "Redis eviction policy", "The job queue lost keys under allkeys-lru.", "redis")
+	b.store(t, b.alice, "vacuum tuning", "Lower autovacuum_vacuum_scale_factor on big tables.", "postgres")
+	b.embedPending(t)
+	b.indexAll(t)
+	newer := b.store(t, b.alice, "Postgres VACUUM and idle transactions", "Kill idle-in-transaction sessions; then vacuum removes dead rows.", "postgres")
+	if _, err := b.svc.Supersede(b.ctx, b.alice, old, newer); err != nil {
+		t.Fatal(err)
+	}
+	b.store(t, b.alice, "Queued vacuum note", "Not indexed yet: vacuum found from the queue.")
+	vectors := 0
+	for _, in := range []knowledge.SearchInput{
+		{Query: "why does vacuum not clean up dead rows"},
+		{Query: "vacuum", Tags: []string{"postgres"}},
+		{Query: "vacuum", IncludeSuperseded: true},
+		{Query: "Redis eviction policy"},
+		{Query: "qzxv frobnicate"},
+	} {
+		want, err := serial.SearchLists(b.ctx, b.bob, in, 50)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := b.svc.SearchLists(b.ctx, b.bob, in, 50)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g, w := jsonOf(t, got), jsonOf(t, want); g != w {
+			t.Fatalf("%+v:\nfanned out %s\none statement %s", in, g, w)
+		}
+		vectors += len(want.Vector)
+		if in.Query != "qzxv frobnicate" && len(want.Fused) == 0 {
+			t.Fatalf("%+v: no hits: the comparison proves nothing", in)
+		}
+		sw, err := serial.Search(b.ctx, b.bob, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gw := b.search(t, b.bob, in)
+		if g, w := jsonOf(t, gw), jsonOf(t, sw); g != w {
+			t.Fatalf("%+v: answers differ:\nfanned out %s\none statement %s", in, g, w)
+		}
+	}
+	if vectors == 0 {
+		t.Fatal("no vector list: the comparison left the vector run out")
+	}
+}
+
+func jsonOf(t *testing.T, v any) string {
+	t.Helper()
+	j, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(j)
 }

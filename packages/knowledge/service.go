@@ -40,6 +40,13 @@ type Options struct {
 	// (see rrf.go). Default: CalibrationFor(Embedder.Model()).
 	VectorCalibration *VectorCalibration
 
+	// SerialSearch runs a search's three lists as one statement on one
+	// connection, always. By default a search runs them as three
+	// concurrent statements when the pool has three connections to spare
+	// (lower latency on an idle server), and as one otherwise (fewer
+	// connections per search under load); both give the same answer.
+	SerialSearch bool
+
 	// OrgVectorIndexMinDocs overrides the size from which Upkeep gives an
 	// org its own HNSW index (default OrgVectorIndexMinDocs; tests use
 	// small orgs).

@@ -8,7 +8,13 @@
 -- The three ranked lists of one search, each restricted to the org and the
 -- filters and cut at @candidates, as one row per entry found with its rank
 -- and raw signal in every list (0 / NULL: not in that list). Fusion and
--- calibration are done by the caller (rank.go).
+-- calibration are done by the caller (search.go, rrf.go).
+--
+-- @lists says which lists this run computes (1: vector, 2: full text, 4:
+-- title; 7: all). search.go runs the lists as three concurrent statements
+-- on three connections when the pool has them to spare, one statement
+-- otherwise. A list not asked for costs nothing: its branch below is gated
+-- by a one-time filter, so neither it nor the CTEs only it reads run.
 --
 -- Plans are pinned by the statement's shape, not left to statistics: every
 -- read of a term's postings is an index range scan under a LIMIT (a
@@ -70,6 +76,7 @@ post AS (
         LIMIT @per_term::int
     ) p
     WHERE w.df > 0
+      AND ((w.field = 'b' AND @lists::int & 2 <> 0) OR (w.field = 't' AND @lists::int & 4 <> 0))
 ),
 -- Entries stored but not indexed yet (the newest @tail of them), analysed
 -- here exactly as the indexer will: found at once, scored the same way.
@@ -81,6 +88,7 @@ tail AS (
     CROSS JOIN st
     CROSS JOIN LATERAL knowledge_terms(st.config, e.title, e.body) AS a (field, term, tf, len)
     JOIN picked w ON w.field = a.field AND w.term = a.term
+    WHERE (a.field = 'b' AND @lists::int & 2 <> 0) OR (a.field = 't' AND @lists::int & 4 <> 0)
 ),
 scored AS MATERIALIZED (
     SELECT x.entry_id,
@@ -152,12 +160,12 @@ vec AS MATERIALIZED (
     SELECT v.id, v.dist
     FROM knowledge_vector_hnsw(@org_id, @query_vec::vector, @model::text, @tags::text[],
                                @include_superseded::bool, @include_expired::bool, @candidates::int) AS v (id, dist)
-    WHERE @query_vec::vector IS NOT NULL AND (SELECT use_hnsw FROM st)
+    WHERE @query_vec::vector IS NOT NULL AND @lists::int & 1 <> 0 AND (SELECT use_hnsw FROM st)
     UNION ALL
     SELECT v.id, v.dist
     FROM knowledge_vector_exact(@org_id, @query_vec::vector, @model::text, @tags::text[],
                                 @include_superseded::bool, @include_expired::bool, @candidates::int) AS v (id, dist)
-    WHERE @query_vec::vector IS NOT NULL AND NOT (SELECT use_hnsw FROM st)
+    WHERE @query_vec::vector IS NOT NULL AND @lists::int & 1 <> 0 AND NOT (SELECT use_hnsw FROM st)
 ),
 vec_ranked AS (
     -- relaxed_order may return rows slightly out of order: re-rank here.
@@ -165,8 +173,8 @@ vec_ranked AS (
 ),
 lists AS (
     SELECT id, rank, signal, 1 AS list, false AS contains FROM vec_ranked
-    UNION ALL SELECT id, rank, signal, 2, false FROM fts
-    UNION ALL SELECT id, rank, signal, 3, contains FROM ttl
+    UNION ALL SELECT id, rank, signal, 2, false FROM fts WHERE @lists::int & 2 <> 0
+    UNION ALL SELECT id, rank, signal, 3, contains FROM ttl WHERE @lists::int & 4 <> 0
 ),
 agg AS (
     SELECT id,
@@ -181,8 +189,8 @@ agg AS (
     GROUP BY id
 )
 SELECT a.id, a.vector_rank, a.cosine, a.full_text_rank, a.bm25, a.title_rank, a.title_bm25, a.title_contains,
-       (SELECT coalesce(sum(idf), 0) FROM picked WHERE field = 'b')::float8 AS query_idf_b,
-       (SELECT coalesce(sum(idf), 0) FROM picked WHERE field = 't')::float8 AS query_idf_t,
+       CASE WHEN @lists::int & 2 <> 0 THEN (SELECT coalesce(sum(idf), 0) FROM picked WHERE field = 'b') ELSE 0 END::float8 AS query_idf_b,
+       CASE WHEN @lists::int & 4 <> 0 THEN (SELECT coalesce(sum(idf), 0) FROM picked WHERE field = 't') ELSE 0 END::float8 AS query_idf_t,
        k.title, k.tags, k.confidence, k.created_at, k.expires_at, k.head_id, k.embedding_status
 FROM agg a
 CROSS JOIN LATERAL (
