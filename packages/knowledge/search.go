@@ -237,7 +237,26 @@ func (s *Service) candidates(ctx context.Context, c Caller, a *searchArgs, depth
 	if err := sqlc.New(p).SearchConfig(ctx, strconv.Itoa(a.EfSearch)); err != nil {
 		return nil, mapErr(err, "")
 	}
-	rows, err := p.Query(ctx, searchCandidatesSQL, pgx.NamedArgs{
+	rows, err := p.Query(ctx, searchCandidatesSQL, s.candidateArgs(c, a, depth, tableDocs, lists, vec))
+	if err != nil {
+		return nil, mapErr(err, "")
+	}
+	cands, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (candidateRow, error) {
+		var r candidateRow
+		err := row.Scan(&r.ID, &r.VectorRank, &r.Cosine, &r.FullTextRank, &r.BM25, &r.TitleRank, &r.TitleBM25,
+			&r.TitleContains, &r.QueryIdfBody, &r.QueryIdfTitle,
+			&r.Title, &r.Tags, &r.Confidence, &r.CreatedAt, &r.ExpiresAt, &r.HeadID, &r.EmbeddingStatus)
+		return r, err
+	})
+	if err != nil {
+		return nil, mapErr(err, "")
+	}
+	return cands, nil
+}
+
+// candidateArgs are the arguments of sql/search_candidates.sql.
+func (s *Service) candidateArgs(c Caller, a *searchArgs, depth int, tableDocs int64, lists int, vec *pgvector.Vector) pgx.NamedArgs {
+	return pgx.NamedArgs{
 		"lists":              lists,
 		"org_id":             c.OrgID,
 		"default_config":     s.opts.TextSearchConfig,
@@ -259,21 +278,7 @@ func (s *Service) candidates(ctx context.Context, c Caller, a *searchArgs, depth
 		"hnsw_min_docs":      hnswMinDocs,
 		"hnsw_cost_ratio":    hnswCostRatio,
 		"table_docs":         tableDocs,
-	})
-	if err != nil {
-		return nil, mapErr(err, "")
 	}
-	cands, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (candidateRow, error) {
-		var r candidateRow
-		err := row.Scan(&r.ID, &r.VectorRank, &r.Cosine, &r.FullTextRank, &r.BM25, &r.TitleRank, &r.TitleBM25,
-			&r.TitleContains, &r.QueryIdfBody, &r.QueryIdfTitle,
-			&r.Title, &r.Tags, &r.Confidence, &r.CreatedAt, &r.ExpiresAt, &r.HeadID, &r.EmbeddingStatus)
-		return r, err
-	})
-	if err != nil {
-		return nil, mapErr(err, "")
-	}
-	return cands, nil
 }
 
 // mergeCandidates joins the rows of lists run apart into one row per entry,

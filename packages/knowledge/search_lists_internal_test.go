@@ -1,0 +1,98 @@
+package knowledge
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/pgvector/pgvector-go"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
+	"github.com/agentfleet/orchestrator/packages/testenv"
+)
+
+// A fanned-out search runs the ranking statement once per list (@lists):
+// the lists not asked for must cost nothing, or fanning out would triple
+// the work. In each run's actual plan, the other lists' reads (postings,
+// the vector functions) are never executed, or planned away, while its
+// own are run.
+func TestRankingStatementRunsOnlyTheListsAsked(t *testing.T) {
+	t.Parallel()
+	db := testenv.Postgres(t)
+	ctx := context.Background()
+	var c Caller
+	if err := db.Pool.QueryRow(ctx, `WITH o AS (INSERT INTO orgs (name) VALUES ('o') RETURNING id)
+		INSERT INTO agents (org_id, name) SELECT id, 'a' FROM o RETURNING org_id, id`).Scan(&c.OrgID, &c.AgentID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Pool.Exec(ctx, `INSERT INTO knowledge (org_id, title, body, created_by_agent_id)
+		SELECT $1, 'vacuum note ' || i, 'dead rows and vacuum, entry ' || i, $2 FROM generate_series(1, 50) i`,
+		c.OrgID, c.AgentID); err != nil {
+		t.Fatal(err)
+	}
+	s := New(db.Pool, Options{})
+	if _, err := s.IndexAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a, err := validateSearch(c, SearchInput{Query: "why are dead rows not vacuumed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vec := pgvector.NewVector(make([]float32, 768))
+	plan := func(lists int) string {
+		t.Helper()
+		p := &pipeline{pool: db.Pool}
+		if err := sqlc.New(p).SearchConfig(ctx, "40"); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := p.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) "+searchCandidatesSQL,
+			s.candidateArgs(c, a, 40, 50, lists, &vec))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, line)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(out, "\n")
+	}
+	// ran says whether plan shows a node on what that ran; a node that
+	// never ran reads "(never executed)".
+	ran := func(plan, what string) bool {
+		for _, line := range strings.Split(plan, "\n") {
+			if strings.Contains(line, what) && !strings.Contains(line, "never executed") {
+				return true
+			}
+		}
+		return false
+	}
+	for _, tc := range []struct {
+		lists    int
+		run, not []string
+	}{
+		{listVector, []string{"knowledge_vector_"}, []string{"knowledge_postings", "knowledge_queued"}},
+		{listFullText, []string{"knowledge_postings"}, []string{"knowledge_vector_"}},
+		{listTitle, []string{"knowledge_postings"}, []string{"knowledge_vector_"}},
+		{listsAll, []string{"knowledge_postings", "knowledge_vector_"}, nil},
+	} {
+		p := plan(tc.lists)
+		for _, w := range tc.run {
+			if !ran(p, w) {
+				t.Errorf("lists=%d: %s did not run:\n%s", tc.lists, w, p)
+			}
+		}
+		for _, w := range tc.not {
+			if ran(p, w) {
+				t.Errorf("lists=%d: %s ran, though not asked for:\n%s", tc.lists, w, p)
+			}
+		}
+	}
+}
