@@ -127,7 +127,8 @@ func (r *Report) Text(w io.Writer) error {
 // side, and whether the bound could bite on this collection at all.
 func (b *BoundCheck) text(p func(string, ...any), depth, queries int) {
 	// Lines without a tab do not widen the table's columns.
-	p("Per-term bound: the full-text list read %d postings per term (bounded, as Search does) vs every posting (exact), %.1f s", b.PerTermPostings, b.Seconds)
+	p("Per-term bound: the lexical lists read %d postings per term scaled by its idf (at least %d, bounded, as Search does) vs every posting (exact), %.1f s",
+		b.PerTermPostings, b.MinTermPostings, b.Seconds)
 	p("SearchLists, depth %d\tnDCG@10\tR@100\ttop 10 identical", depth)
 	for _, pair := range []BoundPair{b.FullText, b.Fused} {
 		p("%s\t%.4f\t%.4f", pair.Bounded.Name, pair.Bounded.NDCG10, pair.Bounded.Recall100)
@@ -138,8 +139,8 @@ func (b *BoundCheck) text(p func(string, ...any), depth, queries int) {
 	if t.OverBound == 0 {
 		verdict = "the bound never bites here: bounded and exact read the same postings"
 	}
-	p("query terms over the bound\t%d of %d looked up (df > %d in body or title; largest df %d), in %d of %d queries: %s",
-		t.OverBound, t.QueryTerms, b.PerTermPostings, t.MaxDF, t.Queries, queries, verdict)
+	p("query terms over the bound\t%d of %d looked up (df over the term's bound in body or title; largest df %d), in %d of %d queries: %s",
+		t.OverBound, t.QueryTerms, t.MaxDF, t.Queries, queries, verdict)
 }
 
 // text writes the gate table, the default's row marked, and the spread

@@ -116,6 +116,10 @@ const (
 	// whole, so rare terms are exact; a common term's idf makes it a small
 	// part of any score. apps/eval compares against an unbounded read.
 	PerTermPostings = 1000
+	// MinTermPostings is the least a query term is read: terms are read
+	// PerTermPostings deep scaled by their idf relative to the query's most
+	// informative term (sql/search_candidates.sql, picked), down to this.
+	MinTermPostings = 300
 	// TailEntries bounds the queued (not yet indexed) entries scored on the
 	// fly: normally a second's worth of stores; if the indexer is stopped,
 	// the newest TailEntries stay findable by words.
@@ -267,7 +271,8 @@ func (s *Service) candidateArgs(c Caller, a *searchArgs, depth int, tableDocs in
 		"include_superseded": a.IncludeSuperseded,
 		"include_expired":    a.IncludeExpired,
 		"candidates":         depth,
-		"per_term":           s.perTerm(),
+		"per_term":           s.perTerm(PerTermPostings),
+		"min_per_term":       s.perTerm(MinTermPostings),
 		"tail":               TailEntries,
 		"max_terms":          MaxQueryTerms,
 		"k1":                 BM25K1,
@@ -312,12 +317,12 @@ func mergeCandidates(parts ...[]candidateRow) []candidateRow {
 	return out
 }
 
-// perTerm is PerTermPostings, or the unbounded read an evaluation asks for.
-func (s *Service) perTerm() int {
+// perTerm is n, or the unbounded read an evaluation asks for.
+func (s *Service) perTerm(n int) int {
 	if s.opts.unboundedPostings {
 		return math.MaxInt32
 	}
-	return PerTermPostings
+	return n
 }
 
 // bodies reads the bodies of the hits answered.

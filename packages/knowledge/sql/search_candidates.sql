@@ -59,13 +59,28 @@ weights AS MATERIALIZED (
     ) ts ON true
 ),
 -- A long query keeps its @max_terms most informative terms (highest idf).
+-- Each term's read is bounded (reads, below) in proportion to its idf: the
+-- most informative term of the query (in the org) is read @per_term deep,
+-- a term of a tenth of its idf a tenth as deep, never less than
+-- @min_per_term. A term's idf caps what it adds to any score (idf * (k1 +
+-- 1)), so the postings of a common word beyond its first few hundred add
+-- little to scores that the query's informative words decide, and they
+-- were most of the cost of a search (a word held by most entries: 2,000 of
+-- 2,700 postings read, docs/benchmarks.md).
 picked AS MATERIALIZED (
-    SELECT w.field, w.term, w.df, w.idf FROM weights w
-    WHERE w.term IN (SELECT term FROM weights WHERE field = 'b' ORDER BY idf DESC, term LIMIT @max_terms::int)
+    SELECT p.field, p.term, p.df, p.idf,
+           greatest(@min_per_term::int,
+                    ceil(@per_term::int * least(1, p.idf / coalesce(max(p.idf) FILTER (WHERE p.df > 0) OVER (PARTITION BY p.field), p.idf))))::int
+               AS reads
+    FROM (
+        SELECT w.field, w.term, w.df, w.idf FROM weights w
+        WHERE w.term IN (SELECT term FROM weights WHERE field = 'b' ORDER BY idf DESC, term LIMIT @max_terms::int)
+    ) p
 ),
--- The best @per_term postings of each term by impact. A term held by fewer
--- entries is read whole; a term held by more is, by its idf, a small part
--- of any score (docs/knowledge.md, "Search", measures what this bound costs).
+-- The best postings of each term by impact, w.reads of them. A term held
+-- by fewer entries is read whole; a term held by more is, by its idf, a
+-- small part of any score (docs/knowledge.md, "Search", and apps/eval
+-- measure what the bound costs).
 post AS (
     SELECT w.field, w.idf, p.entry_id, p.tf, p.len
     FROM picked w
@@ -73,7 +88,7 @@ post AS (
         SELECT x.entry_id, x.tf, x.len FROM knowledge_postings x
         WHERE x.org_id = @org_id AND x.field = w.field AND x.term = w.term
         ORDER BY x.impact DESC
-        LIMIT @per_term::int
+        LIMIT w.reads
     ) p
     WHERE w.df > 0
       AND ((w.field = 'b' AND @lists::int & 2 <> 0) OR (w.field = 't' AND @lists::int & 4 <> 0))
