@@ -114,6 +114,18 @@ func TestSnippet(t *testing.T) {
 			t.Fatalf("case-insensitive multi-byte match missing: %q", got)
 		}
 	})
+	t.Run("ASCII bodies take a byte path that cuts the same", func(t *testing.T) {
+		ascii := strings.Repeat("Some Words about Kafka and LAG. ", 60) + "the WHOLE query here. " + strings.Repeat("more filler text ", 60)
+		// One non-ASCII character far past any window sends the body down
+		// the rune path; the snippets must not differ.
+		mixed := ascii + strings.Repeat("x", 300) + "é"
+		for _, q := range []string{"whole QUERY", "kafka", "nothing at all", "why is lag", "filler", "about"} {
+			a, m := knowledge.Snippet(ascii, q), knowledge.Snippet(mixed, q)
+			if a != m {
+				t.Fatalf("query %q:\nbytes %q\nrunes %q", q, a, m)
+			}
+		}
+	})
 }
 
 func TestVectorCalibrationFromEnv(t *testing.T) {
