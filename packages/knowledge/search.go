@@ -3,7 +3,6 @@ package knowledge
 import (
 	"context"
 	_ "embed"
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -19,7 +18,6 @@ import (
 	"github.com/pgvector/pgvector-go"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -372,32 +370,6 @@ func (t *tableDocsCache) get(ctx context.Context, q *sqlc.Queries) (int64, error
 	}
 	t.n, t.read = n, time.Now()
 	return n, nil
-}
-
-// queryVector embeds the query, or says why it could not.
-func (s *Service) queryVector(ctx context.Context, query string) (*pgvector.Vector, string) {
-	const fallback = "; results come from full text and title only"
-	e := s.opts.Embedder
-	if d := e.Dimensions(); d != embed.Dimensions {
-		s.log().Error("knowledge: embedder has the wrong width", "model", e.Model(), "dimensions", d, "want", embed.Dimensions)
-		return nil, fmt.Sprintf("vector search unavailable: the embedder %q makes %d-dimensional vectors, the index holds %d%s",
-			e.Model(), d, embed.Dimensions, fallback)
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.opts.EmbedTimeout)
-	defer cancel()
-	vs, err := e.Embed(ctx, []string{query})
-	if err == nil && (len(vs) != 1 || len(vs[0]) != embed.Dimensions) {
-		err = fmt.Errorf("embedder returned %d vectors for 1 text", len(vs))
-		if len(vs) == 1 {
-			err = fmt.Errorf("embedder returned a %d-dimensional vector", len(vs[0]))
-		}
-	}
-	if err != nil {
-		s.log().Warn("knowledge: query embedding failed; lexical search only", "model", e.Model(), "err", err)
-		return nil, "vector search unavailable: the query could not be embedded" + fallback
-	}
-	v := pgvector.NewVector(vs[0])
-	return &v, ""
 }
 
 // LikePattern is the ILIKE pattern matching query anywhere, with the

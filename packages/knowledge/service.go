@@ -27,10 +27,15 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock. Default: time.Now.
 	Now func() time.Time
-	// EmbedTimeout bounds the query embedding of one search, so a slow
-	// provider degrades search to the lexical lists instead of hanging it.
+	// EmbedTimeout bounds the provider's call for a query embedding.
 	// Default: 5 s.
 	EmbedTimeout time.Duration
+	// QueryEmbedBudget is how long a search waits for its query embedding
+	// (queryvec.go): past it, a slow provider degrades the search to the
+	// lexical lists instead of holding it, and the call goes on (up to
+	// EmbedTimeout) to fill the query vector cache. Default:
+	// DefaultQueryEmbedBudget.
+	QueryEmbedBudget time.Duration
 	// TextSearchConfig is the PostgreSQL text search configuration (stop
 	// words, stemming) an org's lexical index is built with when its first
 	// entry is indexed; the org keeps it (knowledge_search_stats.config),
@@ -79,6 +84,7 @@ type Service struct {
 	q    *sqlc.Queries
 
 	tableDocs tableDocsCache // see vectorPlan in search.go
+	qvec      *queryVectors  // query vector cache (queryvec.go)
 }
 
 // DefaultTextSearchConfig is the text search configuration of a
@@ -100,6 +106,9 @@ func New(pool *pgxpool.Pool, opts Options) *Service {
 	if opts.EmbedTimeout <= 0 {
 		opts.EmbedTimeout = 5 * time.Second
 	}
+	if opts.QueryEmbedBudget <= 0 {
+		opts.QueryEmbedBudget = DefaultQueryEmbedBudget
+	}
 	if opts.TextSearchConfig == "" {
 		opts.TextSearchConfig = DefaultTextSearchConfig
 	}
@@ -107,7 +116,7 @@ func New(pool *pgxpool.Pool, opts Options) *Service {
 		c := CalibrationFor(opts.Embedder.Model())
 		opts.VectorCalibration = &c
 	}
-	return &Service{pool: pool, opts: opts, q: sqlc.New(pool)}
+	return &Service{pool: pool, opts: opts, q: sqlc.New(pool), qvec: newQueryVectors()}
 }
 
 func (s *Service) log() *slog.Logger { return s.opts.Logger }

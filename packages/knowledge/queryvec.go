@@ -1,0 +1,174 @@
+package knowledge
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/pgvector/pgvector-go"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
+)
+
+// Query vectors: every search needs its query embedded, and with a provider
+// behind HTTP that is the slowest step of a search (hosted providers answer
+// in 100-300 ms, with tails beyond). Agents repeat queries, so vectors are
+// cached, per model and width, in this process (QueryVectorCacheSize
+// entries, least recently used out) and in Redis when the Service has one
+// (shared by every MCP replica, QueryVectorTTL), and a search waits for the
+// provider at most Options.QueryEmbedBudget: past it, the answer comes from
+// the lexical lists, says so, and the provider's late answer still fills
+// the cache for the next search of the same query.
+const (
+	QueryVectorCacheSize = 4096
+	QueryVectorTTL       = 24 * time.Hour
+	// DefaultQueryEmbedBudget: beyond a second, a lexical answer now
+	// serves an agent better than a hybrid one later.
+	DefaultQueryEmbedBudget = time.Second
+	// queryVectorRedisWait bounds a cache read or write in Redis: a slow
+	// or absent Redis costs a search this much at most, never a failure.
+	queryVectorRedisWait = 50 * time.Millisecond
+	queryVectorKeyPrefix = "knowledge:qvec:"
+)
+
+type queryVectors struct {
+	local  *lru.Cache[string, []float32]
+	flight singleflight.Group
+}
+
+func newQueryVectors() *queryVectors {
+	c, err := lru.New[string, []float32](QueryVectorCacheSize)
+	if err != nil {
+		panic(err) // only for a size <= 0
+	}
+	return &queryVectors{local: c}
+}
+
+// queryVectorKey names a query's vector for one model and width: the
+// hash keeps query text (which may hold personal data) out of Redis keys.
+func queryVectorKey(model string, dims int, query string) string {
+	h := sha256.Sum256([]byte(model + "\x00" + strconv.Itoa(dims) + "\x00" + query))
+	return hex.EncodeToString(h[:])
+}
+
+// errEmbedBudget says the provider did not answer within the budget.
+var errEmbedBudget = errors.New("the embedding provider did not answer within the search budget")
+
+// embedQuery returns the query's vector from a cache or the provider,
+// waiting for the provider at most the budget.
+func (s *Service) embedQuery(ctx context.Context, query string) ([]float32, error) {
+	e := s.opts.Embedder
+	key := queryVectorKey(e.Model(), e.Dimensions(), query)
+	if v, ok := s.qvec.local.Get(key); ok {
+		return v, nil
+	}
+	if v := s.cachedQueryVector(ctx, key, e.Dimensions()); v != nil {
+		s.qvec.local.Add(key, v)
+		return v, nil
+	}
+	// One provider call per distinct query in flight, detached from this
+	// search: a search that stops waiting (budget, cancellation) leaves it
+	// running until EmbedTimeout, and its answer fills the cache.
+	ch := s.qvec.flight.DoChan(key, func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.EmbedTimeout)
+		defer cancel()
+		vs, err := e.Embed(ctx, []string{query})
+		if err == nil && (len(vs) != 1 || len(vs[0]) != e.Dimensions()) {
+			err = fmt.Errorf("embedder returned %d vectors for 1 text", len(vs))
+			if len(vs) == 1 {
+				err = fmt.Errorf("embedder returned a %d-dimensional vector", len(vs[0]))
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		s.qvec.local.Add(key, vs[0])
+		s.cacheQueryVector(ctx, key, vs[0])
+		return vs[0], nil
+	})
+	budget := time.NewTimer(s.opts.QueryEmbedBudget)
+	defer budget.Stop()
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		return r.Val.([]float32), nil
+	case <-budget.C:
+		return nil, errEmbedBudget
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// cachedQueryVector reads a vector from Redis, or nil (none, no Redis, an
+// error or a slow answer: the provider is asked instead).
+func (s *Service) cachedQueryVector(ctx context.Context, key string, dims int) []float32 {
+	if s.opts.Redis == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, queryVectorRedisWait)
+	defer cancel()
+	b, err := s.opts.Redis.Get(ctx, queryVectorKeyPrefix+key).Bytes()
+	if err != nil {
+		if !errors.Is(err, redis.Nil) {
+			s.log().Debug("knowledge: query vector cache read failed", "err", err)
+		}
+		return nil
+	}
+	if len(b) != 4*dims {
+		return nil
+	}
+	v := make([]float32, dims)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v
+}
+
+// cacheQueryVector writes a vector to Redis, best effort.
+func (s *Service) cacheQueryVector(ctx context.Context, key string, v []float32) {
+	if s.opts.Redis == nil {
+		return
+	}
+	b := make([]byte, 4*len(v))
+	for i, f := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
+	}
+	ctx, cancel := context.WithTimeout(ctx, queryVectorRedisWait)
+	defer cancel()
+	if err := s.opts.Redis.Set(ctx, queryVectorKeyPrefix+key, b, QueryVectorTTL).Err(); err != nil {
+		s.log().Debug("knowledge: query vector cache write failed", "err", err)
+	}
+}
+
+// queryVector embeds the query, or says why it could not.
+func (s *Service) queryVector(ctx context.Context, query string) (*pgvector.Vector, string) {
+	const fallback = "; results come from full text and title only"
+	e := s.opts.Embedder
+	if d := e.Dimensions(); d != embed.Dimensions {
+		s.log().Error("knowledge: embedder has the wrong width", "model", e.Model(), "dimensions", d, "want", embed.Dimensions)
+		return nil, fmt.Sprintf("vector search unavailable: the embedder %q makes %d-dimensional vectors, the index holds %d%s",
+			e.Model(), d, embed.Dimensions, fallback)
+	}
+	v, err := s.embedQuery(ctx, query)
+	switch {
+	case errors.Is(err, errEmbedBudget):
+		s.log().Warn("knowledge: query embedding over budget; lexical search only", "model", e.Model(), "budget", s.opts.QueryEmbedBudget)
+		return nil, fmt.Sprintf("vector search skipped: the embedding provider did not answer within %v%s", s.opts.QueryEmbedBudget, fallback)
+	case err != nil:
+		s.log().Warn("knowledge: query embedding failed; lexical search only", "model", e.Model(), "err", err)
+		return nil, "vector search unavailable: the query could not be embedded" + fallback
+	}
+	pv := pgvector.NewVector(v)
+	return &pv, ""
+}
