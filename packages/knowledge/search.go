@@ -23,13 +23,15 @@ import (
 
 // Search runs the hybrid search (search_knowledge): three ranked lists
 // (vector, full text, title), each within the caller's org and the filters,
-// fused by evidence-weighted RRF (rrf.go). Two round trips: one statement
-// ranks (queries in sql/search_candidates.sql), one reads the bodies of the
-// hits answered, for their snippets.
+// fused by evidence-weighted RRF (rrf.go). The ranking statement
+// (sql/search_candidates.sql) runs once, or once per list on three
+// connections at once (rank); then one query reads the bodies of the hits
+// answered, for their snippets.
 //
-// The query vector comes from the Embedder. If it cannot be made (error,
-// timeout, wrong width), the answer comes from the two lexical lists, with
-// VectorSearch false and a Notice saying why: a degraded answer beats none.
+// The query vector comes from the Embedder, through a cache (queryvec.go).
+// If it cannot be made (error, wrong width) or not within the budget, the
+// answer comes from the two lexical lists, with VectorSearch false and a
+// Notice saying why: a degraded answer beats none.
 func (s *Service) Search(ctx context.Context, c Caller, in SearchInput) (*SearchResult, error) {
 	a, err := validateSearch(c, in)
 	if err != nil {
