@@ -17,12 +17,13 @@ import (
 // take queue rows with SKIP LOCKED and take turns per org, and a second
 // VACUUM of a table waits for the first, then finds little to do.
 
-// every calls f at once and then every interval until ctx ends. Each call
+// every calls f at once and then every interval until ctx ends, and also
+// at once when kick receives (a nil kick never does). Each call
 // gets its own deadline (timeout) so a hung database delays the next call
 // instead of stopping the loop, and a call in flight is cancelled when ctx
 // ends so Shutdown never waits on it. Calls do not overlap: a call longer
 // than interval is followed by the next one at once.
-func every(ctx context.Context, interval, timeout time.Duration, f func(context.Context)) {
+func every(ctx context.Context, interval, timeout time.Duration, kick <-chan struct{}, f func(context.Context)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -33,6 +34,7 @@ func every(ctx context.Context, interval, timeout time.Duration, f func(context.
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-kick:
 		}
 	}
 }
@@ -53,6 +55,16 @@ func (w *Worker) indexPass(ctx context.Context) {
 		err = nil
 	}
 	w.opts.Observer.Indexed(n, time.Since(start), err)
+	if n >= knowledge.UpkeepBaseRows {
+		// A bulk load was just indexed: its postings are read through
+		// index-only scans, which visit the heap until a vacuum sets the
+		// visibility map, and the org may now deserve its own vector
+		// index. Upkeep then, not at its next tick (up to a minute away).
+		select {
+		case w.upkeepSoon <- struct{}{}:
+		default: // one is pending already
+		}
+	}
 	w.indexLog.report(ctx, w.opts.Logger, "indexer pass", err)
 	if err == nil && n > 0 {
 		w.opts.Logger.Debug("indexed queued entries", "count", n, "duration", time.Since(start))

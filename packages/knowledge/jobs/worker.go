@@ -153,18 +153,20 @@ type Worker struct {
 	svc       *knowledge.Service // indexer and upkeep
 	indexLog  failureLog
 	upkeepLog failureLog
-	mu        sync.Mutex
-	srv       *asynq.Server
-	stop      context.CancelFunc // ends the loops (reconciler, indexer, upkeep)
-	loops     sync.WaitGroup
-	closeFns  []func() error
+	// upkeepSoon asks the upkeep loop for a pass now (after a bulk index).
+	upkeepSoon chan struct{}
+	mu         sync.Mutex
+	srv        *asynq.Server
+	stop       context.CancelFunc // ends the loops (reconciler, indexer, upkeep)
+	loops      sync.WaitGroup
+	closeFns   []func() error
 }
 
 // NewWorker returns a worker; Start runs it.
 func NewWorker(redis asynq.RedisConnOpt, pool *pgxpool.Pool, emb embed.Embedder, opts WorkerOptions) *Worker {
 	opts = opts.withDefaults()
 	return &Worker{
-		redis: redis, pool: pool, emb: emb, opts: opts,
+		redis: redis, pool: pool, emb: emb, opts: opts, upkeepSoon: make(chan struct{}, 1),
 		handler: NewEmbedHandler(pool, emb, HandlerOptions{
 			MaxInputChars: opts.MaxInputChars, Observer: opts.Observer, Logger: opts.Logger,
 		}),
@@ -218,11 +220,11 @@ func (w *Worker) Start() error {
 	}()
 	go func() {
 		defer w.loops.Done()
-		every(ctx, o.IndexInterval, o.IndexTimeout, w.indexPass)
+		every(ctx, o.IndexInterval, o.IndexTimeout, nil, w.indexPass)
 	}()
 	go func() {
 		defer w.loops.Done()
-		every(ctx, o.UpkeepInterval, o.UpkeepTimeout, w.upkeepPass)
+		every(ctx, o.UpkeepInterval, o.UpkeepTimeout, w.upkeepSoon, w.upkeepPass)
 	}()
 	w.srv, w.stop = srv, cancel
 	w.closeFns = []func() error{client.Close, insp.Close}
