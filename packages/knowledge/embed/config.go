@@ -1,6 +1,7 @@
 package embed
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 // Environment variables read by FromEnv.
 const (
 	EnvEmbedder       = "EMBEDDER"              // local (default) | openai
+	EnvPreset         = "EMBEDDINGS_PRESET"     // openai | ollama | vllm | tei | litellm: defaults for that server
 	EnvBaseURL        = "EMBEDDINGS_BASE_URL"   // default https://api.openai.com/v1
 	EnvAPIKey         = "EMBEDDINGS_API_KEY"    // optional bearer token
 	EnvModel          = "EMBEDDINGS_MODEL"      // required for openai
@@ -26,18 +28,30 @@ const (
 // writing vectors nobody can compare.
 func FromEnv(getenv func(string) string) (Embedder, error) {
 	kind := strings.ToLower(strings.TrimSpace(getenv(EnvEmbedder)))
+	presetName := strings.ToLower(strings.TrimSpace(getenv(EnvPreset)))
+	preset, known := Presets[presetName]
+	if presetName != "" && !known {
+		return nil, fmt.Errorf("%s=%q: must be one of %s", EnvPreset, getenv(EnvPreset), PresetNames())
+	}
 	switch kind {
 	case "", "local":
-		return NewLocal(), nil
+		if presetName == "" {
+			return NewLocal(), nil
+		}
+		if kind == "local" {
+			return nil, fmt.Errorf("%s=%s: a preset is for an HTTP provider; set %s=openai or leave it unset", EnvPreset, presetName, EnvEmbedder)
+		}
+		// A preset names an HTTP provider: EMBEDDER=openai is implied.
 	case "openai":
 	default:
 		return nil, fmt.Errorf("%s=%q: must be local or openai", EnvEmbedder, getenv(EnvEmbedder))
 	}
 
 	cfg := OpenAIConfig{
-		BaseURL: strings.TrimSpace(getenv(EnvBaseURL)),
-		APIKey:  getenv(EnvAPIKey),
-		Model:   strings.TrimSpace(getenv(EnvModel)),
+		BaseURL:        cmp.Or(strings.TrimSpace(getenv(EnvBaseURL)), preset.BaseURL),
+		APIKey:         getenv(EnvAPIKey),
+		Model:          strings.TrimSpace(getenv(EnvModel)),
+		OmitDimensions: known && !preset.SendDimensions,
 	}
 	if cfg.BaseURL != "" && !strings.HasPrefix(cfg.BaseURL, "http://") && !strings.HasPrefix(cfg.BaseURL, "https://") {
 		return nil, fmt.Errorf("%s=%q: must be an http:// or https:// URL", EnvBaseURL, cfg.BaseURL)
@@ -59,7 +73,7 @@ func FromEnv(getenv func(string) string) (Embedder, error) {
 		}
 		cfg.OmitDimensions = !send
 	}
-	if cfg.BatchSize, err = intEnv(getenv, EnvBatchSize, 64); err != nil {
+	if cfg.BatchSize, err = intEnv(getenv, EnvBatchSize, cmp.Or(preset.BatchSize, 64)); err != nil {
 		return nil, err
 	}
 	if cfg.BatchSize < 1 || cfg.BatchSize > 2048 {

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -58,7 +59,13 @@ type OpenAI struct {
 	url string
 	// sleep is replaceable in tests; it returns early when ctx is done.
 	sleep func(ctx context.Context, d time.Duration) error
+	// shortened counts inputs cut to fit the model (embedFitting).
+	shortened atomic.Int64
 }
+
+// Shortened is how many inputs were cut shorter to fit the model's context
+// since the client was made.
+func (c *OpenAI) Shortened() int64 { return c.shortened.Load() }
 
 // NewOpenAI validates cfg and returns the client.
 func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
@@ -111,7 +118,7 @@ func (c *OpenAI) Embed(ctx context.Context, texts []string) ([][]float32, error)
 	out := make([][]float32, 0, len(texts))
 	for start := 0; start < len(texts); start += c.cfg.BatchSize {
 		end := min(start+c.cfg.BatchSize, len(texts))
-		vs, err := c.embedChunk(ctx, texts[start:end])
+		vs, err := c.embedFitting(ctx, texts[start:end])
 		if err != nil {
 			return nil, err
 		}

@@ -253,9 +253,9 @@ func TestOpenAIPermanentErrors(t *testing.T) {
 	}{
 		"400 refused input": {api: func(a *fakeAPI) {
 			a.push(func(w http.ResponseWriter) {
-				writeErr(w, 400, "This model's maximum context length is 8192 tokens", "invalid_request_error")
+				writeErr(w, 400, "'$.input' is invalid. Please check the API reference", "invalid_request_error")
 			})
-		}, want: "maximum context length"},
+		}, want: "is invalid"},
 		"401 bad key":     {mod: func(c *OpenAIConfig) { c.APIKey = "wrong" }, want: "Incorrect API key"},
 		"404 wrong model": {mod: func(c *OpenAIConfig) { c.Model = "nope" }, want: "does not exist"},
 		"wrong dims":      {api: func(a *fakeAPI) { a.dims = 1536 }, want: "1536 dimensions"},
