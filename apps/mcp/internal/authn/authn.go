@@ -42,8 +42,17 @@ const maxEntries = 10000
 // about why (unknown, revoked, expired and malformed look the same).
 var ErrInvalidToken = fmt.Errorf("invalid_token: the bearer token is missing, malformed, unknown, revoked or expired: %w", auth.ErrInvalidToken)
 
-// errUnavailable is returned when the token store cannot be reached.
-var errUnavailable = errors.New("token verification is unavailable, retry later")
+// ErrUnavailable is returned when the token store cannot be reached or does
+// not answer within the verifier's deadline. The HTTP edge answers it with
+// 503 and Retry-After: the token may well be good, so clients must retry
+// rather than re-authenticate.
+var ErrUnavailable = errors.New("unavailable: token verification is unavailable, retry later")
+
+// DefaultLookupTimeout bounds one token look-up in PostgreSQL. A look-up is
+// one primary-key read (well under a millisecond when healthy), so a second
+// is already an outage; the default leaves room for a slow replica while
+// staying far inside any client's patience.
+const DefaultLookupTimeout = 2 * time.Second
 
 type entry struct {
 	p       *tenancy.Principal
@@ -52,25 +61,33 @@ type entry struct {
 
 // Verifier verifies tokens with a short-lived cache. Safe for concurrent use.
 type Verifier struct {
-	v      TokenVerifier
-	ttl    time.Duration
-	now    func() time.Time
-	logger *slog.Logger
+	v       TokenVerifier
+	ttl     time.Duration
+	timeout time.Duration
+	now     func() time.Time
+	logger  *slog.Logger
 
 	mu sync.Mutex
 	m  map[[32]byte]entry
 }
 
-// NewVerifier returns a Verifier on v. ttl <= 0 disables the cache.
-func NewVerifier(v TokenVerifier, ttl time.Duration, logger *slog.Logger) *Verifier {
+// NewVerifier returns a Verifier on v. ttl <= 0 disables the cache;
+// timeout bounds each look-up in v (<= 0: DefaultLookupTimeout), because a
+// hung database must cost a caller a prompt 503, not a request that never
+// ends (the look-up runs before any call deadline applies).
+func NewVerifier(v TokenVerifier, ttl, timeout time.Duration, logger *slog.Logger) *Verifier {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Verifier{v: v, ttl: ttl, now: time.Now, logger: logger, m: map[[32]byte]entry{}}
+	if timeout <= 0 {
+		timeout = DefaultLookupTimeout
+	}
+	return &Verifier{v: v, ttl: ttl, timeout: timeout, now: time.Now, logger: logger, m: map[[32]byte]entry{}}
 }
 
 // Verify returns the principal of raw, or an error wrapping ErrInvalidToken
-// (refused) or another error (the token store is unreachable).
+// (refused) or ErrUnavailable (the token store is unreachable or did not
+// answer within the look-up deadline).
 func (v *Verifier) Verify(ctx context.Context, raw string) (*tenancy.Principal, error) {
 	if raw == "" {
 		return nil, ErrInvalidToken
@@ -88,13 +105,15 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*tenancy.Principal, 
 			return e.p, nil
 		}
 	}
-	p, err := v.v.VerifyToken(ctx, raw)
+	lctx, cancel := context.WithTimeout(ctx, v.timeout)
+	p, err := v.v.VerifyToken(lctx, raw)
+	cancel()
 	if errors.Is(err, tenancy.ErrUnauthenticated) {
 		return nil, ErrInvalidToken
 	}
 	if err != nil {
-		v.logger.ErrorContext(ctx, "token verification failed", "err", err)
-		return nil, errUnavailable
+		v.logger.ErrorContext(ctx, "token verification failed", "err", err, "timeout", v.timeout.String())
+		return nil, ErrUnavailable
 	}
 	if v.ttl > 0 {
 		v.mu.Lock()
@@ -117,16 +136,23 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*tenancy.Principal, 
 // principalKey is the TokenInfo.Extra key of the verified principal.
 const principalKey = "principal"
 
-// TokenVerifier adapts v to the go-sdk's auth.RequireBearerToken. The org
-// and agent travel in the TokenInfo (UserID "org/agent", Extra["principal"]).
-func (v *Verifier) TokenVerifier() auth.TokenVerifier {
-	return func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-		p, err := v.Verify(ctx, token)
-		if err != nil {
-			return nil, err
-		}
-		return TokenInfo(p), nil
+// Verified is the go-sdk's auth.TokenVerifier for requests the server's own
+// authentication middleware has already verified: it hands the principal
+// that middleware put in the request's context to auth.RequireBearerToken,
+// which is what makes the SDK carry it as the request's TokenInfo. Verifying
+// once, in our middleware, is what lets an outage answer 503 + Retry-After
+// and every refusal answer one and the same 401 (the SDK's middleware
+// answers 500 for the one and a reason-specific text for the other).
+func Verified(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
+	p := PrincipalFrom(r.Context())
+	if p == nil {
+		return nil, ErrInvalidToken
 	}
+	ti := TokenInfo(p)
+	// Expiry was checked by Verify a moment ago; leaving it to the SDK too
+	// would let a token expiring in between get the SDK's own 401 text.
+	ti.Expiration = time.Time{}
+	return ti, nil
 }
 
 // TokenInfo describes p for the go-sdk.

@@ -29,7 +29,7 @@ func TestCacheBoundsRevocationAndHonoursExpiry(t *testing.T) {
 	now := time.Now()
 	exp := now.Add(10 * time.Second)
 	f := &fakeTokens{p: &tenancy.Principal{OrgID: uuid.New(), AgentID: uuid.New(), ExpiresAt: &exp}}
-	v := NewVerifier(f, 5*time.Second, nil)
+	v := NewVerifier(f, 5*time.Second, 0, nil)
 	v.now = func() time.Time { return now }
 	ctx := context.Background()
 
@@ -68,7 +68,7 @@ func TestCacheBoundsRevocationAndHonoursExpiry(t *testing.T) {
 	}
 	// Store errors are not auth failures and say nothing about the store.
 	f.err = errors.New("dial tcp: connection refused")
-	if _, err := v.Verify(ctx, "other"); err == nil || errors.Is(err, auth.ErrInvalidToken) || err.Error() != errUnavailable.Error() {
+	if _, err := v.Verify(ctx, "other"); err == nil || errors.Is(err, auth.ErrInvalidToken) || err.Error() != ErrUnavailable.Error() {
 		t.Fatalf("store down: %v", err)
 	}
 	if _, err := v.Verify(ctx, ""); !errors.Is(err, ErrInvalidToken) {

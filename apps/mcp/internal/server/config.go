@@ -20,6 +20,11 @@ const (
 	DefaultMaxBodyBytes    = 1 << 20 // a 32,000-character body escaped as JSON fits many times over
 	DefaultCallTimeout     = 30 * time.Second
 	DefaultShutdownTimeout = 25 * time.Second
+	// DefaultMaxInFlight bounds the MCP requests one process serves at
+	// once. Beyond it a request is answered 503 at once instead of queueing
+	// for a database connection: a flood from one client then costs the
+	// others a retry, not every connection of the pool and unbounded memory.
+	DefaultMaxInFlight = 64
 )
 
 // Config is the server's configuration; ConfigFromEnv documents each field's
@@ -32,6 +37,8 @@ type Config struct {
 	MaxBodyBytes    int64         // MCP_MAX_BODY_BYTES
 	CallTimeout     time.Duration // MCP_CALL_TIMEOUT
 	TokenCacheTTL   time.Duration // MCP_TOKEN_CACHE_TTL: the revocation bound
+	TokenTimeout    time.Duration // MCP_TOKEN_LOOKUP_TIMEOUT: deadline of one token look-up
+	MaxInFlight     int           // MCP_MAX_INFLIGHT: MCP requests served at once; beyond, 503
 	ShutdownTimeout time.Duration // MCP_SHUTDOWN_TIMEOUT
 	LogLevel        slog.Level    // MCP_LOG_LEVEL: debug, info, warn, error
 	LogFormat       string        // MCP_LOG_FORMAT: json or text
@@ -57,6 +64,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		MaxBodyBytes:     DefaultMaxBodyBytes,
 		CallTimeout:      DefaultCallTimeout,
 		TokenCacheTTL:    authn.DefaultCacheTTL,
+		TokenTimeout:     authn.DefaultLookupTimeout,
+		MaxInFlight:      DefaultMaxInFlight,
 		ShutdownTimeout:  DefaultShutdownTimeout,
 		LogFormat:        cmp.Or(getenv("MCP_LOG_FORMAT"), "json"),
 		TextSearchConfig: cmp.Or(strings.TrimSpace(getenv(knowledge.EnvTextSearchConfig)), knowledge.DefaultTextSearchConfig),
@@ -90,6 +99,14 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	dur("MCP_CALL_TIMEOUT", &c.CallTimeout, time.Second, 10*time.Minute)
 	dur("MCP_TOKEN_CACHE_TTL", &c.TokenCacheTTL, 0, authn.MaxCacheTTL)
 	dur("MCP_SHUTDOWN_TIMEOUT", &c.ShutdownTimeout, time.Second, 10*time.Minute)
+	dur("MCP_TOKEN_LOOKUP_TIMEOUT", &c.TokenTimeout, 50*time.Millisecond, 30*time.Second)
+	if v := getenv("MCP_MAX_INFLIGHT"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100000 {
+			bad("MCP_MAX_INFLIGHT", "must be an integer from 1 to 100000")
+		}
+		c.MaxInFlight = n
+	}
 	if v := getenv("MCP_LOG_LEVEL"); v != "" {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			bad("MCP_LOG_LEVEL", "must be debug, info, warn or error")

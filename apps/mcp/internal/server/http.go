@@ -43,10 +43,13 @@ func (s *Server) handler() http.Handler {
 		Logger:              s.logger,
 		MaxRequestBodyBytes: s.cfg.MaxBodyBytes,
 	})
-	bearer := auth.RequireBearerToken(s.verifier.TokenVerifier(), &auth.RequireBearerTokenOptions{
+	// s.authenticate verifies the token (and answers every refusal); the
+	// SDK's middleware only carries the verified principal into the
+	// request's TokenInfo, where the Streamable HTTP handler picks it up.
+	bearer := auth.RequireBearerToken(authn.Verified, &auth.RequireBearerTokenOptions{
 		ResourceMetadataURL: metadataURL,
 		// Tokens without expiry are valid until revoked; expiry, when
-		// set, is also checked by the verifier on every use.
+		// set, is checked by the verifier on every use.
 		AllowMissingExpiration: true,
 	})
 
@@ -59,7 +62,7 @@ func (s *Server) handler() http.Handler {
 	})
 
 	mux := http.NewServeMux()
-	mux.Handle(PathMCP, s.counted("mcp", bearer(s.scopeGate(metadataURL, mcpHandler))))
+	mux.Handle(PathMCP, s.counted("mcp", s.limit(s.authenticate(metadataURL, bearer(s.scopeGate(metadataURL, mcpHandler))))))
 	mux.Handle(PathMetadata, s.counted("metadata", meta))
 	mux.Handle(PathMetadata+PathMCP, s.counted("metadata", meta))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -142,7 +145,14 @@ func (s *Server) scopeGate(metadataURL string, next http.Handler) http.Handler {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		for _, m := range peekRequests(body) {
+		msgs, err := readRequests(body)
+		if err != nil {
+			var eb *errBody
+			errors.As(err, &eb)
+			badRequest(w, eb.code, eb.msg)
+			return
+		}
+		for _, m := range msgs {
 			var what, scope, label string
 			switch m.Method {
 			case "tools/call":
@@ -181,27 +191,6 @@ func (s *Server) scopeGate(metadataURL string, next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// peekRequests parses a JSON-RPC message or batch leniently; what does not
-// parse is left to the SDK to refuse.
-func peekRequests(body []byte) []rpcPeek {
-	body = bytes.TrimSpace(body)
-	if len(body) == 0 {
-		return nil
-	}
-	if body[0] == '[' {
-		var batch []rpcPeek
-		if json.Unmarshal(body, &batch) != nil {
-			return nil
-		}
-		return batch
-	}
-	var one rpcPeek
-	if json.Unmarshal(body, &one) != nil {
-		return nil
-	}
-	return []rpcPeek{one}
 }
 
 // counted counts requests by route and status.

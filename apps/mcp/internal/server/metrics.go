@@ -15,6 +15,8 @@ type metrics struct {
 	resDuration   *prometheus.HistogramVec
 	httpRequests  *prometheus.CounterVec
 	inflightCalls prometheus.Gauge
+	shed          prometheus.Counter
+	unavailable   *prometheus.CounterVec
 }
 
 var latencyBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
@@ -48,8 +50,16 @@ func newMetrics() *metrics {
 			Name: "mcp_inflight_calls",
 			Help: "Tool calls and resource reads in progress.",
 		}),
+		shed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "mcp_requests_shed_total",
+			Help: "MCP requests answered 503 at once because MCP_MAX_INFLIGHT requests were in flight.",
+		}),
+		unavailable: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcp_dependency_unavailable_total",
+			Help: "Requests answered 503 (HTTP) because a dependency failed or did not answer in time, by dependency.",
+		}, []string{"dependency"}),
 	}
-	m.reg.MustRegister(m.toolCalls, m.toolDuration, m.resReads, m.resDuration, m.httpRequests, m.inflightCalls,
+	m.reg.MustRegister(m.toolCalls, m.toolDuration, m.resReads, m.resDuration, m.httpRequests, m.inflightCalls, m.shed, m.unavailable,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -45,6 +45,8 @@ type Server struct {
 	logger   *slog.Logger
 	verifier *authn.Verifier
 	metrics  *metrics
+	// slots bounds the MCP requests in flight (Config.MaxInFlight).
+	slots chan struct{}
 
 	mu        sync.Mutex
 	http      *http.Server
@@ -63,8 +65,9 @@ func New(cfg Config, deps Deps) *Server {
 		cfg:      cfg,
 		deps:     deps,
 		logger:   deps.Logger,
-		verifier: authn.NewVerifier(deps.Tokens, cfg.TokenCacheTTL, deps.Logger),
+		verifier: authn.NewVerifier(deps.Tokens, cfg.TokenCacheTTL, cfg.TokenTimeout, deps.Logger),
 		metrics:  newMetrics(),
+		slots:    make(chan struct{}, max(cfg.MaxInFlight, 1)),
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/redis/go-redis/v9"
 
@@ -40,6 +41,11 @@ type setupOpts struct {
 	maxBody     int64
 	wrap        func(kt.Service) kt.Service
 	callTimeout time.Duration
+	// tokensURL, when set, points token verification (and /readyz's
+	// postgres) at another PostgreSQL address: a hung or stopped one.
+	tokensURL string
+	// config adjusts the configuration before the server is built.
+	config func(*server.Config)
 }
 
 func setup(t testing.TB, o setupOpts) *bundle {
@@ -67,10 +73,23 @@ func setup(t testing.TB, o setupOpts) *bundle {
 	if o.callTimeout > 0 {
 		cfg.CallTimeout = o.callTimeout
 	}
+	if o.config != nil {
+		o.config(&cfg)
+	}
+	tokens, pgPing := tenancy.New(d.Pool), server.Pinger(d.Pool)
+	if o.tokensURL != "" {
+		// pgxpool connects lazily: building it does not touch the address.
+		pool, err := pgxpool.New(context.Background(), o.tokensURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(pool.Close)
+		tokens, pgPing = tenancy.New(pool), pool
+	}
 	srv := server.New(cfg, server.Deps{
 		Knowledge: ks,
-		Tokens:    tenancy.New(d.Pool),
-		Ready:     map[string]server.Pinger{"postgres": d.Pool, "redis": pinger{r.Client}},
+		Tokens:    tokens,
+		Ready:     map[string]server.Pinger{"postgres": pgPing, "redis": pinger{r.Client}},
 		Logger:    logger,
 	})
 	if _, err := srv.Start(context.Background()); err != nil {
