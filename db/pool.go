@@ -25,6 +25,24 @@ const DefaultRedisURL = "redis://127.0.0.1:6379/0"
 // so Open registers it lazily: a connection made before that simply works
 // without vector support, which only the migration step itself needs.
 func Open(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	cfg, err := poolConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("database: %w", err)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(pingCtx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("database unreachable: %w", err)
+	}
+	return pool, nil
+}
+
+func poolConfig(url string) (*pgxpool.Config, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("database url: %w", err)
@@ -39,15 +57,5 @@ func Open(ctx context.Context, url string) (*pgxpool.Pool, error) {
 		}
 		return pgxvec.RegisterTypes(ctx, conn)
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("database: %w", err)
-	}
-	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := pool.Ping(pingCtx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("database unreachable: %w", err)
-	}
-	return pool, nil
+	return cfg, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/hibiken/asynq"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -56,23 +57,52 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 	logger := slog.New(h).With("app", "mcp")
 
-	pool, err := db.Open(ctx, cfg.DatabaseURL)
+	// The process starts whatever its dependencies do: a supervisor may
+	// restart it during an outage, and it must then serve what it can,
+	// report not-ready on /readyz and recover by itself when they return,
+	// like a process that was running when they went down.
+	pool, err := db.Connect(cfg.DatabaseURL)
 	if err != nil {
-		return fmt.Errorf("postgres (DATABASE_URL): %w", err)
+		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	defer pool.Close()
-	if err := knowledge.CheckTextSearchConfig(ctx, pool, cfg.TextSearchConfig); err != nil {
-		return err
+	// fatal carries a configuration error found once PostgreSQL answers.
+	fatal := make(chan error, 1)
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	err = pool.Ping(pctx)
+	cancel()
+	if err == nil {
+		if err := knowledge.CheckTextSearchConfig(ctx, pool, cfg.TextSearchConfig); err != nil {
+			return err
+		}
+	} else {
+		logger.Warn("postgres unreachable at start: serving not-ready until it answers", "err", err)
+		go func() {
+			if db.Await(ctx, "postgres", pool.Ping, logger) != nil {
+				return
+			}
+			// The check could not run at start; a wrong setting is still
+			// a configuration error, so it stops the process.
+			if err := knowledge.CheckTextSearchConfig(ctx, pool, cfg.TextSearchConfig); err != nil && ctx.Err() == nil {
+				fatal <- err
+			}
+		}()
 	}
 	ropts, err := redis.ParseURL(cfg.RedisURL)
 	if err != nil {
 		return fmt.Errorf("REDIS_URL: %w", err)
 	}
+	// Short timeouts: Redis is an accelerator (idempotence keys) and the
+	// queue's front door; a hung Redis must cost a call a second, not the
+	// call's whole deadline (the store then goes on against PostgreSQL).
+	ropts.DialTimeout, ropts.ReadTimeout, ropts.WriteTimeout, ropts.PoolTimeout = time.Second, time.Second, time.Second, 2*time.Second
 	rdb := redis.NewClient(ropts)
 	defer rdb.Close()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		return fmt.Errorf("redis (REDIS_URL): %w", err)
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	if err := rdb.Ping(rctx).Err(); err != nil {
+		logger.Warn("redis unreachable at start: serving not-ready until it answers (stores go on without idempotence keys)", "err", err)
 	}
+	cancel()
 	embedder, err := embed.FromEnv(getenv)
 	if err != nil {
 		return fmt.Errorf("embedder: %w", err)
@@ -111,6 +141,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	select {
 	case <-srv.Done():
 		return srv.Err()
+	case err := <-fatal:
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+		defer cancel()
+		srv.Shutdown(sctx)
+		return err
 	case <-ctx.Done():
 	}
 	logger.Info("shutting down: draining in-flight calls", "timeout", cfg.ShutdownTimeout.String())

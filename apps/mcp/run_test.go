@@ -5,12 +5,15 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/agentfleet/orchestrator/packages/tenancy"
 	"github.com/agentfleet/orchestrator/packages/testenv"
 )
 
@@ -104,5 +107,158 @@ func TestRunRefusesBadConfiguration(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error()+errb.String(), c.want) {
 			t.Errorf("%s: got %v (stderr %s), want an error about %s", name, err, errb.String(), c.want)
 		}
+	}
+}
+
+// proxy forwards TCP connections from a reserved address to target once
+// started: a dependency that is down until start is called.
+type proxy struct {
+	addr, target string
+	t            *testing.T
+}
+
+func newProxy(t *testing.T, target string) *proxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens here until start
+	return &proxy{addr: addr, target: target, t: t}
+}
+
+func (p *proxy) start() {
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				u, err := net.Dial("tcp", p.target)
+				if err != nil {
+					return
+				}
+				defer u.Close()
+				go io.Copy(u, c)
+				io.Copy(c, u)
+			}()
+		}
+	}()
+}
+
+func withHost(t *testing.T, raw, host string) (string, string) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := u.Host
+	u.Host = host
+	return u.String(), old
+}
+
+// Issue 10, point 3: the server starts while PostgreSQL and Redis are both
+// down, serves (not-ready, 503 for calls that need them), and recovers
+// without a restart when they return.
+func TestRunStartsWithDependenciesDownAndRecovers(t *testing.T) {
+	t.Parallel()
+	d := testenv.Postgres(t)
+	r := testenv.LeaseRedis(t)
+	ten := tenancy.New(d.Pool)
+	org, err := ten.CreateOrg(context.Background(), "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ag, err := ten.CreateAgent(context.Background(), org.ID, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := ten.IssueToken(context.Background(), org.ID, ag.ID, []string{tenancy.ScopeKnowledgeRead, tenancy.ScopeKnowledgeWrite}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgProxy := newProxy(t, "")
+	pgURL, pgTarget := withHost(t, d.URL, pgProxy.addr)
+	pgProxy.target = pgTarget
+	redisProxy := newProxy(t, "")
+	redisURL, redisTarget := withHost(t, r.URL, redisProxy.addr)
+	redisProxy.target = redisTarget
+
+	env := map[string]string{"MCP_ADDR": "127.0.0.1:0", "DATABASE_URL": pgURL, "REDIS_URL": redisURL}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	var stderr syncBuffer
+	errc := make(chan error, 1)
+	go func() {
+		errc <- run(ctx, nil, func(k string) string { return env[k] }, strings.NewReader(""), pw, &stderr)
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatalf("did not start with its dependencies down (%v); stderr: %s", err, stderr.String())
+	}
+	go io.Copy(io.Discard, pr)
+	base := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(line), "mcp: serving "), "/mcp")
+	status := func(path string) (int, string) {
+		res, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	if code, body := status("/readyz"); code != http.StatusServiceUnavailable ||
+		!strings.Contains(body, `"postgres":"unreachable"`) || !strings.Contains(body, `"redis":"unreachable"`) {
+		t.Fatalf("readyz while down: %d %s", code, body)
+	}
+	if code, _ := status("/healthz"); code != http.StatusOK {
+		t.Fatalf("healthz while down: %d", code)
+	}
+	list := func() *http.Response {
+		req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+tok.Token)
+		res, err := (&http.Client{Timeout: 20 * time.Second}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res
+	}
+	if res := list(); res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" {
+		t.Fatalf("a call while PostgreSQL is down: %d, Retry-After %q", res.StatusCode, res.Header.Get("Retry-After"))
+	}
+	if !strings.Contains(stderr.String(), "postgres unreachable at start") || !strings.Contains(stderr.String(), "redis unreachable at start") {
+		t.Errorf("logs do not say what is down: %s", stderr.String())
+	}
+
+	pgProxy.start()
+	redisProxy.start()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, body := status("/readyz")
+		if code == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready 30 s after the dependencies returned: %d %s", code, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if res := list(); res.StatusCode != http.StatusOK {
+		t.Fatalf("a call after recovery: %d", res.StatusCode)
+	}
+	cancel()
+	if err := <-errc; err != nil {
+		t.Fatalf("run: %v", err)
 	}
 }

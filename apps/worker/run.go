@@ -102,20 +102,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return fmt.Errorf("REDIS_URL: %w", err)
 	}
-	pool, err := db.Open(ctx, cfg.databaseURL)
-	if err != nil {
-		return fmt.Errorf("DATABASE_URL: %w", err)
-	}
-	defer pool.Close()
-	if err := knowledge.CheckTextSearchConfig(ctx, pool, cfg.opts.TextSearchConfig); err != nil {
-		return err
-	}
-
 	log := slog.New(slog.NewTextHandler(stdout, nil))
 	m := newMetrics()
 	cfg.opts.Observer = m
 	cfg.opts.Logger = log
 
+	// /healthz and /metrics answer while the worker waits for its
+	// dependencies below, so a supervisor sees a live process.
 	ln, err := net.Listen("tcp", cfg.metricsAddr)
 	if err != nil {
 		return fmt.Errorf("WORKER_METRICS_ADDR: %w", err)
@@ -130,6 +123,27 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		defer cancel()
 		hs.Shutdown(sctx)
 	}()
+
+	// A worker started during an outage waits for PostgreSQL and Redis,
+	// logging every attempt, instead of exiting: a supervisor restarting
+	// it in a loop would show nothing more, and it would come up late.
+	pool, err := db.Connect(cfg.databaseURL)
+	if err != nil {
+		return fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	defer pool.Close()
+	if err := db.Await(ctx, "postgres", pool.Ping, log); err != nil {
+		return nil // stopped while waiting
+	}
+	if err := knowledge.CheckTextSearchConfig(ctx, pool, cfg.opts.TextSearchConfig); err != nil {
+		return err
+	}
+	rdb := asynq.NewClient(redisOpt)
+	err = db.Await(ctx, "redis", func(context.Context) error { return rdb.Ping() }, log)
+	rdb.Close()
+	if err != nil {
+		return nil // stopped while waiting
+	}
 
 	w := jobs.NewWorker(redisOpt, pool, emb, cfg.opts)
 	if err := w.Start(); err != nil {
