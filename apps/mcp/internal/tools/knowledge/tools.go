@@ -1,6 +1,7 @@
 package knowledge
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -153,8 +154,15 @@ func decodeArgs[In any, PIn interface {
 	if len(raw) == 0 || string(raw) == "null" {
 		return in, nil
 	}
+	if err := checkRawText("", raw); err != nil {
+		return nil, err
+	}
+	// UseNumber: a number too large for float64 (1e400) is valid JSON; the
+	// typed decode below names the argument it does not fit.
 	var generic any
-	if err := json.Unmarshal(raw, &generic); err != nil {
+	gdec := json.NewDecoder(bytes.NewReader(raw))
+	gdec.UseNumber()
+	if err := gdec.Decode(&generic); err != nil {
 		return nil, domain.InvalidArgument("arguments", "are not valid JSON")
 	}
 	if _, ok := generic.(map[string]any); !ok {
@@ -222,7 +230,7 @@ func decodeError(err error, s *jsonschema.Schema) error {
 		if field == "" {
 			return domain.InvalidArgument("arguments", "must be a JSON object (got %s)", te.Value)
 		}
-		return domain.InvalidArgument(field, "must be %s (got %s)", describeType(s, field), te.Value)
+		return domain.InvalidArgument(field, "must be %s (got %s)", describeType(s, field), strings.TrimPrefix(te.Value, "number "))
 	}
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
@@ -253,8 +261,14 @@ func describeType(s *jsonschema.Schema, path string) string {
 	}
 	switch cur.Type {
 	case "integer":
+		if cur.Minimum != nil && cur.Maximum != nil {
+			return fmt.Sprintf("an integer from %v to %v", *cur.Minimum, *cur.Maximum)
+		}
 		return "an integer"
 	case "number":
+		if cur.Minimum != nil && cur.Maximum != nil {
+			return fmt.Sprintf("a number from %v to %v", *cur.Minimum, *cur.Maximum)
+		}
 		return "a number"
 	case "string":
 		return "a string"
