@@ -119,11 +119,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		TextSearchConfig:  cfg.TextSearchConfig,
 		VectorCalibration: cfg.VectorCalibration,
 	})
+	ten := tenancy.New(pool)
 	srv := server.New(cfg, server.Deps{
-		Knowledge: svc,
-		Tokens:    tenancy.New(pool),
-		Ready:     map[string]server.Pinger{"postgres": pool, "redis": redisPinger{rdb}},
-		Logger:    logger,
+		Knowledge:    svc,
+		Tokens:       ten,
+		Redis:        rdb,
+		RateSettings: ten,
+		Ready:        map[string]server.Pinger{"postgres": pool, "redis": redisPinger{rdb}},
+		Logger:       logger,
 	})
 
 	if *stdio {

@@ -17,6 +17,9 @@ const (
 	CodeCycle           Code = "cycle"
 	CodeQuotaExceeded   Code = "quota_exceeded"
 	CodeUnavailable     Code = "unavailable"
+	// CodeRateLimited is answered by the MCP edge, not the domain: the
+	// caller's agent or org used up its rate limit (retryable).
+	CodeRateLimited Code = "rate_limited"
 )
 
 // Error is the application error of the package. Field names the argument at

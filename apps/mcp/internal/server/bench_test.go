@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
 
+	"github.com/agentfleet/orchestrator/apps/mcp/internal/ratelimit"
 	kt "github.com/agentfleet/orchestrator/apps/mcp/internal/tools/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
@@ -190,7 +191,9 @@ func loadAvg() string {
 }
 
 func BenchmarkMCPEndToEnd(b *testing.B) {
-	bd := setup(b, setupOpts{cacheTTL: 5 * time.Second})
+	// One agent calling as fast as it can: no rate limits here (the fair-
+	// under-load benchmark is BenchmarkRateLimitFairness).
+	bd := setup(b, setupOpts{cacheTTL: 5 * time.Second, rate: &ratelimit.Limits{}})
 	org := bd.org("bench")
 	ag := bd.agent(org, "bench", allScopes, 0)
 	cs := bd.session(ag)

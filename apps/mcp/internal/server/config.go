@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/authn"
+	"github.com/agentfleet/orchestrator/apps/mcp/internal/ratelimit"
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
+	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
 
 // Defaults of the configuration.
@@ -30,15 +32,20 @@ const (
 // Config is the server's configuration; ConfigFromEnv documents each field's
 // variable. docs/mcp.md has the table.
 type Config struct {
-	Addr            string        // MCP_ADDR
-	PublicURL       string        // MCP_PUBLIC_URL: base URL clients use; default http://<bound address>
-	DatabaseURL     string        // DATABASE_URL
-	RedisURL        string        // REDIS_URL
-	MaxBodyBytes    int64         // MCP_MAX_BODY_BYTES
-	CallTimeout     time.Duration // MCP_CALL_TIMEOUT
-	TokenCacheTTL   time.Duration // MCP_TOKEN_CACHE_TTL: the revocation bound
-	TokenTimeout    time.Duration // MCP_TOKEN_LOOKUP_TIMEOUT: deadline of one token look-up
-	MaxInFlight     int           // MCP_MAX_INFLIGHT: MCP requests served at once; beyond, 503
+	Addr          string        // MCP_ADDR
+	PublicURL     string        // MCP_PUBLIC_URL: base URL clients use; default http://<bound address>
+	DatabaseURL   string        // DATABASE_URL
+	RedisURL      string        // REDIS_URL
+	MaxBodyBytes  int64         // MCP_MAX_BODY_BYTES
+	CallTimeout   time.Duration // MCP_CALL_TIMEOUT
+	TokenCacheTTL time.Duration // MCP_TOKEN_CACHE_TTL: the revocation bound
+	TokenTimeout  time.Duration // MCP_TOKEN_LOOKUP_TIMEOUT: deadline of one token look-up
+	MaxInFlight   int           // MCP_MAX_INFLIGHT: MCP requests served at once; beyond, 503
+	// RateLimits (MCP_RATE_AGENT_READS, MCP_RATE_AGENT_WRITES,
+	// MCP_RATE_ORG_READS, MCP_RATE_ORG_WRITES: calls a minute, or
+	// "unlimited") apply to orgs and agents without settings of their own
+	// (ctl ratelimit).
+	RateLimits      ratelimit.Limits
 	ShutdownTimeout time.Duration // MCP_SHUTDOWN_TIMEOUT
 	LogLevel        slog.Level    // MCP_LOG_LEVEL: debug, info, warn, error
 	LogFormat       string        // MCP_LOG_FORMAT: json or text
@@ -66,6 +73,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		TokenCacheTTL:    authn.DefaultCacheTTL,
 		TokenTimeout:     authn.DefaultLookupTimeout,
 		MaxInFlight:      DefaultMaxInFlight,
+		RateLimits:       ratelimit.DefaultLimits(),
 		ShutdownTimeout:  DefaultShutdownTimeout,
 		LogFormat:        cmp.Or(getenv("MCP_LOG_FORMAT"), "json"),
 		TextSearchConfig: cmp.Or(strings.TrimSpace(getenv(knowledge.EnvTextSearchConfig)), knowledge.DefaultTextSearchConfig),
@@ -107,6 +115,26 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 		c.MaxInFlight = n
 	}
+	rate := func(name string, dst **int) {
+		v := strings.TrimSpace(getenv(name))
+		if v == "" {
+			return
+		}
+		if v == "unlimited" {
+			*dst = nil
+			return
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > tenancy.MaxRatePerMinute {
+			bad(name, fmt.Sprintf("must be calls a minute from 1 to %d, or unlimited", tenancy.MaxRatePerMinute))
+			return
+		}
+		*dst = &n
+	}
+	rate("MCP_RATE_AGENT_READS", &c.RateLimits.AgentReads)
+	rate("MCP_RATE_AGENT_WRITES", &c.RateLimits.AgentWrites)
+	rate("MCP_RATE_ORG_READS", &c.RateLimits.OrgReads)
+	rate("MCP_RATE_ORG_WRITES", &c.RateLimits.OrgWrites)
 	if v := getenv("MCP_LOG_LEVEL"); v != "" {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			bad("MCP_LOG_LEVEL", "must be debug, info, warn or error")

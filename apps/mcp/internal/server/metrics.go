@@ -17,7 +17,13 @@ type metrics struct {
 	inflightCalls prometheus.Gauge
 	shed          prometheus.Counter
 	unavailable   *prometheus.CounterVec
+	rateLimited   *prometheus.CounterVec
+	rateFailOpen  *prometheus.CounterVec
 }
+
+// Limited and FailedOpen make metrics a ratelimit.Observer.
+func (m *metrics) Limited(level, kind string) { m.rateLimited.WithLabelValues(level, kind).Inc() }
+func (m *metrics) FailedOpen(reason string)   { m.rateFailOpen.WithLabelValues(reason).Inc() }
 
 var latencyBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
 
@@ -58,8 +64,16 @@ func newMetrics() *metrics {
 			Name: "mcp_dependency_unavailable_total",
 			Help: "Requests answered 503 (HTTP) because a dependency failed or did not answer in time, by dependency.",
 		}, []string{"dependency"}),
+		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcp_rate_limited_total",
+			Help: "Calls refused by a rate limit, by the limit that refused them (agent or org) and kind (read or write).",
+		}, []string{"level", "kind"}),
+		rateFailOpen: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcp_rate_limit_fail_open_total",
+			Help: "Calls let through unchecked because the rate limiter could not read Redis (redis) or its settings (settings) in time.",
+		}, []string{"reason"}),
 	}
-	m.reg.MustRegister(m.toolCalls, m.toolDuration, m.resReads, m.resDuration, m.httpRequests, m.inflightCalls, m.shed, m.unavailable,
+	m.reg.MustRegister(m.rateLimited, m.rateFailOpen, m.toolCalls, m.toolDuration, m.resReads, m.resDuration, m.httpRequests, m.inflightCalls, m.shed, m.unavailable,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"time"
@@ -97,12 +98,16 @@ func (s *Server) toolCall(ctx context.Context, p *tenancy.Principal, method stri
 	var o kt.Outcome
 	var res mcp.Result
 	var err error
-	if scope != "" && !p.HasScope(scope) {
-		body := scopeError(name, scope, p)
+	refuse := func(body kt.ErrorBody) {
 		o = kt.Outcome{Code: body.Code}
 		b, _ := json.Marshal(kt.ErrorPayload{Error: body})
 		res = &mcp.CallToolResult{IsError: true, StructuredContent: json.RawMessage(b),
 			Content: []mcp.Content{&mcp.TextContent{Text: body.Text()}}}
+	}
+	if scope != "" && !p.HasScope(scope) {
+		refuse(scopeError(name, scope, p))
+	} else if body, limited := s.rateLimit(ctx, p, scope); limited {
+		refuse(body)
 	} else {
 		s.metrics.inflightCalls.Inc()
 		cctx, cancel := context.WithTimeout(kt.WithOutcome(ctx, &o), s.cfg.CallTimeout)
@@ -137,6 +142,10 @@ func (s *Server) resourceRead(ctx context.Context, p *tenancy.Principal, method 
 		o = kt.Outcome{Code: body.Code}
 		data, _ := json.Marshal(kt.ErrorPayload{Error: body})
 		err = &jsonrpc.Error{Code: kt.ErrorCodeForbidden, Message: body.Text(), Data: data}
+	} else if body, limited := s.rateLimit(ctx, p, kt.ResourceScope); limited {
+		o = kt.Outcome{Code: body.Code}
+		data, _ := json.Marshal(kt.ErrorPayload{Error: body})
+		err = &jsonrpc.Error{Code: kt.ErrorCodeRateLimited, Message: body.Text(), Data: data}
 	} else {
 		s.metrics.inflightCalls.Inc()
 		cctx, cancel := context.WithTimeout(kt.WithOutcome(ctx, &o), s.cfg.CallTimeout)
@@ -156,6 +165,34 @@ func (s *Server) resourceRead(ctx context.Context, p *tenancy.Principal, method 
 	s.metrics.resDuration.WithLabelValues(kind, o.Code).Observe(d.Seconds())
 	s.logCall(ctx, "resource read", p, slog.String("resource", kind), o, d)
 	return res, err
+}
+
+// rateLimit takes one call needing scope from the caller's rate limits
+// (reads for knowledge:read, writes otherwise) and, when a limit is used
+// up, returns the retryable rate_limited error to answer instead.
+func (s *Server) rateLimit(ctx context.Context, p *tenancy.Principal, scope string) (kt.ErrorBody, bool) {
+	if s.limiter == nil || scope == "" {
+		return kt.ErrorBody{}, false
+	}
+	kind, noun := tenancy.RateWrite, "writes"
+	if scope == tenancy.ScopeKnowledgeRead {
+		kind, noun = tenancy.RateRead, "reads"
+	}
+	d := s.limiter.Allow(ctx, p.OrgID, p.AgentID, kind)
+	if d.Allowed {
+		return kt.ErrorBody{}, false
+	}
+	ms := max(d.RetryAfter.Milliseconds(), 1)
+	whose := "this agent's"
+	if d.Level == "org" {
+		whose = "this org's (all its agents together)"
+	}
+	return kt.ErrorBody{
+		Code:         string(domain.CodeRateLimited),
+		Message:      fmt.Sprintf("%s limit of %d %s a minute is used up; retry in %d ms", whose, d.PerMinute, noun, ms),
+		Retryable:    true,
+		RetryAfterMs: ms,
+	}, true
 }
 
 // scopeError is the answer to a call the token lacks the scope for.

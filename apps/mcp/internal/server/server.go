@@ -15,8 +15,10 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/authn"
+	"github.com/agentfleet/orchestrator/apps/mcp/internal/ratelimit"
 	kt "github.com/agentfleet/orchestrator/apps/mcp/internal/tools/knowledge"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
@@ -36,6 +38,11 @@ type Deps struct {
 	// Ready lists the dependencies /readyz checks, by name.
 	Ready  map[string]Pinger
 	Logger *slog.Logger
+	// Redis keeps the rate limiters' counters; nil: no rate limits.
+	Redis redis.UniversalClient
+	// RateSettings are the operators' rate limit settings (tenancy);
+	// nil: Config.RateLimits for everyone.
+	RateSettings ratelimit.Settings
 }
 
 // Server is one MCP server. Start it once; Shutdown drains it.
@@ -47,6 +54,8 @@ type Server struct {
 	metrics  *metrics
 	// slots bounds the MCP requests in flight (Config.MaxInFlight).
 	slots chan struct{}
+	// limiter applies the rate limits; nil without Deps.Redis.
+	limiter *ratelimit.Limiter
 
 	mu        sync.Mutex
 	http      *http.Server
@@ -61,7 +70,7 @@ func New(cfg Config, deps Deps) *Server {
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()
 	}
-	return &Server{
+	s := &Server{
 		cfg:      cfg,
 		deps:     deps,
 		logger:   deps.Logger,
@@ -69,6 +78,14 @@ func New(cfg Config, deps Deps) *Server {
 		metrics:  newMetrics(),
 		slots:    make(chan struct{}, max(cfg.MaxInFlight, 1)),
 	}
+	if deps.Redis != nil {
+		s.limiter = ratelimit.New(deps.Redis, deps.RateSettings, ratelimit.Options{
+			Defaults: cfg.RateLimits,
+			Observer: s.metrics,
+			Logger:   deps.Logger,
+		})
+	}
+	return s
 }
 
 // principalFunc resolves who makes an MCP request.
@@ -90,7 +107,7 @@ func (s *Server) newMCPServer(resolve principalFunc) *mcp.Server {
 const instructions = `This server is the shared memory of your organisation's agent fleet.
 Search it (search_knowledge) before working on a topic; store what you learn (store_knowledge) so others can reuse it; when you store a correction of an existing entry, mark the old one with supersede_knowledge.
 Read a whole entry with the resource knowledge://{id}, and the entries linked to a task with knowledge://tasks/{taskId}.
-Tool errors start with a stable code (invalid_argument, not_found, forbidden, conflict, cycle, quota_exceeded, unavailable) followed by the argument at fault and the rule.`
+Tool errors start with a stable code (invalid_argument, not_found, forbidden, conflict, cycle, quota_exceeded, rate_limited, unavailable) followed by the argument at fault and the rule.`
 
 // Start listens on the configured address and serves in the background. It
 // returns the bound address (useful with port 0).

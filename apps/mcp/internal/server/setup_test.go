@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/agentfleet/orchestrator/apps/mcp/internal/ratelimit"
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/server"
 	kt "github.com/agentfleet/orchestrator/apps/mcp/internal/tools/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
@@ -44,6 +46,10 @@ type setupOpts struct {
 	// tokensURL, when set, points token verification (and /readyz's
 	// postgres) at another PostgreSQL address: a hung or stopped one.
 	tokensURL string
+	// limiterRedis replaces the rate limiter's Redis (a dead one).
+	limiterRedis *redis.Client
+	// rate replaces the default rate limits (nil: the production defaults).
+	rate *ratelimit.Limits
 	// config adjusts the configuration before the server is built.
 	config func(*server.Config)
 }
@@ -73,6 +79,9 @@ func setup(t testing.TB, o setupOpts) *bundle {
 	if o.callTimeout > 0 {
 		cfg.CallTimeout = o.callTimeout
 	}
+	if o.rate != nil {
+		cfg.RateLimits = *o.rate
+	}
 	if o.config != nil {
 		o.config(&cfg)
 	}
@@ -87,10 +96,12 @@ func setup(t testing.TB, o setupOpts) *bundle {
 		tokens, pgPing = tenancy.New(pool), pool
 	}
 	srv := server.New(cfg, server.Deps{
-		Knowledge: ks,
-		Tokens:    tokens,
-		Ready:     map[string]server.Pinger{"postgres": pgPing, "redis": pinger{r.Client}},
-		Logger:    logger,
+		Knowledge:    ks,
+		Tokens:       tokens,
+		Ready:        map[string]server.Pinger{"postgres": pgPing, "redis": pinger{r.Client}},
+		Logger:       logger,
+		Redis:        cmp.Or(o.limiterRedis, r.Client),
+		RateSettings: tenancy.New(d.Pool),
 	})
 	if _, err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)

@@ -109,6 +109,15 @@ type OrgQuota struct {
 	UpdatedAt  time.Time
 }
 
+type RateLimit struct {
+	OrgID     uuid.UUID
+	Scope     string
+	AgentID   *uuid.UUID
+	Kind      string
+	PerMinute *int32
+	UpdatedAt time.Time
+}
+
 type Task struct {
 	OrgID     uuid.UUID
 	ID        uuid.UUID

@@ -32,6 +32,10 @@ const (
 // missing scope (a server-defined code; MCP defines none for it).
 const ErrorCodeForbidden = -32003
 
+// ErrorCodeRateLimited is the JSON-RPC error code of a resource read refused
+// by a rate limit (data.error carries code rate_limited and retryAfterMs).
+const ErrorCodeRateLimited = -32029
+
 // TaskKnowledgeResult is the content of knowledge://tasks/{taskId}.
 type TaskKnowledgeResult struct {
 	TaskID  uuid.UUID       `json:"taskId"`

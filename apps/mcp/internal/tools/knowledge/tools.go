@@ -309,9 +309,16 @@ type ErrorBody struct {
 	Field     string `json:"field,omitempty"`
 	Message   string `json:"message"`
 	Retryable bool   `json:"retryable,omitempty"`
+	// RetryAfterMs says when a retryable call may succeed (rate_limited,
+	// unavailable): a hint, in milliseconds.
+	RetryAfterMs int64 `json:"retryAfterMs,omitempty"`
 	// RequiredScope names the scope a forbidden call lacked.
 	RequiredScope string `json:"requiredScope,omitempty"`
 }
+
+// unavailableRetryAfterMs is the hint sent with "unavailable": the HTTP
+// edge's Retry-After for an outage, in milliseconds.
+const unavailableRetryAfterMs = 5000
 
 // Describe maps any error of a call to the body agents see. Domain errors
 // keep their code, field and message; anything else becomes "unavailable"
@@ -319,15 +326,19 @@ type ErrorBody struct {
 func Describe(err error) (ErrorBody, bool) {
 	var de *domain.Error
 	if errors.As(err, &de) && de.Code != "" {
-		return ErrorBody{Code: string(de.Code), Field: de.Field, Message: de.Message, Retryable: de.Retryable}, true
+		b := ErrorBody{Code: string(de.Code), Field: de.Field, Message: de.Message, Retryable: de.Retryable}
+		if de.Code == domain.CodeUnavailable {
+			b.RetryAfterMs = unavailableRetryAfterMs
+		}
+		return b, true
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return ErrorBody{Code: string(domain.CodeUnavailable), Message: "the call did not finish in time; retry later", Retryable: true}, false
+		return ErrorBody{Code: string(domain.CodeUnavailable), Message: "the call did not finish in time; retry later", Retryable: true, RetryAfterMs: unavailableRetryAfterMs}, false
 	}
 	if errors.Is(err, context.Canceled) {
 		return ErrorBody{Code: string(domain.CodeUnavailable), Message: "the call was cancelled", Retryable: true}, false
 	}
-	return ErrorBody{Code: string(domain.CodeUnavailable), Message: "the knowledge service failed on this call; retry later", Retryable: true}, false
+	return ErrorBody{Code: string(domain.CodeUnavailable), Message: "the knowledge service failed on this call; retry later", Retryable: true, RetryAfterMs: unavailableRetryAfterMs}, false
 }
 
 // Text renders an error body for the text content: "code: field: message".

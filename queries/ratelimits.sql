@@ -1,0 +1,22 @@
+-- Rate limit settings (packages/tenancy, ratelimits.go). See
+-- db/migrations/00003_ratelimits.sql for what a row means.
+
+-- name: SetRateLimit :one
+INSERT INTO rate_limits (org_id, scope, agent_id, kind, per_minute)
+VALUES (@org_id, @scope, sqlc.narg(agent_id), @kind, sqlc.narg(per_minute))
+ON CONFLICT ON CONSTRAINT rate_limits_key
+DO UPDATE SET per_minute = excluded.per_minute, updated_at = now()
+RETURNING *;
+
+-- name: ClearRateLimit :execrows
+DELETE FROM rate_limits
+WHERE org_id = @org_id AND scope = @scope AND agent_id IS NOT DISTINCT FROM sqlc.narg(agent_id) AND kind = @kind;
+
+-- name: ListRateLimits :many
+SELECT * FROM rate_limits WHERE org_id = @org_id ORDER BY scope DESC, agent_id NULLS FIRST, kind;
+
+-- name: RateLimitsFor :many
+-- The rows that can apply to one agent's calls: the org's own, the org's
+-- default for each agent, and the agent's override.
+SELECT * FROM rate_limits
+WHERE org_id = @org_id AND (agent_id IS NULL OR agent_id = @agent_id);
