@@ -1,4 +1,7 @@
--- Rate limits of MCP calls (issue 10), set by operators with
+-- Issue 10: rate limit settings, and names for the constraints the error
+-- mapping depends on (at the end).
+--
+-- Rate limits of MCP calls, set by operators with
 -- `ctl ratelimit`. A row overrides the MCP server's default (the
 -- MCP_RATE_* settings) for one org:
 --
@@ -27,5 +30,25 @@ CREATE TABLE rate_limits (
     CONSTRAINT rate_limits_key UNIQUE NULLS NOT DISTINCT (org_id, scope, agent_id, kind)
 );
 
+-- The constraints the domain's error mapping keys on get names of their own
+-- (packages/knowledge/errmap.go), instead of PostgreSQL's generated
+-- defaults, so a refactor of a column list cannot silently change a name and
+-- turn "no such task" into an opaque failure; errmap_test.go pins each name
+-- to the schema.
+ALTER TABLE task_knowledge RENAME CONSTRAINT task_knowledge_org_id_task_id_fkey TO task_knowledge_task_fkey;
+ALTER TABLE task_knowledge RENAME CONSTRAINT task_knowledge_org_id_knowledge_id_fkey TO task_knowledge_entry_fkey;
+ALTER TABLE task_knowledge RENAME CONSTRAINT task_knowledge_org_id_created_by_agent_id_fkey TO task_knowledge_author_fkey;
+ALTER TABLE knowledge RENAME CONSTRAINT knowledge_org_id_created_by_agent_id_fkey TO knowledge_author_fkey;
+ALTER TABLE knowledge RENAME CONSTRAINT knowledge_org_id_fkey TO knowledge_org_fkey;
+ALTER TABLE knowledge_supersessions RENAME CONSTRAINT knowledge_supersessions_org_id_agent_id_fkey TO knowledge_supersessions_agent_fkey;
+ALTER TABLE org_quotas RENAME CONSTRAINT org_quotas_org_id_fkey TO org_quotas_org_fkey;
+
 -- +goose Down
+ALTER TABLE org_quotas RENAME CONSTRAINT org_quotas_org_fkey TO org_quotas_org_id_fkey;
+ALTER TABLE knowledge_supersessions RENAME CONSTRAINT knowledge_supersessions_agent_fkey TO knowledge_supersessions_org_id_agent_id_fkey;
+ALTER TABLE knowledge RENAME CONSTRAINT knowledge_org_fkey TO knowledge_org_id_fkey;
+ALTER TABLE knowledge RENAME CONSTRAINT knowledge_author_fkey TO knowledge_org_id_created_by_agent_id_fkey;
+ALTER TABLE task_knowledge RENAME CONSTRAINT task_knowledge_author_fkey TO task_knowledge_org_id_created_by_agent_id_fkey;
+ALTER TABLE task_knowledge RENAME CONSTRAINT task_knowledge_entry_fkey TO task_knowledge_org_id_knowledge_id_fkey;
+ALTER TABLE task_knowledge RENAME CONSTRAINT task_knowledge_task_fkey TO task_knowledge_org_id_task_id_fkey;
 DROP TABLE rate_limits;

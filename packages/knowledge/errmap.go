@@ -11,18 +11,19 @@ import (
 )
 
 // constraintErrors maps the schema's constraint names to domain errors. The
-// names are Postgres' defaults for the constraints of 00001_init.sql.
+// names are given by 00003_ratelimits.sql (not left to Postgres' defaults),
+// and TestConstraintErrorsNameTheSchemasConstraints pins each to the schema.
 var constraintErrors = map[string]*Error{
-	"task_knowledge_org_id_task_id_fkey":      {Code: CodeNotFound, Field: "taskRef.taskId", Message: "no such task in this org"},
-	"task_knowledge_org_id_knowledge_id_fkey": {Code: CodeNotFound, Field: "knowledgeId", Message: "no such entry in this org"},
-	"knowledge_org_id_created_by_agent_id_fkey": {Code: CodeForbidden,
+	"task_knowledge_task_fkey":  {Code: CodeNotFound, Field: "taskRef.taskId", Message: "no such task in this org"},
+	"task_knowledge_entry_fkey": {Code: CodeNotFound, Field: "knowledgeId", Message: "no such entry in this org"},
+	"knowledge_author_fkey": {Code: CodeForbidden,
 		Message: "the calling agent is not an agent of this org"},
-	"task_knowledge_org_id_created_by_agent_id_fkey": {Code: CodeForbidden,
+	"task_knowledge_author_fkey": {Code: CodeForbidden,
 		Message: "the calling agent is not an agent of this org"},
-	"knowledge_supersessions_org_id_agent_id_fkey": {Code: CodeForbidden,
+	"knowledge_supersessions_agent_fkey": {Code: CodeForbidden,
 		Message: "the calling agent is not an agent of this org"},
-	"knowledge_org_id_fkey":  {Code: CodeNotFound, Message: "the caller's org does not exist"},
-	"org_quotas_org_id_fkey": {Code: CodeNotFound, Message: "the caller's org does not exist"},
+	"knowledge_org_fkey":  {Code: CodeNotFound, Message: "the caller's org does not exist"},
+	"org_quotas_org_fkey": {Code: CodeNotFound, Message: "the caller's org does not exist"},
 }
 
 // mapErr is the one place where driver and dependency errors become domain
