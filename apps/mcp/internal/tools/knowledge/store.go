@@ -3,7 +3,6 @@ package knowledge
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -22,10 +21,6 @@ const (
 	minConfidence = 0
 	maxConfidence = 100
 )
-
-// kebabRe is what a tag must match once normalised (domain.NormaliseTag:
-// trimmed, lowercased, spaces and underscores to hyphens).
-var kebabRe = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 
 // StoreArgs are the arguments of store_knowledge.
 type StoreArgs struct {
@@ -95,9 +90,9 @@ func (a *StoreArgs) check() error {
 		if err := checkText(field, tag, 1, maxTagLength); err != nil {
 			return err
 		}
-		if norm := domain.NormaliseTag(tag); !kebabRe.MatchString(norm) {
-			return domain.InvalidArgument(field, "must be kebab-case: a-z and 0-9 in words joined by single hyphens, such as db-migrations (got %s, normalised to %s)", quoteShort(tag), quoteShort(norm))
-		}
+		// Kebab-case after normalisation is the domain's rule
+		// (packages/knowledge, normaliseTags); it answers with this
+		// argument's name.
 	}
 	if err := checkIntRange("confidence", a.Confidence, minConfidence, maxConfidence); err != nil {
 		return err
