@@ -65,6 +65,13 @@ func TestRateLimitsPerAgentAndPerOrg(t *testing.T) {
 	if e := toolErr(t, call(t, reader, kt.ToolSearch, map[string]any{"query": "x"})); e.Code != "rate_limited" {
 		t.Fatalf("over each agent's read limit: %+v", e)
 	}
+	// An agent's own setting beats the org's setting for each agent.
+	vip := b.agent(org, "vip", allScopes, 0)
+	set(tenancy.RateLimit{Scope: tenancy.RateScopeAgent, AgentID: &vip.id, Kind: tenancy.RateRead})
+	vs := b.session(vip)
+	for range 3 {
+		ok[map[string]any](t, call(t, vs, kt.ToolSearch, map[string]any{"query": "x"}))
+	}
 	if _, err := reader.ReadResource(ctx, &mcp.ReadResourceParams{URI: "knowledge://00000000-0000-4000-8000-000000000000"}); err == nil || !strings.Contains(err.Error(), "rate_limited") {
 		t.Fatalf("resource read over the limit: %v", err)
 	}
