@@ -40,7 +40,10 @@ const maxEntries = 10000
 
 // ErrInvalidToken is what callers see for any refused token; it says nothing
 // about why (unknown, revoked, expired and malformed look the same).
-var ErrInvalidToken = fmt.Errorf("invalid_token: the bearer token is missing, malformed, unknown, revoked or expired: %w", auth.ErrInvalidToken)
+var ErrInvalidToken = fmt.Errorf("%s: %w", Refusal, auth.ErrInvalidToken)
+
+// Refusal is the body of every 401: one text whatever check failed.
+const Refusal = "invalid_token: the bearer token is missing, malformed, unknown, revoked or expired"
 
 // ErrUnavailable is returned when the token store cannot be reached or does
 // not answer within the verifier's deadline. The HTTP edge answers it with

@@ -66,7 +66,7 @@ func (s *Server) authenticate(metadataURL string, next http.Handler) http.Handle
 		}
 		if errors.Is(err, authn.ErrInvalidToken) {
 			w.Header().Set("WWW-Authenticate", challenge)
-			http.Error(w, authn.ErrInvalidToken.Error(), http.StatusUnauthorized)
+			http.Error(w, authn.Refusal, http.StatusUnauthorized)
 			return
 		}
 		s.metrics.unavailable.WithLabelValues("token_store").Inc()
