@@ -125,6 +125,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		Tokens:       ten,
 		Redis:        rdb,
 		RateSettings: ten,
+		DBSlots:      int(pool.Config().MaxConns),
 		Ready:        map[string]server.Pinger{"postgres": pool, "redis": redisPinger{rdb}},
 		Logger:       logger,
 	})

@@ -27,6 +27,10 @@ const (
 	// for a database connection: a flood from one client then costs the
 	// others a retry, not every connection of the pool and unbounded memory.
 	DefaultMaxInFlight = 64
+	// DefaultDBWait bounds how long a call waits for a database
+	// connection once the pool is busy: long enough to ride out a burst,
+	// far inside MCP_CALL_TIMEOUT.
+	DefaultDBWait = 2 * time.Second
 )
 
 // Config is the server's configuration; ConfigFromEnv documents each field's
@@ -41,6 +45,7 @@ type Config struct {
 	TokenCacheTTL time.Duration // MCP_TOKEN_CACHE_TTL: the revocation bound
 	TokenTimeout  time.Duration // MCP_TOKEN_LOOKUP_TIMEOUT: deadline of one token look-up
 	MaxInFlight   int           // MCP_MAX_INFLIGHT: MCP requests served at once; beyond, 503
+	DBWait        time.Duration // MCP_DB_WAIT: longest wait of a call for a database connection
 	// RateLimits (MCP_RATE_AGENT_READS, MCP_RATE_AGENT_WRITES,
 	// MCP_RATE_ORG_READS, MCP_RATE_ORG_WRITES: calls a minute, or
 	// "unlimited") apply to orgs and agents without settings of their own
@@ -73,6 +78,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		TokenCacheTTL:    authn.DefaultCacheTTL,
 		TokenTimeout:     authn.DefaultLookupTimeout,
 		MaxInFlight:      DefaultMaxInFlight,
+		DBWait:           DefaultDBWait,
 		RateLimits:       ratelimit.DefaultLimits(),
 		ShutdownTimeout:  DefaultShutdownTimeout,
 		LogFormat:        cmp.Or(getenv("MCP_LOG_FORMAT"), "json"),
@@ -108,6 +114,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	dur("MCP_TOKEN_CACHE_TTL", &c.TokenCacheTTL, 0, authn.MaxCacheTTL)
 	dur("MCP_SHUTDOWN_TIMEOUT", &c.ShutdownTimeout, time.Second, 10*time.Minute)
 	dur("MCP_TOKEN_LOOKUP_TIMEOUT", &c.TokenTimeout, 50*time.Millisecond, 30*time.Second)
+	dur("MCP_DB_WAIT", &c.DBWait, 10*time.Millisecond, time.Minute)
 	if v := getenv("MCP_MAX_INFLIGHT"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 100000 {

@@ -244,3 +244,33 @@ func TestScopeGateAndSDKReadOneRequest(t *testing.T) {
 		t.Errorf("search with white space around: %d", res.StatusCode)
 	}
 }
+
+// Issue 10, point 4: a call waits for a database connection at most
+// MCP_DB_WAIT, then gets a retryable unavailable at once.
+func TestWaitForADatabaseConnectionIsBounded(t *testing.T) {
+	t.Parallel()
+	blk := &blockingService{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	b := setup(t, setupOpts{
+		wrap:    func(s kt.Service) kt.Service { blk.Service = s; return blk },
+		dbSlots: 1,
+		config:  func(c *server.Config) { c.DBWait = 200 * time.Millisecond },
+	})
+	a := b.agent(b.org("acme"), "a", allScopes, 0)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b.postWithin(30*time.Second, a.token, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search_knowledge","arguments":{"query":"q"}}}`)
+	}()
+	<-blk.entered // the one connection slot is taken
+	e := toolErr(t, call(t, b.session(a), kt.ToolStore, map[string]any{"title": "t", "body": "b"}))
+	if e.Code != "unavailable" || !e.Retryable || e.RetryAfterMs <= 0 || !strings.Contains(e.Message, "busy") {
+		t.Fatalf("no connection within MCP_DB_WAIT: %+v", e)
+	}
+	close(blk.release)
+	<-done
+	b.store(b.session(a), map[string]any{"title": "t", "body": "b"})
+	_, metrics := get(t, b.url+"/metrics")
+	if !strings.Contains(metrics, `mcp_dependency_unavailable_total{dependency="db_pool"} 1`) {
+		t.Error("metrics do not count the refused call")
+	}
+}

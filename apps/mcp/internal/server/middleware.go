@@ -108,11 +108,14 @@ func (s *Server) toolCall(ctx context.Context, p *tenancy.Principal, method stri
 		refuse(scopeError(name, scope, p))
 	} else if body, limited := s.rateLimit(ctx, p, scope); limited {
 		refuse(body)
+	} else if release, ok := s.dbSlot(ctx); !ok {
+		refuse(busyError())
 	} else {
 		s.metrics.inflightCalls.Inc()
 		cctx, cancel := context.WithTimeout(kt.WithOutcome(ctx, &o), s.cfg.CallTimeout)
 		res, err = next(cctx, method, req)
 		cancel()
+		release()
 		s.metrics.inflightCalls.Dec()
 		if err != nil {
 			o.Code = "protocol_error"
@@ -146,11 +149,17 @@ func (s *Server) resourceRead(ctx context.Context, p *tenancy.Principal, method 
 		o = kt.Outcome{Code: body.Code}
 		data, _ := json.Marshal(kt.ErrorPayload{Error: body})
 		err = &jsonrpc.Error{Code: kt.ErrorCodeRateLimited, Message: body.Text(), Data: data}
+	} else if release, ok := s.dbSlot(ctx); !ok {
+		body := busyError()
+		o = kt.Outcome{Code: body.Code}
+		data, _ := json.Marshal(kt.ErrorPayload{Error: body})
+		err = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: body.Text(), Data: data}
 	} else {
 		s.metrics.inflightCalls.Inc()
 		cctx, cancel := context.WithTimeout(kt.WithOutcome(ctx, &o), s.cfg.CallTimeout)
 		res, err = next(cctx, method, req)
 		cancel()
+		release()
 		s.metrics.inflightCalls.Dec()
 		if o.Code == "" {
 			if err != nil {
@@ -193,6 +202,39 @@ func (s *Server) rateLimit(ctx context.Context, p *tenancy.Principal, scope stri
 		Retryable:    true,
 		RetryAfterMs: ms,
 	}, true
+}
+
+// dbSlot waits at most Config.DBWait for one of Deps.DBSlots (the size of
+// the database pool): every call needs a connection, and without this a
+// call beyond the pool would queue inside pgxpool for as long as the call's
+// whole deadline. Past the wait the call is answered "unavailable" at
+// once, so the wait for a database connection is bounded by DBWait, not
+// MCP_CALL_TIMEOUT. With DBSlots 0 there is no bound (release is a no-op).
+func (s *Server) dbSlot(ctx context.Context) (release func(), ok bool) {
+	if s.dbSlots == nil {
+		return func() {}, true
+	}
+	t := time.NewTimer(s.cfg.DBWait)
+	defer t.Stop()
+	select {
+	case s.dbSlots <- struct{}{}:
+		return func() { <-s.dbSlots }, true
+	case <-t.C:
+		s.metrics.unavailable.WithLabelValues("db_pool").Inc()
+		return nil, false
+	case <-ctx.Done():
+		return nil, false
+	}
+}
+
+// busyError answers a call that found no database connection in time.
+func busyError() kt.ErrorBody {
+	return kt.ErrorBody{
+		Code:         string(domain.CodeUnavailable),
+		Message:      "every database connection of this server is busy; retry later",
+		Retryable:    true,
+		RetryAfterMs: 1000,
+	}
 }
 
 // scopeError is the answer to a call the token lacks the scope for.

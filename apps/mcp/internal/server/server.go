@@ -43,6 +43,9 @@ type Deps struct {
 	// RateSettings are the operators' rate limit settings (tenancy);
 	// nil: Config.RateLimits for everyone.
 	RateSettings ratelimit.Settings
+	// DBSlots is the size of the database pool: calls beyond it wait at
+	// most Config.DBWait for a connection. 0: no bound.
+	DBSlots int
 }
 
 // Server is one MCP server. Start it once; Shutdown drains it.
@@ -54,6 +57,8 @@ type Server struct {
 	metrics  *metrics
 	// slots bounds the MCP requests in flight (Config.MaxInFlight).
 	slots chan struct{}
+	// dbSlots bounds the calls using the database pool (Deps.DBSlots).
+	dbSlots chan struct{}
 	// limiter applies the rate limits; nil without Deps.Redis.
 	limiter *ratelimit.Limiter
 
@@ -77,6 +82,9 @@ func New(cfg Config, deps Deps) *Server {
 		verifier: authn.NewVerifier(deps.Tokens, cfg.TokenCacheTTL, cfg.TokenTimeout, deps.Logger),
 		metrics:  newMetrics(),
 		slots:    make(chan struct{}, max(cfg.MaxInFlight, 1)),
+	}
+	if deps.DBSlots > 0 {
+		s.dbSlots = make(chan struct{}, deps.DBSlots)
 	}
 	if deps.Redis != nil {
 		s.limiter = ratelimit.New(deps.Redis, deps.RateSettings, ratelimit.Options{

@@ -46,6 +46,8 @@ type setupOpts struct {
 	// tokensURL, when set, points token verification (and /readyz's
 	// postgres) at another PostgreSQL address: a hung or stopped one.
 	tokensURL string
+	// dbSlots bounds the calls using the database (server.Deps.DBSlots).
+	dbSlots int
 	// limiterRedis replaces the rate limiter's Redis (a dead one).
 	limiterRedis *redis.Client
 	// rate replaces the default rate limits (nil: the production defaults).
@@ -102,6 +104,7 @@ func setup(t testing.TB, o setupOpts) *bundle {
 		Logger:       logger,
 		Redis:        cmp.Or(o.limiterRedis, r.Client),
 		RateSettings: tenancy.New(d.Pool),
+		DBSlots:      o.dbSlots,
 	})
 	if _, err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)
