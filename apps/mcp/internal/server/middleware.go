@@ -51,7 +51,9 @@ func (s *Server) callMiddleware(resolve principalFunc) mcp.Middleware {
 				return nil, &jsonrpc.Error{Code: errCodeUnauthenticated, Message: authn.ErrInvalidToken.Error()}
 			}
 			if err != nil {
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "unavailable: " + err.Error()}
+				// authn.ErrUnavailable (stdio: the token store is down or
+				// slow); its text already starts with the code.
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: authn.ErrUnavailable.Error()}
 			}
 			ctx = authn.WithPrincipal(ctx, p)
 			switch method {
