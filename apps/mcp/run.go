@@ -118,6 +118,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		// The default for orgs not indexed yet; see server.Config.
 		TextSearchConfig:  cfg.TextSearchConfig,
 		VectorCalibration: cfg.VectorCalibration,
+		QueryEmbedBudget:  cfg.QueryEmbedBudget,
 	})
 	ten := tenancy.New(pool)
 	srv := server.New(cfg, server.Deps{

@@ -64,6 +64,10 @@ type Config struct {
 	// embedding model's cosine scale for the calibrated score; nil: the
 	// measured or default one of the model (knowledge.CalibrationFor).
 	VectorCalibration *knowledge.VectorCalibration
+	// QueryEmbedBudget (SEARCH_EMBED_BUDGET, default 1s): how long a
+	// search waits for its query vector before answering from the lexical
+	// lists (knowledge.Options.QueryEmbedBudget).
+	QueryEmbedBudget time.Duration
 }
 
 // ConfigFromEnv reads the configuration; every variable is optional.
@@ -83,6 +87,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		ShutdownTimeout:  DefaultShutdownTimeout,
 		LogFormat:        cmp.Or(getenv("MCP_LOG_FORMAT"), "json"),
 		TextSearchConfig: cmp.Or(strings.TrimSpace(getenv(knowledge.EnvTextSearchConfig)), knowledge.DefaultTextSearchConfig),
+		QueryEmbedBudget: knowledge.DefaultQueryEmbedBudget,
 	}
 	var errs []string
 	bad := func(name, rule string) { errs = append(errs, name+": "+rule) }
@@ -115,6 +120,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	dur("MCP_SHUTDOWN_TIMEOUT", &c.ShutdownTimeout, time.Second, 10*time.Minute)
 	dur("MCP_TOKEN_LOOKUP_TIMEOUT", &c.TokenTimeout, 50*time.Millisecond, 30*time.Second)
 	dur("MCP_DB_WAIT", &c.DBWait, 10*time.Millisecond, time.Minute)
+	dur(knowledge.EnvQueryEmbedBudget, &c.QueryEmbedBudget, 10*time.Millisecond, time.Minute)
 	if v := getenv("MCP_MAX_INFLIGHT"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 100000 {
