@@ -60,3 +60,14 @@ WHERE org_id = @org_id
        OR embedding_status = 'failed'
        OR (embedding_status = 'ready' AND embedding_model IS DISTINCT FROM @model::text))
 RETURNING org_id, id, embedding_generation;
+
+-- name: ListCurrentJobs :many
+-- Which of the given jobs still name their entry's current generation, in
+-- any status: a job whose entry is gone or was re-requested since (a new
+-- generation) has nothing left to say. PruneArchived deletes archived tasks
+-- none of whose jobs is current.
+SELECT k.org_id, k.id, k.embedding_generation
+FROM knowledge k
+JOIN (SELECT unnest(@org_ids::uuid[]) AS org_id, unnest(@ids::uuid[]) AS id,
+             unnest(@generations::int[]) AS generation) j
+  ON k.org_id = j.org_id AND k.id = j.id AND k.embedding_generation = j.generation;

@@ -55,10 +55,24 @@ func init() {
 				// Entries set pending stay pending; the reconciler enqueues them.
 				out["error"] = err.Error()
 			}
-			if perr := e.print(out, func(w io.Writer) {
+			// The archived batches of the entries just revived would stay in
+			// the dashboard's Archived tab as if still failing: remove those
+			// whose every job is now stale (jobs.PruneArchived).
+			insp := asynq.NewInspector(opt)
+			defer insp.Close()
+			pruned, perr := jobs.PruneArchived(e.ctx, pool, insp, orgID)
+			out["archivedTasksRemoved"] = pruned
+			if perr != nil {
+				out["pruneError"] = perr.Error()
+			}
+			if werr := e.print(out, func(w io.Writer) {
 				fmt.Fprintf(w, "%d entries set pending for model %s\n", n, emb.Model())
-			}); perr != nil {
-				return perr
+				fmt.Fprintf(w, "%d archived tasks removed (their entries were re-requested)\n", pruned)
+			}); werr != nil {
+				return werr
+			}
+			if err == nil && perr != nil {
+				return fmt.Errorf("prune archived tasks: %w", perr)
 			}
 			return err
 		}

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -64,16 +65,31 @@ func (h *EmbedHandler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return fmt.Errorf("%v: %w", err, asynq.SkipRetry)
 	}
-	if err := h.Process(ctx, jobs); err != nil {
+	var out BatchResult
+	if err := h.process(ctx, jobs, &out); err != nil {
 		h.opts.Observer.TaskFailed(t.Type(), err)
 		return err
 	}
 	h.opts.Observer.TaskDone(t.Type())
+	// The outcome is the task's result, shown for completed batches in the
+	// dashboard (jobs.FormatResult). Writing it is best effort: it is kept
+	// only as long as the task's retention, and a lost result loses no work.
+	if rw := t.ResultWriter(); rw != nil {
+		if b, err := json.Marshal(out); err == nil {
+			_, _ = rw.Write(b)
+		}
+	}
 	return nil
 }
 
 // Process embeds jobs; exported for tests and for running without a queue.
 func (h *EmbedHandler) Process(ctx context.Context, jobs []knowledge.EmbeddingJob) error {
+	var out BatchResult
+	return h.process(ctx, jobs, &out)
+}
+
+// process is Process, counting in out how the jobs ended.
+func (h *EmbedHandler) process(ctx context.Context, jobs []knowledge.EmbeddingJob, out *BatchResult) error {
 	if len(jobs) == 0 {
 		return nil
 	}
@@ -91,21 +107,22 @@ func (h *EmbedHandler) Process(ctx context.Context, jobs []knowledge.EmbeddingJo
 	}
 	if n := len(jobs) - len(rows); n > 0 {
 		h.opts.Observer.JobsStale(n)
+		out.Stale += n
 	}
 	if len(rows) == 0 {
 		return nil // every job is stale: nothing to do, nothing to call
 	}
 	vecs, err := h.embed(ctx, rows)
 	if err == nil {
-		return h.writeReady(ctx, rows, vecs)
+		return h.writeReady(ctx, rows, vecs, out)
 	}
 	if errors.Is(err, embed.ErrPermanent) {
 		if len(rows) == 1 {
-			return h.fail(ctx, rows, err, true)
+			return h.fail(ctx, rows, err, true, out)
 		}
-		return h.isolate(ctx, rows)
+		return h.isolate(ctx, rows, out)
 	}
-	return h.fail(ctx, rows, err, false)
+	return h.fail(ctx, rows, err, false, out)
 }
 
 func (h *EmbedHandler) embed(ctx context.Context, rows []sqlc.ListJobEntriesRow) ([][]float32, error) {
@@ -133,7 +150,7 @@ func (h *EmbedHandler) embed(ctx context.Context, rows []sqlc.ListJobEntriesRow)
 
 // isolate embeds the entries of a refused batch one by one, so one input the
 // provider refuses fails only its own entry.
-func (h *EmbedHandler) isolate(ctx context.Context, rows []sqlc.ListJobEntriesRow) error {
+func (h *EmbedHandler) isolate(ctx context.Context, rows []sqlc.ListJobEntriesRow, out *BatchResult) error {
 	var refused int
 	var retryErr error
 	for i := range rows {
@@ -141,12 +158,12 @@ func (h *EmbedHandler) isolate(ctx context.Context, rows []sqlc.ListJobEntriesRo
 		vecs, err := h.embed(ctx, one)
 		switch {
 		case err == nil:
-			if err := h.writeReady(ctx, one, vecs); err != nil {
+			if err := h.writeReady(ctx, one, vecs, out); err != nil {
 				return err
 			}
 		case errors.Is(err, embed.ErrPermanent):
 			refused++
-			if ferr := h.markFailed(ctx, one, err); ferr != nil {
+			if ferr := h.markFailed(ctx, one, err, out); ferr != nil {
 				return ferr
 			}
 		default:
@@ -158,7 +175,7 @@ func (h *EmbedHandler) isolate(ctx context.Context, rows []sqlc.ListJobEntriesRo
 	if retryErr != nil {
 		// Retry: only what is still pending is embedded next time (and, on
 		// the last attempt, marked failed: the writes are conditional).
-		return h.fail(ctx, rows, retryErr, false)
+		return h.fail(ctx, rows, retryErr, false, out)
 	}
 	return fmt.Errorf("provider refused %d of %d entries: %w", refused, len(rows), asynq.SkipRetry)
 }
@@ -166,18 +183,18 @@ func (h *EmbedHandler) isolate(ctx context.Context, rows []sqlc.ListJobEntriesRo
 // fail returns err after marking rows failed if this is the last attempt
 // (or the failure is permanent). A context cancelled by a shutdown is never a
 // reason to fail an entry: the task goes back to the queue.
-func (h *EmbedHandler) fail(ctx context.Context, rows []sqlc.ListJobEntriesRow, err error, permanent bool) error {
+func (h *EmbedHandler) fail(ctx context.Context, rows []sqlc.ListJobEntriesRow, err error, permanent bool, out *BatchResult) error {
 	if ctx.Err() != nil {
 		return err
 	}
 	if permanent {
-		if ferr := h.markFailed(ctx, rows, err); ferr != nil {
+		if ferr := h.markFailed(ctx, rows, err, out); ferr != nil {
 			return ferr
 		}
 		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
 	}
 	if lastAttempt(ctx) {
-		if ferr := h.markFailed(ctx, rows, fmt.Errorf("retries exhausted: %w", err)); ferr != nil {
+		if ferr := h.markFailed(ctx, rows, fmt.Errorf("retries exhausted: %w", err), out); ferr != nil {
 			return ferr
 		}
 	}
@@ -191,7 +208,7 @@ func lastAttempt(ctx context.Context) bool {
 	return ok1 && ok2 && n >= max
 }
 
-func (h *EmbedHandler) markFailed(ctx context.Context, rows []sqlc.ListJobEntriesRow, cause error) error {
+func (h *EmbedHandler) markFailed(ctx context.Context, rows []sqlc.ListJobEntriesRow, cause error, out *BatchResult) error {
 	msg := clip(cause.Error(), 1000)
 	for _, r := range rows {
 		n, err := h.q.MarkEmbeddingFailed(ctx, sqlc.MarkEmbeddingFailedParams{
@@ -202,6 +219,7 @@ func (h *EmbedHandler) markFailed(ctx context.Context, rows []sqlc.ListJobEntrie
 		}
 		if n == 1 {
 			h.opts.Observer.EntryFailed()
+			out.Failed++
 			h.opts.Logger.Warn("embedding failed", "org", r.OrgID, "entry", r.ID, "generation", r.EmbeddingGeneration, "error", msg)
 		}
 	}
@@ -210,11 +228,12 @@ func (h *EmbedHandler) markFailed(ctx context.Context, rows []sqlc.ListJobEntrie
 
 // writeReady writes the vectors in one transaction. Each UPDATE only hits an
 // entry still pending at the job's generation; others are left alone.
-func (h *EmbedHandler) writeReady(ctx context.Context, rows []sqlc.ListJobEntriesRow, vecs [][]float32) error {
+func (h *EmbedHandler) writeReady(ctx context.Context, rows []sqlc.ListJobEntriesRow, vecs [][]float32, out *BatchResult) error {
 	model := h.emb.Model()
 	var lags []time.Duration
+	var written int
 	err := pgx.BeginFunc(ctx, h.pool, func(tx pgx.Tx) error {
-		lags = lags[:0]
+		lags, written = lags[:0], 0
 		q := h.q.WithTx(tx)
 		for i, r := range rows {
 			v := pgvector.NewVector(vecs[i])
@@ -227,6 +246,7 @@ func (h *EmbedHandler) writeReady(ctx context.Context, rows []sqlc.ListJobEntrie
 			if err != nil {
 				return fmt.Errorf("write vector of %s: %w", r.ID, err)
 			}
+			written++
 			if res.EmbeddedAt != nil {
 				lags = append(lags, res.EmbeddedAt.Sub(res.EmbeddingRequestedAt))
 			}
@@ -239,8 +259,10 @@ func (h *EmbedHandler) writeReady(ctx context.Context, rows []sqlc.ListJobEntrie
 	for _, l := range lags {
 		h.opts.Observer.EntryReady(l)
 	}
-	if stale := len(rows) - len(lags); stale > 0 {
+	out.Ready += written
+	if stale := len(rows) - written; stale > 0 {
 		h.opts.Observer.JobsStale(stale)
+		out.Stale += stale
 	}
 	return nil
 }

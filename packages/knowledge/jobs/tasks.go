@@ -40,9 +40,11 @@ type BatchPayload struct {
 const DefaultShards = 8
 
 // TaskID is the asynq task id of an entry job: equal jobs collapse into one
-// task while it waits in its group.
+// task while it waits in its group. The entry id comes first because the
+// dashboard shortens ids to their text before the first "-": with the org
+// first, every waiting task of an org showed the same "embed:<org prefix>".
 func TaskID(job knowledge.EmbeddingJob) string {
-	return fmt.Sprintf("embed:%s:%s:%d", job.OrgID, job.EntryID, job.Generation)
+	return fmt.Sprintf("embed:%s:%d:%s", job.EntryID, job.Generation, job.OrgID)
 }
 
 // GroupKey is the aggregation group of an entry: its org and a shard of its id.

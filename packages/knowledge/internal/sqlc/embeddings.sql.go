@@ -13,6 +13,50 @@ import (
 	pgvector_go "github.com/pgvector/pgvector-go"
 )
 
+const listCurrentJobs = `-- name: ListCurrentJobs :many
+SELECT k.org_id, k.id, k.embedding_generation
+FROM knowledge k
+JOIN (SELECT unnest($1::uuid[]) AS org_id, unnest($2::uuid[]) AS id,
+             unnest($3::int[]) AS generation) j
+  ON k.org_id = j.org_id AND k.id = j.id AND k.embedding_generation = j.generation
+`
+
+type ListCurrentJobsParams struct {
+	OrgIds      []uuid.UUID
+	Ids         []uuid.UUID
+	Generations []int32
+}
+
+type ListCurrentJobsRow struct {
+	OrgID               uuid.UUID
+	ID                  uuid.UUID
+	EmbeddingGeneration int32
+}
+
+// Which of the given jobs still name their entry's current generation, in
+// any status: a job whose entry is gone or was re-requested since (a new
+// generation) has nothing left to say. PruneArchived deletes archived tasks
+// none of whose jobs is current.
+func (q *Queries) ListCurrentJobs(ctx context.Context, arg ListCurrentJobsParams) ([]ListCurrentJobsRow, error) {
+	rows, err := q.db.Query(ctx, listCurrentJobs, arg.OrgIds, arg.Ids, arg.Generations)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListCurrentJobsRow
+	for rows.Next() {
+		var i ListCurrentJobsRow
+		if err := rows.Scan(&i.OrgID, &i.ID, &i.EmbeddingGeneration); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listJobEntries = `-- name: ListJobEntries :many
 
 SELECT k.org_id, k.id, k.title, k.body, k.embedding_generation, k.embedding_requested_at
