@@ -22,10 +22,16 @@ require (
 )
 
 require (
+	github.com/agentfleet/orchestrator/packages/tenancy v0.0.0 // indirect
+	github.com/gabriel-vasile/mimetype v1.4.16 // indirect
+	github.com/go-playground/locales v0.14.2 // indirect
+	github.com/go-playground/universal-translator v0.18.2 // indirect
+	github.com/go-playground/validator/v10 v10.30.6 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/pgx/v5 v5.12.0 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	github.com/leodido/go-urn v1.5.0 // indirect
 	github.com/mfridman/interpolate v0.0.2 // indirect
 	github.com/pgvector/pgvector-go v0.3.0 // indirect
 	github.com/pressly/goose/v3 v3.28.0 // indirect
@@ -33,6 +39,7 @@ require (
 	github.com/x448/float16 v0.8.4 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
+	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 )
@@ -40,3 +47,9 @@ require (
 replace github.com/agentfleet/orchestrator/packages/testenv => ../../packages/testenv
 
 replace github.com/agentfleet/orchestrator/db => ../../db
+
+require github.com/agentfleet/orchestrator/packages/knowledge v0.0.0
+
+replace github.com/agentfleet/orchestrator/packages/knowledge => ../../packages/knowledge
+
+replace github.com/agentfleet/orchestrator/packages/tenancy => ../../packages/tenancy

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 	"github.com/hibiken/asynqmon"
 
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
 )
 
 // Defaults: loopback only, so a dashboard that can delete and re-run tasks
@@ -31,6 +33,10 @@ const (
 //
 // Environment: DASHBOARD_ADDR, REDIS_URL, DASHBOARD_USER (default admin),
 // DASHBOARD_PASSWORD (required), DASHBOARD_READONLY (true: view only),
+// DASHBOARD_ROOT_PATH (default /: the path the dashboard is served under, for
+// a proxy at e.g. /asynq/ that forwards the path unchanged),
+// DASHBOARD_TRUSTED_ORIGINS (comma-separated origins whose pages may send
+// writes besides the dashboard's own, for a proxy that rewrites Host),
 // DASHBOARD_INSECURE_NO_AUTH (true: serve without credentials; the flag
 // -insecure-no-auth does the same). Without a password and without the
 // explicit insecure switch it refuses to start.
@@ -80,12 +86,47 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return fmt.Errorf("REDIS_URL: %w", err)
 	}
 
-	mon := asynqmon.New(asynqmon.Options{RootPath: "/", RedisConnOpt: redisOpt, ReadOnly: readOnly})
-	defer mon.Close()
-	var h http.Handler = mon
-	if password != "" {
-		h = basicAuth(h, user, password)
+	root := strings.TrimSpace(getenv("DASHBOARD_ROOT_PATH"))
+	if root == "" {
+		root = "/"
 	}
+	if !strings.HasPrefix(root, "/") || strings.ContainsAny(root, "?#\"\\ ") {
+		return fmt.Errorf("DASHBOARD_ROOT_PATH=%q: must be a URL path starting with / (e.g. /asynq)", root)
+	}
+	root = strings.TrimSuffix(root, "/") // "" for the host root, as asynqmon keeps it
+	var trusted []string
+	for _, o := range strings.Split(getenv("DASHBOARD_TRUSTED_ORIGINS"), ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			trusted = append(trusted, o)
+		}
+	}
+	log := slog.New(slog.NewTextHandler(stdout, nil))
+
+	mon := asynqmon.New(asynqmon.Options{
+		RootPath: root + "/", RedisConnOpt: redisOpt, ReadOnly: readOnly,
+		// One line per task instead of a batch's whole JSON (jobs/format.go).
+		PayloadFormatter: asynqmon.PayloadFormatterFunc(jobs.FormatPayload),
+		ResultFormatter:  asynqmon.ResultFormatterFunc(jobs.FormatResult),
+	})
+	defer mon.Close()
+	pg, err := buildPage(mon, root)
+	if err != nil {
+		return err
+	}
+	// Outside in: access log; security headers on every answer; refusal of
+	// cross-origin writes before anything else (credentials or not, a forged
+	// request never reaches Redis); public assets; credentials; asynqmon with
+	// its index cleaned of third-party links.
+	app := pg.rewriteIndex(mon, root)
+	var h http.Handler = app
+	if password != "" {
+		h = publicOrAuth(app, basicAuth(app, user, password, log), root)
+	}
+	h, err = crossOrigin(h, trusted, log)
+	if err != nil {
+		return err
+	}
+	h = accessLog(pg.secure(h), log)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("DASHBOARD_ADDR: %w", err)
@@ -95,7 +136,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if password == "" {
 		mode = "NO AUTHENTICATION (insecure mode)"
 	}
-	fmt.Fprintf(stdout, "dashboard on http://%s/ (%s)\n", ln.Addr(), mode)
+	fmt.Fprintf(stdout, "dashboard on http://%s%s/ (%s)\n", ln.Addr(), root, mode)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -111,7 +152,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 // basicAuth guards h. Both sides are hashed before the constant-time
 // comparison, so neither the length nor the content of the secret leaks
 // through timing.
-func basicAuth(h http.Handler, user, password string) http.Handler {
+//
+// A request that carries credentials which do not match is logged as a
+// failed login (the user name tried and the remote address, never the
+// password). A request without credentials is not: every browser's first
+// request has none, and answering it with 401 is how the login prompt opens.
+func basicAuth(h http.Handler, user, password string, log *slog.Logger) http.Handler {
 	wantU, wantP := sha256.Sum256([]byte(user)), sha256.Sum256([]byte(password))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u, p, ok := r.BasicAuth()
@@ -119,6 +165,9 @@ func basicAuth(h http.Handler, user, password string) http.Handler {
 		uOK := subtle.ConstantTimeCompare(gotU[:], wantU[:])
 		pOK := subtle.ConstantTimeCompare(gotP[:], wantP[:])
 		if !ok || uOK&pOK != 1 {
+			if ok {
+				log.Warn("login failed", "user", u, "remote", r.RemoteAddr, "path", r.URL.Path)
+			}
 			w.Header().Set("WWW-Authenticate", `Basic realm="asynq dashboard", charset="UTF-8"`)
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return

@@ -48,6 +48,13 @@ func TestRefusesWithoutPassword(t *testing.T) {
 // start runs the dashboard and returns its base URL.
 func start(t *testing.T, env map[string]string, args ...string) string {
 	t.Helper()
+	base, _, _ := startFull(t, env, args...)
+	return base
+}
+
+// startFull is start that also returns the dashboard's Redis and its output.
+func startFull(t *testing.T, env map[string]string, args ...string) (string, *testenv.Redis, *syncBuffer) {
+	t.Helper()
 	r := testenv.LeaseRedis(t)
 	env["REDIS_URL"] = r.URL
 	env["DASHBOARD_ADDR"] = "127.0.0.1:0"
@@ -65,7 +72,7 @@ func start(t *testing.T, env map[string]string, args ...string) string {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if m := re.FindStringSubmatch(out.String()); m != nil {
-			return m[1]
+			return m[1], r, out
 		}
 		select {
 		case err := <-done:
