@@ -63,3 +63,14 @@ RETURNING used, limit_value;
 
 -- name: CreateTask :one
 INSERT INTO tasks (org_id, title) VALUES (@org_id, @title) RETURNING *;
+
+-- name: ReleaseQuota :exec
+-- Gives back what erased resources used (a purge of entries).
+UPDATE org_quotas SET used = greatest(used - @n::bigint, 0), updated_at = now()
+WHERE org_id = @org_id AND resource = @resource;
+
+-- name: RevokeOrgTokens :execrows
+-- Every token of an org, at once (a purge of the org). Revoking twice keeps
+-- the first revocation time.
+UPDATE agent_tokens SET revoked_at = now()
+WHERE org_id = @org_id AND revoked_at IS NULL;

@@ -277,3 +277,25 @@ func (s *Service) CreateTask(ctx context.Context, orgID uuid.UUID, title string)
 	}
 	return &Task{ID: t.ID, OrgID: t.OrgID, Title: t.Title, CreatedAt: t.CreatedAt}, nil
 }
+
+// ReleaseQuota gives back n units of resource for orgID inside tx (entries
+// erased by a purge no longer count as stored). It never goes below zero and
+// does nothing for an org without a quota row.
+func ReleaseQuota(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, resource string, n int64) error {
+	if n <= 0 {
+		return nil
+	}
+	return sqlc.New(tx).ReleaseQuota(ctx, sqlc.ReleaseQuotaParams{OrgID: orgID, Resource: resource, N: n})
+}
+
+// RevokeOrgTokens revokes every token of an org that is not revoked yet and
+// returns how many it revoked (a purge of the org). Servers that cache token
+// checks accept a revoked token until their cache expires (the MCP server:
+// MCP_TOKEN_CACHE_TTL, at most 30 s).
+func (s *Service) RevokeOrgTokens(ctx context.Context, orgID uuid.UUID) (int64, error) {
+	n, err := s.q().RevokeOrgTokens(ctx, orgID)
+	if err != nil {
+		return 0, mapErr(err, "org")
+	}
+	return n, nil
+}

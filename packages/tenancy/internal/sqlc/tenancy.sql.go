@@ -310,6 +310,38 @@ func (q *Queries) ListTokens(ctx context.Context, orgID uuid.UUID) ([]AgentToken
 	return items, nil
 }
 
+const releaseQuota = `-- name: ReleaseQuota :exec
+UPDATE org_quotas SET used = greatest(used - $1::bigint, 0), updated_at = now()
+WHERE org_id = $2 AND resource = $3
+`
+
+type ReleaseQuotaParams struct {
+	N        int64
+	OrgID    uuid.UUID
+	Resource string
+}
+
+// Gives back what erased resources used (a purge of entries).
+func (q *Queries) ReleaseQuota(ctx context.Context, arg ReleaseQuotaParams) error {
+	_, err := q.db.Exec(ctx, releaseQuota, arg.N, arg.OrgID, arg.Resource)
+	return err
+}
+
+const revokeOrgTokens = `-- name: RevokeOrgTokens :execrows
+UPDATE agent_tokens SET revoked_at = now()
+WHERE org_id = $1 AND revoked_at IS NULL
+`
+
+// Every token of an org, at once (a purge of the org). Revoking twice keeps
+// the first revocation time.
+func (q *Queries) RevokeOrgTokens(ctx context.Context, orgID uuid.UUID) (int64, error) {
+	result, err := q.db.Exec(ctx, revokeOrgTokens, orgID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const revokeToken = `-- name: RevokeToken :one
 UPDATE agent_tokens SET revoked_at = coalesce(revoked_at, now())
 WHERE id = $1 AND ($2::uuid IS NULL OR org_id = $2)
