@@ -25,7 +25,7 @@ require (
 	github.com/mfridman/interpolate v0.0.2 // indirect
 	github.com/pgvector/pgvector-go v0.3.0 // indirect
 	github.com/pressly/goose/v3 v3.28.0 // indirect
-	github.com/redis/go-redis/v9 v9.23.0 // indirect
+	github.com/redis/go-redis/v9 v9.23.0
 	github.com/robfig/cron/v3 v3.0.1 // indirect
 	github.com/sethvargo/go-retry v0.5.0 // indirect
 	github.com/spf13/cast v1.10.0 // indirect

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 
@@ -29,6 +30,8 @@ type env struct {
 	ctx    context.Context
 	getenv func(string) string
 	stdout io.Writer
+	stderr io.Writer
+	stdin  io.Reader // questions (purge's confirmation); os.Stdin
 	json   bool
 	pool   *pgxpool.Pool
 }
@@ -123,7 +126,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	fs := flag.NewFlagSet("ctl "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	e := &env{ctx: ctx, getenv: getenv, stdout: stdout}
+	e := &env{ctx: ctx, getenv: getenv, stdout: stdout, stderr: stderr, stdin: os.Stdin}
 	fs.BoolVar(&e.json, "json", false, "print JSON for scripts")
 	exec := cmd.flags(fs)
 	if err := fs.Parse(rest); err != nil {

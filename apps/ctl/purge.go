@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/knowledge"
+	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
+	"github.com/agentfleet/orchestrator/packages/tenancy"
+)
+
+// purgeOutput is what `ctl purge` prints (with --json, as is).
+type purgeOutput struct {
+	OrgID  uuid.UUID `json:"orgId"`
+	Scope  string    `json:"scope"`
+	DryRun bool      `json:"dryRun"`
+	*knowledge.PurgeReport
+	TokensRevoked int64  `json:"tokensRevoked"`
+	QueuedTasks   int    `json:"queuedTasksDeleted"`
+	MixedTasks    int    `json:"queuedTasksKept"`
+	Vacuumed      bool   `json:"vacuumed"`
+	Note          string `json:"note,omitempty"`
+}
+
+// Purge: erasing knowledge for good (a legal request). The domain part is
+// knowledge.Service.Purge; this command adds what spans the deployment:
+// the org's tokens (--all), the embedding tasks in Redis, and a VACUUM so
+// the erased rows do not linger in the tables' dead tuples.
+func init() {
+	register("purge", "erase knowledge for good: --org ORG (--entry ID | --agent AGENT | --all) [--dry-run] [--yes]", func(fs *flag.FlagSet) func(e *env) error {
+		org := fs.String("org", "", "org id")
+		entry := fs.String("entry", "", "erase one entry")
+		agent := fs.String("agent", "", "erase every entry this agent created")
+		all := fs.Bool("all", false, "erase every entry of the org and revoke its tokens")
+		dry := fs.Bool("dry-run", false, "count what would be erased; change nothing")
+		yes := fs.Bool("yes", false, "do not ask for confirmation")
+		noVacuum := fs.Bool("no-vacuum", false, "skip the VACUUM after the purge (then erased rows stay on disk until autovacuum)")
+		return func(e *env) error {
+			orgID, err := uuidFlag("org", *org)
+			if err != nil {
+				return err
+			}
+			var scope knowledge.PurgeScope
+			var scopeName string
+			n := 0
+			if *entry != "" {
+				if scope.Entry, err = uuidFlag("entry", *entry); err != nil {
+					return err
+				}
+				scopeName, n = "entry "+scope.Entry.String(), n+1
+			}
+			if *agent != "" {
+				if scope.Agent, err = uuidFlag("agent", *agent); err != nil {
+					return err
+				}
+				scopeName, n = "agent "+scope.Agent.String(), n+1
+			}
+			if *all {
+				scope.All, scopeName, n = true, "all", n+1
+			}
+			if n != 1 {
+				return usagef("give exactly one of --entry, --agent, --all")
+			}
+			t, err := e.tenancy()
+			if err != nil {
+				return err
+			}
+			agents, err := t.ListAgents(e.ctx, orgID) // the org must exist
+			if err != nil {
+				return err
+			}
+			if scope.Agent != uuid.Nil && !hasAgent(agents, scope.Agent) {
+				return usagef("--agent: %s is not an agent of org %s", scope.Agent, orgID)
+			}
+			redisURL := e.getenv("REDIS_URL")
+			if redisURL == "" {
+				redisURL = db.DefaultRedisURL
+			}
+			ropt, err := redis.ParseURL(redisURL)
+			if err != nil {
+				return fmt.Errorf("REDIS_URL: %w", err)
+			}
+			rdb := redis.NewClient(ropt)
+			defer rdb.Close()
+			pool, err := e.db()
+			if err != nil {
+				return err
+			}
+			svc := knowledge.New(pool, knowledge.Options{Redis: rdb, TextSearchConfig: e.getenv(knowledge.EnvTextSearchConfig)})
+
+			if !*dry && !*yes {
+				preview, err := svc.Purge(e.ctx, orgID, scope, true)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(e.stderr, "This erases for good, in org %s (%s): %d entries, %d task links, %d supersession edges, %d index postings, %d idempotence keys",
+					orgID, scopeName, preview.Entries, preview.TaskLinks, preview.SupersessionEdges, preview.Postings, preview.IdempotenceKeys)
+				if scope.All {
+					fmt.Fprint(e.stderr, ", and revokes every token of the org")
+				}
+				fmt.Fprintf(e.stderr, ".\nType the org id to confirm: ")
+				line, _ := bufio.NewReader(e.stdin).ReadString('\n')
+				if strings.TrimSpace(line) != orgID.String() {
+					return usagef("not confirmed: nothing erased (--yes skips the question)")
+				}
+			}
+
+			out := purgeOutput{OrgID: orgID, Scope: scopeName, DryRun: *dry}
+			if scope.All && !*dry {
+				// First, so no agent of the org stores while it is erased.
+				if out.TokensRevoked, err = t.RevokeOrgTokens(e.ctx, orgID); err != nil {
+					return err
+				}
+				out.Note = "tokens revoked; an MCP server may accept a revoked token until its MCP_TOKEN_CACHE_TTL (default 5 s) ends: if agents were storing, run the purge again after that"
+			}
+			rep, err := svc.Purge(e.ctx, orgID, scope, *dry)
+			out.PurgeReport = rep
+			if err != nil {
+				return err
+			}
+			if !*dry {
+				insp := asynq.NewInspector(asynq.RedisClientOpt{Addr: ropt.Addr, Username: ropt.Username, Password: ropt.Password, DB: ropt.DB, TLSConfig: ropt.TLSConfig})
+				defer insp.Close()
+				erased := make(map[uuid.UUID]bool, len(rep.IDs))
+				for _, id := range rep.IDs {
+					erased[id] = true
+				}
+				out.QueuedTasks, out.MixedTasks, err = jobs.PurgeTasks(e.ctx, insp, orgID, func(j knowledge.EmbeddingJob) bool {
+					return scope.All || erased[j.EntryID]
+				})
+				if err != nil {
+					return fmt.Errorf("entries erased; queued embedding tasks (they hold ids only; run the purge again): %w", err)
+				}
+				if !*noVacuum && rep.Entries > 0 {
+					// Deleted rows stay in the tables' pages until vacuumed.
+					if _, err := pool.Exec(e.ctx, "VACUUM knowledge, knowledge_supersessions, task_knowledge, knowledge_postings, knowledge_term_stats, knowledge_index_queue, knowledge_search_stats"); err != nil {
+						return fmt.Errorf("entries erased; VACUUM failed (autovacuum will get there): %w", err)
+					}
+					out.Vacuumed = true
+				}
+			}
+			return e.print(out, func(w io.Writer) {
+				verb := "erased"
+				if *dry {
+					verb = "would erase"
+				}
+				fmt.Fprintf(w, "org %s (%s): %s %d entries, %d task links, %d supersession edges (%d chain entries relinked, %d heads again), %d index postings, %d idempotence keys\n",
+					orgID, scopeName, verb, rep.Entries, rep.TaskLinks, rep.SupersessionEdges, rep.Relinked, rep.HeadsAgain, rep.Postings, rep.IdempotenceKeys)
+				if !*dry {
+					fmt.Fprintf(w, "%d queued embedding tasks deleted (%d kept: they also hold surviving entries), vacuumed: %v\n", out.QueuedTasks, out.MixedTasks, out.Vacuumed)
+				}
+				if scope.All && !*dry {
+					fmt.Fprintf(w, "%d tokens revoked\n%s\n", out.TokensRevoked, out.Note)
+				}
+			})
+		}
+	})
+}
+
+func hasAgent(list []tenancy.Agent, id uuid.UUID) bool {
+	for _, a := range list {
+		if a.ID == id {
+			return true
+		}
+	}
+	return false
+}
