@@ -74,3 +74,33 @@ WHERE org_id = @org_id AND resource = @resource;
 -- the first revocation time.
 UPDATE agent_tokens SET revoked_at = now()
 WHERE org_id = @org_id AND revoked_at IS NULL;
+
+-- name: ConsumeQuotaN :one
+-- Takes n units at once (an import): all or none, never past the limit
+-- unless @force (an operator's --ignore-quota, which still counts them).
+INSERT INTO org_quotas AS q (org_id, resource, used)
+VALUES (@org_id, @resource, @n::bigint)
+ON CONFLICT (org_id, resource) DO UPDATE SET used = q.used + @n::bigint, updated_at = now()
+WHERE @force::boolean OR q.limit_value IS NULL OR q.used + @n::bigint <= q.limit_value
+RETURNING used, limit_value;
+
+-- name: ListTasksPage :many
+-- An org's tasks that knowledge is linked to, keyset paged by id (export).
+SELECT t.* FROM tasks t
+WHERE t.org_id = @org_id AND t.id > @after
+  AND EXISTS (SELECT 1 FROM task_knowledge l WHERE l.org_id = t.org_id AND l.task_id = t.id)
+ORDER BY t.id
+LIMIT @max_rows;
+
+-- name: ImportAgent :execrows
+-- An agent of an export, under its own id; present already (by id) or a
+-- name taken by another agent: nothing inserted.
+INSERT INTO agents (org_id, id, name, created_at) VALUES (@org_id, @id, @name, @created_at)
+ON CONFLICT DO NOTHING;
+
+-- name: ImportTask :execrows
+INSERT INTO tasks (org_id, id, title, created_at) VALUES (@org_id, @id, @title, @created_at)
+ON CONFLICT DO NOTHING;
+
+-- name: AgentExists :one
+SELECT EXISTS (SELECT 1 FROM agents WHERE org_id = @org_id AND id = @id);

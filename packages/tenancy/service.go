@@ -299,3 +299,65 @@ func (s *Service) RevokeOrgTokens(ctx context.Context, orgID uuid.UUID) (int64, 
 	}
 	return n, nil
 }
+
+// ConsumeQuotaN takes n units of resource for orgID inside tx, all or none
+// (an import). force counts them even past the limit (an operator's
+// --ignore-quota). It returns an error wrapping ErrQuotaExceeded when they do
+// not fit.
+func ConsumeQuotaN(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, resource string, n int64, force bool) error {
+	if n <= 0 {
+		return nil
+	}
+	_, err := sqlc.New(tx).ConsumeQuotaN(ctx, sqlc.ConsumeQuotaNParams{OrgID: orgID, Resource: resource, N: n, Force: force})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%s: %d more do not fit: %w", resource, n, ErrQuotaExceeded)
+	}
+	return err
+}
+
+// ListTasksPage returns up to max of the org's tasks that knowledge is linked
+// to, with ids after after (keyset paging for an export).
+func ListTasksPage(ctx context.Context, db sqlc.DBTX, orgID, after uuid.UUID, max int) ([]Task, error) {
+	rows, err := sqlc.New(db).ListTasksPage(ctx, sqlc.ListTasksPageParams{OrgID: orgID, After: after, MaxRows: int32(max)})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Task, len(rows))
+	for i, r := range rows {
+		out[i] = Task{ID: r.ID, OrgID: r.OrgID, Title: r.Title, CreatedAt: r.CreatedAt}
+	}
+	return out, nil
+}
+
+// ListAgentsTx is ListAgents inside a transaction (an export's snapshot).
+func ListAgentsTx(ctx context.Context, db sqlc.DBTX, orgID uuid.UUID) ([]Agent, error) {
+	rows, err := sqlc.New(db).ListAgents(ctx, orgID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Agent, len(rows))
+	for i, r := range rows {
+		out[i] = Agent{ID: r.ID, OrgID: r.OrgID, Name: r.Name, CreatedAt: r.CreatedAt}
+	}
+	return out, nil
+}
+
+// ImportAgent inserts an agent of an export under its own id inside tx. It
+// returns false when nothing was inserted: the agent is there already, or
+// its name is taken in the org by another agent (then AgentExists says no).
+func ImportAgent(ctx context.Context, tx pgx.Tx, a Agent) (bool, error) {
+	n, err := sqlc.New(tx).ImportAgent(ctx, sqlc.ImportAgentParams{OrgID: a.OrgID, ID: a.ID, Name: a.Name, CreatedAt: a.CreatedAt})
+	return n == 1, err
+}
+
+// AgentExists tells whether the org has the agent.
+func AgentExists(ctx context.Context, db sqlc.DBTX, orgID, id uuid.UUID) (bool, error) {
+	return sqlc.New(db).AgentExists(ctx, sqlc.AgentExistsParams{OrgID: orgID, ID: id})
+}
+
+// ImportTask inserts a task of an export under its own id inside tx; false
+// when it is there already.
+func ImportTask(ctx context.Context, tx pgx.Tx, t Task) (bool, error) {
+	n, err := sqlc.New(tx).ImportTask(ctx, sqlc.ImportTaskParams{OrgID: t.OrgID, ID: t.ID, Title: t.Title, CreatedAt: t.CreatedAt})
+	return n == 1, err
+}

@@ -12,6 +12,22 @@ import (
 	"github.com/google/uuid"
 )
 
+const agentExists = `-- name: AgentExists :one
+SELECT EXISTS (SELECT 1 FROM agents WHERE org_id = $1 AND id = $2)
+`
+
+type AgentExistsParams struct {
+	OrgID uuid.UUID
+	ID    uuid.UUID
+}
+
+func (q *Queries) AgentExists(ctx context.Context, arg AgentExistsParams) (bool, error) {
+	row := q.db.QueryRow(ctx, agentExists, arg.OrgID, arg.ID)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
 const consumeQuota = `-- name: ConsumeQuota :one
 INSERT INTO org_quotas AS q (org_id, resource, used)
 VALUES ($1, $2, 1)
@@ -37,6 +53,40 @@ type ConsumeQuotaRow struct {
 func (q *Queries) ConsumeQuota(ctx context.Context, arg ConsumeQuotaParams) (ConsumeQuotaRow, error) {
 	row := q.db.QueryRow(ctx, consumeQuota, arg.OrgID, arg.Resource)
 	var i ConsumeQuotaRow
+	err := row.Scan(&i.Used, &i.LimitValue)
+	return i, err
+}
+
+const consumeQuotaN = `-- name: ConsumeQuotaN :one
+INSERT INTO org_quotas AS q (org_id, resource, used)
+VALUES ($1, $2, $3::bigint)
+ON CONFLICT (org_id, resource) DO UPDATE SET used = q.used + $3::bigint, updated_at = now()
+WHERE $4::boolean OR q.limit_value IS NULL OR q.used + $3::bigint <= q.limit_value
+RETURNING used, limit_value
+`
+
+type ConsumeQuotaNParams struct {
+	OrgID    uuid.UUID
+	Resource string
+	N        int64
+	Force    bool
+}
+
+type ConsumeQuotaNRow struct {
+	Used       int64
+	LimitValue *int64
+}
+
+// Takes n units at once (an import): all or none, never past the limit
+// unless @force (an operator's --ignore-quota, which still counts them).
+func (q *Queries) ConsumeQuotaN(ctx context.Context, arg ConsumeQuotaNParams) (ConsumeQuotaNRow, error) {
+	row := q.db.QueryRow(ctx, consumeQuotaN,
+		arg.OrgID,
+		arg.Resource,
+		arg.N,
+		arg.Force,
+	)
+	var i ConsumeQuotaNRow
 	err := row.Scan(&i.Used, &i.LimitValue)
 	return i, err
 }
@@ -193,6 +243,58 @@ func (q *Queries) GetToken(ctx context.Context, arg GetTokenParams) (AgentToken,
 	return i, err
 }
 
+const importAgent = `-- name: ImportAgent :execrows
+INSERT INTO agents (org_id, id, name, created_at) VALUES ($1, $2, $3, $4)
+ON CONFLICT DO NOTHING
+`
+
+type ImportAgentParams struct {
+	OrgID     uuid.UUID
+	ID        uuid.UUID
+	Name      string
+	CreatedAt time.Time
+}
+
+// An agent of an export, under its own id; present already (by id) or a
+// name taken by another agent: nothing inserted.
+func (q *Queries) ImportAgent(ctx context.Context, arg ImportAgentParams) (int64, error) {
+	result, err := q.db.Exec(ctx, importAgent,
+		arg.OrgID,
+		arg.ID,
+		arg.Name,
+		arg.CreatedAt,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const importTask = `-- name: ImportTask :execrows
+INSERT INTO tasks (org_id, id, title, created_at) VALUES ($1, $2, $3, $4)
+ON CONFLICT DO NOTHING
+`
+
+type ImportTaskParams struct {
+	OrgID     uuid.UUID
+	ID        uuid.UUID
+	Title     string
+	CreatedAt time.Time
+}
+
+func (q *Queries) ImportTask(ctx context.Context, arg ImportTaskParams) (int64, error) {
+	result, err := q.db.Exec(ctx, importTask,
+		arg.OrgID,
+		arg.ID,
+		arg.Title,
+		arg.CreatedAt,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const listAgents = `-- name: ListAgents :many
 SELECT org_id, id, name, created_at FROM agents WHERE org_id = $1 ORDER BY created_at, id
 `
@@ -265,6 +367,46 @@ func (q *Queries) ListQuotas(ctx context.Context, orgID uuid.UUID) ([]OrgQuota, 
 			&i.LimitValue,
 			&i.Used,
 			&i.UpdatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listTasksPage = `-- name: ListTasksPage :many
+SELECT t.org_id, t.id, t.title, t.created_at FROM tasks t
+WHERE t.org_id = $1 AND t.id > $2
+  AND EXISTS (SELECT 1 FROM task_knowledge l WHERE l.org_id = t.org_id AND l.task_id = t.id)
+ORDER BY t.id
+LIMIT $3
+`
+
+type ListTasksPageParams struct {
+	OrgID   uuid.UUID
+	After   uuid.UUID
+	MaxRows int32
+}
+
+// An org's tasks that knowledge is linked to, keyset paged by id (export).
+func (q *Queries) ListTasksPage(ctx context.Context, arg ListTasksPageParams) ([]Task, error) {
+	rows, err := q.db.Query(ctx, listTasksPage, arg.OrgID, arg.After, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Task
+	for rows.Next() {
+		var i Task
+		if err := rows.Scan(
+			&i.OrgID,
+			&i.ID,
+			&i.Title,
+			&i.CreatedAt,
 		); err != nil {
 			return nil, err
 		}

@@ -1,0 +1,141 @@
+package knowledge_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge"
+	"github.com/agentfleet/orchestrator/packages/testenv"
+)
+
+func opener(b []byte) func() (io.ReadCloser, error) {
+	return func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+}
+
+func (b *bundle) export(t *testing.T, svc *knowledge.Service, org uuid.UUID, vectors bool) ([]byte, *knowledge.ExportReport) {
+	t.Helper()
+	var buf bytes.Buffer
+	rep, err := svc.Export(b.ctx, org, &buf, knowledge.ExportOptions{Vectors: vectors, PageSize: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes(), rep
+}
+
+// A varied org: two authors, tags, expiry, a client token, a chain with a
+// branch, task links, vectors on some entries.
+func (b *bundle) variedOrg(t *testing.T) {
+	t.Helper()
+	task := b.mkTask(t, b.org)
+	tok := uuid.New()
+	exp := time.Now().Add(48 * time.Hour)
+	conf := 55
+	a, err := b.svc.Store(b.ctx, b.alice, knowledge.StoreInput{Title: "v1 \"quoted\" <html> & ünïcode", Body: "first\nversion", Tags: []string{"ops", "db"},
+		ClientToken: &tok, ExpiresAt: &exp, Confidence: &conf, TaskRef: &knowledge.TaskRef{TaskID: task, Kind: knowledge.LinkProduced}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := b.store(t, b.bob, "v2", "second version")
+	b.embedPending(t)
+	h := b.store(t, b.alice, "v3", "third version")
+	d := b.store(t, b.bob, "branch", "replaced by v3 too")
+	for _, e := range [][2]uuid.UUID{{a.ID, m}, {m, h}, {d, h}} {
+		if _, err := b.svc.Supersede(b.ctx, b.alice, e[0], e[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.pool.Exec(b.ctx, "INSERT INTO task_knowledge (org_id, task_id, knowledge_id, kind) VALUES ($1, $2, $3, 'references')", b.org, task, h); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestExportImportRoundTrip(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.variedOrg(t)
+	for _, vectors := range []bool{false, true} {
+		first, rep := b.export(t, b.svc, b.org, vectors)
+		if rep.Entries != 4 || rep.Agents != 2 || rep.Tasks != 1 || rep.Supersessions != 3 || rep.TaskLinks != 2 {
+			t.Fatalf("export: %+v", rep)
+		}
+		if vectors != (rep.Vectors == 2) {
+			t.Fatalf("vectors=%v: %d vectors exported", vectors, rep.Vectors)
+		}
+		// Into an empty database, an org of another id.
+		db2 := testenv.Postgres(t)
+		svc2 := knowledge.New(db2.Pool, knowledge.Options{})
+		var org2 uuid.UUID
+		if err := db2.Pool.QueryRow(b.ctx, "INSERT INTO orgs (name) VALUES ('moved') RETURNING id").Scan(&org2); err != nil {
+			t.Fatal(err)
+		}
+		irep, err := svc2.Import(b.ctx, org2, opener(first), knowledge.ImportOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if irep.Entries != 4 || irep.Agents != 2 || irep.Tasks != 1 || irep.Chains != 3 || irep.Supersessions != 3 || irep.TaskLinks != 2 || len(irep.Skipped) != 0 {
+			t.Fatalf("import: %+v", irep)
+		}
+		second, _ := b.export(t, svc2, org2, vectors)
+		if !bytes.Equal(first, second) {
+			t.Fatalf("vectors=%v: export -> import -> export differs:\n%s\n---\n%s", vectors, first, second)
+		}
+		// Idempotent: a second import changes nothing and says why.
+		again, err := svc2.Import(b.ctx, org2, opener(first), knowledge.ImportOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again.Entries+again.Agents+again.Tasks+again.Chains+again.Supersessions+again.TaskLinks != 0 ||
+			again.Skipped["entry: already present"] != 4 || again.Skipped["taskLink: already present"] != 2 {
+			t.Fatalf("second import: %+v", again)
+		}
+		if third, _ := b.export(t, svc2, org2, vectors); !bytes.Equal(first, third) {
+			t.Fatal("a second import changed the org")
+		}
+		var used int
+		if err := db2.Pool.QueryRow(b.ctx, "SELECT used FROM org_quotas WHERE org_id = $1", org2).Scan(&used); err != nil || used != 4 {
+			t.Fatalf("quota used after import: %d %v", used, err)
+		}
+	}
+}
+
+func TestImportRespectsQuotaAndVersion(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.variedOrg(t)
+	file, _ := b.export(t, b.svc, b.org, false)
+	b.setQuota(t, b.other, 3)
+	_, err := b.svc.Import(b.ctx, b.other, opener(file), knowledge.ImportOptions{})
+	wantCode(t, err, knowledge.CodeQuotaExceeded, "ignore-quota")
+	if n := b.count(t, "SELECT count(*) FROM knowledge WHERE org_id = $1", b.other); n != 0 {
+		t.Fatalf("a refused import left %d entries", n)
+	}
+	rep, err := b.svc.Import(b.ctx, b.other, opener(file), knowledge.ImportOptions{IgnoreQuota: true})
+	if err != nil || rep.Entries != 4 {
+		t.Fatalf("import with IgnoreQuota: %+v %v", rep, err)
+	}
+	if used := b.quotaUsed(t, b.other); used != 4 {
+		t.Fatalf("quota used %d, want 4 (counted past the limit)", used)
+	}
+	// The same ids now live in two orgs of one database, independently.
+	if n := b.count(t, "SELECT count(*) FROM knowledge k JOIN knowledge o ON o.id = k.id AND o.org_id = $2 WHERE k.org_id = $1", b.org, b.other); n != 4 {
+		t.Fatalf("%d shared ids", n)
+	}
+	newer := bytes.Replace(file, []byte(`"version":1`), []byte(`"version":2`), 1)
+	if _, err := b.svc.Import(b.ctx, b.other, opener(newer), knowledge.ImportOptions{}); !errors.Is(err, knowledge.ErrNewerFormat) {
+		t.Fatalf("a newer version: %v", err)
+	}
+	unknown := append(append([]byte{}, file...), []byte(`{"kind":"hologram","id":"x"}`+"\n")...)
+	rep, err = b.svc.Import(b.ctx, b.other, opener(unknown), knowledge.ImportOptions{})
+	if err != nil || rep.Skipped[`unknown kind "hologram"`] != 1 {
+		t.Fatalf("unknown kind: %+v %v", rep, err)
+	}
+	broken := []byte(strings.SplitN(string(file), "\n", 2)[0] + "\n{not json\n")
+	_, err = b.svc.Import(b.ctx, b.other, opener(broken), knowledge.ImportOptions{})
+	wantCode(t, err, knowledge.CodeInvalidArgument, "file")
+}

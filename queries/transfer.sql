@@ -1,0 +1,63 @@
+-- Export and import of an org's knowledge (packages/knowledge/transfer.go).
+-- Every statement is scoped by @org_id; reads are keyset paged, so an
+-- export holds one page in memory whatever the size of the org.
+
+-- name: ExportEntries :many
+-- Entries oldest first (knowledge_org_created_idx), without vectors.
+SELECT id, title, body, tags, confidence, source, created_by_agent_id, expires_at, client_token,
+       superseded_by, head_id, superseded_at, created_at, updated_at
+FROM knowledge
+WHERE org_id = @org_id AND (created_at, id) > (@after_at::timestamptz, @after_id::uuid)
+ORDER BY created_at, id
+LIMIT @max_rows;
+
+-- name: ExportEntryVectors :many
+-- The vectors of the given entries that have one (export --vectors).
+SELECT id, embedding_model, embedded_at, embedding FROM knowledge
+WHERE org_id = @org_id AND id = ANY(@ids::uuid[]) AND embedding_status = 'ready';
+
+-- name: ExportSupersessions :many
+SELECT old_id, new_id, agent_id, created_at FROM knowledge_supersessions
+WHERE org_id = @org_id AND old_id > @after
+ORDER BY old_id
+LIMIT @max_rows;
+
+-- name: ExportTaskLinks :many
+SELECT task_id, knowledge_id, kind, created_by_agent_id, created_at FROM task_knowledge
+WHERE org_id = @org_id AND (task_id, knowledge_id, kind) > (@after_task::uuid, @after_entry::uuid, @after_kind::text)
+ORDER BY task_id, knowledge_id, kind
+LIMIT @max_rows;
+
+-- name: ExistingEntries :many
+SELECT id FROM knowledge WHERE org_id = @org_id AND id = ANY(@ids::uuid[]);
+
+-- name: ImportChains :execrows
+-- The file's supersession columns, for entries that are heads here (an
+-- entry superseded already keeps its chain: import never rewrites history
+-- that is already in the org). ImportCheckChains verifies the result.
+UPDATE knowledge k
+SET superseded_by = c.superseded_by, head_id = c.head_id, superseded_at = c.superseded_at
+FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@superseded_by::uuid[]) AS superseded_by,
+             unnest(@head_ids::uuid[]) AS head_id, unnest(@superseded_at::timestamptz[]) AS superseded_at) c
+WHERE k.org_id = @org_id AND k.id = c.id AND k.superseded_by IS NULL;
+
+-- name: ImportSupersessions :execrows
+INSERT INTO knowledge_supersessions (org_id, old_id, new_id, agent_id, created_at)
+SELECT @org_id, unnest(@old_ids::uuid[]), unnest(@new_ids::uuid[]), unnest(@agent_ids::uuid[]), unnest(@created_ats::timestamptz[])
+ON CONFLICT DO NOTHING;
+
+-- name: ImportTaskLinks :execrows
+INSERT INTO task_knowledge (org_id, task_id, knowledge_id, kind, created_by_agent_id, created_at)
+SELECT @org_id, unnest(@task_ids::uuid[]), unnest(@knowledge_ids::uuid[]), unnest(@kinds::text[]),
+       nullif(unnest(@agent_ids::uuid[]), '00000000-0000-0000-0000-000000000000'::uuid), unnest(@created_ats::timestamptz[])
+ON CONFLICT DO NOTHING;
+
+-- name: ImportCheckChains :one
+-- Chains after an import: every superseded entry's cached head must be its
+-- successor's head (or the successor, when that is a head), and every head
+-- named must be a head. Together these rule out loops (a loop has no head)
+-- and stale caches; an import that breaks them is rolled back.
+SELECT count(*)::bigint
+FROM knowledge k
+JOIN knowledge s ON s.org_id = k.org_id AND s.id = k.superseded_by
+WHERE k.org_id = @org_id AND k.head_id IS DISTINCT FROM coalesce(s.head_id, s.id);
