@@ -49,6 +49,7 @@ replace github.com/agentfleet/orchestrator/packages/testenv => ../../packages/te
 require (
 	github.com/agentfleet/orchestrator/packages/knowledge v0.0.0
 	github.com/hibiken/asynq v0.26.0
+	golang.org/x/term v0.47.0
 )
 
 replace github.com/agentfleet/orchestrator/packages/knowledge => ../../packages/knowledge

@@ -32,6 +32,7 @@ type env struct {
 	stdout io.Writer
 	stderr io.Writer
 	stdin  io.Reader // questions (purge's confirmation); os.Stdin
+	arg    string    // the one positional argument of a command that takes one (import FILE)
 	json   bool
 	pool   *pgxpool.Pool
 }
@@ -86,6 +87,9 @@ type command struct {
 
 var commands = map[string]command{}
 
+// positional names the commands that take one argument besides flags.
+var positional = map[string]bool{"import": true}
+
 func register(name, summary string, flags func(fs *flag.FlagSet) func(e *env) error) {
 	commands[name] = command{summary: summary, flags: flags}
 }
@@ -134,6 +138,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return exitOK
 		}
 		return exitUsage
+	}
+	if fs.NArg() > 0 && positional[name] {
+		// The flag package stops at the first non-flag: flags after the
+		// argument (import FILE --json) are parsed on their own.
+		e.arg = fs.Arg(0)
+		if err := fs.Parse(fs.Args()[1:]); err != nil {
+			return exitUsage
+		}
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "ctl %s: unexpected argument %q\n", name, fs.Arg(0))
