@@ -5,11 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/term"
 
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
@@ -97,6 +99,15 @@ func init() {
 			svc := knowledge.New(pool, knowledge.Options{Redis: rdb, TextSearchConfig: e.getenv(knowledge.EnvTextSearchConfig)})
 
 			if !*dry && !*yes {
+				// The question needs a person at a terminal: a script (--json,
+				// or input that is not a terminal) must say --yes, so a piped
+				// "yes" or a forgotten flag never erases anything.
+				if e.json {
+					return usagef("--yes is required with --json (a script cannot answer the confirmation question)")
+				}
+				if f, ok := e.stdin.(*os.File); !ok || !term.IsTerminal(int(f.Fd())) {
+					return usagef("--yes is required when standard input is not a terminal (nothing erased)")
+				}
 				preview, err := svc.Purge(e.ctx, orgID, scope, true)
 				if err != nil {
 					return err

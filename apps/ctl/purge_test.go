@@ -116,9 +116,10 @@ func TestPurgeOrg(t *testing.T) {
 			t.Fatalf("%v: exit %d %q", args, code, errs)
 		}
 	}
-	// Without --yes it asks, and an unanswered question erases nothing.
-	code, _, errs := runCtl("purge", "--org", acme.id.String(), "--all")
-	if code != 2 || !strings.Contains(errs, "Type the org id") || !strings.Contains(errs, "--yes") || countAcme() != 3 {
+	// Without --yes a script is refused (the question needs a person at a
+	// terminal), and nothing is erased.
+	code, _, errs := runCtl("purge", "--org", acme.id.String(), "--all", "--json")
+	if code != 2 || !strings.Contains(errs, "--yes") || countAcme() != 3 {
 		t.Fatalf("unconfirmed purge: exit %d %q, %d entries", code, errs, countAcme())
 	}
 	dry := c.okEnv(getenv, "purge", "--org", acme.id.String(), "--all", "--dry-run")
