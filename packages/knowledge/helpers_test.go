@@ -32,7 +32,7 @@ type bundle struct {
 
 type option func(*knowledge.Options)
 
-func setup(t *testing.T, opts ...option) *bundle {
+func setup(t testing.TB, opts ...option) *bundle {
 	t.Helper()
 	ctx := context.Background()
 	db := testenv.Postgres(t)
@@ -51,7 +51,7 @@ func setup(t *testing.T, opts ...option) *bundle {
 	return b
 }
 
-func (b *bundle) mkOrg(t *testing.T, name string) uuid.UUID {
+func (b *bundle) mkOrg(t testing.TB, name string) uuid.UUID {
 	t.Helper()
 	var id uuid.UUID
 	if err := b.pool.QueryRow(b.ctx, "INSERT INTO orgs (name) VALUES ($1) RETURNING id", name).Scan(&id); err != nil {
@@ -60,7 +60,7 @@ func (b *bundle) mkOrg(t *testing.T, name string) uuid.UUID {
 	return id
 }
 
-func (b *bundle) mkAgent(t *testing.T, org uuid.UUID, name string) uuid.UUID {
+func (b *bundle) mkAgent(t testing.TB, org uuid.UUID, name string) uuid.UUID {
 	t.Helper()
 	var id uuid.UUID
 	if err := b.pool.QueryRow(b.ctx, "INSERT INTO agents (org_id, name) VALUES ($1, $2) RETURNING id", org, name).Scan(&id); err != nil {

@@ -384,8 +384,8 @@ terms AS MATERIALIZED (
 ),
 del AS (
     DELETE FROM knowledge_postings p
-    USING terms t
-    WHERE p.org_id = $1 AND p.field = t.field AND p.term = t.term AND p.entry_id = t.entry_id
+    USING (SELECT DISTINCT t.field, t.term FROM terms t) d
+    WHERE p.org_id = $1 AND p.field = d.field AND p.term = d.term AND p.entry_id = ANY($2::uuid[])
     RETURNING 1
 ),
 dfs AS (
@@ -443,6 +443,10 @@ type PurgeUnindexRow struct {
 // and knowledge_terms is immutable, so its terms are computed again
 // exactly as the indexer did. knowledge_postings has no index by entry: the
 // terms lead to the postings through the primary key (org, field, term).
+// One range of the primary key per distinct term of the batch, keeping the
+// batch's entries: per (entry, term) pair, a common term's range was read
+// once for every entry holding it (500 entries of a 20,000-entry org: 13.5 s;
+// per distinct term: see docs/operators.md).
 func (q *Queries) PurgeUnindex(ctx context.Context, arg PurgeUnindexParams) (PurgeUnindexRow, error) {
 	row := q.db.QueryRow(ctx, purgeUnindex, arg.OrgID, arg.Ids)
 	var i PurgeUnindexRow
