@@ -134,3 +134,40 @@ func TestPruneArchivedAfterReembed(t *testing.T) {
 		t.Fatalf("archived after prune: %v %v, want only the other org's task", ts, err)
 	}
 }
+
+// A purge deletes the tasks whose every job is an erased entry, keeps
+// batches that also hold surviving entries (their erased jobs do nothing),
+// and never touches another org's tasks.
+func TestPurgeTasks(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	gone, kept := b.store(t, "gone", "erased"), b.insert(t, "kept", "survives")
+	other := knowledge.EmbeddingJob{OrgID: uuid.New(), EntryID: gone.EntryID, Generation: 1} // same entry id, another org
+	enqueue := func(js ...knowledge.EmbeddingJob) string {
+		task, _ := jobs.NewEmbedBatchTask(js, jobs.BatchOptions{})
+		info, err := b.client.Enqueue(task)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.ID
+	}
+	onlyGone, mixed, foreign := enqueue(gone), enqueue(gone, kept), enqueue(other)
+	if err := b.insp.ArchiveTask(jobs.Queue, onlyGone); err != nil {
+		t.Fatal(err)
+	}
+	erased := func(j knowledge.EmbeddingJob) bool { return j.EntryID == gone.EntryID }
+	deleted, keptN, err := jobs.PurgeTasks(ctx, b.insp, b.org, erased)
+	if err != nil || deleted != 2 || keptN != 1 { // the archived batch and the aggregating entry task; the mixed batch kept
+		t.Fatalf("PurgeTasks: deleted %d, kept %d, %v", deleted, keptN, err)
+	}
+	for id, want := range map[string]bool{onlyGone: false, mixed: true, foreign: true} {
+		_, err := b.insp.GetTaskInfo(jobs.Queue, id)
+		if (err == nil) != want {
+			t.Errorf("task %s: exists %v, want %v", id, err == nil, want)
+		}
+	}
+	if _, err := b.insp.GetTaskInfo(jobs.Queue, jobs.TaskID(gone)); err == nil {
+		t.Error("the erased entry's waiting task is still there")
+	}
+}
