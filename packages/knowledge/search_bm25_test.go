@@ -354,10 +354,21 @@ func TestUpkeepVacuumsWhatTheCountersForgot(t *testing.T) {
 	b := setup(t)
 	load := func(n int) {
 		t.Helper()
-		if _, err := b.pool.Exec(b.ctx, `
+		// One connection, its statistics flushed before the reset: counts
+		// arriving after it (a backend flushes up to 10 s after going
+		// idle) would make the test depend on timing.
+		conn, err := b.pool.Acquire(b.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Release()
+		if _, err := conn.Exec(b.ctx, `
 			INSERT INTO knowledge (org_id, title, body, created_by_agent_id)
 			SELECT $1, 'note ' || i, 'words of entry ' || i || ' and some more words ' || repeat('x', 400), $2
 			FROM generate_series(1, $3::int) i`, b.org, b.alice.AgentID, n); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(b.ctx, "SELECT pg_stat_force_next_flush()"); err != nil {
 			t.Fatal(err)
 		}
 		b.indexAll(t)
