@@ -53,3 +53,9 @@ require (
 )
 
 replace github.com/agentfleet/orchestrator/packages/knowledge => ../../packages/knowledge
+
+require github.com/agentfleet/orchestrator/packages/appenv v0.0.0
+
+require github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
+
+replace github.com/agentfleet/orchestrator/packages/appenv => ../../packages/appenv

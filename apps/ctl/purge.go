@@ -13,7 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/term"
 
-	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
@@ -82,10 +81,7 @@ func init() {
 			if scope.Agent != uuid.Nil && !hasAgent(agents, scope.Agent) {
 				return usagef("--agent: %s is not an agent of org %s", scope.Agent, orgID)
 			}
-			redisURL := e.getenv("REDIS_URL")
-			if redisURL == "" {
-				redisURL = db.DefaultRedisURL
-			}
+			redisURL := e.redisURL()
 			ropt, err := redis.ParseURL(redisURL)
 			if err != nil {
 				return fmt.Errorf("REDIS_URL: %w", err)
@@ -96,7 +92,7 @@ func init() {
 			if err != nil {
 				return err
 			}
-			svc := knowledge.New(pool, knowledge.Options{Redis: rdb, TextSearchConfig: e.getenv(knowledge.EnvTextSearchConfig)})
+			svc := knowledge.New(pool, knowledge.Options{Redis: rdb, TextSearchConfig: e.config().String(knowledge.EnvTextSearchConfig, knowledge.DefaultTextSearchConfig)})
 
 			if !*dry && !*yes {
 				// The question needs a person at a terminal: a script (--json,

@@ -7,8 +7,6 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/agentfleet/orchestrator/db"
-
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
 )
@@ -28,10 +26,7 @@ func init() {
 			if err != nil {
 				return err
 			}
-			redisURL := e.getenv("REDIS_URL")
-			if redisURL == "" {
-				redisURL = db.DefaultRedisURL
-			}
+			redisURL := e.redisURL()
 			opt, err := asynq.ParseRedisURI(redisURL)
 			if err != nil {
 				return fmt.Errorf("REDIS_URL: %w", err)

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/appenv"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
@@ -44,15 +45,18 @@ func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
 
+// config reads ctl's settings the apps' one way (appenv); ctl's are plain
+// strings with defaults, so there is nothing to collect.
+func (e *env) config() *appenv.Env { return appenv.New(e.getenv) }
+
+// redisURL is REDIS_URL or the local default.
+func (e *env) redisURL() string { return e.config().String("REDIS_URL", db.DefaultRedisURL) }
+
 func (e *env) db() (*pgxpool.Pool, error) {
 	if e.pool != nil {
 		return e.pool, nil
 	}
-	url := e.getenv("DATABASE_URL")
-	if url == "" {
-		url = db.DefaultURL
-	}
-	p, err := db.Open(e.ctx, url)
+	p, err := db.Open(e.ctx, e.config().String("DATABASE_URL", db.DefaultURL))
 	if err != nil {
 		return nil, err
 	}

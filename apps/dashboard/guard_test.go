@@ -253,12 +253,12 @@ func TestServesUnderARootPath(t *testing.T) {
 
 func TestLogsAccessAndFailedLogins(t *testing.T) {
 	t.Parallel()
-	base, _, out := startFull(t, map[string]string{"DASHBOARD_USER": "ops", "DASHBOARD_PASSWORD": "s3cret"})
+	base, _, out := startFull(t, map[string]string{"DASHBOARD_USER": "ops", "DASHBOARD_PASSWORD": "s3cret", "LOG_FORMAT": "text"})
 	get(t, base+"api/queues", "mallory", "guess-123")
 	get(t, base+"api/queues", "ops", "s3cret")
 	get(t, base+"api/queues", "", "") // the browser's first request: not a failed login
 	logs := waitFor(t, out, "user=ops")
-	if !regexp.MustCompile(`level=WARN msg="login failed" user=mallory`).MatchString(logs) {
+	if !regexp.MustCompile(`level=WARN msg="login failed" app=dashboard user=mallory`).MatchString(logs) {
 		t.Errorf("no failed login logged:\n%s", logs)
 	}
 	if strings.Count(logs, "login failed") != 1 {
@@ -267,7 +267,7 @@ func TestLogsAccessAndFailedLogins(t *testing.T) {
 	if strings.Contains(logs, "guess-123") || strings.Contains(logs, "s3cret") {
 		t.Errorf("a password reached the log:\n%s", logs)
 	}
-	if !regexp.MustCompile(`msg=access method=GET path=/api/queues status=200 .* user=ops`).MatchString(logs) {
+	if !regexp.MustCompile(`msg=access app=dashboard method=GET path=/api/queues status=200 .* user=ops`).MatchString(logs) {
 		t.Errorf("no access line for the operator's request:\n%s", logs)
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/hibiken/asynqmon"
 
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/appenv"
 	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
 )
 
@@ -50,57 +50,36 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if v := strings.TrimSpace(getenv("DASHBOARD_INSECURE_NO_AUTH")); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("DASHBOARD_INSECURE_NO_AUTH=%q: must be true or false", v)
-		}
-		*insecure = *insecure || b
-	}
-	readOnly := false
-	if v := strings.TrimSpace(getenv("DASHBOARD_READONLY")); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("DASHBOARD_READONLY=%q: must be true or false", v)
-		}
-		readOnly = b
-	}
-	user, password := getenv("DASHBOARD_USER"), getenv("DASHBOARD_PASSWORD")
-	if user == "" {
-		user = DefaultUser
-	}
-	if password == "" && !*insecure {
-		return errors.New("DASHBOARD_PASSWORD is not set: refusing to serve the queue dashboard without credentials " +
-			"(set DASHBOARD_USER and DASHBOARD_PASSWORD, or DASHBOARD_INSECURE_NO_AUTH=true on a machine of your own)")
-	}
-	addr := getenv("DASHBOARD_ADDR")
-	if addr == "" {
-		addr = DefaultAddr
-	}
-	redisURL := getenv("REDIS_URL")
-	if redisURL == "" {
-		redisURL = db.DefaultRedisURL
-	}
-	redisOpt, err := asynq.ParseRedisURI(redisURL)
-	if err != nil {
-		return fmt.Errorf("REDIS_URL: %w", err)
-	}
-
-	root := strings.TrimSpace(getenv("DASHBOARD_ROOT_PATH"))
-	if root == "" {
-		root = "/"
-	}
+	env := appenv.New(getenv)
+	*insecure = env.Bool("DASHBOARD_INSECURE_NO_AUTH", false) || *insecure
+	readOnly := env.Bool("DASHBOARD_READONLY", false)
+	user := env.String("DASHBOARD_USER", DefaultUser)
+	password := getenv("DASHBOARD_PASSWORD") // as set: spaces may be part of it
+	addr := env.String("DASHBOARD_ADDR", DefaultAddr)
+	redisURL := env.String("REDIS_URL", db.DefaultRedisURL)
+	root := env.String("DASHBOARD_ROOT_PATH", "/")
 	if !strings.HasPrefix(root, "/") || strings.ContainsAny(root, "?#\"\\ ") {
-		return fmt.Errorf("DASHBOARD_ROOT_PATH=%q: must be a URL path starting with / (e.g. /asynq)", root)
+		env.Fail("DASHBOARD_ROOT_PATH", "must be a URL path starting with / (e.g. /asynq)")
 	}
-	root = strings.TrimSuffix(root, "/") // "" for the host root, as asynqmon keeps it
 	var trusted []string
 	for _, o := range strings.Split(getenv("DASHBOARD_TRUSTED_ORIGINS"), ",") {
 		if o = strings.TrimSpace(o); o != "" {
 			trusted = append(trusted, o)
 		}
 	}
-	log := slog.New(slog.NewTextHandler(stdout, nil))
+	log := env.Logger("dashboard", "DASHBOARD_", stdout)
+	if err := env.Err(); err != nil {
+		return err
+	}
+	if password == "" && !*insecure {
+		return errors.New("DASHBOARD_PASSWORD is not set: refusing to serve the queue dashboard without credentials " +
+			"(set DASHBOARD_USER and DASHBOARD_PASSWORD, or DASHBOARD_INSECURE_NO_AUTH=true on a machine of your own)")
+	}
+	redisOpt, err := asynq.ParseRedisURI(redisURL)
+	if err != nil {
+		return fmt.Errorf("REDIS_URL: %w", err)
+	}
+	root = strings.TrimSuffix(root, "/") // "" for the host root, as asynqmon keeps it
 
 	mon := asynqmon.New(asynqmon.Options{
 		RootPath: root + "/", RedisConnOpt: redisOpt, ReadOnly: readOnly,

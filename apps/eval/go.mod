@@ -21,6 +21,7 @@ require (
 	github.com/go-playground/locales v0.14.2 // indirect
 	github.com/go-playground/universal-translator v0.18.2 // indirect
 	github.com/go-playground/validator/v10 v10.30.6 // indirect
+	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
 	github.com/hibiken/asynq v0.26.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
@@ -50,3 +51,7 @@ replace github.com/agentfleet/orchestrator/packages/tenancy => ../../packages/te
 replace github.com/agentfleet/orchestrator/packages/knowledge => ../../packages/knowledge
 
 replace github.com/agentfleet/orchestrator/packages/testenv => ../../packages/testenv
+
+require github.com/agentfleet/orchestrator/packages/appenv v0.0.0
+
+replace github.com/agentfleet/orchestrator/packages/appenv => ../../packages/appenv

@@ -25,6 +25,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/appenv"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
@@ -134,7 +135,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	rep.Embedder = emb.Model()
 
-	scratch, err := createScratch(ctx, cmp.Or(getenv("TEST_DATABASE_URL"), DefaultAdminURL))
+	scratch, err := createScratch(ctx, appenv.New(getenv).String("TEST_DATABASE_URL", DefaultAdminURL))
 	if err != nil {
 		return err
 	}

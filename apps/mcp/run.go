@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/server"
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/appenv"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
@@ -45,17 +45,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		fs.Usage()
 		return errUsage
 	}
-	cfg, err := server.ConfigFromEnv(getenv)
-	if err != nil {
+	env := appenv.New(getenv)
+	cfg := server.ReadConfig(env)
+	// Logs go to stderr in both modes (stdout is the protocol in stdio mode).
+	logger := env.Logger("mcp", "MCP_", stderr)
+	if err := env.Err(); err != nil {
 		return err
 	}
-	// Logs go to stderr in both modes (stdout is the protocol in stdio mode).
-	hopts := &slog.HandlerOptions{Level: cfg.LogLevel}
-	var h slog.Handler = slog.NewJSONHandler(stderr, hopts)
-	if cfg.LogFormat == "text" {
-		h = slog.NewTextHandler(stderr, hopts)
-	}
-	logger := slog.New(h).With("app", "mcp")
 
 	// The process starts whatever its dependencies do: a supervisor may
 	// restart it during an outage, and it must then serve what it can,

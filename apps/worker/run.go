@@ -1,22 +1,18 @@
 package main
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/appenv"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
@@ -33,54 +29,31 @@ type config struct {
 	opts                               jobs.WorkerOptions
 }
 
-func parseConfig(getenv func(string) string) (config, error) {
+func parseConfig(e *appenv.Env) config {
 	c := config{
-		databaseURL: cmp.Or(getenv("DATABASE_URL"), db.DefaultURL),
-		redisURL:    cmp.Or(getenv("REDIS_URL"), db.DefaultRedisURL),
-		metricsAddr: cmp.Or(getenv("WORKER_METRICS_ADDR"), DefaultMetricsAddr),
-	}
-	var errs []error
-	num := func(name string, def, lo, hi int) int {
-		v := strings.TrimSpace(getenv(name))
-		if v == "" {
-			return def
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n < lo || n > hi {
-			errs = append(errs, fmt.Errorf("%s=%q: must be an integer from %d to %d", name, v, lo, hi))
-		}
-		return n
-	}
-	dur := func(name string, def, lo time.Duration) time.Duration {
-		v := strings.TrimSpace(getenv(name))
-		if v == "" {
-			return def
-		}
-		d, err := time.ParseDuration(v)
-		if err != nil || d < lo {
-			errs = append(errs, fmt.Errorf("%s=%q: must be a duration of at least %s", name, v, lo))
-		}
-		return d
+		databaseURL: e.String("DATABASE_URL", db.DefaultURL),
+		redisURL:    e.String("REDIS_URL", db.DefaultRedisURL),
+		metricsAddr: e.String("WORKER_METRICS_ADDR", DefaultMetricsAddr),
 	}
 	c.opts = jobs.WorkerOptions{
-		Concurrency:       num("WORKER_CONCURRENCY", 4, 1, 256),
-		BatchSize:         num("WORKER_BATCH_SIZE", 32, 1, 2048),
-		BatchGrace:        dur("WORKER_BATCH_GRACE", time.Second, time.Second),
-		BatchMaxDelay:     dur("WORKER_BATCH_MAX_DELAY", 5*time.Second, time.Second),
-		MaxRetry:          num("WORKER_MAX_RETRY", 8, 1, 100),
-		ShutdownTimeout:   dur("WORKER_SHUTDOWN_TIMEOUT", 20*time.Second, time.Millisecond),
-		ReconcileInterval: dur("WORKER_RECONCILE_INTERVAL", 30*time.Second, 100*time.Millisecond),
+		Concurrency:       e.Int("WORKER_CONCURRENCY", 4, 1, 256),
+		BatchSize:         e.Int("WORKER_BATCH_SIZE", 32, 1, 2048),
+		BatchGrace:        e.Duration("WORKER_BATCH_GRACE", time.Second, time.Second, 0),
+		BatchMaxDelay:     e.Duration("WORKER_BATCH_MAX_DELAY", 5*time.Second, time.Second, 0),
+		MaxRetry:          e.Int("WORKER_MAX_RETRY", 8, 1, 100),
+		ShutdownTimeout:   e.Duration("WORKER_SHUTDOWN_TIMEOUT", 20*time.Second, time.Millisecond, 0),
+		ReconcileInterval: e.Duration("WORKER_RECONCILE_INTERVAL", 30*time.Second, 100*time.Millisecond, 0),
 		Reconciler: jobs.ReconcilerOptions{
-			Grace:    dur("WORKER_RECONCILE_GRACE", 2*time.Minute, 100*time.Millisecond),
-			Cooldown: dur("WORKER_RECONCILE_COOLDOWN", 15*time.Minute, time.Second),
+			Grace:    e.Duration("WORKER_RECONCILE_GRACE", 2*time.Minute, 100*time.Millisecond, 0),
+			Cooldown: e.Duration("WORKER_RECONCILE_COOLDOWN", 15*time.Minute, time.Second, 0),
 		},
-		IndexInterval:  dur("WORKER_INDEX_INTERVAL", 500*time.Millisecond, 10*time.Millisecond),
-		UpkeepInterval: dur("WORKER_UPKEEP_INTERVAL", time.Minute, time.Second),
+		IndexInterval:  e.Duration("WORKER_INDEX_INTERVAL", 500*time.Millisecond, 10*time.Millisecond, 0),
+		UpkeepInterval: e.Duration("WORKER_UPKEEP_INTERVAL", time.Minute, time.Second, 0),
 		// Checked against the database in run (checkTextSearchConfig).
-		TextSearchConfig: cmp.Or(strings.TrimSpace(getenv(knowledge.EnvTextSearchConfig)), knowledge.DefaultTextSearchConfig),
+		TextSearchConfig: e.String(knowledge.EnvTextSearchConfig, knowledge.DefaultTextSearchConfig),
 	}
-	c.backlogInterval = dur("WORKER_BACKLOG_INTERVAL", 15*time.Second, 100*time.Millisecond)
-	return c, errors.Join(errs...)
+	c.backlogInterval = e.Duration("WORKER_BACKLOG_INTERVAL", 15*time.Second, 100*time.Millisecond, 0)
+	return c
 }
 
 // run wires the worker and blocks until ctx is done, then shuts down
@@ -90,8 +63,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if len(args) > 0 {
 		return fmt.Errorf("unexpected arguments %q: the worker is configured by the environment (docs/embeddings.md)", args)
 	}
-	cfg, err := parseConfig(getenv)
-	if err != nil {
+	env := appenv.New(getenv)
+	cfg := parseConfig(env)
+	log := env.Logger("worker", "WORKER_", stdout)
+	if err := env.Err(); err != nil {
 		return err
 	}
 	emb, err := embed.FromEnv(getenv)
@@ -102,7 +77,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return fmt.Errorf("REDIS_URL: %w", err)
 	}
-	log := slog.New(slog.NewTextHandler(stdout, nil))
 	m := newMetrics()
 	cfg.opts.Observer = m
 	cfg.opts.Logger = log

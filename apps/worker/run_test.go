@@ -76,6 +76,7 @@ func TestRunEmbedsServesMetricsAndStops(t *testing.T) {
 			"DATABASE_URL":              pg.URL,
 			"REDIS_URL":                 r.URL,
 			"WORKER_METRICS_ADDR":       "127.0.0.1:0",
+			"LOG_FORMAT":                "text", // the assertions read key=value lines
 			"WORKER_RECONCILE_INTERVAL": "200ms",
 			"WORKER_RECONCILE_GRACE":    "300ms",
 			"WORKER_BACKLOG_INTERVAL":   "100ms",
@@ -218,6 +219,7 @@ func TestRunRefusesUnknownTextSearchConfig(t *testing.T) {
 		"DATABASE_URL":        pg.URL,
 		"REDIS_URL":           r.URL,
 		"WORKER_METRICS_ADDR": "127.0.0.1:0",
+		"LOG_FORMAT":          "text", // the assertions read key=value lines
 		"SEARCH_TEXT_CONFIG":  "englsh",
 	}), io.Discard)
 	if err == nil || !strings.Contains(err.Error(), `SEARCH_TEXT_CONFIG="englsh"`) {

@@ -77,6 +77,7 @@ func TestRunWaitsForItsDependencies(t *testing.T) {
 			"DATABASE_URL":            pgURL,
 			"REDIS_URL":               redisURL,
 			"WORKER_METRICS_ADDR":     "127.0.0.1:0",
+			"LOG_FORMAT":              "text", // the assertions read key=value lines
 			"WORKER_SHUTDOWN_TIMEOUT": "1s",
 		}), out)
 	}()

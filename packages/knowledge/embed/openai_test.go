@@ -342,13 +342,7 @@ func TestParseRetryAfter(t *testing.T) {
 
 func TestFromEnv(t *testing.T) {
 	t.Parallel()
-	env := func(kv ...string) func(string) string {
-		m := map[string]string{}
-		for i := 0; i < len(kv); i += 2 {
-			m[kv[i]] = kv[i+1]
-		}
-		return func(k string) string { return m[k] }
-	}
+	env := vars
 	e, err := FromEnv(env())
 	if err != nil || e.Model() != LocalModel {
 		t.Fatalf("default: %v %v", e, err)

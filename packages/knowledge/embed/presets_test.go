@@ -180,13 +180,7 @@ func TestPresetsAgainstServersThatBehaveLikeThem(t *testing.T) {
 
 func TestPresetConfiguration(t *testing.T) {
 	t.Parallel()
-	env := func(kv ...string) func(string) string {
-		m := map[string]string{}
-		for i := 0; i < len(kv); i += 2 {
-			m[kv[i]] = kv[i+1]
-		}
-		return func(k string) string { return m[k] }
-	}
+	env := vars
 	e, err := FromEnv(env(EnvPreset, "ollama", EnvModel, "nomic-embed-text"))
 	if err != nil {
 		t.Fatal(err)
@@ -214,4 +208,13 @@ func TestPresetConfiguration(t *testing.T) {
 			t.Errorf("%s: got %v, want an error naming %s", name, err, c.want)
 		}
 	}
+}
+
+// vars is a getenv over name, value pairs.
+func vars(kv ...string) func(string) string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return func(k string) string { return m[k] }
 }

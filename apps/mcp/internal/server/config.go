@@ -1,9 +1,7 @@
 package server
 
 import (
-	"cmp"
 	"fmt"
-	"log/slog"
 	"net/url"
 	"strconv"
 	"strings"
@@ -12,6 +10,7 @@ import (
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/authn"
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/ratelimit"
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/appenv"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
@@ -52,8 +51,8 @@ type Config struct {
 	// (ctl ratelimit).
 	RateLimits      ratelimit.Limits
 	ShutdownTimeout time.Duration // MCP_SHUTDOWN_TIMEOUT
-	LogLevel        slog.Level    // MCP_LOG_LEVEL: debug, info, warn, error
-	LogFormat       string        // MCP_LOG_FORMAT: json or text
+	// Logging: LOG_LEVEL and LOG_FORMAT, or MCP_LOG_LEVEL and
+	// MCP_LOG_FORMAT for this app alone (appenv.Env.Logger).
 	// TextSearchConfig (SEARCH_TEXT_CONFIG, default english) analyses the
 	// queries of orgs whose lexical index does not exist yet; an indexed
 	// org's queries use the configuration its index was built with. It
@@ -70,99 +69,57 @@ type Config struct {
 	QueryEmbedBudget time.Duration
 }
 
-// ConfigFromEnv reads the configuration; every variable is optional.
+// ConfigFromEnv reads the configuration; every variable is optional. Bad
+// values are reported together, each naming its variable (appenv).
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	e := appenv.New(getenv)
+	c := ReadConfig(e)
+	return c, e.Err()
+}
+
+// ReadConfig reads the configuration through e, which collects the errors.
+func ReadConfig(e *appenv.Env) Config {
 	c := Config{
-		Addr:             cmp.Or(getenv("MCP_ADDR"), DefaultAddr),
-		PublicURL:        strings.TrimRight(getenv("MCP_PUBLIC_URL"), "/"),
-		DatabaseURL:      cmp.Or(getenv("DATABASE_URL"), db.DefaultURL),
-		RedisURL:         cmp.Or(getenv("REDIS_URL"), db.DefaultRedisURL),
-		MaxBodyBytes:     DefaultMaxBodyBytes,
-		CallTimeout:      DefaultCallTimeout,
-		TokenCacheTTL:    authn.DefaultCacheTTL,
-		TokenTimeout:     authn.DefaultLookupTimeout,
-		MaxInFlight:      DefaultMaxInFlight,
-		DBWait:           DefaultDBWait,
+		Addr:             e.String("MCP_ADDR", DefaultAddr),
+		PublicURL:        strings.TrimRight(e.String("MCP_PUBLIC_URL", ""), "/"),
+		DatabaseURL:      e.String("DATABASE_URL", db.DefaultURL),
+		RedisURL:         e.String("REDIS_URL", db.DefaultRedisURL),
+		MaxBodyBytes:     int64(e.Int("MCP_MAX_BODY_BYTES", DefaultMaxBodyBytes, 64<<10, 64<<20)),
+		CallTimeout:      e.Duration("MCP_CALL_TIMEOUT", DefaultCallTimeout, time.Second, 10*time.Minute),
+		TokenCacheTTL:    e.Duration("MCP_TOKEN_CACHE_TTL", authn.DefaultCacheTTL, 0, authn.MaxCacheTTL),
+		TokenTimeout:     e.Duration("MCP_TOKEN_LOOKUP_TIMEOUT", authn.DefaultLookupTimeout, 50*time.Millisecond, 30*time.Second),
+		MaxInFlight:      e.Int("MCP_MAX_INFLIGHT", DefaultMaxInFlight, 1, 100000),
+		DBWait:           e.Duration("MCP_DB_WAIT", DefaultDBWait, 10*time.Millisecond, time.Minute),
 		RateLimits:       ratelimit.DefaultLimits(),
-		ShutdownTimeout:  DefaultShutdownTimeout,
-		LogFormat:        cmp.Or(getenv("MCP_LOG_FORMAT"), "json"),
-		TextSearchConfig: cmp.Or(strings.TrimSpace(getenv(knowledge.EnvTextSearchConfig)), knowledge.DefaultTextSearchConfig),
-		QueryEmbedBudget: knowledge.DefaultQueryEmbedBudget,
+		ShutdownTimeout:  e.Duration("MCP_SHUTDOWN_TIMEOUT", DefaultShutdownTimeout, time.Second, 10*time.Minute),
+		TextSearchConfig: e.String(knowledge.EnvTextSearchConfig, knowledge.DefaultTextSearchConfig),
+		QueryEmbedBudget: e.Duration(knowledge.EnvQueryEmbedBudget, knowledge.DefaultQueryEmbedBudget, 10*time.Millisecond, time.Minute),
 	}
-	var errs []string
-	bad := func(name, rule string) { errs = append(errs, name+": "+rule) }
-	if cal, err := knowledge.VectorCalibrationFromEnv(getenv); err != nil {
-		errs = append(errs, err.Error())
-	} else {
-		c.VectorCalibration = cal
-	}
-	if v := getenv("MCP_MAX_BODY_BYTES"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 64<<10 || n > 64<<20 {
-			bad("MCP_MAX_BODY_BYTES", "must be a byte count from 65536 to 67108864")
-		}
-		c.MaxBodyBytes = n
-	}
-	dur := func(name string, dst *time.Duration, min, max time.Duration) {
-		v := getenv(name)
-		if v == "" {
-			return
-		}
-		d, err := time.ParseDuration(v)
-		if err != nil || d < min || d > max {
-			bad(name, fmt.Sprintf("must be a duration from %s to %s, such as 5s", min, max))
-			return
-		}
-		*dst = d
-	}
-	dur("MCP_CALL_TIMEOUT", &c.CallTimeout, time.Second, 10*time.Minute)
-	dur("MCP_TOKEN_CACHE_TTL", &c.TokenCacheTTL, 0, authn.MaxCacheTTL)
-	dur("MCP_SHUTDOWN_TIMEOUT", &c.ShutdownTimeout, time.Second, 10*time.Minute)
-	dur("MCP_TOKEN_LOOKUP_TIMEOUT", &c.TokenTimeout, 50*time.Millisecond, 30*time.Second)
-	dur("MCP_DB_WAIT", &c.DBWait, 10*time.Millisecond, time.Minute)
-	dur(knowledge.EnvQueryEmbedBudget, &c.QueryEmbedBudget, 10*time.Millisecond, time.Minute)
-	if v := getenv("MCP_MAX_INFLIGHT"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 100000 {
-			bad("MCP_MAX_INFLIGHT", "must be an integer from 1 to 100000")
-		}
-		c.MaxInFlight = n
-	}
+	cal, err := knowledge.VectorCalibrationFromEnv(e.Raw)
+	e.Add(err)
+	c.VectorCalibration = cal
 	rate := func(name string, dst **int) {
-		v := strings.TrimSpace(getenv(name))
-		if v == "" {
-			return
-		}
-		if v == "unlimited" {
+		switch v := e.String(name, ""); v {
+		case "":
+		case "unlimited":
 			*dst = nil
-			return
+		default:
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > tenancy.MaxRatePerMinute {
+				e.Fail(name, fmt.Sprintf("must be calls a minute from 1 to %d, or unlimited", tenancy.MaxRatePerMinute))
+				return
+			}
+			*dst = &n
 		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > tenancy.MaxRatePerMinute {
-			bad(name, fmt.Sprintf("must be calls a minute from 1 to %d, or unlimited", tenancy.MaxRatePerMinute))
-			return
-		}
-		*dst = &n
 	}
 	rate("MCP_RATE_AGENT_READS", &c.RateLimits.AgentReads)
 	rate("MCP_RATE_AGENT_WRITES", &c.RateLimits.AgentWrites)
 	rate("MCP_RATE_ORG_READS", &c.RateLimits.OrgReads)
 	rate("MCP_RATE_ORG_WRITES", &c.RateLimits.OrgWrites)
-	if v := getenv("MCP_LOG_LEVEL"); v != "" {
-		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
-			bad("MCP_LOG_LEVEL", "must be debug, info, warn or error")
-		}
-	}
-	if c.LogFormat != "json" && c.LogFormat != "text" {
-		bad("MCP_LOG_FORMAT", "must be json or text")
-	}
 	if c.PublicURL != "" {
 		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("MCP_PUBLIC_URL", "must be an absolute http(s) URL such as https://mcp.example.com")
+			e.Fail("MCP_PUBLIC_URL", "must be an absolute http(s) URL such as https://mcp.example.com")
 		}
 	}
-	if len(errs) > 0 {
-		return c, fmt.Errorf("configuration: %s", strings.Join(errs, "; "))
-	}
-	return c, nil
+	return c
 }
