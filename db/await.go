@@ -13,8 +13,8 @@ import (
 // without connecting: a process that starts while PostgreSQL is down comes
 // up anyway (and reports not-ready), and the pool connects once the server
 // answers. Open is Connect plus a ping.
-func Connect(url string) (*pgxpool.Pool, error) {
-	cfg, err := poolConfig(url)
+func Connect(url string, opts ...Option) (*pgxpool.Pool, error) {
+	cfg, err := poolConfig(url, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -24,8 +25,8 @@ const DefaultRedisURL = "redis://127.0.0.1:6379/0"
 // The vector type only exists once the migrations have created the extension,
 // so Open registers it lazily: a connection made before that simply works
 // without vector support, which only the migration step itself needs.
-func Open(ctx context.Context, url string) (*pgxpool.Pool, error) {
-	cfg, err := poolConfig(url)
+func Open(ctx context.Context, url string, opts ...Option) (*pgxpool.Pool, error) {
+	cfg, err := poolConfig(url, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -42,20 +43,56 @@ func Open(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
-func poolConfig(url string) (*pgxpool.Config, error) {
+// Option adjusts a pool made by Open or Connect.
+type Option func(*options)
+
+type options struct {
+	after    []func(context.Context, *pgx.Conn) error
+	minConns int32
+}
+
+// AfterConnect runs f on every new connection once its pgvector types are
+// registered, before the pool hands it out: what a connection should do
+// once rather than on its first use (knowledge.Service.WarmConn).
+func AfterConnect(f func(context.Context, *pgx.Conn) error) Option {
+	return func(o *options) { o.after = append(o.after, f) }
+}
+
+// MinConns keeps n connections open, made (and warmed by AfterConnect) in
+// the background, unless the URL sets pool_min_conns; at most the pool's
+// size.
+func MinConns(n int32) Option {
+	return func(o *options) { o.minConns = n }
+}
+
+func poolConfig(url string, opts ...Option) (*pgxpool.Config, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("database url: %w", err)
+	}
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
+	if o.minConns > 0 && !strings.Contains(url, "pool_min_conns") {
+		cfg.MinConns = min(o.minConns, cfg.MaxConns)
 	}
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
 		var has bool
 		if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_type WHERE typname = 'vector')").Scan(&has); err != nil {
 			return err
 		}
-		if !has {
-			return nil
+		if has {
+			if err := pgxvec.RegisterTypes(ctx, conn); err != nil {
+				return err
+			}
 		}
-		return pgxvec.RegisterTypes(ctx, conn)
+		for _, f := range o.after {
+			if err := f(ctx, conn); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	return cfg, nil
 }

@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/redis/go-redis/v9"
 
@@ -57,7 +59,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	// restart it during an outage, and it must then serve what it can,
 	// report not-ready on /readyz and recover by itself when they return,
 	// like a process that was running when they went down.
-	pool, err := db.Connect(cfg.DatabaseURL)
+	// Connections are warmed for search when they are made (the search
+	// statement planned, the dictionary loaded) and four are kept open, so
+	// a search rarely meets a cold one (knowledge.Service.WarmConn). The
+	// service needs the pool, so the hook finds it once it exists.
+	var warm atomic.Pointer[knowledge.Service]
+	pool, err := db.Connect(cfg.DatabaseURL, db.MinConns(4), db.AfterConnect(func(ctx context.Context, c *pgx.Conn) error {
+		if s := warm.Load(); s != nil {
+			return s.WarmConn(ctx, c)
+		}
+		return nil
+	}))
 	if err != nil {
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
@@ -116,6 +128,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		VectorCalibration: cfg.VectorCalibration,
 		QueryEmbedBudget:  cfg.QueryEmbedBudget,
 	})
+	warm.Store(svc)
+	for _, c := range pool.AcquireAllIdle(ctx) { // made before the service existed
+		_ = svc.WarmConn(ctx, c.Conn())
+		c.Release()
+	}
 	ten := tenancy.New(pool)
 	srv := server.New(cfg, server.Deps{
 		Knowledge:    svc,

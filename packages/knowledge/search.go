@@ -14,7 +14,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgvector/pgvector-go"
 	"golang.org/x/sync/errgroup"
 
@@ -389,8 +388,13 @@ func LikePattern(query string) string {
 // (a multi-statement string cannot carry parameters) without a BEGIN and a
 // COMMIT round trip. Exec answers an empty tag: errors surface on Query.
 type pipeline struct {
-	pool  *pgxpool.Pool
+	pool  batchSender // a pool, or one connection (WarmConn)
 	batch *pgx.Batch
+}
+
+// batchSender is what *pgxpool.Pool and *pgx.Conn have in common here.
+type batchSender interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 func (p *pipeline) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {

@@ -1,0 +1,51 @@
+package knowledge
+
+import (
+	"context"
+	"testing"
+
+	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/testenv"
+)
+
+// A connection warmed by WarmConn (db.AfterConnect) holds the ranking
+// statement with its generic plan already built, so its first search does
+// not plan; a connection whose warm-up fails (no schema) still connects.
+func TestWarmConnCachesTheSearchPlan(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d := testenv.Postgres(t)
+	svc := New(d.Pool, Options{})
+	pool, err := db.Connect(d.URL, db.AfterConnect(svc.WarmConn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var plans int64
+	if err := pool.QueryRow(ctx, `SELECT coalesce(sum(generic_plans), 0) FROM pg_prepared_statements
+		WHERE statement LIKE '%knowledge_search_stats%' AND statement NOT LIKE '%pg_prepared_statements%'`).Scan(&plans); err != nil {
+		t.Fatal(err)
+	}
+	if plans < 1 {
+		t.Fatal("the new connection holds no planned search statement")
+	}
+	cold, err := db.Connect(d.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cold.Close()
+	if err := cold.QueryRow(ctx, `SELECT count(*) FROM pg_prepared_statements
+		WHERE statement LIKE '%knowledge_search_stats%' AND statement NOT LIKE '%pg_prepared_statements%'`).Scan(&plans); err != nil || plans != 0 {
+		t.Fatalf("a connection without the hook: %d search statements, %v (the check proves nothing)", plans, err)
+	}
+
+	empty := testenv.EmptyPostgres(t)
+	bare, err := db.Connect(empty.URL, db.AfterConnect(svc.WarmConn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bare.Close()
+	if err := bare.Ping(ctx); err != nil {
+		t.Fatalf("a failed warm-up must not fail the connection: %v", err)
+	}
+}
