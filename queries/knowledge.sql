@@ -17,6 +17,34 @@ SELECT k.id, k.title, k.body, k.tags, k.confidence, k.source, k.created_by_agent
 FROM knowledge k
 WHERE k.org_id = @org_id AND k.id = @id;
 
+-- name: EntryChain :many
+-- The supersession history around an entry, from the recorded edges: every
+-- edge that led to it (predecessors, transitively: an entry may replace
+-- several) and every edge from it to the head (successors), each with who
+-- made it and when. Ordered by time within each direction.
+WITH RECURSIVE back AS (
+    SELECT s.old_id, s.new_id, s.agent_id, s.created_at, 1 AS depth
+    FROM knowledge_supersessions s
+    WHERE s.org_id = @org_id AND s.new_id = @id
+    UNION
+    SELECT s.old_id, s.new_id, s.agent_id, s.created_at, b.depth + 1
+    FROM knowledge_supersessions s JOIN back b ON s.new_id = b.old_id
+    WHERE s.org_id = @org_id AND b.depth < 1000
+),
+fwd AS (
+    SELECT s.old_id, s.new_id, s.agent_id, s.created_at, 1 AS depth
+    FROM knowledge_supersessions s
+    WHERE s.org_id = @org_id AND s.old_id = @id
+    UNION
+    SELECT s.old_id, s.new_id, s.agent_id, s.created_at, f.depth + 1
+    FROM knowledge_supersessions s JOIN fwd f ON s.old_id = f.new_id
+    WHERE s.org_id = @org_id AND f.depth < 1000
+)
+SELECT 'predecessor'::text AS direction, old_id, new_id, agent_id, created_at FROM back
+UNION ALL
+SELECT 'successor'::text, old_id, new_id, agent_id, created_at FROM fwd
+ORDER BY 1, 5, 2;
+
 -- name: GetEntryByClientToken :one
 -- The durable idempotence guard: the entry a client token already made.
 SELECT id, title, body, tags, confidence, expires_at, embedding_status, created_at

@@ -28,13 +28,20 @@ func (s *Service) Get(ctx context.Context, c Caller, id uuid.UUID) (*Entry, erro
 	if err != nil {
 		return nil, err
 	}
+	chain, err := s.q.EntryChain(ctx, sqlc.EntryChainParams{OrgID: c.OrgID, ID: id})
+	if err != nil {
+		return nil, mapErr(err, "id")
+	}
 	e := &Entry{
 		ID: row.ID, Title: row.Title, Body: row.Body, Tags: nonNil(row.Tags), Confidence: int(row.Confidence),
 		Source: row.Source, CreatedByAgentID: row.CreatedByAgentID, ExpiresAt: row.ExpiresAt,
 		CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt,
 		EmbeddingStatus: row.EmbeddingStatus, EmbeddedAt: row.EmbeddedAt,
 		SupersededBy: row.SupersededBy, HeadID: row.HeadID, SupersededAt: row.SupersededAt,
-		Supersedes: row.Supersedes, TaskLinks: links,
+		Supersedes: row.Supersedes, TaskLinks: links, Chain: make([]ChainLink, 0, len(chain)),
+	}
+	for _, l := range chain {
+		e.Chain = append(e.Chain, ChainLink{Direction: l.Direction, OldID: l.OldID, NewID: l.NewID, ByAgentID: l.AgentID, At: l.CreatedAt})
 	}
 	if row.EmbeddingModel != nil {
 		e.EmbeddingModel = *row.EmbeddingModel

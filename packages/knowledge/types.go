@@ -162,8 +162,23 @@ type Entry struct {
 	HeadID       *uuid.UUID  `json:"headId,omitempty"`       // head of the chain, when superseded
 	SupersededAt *time.Time  `json:"supersededAt,omitempty"`
 	Supersedes   []uuid.UUID `json:"supersedes,omitempty"` // entries this one directly replaced
+	// Chain is the supersession history around the entry: every recorded
+	// replacement that led to it (predecessors, transitively) and every one
+	// from it to its chain's head (successors), with who and when.
+	Chain []ChainLink `json:"chain"`
 
 	TaskLinks []TaskLink `json:"taskLinks"`
+}
+
+// ChainLink is one recorded supersession: OldID was replaced by NewID.
+type ChainLink struct {
+	// Direction is "predecessor" (the link led to this entry) or
+	// "successor" (it leads from this entry towards the head).
+	Direction string    `json:"direction"`
+	OldID     uuid.UUID `json:"oldId"`
+	NewID     uuid.UUID `json:"newId"`
+	ByAgentID uuid.UUID `json:"byAgentId"`
+	At        time.Time `json:"at"`
 }
 
 // EmbeddingJob identifies the embedding work for one entry at one generation.

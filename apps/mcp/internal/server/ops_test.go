@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -186,7 +187,7 @@ func TestStdioModeEnforcesScopes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	if got := toolNames(t, cs); len(got) != 1 || got[0] != kt.ToolSearch {
+	if got := toolNames(t, cs); !slices.Equal(got, []string{kt.ToolGet, kt.ToolSearch}) {
 		t.Errorf("tools %v", got)
 	}
 	e := toolErr(t, call(t, cs, kt.ToolStore, map[string]any{"title": "t", "body": "b"}))

@@ -246,6 +246,21 @@ func TestDomainErrorCodesThroughMCP(t *testing.T) {
 		t.Errorf("head of a1: %v, want %s", e.HeadID, a3.ID)
 	}
 
+	// get_knowledge answers what the resource answers (the chain included),
+	// and refuses the same ids.
+	got := call(t, as, kt.ToolGet, map[string]any{"id": a1.ID})
+	if got.IsError || len(got.Content) != 1 {
+		t.Fatalf("get_knowledge: %+v", got)
+	}
+	if text := got.Content[0].(*mcp.TextContent).Text; text != rr.Contents[0].Text {
+		t.Errorf("get_knowledge and knowledge://{id} differ:\n%s\n%s", text, rr.Contents[0].Text)
+	}
+	if len(e.Chain) != 2 || e.Chain[0].Direction != "successor" {
+		t.Errorf("a1's chain (a1 -> a2 -> a3): %+v", e.Chain)
+	}
+	expect("get unknown", call(t, as, kt.ToolGet, map[string]any{"id": missing}), "not_found", "id", "")
+	expect("get not a uuid", call(t, as, kt.ToolGet, map[string]any{"id": "x"}), "invalid_argument", "id", "UUID")
+
 	// Resource errors.
 	for uri, want := range map[string]string{
 		"knowledge://" + missing:               "not found",

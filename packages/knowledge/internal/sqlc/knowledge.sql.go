@@ -12,6 +12,74 @@ import (
 	"github.com/google/uuid"
 )
 
+const entryChain = `-- name: EntryChain :many
+WITH RECURSIVE back AS (
+    SELECT s.old_id, s.new_id, s.agent_id, s.created_at, 1 AS depth
+    FROM knowledge_supersessions s
+    WHERE s.org_id = $1 AND s.new_id = $2
+    UNION
+    SELECT s.old_id, s.new_id, s.agent_id, s.created_at, b.depth + 1
+    FROM knowledge_supersessions s JOIN back b ON s.new_id = b.old_id
+    WHERE s.org_id = $1 AND b.depth < 1000
+),
+fwd AS (
+    SELECT s.old_id, s.new_id, s.agent_id, s.created_at, 1 AS depth
+    FROM knowledge_supersessions s
+    WHERE s.org_id = $1 AND s.old_id = $2
+    UNION
+    SELECT s.old_id, s.new_id, s.agent_id, s.created_at, f.depth + 1
+    FROM knowledge_supersessions s JOIN fwd f ON s.old_id = f.new_id
+    WHERE s.org_id = $1 AND f.depth < 1000
+)
+SELECT 'predecessor'::text AS direction, old_id, new_id, agent_id, created_at FROM back
+UNION ALL
+SELECT 'successor'::text, old_id, new_id, agent_id, created_at FROM fwd
+ORDER BY 1, 5, 2
+`
+
+type EntryChainParams struct {
+	OrgID uuid.UUID
+	ID    uuid.UUID
+}
+
+type EntryChainRow struct {
+	Direction string
+	OldID     uuid.UUID
+	NewID     uuid.UUID
+	AgentID   uuid.UUID
+	CreatedAt time.Time
+}
+
+// The supersession history around an entry, from the recorded edges: every
+// edge that led to it (predecessors, transitively: an entry may replace
+// several) and every edge from it to the head (successors), each with who
+// made it and when. Ordered by time within each direction.
+func (q *Queries) EntryChain(ctx context.Context, arg EntryChainParams) ([]EntryChainRow, error) {
+	rows, err := q.db.Query(ctx, entryChain, arg.OrgID, arg.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []EntryChainRow
+	for rows.Next() {
+		var i EntryChainRow
+		if err := rows.Scan(
+			&i.Direction,
+			&i.OldID,
+			&i.NewID,
+			&i.AgentID,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const entryExists = `-- name: EntryExists :one
 SELECT EXISTS (SELECT 1 FROM knowledge WHERE org_id = $1 AND id = $2)
 `

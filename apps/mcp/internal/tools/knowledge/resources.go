@@ -123,11 +123,7 @@ func (t *toolset) read(ctx context.Context, uri string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err := t.svc.Get(ctx, c, *id)
-	if err == nil && e.TaskLinks == nil {
-		e.TaskLinks = []domain.TaskLink{}
-	}
-	return e, err
+	return t.get(ctx, c, &GetArgs{ID: id.String()}) // get_knowledge answers the same
 }
 
 // resourceError maps an error to the JSON-RPC error of resources/read: not

@@ -33,6 +33,7 @@ const (
 	ToolStore     = "store_knowledge"
 	ToolSearch    = "search_knowledge"
 	ToolSupersede = "supersede_knowledge"
+	ToolGet       = "get_knowledge"
 )
 
 // toolScopes maps every tool to the scope it needs.
@@ -40,6 +41,7 @@ var toolScopes = map[string]string{
 	ToolStore:     tenancy.ScopeKnowledgeWrite,
 	ToolSearch:    tenancy.ScopeKnowledgeRead,
 	ToolSupersede: tenancy.ScopeKnowledgeWrite,
+	ToolGet:       tenancy.ScopeKnowledgeRead,
 }
 
 // ResourceScope is the scope every resource read needs.
@@ -63,6 +65,7 @@ func Register(srv *mcp.Server, svc Service, opts Options) {
 	addTool(srv, t, storeTool(), t.store)
 	addTool(srv, t, searchTool(), t.search)
 	addTool(srv, t, supersedeTool(), t.supersede)
+	addTool(srv, t, getTool(), t.get)
 	t.registerResources(srv)
 }
 

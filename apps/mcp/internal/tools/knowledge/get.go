@@ -1,0 +1,50 @@
+package knowledge
+
+import (
+	"context"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	domain "github.com/agentfleet/orchestrator/packages/knowledge"
+)
+
+// GetArgs are the arguments of get_knowledge.
+type GetArgs struct {
+	ID string `json:"id" jsonschema:"The id of the entry, as search_knowledge, store_knowledge or a task link gave it."`
+}
+
+// getTool is knowledge://{id} as a tool: many MCP clients do not surface
+// resource templates to their models, and an agent that found a hit by its
+// snippet needs the whole body.
+func getTool() *mcp.Tool {
+	return &mcp.Tool{
+		Name:  ToolGet,
+		Title: "Get knowledge",
+		Description: `Read one whole knowledge entry of your organisation: title, the full body (search hits carry only a snippet), tags, confidence, expiresAt, the author agent, timestamps and embeddingStatus; its supersession state (supersededBy: its direct successor; headId: the current head of its chain, which you should read and cite instead when set) and chain (every recorded replacement leading to it, "predecessor", and from it to the head, "successor", each with oldId, newId, byAgentId and at); and its task links. The same as reading the resource knowledge://{id}.
+
+Errors: invalid_argument (id is not a UUID), not_found (no entry of your organisation has this id), unavailable (retry later).`,
+		InputSchema: inputSchema[GetArgs](func(p map[string]*jsonschema.Schema) {
+			uuidSchema(p["id"])
+		}),
+		Annotations: &mcp.ToolAnnotations{
+			Title:         "Get knowledge",
+			ReadOnlyHint:  true,
+			OpenWorldHint: new(false),
+		},
+	}
+}
+
+func (a *GetArgs) check() error {
+	_, err := parseUUID("id", a.ID, true)
+	return err
+}
+
+func (t *toolset) get(ctx context.Context, c domain.Caller, a *GetArgs) (*domain.Entry, error) {
+	id, _ := parseUUID("id", a.ID, true)
+	e, err := t.svc.Get(ctx, c, *id)
+	if err == nil && e.TaskLinks == nil {
+		e.TaskLinks = []domain.TaskLink{}
+	}
+	return e, err
+}
