@@ -123,3 +123,31 @@ WHERE org_id = @org_id AND head_id = @old_head;
 -- name: InsertSupersession :exec
 INSERT INTO knowledge_supersessions (org_id, old_id, new_id, agent_id)
 VALUES (@org_id, @old_id, @new_id, @agent_id);
+
+-- name: ListCursorKey :one
+-- The key list cursors are signed with (migration 00005).
+SELECT value FROM knowledge_secrets WHERE name = 'list_cursor';
+
+-- name: ListEntries :many
+-- One page of list_knowledge: the org's entries newest first, strictly
+-- before the position (before_at, before_id), filtered. The position is a
+-- row comparison on the columns of knowledge_org_created_idx after org_id,
+-- so the page is an index range scan backwards from it, as fast at any
+-- depth as on the first page; the tags test is written so that no bitmap
+-- of the tags index can be ANDed in (the plan must not depend on
+-- statistics). Only the start of the body is read: a listing shows the
+-- snippet of an entry's beginning.
+SELECT k.id, k.title, left(k.body, @snippet_chars::int)::text AS body_start, k.tags, k.confidence,
+       k.created_by_agent_id, k.created_at, k.expires_at, k.head_id, k.embedding_status
+FROM knowledge k
+WHERE k.org_id = @org_id
+  AND (k.created_at, k.id) < (@before_at::timestamptz, @before_id::uuid)
+  AND k.created_at > @created_after::timestamptz
+  AND (cardinality(@tags::text[]) = 0 OR k.tags @> @tags::text[])
+  AND (NOT @by_author::bool OR k.created_by_agent_id = @author_id::uuid)
+  AND (NOT @by_task::bool OR EXISTS (SELECT 1 FROM task_knowledge t
+                                     WHERE t.org_id = k.org_id AND t.task_id = @task_id::uuid AND t.knowledge_id = k.id))
+  AND (@include_superseded::bool OR k.head_id IS NULL)
+  AND (@include_expired::bool OR k.expires_at IS NULL OR k.expires_at > now())
+ORDER BY k.created_at DESC, k.id DESC
+LIMIT @max_rows::int;

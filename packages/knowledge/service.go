@@ -85,6 +85,7 @@ type Service struct {
 
 	tableDocs tableDocsCache // see vectorPlan in search.go
 	qvec      *queryVectors  // query vector cache (queryvec.go)
+	listKeys  listKeyCache   // list cursor key (list.go)
 }
 
 // DefaultTextSearchConfig is the text search configuration of a

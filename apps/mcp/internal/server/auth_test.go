@@ -184,9 +184,9 @@ func TestToolsListedPerScope(t *testing.T) {
 		tools     []string
 		templates []string
 	}{
-		{[]string{tenancy.ScopeKnowledgeRead}, []string{kt.ToolGet, kt.ToolSearch}, []string{kt.TaskTemplate, kt.EntryTemplate}},
+		{[]string{tenancy.ScopeKnowledgeRead}, []string{kt.ToolGet, kt.ToolList, kt.ToolSearch}, []string{kt.TaskTemplate, kt.EntryTemplate}},
 		{[]string{tenancy.ScopeKnowledgeWrite}, []string{kt.ToolStore, kt.ToolSupersede}, nil},
-		{allScopes, []string{kt.ToolGet, kt.ToolSearch, kt.ToolStore, kt.ToolSupersede}, []string{kt.TaskTemplate, kt.EntryTemplate}},
+		{allScopes, []string{kt.ToolGet, kt.ToolList, kt.ToolSearch, kt.ToolStore, kt.ToolSupersede}, []string{kt.TaskTemplate, kt.EntryTemplate}},
 	}
 	for i, c := range cases {
 		a := b.agent(org, "agent-"+string(rune('a'+i)), c.scopes, 0)

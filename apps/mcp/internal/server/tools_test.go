@@ -258,6 +258,19 @@ func TestDomainErrorCodesThroughMCP(t *testing.T) {
 	if len(e.Chain) != 2 || e.Chain[0].Direction != "successor" {
 		t.Errorf("a1's chain (a1 -> a2 -> a3): %+v", e.Chain)
 	}
+	// list_knowledge pages the same entries, newest first, with a cursor
+	// that another org cannot use.
+	page := ok[knowledge.ListResult](t, call(t, as, kt.ToolList, map[string]any{"limit": 2, "includeSuperseded": true}))
+	if len(page.Hits) != 2 || page.NextCursor == "" {
+		t.Fatalf("list page: %+v", page)
+	}
+	next := ok[knowledge.ListResult](t, call(t, as, kt.ToolList, map[string]any{"limit": 2, "includeSuperseded": true, "cursor": page.NextCursor}))
+	if len(next.Hits) == 0 || next.Hits[0].ID == page.Hits[0].ID || !next.Hits[0].CreatedAt.Before(page.Hits[1].CreatedAt.Add(time.Nanosecond)) {
+		t.Errorf("second page: %+v after %+v", next, page)
+	}
+	expect("list limit", call(t, as, kt.ToolList, map[string]any{"limit": 0}), "invalid_argument", "limit", "1 to 100")
+	expect("list bad cursor", call(t, as, kt.ToolList, map[string]any{"cursor": "x" + page.NextCursor}), "invalid_argument", "cursor", "")
+	expect("list bad time", call(t, as, kt.ToolList, map[string]any{"createdAfter": "yesterday"}), "invalid_argument", "createdAfter", "RFC 3339")
 	expect("get unknown", call(t, as, kt.ToolGet, map[string]any{"id": missing}), "not_found", "id", "")
 	expect("get not a uuid", call(t, as, kt.ToolGet, map[string]any{"id": "x"}), "invalid_argument", "id", "UUID")
 

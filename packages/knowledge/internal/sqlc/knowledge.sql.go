@@ -359,6 +359,117 @@ func (q *Queries) InsertTaskLink(ctx context.Context, arg InsertTaskLinkParams) 
 	return i, err
 }
 
+const listCursorKey = `-- name: ListCursorKey :one
+SELECT value FROM knowledge_secrets WHERE name = 'list_cursor'
+`
+
+// The key list cursors are signed with (migration 00005).
+func (q *Queries) ListCursorKey(ctx context.Context) ([]byte, error) {
+	row := q.db.QueryRow(ctx, listCursorKey)
+	var value []byte
+	err := row.Scan(&value)
+	return value, err
+}
+
+const listEntries = `-- name: ListEntries :many
+SELECT k.id, k.title, left(k.body, $1::int)::text AS body_start, k.tags, k.confidence,
+       k.created_by_agent_id, k.created_at, k.expires_at, k.head_id, k.embedding_status
+FROM knowledge k
+WHERE k.org_id = $2
+  AND (k.created_at, k.id) < ($3::timestamptz, $4::uuid)
+  AND k.created_at > $5::timestamptz
+  AND (cardinality($6::text[]) = 0 OR k.tags @> $6::text[])
+  AND (NOT $7::bool OR k.created_by_agent_id = $8::uuid)
+  AND (NOT $9::bool OR EXISTS (SELECT 1 FROM task_knowledge t
+                                     WHERE t.org_id = k.org_id AND t.task_id = $10::uuid AND t.knowledge_id = k.id))
+  AND ($11::bool OR k.head_id IS NULL)
+  AND ($12::bool OR k.expires_at IS NULL OR k.expires_at > now())
+ORDER BY k.created_at DESC, k.id DESC
+LIMIT $13::int
+`
+
+type ListEntriesParams struct {
+	SnippetChars      int32
+	OrgID             uuid.UUID
+	BeforeAt          time.Time
+	BeforeID          uuid.UUID
+	CreatedAfter      time.Time
+	Tags              []string
+	ByAuthor          bool
+	AuthorID          uuid.UUID
+	ByTask            bool
+	TaskID            uuid.UUID
+	IncludeSuperseded bool
+	IncludeExpired    bool
+	MaxRows           int32
+}
+
+type ListEntriesRow struct {
+	ID               uuid.UUID
+	Title            string
+	BodyStart        string
+	Tags             []string
+	Confidence       int16
+	CreatedByAgentID *uuid.UUID
+	CreatedAt        time.Time
+	ExpiresAt        *time.Time
+	HeadID           *uuid.UUID
+	EmbeddingStatus  string
+}
+
+// One page of list_knowledge: the org's entries newest first, strictly
+// before the position (before_at, before_id), filtered. The position is a
+// row comparison on the columns of knowledge_org_created_idx after org_id,
+// so the page is an index range scan backwards from it, as fast at any
+// depth as on the first page; the tags test is written so that no bitmap
+// of the tags index can be ANDed in (the plan must not depend on
+// statistics). Only the start of the body is read: a listing shows the
+// snippet of an entry's beginning.
+func (q *Queries) ListEntries(ctx context.Context, arg ListEntriesParams) ([]ListEntriesRow, error) {
+	rows, err := q.db.Query(ctx, listEntries,
+		arg.SnippetChars,
+		arg.OrgID,
+		arg.BeforeAt,
+		arg.BeforeID,
+		arg.CreatedAfter,
+		arg.Tags,
+		arg.ByAuthor,
+		arg.AuthorID,
+		arg.ByTask,
+		arg.TaskID,
+		arg.IncludeSuperseded,
+		arg.IncludeExpired,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListEntriesRow
+	for rows.Next() {
+		var i ListEntriesRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Title,
+			&i.BodyStart,
+			&i.Tags,
+			&i.Confidence,
+			&i.CreatedByAgentID,
+			&i.CreatedAt,
+			&i.ExpiresAt,
+			&i.HeadID,
+			&i.EmbeddingStatus,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listEntryTaskLinks = `-- name: ListEntryTaskLinks :many
 SELECT task_id, knowledge_id, kind, created_at
 FROM task_knowledge

@@ -80,6 +80,11 @@ type KnowledgeSearchStat struct {
 	UpdatedAt time.Time
 }
 
+type KnowledgeSecret struct {
+	Name  string
+	Value []byte
+}
+
 type KnowledgeSupersession struct {
 	OrgID     uuid.UUID
 	OldID     uuid.UUID

@@ -25,6 +25,7 @@ type Service interface {
 	Search(ctx context.Context, c domain.Caller, in domain.SearchInput) (*domain.SearchResult, error)
 	Supersede(ctx context.Context, c domain.Caller, oldID, newID uuid.UUID) (*domain.SupersedeResult, error)
 	Get(ctx context.Context, c domain.Caller, id uuid.UUID) (*domain.Entry, error)
+	List(ctx context.Context, c domain.Caller, in domain.ListInput) (*domain.ListResult, error)
 	TaskKnowledge(ctx context.Context, c domain.Caller, taskID uuid.UUID, kind domain.LinkKind) ([]domain.TaskEntry, error)
 }
 
@@ -34,6 +35,7 @@ const (
 	ToolSearch    = "search_knowledge"
 	ToolSupersede = "supersede_knowledge"
 	ToolGet       = "get_knowledge"
+	ToolList      = "list_knowledge"
 )
 
 // toolScopes maps every tool to the scope it needs.
@@ -42,6 +44,7 @@ var toolScopes = map[string]string{
 	ToolSearch:    tenancy.ScopeKnowledgeRead,
 	ToolSupersede: tenancy.ScopeKnowledgeWrite,
 	ToolGet:       tenancy.ScopeKnowledgeRead,
+	ToolList:      tenancy.ScopeKnowledgeRead,
 }
 
 // ResourceScope is the scope every resource read needs.
@@ -66,6 +69,7 @@ func Register(srv *mcp.Server, svc Service, opts Options) {
 	addTool(srv, t, searchTool(), t.search)
 	addTool(srv, t, supersedeTool(), t.supersede)
 	addTool(srv, t, getTool(), t.get)
+	addTool(srv, t, listTool(), t.list)
 	t.registerResources(srv)
 }
 

@@ -1,0 +1,91 @@
+package knowledge
+
+import (
+	"context"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	domain "github.com/agentfleet/orchestrator/packages/knowledge"
+)
+
+// ListArgs are the arguments of list_knowledge.
+type ListArgs struct {
+	Tags              []string `json:"tags,omitempty" jsonschema:"Only entries holding all of these tags (normalised like stored tags)."`
+	AuthorAgentID     string   `json:"authorAgentId,omitempty" jsonschema:"Only entries stored by this agent (its UUID)."`
+	TaskID            string   `json:"taskId,omitempty" jsonschema:"Only entries linked to this task of your organisation (its UUID), either link kind."`
+	CreatedAfter      string   `json:"createdAfter,omitempty" jsonschema:"Only entries created strictly after this RFC 3339 date-time."`
+	CreatedBefore     string   `json:"createdBefore,omitempty" jsonschema:"Only entries created strictly before this RFC 3339 date-time."`
+	IncludeSuperseded bool     `json:"includeSuperseded,omitempty" jsonschema:"Also list entries replaced by newer ones (they name their chain's head). Default false."`
+	IncludeExpired    bool     `json:"includeExpired,omitempty" jsonschema:"Also list entries whose expiresAt has passed. Default false."`
+	Limit             *int     `json:"limit,omitempty" jsonschema:"Entries per page, 1 to 100. Default 20."`
+	Cursor            string   `json:"cursor,omitempty" jsonschema:"nextCursor of the previous page, exactly as given; omit for the first page."`
+}
+
+func listTool() *mcp.Tool {
+	return &mcp.Tool{
+		Name:  ToolList,
+		Title: "List knowledge",
+		Description: `Browse your organisation's knowledge without a query, newest first: what was stored recently, by an agent, for a task, with some tags, or in a time window. To find knowledge about something, use search_knowledge instead.
+
+Returns hits (id, title, a snippet of the body's beginning, tags, confidence, createdByAgentId, createdAt, expiresAt, superseded and headId, embeddingStatus; read a whole entry with get_knowledge) and nextCursor when there are more: pass it back as cursor, with the same filters, for the next page. Pages stay stable while other agents store: new entries appear only on a new first page, and nothing is repeated or skipped. A cursor only works for your organisation's listings.
+
+Errors: invalid_argument (names the argument: a bad UUID, date-time, tag, limit or cursor), unavailable (retry later).`,
+		InputSchema: inputSchema[ListArgs](func(p map[string]*jsonschema.Schema) {
+			tags := p["tags"]
+			tags.MaxItems = iptr(maxTags)
+			lengthSchema(tags.Items, 1, maxTagLength)
+			uuidSchema(p["authorAgentId"])
+			uuidSchema(p["taskId"])
+			p["createdAfter"].Format = "date-time"
+			p["createdBefore"].Format = "date-time"
+			p["includeSuperseded"].Default = []byte("false")
+			p["includeExpired"].Default = []byte("false")
+			l := p["limit"]
+			l.Minimum, l.Maximum, l.Default = fptr(1), fptr(domain.MaxListLimit), []byte("20")
+		}),
+		Annotations: &mcp.ToolAnnotations{
+			Title:         "List knowledge",
+			ReadOnlyHint:  true,
+			OpenWorldHint: new(false),
+		},
+	}
+}
+
+func (a *ListArgs) check() error {
+	if err := checkIntRange("limit", a.Limit, 1, domain.MaxListLimit); err != nil {
+		return err
+	}
+	_, err := a.input()
+	return err
+}
+
+// input parses the typed arguments; the rules are the domain's.
+func (a *ListArgs) input() (domain.ListInput, error) {
+	in := domain.ListInput{Tags: a.Tags, IncludeSuperseded: a.IncludeSuperseded, IncludeExpired: a.IncludeExpired, Cursor: a.Cursor}
+	if a.Limit != nil {
+		in.Limit = *a.Limit
+	}
+	var err error
+	if in.AuthorAgentID, err = parseUUID("authorAgentId", a.AuthorAgentID, false); err != nil {
+		return in, err
+	}
+	if in.TaskID, err = parseUUID("taskId", a.TaskID, false); err != nil {
+		return in, err
+	}
+	if in.CreatedAfter, err = parseTime("createdAfter", a.CreatedAfter); err != nil {
+		return in, err
+	}
+	if in.CreatedBefore, err = parseTime("createdBefore", a.CreatedBefore); err != nil {
+		return in, err
+	}
+	return in, nil
+}
+
+func (t *toolset) list(ctx context.Context, c domain.Caller, a *ListArgs) (*domain.ListResult, error) {
+	in, err := a.input()
+	if err != nil {
+		return nil, err
+	}
+	return t.svc.List(ctx, c, in)
+}

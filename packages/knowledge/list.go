@@ -1,0 +1,192 @@
+package knowledge
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
+)
+
+// Limits of List (list_knowledge).
+const (
+	DefaultListLimit = 20
+	MaxListLimit     = 100
+)
+
+// ListInput are the arguments of list_knowledge: browse an org's entries
+// without a query, newest first, one page at a time. Filters are optional
+// and combine (AND).
+type ListInput struct {
+	Tags          []string   // entries holding all of them
+	AuthorAgentID *uuid.UUID // entries stored by this agent
+	TaskID        *uuid.UUID // entries linked to this task (either kind)
+	CreatedAfter  *time.Time // strictly after
+	CreatedBefore *time.Time // strictly before
+	// IncludeSuperseded and IncludeExpired as in search.
+	IncludeSuperseded bool
+	IncludeExpired    bool
+	Limit             int    // 1..MaxListLimit, default DefaultListLimit
+	Cursor            string // NextCursor of the previous page; "" for the first
+}
+
+// ListResult is one page. NextCursor is empty on the last page.
+type ListResult struct {
+	Hits       []ListedEntry `json:"hits"`
+	NextCursor string        `json:"nextCursor,omitempty"`
+}
+
+// ListedEntry is an entry as a listing shows it: like a search hit (a
+// snippet of the body's beginning, no body), without score or signals, with
+// its author.
+type ListedEntry struct {
+	ID               uuid.UUID  `json:"id"`
+	Title            string     `json:"title"`
+	Snippet          string     `json:"snippet"`
+	Tags             []string   `json:"tags"`
+	Confidence       int        `json:"confidence"`
+	CreatedByAgentID *uuid.UUID `json:"createdByAgentId,omitempty"`
+	CreatedAt        time.Time  `json:"createdAt"`
+	ExpiresAt        *time.Time `json:"expiresAt,omitempty"`
+	Superseded       bool       `json:"superseded"`
+	HeadID           *uuid.UUID `json:"headId,omitempty"`
+	EmbeddingStatus  string     `json:"embeddingStatus"`
+}
+
+// The start and end of time for the listing's bounds (PostgreSQL
+// timestamptz covers both).
+var (
+	listFirst = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+	listLast  = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxUUID   = uuid.UUID{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+)
+
+// List returns one page of the org's entries, newest first (ties by id).
+// Paging is by position (keyset), not by offset: a page is an index range
+// scan from the previous page's last entry, as fast at the 1,000th page as
+// at the first, and entries stored meanwhile (newer than any page already
+// served) neither shift nor repeat the pages after.
+func (s *Service) List(ctx context.Context, c Caller, in ListInput) (*ListResult, error) {
+	if err := checkCaller(c, false); err != nil {
+		return nil, err
+	}
+	limit := in.Limit
+	if limit == 0 {
+		limit = DefaultListLimit
+	}
+	if limit < 1 || limit > MaxListLimit {
+		return nil, InvalidArgument("limit", "must be from 1 to %d (got %d)", MaxListLimit, limit)
+	}
+	if len(in.Tags) > MaxTags {
+		return nil, InvalidArgument("tags", "must have at most %d tags (got %d)", MaxTags, len(in.Tags))
+	}
+	tags, err := normaliseTags(in.Tags)
+	if err != nil {
+		return nil, err
+	}
+	if in.CreatedAfter != nil && in.CreatedBefore != nil && !in.CreatedAfter.Before(*in.CreatedBefore) {
+		return nil, InvalidArgument("createdBefore", "must be after createdAfter")
+	}
+	key, err := s.listKey(ctx)
+	if err != nil {
+		return nil, err
+	}
+	at, id := listFirst, maxUUID
+	if in.Cursor != "" {
+		if at, id, err = openCursor(key, c.OrgID, in.Cursor); err != nil {
+			return nil, err
+		}
+	}
+	if in.CreatedBefore != nil && in.CreatedBefore.Before(at) {
+		// Strictly before: no entry's id sorts below the nil UUID.
+		at, id = *in.CreatedBefore, uuid.Nil
+	}
+	p := sqlc.ListEntriesParams{
+		SnippetChars: SnippetChars + 1, // one more: Snippet then knows it cut
+		OrgID:        c.OrgID, BeforeAt: at, BeforeID: id, CreatedAfter: listLast, Tags: tags,
+		IncludeSuperseded: in.IncludeSuperseded, IncludeExpired: in.IncludeExpired,
+		MaxRows: int32(limit + 1), // one more: is there a next page?
+	}
+	if in.CreatedAfter != nil {
+		p.CreatedAfter = *in.CreatedAfter
+	}
+	if in.AuthorAgentID != nil {
+		p.ByAuthor, p.AuthorID = true, *in.AuthorAgentID
+	}
+	if in.TaskID != nil {
+		p.ByTask, p.TaskID = true, *in.TaskID
+	}
+	rows, err := s.q.ListEntries(ctx, p)
+	if err != nil {
+		return nil, mapErr(err, "")
+	}
+	out := &ListResult{Hits: make([]ListedEntry, 0, min(len(rows), limit))}
+	for i, r := range rows {
+		if i == limit {
+			last := rows[limit-1]
+			out.NextCursor = sealCursor(key, c.OrgID, last.CreatedAt, last.ID)
+			break
+		}
+		out.Hits = append(out.Hits, ListedEntry{
+			ID: r.ID, Title: r.Title, Snippet: Snippet(r.BodyStart, ""), Tags: nonNil(r.Tags),
+			Confidence: int(r.Confidence), CreatedByAgentID: r.CreatedByAgentID, CreatedAt: r.CreatedAt,
+			ExpiresAt: r.ExpiresAt, Superseded: r.HeadID != nil, HeadID: r.HeadID, EmbeddingStatus: r.EmbeddingStatus,
+		})
+	}
+	return out, nil
+}
+
+// listKeyCache holds the cursor key, read once per Service.
+type listKeyCache struct {
+	mu  sync.Mutex
+	key []byte
+}
+
+func (s *Service) listKey(ctx context.Context) ([]byte, error) {
+	s.listKeys.mu.Lock()
+	defer s.listKeys.mu.Unlock()
+	if s.listKeys.key == nil {
+		k, err := s.q.ListCursorKey(ctx)
+		if err != nil {
+			return nil, mapErr(err, "")
+		}
+		s.listKeys.key = k
+	}
+	return s.listKeys.key, nil
+}
+
+// A cursor is base64url(org id, position time in microseconds, position
+// id, then the first 16 bytes of HMAC-SHA256 over them): opaque to agents,
+// refused when altered, forged or presented by another org.
+const cursorPayload = 16 + 8 + 16
+
+func sealCursor(key []byte, org uuid.UUID, at time.Time, id uuid.UUID) string {
+	b := make([]byte, cursorPayload, cursorPayload+16)
+	copy(b, org[:])
+	binary.BigEndian.PutUint64(b[16:], uint64(at.UnixMicro()))
+	copy(b[24:], id[:])
+	m := hmac.New(sha256.New, key)
+	m.Write(b)
+	return base64.RawURLEncoding.EncodeToString(append(b, m.Sum(nil)[:16]...))
+}
+
+func openCursor(key []byte, org uuid.UUID, cursor string) (time.Time, uuid.UUID, error) {
+	bad := InvalidArgument("cursor", "is not a cursor of this listing: pass nextCursor exactly as a previous list_knowledge answer of your organisation gave it, or omit it for the first page")
+	b, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil || len(b) != cursorPayload+16 {
+		return time.Time{}, uuid.Nil, bad
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write(b[:cursorPayload])
+	if !hmac.Equal(m.Sum(nil)[:16], b[cursorPayload:]) || uuid.UUID(b[:16]) != org {
+		return time.Time{}, uuid.Nil, bad
+	}
+	at := time.UnixMicro(int64(binary.BigEndian.Uint64(b[16:24]))).UTC()
+	return at, uuid.UUID(b[24:40]), nil
+}
