@@ -106,13 +106,13 @@ func TestListFilters(t *testing.T) {
 		want []uuid.UUID
 	}{
 		"default: heads, not expired": {knowledge.ListInput{}, []uuid.UUID{late, newer, linked.ID, pgBob, pg}},
-		"tags (normalised, all held)":  {knowledge.ListInput{Tags: []string{"Postgres", "OPS"}}, []uuid.UUID{pgBob}},
-		"author":                       {knowledge.ListInput{AuthorAgentID: &bob}, []uuid.UUID{pgBob}},
-		"task":                         {knowledge.ListInput{TaskID: &task}, []uuid.UUID{linked.ID}},
-		"superseded too":               {knowledge.ListInput{IncludeSuperseded: true}, []uuid.UUID{late, newer, old, linked.ID, pgBob, pg}},
-		"expired too":                  {knowledge.ListInput{IncludeExpired: true}, []uuid.UUID{late, exp.ID, newer, linked.ID, pgBob, pg}},
-		"created after":                {knowledge.ListInput{CreatedAfter: &mid}, []uuid.UUID{late}},
-		"created before":               {knowledge.ListInput{CreatedBefore: &mid}, []uuid.UUID{newer, linked.ID, pgBob, pg}},
+		"tags (normalised, all held)": {knowledge.ListInput{Tags: []string{"Postgres", "OPS"}}, []uuid.UUID{pgBob}},
+		"author":                      {knowledge.ListInput{AuthorAgentID: &bob}, []uuid.UUID{pgBob}},
+		"task":                        {knowledge.ListInput{TaskID: &task}, []uuid.UUID{linked.ID}},
+		"superseded too":              {knowledge.ListInput{IncludeSuperseded: true}, []uuid.UUID{late, newer, old, linked.ID, pgBob, pg}},
+		"expired too":                 {knowledge.ListInput{IncludeExpired: true}, []uuid.UUID{late, exp.ID, newer, linked.ID, pgBob, pg}},
+		"created after":               {knowledge.ListInput{CreatedAfter: &mid}, []uuid.UUID{late}},
+		"created before":              {knowledge.ListInput{CreatedBefore: &mid}, []uuid.UUID{newer, linked.ID, pgBob, pg}},
 	} {
 		if got := b.listAll(t, b.bob, c.in); !slices.Equal(got, c.want) {
 			t.Errorf("%s: %v, want %v", name, got, c.want)
