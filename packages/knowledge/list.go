@@ -122,7 +122,13 @@ func (s *Service) List(ctx context.Context, c Caller, in ListInput) (*ListResult
 	if in.TaskID != nil {
 		p.ByTask, p.TaskID = true, *in.TaskID
 	}
-	rows, err := s.q.ListEntries(ctx, p)
+	// The settings go in the same batch, hence the same implicit
+	// transaction, as the page's query (see pipeline in search.go).
+	q := sqlc.New(&pipeline{pool: s.pool})
+	if err := q.ListConfig(ctx); err != nil {
+		return nil, mapErr(err, "")
+	}
+	rows, err := q.ListEntries(ctx, p)
 	if err != nil {
 		return nil, mapErr(err, "")
 	}
