@@ -48,38 +48,9 @@ func (s *Service) store(ctx context.Context, c Caller, a *storeArgs) (*StoreResu
 		gen int32
 	)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := tenancy.ConsumeQuota(ctx, tx, c.OrgID, tenancy.ResourceKnowledgeStored); err != nil {
-			return err
-		}
-		q := sqlc.New(tx)
-		agent := c.AgentID
-		row, err := q.InsertEntry(ctx, sqlc.InsertEntryParams{
-			OrgID: c.OrgID, Title: a.Title, Body: a.Body, Tags: a.Tags,
-			Confidence: int16(a.Confidence), AgentID: &agent, ExpiresAt: a.ExpiresAt,
-			ClientToken: a.ClientToken,
-		})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errTokenTaken // rolled back: the quota unit goes back too
-		}
-		if err != nil {
-			return err
-		}
-		gen = row.EmbeddingGeneration
-		res = &StoreResult{
-			ID: row.ID, Title: a.Title, Tags: a.Tags, Confidence: a.Confidence,
-			ExpiresAt: a.ExpiresAt, EmbeddingStatus: row.EmbeddingStatus, CreatedAt: row.CreatedAt,
-		}
-		if a.TaskRef != nil {
-			l, err := q.InsertTaskLink(ctx, sqlc.InsertTaskLinkParams{
-				OrgID: c.OrgID, TaskID: a.TaskRef.TaskID, KnowledgeID: row.ID,
-				Kind: a.TaskRef.Kind, AgentID: &agent,
-			})
-			if err != nil {
-				return err
-			}
-			res.TaskLink = &TaskLink{TaskID: l.TaskID, KnowledgeID: l.KnowledgeID, Kind: LinkKind(l.Kind), CreatedAt: l.CreatedAt}
-		}
-		return nil
+		var err error
+		res, gen, err = insertEntryTx(ctx, tx, c, a)
+		return err
 	})
 	if errors.Is(err, errTokenTaken) {
 		return s.replayFromDB(ctx, c, a)
@@ -89,6 +60,43 @@ func (s *Service) store(ctx context.Context, c Caller, a *storeArgs) (*StoreResu
 	}
 	s.enqueue(ctx, EmbeddingJob{OrgID: c.OrgID, EntryID: res.ID, Generation: gen})
 	return res, nil
+}
+
+// insertEntryTx is the store inside a transaction: a unit of the org's
+// quota, the entry, its task edge. errTokenTaken: the client token already
+// made an entry (the caller rolls back and replays).
+func insertEntryTx(ctx context.Context, tx pgx.Tx, c Caller, a *storeArgs) (*StoreResult, int32, error) {
+	if err := tenancy.ConsumeQuota(ctx, tx, c.OrgID, tenancy.ResourceKnowledgeStored); err != nil {
+		return nil, 0, err
+	}
+	q := sqlc.New(tx)
+	agent := c.AgentID
+	row, err := q.InsertEntry(ctx, sqlc.InsertEntryParams{
+		OrgID: c.OrgID, Title: a.Title, Body: a.Body, Tags: a.Tags,
+		Confidence: int16(a.Confidence), AgentID: &agent, ExpiresAt: a.ExpiresAt,
+		ClientToken: a.ClientToken,
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, 0, errTokenTaken // rolled back: the quota unit goes back too
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	res := &StoreResult{
+		ID: row.ID, Title: a.Title, Tags: a.Tags, Confidence: a.Confidence,
+		ExpiresAt: a.ExpiresAt, EmbeddingStatus: row.EmbeddingStatus, CreatedAt: row.CreatedAt,
+	}
+	if a.TaskRef != nil {
+		l, err := q.InsertTaskLink(ctx, sqlc.InsertTaskLinkParams{
+			OrgID: c.OrgID, TaskID: a.TaskRef.TaskID, KnowledgeID: row.ID,
+			Kind: a.TaskRef.Kind, AgentID: &agent,
+		})
+		if err != nil {
+			return nil, 0, err
+		}
+		res.TaskLink = &TaskLink{TaskID: l.TaskID, KnowledgeID: l.KnowledgeID, Kind: LinkKind(l.Kind), CreatedAt: l.CreatedAt}
+	}
+	return res, row.EmbeddingGeneration, nil
 }
 
 // replayFromDB answers a repeated client token from Postgres: the entry the

@@ -271,6 +271,24 @@ func TestDomainErrorCodesThroughMCP(t *testing.T) {
 	expect("list limit", call(t, as, kt.ToolList, map[string]any{"limit": 0}), "invalid_argument", "limit", "1 to 100")
 	expect("list bad cursor", call(t, as, kt.ToolList, map[string]any{"cursor": "x" + page.NextCursor}), "invalid_argument", "cursor", "")
 	expect("list bad time", call(t, as, kt.ToolList, map[string]any{"createdAfter": "yesterday"}), "invalid_argument", "createdAfter", "RFC 3339")
+	// Correct in one call: supersede_knowledge with a replacement.
+	tok := uuid.NewString()
+	fix := map[string]any{"oldId": a3.ID, "replacement": map[string]any{"title": "a3, corrected", "body": "the right value"}, "clientToken": tok}
+	cr := ok[knowledge.CorrectResult](t, call(t, as, kt.ToolSupersede, fix))
+	if cr.Stored == nil || cr.HeadID != cr.Stored.ID || cr.OldID != a3.ID {
+		t.Fatalf("correction: %+v", cr)
+	}
+	again := ok[knowledge.CorrectResult](t, call(t, as, kt.ToolSupersede, fix))
+	if !again.Stored.Replayed || again.Stored.ID != cr.Stored.ID || !again.AlreadySuperseded {
+		t.Errorf("retried correction: %+v", again)
+	}
+	expect("both", call(t, as, kt.ToolSupersede, map[string]any{"oldId": a1.ID, "newId": a2.ID, "replacement": map[string]any{"title": "t", "body": "b"}}),
+		"invalid_argument", "replacement", "not both")
+	expect("neither", call(t, as, kt.ToolSupersede, map[string]any{"oldId": a1.ID}), "invalid_argument", "newId", "replacement")
+	expect("token without replacement", call(t, as, kt.ToolSupersede, map[string]any{"oldId": a1.ID, "newId": a2.ID, "clientToken": tok}),
+		"invalid_argument", "clientToken", "replacement")
+	expect("bad replacement", call(t, as, kt.ToolSupersede, map[string]any{"oldId": cr.Stored.ID, "replacement": map[string]any{"title": "", "body": "b"}}),
+		"invalid_argument", "replacement.title", "")
 	expect("get unknown", call(t, as, kt.ToolGet, map[string]any{"id": missing}), "not_found", "id", "")
 	expect("get not a uuid", call(t, as, kt.ToolGet, map[string]any{"id": "x"}), "invalid_argument", "id", "UUID")
 

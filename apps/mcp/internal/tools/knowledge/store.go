@@ -51,17 +51,7 @@ Returns the new entry: id (keep it to supersede or link later), title, normalise
 
 Errors come back as isError results starting with a code: invalid_argument (names the argument and the rule; fix and retry), not_found (taskRef.taskId is not a task of your org), quota_exceeded (your org stored as many entries as it may; do not retry), conflict (the same clientToken is still being processed; retry in a moment), unavailable (retry later).`,
 		InputSchema: inputSchema[StoreArgs](func(p map[string]*jsonschema.Schema) {
-			lengthSchema(p["title"], 1, maxTitle)
-			lengthSchema(p["body"], 1, maxBody)
-			tags := p["tags"]
-			tags.MaxItems = iptr(maxTags)
-			lengthSchema(tags.Items, 1, maxTagLength)
-			c := p["confidence"]
-			c.Minimum, c.Maximum, c.Default = fptr(minConfidence), fptr(maxConfidence), []byte("80")
-			p["expiresAt"].Format = "date-time"
-			tr := p["taskRef"]
-			uuidSchema(tr.Properties["taskId"])
-			tr.Properties["kind"].Enum = []any{string(domain.LinkReferences), string(domain.LinkProduced)}
+			entrySchema(p)
 			uuidSchema(p["clientToken"])
 		}),
 		Annotations: &mcp.ToolAnnotations{
@@ -72,6 +62,22 @@ Errors come back as isError results starting with a code: invalid_argument (name
 			OpenWorldHint:   new(false),
 		},
 	}
+}
+
+// entrySchema states the rules of an entry's fields (store_knowledge, and
+// supersede_knowledge's replacement).
+func entrySchema(p map[string]*jsonschema.Schema) {
+	lengthSchema(p["title"], 1, maxTitle)
+	lengthSchema(p["body"], 1, maxBody)
+	tags := p["tags"]
+	tags.MaxItems = iptr(maxTags)
+	lengthSchema(tags.Items, 1, maxTagLength)
+	c := p["confidence"]
+	c.Minimum, c.Maximum, c.Default = fptr(minConfidence), fptr(maxConfidence), []byte("80")
+	p["expiresAt"].Format = "date-time"
+	tr := p["taskRef"]
+	uuidSchema(tr.Properties["taskId"])
+	tr.Properties["kind"].Enum = []any{string(domain.LinkReferences), string(domain.LinkProduced)}
 }
 
 // check enforces the rules of store_knowledge that the schema states.

@@ -9,10 +9,30 @@ import (
 	domain "github.com/agentfleet/orchestrator/packages/knowledge"
 )
 
-// SupersedeArgs are the arguments of supersede_knowledge.
+// SupersedeArgs are the arguments of supersede_knowledge: oldId and exactly
+// one of newId (an entry stored before) and replacement (stored now, in the
+// same transaction).
 type SupersedeArgs struct {
-	OldID string `json:"oldId" jsonschema:"The id of the entry that is no longer current."`
-	NewID string `json:"newId" jsonschema:"The id of the entry that replaces it (store it first with store_knowledge)."`
+	OldID       string           `json:"oldId" jsonschema:"The id of the entry that is no longer current."`
+	NewID       string           `json:"newId,omitempty" jsonschema:"The id of the entry that replaces it, stored before with store_knowledge. Give newId or replacement, not both."`
+	Replacement *ReplacementArgs `json:"replacement,omitempty" jsonschema:"The corrected entry, stored and made to supersede oldId in one step (one quota unit; nothing is stored if the supersession cannot be made). Give newId or replacement, not both."`
+	ClientToken string           `json:"clientToken,omitempty" jsonschema:"With replacement: a UUID you choose to make retries safe; a repeat with the same clientToken answers the first result (stored.replayed: true) and stores nothing new."`
+}
+
+// ReplacementArgs are store_knowledge's arguments inside a correction.
+type ReplacementArgs struct {
+	Title      string       `json:"title" jsonschema:"As in store_knowledge."`
+	Body       string       `json:"body" jsonschema:"As in store_knowledge."`
+	Tags       []string     `json:"tags,omitempty" jsonschema:"As in store_knowledge."`
+	Confidence *int         `json:"confidence,omitempty" jsonschema:"As in store_knowledge. Default 80."`
+	ExpiresAt  string       `json:"expiresAt,omitempty" jsonschema:"As in store_knowledge."`
+	TaskRef    *TaskRefArgs `json:"taskRef,omitempty" jsonschema:"As in store_knowledge."`
+}
+
+// store is the replacement as store_knowledge's arguments.
+func (r *ReplacementArgs) store(token string) *StoreArgs {
+	return &StoreArgs{Title: r.Title, Body: r.Body, Tags: r.Tags, Confidence: r.Confidence,
+		ExpiresAt: r.ExpiresAt, TaskRef: r.TaskRef, ClientToken: token}
 }
 
 func supersedeTool() *mcp.Tool {
@@ -21,15 +41,19 @@ func supersedeTool() *mcp.Tool {
 		Title: "Supersede knowledge",
 		Description: `Mark an entry as replaced by a newer one, so search stops returning the old one by default and points to the new one when asked to include superseded entries. Use it when you stored a correction, an update or a better version of existing knowledge; nothing is deleted.
 
+To correct in one call, give replacement (title, body and the other store_knowledge arguments) instead of newId: the replacement is stored and supersedes oldId in one step, or nothing happens at all; add clientToken to make a retry safe. The answer then also has stored (as store_knowledge answers).
+
 You must be the author of at least one of the two entries (superseding entries you did not write needs the future knowledge:write_others scope). Both entries must belong to your organisation.
 
 Returns oldId, newId, headId (the entry now at the head of the chain: newId, or whatever already replaced newId), moved (how many entries now point to headId) and alreadySuperseded: true when oldId was already replaced by newId (nothing changed; safe to retry).
 
-Errors: invalid_argument (not UUIDs, or oldId = newId), not_found (an id is not an entry of your org), forbidden (neither entry is yours), cycle (newId is already replaced, directly or through a chain, by oldId), conflict (oldId is already replaced by a different entry: supersede that entry instead), unavailable (retry later).`,
-		InputSchema: inputSchema[SupersedeArgs](func(p map[string]*jsonschema.Schema) {
+Errors: invalid_argument (not UUIDs, oldId = newId, both or neither of newId and replacement, or a replacement argument, named replacement.title and so on), quota_exceeded (with replacement), not_found (an id is not an entry of your org), forbidden (neither entry is yours), cycle (newId is already replaced, directly or through a chain, by oldId), conflict (oldId is already replaced by a different entry: supersede that entry instead), unavailable (retry later).`,
+		InputSchema: oneOfRequired(inputSchema[SupersedeArgs](func(p map[string]*jsonschema.Schema) {
 			uuidSchema(p["oldId"])
 			uuidSchema(p["newId"])
-		}),
+			uuidSchema(p["clientToken"])
+			entrySchema(p["replacement"].Properties)
+		}), "newId", "replacement"),
 		Annotations: &mcp.ToolAnnotations{
 			Title:           "Supersede knowledge",
 			DestructiveHint: new(false),
@@ -44,9 +68,17 @@ func (a *SupersedeArgs) check() error {
 	if err != nil {
 		return err
 	}
+	switch {
+	case a.Replacement != nil && a.NewID != "":
+		return domain.InvalidArgument("replacement", "give newId or replacement, not both")
+	case a.Replacement != nil:
+		return domain.InReplacement(a.Replacement.store(a.ClientToken).check())
+	case a.ClientToken != "":
+		return domain.InvalidArgument("clientToken", "only goes with replacement (superseding with newId is idempotent by itself)")
+	}
 	newID, err := parseUUID("newId", a.NewID, true)
 	if err != nil {
-		return err
+		return domain.InvalidArgument("newId", "is required unless replacement is given: a UUID such as 0b7e4c3a-5f1d-4c8e-9a2b-1d3e5f7a9c0b")
 	}
 	if *oldID == *newID {
 		return domain.InvalidArgument("newId", "must differ from oldId: an entry cannot supersede itself")
@@ -54,8 +86,27 @@ func (a *SupersedeArgs) check() error {
 	return nil
 }
 
-func (t *toolset) supersede(ctx context.Context, c domain.Caller, a *SupersedeArgs) (*domain.SupersedeResult, error) {
+func (t *toolset) supersede(ctx context.Context, c domain.Caller, a *SupersedeArgs) (*domain.CorrectResult, error) {
 	oldID, _ := parseUUID("oldId", a.OldID, true)
+	if a.Replacement != nil {
+		in, err := a.Replacement.store(a.ClientToken).input()
+		if err != nil {
+			return nil, domain.InReplacement(err)
+		}
+		return t.svc.Correct(ctx, c, *oldID, in)
+	}
 	newID, _ := parseUUID("newId", a.NewID, true)
-	return t.svc.Supersede(ctx, c, *oldID, *newID)
+	r, err := t.svc.Supersede(ctx, c, *oldID, *newID)
+	if err != nil {
+		return nil, err
+	}
+	return &domain.CorrectResult{SupersedeResult: *r}, nil
+}
+
+// oneOfRequired makes s require exactly one of the named properties.
+func oneOfRequired(s *jsonschema.Schema, names ...string) *jsonschema.Schema {
+	for _, n := range names {
+		s.OneOf = append(s.OneOf, &jsonschema.Schema{Required: []string{n}})
+	}
+	return s
 }

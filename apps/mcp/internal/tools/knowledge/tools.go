@@ -24,6 +24,7 @@ type Service interface {
 	Store(ctx context.Context, c domain.Caller, in domain.StoreInput) (*domain.StoreResult, error)
 	Search(ctx context.Context, c domain.Caller, in domain.SearchInput) (*domain.SearchResult, error)
 	Supersede(ctx context.Context, c domain.Caller, oldID, newID uuid.UUID) (*domain.SupersedeResult, error)
+	Correct(ctx context.Context, c domain.Caller, oldID uuid.UUID, replacement domain.StoreInput) (*domain.CorrectResult, error)
 	Get(ctx context.Context, c domain.Caller, id uuid.UUID) (*domain.Entry, error)
 	List(ctx context.Context, c domain.Caller, in domain.ListInput) (*domain.ListResult, error)
 	TaskKnowledge(ctx context.Context, c domain.Caller, taskID uuid.UUID, kind domain.LinkKind) ([]domain.TaskEntry, error)

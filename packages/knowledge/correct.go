@@ -1,0 +1,104 @@
+package knowledge
+
+import (
+	"context"
+	"errors"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
+)
+
+// CorrectResult is the answer of a correction: the supersession, as
+// Supersede answers it, and the replacement stored (Stored.Replayed on a
+// retry with the same client token).
+type CorrectResult struct {
+	SupersedeResult
+	Stored *StoreResult `json:"stored,omitempty"`
+}
+
+// Correct stores a replacement for oldID and supersedes oldID with it, in
+// one transaction (supersede_knowledge with replacement): one quota unit,
+// and on any failure (oldID missing, already superseded by another entry,
+// quota, a bad task) nothing is stored. The replacement's rules are
+// Store's, its errors name "replacement.<argument>". With a client token a
+// retry answers the first result (Stored.Replayed, AlreadySuperseded).
+func (s *Service) Correct(ctx context.Context, c Caller, oldID uuid.UUID, replacement StoreInput) (*CorrectResult, error) {
+	if err := checkCaller(c, true); err != nil {
+		return nil, err
+	}
+	if oldID == uuid.Nil {
+		return nil, InvalidArgument("oldId", "is required")
+	}
+	a, err := validateStore(c, replacement, s.opts.Now())
+	if err != nil {
+		return nil, InReplacement(err)
+	}
+	if a.ClientToken != nil {
+		prev, err := s.replayFromDB(ctx, c, a)
+		if err == nil {
+			return s.correctReplay(ctx, c, oldID, prev)
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return nil, InReplacement(err)
+		}
+	}
+	for attempt := 1; ; attempt++ {
+		var (
+			res *CorrectResult
+			gen int32
+		)
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			st, g, err := insertEntryTx(ctx, tx, c, a)
+			if err != nil {
+				return err
+			}
+			sup, err := supersedeTx(ctx, sqlc.New(tx), c, oldID, st.ID, nil)
+			if err != nil {
+				return err
+			}
+			res, gen = &CorrectResult{SupersedeResult: *sup, Stored: st}, g
+			return nil
+		})
+		if errors.Is(err, errTokenTaken) { // a concurrent twin committed first
+			prev, err := s.replayFromDB(ctx, c, a)
+			if err != nil {
+				return nil, InReplacement(err)
+			}
+			return s.correctReplay(ctx, c, oldID, prev)
+		}
+		if err != nil && isRetryableTx(err) && attempt < maxSupersedeAttempts {
+			continue
+		}
+		if err != nil {
+			return nil, mapErr(err, "")
+		}
+		s.enqueue(ctx, EmbeddingJob{OrgID: c.OrgID, EntryID: res.Stored.ID, Generation: gen})
+		return res, nil
+	}
+}
+
+// correctReplay answers a retried correction: the entry the client token
+// made, and the supersession as it stands (AlreadySuperseded when the
+// first call made it, as it did in the same transaction).
+func (s *Service) correctReplay(ctx context.Context, c Caller, oldID uuid.UUID, prev *StoreResult) (*CorrectResult, error) {
+	sup, err := s.Supersede(ctx, c, oldID, prev.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &CorrectResult{SupersedeResult: *sup, Stored: prev}, nil
+}
+
+// InReplacement prefixes the argument an error names with "replacement.",
+// the path of the replacement's fields in supersede_knowledge (the client
+// token is an argument of the call itself).
+func InReplacement(err error) error {
+	var e *Error
+	if errors.As(err, &e) && e.Field != "" && e.Field != "clientToken" {
+		c := *e
+		c.Field = "replacement." + e.Field
+		return &c
+	}
+	return err
+}
