@@ -44,39 +44,34 @@ func (s *Service) Correct(ctx context.Context, c Caller, oldID uuid.UUID, replac
 			return nil, InReplacement(err)
 		}
 	}
-	for attempt := 1; ; attempt++ {
-		var (
-			res *CorrectResult
-			gen int32
-		)
-		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			st, g, err := insertEntryTx(ctx, tx, c, a)
-			if err != nil {
-				return err
-			}
-			sup, err := supersedeTx(ctx, sqlc.New(tx), c, oldID, st.ID, nil)
-			if err != nil {
-				return err
-			}
-			res, gen = &CorrectResult{SupersedeResult: *sup, Stored: st}, g
-			return nil
-		})
-		if errors.Is(err, errTokenTaken) { // a concurrent twin committed first
-			prev, err := s.replayFromDB(ctx, c, a)
-			if err != nil {
-				return nil, InReplacement(err)
-			}
-			return s.correctReplay(ctx, c, oldID, prev)
-		}
-		if err != nil && isRetryableTx(err) && attempt < maxSupersedeAttempts {
-			continue
-		}
+	var (
+		res *CorrectResult
+		gen int32
+	)
+	err = s.supersessionTx(ctx, func(tx pgx.Tx) error {
+		st, g, err := insertEntryTx(ctx, tx, c, a)
 		if err != nil {
-			return nil, mapErr(err, "")
+			return err
 		}
-		s.enqueue(ctx, EmbeddingJob{OrgID: c.OrgID, EntryID: res.Stored.ID, Generation: gen})
-		return res, nil
+		sup, err := supersedeTx(ctx, sqlc.New(tx), c, oldID, st.ID, nil)
+		if err != nil {
+			return err
+		}
+		res, gen = &CorrectResult{SupersedeResult: *sup, Stored: st}, g
+		return nil
+	})
+	if errors.Is(err, errTokenTaken) { // a concurrent twin committed first
+		prev, err := s.replayFromDB(ctx, c, a)
+		if err != nil {
+			return nil, InReplacement(err)
+		}
+		return s.correctReplay(ctx, c, oldID, prev)
 	}
+	if err != nil {
+		return nil, mapErr(err, "")
+	}
+	s.enqueue(ctx, EmbeddingJob{OrgID: c.OrgID, EntryID: res.Stored.ID, Generation: gen})
+	return res, nil
 }
 
 // correctReplay answers a retried correction: the entry the client token

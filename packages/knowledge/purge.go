@@ -165,18 +165,7 @@ func (s *Service) purgeBatch(ctx context.Context, tx pgx.Tx, org uuid.UUID, ids 
 	if err != nil || len(rows) == 0 {
 		return err
 	}
-	gone := make(map[uuid.UUID]bool, len(rows))
-	ids = ids[:0]
-	heads := map[uuid.UUID]bool{}
-	for _, r := range rows {
-		gone[r.ID] = true
-		ids = append(ids, r.ID)
-		if r.HeadID != nil {
-			heads[*r.HeadID] = true
-		} else {
-			heads[r.ID] = true
-		}
-	}
+	ids, gone, heads := chainsOf(rows, ids[:0])
 	plan, err := planRelink(ctx, q, org, heads, gone)
 	if err != nil {
 		return err
@@ -225,15 +214,12 @@ func (s *Service) purgeBatch(ctx context.Context, tx pgx.Tx, org uuid.UUID, ids 
 	return tenancy.ReleaseQuota(ctx, tx, org, tenancy.ResourceKnowledgeStored, n)
 }
 
-// countBatch is purgeBatch's dry run: the same numbers, nothing written.
-func (s *Service) countBatch(ctx context.Context, org uuid.UUID, ids []uuid.UUID, rep *PurgeReport) error {
-	rows, err := s.q.PurgeLockEntries(ctx, sqlc.PurgeLockEntriesParams{OrgID: org, Ids: ids})
-	if err != nil || len(rows) == 0 {
-		return err
-	}
+// chainsOf returns the ids of the locked entries (appended to ids), the
+// same as a set, and the heads of their chains (an entry's head, or the
+// entry itself while it is one), which planRelink repairs.
+func chainsOf(rows []sqlc.PurgeLockEntriesRow, ids []uuid.UUID) ([]uuid.UUID, map[uuid.UUID]bool, map[uuid.UUID]bool) {
 	gone := make(map[uuid.UUID]bool, len(rows))
 	heads := map[uuid.UUID]bool{}
-	ids = ids[:0]
 	for _, r := range rows {
 		gone[r.ID] = true
 		ids = append(ids, r.ID)
@@ -243,6 +229,16 @@ func (s *Service) countBatch(ctx context.Context, org uuid.UUID, ids []uuid.UUID
 			heads[r.ID] = true
 		}
 	}
+	return ids, gone, heads
+}
+
+// countBatch is purgeBatch's dry run: the same numbers, nothing written.
+func (s *Service) countBatch(ctx context.Context, org uuid.UUID, ids []uuid.UUID, rep *PurgeReport) error {
+	rows, err := s.q.PurgeLockEntries(ctx, sqlc.PurgeLockEntriesParams{OrgID: org, Ids: ids})
+	if err != nil || len(rows) == 0 {
+		return err
+	}
+	ids, gone, heads := chainsOf(rows, ids[:0])
 	plan, err := planRelink(ctx, s.q, org, heads, gone)
 	if err != nil {
 		return err

@@ -61,20 +61,27 @@ func (s *Service) Supersede(ctx context.Context, c Caller, oldID, newID uuid.UUI
 	case oldID == newID:
 		return nil, InvalidArgument("newId", "must differ from oldId: an entry cannot supersede itself")
 	}
+	var res *SupersedeResult
+	err := s.supersessionTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		res, err = supersedeTx(ctx, sqlc.New(tx), c, oldID, newID, testHookAfterChecks)
+		return err
+	})
+	if err != nil {
+		return nil, mapErr(err, "")
+	}
+	return res, nil
+}
+
+// supersessionTx runs f in a transaction, again (up to
+// maxSupersedeAttempts) when the transaction lost a deadlock or a
+// serialisation race (see Supersede), and returns f's last error as is.
+func (s *Service) supersessionTx(ctx context.Context, f func(pgx.Tx) error) error {
 	for attempt := 1; ; attempt++ {
-		var res *SupersedeResult
-		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			var err error
-			res, err = supersedeTx(ctx, sqlc.New(tx), c, oldID, newID, testHookAfterChecks)
+		err := pgx.BeginFunc(ctx, s.pool, f)
+		if err == nil || !isRetryableTx(err) || attempt >= maxSupersedeAttempts {
 			return err
-		})
-		if err != nil && isRetryableTx(err) && attempt < maxSupersedeAttempts {
-			continue
 		}
-		if err != nil {
-			return nil, mapErr(err, "")
-		}
-		return res, nil
 	}
 }
 
