@@ -13,10 +13,14 @@ import (
 const (
 	ScopeKnowledgeRead  = "knowledge:read"
 	ScopeKnowledgeWrite = "knowledge:write"
+	// ScopeKnowledgeDelete forgets the entries the token's agent wrote.
+	ScopeKnowledgeDelete = "knowledge:delete"
+	// ScopeKnowledgeDeleteOthers forgets any entry of the org.
+	ScopeKnowledgeDeleteOthers = "knowledge:delete_others"
 )
 
 // Catalogue lists every scope a token can carry today.
-var Catalogue = []string{ScopeKnowledgeRead, ScopeKnowledgeWrite}
+var Catalogue = []string{ScopeKnowledgeRead, ScopeKnowledgeWrite, ScopeKnowledgeDelete, ScopeKnowledgeDeleteOthers}
 
 // Quota resources.
 const ResourceKnowledgeStored = "knowledge_stored"
