@@ -133,6 +133,7 @@ func TestErrors(t *testing.T) {
 		{[]string{"agent", "create", "--org", "6f1c0a39-3f7e-4a43-9d0b-8b6f0c1f2a11", "--name", "x"}, 1, "not found"},
 		{[]string{"token", "create", "--org", org, "--agent", agent, "--scopes", "knowledge:write_others"}, 1, "not a known scope"},
 		{[]string{"token", "create", "--org", org, "--agent", agent}, 1, "at least one scope"},
+		{[]string{"token", "create", "--org", org, "--agent", agent, "--scopes", "knowledge:read,knowledge:delete_others"}, 1, "knowledge:delete_others widens knowledge:delete: give both"},
 		{[]string{"token", "create", "--org", other, "--agent", agent, "--scopes", "knowledge:read"}, 1, "not found"},
 		{[]string{"token", "create", "--org", org, "--agent", agent, "--scopes", "knowledge:read", "--ttl", "-1h"}, 2, "--ttl"},
 		{[]string{"token", "revoke", "--id", "6f1c0a39-3f7e-4a43-9d0b-8b6f0c1f2a11"}, 1, "not found"},

@@ -2,9 +2,11 @@ package knowledge
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
@@ -21,6 +23,17 @@ func (s *Service) Get(ctx context.Context, c Caller, id uuid.UUID) (*Entry, erro
 		return nil, InvalidArgument("id", "is required")
 	}
 	row, err := s.q.GetEntry(ctx, sqlc.GetEntryParams{OrgID: c.OrgID, ID: id})
+	if errors.Is(err, pgx.ErrNoRows) && c.AgentID != uuid.Nil {
+		// Its author, or whoever forgot it, reads a forgotten entry as its
+		// tombstone; to anyone else it does not exist.
+		t, terr := s.tombstoneFor(ctx, s.q, c, id)
+		if terr == nil {
+			return &Entry{ID: id, State: StateForgotten, Forgotten: t}, nil
+		}
+		if !errors.Is(terr, pgx.ErrNoRows) {
+			err = terr
+		}
+	}
 	if err != nil {
 		return nil, mapErr(err, "id")
 	}
@@ -33,7 +46,7 @@ func (s *Service) Get(ctx context.Context, c Caller, id uuid.UUID) (*Entry, erro
 		return nil, mapErr(err, "id")
 	}
 	e := &Entry{
-		ID: row.ID, Title: row.Title, Body: row.Body, Tags: nonNil(row.Tags), Confidence: int(row.Confidence),
+		ID: row.ID, State: stateOf(row.SupersededBy, row.ExpiresAt, time.Now()), Title: row.Title, Body: row.Body, Tags: nonNil(row.Tags), Confidence: int(row.Confidence),
 		Source: row.Source, CreatedByAgentID: row.CreatedByAgentID, ExpiresAt: row.ExpiresAt,
 		CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt,
 		EmbeddingStatus: row.EmbeddingStatus, EmbeddedAt: row.EmbeddedAt,

@@ -2,6 +2,7 @@ package knowledge
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
@@ -142,7 +143,12 @@ type TaskLink struct {
 
 // Entry is one whole entry, as the knowledge://{id} resource shows it.
 type Entry struct {
-	ID               uuid.UUID  `json:"id"`
+	ID uuid.UUID `json:"id"`
+	// State is "head" (current knowledge), "superseded" (read headId
+	// instead), "expired" (a head past its expiresAt) or, for a forgotten
+	// entry read by its author or by the agent that forgot it, "forgotten":
+	// then only the tombstone's fields are given (see Forgotten).
+	State            string     `json:"state"`
 	Title            string     `json:"title"`
 	Body             string     `json:"body"`
 	Tags             []string   `json:"tags"`
@@ -168,6 +174,37 @@ type Entry struct {
 	Chain []ChainLink `json:"chain"`
 
 	TaskLinks []TaskLink `json:"taskLinks"`
+
+	// Forgotten is set, and nothing else but ID and State, when the entry
+	// was forgotten: it then reads as its tombstone.
+	Forgotten *Tombstone `json:"-"`
+}
+
+// MarshalJSON gives a forgotten entry as its tombstone, and every other
+// entry field by field.
+func (e *Entry) MarshalJSON() ([]byte, error) {
+	if e.Forgotten != nil {
+		return json.Marshal(e.Forgotten)
+	}
+	type plain Entry
+	return json.Marshal((*plain)(e))
+}
+
+// Entry states.
+const (
+	StateHead       = "head"
+	StateSuperseded = "superseded"
+	StateExpired    = "expired"
+)
+
+func stateOf(supersededBy *uuid.UUID, expiresAt *time.Time, now time.Time) string {
+	switch {
+	case supersededBy != nil:
+		return StateSuperseded
+	case expiresAt != nil && !expiresAt.After(now):
+		return StateExpired
+	}
+	return StateHead
 }
 
 // ChainLink is one recorded supersession: OldID was replaced by NewID.

@@ -123,6 +123,11 @@ func ParseScopes(list string) ([]string, error) {
 	if len(out) == 0 {
 		return nil, &ValidationError{Field: "scopes", Rule: "at least one scope is required (known: " + strings.Join(Catalogue, ", ") + ")"}
 	}
+	// delete_others widens delete (whose tool it unlocks); alone it would
+	// be a token that can forget nothing.
+	if slices.Contains(out, ScopeKnowledgeDeleteOthers) && !slices.Contains(out, ScopeKnowledgeDelete) {
+		return nil, &ValidationError{Field: "scopes", Rule: ScopeKnowledgeDeleteOthers + " widens " + ScopeKnowledgeDelete + ": give both"}
+	}
 	return out, nil
 }
 

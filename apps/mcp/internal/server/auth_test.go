@@ -186,7 +186,8 @@ func TestToolsListedPerScope(t *testing.T) {
 	}{
 		{[]string{tenancy.ScopeKnowledgeRead}, []string{kt.ToolGet, kt.ToolList, kt.ToolSearch}, []string{kt.TaskTemplate, kt.EntryTemplate}},
 		{[]string{tenancy.ScopeKnowledgeWrite}, []string{kt.ToolStore, kt.ToolSupersede}, nil},
-		{allScopes, []string{kt.ToolGet, kt.ToolList, kt.ToolSearch, kt.ToolStore, kt.ToolSupersede}, []string{kt.TaskTemplate, kt.EntryTemplate}},
+		{[]string{tenancy.ScopeKnowledgeDelete}, []string{kt.ToolForget}, nil},
+		{allScopes, []string{kt.ToolForget, kt.ToolGet, kt.ToolList, kt.ToolSearch, kt.ToolStore, kt.ToolSupersede}, []string{kt.TaskTemplate, kt.EntryTemplate}},
 	}
 	for i, c := range cases {
 		a := b.agent(org, "agent-"+string(rune('a'+i)), c.scopes, 0)

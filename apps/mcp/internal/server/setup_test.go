@@ -137,7 +137,7 @@ type agent struct {
 	token   string
 }
 
-var allScopes = []string{tenancy.ScopeKnowledgeRead, tenancy.ScopeKnowledgeWrite}
+var allScopes = tenancy.Catalogue
 
 func (b *bundle) org(name string) uuid.UUID {
 	b.t.Helper()

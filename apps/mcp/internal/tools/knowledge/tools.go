@@ -27,6 +27,7 @@ type Service interface {
 	Correct(ctx context.Context, c domain.Caller, oldID uuid.UUID, replacement domain.StoreInput) (*domain.CorrectResult, error)
 	Get(ctx context.Context, c domain.Caller, id uuid.UUID) (*domain.Entry, error)
 	List(ctx context.Context, c domain.Caller, in domain.ListInput) (*domain.ListResult, error)
+	Forget(ctx context.Context, c domain.Caller, id uuid.UUID, reason string, othersAllowed bool) (*domain.ForgetResult, error)
 	TaskKnowledge(ctx context.Context, c domain.Caller, taskID uuid.UUID, kind domain.LinkKind) ([]domain.TaskEntry, error)
 }
 
@@ -37,6 +38,7 @@ const (
 	ToolSupersede = "supersede_knowledge"
 	ToolGet       = "get_knowledge"
 	ToolList      = "list_knowledge"
+	ToolForget    = "forget_knowledge"
 )
 
 // toolScopes maps every tool to the scope it needs.
@@ -46,6 +48,7 @@ var toolScopes = map[string]string{
 	ToolSupersede: tenancy.ScopeKnowledgeWrite,
 	ToolGet:       tenancy.ScopeKnowledgeRead,
 	ToolList:      tenancy.ScopeKnowledgeRead,
+	ToolForget:    tenancy.ScopeKnowledgeDelete,
 }
 
 // ResourceScope is the scope every resource read needs.
@@ -71,6 +74,7 @@ func Register(srv *mcp.Server, svc Service, opts Options) {
 	addTool(srv, t, supersedeTool(), t.supersede)
 	addTool(srv, t, getTool(), t.get)
 	addTool(srv, t, listTool(), t.list)
+	addTool(srv, t, forgetTool(), t.forget)
 	t.registerResources(srv)
 }
 

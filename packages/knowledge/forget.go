@@ -1,0 +1,150 @@
+package knowledge
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
+)
+
+// MaxForgetReason bounds forget_knowledge's reason (runes), as the
+// tombstone's CHECK does.
+const MaxForgetReason = 500
+
+// Tombstone is what is left of a forgotten entry: who wrote it and when,
+// who forgot it, when and why. It holds no content.
+type Tombstone struct {
+	ID                 uuid.UUID  `json:"id"`
+	State              string     `json:"state"` // always "forgotten"
+	CreatedByAgentID   *uuid.UUID `json:"createdByAgentId,omitempty"`
+	CreatedAt          time.Time  `json:"createdAt"`
+	ForgottenByAgentID uuid.UUID  `json:"forgottenByAgentId"`
+	ForgottenAt        time.Time  `json:"forgottenAt"`
+	Reason             string     `json:"reason"`
+}
+
+// ForgetResult answers Forget.
+type ForgetResult struct {
+	Tombstone
+	// AlreadyForgotten: an earlier call forgot the entry; nothing changed.
+	AlreadyForgotten bool `json:"alreadyForgotten"`
+	// Relinked and HeadsAgain say how the entry's chain was repaired: the
+	// entries that now point past it, and those that are heads again
+	// because it was the head they pointed at.
+	Relinked   int64 `json:"relinked"`
+	HeadsAgain int64 `json:"headsAgain"`
+	TaskLinks  int64 `json:"taskLinks"` // task links removed
+}
+
+// Forget erases one entry of the caller's org at once and leaves a
+// tombstone. The row goes the way Purge erases it (title, body, tags and
+// vector, its task links, its postings and its share of the org's index
+// statistics, its store idempotence key), so a leaked secret is gone from
+// the database, not hidden; chains are repaired as Purge repairs them (an
+// entry that pointed at it points past it, or is a head again when it was
+// the head); the org's knowledge_stored quota gets the entry's unit back
+// (the quota counts what is stored, and a forgotten entry stores nothing).
+//
+// The entry's author may forget it; anyone else needs othersAllowed (the
+// edge passes whether the token holds knowledge:delete_others). Forgetting
+// a forgotten entry again answers the tombstone with AlreadyForgotten, to
+// its author and to whoever forgot it; to anyone else a forgotten id is
+// not found, like an id that never existed or belongs to another org.
+func (s *Service) Forget(ctx context.Context, c Caller, id uuid.UUID, reason string, othersAllowed bool) (*ForgetResult, error) {
+	if err := checkCaller(c, true); err != nil {
+		return nil, err
+	}
+	if id == uuid.Nil {
+		return nil, InvalidArgument("id", "is required")
+	}
+	reason = strings.TrimSpace(reason)
+	switch {
+	case reason == "":
+		return nil, InvalidArgument("reason", "is required (say why the entry is forgotten; it is kept in the tombstone)")
+	case !utf8.ValidString(reason):
+		return nil, InvalidArgument("reason", "must be valid UTF-8")
+	case utf8.RuneCountInString(reason) > MaxForgetReason:
+		return nil, InvalidArgument("reason", "must be at most %d characters", MaxForgetReason)
+	}
+	var res *ForgetResult
+	var clientToken *uuid.UUID
+	err := s.supersessionTx(ctx, func(tx pgx.Tx) error {
+		res, clientToken = nil, nil
+		q := sqlc.New(tx)
+		if err := q.LockOrgSupersessions(ctx, c.OrgID.String()); err != nil {
+			return err
+		}
+		if _, err := q.LockSearchStats(ctx, sqlc.LockSearchStatsParams{OrgID: c.OrgID, DefaultConfig: s.opts.TextSearchConfig}); err != nil {
+			return err
+		}
+		row, err := q.ForgetLockEntry(ctx, sqlc.ForgetLockEntryParams{OrgID: c.OrgID, ID: id})
+		if errors.Is(err, pgx.ErrNoRows) {
+			t, err := s.tombstoneFor(ctx, q, c, id)
+			if err != nil {
+				return err
+			}
+			res = &ForgetResult{Tombstone: *t, AlreadyForgotten: true}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if (row.CreatedByAgentID == nil || *row.CreatedByAgentID != c.AgentID) && !othersAllowed {
+			return &Error{Code: CodeForbidden, Field: "id",
+				Message: "the calling agent did not write this entry; forgetting other agents' entries needs the knowledge:delete_others scope"}
+		}
+		var rep PurgeReport
+		if err := s.purgeBatch(ctx, tx, c.OrgID, []uuid.UUID{id}, true, &rep); err != nil {
+			return err
+		}
+		t, err := q.InsertTombstone(ctx, sqlc.InsertTombstoneParams{
+			OrgID: c.OrgID, ID: id, CreatedByAgentID: row.CreatedByAgentID, CreatedAt: row.CreatedAt,
+			ForgottenByAgentID: c.AgentID, Reason: reason,
+		})
+		if err != nil {
+			return err
+		}
+		res = &ForgetResult{Tombstone: tombstone(t), Relinked: rep.Relinked, HeadsAgain: rep.HeadsAgain, TaskLinks: rep.TaskLinks}
+		clientToken = row.ClientToken
+		return nil
+	})
+	if err != nil {
+		return nil, mapErr(err, "id")
+	}
+	if clientToken != nil && res.CreatedByAgentID != nil && s.opts.Redis != nil {
+		// The store's recorded answer (kept 60 s) names the erased entry: a
+		// retry of that store must not be answered with a forgotten id. The
+		// row is gone whatever happens here; a failure only leaves a key
+		// that expires within the minute.
+		_ = s.opts.Redis.Del(ctx, IdempotenceKey(c.OrgID, *res.CreatedByAgentID, *clientToken)).Err()
+	}
+	return res, nil
+}
+
+// tombstoneFor reads id's tombstone for c: only the entry's author and the
+// agent that forgot it see it; to anyone else it does not exist.
+func (s *Service) tombstoneFor(ctx context.Context, q *sqlc.Queries, c Caller, id uuid.UUID) (*Tombstone, error) {
+	t, err := q.GetTombstone(ctx, sqlc.GetTombstoneParams{OrgID: c.OrgID, ID: id})
+	if err != nil {
+		return nil, err
+	}
+	if t.ForgottenByAgentID != c.AgentID && (t.CreatedByAgentID == nil || *t.CreatedByAgentID != c.AgentID) {
+		return nil, pgx.ErrNoRows
+	}
+	ts := tombstone(t)
+	return &ts, nil
+}
+
+func tombstone(t sqlc.KnowledgeTombstone) Tombstone {
+	return Tombstone{ID: t.ID, State: StateForgotten, CreatedByAgentID: t.CreatedByAgentID, CreatedAt: t.CreatedAt,
+		ForgottenByAgentID: t.ForgottenByAgentID, ForgottenAt: t.ForgottenAt, Reason: t.Reason}
+}
+
+// StateForgotten is the state of a forgotten entry's tombstone.
+const StateForgotten = "forgotten"
