@@ -142,7 +142,9 @@ SELECT set_config('enable_sort', 'off', true),
 
 -- name: ListEntries :many
 -- One page of list_knowledge: the org's entries newest first, strictly
--- before the position (before_at, before_id), filtered. The position is a
+-- before the position (before_at, before_id), filtered. With as_of, what
+-- the org knew then: the position starts at as_of (so nothing created
+-- later), and superseded and expired mean "by as_of". The position is a
 -- row comparison on the columns of knowledge_org_created_idx after org_id,
 -- so the page is an index range scan backwards from it, as fast at any
 -- depth as on the first page; the tags test is written so that no bitmap
@@ -159,7 +161,7 @@ WHERE k.org_id = @org_id
   AND (NOT @by_author::bool OR k.created_by_agent_id = @author_id::uuid)
   AND (NOT @by_task::bool OR EXISTS (SELECT 1 FROM task_knowledge t
                                      WHERE t.org_id = k.org_id AND t.task_id = @task_id::uuid AND t.knowledge_id = k.id))
-  AND (@include_superseded::bool OR k.head_id IS NULL)
-  AND (@include_expired::bool OR k.expires_at IS NULL OR k.expires_at > now())
+  AND (@include_superseded::bool OR k.head_id IS NULL OR k.superseded_at > sqlc.narg(as_of)::timestamptz)
+  AND (@include_expired::bool OR k.expires_at IS NULL OR k.expires_at > coalesce(sqlc.narg(as_of)::timestamptz, now()))
 ORDER BY k.created_at DESC, k.id DESC
 LIMIT @max_rows::int;

@@ -34,6 +34,8 @@ type ListInput struct {
 	IncludeExpired    bool
 	Limit             int    // 1..MaxListLimit, default DefaultListLimit
 	Cursor            string // NextCursor of the previous page; "" for the first
+	// AsOf as in search: what the org knew then.
+	AsOf *time.Time
 }
 
 // ListResult is one page. NextCursor is empty on the last page.
@@ -107,10 +109,19 @@ func (s *Service) List(ctx context.Context, c Caller, in ListInput) (*ListResult
 		// Strictly before: no entry's id sorts below the nil UUID.
 		at, id = *in.CreatedBefore, uuid.Nil
 	}
+	asOf, err := checkAsOf(in.AsOf, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	if asOf != nil && !at.Before(*asOf) {
+		// At or before asOf: every id sorts below the greatest UUID but
+		// that one, which gen_random_uuid never makes.
+		at, id = *asOf, maxUUID
+	}
 	p := sqlc.ListEntriesParams{
 		SnippetChars: SnippetChars + 1, // one more: Snippet then knows it cut
 		OrgID:        c.OrgID, BeforeAt: at, BeforeID: id, CreatedAfter: listLast, Tags: tags,
-		IncludeSuperseded: in.IncludeSuperseded, IncludeExpired: in.IncludeExpired,
+		IncludeSuperseded: in.IncludeSuperseded, IncludeExpired: in.IncludeExpired, AsOf: asOf,
 		MaxRows: int32(limit + 1), // one more: is there a next page?
 	}
 	if in.CreatedAfter != nil {

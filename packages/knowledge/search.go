@@ -143,6 +143,12 @@ const (
 	// sooner, from OrgVectorIndexMinDocs).
 	hnswMinDocs   = 1000
 	hnswCostRatio = 70
+	// asOfWiden: an asOf search asks the vector functions for this many
+	// times the candidates (their filters are of today) and keeps those
+	// the org knew then. Entries stored or superseded since the asOf time
+	// take places among the nearest; past this many, the vector list of
+	// an asOf search is shorter than a search of today's.
+	asOfWiden = 4
 )
 
 // The lists of the ranking statement (sql/search_candidates.sql, @lists).
@@ -269,6 +275,8 @@ func (s *Service) candidateArgs(c Caller, a *searchArgs, depth int, tableDocs in
 		"tags":               a.Tags,
 		"include_superseded": a.IncludeSuperseded,
 		"include_expired":    a.IncludeExpired,
+		"as_of":              a.AsOf,
+		"as_of_widen":        asOfWiden,
 		"candidates":         depth,
 		"per_term":           s.perTerm(PerTermPostings),
 		"min_per_term":       s.perTerm(MinTermPostings),

@@ -70,6 +70,10 @@ type SearchInput struct {
 	IncludeExpired    bool
 	MinScore          *float64
 	EfSearch          int // 0: 64
+	// AsOf, when set, answers what the org knew then: entries created at
+	// or before it, superseded or expired only if they were by then.
+	// Forgotten entries stay forgotten. Must not be in the future.
+	AsOf *time.Time
 }
 
 // Hit is one search result.

@@ -95,6 +95,7 @@ type searchArgs struct {
 	IncludeExpired    bool     `json:"includeExpired"`
 	MinScore          *float64 `json:"minScore" validate:"omitempty,finite,min=0,max=1"`
 	EfSearch          int      `json:"efSearch" validate:"min=1,max=200"`
+	AsOf              *time.Time
 }
 
 // validateStore checks and normalises a store call. It does no I/O.
@@ -163,7 +164,23 @@ func validateSearch(c Caller, in SearchInput) (*searchArgs, error) {
 		return nil, err
 	}
 	a.Tags = tags
+	if a.AsOf, err = checkAsOf(in.AsOf, time.Now()); err != nil {
+		return nil, err
+	}
 	return a, nil
+}
+
+// checkAsOf refuses an asOf in the future: the answer would change as time
+// passes, which is not what "as of" promises.
+func checkAsOf(asOf *time.Time, now time.Time) (*time.Time, error) {
+	if asOf == nil {
+		return nil, nil
+	}
+	if asOf.After(now) {
+		return nil, InvalidArgument("asOf", "must not be in the future (got %s; now is %s)", asOf.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+	}
+	t := asOf.UTC()
+	return &t, nil
 }
 
 func checkCaller(c Caller, needAgent bool) error {

@@ -125,8 +125,9 @@ fts AS (
             SELECT 1 FROM knowledge k
             WHERE k.org_id = @org_id AND k.id = s.entry_id
               AND (cardinality(@tags::text[]) = 0 OR k.tags @> @tags::text[])
-              AND (@include_superseded::bool OR k.head_id IS NULL)
-              AND (@include_expired::bool OR k.expires_at IS NULL OR k.expires_at > now())
+              AND (@as_of::timestamptz IS NULL OR k.created_at <= @as_of::timestamptz)
+              AND (@include_superseded::bool OR k.superseded_at IS NULL OR k.superseded_at > coalesce(@as_of::timestamptz, 'infinity'))
+              AND (@include_expired::bool OR k.expires_at IS NULL OR k.expires_at > coalesce(@as_of::timestamptz, now()))
             LIMIT 1
         ) k
         LIMIT @candidates::int
@@ -161,8 +162,9 @@ ttl AS (
             SELECT 1 FROM knowledge k
             WHERE k.org_id = @org_id AND k.id = c.id
               AND (cardinality(@tags::text[]) = 0 OR k.tags @> @tags::text[])
-              AND (@include_superseded::bool OR k.head_id IS NULL)
-              AND (@include_expired::bool OR k.expires_at IS NULL OR k.expires_at > now())
+              AND (@as_of::timestamptz IS NULL OR k.created_at <= @as_of::timestamptz)
+              AND (@include_superseded::bool OR k.superseded_at IS NULL OR k.superseded_at > coalesce(@as_of::timestamptz, 'infinity'))
+              AND (@include_expired::bool OR k.expires_at IS NULL OR k.expires_at > coalesce(@as_of::timestamptz, now()))
             LIMIT 1
         ) k
         LIMIT @candidates::int
@@ -173,14 +175,32 @@ ttl AS (
 -- table (see search.go, vectorPlan).
 vec AS MATERIALIZED (
     SELECT v.id, v.dist
-    FROM knowledge_vector_hnsw(@org_id, @query_vec::vector, @model::text, @tags::text[],
-                               @include_superseded::bool, @include_expired::bool, @candidates::int) AS v (id, dist)
-    WHERE @query_vec::vector IS NOT NULL AND @lists::int & 1 <> 0 AND (SELECT use_hnsw FROM st)
-    UNION ALL
-    SELECT v.id, v.dist
-    FROM knowledge_vector_exact(@org_id, @query_vec::vector, @model::text, @tags::text[],
-                                @include_superseded::bool, @include_expired::bool, @candidates::int) AS v (id, dist)
-    WHERE @query_vec::vector IS NOT NULL AND @lists::int & 1 <> 0 AND NOT (SELECT use_hnsw FROM st)
+    FROM (
+        SELECT v.id, v.dist
+        FROM knowledge_vector_hnsw(@org_id, @query_vec::vector, @model::text, @tags::text[],
+                                   @include_superseded::bool OR @as_of::timestamptz IS NOT NULL,
+                                   @include_expired::bool OR @as_of::timestamptz IS NOT NULL,
+                                   @candidates::int * CASE WHEN @as_of::timestamptz IS NULL THEN 1 ELSE @as_of_widen::int END) AS v (id, dist)
+        WHERE @query_vec::vector IS NOT NULL AND @lists::int & 1 <> 0 AND (SELECT use_hnsw FROM st)
+        UNION ALL
+        SELECT v.id, v.dist
+        FROM knowledge_vector_exact(@org_id, @query_vec::vector, @model::text, @tags::text[],
+                                    @include_superseded::bool OR @as_of::timestamptz IS NOT NULL,
+                                    @include_expired::bool OR @as_of::timestamptz IS NOT NULL,
+                                    @candidates::int * CASE WHEN @as_of::timestamptz IS NULL THEN 1 ELSE @as_of_widen::int END) AS v (id, dist)
+        WHERE @query_vec::vector IS NOT NULL AND @lists::int & 1 <> 0 AND NOT (SELECT use_hnsw FROM st)
+    ) v
+    -- asOf: the functions' own filters are of today, so they are asked for
+    -- everything (superseded and expired too, @as_of_widen times as many)
+    -- and what the org knew then is kept here.
+    WHERE @as_of::timestamptz IS NULL OR EXISTS (
+        SELECT 1 FROM knowledge k
+        WHERE k.org_id = @org_id AND k.id = v.id
+          AND k.created_at <= @as_of::timestamptz
+          AND (@include_superseded::bool OR k.superseded_at IS NULL OR k.superseded_at > @as_of::timestamptz)
+          AND (@include_expired::bool OR k.expires_at IS NULL OR k.expires_at > @as_of::timestamptz))
+    ORDER BY v.dist, v.id
+    LIMIT @candidates::int
 ),
 vec_ranked AS (
     -- relaxed_order may return rows slightly out of order: re-rank here.

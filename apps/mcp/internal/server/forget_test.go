@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -125,6 +126,19 @@ func TestNewToolsOverStdio(t *testing.T) {
 	}
 	if got := ok[map[string]any](t, call(t, cs, kt.ToolGet, map[string]any{"id": gone.ID})); got["state"] != "forgotten" {
 		t.Fatalf("get: %v", got)
+	}
+	if res := ok[knowledge.SearchResult](t, call(t, cs, kt.ToolSearch, map[string]any{"query": "first", "asOf": "2000-01-01T00:00:00Z"})); len(res.Hits) != 0 {
+		t.Errorf("asOf before anything was stored: %+v", res.Hits)
+	}
+	if res := ok[knowledge.SearchResult](t, call(t, cs, kt.ToolSearch, map[string]any{"query": "first", "asOf": time.Now().UTC().Format(time.RFC3339Nano)})); len(res.Hits) != 1 {
+		t.Errorf("asOf now: %+v", res.Hits)
+	}
+	for _, asOf := range []string{"2999-01-01T00:00:00Z", "yesterday"} {
+		for tool, args := range map[string]map[string]any{kt.ToolSearch: {"query": "first", "asOf": asOf}, kt.ToolList: {"asOf": asOf}} {
+			if e := toolErr(t, call(t, cs, tool, args)); e.Code != "invalid_argument" || e.Field != "asOf" {
+				t.Errorf("%s asOf %s: %+v", tool, asOf, e)
+			}
+		}
 	}
 	cancel()
 	<-served

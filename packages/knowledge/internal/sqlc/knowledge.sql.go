@@ -400,10 +400,10 @@ WHERE k.org_id = $2
   AND (NOT $7::bool OR k.created_by_agent_id = $8::uuid)
   AND (NOT $9::bool OR EXISTS (SELECT 1 FROM task_knowledge t
                                      WHERE t.org_id = k.org_id AND t.task_id = $10::uuid AND t.knowledge_id = k.id))
-  AND ($11::bool OR k.head_id IS NULL)
-  AND ($12::bool OR k.expires_at IS NULL OR k.expires_at > now())
+  AND ($11::bool OR k.head_id IS NULL OR k.superseded_at > $12::timestamptz)
+  AND ($13::bool OR k.expires_at IS NULL OR k.expires_at > coalesce($12::timestamptz, now()))
 ORDER BY k.created_at DESC, k.id DESC
-LIMIT $13::int
+LIMIT $14::int
 `
 
 type ListEntriesParams struct {
@@ -418,6 +418,7 @@ type ListEntriesParams struct {
 	ByTask            bool
 	TaskID            uuid.UUID
 	IncludeSuperseded bool
+	AsOf              *time.Time
 	IncludeExpired    bool
 	MaxRows           int32
 }
@@ -436,7 +437,9 @@ type ListEntriesRow struct {
 }
 
 // One page of list_knowledge: the org's entries newest first, strictly
-// before the position (before_at, before_id), filtered. The position is a
+// before the position (before_at, before_id), filtered. With as_of, what
+// the org knew then: the position starts at as_of (so nothing created
+// later), and superseded and expired mean "by as_of". The position is a
 // row comparison on the columns of knowledge_org_created_idx after org_id,
 // so the page is an index range scan backwards from it, as fast at any
 // depth as on the first page; the tags test is written so that no bitmap
@@ -456,6 +459,7 @@ func (q *Queries) ListEntries(ctx context.Context, arg ListEntriesParams) ([]Lis
 		arg.ByTask,
 		arg.TaskID,
 		arg.IncludeSuperseded,
+		arg.AsOf,
 		arg.IncludeExpired,
 		arg.MaxRows,
 	)

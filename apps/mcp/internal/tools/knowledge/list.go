@@ -20,6 +20,7 @@ type ListArgs struct {
 	IncludeExpired    bool     `json:"includeExpired,omitempty" jsonschema:"Also list entries whose expiresAt has passed. Default false."`
 	Limit             *int     `json:"limit,omitempty" jsonschema:"Entries per page, 1 to 100. Default 20."`
 	Cursor            string   `json:"cursor,omitempty" jsonschema:"nextCursor of the previous page, exactly as given; omit for the first page."`
+	AsOf              string   `json:"asOf,omitempty" jsonschema:"List as the organisation knew it at this past RFC 3339 date-time: only entries created by then, superseded or expired only if they were by then (forgotten entries stay forgotten)."`
 }
 
 func listTool() *mcp.Tool {
@@ -39,6 +40,7 @@ Errors: invalid_argument (names the argument: a bad UUID, date-time, tag, limit 
 			uuidSchema(p["taskId"])
 			p["createdAfter"].Format = "date-time"
 			p["createdBefore"].Format = "date-time"
+			p["asOf"].Format = "date-time"
 			p["includeSuperseded"].Default = []byte("false")
 			p["includeExpired"].Default = []byte("false")
 			l := p["limit"]
@@ -77,6 +79,9 @@ func (a *ListArgs) input() (domain.ListInput, error) {
 		return in, err
 	}
 	if in.CreatedBefore, err = parseTime("createdBefore", a.CreatedBefore); err != nil {
+		return in, err
+	}
+	if in.AsOf, err = parseTime("asOf", a.AsOf); err != nil {
 		return in, err
 	}
 	return in, nil

@@ -30,6 +30,7 @@ type SearchArgs struct {
 	IncludeExpired    bool     `json:"includeExpired,omitempty" jsonschema:"Also return entries whose expiresAt has passed. Default false."`
 	MinScore          *float64 `json:"minScore,omitempty"` // described in searchTool: minScoreDescription names the domain's default
 	EfSearch          *int     `json:"efSearch,omitempty" jsonschema:"Advanced: the HNSW probe width of the vector search, 1 to 200, default 64. Raise it only when you expect relevant hits that are not returned."`
+	AsOf              string   `json:"asOf,omitempty" jsonschema:"Answer as the organisation knew it at this past RFC 3339 date-time: only entries created by then, superseded or expired only if they were by then (forgotten entries stay forgotten). superseded and headId still say what replaced a hit since."`
 }
 
 // defaultMinScore is the domain's gate as JSON, for the schema and the
@@ -73,6 +74,7 @@ func searchTool() *mcp.Tool {
 			m.Description, m.Default = minScoreDescription, []byte(defaultMinScore)
 			e := p["efSearch"]
 			e.Minimum, e.Maximum, e.Default = fptr(minEfSearch), fptr(maxEfSearch), []byte("64")
+			p["asOf"].Format = "date-time"
 		}),
 		Annotations: &mcp.ToolAnnotations{
 			Title:         "Search knowledge",
@@ -100,6 +102,9 @@ func (a *SearchArgs) check() error {
 	if a.MinScore != nil && (math.IsNaN(*a.MinScore) || *a.MinScore < 0 || *a.MinScore > 1) {
 		return domain.InvalidArgument("minScore", "must be a number from 0 to 1 (got %v)", *a.MinScore)
 	}
+	if _, err := parseTime("asOf", a.AsOf); err != nil {
+		return err
+	}
 	return checkIntRange("efSearch", a.EfSearch, minEfSearch, maxEfSearch)
 }
 
@@ -117,6 +122,7 @@ func (t *toolset) search(ctx context.Context, c domain.Caller, a *SearchArgs) (*
 	if a.EfSearch != nil {
 		in.EfSearch = *a.EfSearch
 	}
+	in.AsOf, _ = parseTime("asOf", a.AsOf) // checked
 	res, err := t.svc.Search(ctx, c, in)
 	if err == nil && res.Hits == nil {
 		res.Hits = []domain.Hit{} // "hits": [] rather than null
