@@ -47,6 +47,11 @@ func (s *Service) store(ctx context.Context, c Caller, a *storeArgs) (*StoreResu
 		res *StoreResult
 		gen int32
 	)
+	// The duplicate check runs meanwhile on another connection: it reads
+	// only committed entries, so it never sees the one being stored, and
+	// the store waits for it only as long as the insert takes or
+	// similarBudget, whichever is longer.
+	similar := s.similarAsync(ctx, c.OrgID, a.Title, a.Body)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
 		res, gen, err = insertEntryTx(ctx, tx, c, a)
@@ -58,6 +63,7 @@ func (s *Service) store(ctx context.Context, c Caller, a *storeArgs) (*StoreResu
 	if err != nil {
 		return nil, mapErr(err, "")
 	}
+	res.Similar = similar(res.ID)
 	s.enqueue(ctx, EmbeddingJob{OrgID: c.OrgID, EntryID: res.ID, Generation: gen})
 	return res, nil
 }
@@ -85,6 +91,7 @@ func insertEntryTx(ctx context.Context, tx pgx.Tx, c Caller, a *storeArgs) (*Sto
 	res := &StoreResult{
 		ID: row.ID, Title: a.Title, Tags: a.Tags, Confidence: a.Confidence,
 		ExpiresAt: a.ExpiresAt, EmbeddingStatus: row.EmbeddingStatus, CreatedAt: row.CreatedAt,
+		Similar: []Similar{},
 	}
 	if a.TaskRef != nil {
 		l, err := q.InsertTaskLink(ctx, sqlc.InsertTaskLinkParams{
@@ -117,6 +124,7 @@ func (s *Service) replayFromDB(ctx context.Context, c Caller, a *storeArgs) (*St
 	res := &StoreResult{
 		ID: row.ID, Title: row.Title, Tags: row.Tags, Confidence: int(row.Confidence),
 		ExpiresAt: row.ExpiresAt, EmbeddingStatus: row.EmbeddingStatus, CreatedAt: row.CreatedAt, Replayed: true,
+		Similar: []Similar{}, // not recomputed for a replay answered from the database
 	}
 	if same && a.TaskRef != nil {
 		l, err := s.q.GetTaskLink(ctx, sqlc.GetTaskLinkParams{

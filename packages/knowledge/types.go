@@ -59,6 +59,11 @@ type StoreResult struct {
 	CreatedAt       time.Time  `json:"createdAt"`
 	TaskLink        *TaskLink  `json:"taskLink,omitempty"`
 	Replayed        bool       `json:"replayed,omitempty"`
+	// Similar lists up to MaxSimilar existing head entries of the org that
+	// look like the same knowledge (similar.go); empty when none, or when
+	// the check could not run within its budget (the store is never held
+	// up or failed by it).
+	Similar []Similar `json:"similar"`
 }
 
 // SearchInput is the search_knowledge call. Zero values mean defaults.

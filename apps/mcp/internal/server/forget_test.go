@@ -140,6 +140,11 @@ func TestNewToolsOverStdio(t *testing.T) {
 			}
 		}
 	}
+	// A second copy is answered with the first as similar.
+	dup := ok[knowledge.StoreResult](t, call(t, cs, kt.ToolStore, map[string]any{"title": "first", "body": "kept"}))
+	if len(dup.Similar) != 1 || dup.Similar[0].ID != first.ID || dup.Similar[0].Score != 1 {
+		t.Errorf("store of a copy: similar %+v", dup.Similar)
+	}
 	cancel()
 	<-served
 }

@@ -49,6 +49,8 @@ Use it for durable, reusable facts: how a system behaves, a fix that worked, a d
 
 Returns the new entry: id (keep it to supersede or link later), title, normalised tags, confidence, expiresAt, createdAt, taskLink when taskRef was given, and embeddingStatus. embeddingStatus is "pending" right after storing: the entry is immediately findable by its words and title, and joins semantic (vector) search a few seconds later once its embedding is "ready". replayed: true means this was a retry with the same clientToken and nothing new was stored.
 
+similar lists up to 3 existing current entries of your organisation that look like the same knowledge (id, title, score: the share of words the two have in common, 0.4 to 1). Read them: if one says the same as yours, keep one of the two, by superseding the older with the newer or better one (supersede_knowledge), so the next agent finds one answer instead of several.
+
 Errors come back as isError results starting with a code: invalid_argument (names the argument and the rule; fix and retry), not_found (taskRef.taskId is not a task of your org), quota_exceeded (your org stored as many entries as it may; do not retry), conflict (the same clientToken is still being processed; retry in a moment), unavailable (retry later).`,
 		InputSchema: inputSchema[StoreArgs](func(p map[string]*jsonschema.Schema) {
 			entrySchema(p)

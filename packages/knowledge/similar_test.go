@@ -1,0 +1,81 @@
+package knowledge_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge"
+)
+
+// store_knowledge lists the org's existing head entries that look like the
+// new one: found through the index (indexed entries) and through the queue
+// (entries stored a moment ago), never another org's, never a superseded
+// or the new entry itself, and nothing for a distinct entry on the same
+// subject.
+func TestStoreListsSimilarEntries(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const body = "Autovacuum cannot remove dead tuples while an idle-in-transaction session holds an old snapshot; " +
+		"find it in pg_stat_activity and set idle_in_transaction_session_timeout to end such sessions."
+	orig := b.store(t, b.alice, "VACUUM stalls on long transactions", body)
+	b.store(t, b.alice, "Redis eviction policy for the job queue", "Use noeviction for the asynq Redis so queued jobs are never evicted under memory pressure.")
+	b.store(t, b.eve, "VACUUM stalls on long transactions", body) // another org: never listed
+	old := b.store(t, b.alice, "VACUUM stalls on old transactions", body)
+	newer := b.store(t, b.alice, "Unrelated newer entry", "says something else entirely about deploy pipelines")
+	if _, err := b.svc.Supersede(b.ctx, b.alice, old, newer); err != nil {
+		t.Fatal(err)
+	}
+	b.indexAll(t)
+
+	check := func(name string, want int, title, body string) []knowledge.Similar {
+		t.Helper()
+		r, err := b.svc.Store(b.ctx, b.bob, knowledge.StoreInput{Title: title, Body: body})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Similar) != want {
+			t.Fatalf("%s: similar %+v, want %d", name, r.Similar, want)
+		}
+		for _, s := range r.Similar {
+			if s.ID == r.ID || s.ID == old || s.Score < knowledge.SimilarThreshold || s.Score > 1 {
+				t.Fatalf("%s: listed %+v", name, s)
+			}
+		}
+		return r.Similar
+	}
+	// A reworded copy: found through the index.
+	got := check("reworded", 1, "Long transactions stall VACUUM",
+		"An idle-in-transaction session holding an old snapshot stops autovacuum from removing dead tuples; "+
+			"set idle_in_transaction_session_timeout and look in pg_stat_activity.")
+	if got[0].ID != orig || got[0].Title != "VACUUM stalls on long transactions" {
+		t.Fatalf("reworded: %+v", got)
+	}
+	// The copy just stored is not indexed yet: found through the queue,
+	// next to the original.
+	if got := check("again", 2, "VACUUM stalls on long transactions", body); got[0].Score != 1 {
+		t.Fatalf("an exact copy scores %v", got[0].Score)
+	}
+	// Same subject, different knowledge: nothing.
+	check("distinct", 0, "VACUUM freezes tuples to prevent wraparound",
+		"Anti-wraparound autovacuum freezes old tuples; autovacuum_freeze_max_age sets when it starts, whatever the dead tuples.")
+	check("unrelated", 0, "Go modules", "go mod tidy ignores go.work; add a replace directive")
+}
+
+func TestSimilarScore(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		a, b string
+		min  float64
+		max  float64
+	}{
+		{"the cat sat on the mat", "The cat sat on the mat.", 1, 1},
+		{"The cat sat", "a dog ran", 0, 0},
+		{"", "anything", 0, 0},
+		{"Straße in München", "STRASSE in münchen", 0.3, 0.34}, // München matches, Straße does not
+		{strings.Repeat("x ", 10) + "alpha beta", "alpha beta gamma", 0.66, 0.67},
+	} {
+		if got := knowledge.SimilarScore(tc.a, "", tc.b, ""); got < tc.min || got > tc.max {
+			t.Errorf("%q vs %q: %v, want %v..%v", tc.a, tc.b, got, tc.min, tc.max)
+		}
+	}
+}

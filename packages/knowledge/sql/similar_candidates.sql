@@ -1,0 +1,73 @@
+-- Run by packages/knowledge/similar.go through pgx with named arguments
+-- (the shape, like search_candidates.sql, is beyond sqlc's analyzer).
+--
+-- Candidates for "looks like the same knowledge" at store time: the org's
+-- head entries that share the most of the new text's rarest indexed terms,
+-- plus the newest entries not indexed yet. The caller compares each
+-- candidate's words with the new text and keeps the close ones; this
+-- statement only has to be cheap and to miss no near-duplicate.
+--
+-- Why the rarest terms: two entries saying the same thing share their
+-- specific words, and a specific word (low document frequency in the org)
+-- has a short postings list, so reading @rare_terms of them costs a few
+-- index range scans of a handful of rows each, whatever the org's size,
+-- and common words (which every entry on the topic holds) never make a
+-- candidate. Terms the org has never indexed (df 0) cannot be shared by an
+-- indexed entry and are skipped; each term's read is bounded by
+-- @max_postings. The new text is analysed as the indexer analyses
+-- entries (knowledge_terms, field 'b': title and body), its first
+-- @analysed_chars characters only, so a 32,000-character body costs no
+-- more than a short one.
+--
+-- Plans are pinned by shape, as in search_candidates.sql: every term
+-- statistic and every entry is a primary-key probe (LATERAL ... LIMIT),
+-- every postings read an index range scan under a LIMIT.
+WITH st AS MATERIALIZED (
+    SELECT coalesce(s.config, @default_config::regconfig) AS config
+    FROM (SELECT 1) one
+    LEFT JOIN knowledge_search_stats s ON s.org_id = @org_id
+),
+terms AS MATERIALIZED (
+    SELECT DISTINCT a.term
+    FROM st CROSS JOIN LATERAL knowledge_terms(st.config, @title::text, left(@body::text, @analysed_chars::int)) AS a (field, term, tf, len)
+    WHERE a.field = 'b'
+),
+rare AS MATERIALIZED (
+    SELECT t.term, ts.df
+    FROM terms t
+    CROSS JOIN LATERAL (
+        SELECT x.df FROM knowledge_term_stats x
+        WHERE x.org_id = @org_id AND x.field = 'b' AND x.term = t.term
+        LIMIT 1
+    ) ts
+    ORDER BY ts.df, t.term
+    LIMIT @rare_terms::int
+),
+shared AS (
+    SELECT p.entry_id, count(*) AS n, sum(1.0 / r.df) AS weight
+    FROM rare r
+    CROSS JOIN LATERAL (
+        SELECT x.entry_id FROM knowledge_postings x
+        WHERE x.org_id = @org_id AND x.field = 'b' AND x.term = r.term
+        LIMIT @max_postings::int
+    ) p
+    GROUP BY p.entry_id
+),
+indexed AS (
+    SELECT s.entry_id AS id
+    FROM shared s
+    WHERE s.n >= least(@min_shared::int, (SELECT count(*) FROM rare))
+    ORDER BY s.n DESC, s.weight DESC, s.entry_id
+    LIMIT @candidates::int
+),
+queued AS (
+    SELECT tq.entry_id AS id FROM knowledge_queued(@org_id, @tail::int) AS tq (entry_id)
+)
+SELECT k.id, k.title, k.body
+FROM (SELECT id FROM indexed UNION SELECT id FROM queued) c
+CROSS JOIN LATERAL (
+    SELECT k.id, k.title, k.body FROM knowledge k
+    WHERE k.org_id = @org_id AND k.id = c.id
+      AND k.head_id IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())
+    LIMIT 1
+) k;
