@@ -53,6 +53,7 @@ func (e *usageError) Error() string { return e.msg }
 type config struct {
 	dir                     string
 	keep, analyze, json     bool
+	dups                    bool
 	perTermCheck            bool
 	concurrency, depth      int
 	limitDocs, limitQueries int
@@ -72,6 +73,7 @@ func parseArgs(args []string, out io.Writer) (config, error) {
 	fs.BoolVar(&c.keep, "keep", false, "keep the scratch database and print its URL")
 	fs.BoolVar(&c.analyze, "analyze", false, "run VACUUM ANALYZE before searching (default: statistics as on a fresh load)")
 	fs.BoolVar(&c.json, "json", false, "print the report as JSON")
+	fs.BoolVar(&c.dups, "dups", false, "run the duplicate study instead (store_knowledge's similar list: precision and recall on near-duplicate and distinct pairs built from the corpus)")
 	fs.BoolVar(&c.perTermCheck, "per-term-check", true, "score the full-text and fused lists again reading every posting, to measure what PerTermPostings costs")
 	fs.IntVar(&c.concurrency, "concurrency", 4, "concurrent stores and embedding batches")
 	fs.IntVar(&c.depth, "depth", 100, "depth of each ranked list (1..1000)")
@@ -160,7 +162,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if _, err := db.Migrate(ctx, pool); err != nil {
 		return err
 	}
-	caller, err := newCaller(ctx, pool)
+	if cfg.dups {
+		return runDups(ctx, pool, emb, ds, cfg, stdout, progress)
+	}
+	caller, err := newCaller(ctx, pool, "eval")
 	if err != nil {
 		return err
 	}
@@ -288,9 +293,9 @@ func (s *scratch) drop(ctx context.Context) error {
 }
 
 // newCaller makes the one org and agent every document is stored by.
-func newCaller(ctx context.Context, pool *pgxpool.Pool) (knowledge.Caller, error) {
+func newCaller(ctx context.Context, pool *pgxpool.Pool, name string) (knowledge.Caller, error) {
 	t := tenancy.New(pool)
-	org, err := t.CreateOrg(ctx, "eval")
+	org, err := t.CreateOrg(ctx, name)
 	if err != nil {
 		return knowledge.Caller{}, err
 	}

@@ -52,6 +52,11 @@ type Options struct {
 	// connections per search under load); both give the same answer.
 	SerialSearch bool
 
+	// SkipSimilar turns off store's duplicate check (similar.go): for a
+	// benchmark that compares a store with and without it. Stores then
+	// answer similar: [].
+	SkipSimilar bool
+
 	// OrgVectorIndexMinDocs overrides the size from which Upkeep gives an
 	// org its own HNSW index (default OrgVectorIndexMinDocs; tests use
 	// small orgs).

@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
 // Similar is an existing head entry that looks like the same knowledge as
@@ -38,10 +40,13 @@ const (
 	// similarRareTerms: how many of the new text's rarest indexed terms
 	// find the candidates; similarMinShared: how many of them a candidate
 	// must hold (fewer when the text has fewer indexed terms).
-	similarRareTerms = 8
+	similarRareTerms = 24
 	similarMinShared = 2
-	// similarMaxPostings bounds each rare term's read.
-	similarMaxPostings = 200
+	// similarMaxPostings bounds each rare term's read, and
+	// similarPostingsBudget the rare terms' postings in all (the two
+	// rarest are always read).
+	similarMaxPostings    = 200
+	similarPostingsBudget = 1000
 	// similarCandidates: how many indexed candidates are compared.
 	similarCandidates = 10
 	// similarTail: the newest entries not indexed yet, compared directly
@@ -62,6 +67,9 @@ const similarBudget = 250 * time.Millisecond
 // answer is [] on failure or past similarBudget; the failure is logged,
 // never returned: a store does not fail for want of advice.
 func (s *Service) similarAsync(ctx context.Context, org uuid.UUID, title, body string) func(id uuid.UUID) []Similar {
+	if s.opts.SkipSimilar {
+		return func(uuid.UUID) []Similar { return []Similar{} }
+	}
 	ctx, cancel := context.WithTimeout(ctx, similarBudget)
 	done := make(chan []Similar, 1)
 	go func() {
@@ -90,17 +98,22 @@ var similarCandidatesSQL string
 // similar finds the head entries of org that look like title and body,
 // best first (MaxSimilar + 1 at most: one may be the entry just stored).
 func (s *Service) similar(ctx context.Context, org uuid.UUID, title, body string) ([]Similar, error) {
-	rows, err := s.pool.Query(ctx, similarCandidatesSQL, pgx.NamedArgs{
-		"org_id":         org,
-		"default_config": s.opts.TextSearchConfig,
-		"title":          title,
-		"body":           body,
-		"analysed_chars": similarAnalysedChars,
-		"rare_terms":     similarRareTerms,
-		"max_postings":   similarMaxPostings,
-		"min_shared":     similarMinShared,
-		"candidates":     similarCandidates,
-		"tail":           similarTail,
+	p := &pipeline{pool: s.pool}
+	if err := sqlc.New(p).SimilarConfig(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := p.Query(ctx, similarCandidatesSQL, pgx.NamedArgs{
+		"org_id":          org,
+		"default_config":  s.opts.TextSearchConfig,
+		"title":           title,
+		"body":            body,
+		"analysed_chars":  similarAnalysedChars,
+		"rare_terms":      similarRareTerms,
+		"max_postings":    similarMaxPostings,
+		"postings_budget": similarPostingsBudget,
+		"min_shared":      similarMinShared,
+		"candidates":      similarCandidates,
+		"tail":            similarTail,
 	})
 	if err != nil {
 		return nil, err

@@ -13,8 +13,8 @@
 -- index range scans of a handful of rows each, whatever the org's size,
 -- and common words (which every entry on the topic holds) never make a
 -- candidate. Terms the org has never indexed (df 0) cannot be shared by an
--- indexed entry and are skipped; each term's read is bounded by
--- @max_postings. The new text is analysed as the indexer analyses
+-- indexed entry and are skipped; the terms read are bounded by
+-- @postings_budget postings in all and each term's read by @max_postings. The new text is analysed as the indexer analyses
 -- entries (knowledge_terms, field 'b': title and body), its first
 -- @analysed_chars characters only, so a 32,000-character body costs no
 -- more than a short one.
@@ -32,19 +32,26 @@ terms AS MATERIALIZED (
     FROM st CROSS JOIN LATERAL knowledge_terms(st.config, @title::text, left(@body::text, @analysed_chars::int)) AS a (field, term, tf, len)
     WHERE a.field = 'b'
 ),
+-- The rarest terms, while their postings fit @postings_budget (the first
+-- two always): a text of specific words is compared on many of them, a
+-- text of common words on its two least common.
 rare AS MATERIALIZED (
-    SELECT t.term, ts.df
-    FROM terms t
-    CROSS JOIN LATERAL (
-        SELECT x.df FROM knowledge_term_stats x
-        WHERE x.org_id = @org_id AND x.field = 'b' AND x.term = t.term
-        LIMIT 1
-    ) ts
-    ORDER BY ts.df, t.term
-    LIMIT @rare_terms::int
+    SELECT r.term, r.df
+    FROM (
+        SELECT t.term, ts.df,
+               row_number() OVER (ORDER BY ts.df, t.term) AS n,
+               sum(ts.df) OVER (ORDER BY ts.df, t.term ROWS UNBOUNDED PRECEDING) AS cum
+        FROM terms t
+        CROSS JOIN LATERAL (
+            SELECT x.df FROM knowledge_term_stats x
+            WHERE x.org_id = @org_id AND x.field = 'b' AND x.term = t.term
+            LIMIT 1
+        ) ts
+    ) r
+    WHERE r.n <= @rare_terms::int AND (r.n <= 2 OR r.cum <= @postings_budget::int)
 ),
 shared AS (
-    SELECT p.entry_id, count(*) AS n, sum(1.0 / r.df) AS weight
+    SELECT p.entry_id, count(*) AS n, sum(1.0::float8 / r.df) AS weight
     FROM rare r
     CROSS JOIN LATERAL (
         SELECT x.entry_id FROM knowledge_postings x

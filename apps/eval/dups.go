@@ -1,0 +1,409 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge"
+	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
+)
+
+// The duplicate study (eval --dups): how well store_knowledge's similar
+// list tells near-duplicates from distinct entries, end to end through
+// Service.Store, on pairs built from a BEIR corpus.
+//
+// Two orgs are loaded from the corpus: "long" holds the documents as they
+// are (title and abstract), "short" holds what agents mostly store (the
+// title and the first sentence). A twelfth of the documents is held out of
+// both. Then every probe is stored into an org, its similar list read, and
+// the probe forgotten again (so probes never see each other):
+//
+//   - positives: a variant of a loaded document, built the way agents
+//     restate knowledge: "restated" (sentences shuffled, one dropped),
+//     "extended" (a sentence added: the second of a held-out document, so
+//     no entry of the org holds it), "trimmed" (the
+//     first 60% of the sentences), "edited" (a new title from the first
+//     sentence, a tenth of the words dropped), "reworded" (short org:
+//     title words shuffled, a fifth of the body's words dropped), "halved"
+//     (short org: the first half of the body); and "real": the corpus's
+//     own duplicates (documents with the same title, one loaded and one
+//     held out). A positive is found when its source is listed.
+//   - negatives: the held-out documents, distinct entries, most of them on
+//     subjects the loaded documents cover (NFCorpus documents come in
+//     clusters around the same nutrition questions). Anything listed for
+//     a negative is a false listing.
+//
+// Precision is right listings over all listings; recall is found positives
+// over positives.
+
+const (
+	dupSeed    = 20261124
+	dupHoldout = 12  // one document in dupHoldout is held out
+	dupPerCat  = 100 // positives per synthetic category and org
+)
+
+// DupCategory is the outcome of one kind of probe.
+type DupCategory struct {
+	Org      string `json:"org"`
+	Kind     string `json:"kind"`
+	Positive bool   `json:"positive"`
+	Probes   int    `json:"probes"`
+	Found    int    `json:"found"`    // positives: the source was listed
+	Listings int    `json:"listings"` // entries listed in all
+	Wrong    int    `json:"wrong"`    // listings that are not the source
+	// Scores of the source (positives) or of the best listing (negatives)
+	// at the 10th, 50th and 90th percentile of the probes that had one.
+	ScoreP10, ScoreP50, ScoreP90 float64
+}
+
+// DupReport is the study's answer.
+type DupReport struct {
+	Categories []DupCategory `json:"categories"`
+	Precision  float64       `json:"precision"`
+	Recall     float64       `json:"recall"`
+	Threshold  float64       `json:"threshold"`
+	// StoreP50Ms and StoreP99Ms: Service.Store of the probes, the check
+	// included, in the long org.
+	StoreP50Ms, StoreP99Ms float64
+	// PlainP50Ms and PlainP99Ms: the same stores without the check.
+	PlainP50Ms, PlainP99Ms float64
+	LongDocs, ShortDocs    int
+	LongProbes             int
+	// WrongExamples: the first listings that were not the probe's source.
+	WrongExamples []string `json:"wrongExamples"`
+}
+
+type dupProbe struct {
+	kind     string
+	positive bool
+	source   uuid.UUID // the loaded entry a positive restates
+	in       knowledge.StoreInput
+}
+
+var sentenceEnd = regexp.MustCompile(`[.!?]\s+`)
+
+func sentences(t string) []string {
+	var out []string
+	last := 0
+	for _, m := range sentenceEnd.FindAllStringIndex(t, -1) {
+		out = append(out, strings.TrimSpace(t[last:m[1]]))
+		last = m[1]
+	}
+	if rest := strings.TrimSpace(t[last:]); rest != "" {
+		out = append(out, rest)
+	}
+	return out
+}
+
+func shortDoc(d Doc) Doc {
+	s := sentences(d.Text)
+	if len(s) > 0 {
+		d.Text = s[0]
+	}
+	return d
+}
+
+func dropWords(rng *rand.Rand, t string, p float64) string {
+	var kept []string
+	for _, w := range strings.Fields(t) {
+		if rng.Float64() >= p {
+			kept = append(kept, w)
+		}
+	}
+	return strings.Join(kept, " ")
+}
+
+// runDups is eval --dups: the study on a scratch database, its report on
+// stdout.
+func runDups(ctx context.Context, pool *pgxpool.Pool, emb embed.Embedder, ds *Dataset, cfg config, stdout io.Writer, progress func(string, ...any)) error {
+	long, err := newCaller(ctx, pool, "dups-long")
+	if err != nil {
+		return err
+	}
+	short, err := newCaller(ctx, pool, "dups-short")
+	if err != nil {
+		return err
+	}
+	svc := knowledge.New(pool, knowledge.Options{Embedder: emb})
+	plain := knowledge.New(pool, knowledge.Options{Embedder: emb, SkipSimilar: true})
+	rep, err := dupStudy(ctx, svc, plain, long, short, ds.Docs, cfg.concurrency, progress)
+	if err != nil {
+		return err
+	}
+	if cfg.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	return rep.Text(stdout)
+}
+
+// dupStudy loads the two orgs through svc and runs the probes. In the long
+// org each probe is also stored (and forgotten) through plain, a service
+// without the check, alternately, so the two store latencies compare on
+// the same machine state.
+func dupStudy(ctx context.Context, svc, plain *knowledge.Service, long, short knowledge.Caller, docs []Doc, concurrency int, progress func(string, ...any)) (*DupReport, error) {
+	rng := rand.New(rand.NewPCG(dupSeed, 1))
+	byTitle := map[string][]int{}
+	for i, d := range docs {
+		k := strings.ToLower(strings.TrimSpace(d.Title))
+		byTitle[k] = append(byTitle[k], i)
+	}
+	var loaded, held []Doc
+	realPair := map[string]string{} // held-out doc id -> its loaded twin
+	for i, d := range docs {
+		twins := byTitle[strings.ToLower(strings.TrimSpace(d.Title))]
+		switch {
+		case len(twins) == 2 && twins[1] == i:
+			held = append(held, d) // the second of a same-title pair
+			realPair[d.ID] = docs[twins[0]].ID
+		case len(twins) == 1 && i%dupHoldout == 0:
+			held = append(held, d)
+		default:
+			loaded = append(loaded, d)
+		}
+	}
+	rep := &DupReport{Threshold: knowledge.SimilarThreshold}
+	var storeTimes, plainTimes []time.Duration
+	for _, org := range []struct {
+		name  string
+		c     knowledge.Caller
+		shape func(Doc) Doc
+	}{{"long", long, func(d Doc) Doc { return d }}, {"short", short, shortDoc}} {
+		in := make([]Doc, len(loaded))
+		for i, d := range loaded {
+			in[i] = org.shape(d)
+		}
+		progress("dups: storing %d documents into the %s org", len(in), org.name)
+		docOf, _, err := load(ctx, svc, org.c, in, concurrency)
+		if err != nil {
+			return nil, err
+		}
+		if org.name == "long" {
+			rep.LongDocs = len(docOf)
+		} else {
+			rep.ShortDocs = len(docOf)
+		}
+		if _, err := svc.IndexAll(ctx); err != nil {
+			return nil, err
+		}
+		entryOf := make(map[string]uuid.UUID, len(docOf))
+		for id, doc := range docOf {
+			entryOf[doc] = id
+		}
+		probes := dupProbes(rng, org.name, in, held, org.shape, entryOf, realPair)
+		if org.name == "long" {
+			rep.LongProbes = len(probes)
+		}
+		progress("dups: %d probes into the %s org", len(probes), org.name)
+		cats := map[string]*DupCategory{}
+		scores := map[string][]float64{}
+		for _, p := range probes {
+			cat := cats[p.kind]
+			if cat == nil {
+				cat = &DupCategory{Org: org.name, Kind: p.kind, Positive: p.positive}
+				cats[p.kind] = cat
+			}
+			start := time.Now()
+			r, err := svc.Store(ctx, org.c, p.in)
+			if err != nil {
+				return nil, fmt.Errorf("probe %s: %w", p.kind, err)
+			}
+			if org.name == "long" {
+				storeTimes = append(storeTimes, time.Since(start))
+				start := time.Now()
+				pr, err := plain.Store(ctx, org.c, p.in)
+				if err != nil {
+					return nil, err
+				}
+				plainTimes = append(plainTimes, time.Since(start))
+				if _, err := plain.Forget(ctx, org.c, pr.ID, "duplicate study probe", false); err != nil {
+					return nil, err
+				}
+			}
+			cat.Probes++
+			cat.Listings += len(r.Similar)
+			best := -1.0
+			for _, s := range r.Similar {
+				if p.positive && s.ID == p.source {
+					cat.Found++
+					best = s.Score
+					continue
+				}
+				cat.Wrong++
+				if len(rep.WrongExamples) < 20 {
+					rep.WrongExamples = append(rep.WrongExamples, fmt.Sprintf("%s/%s %.2f: %q listed %q", org.name, p.kind, s.Score, cut(p.in.Title, 60), cut(s.Title, 60)))
+				}
+				if !p.positive {
+					best = max(best, s.Score)
+				}
+			}
+			if best >= 0 {
+				scores[p.kind] = append(scores[p.kind], best)
+			}
+			if _, err := svc.Forget(ctx, org.c, r.ID, "duplicate study probe", false); err != nil {
+				return nil, err
+			}
+		}
+		kinds := make([]string, 0, len(cats))
+		for k := range cats {
+			kinds = append(kinds, k)
+		}
+		slices.Sort(kinds)
+		for _, k := range kinds {
+			c := cats[k]
+			s := scores[k]
+			slices.Sort(s)
+			c.ScoreP10, c.ScoreP50, c.ScoreP90 = quantile(s, 0.1), quantile(s, 0.5), quantile(s, 0.9)
+			rep.Categories = append(rep.Categories, *c)
+		}
+	}
+	var right, listings, found, positives int
+	for _, c := range rep.Categories {
+		listings += c.Listings
+		right += c.Listings - c.Wrong
+		if c.Positive {
+			found += c.Found
+			positives += c.Probes
+		}
+	}
+	rep.Precision = ratio(right, listings)
+	rep.Recall = ratio(found, positives)
+	slices.Sort(storeTimes)
+	rep.StoreP50Ms = ms(quantileDur(storeTimes, 0.5))
+	rep.StoreP99Ms = ms(quantileDur(storeTimes, 0.99))
+	slices.Sort(plainTimes)
+	rep.PlainP50Ms = ms(quantileDur(plainTimes, 0.5))
+	rep.PlainP99Ms = ms(quantileDur(plainTimes, 0.99))
+	return rep, nil
+}
+
+// dupProbes builds the probes of one org (docs: the org's loaded
+// documents, in its shape; held: the held-out ones).
+func dupProbes(rng *rand.Rand, org string, docs, held []Doc, shape func(Doc) Doc, entryOf map[string]uuid.UUID, realPair map[string]string) []dupProbe {
+	var out []dupProbe
+	pick := rng.Perm(len(docs))
+	next := 0
+	source := func(minSentences int) (Doc, bool) {
+		for next < len(pick) {
+			d := docs[pick[next]]
+			next++
+			if len(sentences(d.Text)) >= minSentences && len(strings.Fields(d.Text)) >= 8 {
+				return d, true
+			}
+		}
+		return Doc{}, false
+	}
+	add := func(kind string, d Doc, title, body string) {
+		out = append(out, dupProbe{kind: kind, positive: true, source: entryOf[d.ID],
+			in: storeInput(Doc{Title: title, Text: body})})
+	}
+	kinds := []string{"restated", "extended", "trimmed", "edited"}
+	if org == "short" {
+		kinds = []string{"reworded", "extended", "halved"}
+	}
+	perCat := min(dupPerCat, len(docs)/len(kinds))
+	for _, kind := range kinds {
+		for range perCat {
+			minS := 3
+			if org == "short" {
+				minS = 1
+			}
+			d, ok := source(minS)
+			if !ok {
+				break
+			}
+			s := sentences(d.Text)
+			// A sentence no entry of the org holds: from a held-out document.
+			other := held[rng.IntN(len(held))]
+			switch kind {
+			case "restated":
+				rng.Shuffle(len(s), func(i, j int) { s[i], s[j] = s[j], s[i] })
+				s = slices.Delete(s, 0, 1)
+				add(kind, d, d.Title, strings.Join(s, " "))
+			case "extended":
+				extra := sentences(other.Text)
+				if len(extra) < 2 {
+					continue
+				}
+				add(kind, d, d.Title, d.Text+" "+extra[1])
+			case "trimmed":
+				add(kind, d, d.Title, strings.Join(s[:max(1, len(s)*6/10)], " "))
+			case "edited":
+				add(kind, d, cut(s[0], 120), dropWords(rng, d.Text, 0.1))
+			case "reworded":
+				w := strings.Fields(d.Title)
+				rng.Shuffle(len(w), func(i, j int) { w[i], w[j] = w[j], w[i] })
+				add(kind, d, strings.Join(w, " "), dropWords(rng, d.Text, 0.2))
+			case "halved":
+				w := strings.Fields(d.Text)
+				add(kind, d, d.Title, strings.Join(w[:max(3, len(w)/2)], " "))
+			}
+		}
+	}
+	for _, h := range held {
+		h = shape(h)
+		if twin, ok := realPair[h.ID]; ok {
+			if src, ok := entryOf[twin]; ok {
+				out = append(out, dupProbe{kind: "real", positive: true, source: src, in: storeInput(h)})
+			}
+			continue
+		}
+		out = append(out, dupProbe{kind: "distinct", in: storeInput(h)})
+	}
+	return out
+}
+
+func quantile(s []float64, q float64) float64 {
+	if len(s) == 0 {
+		return 0
+	}
+	return s[min(len(s)-1, int(q*float64(len(s))))]
+}
+
+func quantileDur(s []time.Duration, q float64) time.Duration {
+	if len(s) == 0 {
+		return 0
+	}
+	return s[min(len(s)-1, int(q*float64(len(s))))]
+}
+
+func ratio(a, b int) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// Text prints the study as a table.
+func (r *DupReport) Text(w io.Writer) error {
+	fmt.Fprintf(w, "duplicate check: word-set Jaccard >= %.2f; long org %d entries, short org %d\n", r.Threshold, r.LongDocs, r.ShortDocs)
+	fmt.Fprintf(w, "%-6s %-9s %-8s %6s %6s %8s %6s  %s\n", "org", "kind", "label", "probes", "found", "listings", "wrong", "score p10/p50/p90")
+	for _, c := range r.Categories {
+		label := "distinct"
+		found := "-"
+		if c.Positive {
+			label, found = "dup", fmt.Sprint(c.Found)
+		}
+		fmt.Fprintf(w, "%-6s %-9s %-8s %6d %6s %8d %6d  %.2f/%.2f/%.2f\n", c.Org, c.Kind, label, c.Probes, found, c.Listings, c.Wrong, c.ScoreP10, c.ScoreP50, c.ScoreP90)
+	}
+	for _, e := range r.WrongExamples {
+		fmt.Fprintln(w, "  wrong:", e)
+	}
+	fmt.Fprintf(w, "precision %.3f (right listings / listings), recall %.3f (positives whose source was listed)\n", r.Precision, r.Recall)
+	_, err := fmt.Fprintf(w, "Store (long org, %d probes): with the check p50 %.2f ms, p99 %.2f ms; without p50 %.2f ms, p99 %.2f ms\n",
+		r.LongProbes, r.StoreP50Ms, r.StoreP99Ms, r.PlainP50Ms, r.PlainP99Ms)
+	return err
+}
