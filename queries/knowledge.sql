@@ -56,9 +56,9 @@ WHERE org_id = @org_id AND created_by_agent_id = @agent_id AND client_token = @c
 -- with the same token committed first (or is committing: the insert waits
 -- for it), and the caller answers that entry as a replay.
 INSERT INTO knowledge (org_id, title, body, tags, confidence, source,
-                       created_by_agent_id, expires_at, client_token)
+                       created_by_agent_id, expires_at, client_token, similar_keys)
 VALUES (@org_id, @title, @body, @tags::text[], @confidence, 'agent',
-        @agent_id, sqlc.narg(expires_at), sqlc.narg(client_token))
+        @agent_id, sqlc.narg(expires_at), sqlc.narg(client_token), @similar_keys::bigint[])
 ON CONFLICT (org_id, created_by_agent_id, client_token) DO NOTHING
 RETURNING id, embedding_status, embedding_generation, created_at;
 
@@ -170,6 +170,23 @@ LIMIT @max_rows::int;
 -- Sent in the same batch (one implicit transaction) as the duplicate check
 -- (packages/knowledge/similar.go): its shape pins its plan, so the plan is
 -- built once per connection instead of once per store (about 2.7 ms of
--- planning for a 1 ms statement), and no JIT.
+-- planning for a 1 ms statement), no sequential scan (the keys' GIN
+-- index is the only way to the entries sharing a key, whatever the
+-- statistics say), and no JIT.
 SELECT set_config('plan_cache_mode', 'force_generic_plan', true),
+       set_config('enable_seqscan', 'off', true),
        set_config('jit', 'off', true);
+
+-- name: SimilarKeysMissing :many
+-- A batch of entries without duplicate-check keys (stored before the
+-- column existed, or imported), for Upkeep to fill in.
+SELECT org_id, id, title, body FROM knowledge
+WHERE similar_keys IS NULL
+ORDER BY org_id, id
+LIMIT @max_rows;
+
+-- name: SetSimilarKeys :exec
+UPDATE knowledge k SET similar_keys = v.keys
+FROM (SELECT unnest(@org_ids::uuid[]) AS org_id, unnest(@ids::uuid[]) AS id,
+             unnest(@keys::text[])::bigint[] AS keys) v
+WHERE k.org_id = v.org_id AND k.id = v.id AND k.similar_keys IS NULL;

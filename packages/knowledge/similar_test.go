@@ -1,6 +1,8 @@
 package knowledge_test
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -8,8 +10,8 @@ import (
 )
 
 // store_knowledge lists the org's existing head entries that look like the
-// new one: found through the index (indexed entries) and through the queue
-// (entries stored a moment ago), never another org's, never a superseded
+// new one: indexed entries and entries stored a moment ago alike, never
+// another org's, never a superseded
 // or the new entry itself, and nothing for a distinct entry on the same
 // subject.
 func TestStoreListsSimilarEntries(t *testing.T) {
@@ -50,8 +52,8 @@ func TestStoreListsSimilarEntries(t *testing.T) {
 	if got[0].ID != orig || got[0].Title != "VACUUM stalls on long transactions" {
 		t.Fatalf("reworded: %+v", got)
 	}
-	// The copy just stored is not indexed yet: found through the queue,
-	// next to the original.
+	// The copy just stored is not indexed yet: found by its keys, next to
+	// the original.
 	if got := check("again", 2, "VACUUM stalls on long transactions", body); got[0].Score != 1 {
 		t.Fatalf("an exact copy scores %v", got[0].Score)
 	}
@@ -77,5 +79,45 @@ func TestSimilarScore(t *testing.T) {
 		if got := knowledge.SimilarScore(tc.a, "", tc.b, ""); got < tc.min || got > tc.max {
 			t.Errorf("%q vs %q: %v, want %v..%v", tc.a, tc.b, got, tc.min, tc.max)
 		}
+	}
+}
+
+// Entries without keys (stored before migration 00009, or imported) get
+// the same keys from Upkeep as a store gives, and are then found by them.
+func TestUpkeepBackfillsSimilarKeys(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var ids []string
+	for i := range 5 {
+		ids = append(ids, b.store(t, b.alice, fmt.Sprintf("common words entry %d", i), "service config error timeout retry queue worker").String())
+	}
+	stored := b.count(t, "SELECT count(DISTINCT similar_keys) FROM knowledge WHERE org_id = $1", b.org)
+	var want []int64
+	if err := b.pool.QueryRow(b.ctx, "SELECT similar_keys FROM knowledge WHERE id = $1", ids[0]).Scan(&want); err != nil || len(want) != 16 {
+		t.Fatalf("store wrote keys %v (%v)", want, err)
+	}
+	if _, err := b.pool.Exec(b.ctx, "UPDATE knowledge SET similar_keys = NULL"); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := b.svc.Upkeep(b.ctx)
+	if err != nil || rep.SimilarKeys != 5 {
+		t.Fatalf("upkeep: %+v %v", rep, err)
+	}
+	var got []int64
+	if err := b.pool.QueryRow(b.ctx, "SELECT similar_keys FROM knowledge WHERE id = $1", ids[0]).Scan(&got); err != nil || !slices.Equal(got, want) {
+		t.Fatalf("backfilled keys %v, stored %v (%v)", got, want, err)
+	}
+	if n := b.count(t, "SELECT count(DISTINCT similar_keys) FROM knowledge WHERE org_id = $1", b.org); n != stored {
+		t.Fatalf("%d distinct key sets after the backfill, %d before", n, stored)
+	}
+	if rep, err := b.svc.Upkeep(b.ctx); err != nil || rep.SimilarKeys != 0 {
+		t.Fatalf("second upkeep: %+v %v", rep, err)
+	}
+	// Found again once the keys are back (the rare terms would find these
+	// too; TestSimilarCandidatesEachWay takes each way alone).
+	b.indexAll(t)
+	r, err := b.svc.Store(b.ctx, b.bob, knowledge.StoreInput{Title: "common words entry 3", Body: "service config error timeout retry queue worker"})
+	if err != nil || len(r.Similar) != 3 {
+		t.Fatalf("store of a copy: %+v %v", r, err)
 	}
 }

@@ -80,7 +80,7 @@ func insertEntryTx(ctx context.Context, tx pgx.Tx, c Caller, a *storeArgs) (*Sto
 	row, err := q.InsertEntry(ctx, sqlc.InsertEntryParams{
 		OrgID: c.OrgID, Title: a.Title, Body: a.Body, Tags: a.Tags,
 		Confidence: int16(a.Confidence), AgentID: &agent, ExpiresAt: a.ExpiresAt,
-		ClientToken: a.ClientToken,
+		ClientToken: a.ClientToken, SimilarKeys: similarKeys(c.OrgID, wordSet(a.Title, a.Body)),
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, 0, errTokenTaken // rolled back: the quota unit goes back too

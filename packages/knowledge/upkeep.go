@@ -75,12 +75,21 @@ type UpkeepReport struct {
 	// Built and Dropped name per-org vector indexes (see below).
 	Built   []string `json:"built,omitempty"`
 	Dropped []string `json:"dropped,omitempty"`
+	// SimilarKeys counts entries given their duplicate-check keys
+	// (similar.go: entries stored before migration 00009, or imported).
+	SimilarKeys int `json:"similarKeys,omitempty"`
 }
 
 // Upkeep runs the maintenance that is due (see above) and reports it. A
 // statement is cancelled when ctx ends; what it did by then is kept.
 func (s *Service) Upkeep(ctx context.Context) (UpkeepReport, error) {
 	var rep UpkeepReport
+	// First, so the rows it rewrites are vacuumed in this pass.
+	n, err := s.backfillSimilarKeys(ctx)
+	rep.SimilarKeys = n
+	if err != nil {
+		return rep, fmt.Errorf("upkeep: duplicate-check keys: %w", mapErr(err, ""))
+	}
 	rows, err := s.q.TableActivity(ctx, upkeepTables)
 	if err != nil {
 		return rep, mapErr(err, "")

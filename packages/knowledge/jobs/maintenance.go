@@ -80,9 +80,9 @@ func (w *Worker) upkeepPass(ctx context.Context) {
 	}
 	w.opts.Observer.Upkeep(rep, time.Since(start), err)
 	w.upkeepLog.report(ctx, w.opts.Logger, "upkeep pass", err)
-	if err == nil && (len(rep.Vacuumed) > 0 || len(rep.Analyzed) > 0 || len(rep.Built) > 0 || len(rep.Dropped) > 0) {
+	if err == nil && (len(rep.Vacuumed) > 0 || len(rep.Analyzed) > 0 || len(rep.Built) > 0 || len(rep.Dropped) > 0 || rep.SimilarKeys > 0) {
 		w.opts.Logger.Info("upkeep", "vacuumed", rep.Vacuumed, "analyzed", rep.Analyzed,
-			"built", rep.Built, "dropped", rep.Dropped, "duration", time.Since(start))
+			"built", rep.Built, "dropped", rep.Dropped, "similar_keys", rep.SimilarKeys, "duration", time.Since(start))
 	}
 }
 

@@ -3,7 +3,9 @@
 --
 -- Candidates for "looks like the same knowledge" at store time: the org's
 -- head entries that share the most of the new text's rarest indexed terms,
--- plus the newest entries not indexed yet. The caller compares each
+-- and those that share the most of its locality-sensitive keys (written
+-- with the entry, so an entry stored a moment ago and not indexed yet is
+-- found by them). The caller compares each
 -- candidate's words with the new text and keeps the close ones; this
 -- statement only has to be cheap and to miss no near-duplicate.
 --
@@ -67,11 +69,25 @@ indexed AS (
     ORDER BY s.n DESC, s.weight DESC, s.entry_id
     LIMIT @candidates::int
 ),
-queued AS (
-    SELECT tq.entry_id AS id FROM knowledge_queued(@org_id, @tail::int) AS tq (entry_id)
+-- Entries sharing a locality-sensitive key (similar.go, similarKeys):
+-- near-duplicates made only of words common in the org, which the rare
+-- terms cannot single out. The keys are salted with the org, so the GIN
+-- look-up finds the org's entries only (the org test stays, outside the
+-- look-up, so no other index can be chosen for it); at most
+-- @max_key_hits of them are ranked by how many keys they share.
+key_hits AS MATERIALIZED (
+    SELECT k.id, k.org_id, k.similar_keys FROM knowledge k
+    WHERE k.similar_keys && @keys::bigint[]
+    LIMIT @max_key_hits::int
+),
+keyed AS (
+    SELECT h.id FROM key_hits h
+    WHERE h.org_id = @org_id
+    ORDER BY (SELECT count(*) FROM unnest(h.similar_keys) x WHERE x = ANY(@keys::bigint[])) DESC, h.id
+    LIMIT @candidates::int
 )
 SELECT k.id, k.title, k.body
-FROM (SELECT id FROM indexed UNION SELECT id FROM queued) c
+FROM (SELECT id FROM indexed UNION SELECT id FROM keyed) c
 CROSS JOIN LATERAL (
     SELECT k.id, k.title, k.body FROM knowledge k
     WHERE k.org_id = @org_id AND k.id = c.id

@@ -247,9 +247,9 @@ func (q *Queries) GetTaskLink(ctx context.Context, arg GetTaskLinkParams) (GetTa
 
 const insertEntry = `-- name: InsertEntry :one
 INSERT INTO knowledge (org_id, title, body, tags, confidence, source,
-                       created_by_agent_id, expires_at, client_token)
+                       created_by_agent_id, expires_at, client_token, similar_keys)
 VALUES ($1, $2, $3, $4::text[], $5, 'agent',
-        $6, $7, $8)
+        $6, $7, $8, $9::bigint[])
 ON CONFLICT (org_id, created_by_agent_id, client_token) DO NOTHING
 RETURNING id, embedding_status, embedding_generation, created_at
 `
@@ -263,6 +263,7 @@ type InsertEntryParams struct {
 	AgentID     *uuid.UUID
 	ExpiresAt   *time.Time
 	ClientToken *uuid.UUID
+	SimilarKeys []int64
 }
 
 type InsertEntryRow struct {
@@ -285,6 +286,7 @@ func (q *Queries) InsertEntry(ctx context.Context, arg InsertEntryParams) (Inser
 		arg.AgentID,
 		arg.ExpiresAt,
 		arg.ClientToken,
+		arg.SimilarKeys,
 	)
 	var i InsertEntryRow
 	err := row.Scan(
@@ -701,18 +703,80 @@ func (q *Queries) MoveHeads(ctx context.Context, arg MoveHeadsParams) (int64, er
 	return result.RowsAffected(), nil
 }
 
+const setSimilarKeys = `-- name: SetSimilarKeys :exec
+UPDATE knowledge k SET similar_keys = v.keys
+FROM (SELECT unnest($1::uuid[]) AS org_id, unnest($2::uuid[]) AS id,
+             unnest($3::text[])::bigint[] AS keys) v
+WHERE k.org_id = v.org_id AND k.id = v.id AND k.similar_keys IS NULL
+`
+
+type SetSimilarKeysParams struct {
+	OrgIds []uuid.UUID
+	Ids    []uuid.UUID
+	Keys   []string
+}
+
+func (q *Queries) SetSimilarKeys(ctx context.Context, arg SetSimilarKeysParams) error {
+	_, err := q.db.Exec(ctx, setSimilarKeys, arg.OrgIds, arg.Ids, arg.Keys)
+	return err
+}
+
 const similarConfig = `-- name: SimilarConfig :exec
 SELECT set_config('plan_cache_mode', 'force_generic_plan', true),
+       set_config('enable_seqscan', 'off', true),
        set_config('jit', 'off', true)
 `
 
 // Sent in the same batch (one implicit transaction) as the duplicate check
 // (packages/knowledge/similar.go): its shape pins its plan, so the plan is
 // built once per connection instead of once per store (about 2.7 ms of
-// planning for a 1 ms statement), and no JIT.
+// planning for a 1 ms statement), no sequential scan (the keys' GIN
+// index is the only way to the entries sharing a key, whatever the
+// statistics say), and no JIT.
 func (q *Queries) SimilarConfig(ctx context.Context) error {
 	_, err := q.db.Exec(ctx, similarConfig)
 	return err
+}
+
+const similarKeysMissing = `-- name: SimilarKeysMissing :many
+SELECT org_id, id, title, body FROM knowledge
+WHERE similar_keys IS NULL
+ORDER BY org_id, id
+LIMIT $1
+`
+
+type SimilarKeysMissingRow struct {
+	OrgID uuid.UUID
+	ID    uuid.UUID
+	Title string
+	Body  string
+}
+
+// A batch of entries without duplicate-check keys (stored before the
+// column existed, or imported), for Upkeep to fill in.
+func (q *Queries) SimilarKeysMissing(ctx context.Context, maxRows int32) ([]SimilarKeysMissingRow, error) {
+	rows, err := q.db.Query(ctx, similarKeysMissing, maxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []SimilarKeysMissingRow
+	for rows.Next() {
+		var i SimilarKeysMissingRow
+		if err := rows.Scan(
+			&i.OrgID,
+			&i.ID,
+			&i.Title,
+			&i.Body,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const taskExists = `-- name: TaskExists :one

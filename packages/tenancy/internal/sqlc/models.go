@@ -53,6 +53,7 @@ type Knowledge struct {
 	EmbeddedAt           *time.Time
 	CreatedAt            time.Time
 	UpdatedAt            time.Time
+	SimilarKeys          []int64
 }
 
 type KnowledgeIndexQueue struct {

@@ -1,0 +1,73 @@
+package knowledge
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentfleet/orchestrator/packages/testenv"
+)
+
+// Each way to the candidates alone: the locality-sensitive keys find a
+// reworded copy made only of words common in the org, and an entry not
+// indexed yet; the rare terms find a copy of an indexed entry. Another
+// org's copy is never found.
+func TestSimilarCandidatesEachWay(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testenv.Postgres(t)
+	svc := New(db.Pool, Options{SkipSimilar: true})
+	mk := func(name string) Caller {
+		var c Caller
+		if err := db.Pool.QueryRow(ctx, `WITH o AS (INSERT INTO orgs (name) VALUES ($1) RETURNING id)
+			INSERT INTO agents (org_id, name) SELECT id, 'a' FROM o RETURNING org_id, id`, name).Scan(&c.OrgID, &c.AgentID); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	c, other := mk("org"), mk("other")
+	words := []string{"service", "config", "error", "timeout", "retry", "queue", "worker", "deploy", "cache", "proxy", "token", "schema"}
+	var ids []uuid.UUID
+	for i := range 12 {
+		// Entry i: eight of the twelve common words, a different eight each.
+		var w []string
+		for j := range 8 {
+			w = append(w, words[(i+j)%len(words)])
+		}
+		r, err := svc.Store(ctx, c, StoreInput{Title: fmt.Sprintf("%s %s", w[0], w[1]), Body: fmt.Sprint(w)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.ID)
+	}
+	if _, err := svc.Store(ctx, other, StoreInput{Title: "service config", Body: fmt.Sprint(words[:8])}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.IndexAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	probe := func(name string, override pgx.NamedArgs, title, body string, want uuid.UUID) {
+		t.Helper()
+		got, err := svc.similarWith(ctx, c.OrgID, title, body, override)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 0 || got[0].ID != want {
+			t.Errorf("%s: %+v, want %s first", name, got, want)
+		}
+	}
+	copy0 := fmt.Sprint(words[:8])
+	probe("keys alone", pgx.NamedArgs{"rare_terms": 0}, "config service", copy0, ids[0])
+	probe("rare terms alone", pgx.NamedArgs{"keys": []int64{}}, "service config", copy0, ids[0])
+	fresh, err := svc.Store(ctx, c, StoreInput{Title: "zebra crossing rules", Body: "pedestrians first at the zebra crossing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe("keys alone, not indexed yet", pgx.NamedArgs{"rare_terms": 0}, "zebra crossing rules", "pedestrians first at the zebra crossing", fresh.ID)
+	if got, err := svc.similarWith(ctx, c.OrgID, "zebra crossing rules", "pedestrians first at the zebra crossing", pgx.NamedArgs{"keys": []int64{}}); err != nil || len(got) != 0 {
+		t.Errorf("rare terms alone, an entry not indexed yet: %+v %v", got, err)
+	}
+}
