@@ -11,108 +11,106 @@ import (
 	"github.com/google/uuid"
 )
 
-const statsEntries = `-- name: StatsEntries :one
-
-SELECT count(*)::bigint AS total,
-       count(*) FILTER (WHERE head_id IS NULL AND (expires_at IS NULL OR expires_at > now()))::bigint AS heads,
-       count(*) FILTER (WHERE head_id IS NOT NULL)::bigint AS superseded,
-       count(*) FILTER (WHERE head_id IS NULL AND expires_at <= now())::bigint AS expired,
-       count(*) FILTER (WHERE embedding_status = 'pending')::bigint AS pending,
-       count(*) FILTER (WHERE embedding_status = 'ready')::bigint AS ready,
-       count(*) FILTER (WHERE embedding_status = 'failed')::bigint AS failed,
-       coalesce(extract(epoch FROM now() - min(embedding_requested_at) FILTER (WHERE embedding_status = 'pending')), 0)::float8 AS oldest_pending_seconds
-FROM knowledge
-WHERE org_id = $1
+const compactCounts = `-- name: CompactCounts :execrows
+WITH moved AS (
+    DELETE FROM knowledge_count_deltas
+    WHERE id IN (SELECT d.id FROM knowledge_count_deltas d ORDER BY d.id LIMIT $1)
+    RETURNING org_id, kind, key, delta
+)
+INSERT INTO knowledge_counts (org_id, kind, key, n)
+SELECT org_id, kind, key, sum(delta)::bigint
+FROM moved
+GROUP BY org_id, kind, key
+ORDER BY org_id, kind, key
+ON CONFLICT (org_id, kind, key) DO UPDATE SET n = knowledge_counts.n + excluded.n
 `
 
-type StatsEntriesRow struct {
-	Total                int64
-	Heads                int64
-	Superseded           int64
-	Expired              int64
-	Pending              int64
-	Ready                int64
-	Failed               int64
-	OldestPendingSeconds float64
+// Folds at most @max_rows of the oldest deltas (any org: the worker's
+// upkeep) into knowledge_counts, in one statement, so a reader sees them
+// either as deltas or as counts, never both or neither. Two compactions at
+// once cannot count a delta twice: the second waits on the first's row
+// locks and then finds those deltas deleted.
+func (q *Queries) CompactCounts(ctx context.Context, maxRows int32) (int64, error) {
+	result, err := q.db.Exec(ctx, compactCounts, maxRows)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
-// Org statistics (packages/knowledge/stats.go, ctl stats). Every statement
-// is scoped by @org_id. Exact counts: each reads the org's rows once.
-// Entries by state and embeddings by status, in one pass over the org.
-// States: head (current, not expired), superseded, expired (a head whose
-// expiry has passed; superseded entries count as superseded).
-func (q *Queries) StatsEntries(ctx context.Context, orgID uuid.UUID) (StatsEntriesRow, error) {
-	row := q.db.QueryRow(ctx, statsEntries, orgID)
-	var i StatsEntriesRow
-	err := row.Scan(
-		&i.Total,
-		&i.Heads,
-		&i.Superseded,
-		&i.Expired,
-		&i.Pending,
-		&i.Ready,
-		&i.Failed,
-		&i.OldestPendingSeconds,
-	)
+const statsClock = `-- name: StatsClock :one
+SELECT (SELECT count(*) FROM knowledge k
+        WHERE k.org_id = $1 AND k.head_id IS NULL AND k.expires_at IS NOT NULL AND k.expires_at <= now())::bigint AS expired,
+       coalesce(extract(epoch FROM now() - (SELECT min(k.embedding_requested_at) FROM knowledge k
+        WHERE k.org_id = $1 AND k.embedding_status = 'pending')), 0)::float8 AS oldest_pending_seconds,
+       (SELECT count(*) FROM knowledge_tombstones t WHERE t.org_id = $1)::bigint AS forgotten
+`
+
+type StatsClockRow struct {
+	Expired              int64
+	OldestPendingSeconds float64
+	Forgotten            int64
+}
+
+// Heads past their expiry (knowledge_expiry_idx) and the age of the oldest
+// pending entry (knowledge_org_pending_idx); forgotten entries (their
+// tombstones, by primary key).
+func (q *Queries) StatsClock(ctx context.Context, orgID uuid.UUID) (StatsClockRow, error) {
+	row := q.db.QueryRow(ctx, statsClock, orgID)
+	var i StatsClockRow
+	err := row.Scan(&i.Expired, &i.OldestPendingSeconds, &i.Forgotten)
 	return i, err
 }
 
-const statsModels = `-- name: StatsModels :many
-SELECT coalesce(embedding_model, '')::text AS model, count(*)::bigint AS entries
-FROM knowledge
-WHERE org_id = $1 AND embedding_status = 'ready'
-GROUP BY embedding_model
-ORDER BY 2 DESC, 1
+const statsConfig = `-- name: StatsConfig :exec
+
+SELECT set_config('enable_seqscan', 'off', true),
+       set_config('enable_sort', 'on', true)
 `
 
-type StatsModelsRow struct {
-	Model   string
-	Entries int64
+// Org statistics (packages/knowledge/stats.go, ctl stats, knowledge://stats).
+// Every statement is scoped by @org_id. The counts come from
+// knowledge_counts plus the deltas not folded into it yet (migration
+// 00007): exact, and their cost is the number of distinct keys, not of
+// entries. What changes with the clock alone (expired heads, the oldest
+// pending entry) is read through partial indexes of the org.
+// Transaction-local planner settings of the statements that follow in
+// Stats' transaction: the plans must not depend on statistics (a
+// never-analyzed table, an org grown since the last ANALYZE), so no
+// sequential scan: every statement reads its org's slice of an index.
+func (q *Queries) StatsConfig(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, statsConfig)
+	return err
 }
 
-func (q *Queries) StatsModels(ctx context.Context, orgID uuid.UUID) ([]StatsModelsRow, error) {
-	rows, err := q.db.Query(ctx, statsModels, orgID)
+const statsCounts = `-- name: StatsCounts :many
+SELECT kind::text AS kind, key::text AS key, sum(n)::bigint AS n
+FROM (
+    SELECT c.kind, c.key, c.n FROM knowledge_counts c WHERE c.org_id = $1 AND c.kind <> 'tag'
+    UNION ALL
+    SELECT d.kind, d.key, d.delta FROM knowledge_count_deltas d WHERE d.org_id = $1 AND d.kind <> 'tag'
+) x
+GROUP BY kind, key
+HAVING sum(n) <> 0
+`
+
+type StatsCountsRow struct {
+	Kind string
+	Key  string
+	N    int64
+}
+
+// Every key but tags, summed over the folded counts and the pending deltas.
+func (q *Queries) StatsCounts(ctx context.Context, orgID uuid.UUID) ([]StatsCountsRow, error) {
+	rows, err := q.db.Query(ctx, statsCounts, orgID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []StatsModelsRow
+	var items []StatsCountsRow
 	for rows.Next() {
-		var i StatsModelsRow
-		if err := rows.Scan(&i.Model, &i.Entries); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const statsPerAgent = `-- name: StatsPerAgent :many
-SELECT k.created_by_agent_id AS agent_id, count(*)::bigint AS entries
-FROM knowledge k
-WHERE k.org_id = $1
-GROUP BY k.created_by_agent_id
-ORDER BY 2 DESC
-`
-
-type StatsPerAgentRow struct {
-	AgentID *uuid.UUID
-	Entries int64
-}
-
-func (q *Queries) StatsPerAgent(ctx context.Context, orgID uuid.UUID) ([]StatsPerAgentRow, error) {
-	rows, err := q.db.Query(ctx, statsPerAgent, orgID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []StatsPerAgentRow
-	for rows.Next() {
-		var i StatsPerAgentRow
-		if err := rows.Scan(&i.AgentID, &i.Entries); err != nil {
+		var i StatsCountsRow
+		if err := rows.Scan(&i.Kind, &i.Key, &i.N); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -124,10 +122,14 @@ func (q *Queries) StatsPerAgent(ctx context.Context, orgID uuid.UUID) ([]StatsPe
 }
 
 const statsTopTags = `-- name: StatsTopTags :many
-SELECT t.tag::text AS tag, count(*)::bigint AS entries
-FROM knowledge k, unnest(k.tags) AS t (tag)
-WHERE k.org_id = $1
-GROUP BY t.tag
+SELECT key::text AS tag, sum(n)::bigint AS entries
+FROM (
+    SELECT c.key, c.n FROM knowledge_counts c WHERE c.org_id = $1 AND c.kind = 'tag'
+    UNION ALL
+    SELECT d.key, d.delta FROM knowledge_count_deltas d WHERE d.org_id = $1 AND d.kind = 'tag'
+) x
+GROUP BY key
+HAVING sum(n) <> 0
 ORDER BY 2 DESC, 1
 LIMIT $2
 `

@@ -30,6 +30,26 @@ type AgentToken struct {
 	CreatedAt  time.Time
 }
 
+type AuditEvent struct {
+	OrgID       uuid.UUID
+	ID          int64
+	At          time.Time
+	AgentID     *uuid.UUID
+	TokenID     *uuid.UUID
+	Kind        string
+	Name        string
+	EntryIds    []uuid.UUID
+	Outcome     string
+	DurationUs  int64
+	QueryLength *int32
+	QueryHash   []byte
+}
+
+type AuditKey struct {
+	Name  string
+	Value []byte
+}
+
 type Knowledge struct {
 	OrgID                uuid.UUID
 	ID                   uuid.UUID
@@ -53,6 +73,21 @@ type Knowledge struct {
 	EmbeddedAt           *time.Time
 	CreatedAt            time.Time
 	UpdatedAt            time.Time
+}
+
+type KnowledgeCount struct {
+	OrgID uuid.UUID
+	Kind  string
+	Key   string
+	N     int64
+}
+
+type KnowledgeCountDelta struct {
+	ID    int64
+	OrgID uuid.UUID
+	Kind  string
+	Key   string
+	Delta int64
 }
 
 type KnowledgeIndexQueue struct {
@@ -98,6 +133,16 @@ type KnowledgeTermStat struct {
 	Field interface{}
 	Term  string
 	Df    int32
+}
+
+type KnowledgeTombstone struct {
+	OrgID              uuid.UUID
+	ID                 uuid.UUID
+	CreatedByAgentID   *uuid.UUID
+	CreatedAt          time.Time
+	ForgottenByAgentID uuid.UUID
+	ForgottenAt        time.Time
+	Reason             string
 }
 
 type Org struct {
