@@ -4,7 +4,7 @@ go 1.26.0
 
 require github.com/agentfleet/orchestrator/db v0.0.0
 
-require github.com/agentfleet/orchestrator/packages/tenancy v0.0.0 // indirect
+require github.com/agentfleet/orchestrator/packages/tenancy v0.0.0
 
 require github.com/agentfleet/orchestrator/packages/knowledge v0.0.0
 
