@@ -63,3 +63,12 @@ FROM moved
 GROUP BY org_id, kind, key
 ORDER BY org_id, kind, key
 ON CONFLICT (org_id, kind, key) DO UPDATE SET n = knowledge_counts.n + excluded.n;
+
+-- name: StatsIndex :one
+-- The lexical index's state, as SearchIndexStatus, but the queue counted
+-- up to @max_rows only: right after a bulk load (an import) the
+-- queue holds every new entry until the indexer has taken them, and
+-- counting them all would make stats as slow as the load is large.
+SELECT coalesce((SELECT s.config::text FROM knowledge_search_stats s WHERE s.org_id = @org_id), '')::text AS config,
+       coalesce((SELECT s.docs FROM knowledge_search_stats s WHERE s.org_id = @org_id), 0)::bigint AS indexed,
+       (SELECT count(*) FROM (SELECT 1 FROM knowledge_index_queue q WHERE q.org_id = @org_id LIMIT @max_rows) x)::bigint AS queued;

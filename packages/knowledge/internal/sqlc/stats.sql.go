@@ -121,6 +121,34 @@ func (q *Queries) StatsCounts(ctx context.Context, orgID uuid.UUID) ([]StatsCoun
 	return items, nil
 }
 
+const statsIndex = `-- name: StatsIndex :one
+SELECT coalesce((SELECT s.config::text FROM knowledge_search_stats s WHERE s.org_id = $1), '')::text AS config,
+       coalesce((SELECT s.docs FROM knowledge_search_stats s WHERE s.org_id = $1), 0)::bigint AS indexed,
+       (SELECT count(*) FROM (SELECT 1 FROM knowledge_index_queue q WHERE q.org_id = $1 LIMIT $2) x)::bigint AS queued
+`
+
+type StatsIndexParams struct {
+	OrgID   uuid.UUID
+	MaxRows int32
+}
+
+type StatsIndexRow struct {
+	Config  string
+	Indexed int64
+	Queued  int64
+}
+
+// The lexical index's state, as SearchIndexStatus, but the queue counted
+// up to @max_rows only: right after a bulk load (an import) the
+// queue holds every new entry until the indexer has taken them, and
+// counting them all would make stats as slow as the load is large.
+func (q *Queries) StatsIndex(ctx context.Context, arg StatsIndexParams) (StatsIndexRow, error) {
+	row := q.db.QueryRow(ctx, statsIndex, arg.OrgID, arg.MaxRows)
+	var i StatsIndexRow
+	err := row.Scan(&i.Config, &i.Indexed, &i.Queued)
+	return i, err
+}
+
 const statsTopTags = `-- name: StatsTopTags :many
 SELECT key::text AS tag, sum(n)::bigint AS entries
 FROM (
