@@ -45,10 +45,17 @@ type OrgStats struct {
 	// MCP server's defaults apply).
 	Quotas     []tenancy.Quota     `json:"quotas"`
 	RateLimits []tenancy.RateLimit `json:"rateLimits"`
-	// Index is the lexical index's own view (SearchIndexStatus).
-	Index     SearchIndexStatus `json:"index"`
-	ElapsedMs float64           `json:"elapsedMs"`
+	// Index is the lexical index's own view (SearchIndexStatus), with
+	// its queue counted up to statsMaxQueued: past it IndexQueuedAtLeast
+	// is set and Index.Queued is a lower bound (ctl search status counts
+	// them all).
+	Index              SearchIndexStatus `json:"index"`
+	IndexQueuedAtLeast bool              `json:"indexQueuedAtLeast"`
+	ElapsedMs          float64           `json:"elapsedMs"`
 }
+
+// statsMaxQueued bounds the index queue's count in Stats.
+const statsMaxQueued = 10_000
 
 // TagCount is a tag and how many entries carry it.
 type TagCount struct {
@@ -150,11 +157,12 @@ func (s *Service) Stats(ctx context.Context, org uuid.UUID, topTags int) (*OrgSt
 		if st.RateLimits, err = tenancy.RateLimitsTx(ctx, tx, org); err != nil {
 			return err
 		}
-		ix, err := q.SearchIndexStatus(ctx, org)
+		ix, err := q.StatsIndex(ctx, sqlc.StatsIndexParams{OrgID: org, MaxRows: statsMaxQueued + 1})
 		if err != nil {
 			return err
 		}
-		st.Index = SearchIndexStatus{OrgID: org, TextSearchConfig: ix.Config, Indexed: ix.Indexed, Queued: ix.Queued}
+		st.Index = SearchIndexStatus{OrgID: org, TextSearchConfig: ix.Config, Indexed: ix.Indexed, Queued: min(ix.Queued, statsMaxQueued)}
+		st.IndexQueuedAtLeast = ix.Queued > statsMaxQueued
 		return nil
 	})
 	if err != nil {
