@@ -74,7 +74,8 @@ VALUES ('query_hash', decode(replace(gen_random_uuid()::text || gen_random_uuid(
 --    (and from deadlocking on two counters taken in different orders).
 --    Keys: kind 'state' (head | superseded), 'status' (pending | ready |
 --    failed), 'model' (ready entries by model), 'agent' (author id, '' for
---    none), 'tag' (each tag of the entry).
+--    none), 'tag' (each tag of the entry), 'expiry' (heads with an expiry,
+--    by its hour).
 CREATE TABLE knowledge_counts (
     org_id uuid   NOT NULL,
     kind   text   NOT NULL,
@@ -91,7 +92,7 @@ CREATE TABLE knowledge_count_deltas (
 );
 CREATE INDEX knowledge_count_deltas_org_idx ON knowledge_count_deltas (org_id);
 
-CREATE FUNCTION knowledge_count_keys(is_head boolean, status text, model text, agent uuid, tags text[])
+CREATE FUNCTION knowledge_count_keys(is_head boolean, status text, model text, agent uuid, tags text[], expires timestamptz)
 RETURNS TABLE (kind text, key text)
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT 'state', CASE WHEN is_head THEN 'head' ELSE 'superseded' END
@@ -99,6 +100,10 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     UNION ALL SELECT 'model', coalesce(model, '') WHERE status = 'ready'
     UNION ALL SELECT 'agent', coalesce(agent::text, '')
     UNION ALL SELECT 'tag', t FROM unnest(tags) AS t
+    -- Heads with an expiry, by the hour it falls in (hours since the
+    -- epoch): "expired" is the hours past plus the current hour's heads
+    -- already past their expiry (read through knowledge_expiry_idx).
+    UNION ALL SELECT 'expiry', floor(extract(epoch FROM expires) / 3600)::bigint::text WHERE is_head AND expires IS NOT NULL
 $$;
 
 -- +goose StatementBegin
@@ -109,14 +114,14 @@ BEGIN
         INSERT INTO knowledge_count_deltas (org_id, kind, key, delta)
         SELECT r.org_id, c.kind, c.key, count(*)
         FROM new_rows r,
-             knowledge_count_keys(r.head_id IS NULL, r.embedding_status, r.embedding_model, r.created_by_agent_id, r.tags) c
+             knowledge_count_keys(r.head_id IS NULL, r.embedding_status, r.embedding_model, r.created_by_agent_id, r.tags, r.expires_at) c
         GROUP BY 1, 2, 3
         ORDER BY 1, 2, 3;
     ELSIF TG_OP = 'DELETE' THEN
         INSERT INTO knowledge_count_deltas (org_id, kind, key, delta)
         SELECT r.org_id, c.kind, c.key, -count(*)
         FROM old_rows r,
-             knowledge_count_keys(r.head_id IS NULL, r.embedding_status, r.embedding_model, r.created_by_agent_id, r.tags) c
+             knowledge_count_keys(r.head_id IS NULL, r.embedding_status, r.embedding_model, r.created_by_agent_id, r.tags, r.expires_at) c
         GROUP BY 1, 2, 3
         ORDER BY 1, 2, 3;
     ELSE
@@ -125,11 +130,11 @@ BEGIN
         FROM (
             SELECT r.org_id, c.kind, c.key, 1 AS d
             FROM new_rows r,
-                 knowledge_count_keys(r.head_id IS NULL, r.embedding_status, r.embedding_model, r.created_by_agent_id, r.tags) c
+                 knowledge_count_keys(r.head_id IS NULL, r.embedding_status, r.embedding_model, r.created_by_agent_id, r.tags, r.expires_at) c
             UNION ALL
             SELECT r.org_id, c.kind, c.key, -1
             FROM old_rows r,
-                 knowledge_count_keys(r.head_id IS NULL, r.embedding_status, r.embedding_model, r.created_by_agent_id, r.tags) c
+                 knowledge_count_keys(r.head_id IS NULL, r.embedding_status, r.embedding_model, r.created_by_agent_id, r.tags, r.expires_at) c
         ) x
         GROUP BY 1, 2, 3
         HAVING sum(d) <> 0
@@ -153,13 +158,14 @@ FOR EACH STATEMENT EXECUTE FUNCTION knowledge_count_changes();
 INSERT INTO knowledge_counts (org_id, kind, key, n)
 SELECT k.org_id, c.kind, c.key, count(*)
 FROM knowledge k,
-     knowledge_count_keys(k.head_id IS NULL, k.embedding_status, k.embedding_model, k.created_by_agent_id, k.tags) c
+     knowledge_count_keys(k.head_id IS NULL, k.embedding_status, k.embedding_model, k.created_by_agent_id, k.tags, k.expires_at) c
 GROUP BY 1, 2, 3;
 
--- What counters cannot hold because it changes with the clock alone: heads
--- past their expiry (counted through this partial index, which holds only
--- heads with an expiry), and the oldest pending entry of an org (the
--- existing pending index does not lead with the org).
+-- What counters cannot hold because it changes with the clock alone: the
+-- heads of the current hour already past their expiry (counted through
+-- this partial index, which holds only heads with an expiry), and the
+-- oldest pending entry of an org (the existing pending index does not lead
+-- with the org).
 CREATE INDEX knowledge_expiry_idx ON knowledge (org_id, expires_at) WHERE head_id IS NULL AND expires_at IS NOT NULL;
 CREATE INDEX knowledge_org_pending_idx ON knowledge (org_id, embedding_requested_at) WHERE embedding_status = 'pending';
 
@@ -170,7 +176,7 @@ DROP TRIGGER knowledge_count_deletes ON knowledge;
 DROP TRIGGER knowledge_count_updates ON knowledge;
 DROP TRIGGER knowledge_count_inserts ON knowledge;
 DROP FUNCTION knowledge_count_changes();
-DROP FUNCTION knowledge_count_keys(boolean, text, text, uuid, text[]);
+DROP FUNCTION knowledge_count_keys(boolean, text, text, uuid, text[], timestamptz);
 DROP TABLE knowledge_count_deltas;
 DROP TABLE knowledge_counts;
 DROP TABLE audit_keys;

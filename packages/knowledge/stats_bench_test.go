@@ -21,7 +21,8 @@ import (
 // 10000,100000), all in one table, with rows as wide as production's (a
 // 768-dimension vector stored inline, ~600-character bodies), 20 authors,
 // three tags an entry out of ~2,000 distinct; 85% ready, 10% pending, 5%
-// failed, 3% expired heads, 10% superseded. Loaded in statements of 50,000
+// failed, 3% of heads expired (over the last 30 days, a few in the
+// current hour) and 3.4% expiring within 30 days, 10% superseded. Loaded in statements of 50,000
 // rows (the counters' trigger runs once a statement, as for an import's
 // COPY). Measured twice: never analyzed nor vacuumed, with the load's
 // deltas not folded (the state right after a bulk load), then after the
@@ -65,7 +66,8 @@ func BenchmarkStats(b *testing.B) {
 				       CASE WHEN i % 20 > 2 THEN array_fill((i % 97)::real / 97, ARRAY[768])::vector END,
 				       CASE WHEN i % 20 > 2 THEN 'ready' WHEN i % 20 = 0 THEN 'failed' ELSE 'pending' END,
 				       CASE WHEN i % 20 > 2 THEN 'local-hash-v1' END, CASE WHEN i % 20 > 2 THEN now() END,
-				       CASE WHEN i % 33 = 0 THEN now() - interval '1 day' END
+				       CASE WHEN i % 33 = 0 THEN now() - (i % 720) * interval '1 hour' - interval '1 second'
+				            WHEN i % 29 = 0 THEN now() + (i % 720) * interval '1 hour' END
 				FROM generate_series($2::int, $3::int) i, ag`, orgs[i], from, to); err != nil {
 				b.Fatal(err)
 			}
