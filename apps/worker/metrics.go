@@ -99,7 +99,7 @@ func newMetrics() *metrics {
 		m.indexed, m.indexPasses, m.indexPass, m.indexOK, m.upkeeps, m.upkeepPass, m.upkeepTime,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.auditPruned = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "worker_audit_records_pruned_total",
+		Name: "knowledge_audit_records_pruned_total",
 		Help: "Audit records deleted by the retention (AUDIT_RETENTION).",
 	})
 	m.reg.MustRegister(m.auditPruned)
