@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
@@ -20,14 +21,17 @@ import (
 // resource read that reaches a verified token is recorded in audit_events
 // (packages/tenancy/audit.go), off the request path:
 //
-//   - The call's own goroutine only builds a small record (references to
-//     the arguments and result already in memory; no parsing, no hashing)
-//     and hands it to a buffered channel without blocking: ~1 us.
+//   - The call's own goroutine builds a small record: the entry ids, found
+//     by scanning the arguments and the answer it already holds as JSON for
+//     the keys "id", "oldId" and "newId" (no decoding: a few microseconds
+//     for a 32,000-character body), and, for a call with a "query", a copy
+//     of its arguments. Nothing else of a call stays in memory, so a full
+//     buffer holds ids, not bodies. It hands the record to a buffered
+//     channel without blocking.
 //   - One writer goroutine takes records from the channel, and every
 //     AuditConfig.FlushInterval, or as soon as AuditConfig.Batch records
-//     are waiting, derives what is kept (entry ids from the arguments and
-//     the result, the query's length and keyed hash) and writes the batch
-//     with one COPY. A failed write is retried (with back-off) until it
+//     are waiting, derives the query's length and keyed hash and writes the
+//     batch with one COPY. A failed write is retried (with back-off) until it
 //     succeeds or the server shuts down; records keep arriving in the
 //     channel meanwhile.
 //   - When the channel is full (the database is slow or down), the call
@@ -73,13 +77,11 @@ func readAuditConfig(e *appenv.Env) AuditConfig {
 	}
 }
 
-// auditRecord is what a call hands over: the record without what is
-// derived off the request path, and the raw material to derive it from.
+// auditRecord is what a call hands over: the record with its entry ids,
+// and the arguments of a call with a query (hashed off the request path).
 type auditRecord struct {
-	ev     tenancy.AuditEvent
-	args   json.RawMessage // tool arguments as received
-	result json.RawMessage // the structured result, or a resource's text
-	uri    string          // the resource read
+	ev    tenancy.AuditEvent
+	query json.RawMessage // the arguments, when they hold a "query"
 }
 
 // maxAuditEntryIDs bounds the ids one record keeps (a list page holds at
@@ -102,8 +104,9 @@ type auditor struct {
 	quit   chan struct{} // closed when no record may arrive any more
 	done   chan struct{} // closed when the writer has written them all
 
-	hashMu sync.Mutex
-	hasher *tenancy.QueryHasher
+	hashMu    sync.Mutex
+	hasher    *tenancy.QueryHasher
+	hashRetry time.Time // no new attempt to read the key before
 
 	written, lost, sync_ prometheus.Counter
 	flushDur             prometheus.Histogram
@@ -271,54 +274,37 @@ func (a *auditor) flush(batch []auditRecord, open bool) {
 	}
 }
 
-// finish derives what is kept of a call: the entry ids it touched and, for
-// a query, its length and keyed hash. Nothing else of the arguments or the
-// result leaves this function.
+// finish derives what is kept of a call's query: its length and keyed
+// hash. Nothing else of the arguments leaves this function.
 func (a *auditor) finish(ctx context.Context, r auditRecord) tenancy.AuditEvent {
 	ev := r.ev
-	ids := newIDSet()
+	if len(r.query) == 0 {
+		return ev
+	}
 	var args struct {
-		ID    *string `json:"id"`
-		OldID *string `json:"oldId"`
-		NewID *string `json:"newId"`
 		Query *string `json:"query"`
 	}
-	if len(r.args) > 0 && json.Unmarshal(r.args, &args) == nil {
-		for _, s := range []*string{args.ID, args.OldID, args.NewID} {
-			if s != nil {
-				ids.add(*s)
-			}
-		}
-		if args.Query != nil {
-			n := int32(utf8.RuneCountInString(*args.Query))
-			ev.QueryLength = &n
-			if h := a.queryHasher(ctx); h != nil {
-				ev.QueryHash = h.Hash(*args.Query)
-			}
+	if json.Unmarshal(r.query, &args) == nil && args.Query != nil {
+		n := int32(utf8.RuneCountInString(*args.Query))
+		ev.QueryLength = &n
+		if h := a.queryHasher(ctx); h != nil {
+			ev.QueryHash = h.Hash(*args.Query)
 		}
 	}
-	if rest, ok := strings.CutPrefix(r.uri, "knowledge://"); ok && !strings.Contains(rest, "/") {
-		ids.add(rest)
-	}
-	if len(r.result) > 0 {
-		var v any
-		if json.Unmarshal(r.result, &v) == nil {
-			ids.walk(v)
-		}
-	}
-	ev.EntryIDs = ids.list
 	return ev
 }
 
-// queryHasher reads the key once (retried on the next record if the
-// database did not answer).
+// queryHasher reads the key once. While the database does not answer, it
+// tries again at most every 10 s (records meanwhile keep the query's
+// length only, and one warning says so).
 func (a *auditor) queryHasher(ctx context.Context) *tenancy.QueryHasher {
 	a.hashMu.Lock()
 	defer a.hashMu.Unlock()
-	if a.hasher == nil {
+	if a.hasher == nil && time.Now().After(a.hashRetry) {
 		h, err := a.sink.QueryHasher(ctx)
 		if err != nil {
-			a.logger.Warn("audit: query hash key unavailable; the record keeps the query's length only", "err", err)
+			a.hashRetry = time.Now().Add(10 * time.Second)
+			a.logger.Warn("audit: query hash key unavailable; records keep the query's length only until it is read", "err", err)
 			return nil
 		}
 		a.hasher = h
@@ -331,43 +317,66 @@ type idSet struct {
 	list []uuid.UUID
 }
 
-func newIDSet() *idSet { return &idSet{seen: map[uuid.UUID]bool{}, list: []uuid.UUID{}} }
+func newIDSet() *idSet { return &idSet{list: []uuid.UUID{}} }
 
-func (s *idSet) add(v string) {
+func (s *idSet) add(v []byte) {
 	if len(s.list) >= maxAuditEntryIDs {
 		return
 	}
-	id, err := uuid.Parse(v)
+	id, err := uuid.ParseBytes(v)
 	if err != nil || s.seen[id] {
 		return
+	}
+	if s.seen == nil {
+		s.seen = map[uuid.UUID]bool{}
 	}
 	s.seen[id] = true
 	s.list = append(s.list, id)
 }
 
-// walk collects the values of the keys that name entries in every answer
-// of the knowledge tools and resources ("id", "oldId", "newId"), at any
-// depth: a store's id and its similar entries, a search's or a list's hits,
-// a supersession's pair, a chain's entries, a task's linked entries.
-func (s *idSet) walk(v any) {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, val := range x {
-			switch k {
-			case "id", "oldId", "newId":
-				if str, ok := val.(string); ok {
-					s.add(str)
-					continue
-				}
+// idKeys are the keys that name entries in every argument and answer of
+// the knowledge tools and resources: a store's id and its similar entries,
+// a search's or a list's hits, a supersession's pair, a chain's entries, a
+// task's linked entries, forget_knowledge's id.
+var idKeys = [][]byte{[]byte(`"id"`), []byte(`"oldId"`), []byte(`"newId"`)}
+
+// scan adds the string values of idKeys found anywhere in the JSON text b,
+// without decoding it. Exact for valid JSON: inside a string every quote
+// is escaped, so an unescaped "id" followed by a colon is a key (a body
+// holding the text "id": "..." reads \"id\" and is passed over, since
+// its quote is preceded by a backslash).
+func (s *idSet) scan(b []byte) {
+	for _, key := range idKeys {
+		rest := b
+		for {
+			i := bytes.Index(rest, key)
+			if i < 0 {
+				break
 			}
-			s.walk(val)
-		}
-	case []any:
-		for _, e := range x {
-			s.walk(e)
+			escaped := i > 0 && rest[i-1] == '\\'
+			rest = rest[i+len(key):]
+			if escaped {
+				continue
+			}
+			j := 0
+			for j < len(rest) && isSpace(rest[j]) {
+				j++
+			}
+			if j >= len(rest) || rest[j] != ':' {
+				continue
+			}
+			j++
+			for j < len(rest) && isSpace(rest[j]) {
+				j++
+			}
+			if j+38 <= len(rest) && rest[j] == '"' && rest[j+37] == '"' {
+				s.add(rest[j+1 : j+37])
+			}
 		}
 	}
 }
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // auditTool records a tool call (the middleware calls it after the call).
 func (s *Server) auditTool(p *tenancy.Principal, name string, req mcp.Request, res mcp.Result, outcome string, start time.Time, d time.Duration) {
@@ -375,14 +384,19 @@ func (s *Server) auditTool(p *tenancy.Principal, name string, req mcp.Request, r
 		return
 	}
 	r := auditRecord{ev: s.auditEvent(p, tenancy.AuditTool, name, outcome, start, d)}
+	ids := newIDSet()
 	if cr, ok := req.(*mcp.CallToolRequest); ok && cr.Params != nil {
-		r.args = cr.Params.Arguments
+		ids.scan(cr.Params.Arguments)
+		if bytes.Contains(cr.Params.Arguments, []byte(`"query"`)) {
+			r.query = bytes.Clone(cr.Params.Arguments)
+		}
 	}
 	if tr, ok := res.(*mcp.CallToolResult); ok && tr != nil && !tr.IsError {
 		if raw, ok := tr.StructuredContent.(json.RawMessage); ok {
-			r.result = raw
+			ids.scan(raw)
 		}
 	}
+	r.ev.EntryIDs = ids.list
 	s.audit.record(r)
 }
 
@@ -392,12 +406,16 @@ func (s *Server) auditResource(p *tenancy.Principal, kind, uri string, res mcp.R
 		return
 	}
 	r := auditRecord{ev: s.auditEvent(p, tenancy.AuditResource, kind, outcome, start, d)}
-	r.uri = uri // an id read or tried
+	ids := newIDSet()
+	if rest, ok := strings.CutPrefix(uri, "knowledge://"); ok && !strings.Contains(rest, "/") {
+		ids.add([]byte(rest)) // an id read or tried
+	}
 	if outcome == "ok" {
 		if rr, ok := res.(*mcp.ReadResourceResult); ok && rr != nil && len(rr.Contents) == 1 {
-			r.result = json.RawMessage(rr.Contents[0].Text)
+			ids.scan([]byte(rr.Contents[0].Text))
 		}
 	}
+	r.ev.EntryIDs = ids.list
 	s.audit.record(r)
 }
 
