@@ -3,6 +3,8 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"slices"
 	"testing"
 	"time"
@@ -19,13 +21,17 @@ import (
 // each with its own database holding the same org of 1,000 long entries
 // (indexed), one with the audit trail and one without; the same calls go to
 // both in turns (A B, then B A, so drift and noise fall on both alike), 600
-// of each kind after 50 warm-up calls. The overhead is the difference of
+// of each kind (AUDIT_BENCH_SAMPLES) after 50 warm-up calls. The overhead is the difference of
 // the p50s; it includes the writer's COPYs running on the same two cores
 // and the same PostgreSQL.
 //
 //	go test -run '^$' -bench AuditOverhead -benchtime 1x ./apps/mcp/internal/server
 func BenchmarkAuditOverhead(b *testing.B) {
-	const corpus, samples = 1000, 600
+	const corpus = 1000
+	samples := 600
+	if v, err := strconv.Atoi(os.Getenv("AUDIT_BENCH_SAMPLES")); err == nil && v > 0 {
+		samples = v
+	}
 	type side struct {
 		bd   *bundle
 		cs   *mcp.ClientSession
