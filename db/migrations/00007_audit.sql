@@ -83,6 +83,8 @@ CREATE TABLE knowledge_counts (
     n      bigint NOT NULL,
     PRIMARY KEY (org_id, kind, key)
 );
+-- The deltas are a queue (like knowledge_index_queue): keyed by id, the
+-- order the fold takes them in; readers reach an org's through the index.
 CREATE TABLE knowledge_count_deltas (
     id     bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     org_id uuid   NOT NULL,
