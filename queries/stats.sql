@@ -85,3 +85,9 @@ ON CONFLICT (org_id, kind, key) DO UPDATE SET n = knowledge_counts.n + excluded.
 SELECT coalesce((SELECT s.config::text FROM knowledge_search_stats s WHERE s.org_id = @org_id), '')::text AS config,
        coalesce((SELECT s.docs FROM knowledge_search_stats s WHERE s.org_id = @org_id), 0)::bigint AS indexed,
        (SELECT count(*) FROM (SELECT 1 FROM knowledge_index_queue q WHERE q.org_id = @org_id LIMIT @max_rows) x)::bigint AS queued;
+
+-- name: DeleteZeroCounts :execrows
+-- Counters that fell to zero go (knowledge_counts_zero_idx): a key is a
+-- tag, i.e. content, and must not outlive the last entry carrying it (a
+-- purge, forget_knowledge).
+DELETE FROM knowledge_counts WHERE n = 0;

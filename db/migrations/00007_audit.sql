@@ -93,6 +93,9 @@ CREATE TABLE knowledge_count_deltas (
     delta  bigint NOT NULL
 );
 CREATE INDEX knowledge_count_deltas_org_idx ON knowledge_count_deltas (org_id);
+-- The fold deletes the counters that reached zero: their keys are tags
+-- (content), which must not outlive the entries (purge, forget).
+CREATE INDEX knowledge_counts_zero_idx ON knowledge_counts (org_id) WHERE n = 0;
 
 CREATE FUNCTION knowledge_count_keys(is_head boolean, status text, model text, agent uuid, tags text[], expires timestamptz)
 RETURNS TABLE (kind text, key text)

@@ -188,7 +188,13 @@ func (s *Service) CompactCounts(ctx context.Context, batch int) (int64, error) {
 		}
 		total += n
 		if n == 0 {
-			return total, nil
+			break
 		}
 	}
+	// A counter at zero names a key nothing carries any more; when the key
+	// is a tag, that is content an erasure must not leave behind.
+	if _, err := s.q.DeleteZeroCounts(ctx); err != nil {
+		return total, mapErr(err, "")
+	}
+	return total, nil
 }

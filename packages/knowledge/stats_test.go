@@ -191,3 +191,34 @@ func TestStatsCountersExact(t *testing.T) {
 		t.Fatalf("forgotten: %v %v", st.Forgotten, err)
 	}
 }
+
+// TestPurgeLeavesNoTagInTheCounters: a tag is content; once the last entry
+// carrying it is purged, no counter or delta names it.
+func TestPurgeLeavesNoTagInTheCounters(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, c := range []knowledge.Caller{b.alice, b.bob} {
+		tags := []string{"shared"}
+		if c == b.bob {
+			tags = append(tags, "patient-jane-doe")
+		}
+		if _, err := b.svc.Store(b.ctx, c, knowledge.StoreInput{Title: "t", Body: "b", Tags: tags}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.svc.CompactCounts(b.ctx, 0); err != nil { // the tag is a folded counter too
+		t.Fatal(err)
+	}
+	if _, err := b.svc.Purge(b.ctx, b.org, knowledge.PurgeScope{Agent: b.bob.AgentID}, false); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := b.pool.QueryRow(b.ctx, `SELECT (SELECT count(*) FROM knowledge_counts WHERE key = 'patient-jane-doe')
+		+ (SELECT count(*) FROM knowledge_count_deltas WHERE key = 'patient-jane-doe')`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d counter rows still name the purged tag (%v)", n, err)
+	}
+	st, err := b.svc.Stats(b.ctx, b.org, 10)
+	if err != nil || st.Entries != 1 || len(st.TopTags) != 1 || st.TopTags[0].Tag != "shared" {
+		t.Fatalf("stats after the purge: %+v %v", st, err)
+	}
+}

@@ -38,6 +38,21 @@ func (q *Queries) CompactCounts(ctx context.Context, maxRows int32) (int64, erro
 	return result.RowsAffected(), nil
 }
 
+const deleteZeroCounts = `-- name: DeleteZeroCounts :execrows
+DELETE FROM knowledge_counts WHERE n = 0
+`
+
+// Counters that fell to zero go (knowledge_counts_zero_idx): a key is a
+// tag, i.e. content, and must not outlive the last entry carrying it (a
+// purge, forget_knowledge).
+func (q *Queries) DeleteZeroCounts(ctx context.Context) (int64, error) {
+	result, err := q.db.Exec(ctx, deleteZeroCounts)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const statsClock = `-- name: StatsClock :one
 SELECT ((SELECT coalesce(sum(x.n), 0) FROM (
             SELECT c.n FROM knowledge_counts c
