@@ -222,3 +222,66 @@ func TestPurgeLeavesNoTagInTheCounters(t *testing.T) {
 		t.Fatalf("stats after the purge: %+v %v", st, err)
 	}
 }
+
+// TestStatsCountersUnderConcurrency: stores from several agents at once
+// while two folds run in a loop: the counters never count a change twice
+// or miss one.
+func TestStatsCountersUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	stop := make(chan struct{})
+	folds := make(chan error, 2)
+	for range 2 {
+		go func() {
+			for {
+				select {
+				case <-stop:
+					folds <- nil
+					return
+				default:
+				}
+				if _, err := b.svc.CompactCounts(b.ctx, 7); err != nil {
+					folds <- err
+					return
+				}
+			}
+		}()
+	}
+	errs := make(chan error, 8)
+	for w := range 8 {
+		go func() {
+			c := b.alice
+			if w%2 == 1 {
+				c = b.bob
+			}
+			for i := range 15 {
+				_, err := b.svc.Store(b.ctx, c, knowledge.StoreInput{Title: fmt.Sprintf("w%d-%d", w, i), Body: "b",
+					Tags: []string{fmt.Sprintf("t%d", i%5), fmt.Sprintf("w%d", w)}})
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	for range 2 {
+		if err := <-folds; err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := b.svc.Stats(b.ctx, b.org, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameCounts(t, "after concurrent stores and folds", statsMap(st), exactStats(t, b, b.org))
+	if st.Entries != 120 {
+		t.Fatalf("%d entries, want 120", st.Entries)
+	}
+}
