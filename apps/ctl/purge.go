@@ -148,7 +148,7 @@ func init() {
 				}
 				if !*noVacuum && rep.Entries > 0 {
 					// Deleted rows stay in the tables' pages until vacuumed.
-					if _, err := pool.Exec(e.ctx, "VACUUM knowledge, knowledge_supersessions, task_knowledge, knowledge_postings, knowledge_term_stats, knowledge_index_queue, knowledge_search_stats"); err != nil {
+					if _, err := pool.Exec(e.ctx, "VACUUM knowledge, knowledge_supersessions, task_knowledge, knowledge_postings, knowledge_term_stats, knowledge_index_queue, knowledge_search_stats, knowledge_counts, knowledge_count_deltas"); err != nil {
 						return fmt.Errorf("entries erased; VACUUM failed (autovacuum will get there): %w", err)
 					}
 					out.Vacuumed = true

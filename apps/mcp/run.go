@@ -140,6 +140,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		Redis:        rdb,
 		RateSettings: ten,
 		DBSlots:      int(pool.Config().MaxConns),
+		Audit:        ten, // the audit trail (docs/operators.md)
 		Ready:        map[string]server.Pinger{"postgres": pool, "redis": redisPinger{rdb}},
 		Logger:       logger,
 	})

@@ -4,7 +4,7 @@ go 1.26.0
 
 require github.com/agentfleet/orchestrator/db v0.0.0
 
-require github.com/agentfleet/orchestrator/packages/tenancy v0.0.0 // indirect
+require github.com/agentfleet/orchestrator/packages/tenancy v0.0.0
 
 require github.com/agentfleet/orchestrator/packages/knowledge v0.0.0
 
@@ -27,6 +27,7 @@ require (
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/leodido/go-urn v1.5.0 // indirect
 	github.com/mfridman/interpolate v0.0.2 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect

@@ -33,6 +33,8 @@ type metrics struct {
 	upkeeps     *prometheus.CounterVec
 	upkeepPass  *prometheus.CounterVec
 	upkeepTime  prometheus.Histogram
+
+	auditPruned prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -96,6 +98,11 @@ func newMetrics() *metrics {
 	m.reg.MustRegister(m.tasks, m.entries, m.batch, m.provider, m.lag, m.requeued, m.pending, m.oldest, m.backlogOK,
 		m.indexed, m.indexPasses, m.indexPass, m.indexOK, m.upkeeps, m.upkeepPass, m.upkeepTime,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.auditPruned = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "knowledge_audit_records_pruned_total",
+		Help: "Audit records deleted by the retention (AUDIT_RETENTION).",
+	})
+	m.reg.MustRegister(m.auditPruned)
 	return m
 }
 

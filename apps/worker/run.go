@@ -16,6 +16,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
+	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
 
 // DefaultMetricsAddr is loopback: metrics are for a local scraper or a
@@ -27,6 +28,7 @@ type config struct {
 	databaseURL, redisURL, metricsAddr string
 	backlogInterval                    time.Duration
 	opts                               jobs.WorkerOptions
+	audit                              auditConfig
 }
 
 func parseConfig(e *appenv.Env) config {
@@ -53,6 +55,7 @@ func parseConfig(e *appenv.Env) config {
 		TextSearchConfig: e.String(knowledge.EnvTextSearchConfig, knowledge.DefaultTextSearchConfig),
 	}
 	c.backlogInterval = e.Duration("WORKER_BACKLOG_INTERVAL", 15*time.Second, 100*time.Millisecond, 0)
+	c.audit = parseAuditConfig(e)
 	return c
 }
 
@@ -129,6 +132,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		defer close(backlogDone)
 		m.refreshBacklog(bctx, pool, cfg.backlogInterval, log)
 	}()
+	auditDone := make(chan struct{})
+	go func() {
+		defer close(auditDone)
+		pruneAudit(bctx, tenancy.New(pool), cfg.audit, m, log)
+	}()
 	log.Info("worker started", "model", emb.Model(), "queue", jobs.Queue,
 		"metrics", "http://"+ln.Addr().String()+"/metrics",
 		"concurrency", cfg.opts.Concurrency, "batch_size", cfg.opts.BatchSize, "batch_grace", cfg.opts.BatchGrace,
@@ -139,6 +147,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	log.Info("worker stopping")
 	stopBacklog()
 	<-backlogDone
+	<-auditDone
 	w.Shutdown()
 	log.Info("worker stopped")
 	return nil

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
+	"github.com/agentfleet/orchestrator/packages/appenv"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
 	"github.com/agentfleet/orchestrator/packages/testenv"
@@ -200,6 +201,9 @@ func TestRunRefusesBadConfig(t *testing.T) {
 		"args":        {args: []string{"--fast"}, want: "unexpected arguments"},
 		"index":       {env: map[string]string{"WORKER_INDEX_INTERVAL": "1ms"}, want: "WORKER_INDEX_INTERVAL"},
 		"upkeep":      {env: map[string]string{"WORKER_UPKEEP_INTERVAL": "soon"}, want: "WORKER_UPKEEP_INTERVAL"},
+		"retention":   {env: map[string]string{"AUDIT_RETENTION": "90 days"}, want: "AUDIT_RETENTION"},
+		"short":       {env: map[string]string{"AUDIT_RETENTION": "10m"}, want: "AUDIT_RETENTION"},
+		"prune":       {env: map[string]string{"AUDIT_PRUNE_INTERVAL": "1ms"}, want: "AUDIT_PRUNE_INTERVAL"},
 	} {
 		err := run(context.Background(), c.args, envOf(c.env), io.Discard)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -224,5 +228,15 @@ func TestRunRefusesUnknownTextSearchConfig(t *testing.T) {
 	}), io.Discard)
 	if err == nil || !strings.Contains(err.Error(), `SEARCH_TEXT_CONFIG="englsh"`) {
 		t.Fatalf("got %v, want an error naming SEARCH_TEXT_CONFIG", err)
+	}
+}
+
+func TestAuditRetentionSetting(t *testing.T) {
+	t.Parallel()
+	for v, want := range map[string]time.Duration{"": 90 * 24 * time.Hour, "30d": 30 * 24 * time.Hour, "36h": 36 * time.Hour} {
+		e := appenv.New(envOf(map[string]string{"AUDIT_RETENTION": v}))
+		if got := parseAuditConfig(e).retention; got != want || e.Err() != nil {
+			t.Errorf("%q: %v, %v; want %v", v, got, e.Err(), want)
+		}
 	}
 }

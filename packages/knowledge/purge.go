@@ -118,6 +118,14 @@ func (s *Service) Purge(ctx context.Context, org uuid.UUID, scope PurgeScope, dr
 			return rep, mapErr(err, "")
 		}
 	}
+	if !dryRun {
+		// The erased entries' tags are keys of the org counters (stats.go):
+		// fold the purge's deltas now, which deletes the counters that fell
+		// to zero, rather than at the worker's next upkeep.
+		if _, err := s.CompactCounts(ctx, 0); err != nil {
+			return rep, fmt.Errorf("entries erased; folding the org counters (the worker's upkeep will): %w", err)
+		}
+	}
 	n, err := s.purgeIdempotenceKeys(ctx, org, scope, rep, dryRun)
 	rep.IdempotenceKeys = n
 	if err != nil {

@@ -2,23 +2,33 @@ package knowledge
 
 import (
 	"context"
+	"sort"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
+	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
 
-// OrgStats is what an org holds (ctl stats). Every number is exact, read
-// in one snapshot (a repeatable-read transaction), so they add up: Heads +
-// Superseded + Expired = Entries, Pending + Ready + Failed = Entries.
+// OrgStats is what an org holds (ctl stats, the knowledge://stats
+// resource). Every number is exact, read in one snapshot (a
+// repeatable-read transaction), so they add up: Heads + Superseded +
+// Expired = Entries, Pending + Ready + Failed = Entries. Forgotten entries
+// (tombstones of forget_knowledge) are no longer entries and are counted
+// apart. The counts come from counters kept by the writes themselves
+// (migration 00007), so the cost does not grow with the org's entries:
+// it grows with its distinct tags and authors, and with its expiring
+// heads (read through a partial index because expiry changes with the
+// clock alone).
 type OrgStats struct {
 	OrgID      uuid.UUID `json:"orgId"`
 	Entries    int64     `json:"entries"`
 	Heads      int64     `json:"heads"`      // current: not superseded, not expired
 	Superseded int64     `json:"superseded"` // superseded (whatever their expiry)
 	Expired    int64     `json:"expired"`    // not superseded, expiry passed
+	Forgotten  int64     `json:"forgotten"`  // erased by forget_knowledge (tombstones)
 	Embeddings struct {
 		Pending              int64            `json:"pending"`
 		Ready                int64            `json:"ready"`
@@ -28,10 +38,24 @@ type OrgStats struct {
 	} `json:"embeddings"`
 	TopTags  []TagCount   `json:"topTags"`
 	PerAgent []AgentCount `json:"perAgent"`
-	// Index is the lexical index's own view (SearchIndexStatus).
-	Index     SearchIndexStatus `json:"index"`
-	ElapsedMs float64           `json:"elapsedMs"`
+	// AgentNames names every agent of the org by id.
+	AgentNames map[string]string `json:"agentNames"`
+	// Quotas and RateLimits are the org's settings (tenancy): the
+	// quota's use and limit, and the operators' rate limits (empty: the
+	// MCP server's defaults apply).
+	Quotas     []tenancy.Quota     `json:"quotas"`
+	RateLimits []tenancy.RateLimit `json:"rateLimits"`
+	// Index is the lexical index's own view (SearchIndexStatus), with
+	// its queue counted up to statsMaxQueued: past it IndexQueuedAtLeast
+	// is set and Index.Queued is a lower bound (ctl search status counts
+	// them all).
+	Index              SearchIndexStatus `json:"index"`
+	IndexQueuedAtLeast bool              `json:"indexQueuedAtLeast"`
+	ElapsedMs          float64           `json:"elapsedMs"`
 }
+
+// statsMaxQueued bounds the index queue's count in Stats.
+const statsMaxQueued = 10_000
 
 // TagCount is a tag and how many entries carry it.
 type TagCount struct {
@@ -46,8 +70,9 @@ type AgentCount struct {
 	Entries int64      `json:"entries"`
 }
 
-// Stats reads org's statistics. Cost: four passes over the org's rows
-// (docs/operators.md has the measured latency by org size).
+// Stats reads org's statistics (docs/operators.md; latency by org size in
+// docs/benchmarks.md). The org is not checked: callers pass an org that
+// exists (a token's, or one ctl looked up).
 func (s *Service) Stats(ctx context.Context, org uuid.UUID, topTags int) (*OrgStats, error) {
 	if topTags <= 0 {
 		topTags = 10
@@ -56,21 +81,60 @@ func (s *Service) Stats(ctx context.Context, org uuid.UUID, topTags int) (*OrgSt
 	st := &OrgStats{OrgID: org}
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		q := sqlc.New(tx)
-		e, err := q.StatsEntries(ctx, org)
+		if err := q.StatsConfig(ctx); err != nil {
+			return err
+		}
+		counts, err := q.StatsCounts(ctx, org)
 		if err != nil {
 			return err
 		}
-		st.Entries, st.Heads, st.Superseded, st.Expired = e.Total, e.Heads, e.Superseded, e.Expired
-		st.Embeddings.Pending, st.Embeddings.Ready, st.Embeddings.Failed = e.Pending, e.Ready, e.Failed
-		st.Embeddings.OldestPendingSeconds = e.OldestPendingSeconds
-		models, err := q.StatsModels(ctx, org)
+		st.Embeddings.ReadyByModel = map[string]int64{}
+		var heads int64
+		for _, c := range counts {
+			switch c.Kind {
+			case "state":
+				if c.Key == "head" {
+					heads = c.N
+				} else {
+					st.Superseded = c.N
+				}
+			case "status":
+				switch c.Key {
+				case "pending":
+					st.Embeddings.Pending = c.N
+				case "ready":
+					st.Embeddings.Ready = c.N
+				case "failed":
+					st.Embeddings.Failed = c.N
+				}
+			case "model":
+				st.Embeddings.ReadyByModel[c.Key] = c.N
+			case "agent":
+				a := AgentCount{Entries: c.N}
+				if id, err := uuid.Parse(c.Key); err == nil {
+					a.AgentID = &id
+				}
+				st.PerAgent = append(st.PerAgent, a)
+			}
+		}
+		sort.Slice(st.PerAgent, func(i, j int) bool {
+			a, b := st.PerAgent[i], st.PerAgent[j]
+			if a.Entries != b.Entries {
+				return a.Entries > b.Entries
+			}
+			return a.AgentID != nil && (b.AgentID == nil || a.AgentID.String() < b.AgentID.String())
+		})
+		if st.PerAgent == nil {
+			st.PerAgent = []AgentCount{}
+		}
+		clock, err := q.StatsClock(ctx, org)
 		if err != nil {
 			return err
 		}
-		st.Embeddings.ReadyByModel = make(map[string]int64, len(models))
-		for _, m := range models {
-			st.Embeddings.ReadyByModel[m.Model] = m.Entries
-		}
+		st.Expired, st.Forgotten = clock.Expired, clock.Forgotten
+		st.Heads = heads - clock.Expired
+		st.Entries = heads + st.Superseded
+		st.Embeddings.OldestPendingSeconds = clock.OldestPendingSeconds
 		tags, err := q.StatsTopTags(ctx, sqlc.StatsTopTagsParams{OrgID: org, MaxTags: int32(topTags)})
 		if err != nil {
 			return err
@@ -79,19 +143,26 @@ func (s *Service) Stats(ctx context.Context, org uuid.UUID, topTags int) (*OrgSt
 		for i, t := range tags {
 			st.TopTags[i] = TagCount{Tag: t.Tag, Entries: t.Entries}
 		}
-		agents, err := q.StatsPerAgent(ctx, org)
+		agents, err := tenancy.ListAgentsTx(ctx, tx, org)
 		if err != nil {
 			return err
 		}
-		st.PerAgent = make([]AgentCount, len(agents))
-		for i, a := range agents {
-			st.PerAgent[i] = AgentCount{AgentID: a.AgentID, Entries: a.Entries}
+		st.AgentNames = make(map[string]string, len(agents))
+		for _, a := range agents {
+			st.AgentNames[a.ID.String()] = a.Name
 		}
-		ix, err := q.SearchIndexStatus(ctx, org)
+		if st.Quotas, err = tenancy.QuotasTx(ctx, tx, org); err != nil {
+			return err
+		}
+		if st.RateLimits, err = tenancy.RateLimitsTx(ctx, tx, org); err != nil {
+			return err
+		}
+		ix, err := q.StatsIndex(ctx, sqlc.StatsIndexParams{OrgID: org, MaxRows: statsMaxQueued + 1})
 		if err != nil {
 			return err
 		}
-		st.Index = SearchIndexStatus{OrgID: org, TextSearchConfig: ix.Config, Indexed: ix.Indexed, Queued: ix.Queued}
+		st.Index = SearchIndexStatus{OrgID: org, TextSearchConfig: ix.Config, Indexed: ix.Indexed, Queued: min(ix.Queued, statsMaxQueued)}
+		st.IndexQueuedAtLeast = ix.Queued > statsMaxQueued
 		return nil
 	})
 	if err != nil {
@@ -99,4 +170,31 @@ func (s *Service) Stats(ctx context.Context, org uuid.UUID, topTags int) (*OrgSt
 	}
 	st.ElapsedMs = float64(time.Since(start).Microseconds()) / 1000
 	return st, nil
+}
+
+// CompactCounts folds the counters' pending deltas (of every org) into
+// their totals, batch rows at a time, until none is left or ctx ends; the
+// worker's upkeep calls it. It returns how many counters it changed. Readers
+// are exact either way: it only keeps the deltas they sum short.
+func (s *Service) CompactCounts(ctx context.Context, batch int) (int64, error) {
+	if batch <= 0 {
+		batch = 10_000
+	}
+	var total int64
+	for {
+		n, err := s.q.CompactCounts(ctx, int32(batch))
+		if err != nil {
+			return total, mapErr(err, "")
+		}
+		total += n
+		if n == 0 {
+			break
+		}
+	}
+	// A counter at zero names a key nothing carries any more; when the key
+	// is a tag, that is content an erasure must not leave behind.
+	if _, err := s.q.DeleteZeroCounts(ctx); err != nil {
+		return total, mapErr(err, "")
+	}
+	return total, nil
 }

@@ -68,22 +68,27 @@ type exportVector struct {
 }
 
 type exportEntry struct {
-	Kind          string        `json:"kind"` // "entry"
-	ID            uuid.UUID     `json:"id"`
-	Title         string        `json:"title"`
-	Body          string        `json:"body"`
-	Tags          []string      `json:"tags"`
-	Confidence    int16         `json:"confidence"`
-	Source        string        `json:"source"`
-	AuthorAgentID *uuid.UUID    `json:"authorAgentId"`
-	ExpiresAt     *time.Time    `json:"expiresAt"`
-	ClientToken   *uuid.UUID    `json:"clientToken,omitempty"`
-	SupersededBy  *uuid.UUID    `json:"supersededBy"`
-	HeadID        *uuid.UUID    `json:"headId"`
-	SupersededAt  *time.Time    `json:"supersededAt"`
-	CreatedAt     time.Time     `json:"createdAt"`
-	UpdatedAt     time.Time     `json:"updatedAt"`
-	Embedding     *exportVector `json:"embedding,omitempty"`
+	Kind          string     `json:"kind"` // "entry"
+	ID            uuid.UUID  `json:"id"`
+	Title         string     `json:"title"`
+	Body          string     `json:"body"`
+	Tags          []string   `json:"tags"`
+	Confidence    int16      `json:"confidence"`
+	Source        string     `json:"source"`
+	AuthorAgentID *uuid.UUID `json:"authorAgentId"`
+	ExpiresAt     *time.Time `json:"expiresAt"`
+	// ClientToken is read from files of earlier exports and ignored: a
+	// client token is a 60-second idempotence key, not knowledge, and
+	// importing it could clash with another entry of the agent holding the
+	// same token in the target org (the unique org, agent, token key), so
+	// exports no longer write it and imports store none.
+	ClientToken  *uuid.UUID    `json:"clientToken,omitempty"`
+	SupersededBy *uuid.UUID    `json:"supersededBy"`
+	HeadID       *uuid.UUID    `json:"headId"`
+	SupersededAt *time.Time    `json:"supersededAt"`
+	CreatedAt    time.Time     `json:"createdAt"`
+	UpdatedAt    time.Time     `json:"updatedAt"`
+	Embedding    *exportVector `json:"embedding,omitempty"`
 }
 
 type exportSupersession struct {
@@ -195,7 +200,7 @@ func (s *Service) Export(ctx context.Context, org uuid.UUID, w io.Writer, o Expo
 			}
 			for _, r := range rows {
 				e := exportEntry{Kind: "entry", ID: r.ID, Title: r.Title, Body: r.Body, Tags: r.Tags, Confidence: r.Confidence,
-					Source: r.Source, AuthorAgentID: r.CreatedByAgentID, ExpiresAt: utcp(r.ExpiresAt), ClientToken: r.ClientToken,
+					Source: r.Source, AuthorAgentID: r.CreatedByAgentID, ExpiresAt: utcp(r.ExpiresAt),
 					SupersededBy: r.SupersededBy, HeadID: r.HeadID, SupersededAt: utcp(r.SupersededAt),
 					CreatedAt: utc(r.CreatedAt), UpdatedAt: utc(r.UpdatedAt)}
 				if e.Tags == nil {
@@ -334,6 +339,11 @@ func (s *Service) Import(ctx context.Context, org uuid.UUID, open func() (io.Rea
 		}
 		return rep, mapErr(err, "")
 	}
+	// Each COPY batch appended its changes to the org counters (up to a
+	// row per distinct tag); fold them now rather than at the worker's
+	// next upkeep, so stats stays quick right after a large import. Stats
+	// are exact either way, so a failure here is no failure of the import.
+	_, _ = s.CompactCounts(ctx, 0)
 	return rep, nil
 }
 
@@ -586,7 +596,7 @@ func (s *Service) importEntries(ctx context.Context, tx pgx.Tx, q *sqlc.Queries,
 			rep.Vectors++
 		}
 		rows = append(rows, []any{org, e.ID, e.Title, e.Body, tags, e.Confidence, e.Source, e.AuthorAgentID, e.ExpiresAt,
-			e.ClientToken, e.CreatedAt, e.UpdatedAt, vec, status, model, at})
+			nil, e.CreatedAt, e.UpdatedAt, vec, status, model, at}) // client_token: see exportEntry
 	}
 	if len(rows) == 0 {
 		return nil

@@ -139,3 +139,48 @@ func TestImportRespectsQuotaAndVersion(t *testing.T) {
 	_, err = b.svc.Import(b.ctx, b.other, opener(broken), knowledge.ImportOptions{})
 	wantCode(t, err, knowledge.CodeInvalidArgument, "file")
 }
+
+// TestImportClientTokensNeverClash: client tokens are 60-second
+// idempotence keys, not knowledge: an export leaves them out and an import
+// ignores them, so two exports of an org taken at different times import
+// into one org even when an agent used the same token for two entries
+// (the first purged in between), which the unique (org, agent, token) key
+// refused before.
+func TestImportClientTokensNeverClash(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tok := uuid.New()
+	first, err := b.svc.Store(b.ctx, b.alice, knowledge.StoreInput{Title: "first", Body: "b", ClientToken: &tok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file1, _ := b.export(t, b.svc, b.org, false)
+	if bytes.Contains(file1, []byte(tok.String())) || bytes.Contains(file1, []byte("clientToken")) {
+		t.Fatalf("the export holds the client token:\n%s", file1)
+	}
+	if _, err := b.svc.Purge(b.ctx, b.org, knowledge.PurgeScope{Entry: first.ID}, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.redis.Client.FlushDB(b.ctx).Err(); err != nil { // the 60 s key expired
+		t.Fatal(err)
+	}
+	if _, err := b.svc.Store(b.ctx, b.alice, knowledge.StoreInput{Title: "second", Body: "b", ClientToken: &tok}); err != nil {
+		t.Fatal(err)
+	}
+	file2, _ := b.export(t, b.svc, b.org, false)
+	// An older file that still carries the token imports all the same.
+	withToken := bytes.Replace(file1, []byte(`"expiresAt":null,`), []byte(`"expiresAt":null,"clientToken":"`+tok.String()+`",`), 1)
+	if bytes.Equal(withToken, file1) {
+		t.Fatal("test file not rewritten")
+	}
+	target := b.mkOrg(t, "target")
+	for _, f := range [][]byte{withToken, file2} {
+		if _, err := b.svc.Import(b.ctx, target, opener(f), knowledge.ImportOptions{}); err != nil {
+			t.Fatalf("import: %v", err)
+		}
+	}
+	var n, tokens int
+	if err := b.pool.QueryRow(b.ctx, "SELECT count(*), count(client_token) FROM knowledge WHERE org_id = $1", target).Scan(&n, &tokens); err != nil || n != 2 || tokens != 0 {
+		t.Fatalf("target holds %d entries, %d tokens (%v)", n, tokens, err)
+	}
+}

@@ -35,6 +35,8 @@ import (
 // upkeepTables are the tables of the module that search reads.
 var upkeepTables = []string{
 	"knowledge", "knowledge_postings", "knowledge_term_stats", "knowledge_search_stats", "knowledge_index_queue",
+	// Its rows are deleted as the org counters fold them (stats.go).
+	"knowledge_count_deltas",
 }
 
 // Thresholds of Upkeep: a table is vacuumed when the rows inserted or dead
@@ -84,7 +86,13 @@ type UpkeepReport struct {
 // statement is cancelled when ctx ends; what it did by then is kept.
 func (s *Service) Upkeep(ctx context.Context) (UpkeepReport, error) {
 	var rep UpkeepReport
-	// First, so the rows it rewrites are vacuumed in this pass.
+	// The statistics' counters first (stats.go): cheap, and it keeps
+	// their deltas short whatever else the pass does.
+	if _, err := s.CompactCounts(ctx, 0); err != nil {
+		return rep, fmt.Errorf("upkeep of the org counters: %w", err)
+	}
+	// Then the duplicate-check keys, so the rows it rewrites are vacuumed
+	// in this pass.
 	n, err := s.backfillSimilarKeys(ctx)
 	rep.SimilarKeys = n
 	if err != nil {

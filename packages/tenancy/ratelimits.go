@@ -100,15 +100,7 @@ func (s *Service) RateLimits(ctx context.Context, orgID uuid.UUID) ([]RateLimit,
 	if _, err := s.q().GetOrg(ctx, orgID); err != nil {
 		return nil, mapErr(err, "org "+orgID.String())
 	}
-	rows, err := s.q().ListRateLimits(ctx, orgID)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]RateLimit, 0, len(rows))
-	for _, r := range rows {
-		out = append(out, toRateLimit(r))
-	}
-	return out, nil
+	return RateLimitsTx(ctx, s.pool, orgID)
 }
 
 // RateLimitsFor returns the settings that can apply to one agent's calls:

@@ -244,20 +244,7 @@ func (s *Service) Quotas(ctx context.Context, orgID uuid.UUID) ([]Quota, error) 
 	if _, err := s.q().GetOrg(ctx, orgID); err != nil {
 		return nil, mapErr(err, "org "+orgID.String())
 	}
-	rows, err := s.q().ListQuotas(ctx, orgID)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Quota, 0, 1)
-	seen := map[string]bool{}
-	for _, q := range rows {
-		out = append(out, Quota{Resource: q.Resource, Limit: q.LimitValue, Used: q.Used})
-		seen[q.Resource] = true
-	}
-	if !seen[ResourceKnowledgeStored] {
-		out = append(out, Quota{Resource: ResourceKnowledgeStored})
-	}
-	return out, nil
+	return QuotasTx(ctx, s.pool, orgID)
 }
 
 // ConsumeQuota takes one unit of resource for orgID inside tx, so the unit is

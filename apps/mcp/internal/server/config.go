@@ -67,6 +67,8 @@ type Config struct {
 	// search waits for its query vector before answering from the lexical
 	// lists (knowledge.Options.QueryEmbedBudget).
 	QueryEmbedBudget time.Duration
+	// Audit tunes the audit trail's writer (audit.go).
+	Audit AuditConfig
 }
 
 // ConfigFromEnv reads the configuration; every variable is optional. Bad
@@ -94,6 +96,7 @@ func ReadConfig(e *appenv.Env) Config {
 		ShutdownTimeout:  e.Duration("MCP_SHUTDOWN_TIMEOUT", DefaultShutdownTimeout, time.Second, 10*time.Minute),
 		TextSearchConfig: e.String(knowledge.EnvTextSearchConfig, knowledge.DefaultTextSearchConfig),
 		QueryEmbedBudget: e.Duration(knowledge.EnvQueryEmbedBudget, knowledge.DefaultQueryEmbedBudget, 10*time.Millisecond, time.Minute),
+		Audit:            readAuditConfig(e),
 	}
 	cal, err := knowledge.VectorCalibrationFromEnv(e.Raw)
 	e.Add(err)

@@ -30,3 +30,24 @@ func TestConfigFromEnv(t *testing.T) {
 		}
 	}
 }
+
+// The audit trail's writer settings: defaults, values, refusals by name.
+func TestAuditConfigFromEnv(t *testing.T) {
+	t.Parallel()
+	env := appenv.Vars
+	c, err := server.ConfigFromEnv(env())
+	want := server.AuditConfig{Buffer: server.DefaultAuditBuffer, Batch: server.DefaultAuditBatch, FlushInterval: server.DefaultAuditFlushInterval}
+	if err != nil || c.Audit != want {
+		t.Fatalf("defaults: %+v %v", c.Audit, err)
+	}
+	c, err = server.ConfigFromEnv(env("MCP_AUDIT_BUFFER", "100", "MCP_AUDIT_BATCH", "10", "MCP_AUDIT_FLUSH_INTERVAL", "1s"))
+	if err != nil || c.Audit != (server.AuditConfig{Buffer: 100, Batch: 10, FlushInterval: time.Second}) {
+		t.Fatalf("set: %+v %v", c.Audit, err)
+	}
+	_, err = server.ConfigFromEnv(env("MCP_AUDIT_BUFFER", "0", "MCP_AUDIT_BATCH", "many", "MCP_AUDIT_FLUSH_INTERVAL", "1h"))
+	for _, name := range []string{"MCP_AUDIT_BUFFER", "MCP_AUDIT_BATCH", "MCP_AUDIT_FLUSH_INTERVAL"} {
+		if err == nil || !strings.Contains(err.Error(), name+"=") {
+			t.Errorf("want %s named in %v", name, err)
+		}
+	}
+}

@@ -169,8 +169,10 @@ func (s *Server) scopeGate(metadataURL string, next http.Handler) http.Handler {
 				s.metrics.toolCalls.WithLabelValues(label, eb.Code).Inc()
 				s.metrics.toolDuration.WithLabelValues(label, eb.Code).Observe(0)
 				s.logCall(r.Context(), "tool call", p, slogTool(label), kt.Outcome{Code: eb.Code}, 0)
+				s.auditTool(p, label, nil, nil, eb.Code, time.Now(), 0)
 			} else {
 				kind := kt.KindOfURI(m.Params.URI)
+				s.auditResource(p, kind, m.Params.URI, nil, eb.Code, time.Now(), 0)
 				s.metrics.resReads.WithLabelValues(kind, eb.Code).Inc()
 				s.logCall(r.Context(), "resource read", p, slogResource(kind), kt.Outcome{Code: eb.Code}, 0)
 			}

@@ -126,6 +126,7 @@ func (s *Server) toolCall(ctx context.Context, p *tenancy.Principal, method stri
 		}
 	}
 	d := time.Since(start)
+	s.auditTool(p, label, req, res, o.Code, start, d)
 	s.metrics.toolCalls.WithLabelValues(label, o.Code).Inc()
 	s.metrics.toolDuration.WithLabelValues(label, o.Code).Observe(d.Seconds())
 	s.logCall(ctx, "tool call", p, slog.String("tool", label), o, d)
@@ -172,6 +173,7 @@ func (s *Server) resourceRead(ctx context.Context, p *tenancy.Principal, method 
 		}
 	}
 	d := time.Since(start)
+	s.auditResource(p, kind, uri, res, o.Code, start, d)
 	s.metrics.resReads.WithLabelValues(kind, o.Code).Inc()
 	s.metrics.resDuration.WithLabelValues(kind, o.Code).Observe(d.Seconds())
 	s.logCall(ctx, "resource read", p, slog.String("resource", kind), o, d)

@@ -46,6 +46,8 @@ type Deps struct {
 	// DBSlots is the size of the database pool: calls beyond it wait at
 	// most Config.DBWait for a connection. 0: no bound.
 	DBSlots int
+	// Audit stores the audit trail (audit.go); nil: no audit trail.
+	Audit AuditSink
 }
 
 // Server is one MCP server. Start it once; Shutdown drains it.
@@ -61,6 +63,8 @@ type Server struct {
 	dbSlots chan struct{}
 	// limiter applies the rate limits; nil without Deps.Redis.
 	limiter *ratelimit.Limiter
+	// audit writes the audit trail; nil without Deps.Audit.
+	audit *auditor
 
 	mu        sync.Mutex
 	http      *http.Server
@@ -86,6 +90,7 @@ func New(cfg Config, deps Deps) *Server {
 	if deps.DBSlots > 0 {
 		s.dbSlots = make(chan struct{}, deps.DBSlots)
 	}
+	s.audit = s.newAuditor(deps.Audit)
 	if deps.Redis != nil {
 		s.limiter = ratelimit.New(deps.Redis, deps.RateSettings, ratelimit.Options{
 			Defaults: cfg.RateLimits,
@@ -180,6 +185,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		hs.Close()
 	}
 	<-done
+	s.audit.close(ctx) // every record of the drained calls
 	if err == nil {
 		err = s.serveErr
 	}
@@ -214,5 +220,10 @@ func (s *Server) ServeStdio(ctx context.Context, token string, t mcp.Transport) 
 	srv := s.newMCPServer(func(ctx context.Context, _ mcp.Request) (*tenancy.Principal, error) {
 		return s.verifier.Verify(ctx, token)
 	})
+	defer func() { // every record, whether stdin closed or ctx ended
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
+		defer cancel()
+		s.audit.close(cctx)
+	}()
 	return srv.Run(ctx, t)
 }

@@ -54,6 +54,8 @@ type setupOpts struct {
 	rate *ratelimit.Limits
 	// config adjusts the configuration before the server is built.
 	config func(*server.Config)
+	// audit turns the audit trail on (server.Deps.Audit).
+	audit bool
 }
 
 func setup(t testing.TB, o setupOpts) *bundle {
@@ -105,6 +107,7 @@ func setup(t testing.TB, o setupOpts) *bundle {
 		Redis:        cmp.Or(o.limiterRedis, r.Client),
 		RateSettings: tenancy.New(d.Pool),
 		DBSlots:      o.dbSlots,
+		Audit:        auditSink(o.audit, d.Pool),
 	})
 	if _, err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)

@@ -30,6 +30,26 @@ type AgentToken struct {
 	CreatedAt  time.Time
 }
 
+type AuditEvent struct {
+	OrgID       uuid.UUID
+	ID          int64
+	At          time.Time
+	AgentID     *uuid.UUID
+	TokenID     *uuid.UUID
+	Kind        string
+	Name        string
+	EntryIds    []uuid.UUID
+	Outcome     string
+	DurationUs  int64
+	QueryLength *int32
+	QueryHash   []byte
+}
+
+type AuditKey struct {
+	Name  string
+	Value []byte
+}
+
 type Knowledge struct {
 	OrgID                uuid.UUID
 	ID                   uuid.UUID
@@ -54,6 +74,21 @@ type Knowledge struct {
 	CreatedAt            time.Time
 	UpdatedAt            time.Time
 	SimilarKeys          []int64
+}
+
+type KnowledgeCount struct {
+	OrgID uuid.UUID
+	Kind  string
+	Key   string
+	N     int64
+}
+
+type KnowledgeCountDelta struct {
+	ID    int64
+	OrgID uuid.UUID
+	Kind  string
+	Key   string
+	Delta int64
 }
 
 type KnowledgeIndexQueue struct {

@@ -11,75 +11,134 @@ import (
 	"github.com/google/uuid"
 )
 
-const statsEntries = `-- name: StatsEntries :one
-
-SELECT count(*)::bigint AS total,
-       count(*) FILTER (WHERE head_id IS NULL AND (expires_at IS NULL OR expires_at > now()))::bigint AS heads,
-       count(*) FILTER (WHERE head_id IS NOT NULL)::bigint AS superseded,
-       count(*) FILTER (WHERE head_id IS NULL AND expires_at <= now())::bigint AS expired,
-       count(*) FILTER (WHERE embedding_status = 'pending')::bigint AS pending,
-       count(*) FILTER (WHERE embedding_status = 'ready')::bigint AS ready,
-       count(*) FILTER (WHERE embedding_status = 'failed')::bigint AS failed,
-       coalesce(extract(epoch FROM now() - min(embedding_requested_at) FILTER (WHERE embedding_status = 'pending')), 0)::float8 AS oldest_pending_seconds
-FROM knowledge
-WHERE org_id = $1
+const compactCounts = `-- name: CompactCounts :execrows
+WITH moved AS (
+    DELETE FROM knowledge_count_deltas
+    WHERE id IN (SELECT d.id FROM knowledge_count_deltas d ORDER BY d.id LIMIT $1)
+    RETURNING org_id, kind, key, delta
+)
+INSERT INTO knowledge_counts (org_id, kind, key, n)
+SELECT org_id, kind, key, sum(delta)::bigint
+FROM moved
+GROUP BY org_id, kind, key
+ORDER BY org_id, kind, key
+ON CONFLICT (org_id, kind, key) DO UPDATE SET n = knowledge_counts.n + excluded.n
 `
 
-type StatsEntriesRow struct {
-	Total                int64
-	Heads                int64
-	Superseded           int64
-	Expired              int64
-	Pending              int64
-	Ready                int64
-	Failed               int64
-	OldestPendingSeconds float64
+// Folds at most @max_rows of the oldest deltas (any org: the worker's
+// upkeep) into knowledge_counts, in one statement, so a reader sees them
+// either as deltas or as counts, never both or neither. Two compactions at
+// once cannot count a delta twice: the second waits on the first's row
+// locks and then finds those deltas deleted.
+func (q *Queries) CompactCounts(ctx context.Context, maxRows int32) (int64, error) {
+	result, err := q.db.Exec(ctx, compactCounts, maxRows)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
-// Org statistics (packages/knowledge/stats.go, ctl stats). Every statement
-// is scoped by @org_id. Exact counts: each reads the org's rows once.
-// Entries by state and embeddings by status, in one pass over the org.
-// States: head (current, not expired), superseded, expired (a head whose
-// expiry has passed; superseded entries count as superseded).
-func (q *Queries) StatsEntries(ctx context.Context, orgID uuid.UUID) (StatsEntriesRow, error) {
-	row := q.db.QueryRow(ctx, statsEntries, orgID)
-	var i StatsEntriesRow
-	err := row.Scan(
-		&i.Total,
-		&i.Heads,
-		&i.Superseded,
-		&i.Expired,
-		&i.Pending,
-		&i.Ready,
-		&i.Failed,
-		&i.OldestPendingSeconds,
-	)
+const deleteZeroCounts = `-- name: DeleteZeroCounts :execrows
+DELETE FROM knowledge_counts WHERE n = 0
+`
+
+// Counters that fell to zero go (knowledge_counts_zero_idx): a key is a
+// tag, i.e. content, and must not outlive the last entry carrying it (a
+// purge, forget_knowledge).
+func (q *Queries) DeleteZeroCounts(ctx context.Context) (int64, error) {
+	result, err := q.db.Exec(ctx, deleteZeroCounts)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const statsClock = `-- name: StatsClock :one
+SELECT ((SELECT coalesce(sum(x.n), 0) FROM (
+            SELECT c.n FROM knowledge_counts c
+            WHERE c.org_id = $1 AND c.kind = 'expiry' AND c.key::bigint < floor(extract(epoch FROM now()) / 3600)::bigint
+            UNION ALL
+            SELECT d.delta FROM knowledge_count_deltas d
+            WHERE d.org_id = $1 AND d.kind = 'expiry' AND d.key::bigint < floor(extract(epoch FROM now()) / 3600)::bigint) x)
+        + (SELECT count(*) FROM knowledge k
+           WHERE k.org_id = $1 AND k.head_id IS NULL AND k.expires_at IS NOT NULL
+             AND k.expires_at >= to_timestamp(floor(extract(epoch FROM now()) / 3600) * 3600) AND k.expires_at <= now()))::bigint AS expired,
+       coalesce(extract(epoch FROM now() - (SELECT min(k.embedding_requested_at) FROM knowledge k
+        WHERE k.org_id = $1 AND k.embedding_status = 'pending')), 0)::float8 AS oldest_pending_seconds,
+       (SELECT count(*) FROM knowledge_tombstones t WHERE t.org_id = $1)::bigint AS forgotten
+`
+
+type StatsClockRow struct {
+	Expired              int64
+	OldestPendingSeconds float64
+	Forgotten            int64
+}
+
+// Heads past their expiry: those of the hours before the current one from
+// the counters, and those of the current hour whose expiry has passed
+// through knowledge_expiry_idx (so the read is bounded by the heads
+// expiring within one hour, not by every expired head). The age of the
+// oldest pending entry (knowledge_org_pending_idx); forgotten entries
+// (their tombstones, by primary key).
+func (q *Queries) StatsClock(ctx context.Context, orgID uuid.UUID) (StatsClockRow, error) {
+	row := q.db.QueryRow(ctx, statsClock, orgID)
+	var i StatsClockRow
+	err := row.Scan(&i.Expired, &i.OldestPendingSeconds, &i.Forgotten)
 	return i, err
 }
 
-const statsModels = `-- name: StatsModels :many
-SELECT coalesce(embedding_model, '')::text AS model, count(*)::bigint AS entries
-FROM knowledge
-WHERE org_id = $1 AND embedding_status = 'ready'
-GROUP BY embedding_model
-ORDER BY 2 DESC, 1
+const statsConfig = `-- name: StatsConfig :exec
+
+SELECT set_config('enable_seqscan', 'off', true),
+       set_config('enable_bitmapscan', 'off', true)
 `
 
-type StatsModelsRow struct {
-	Model   string
-	Entries int64
+// Org statistics (packages/knowledge/stats.go, ctl stats, knowledge://stats).
+// Every statement is scoped by @org_id. The counts come from
+// knowledge_counts plus the deltas not folded into it yet (migration
+// 00007): exact, and their cost is the number of distinct keys, not of
+// entries. What changes with the clock alone (expired heads, the oldest
+// pending entry) is read through partial indexes of the org.
+// Transaction-local planner settings of the statements that follow in
+// Stats' transaction: the plans must not depend on statistics (a
+// never-analyzed table, an org grown since the last ANALYZE), so no
+// sequential scan: every statement reads its org's slice of an index; and
+// no bitmap scan, which reads the whole slice before a LIMIT can stop it
+// (the index queue's count read all 300,000 entries of a freshly loaded
+// org to keep 10,001: 17 ms).
+func (q *Queries) StatsConfig(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, statsConfig)
+	return err
 }
 
-func (q *Queries) StatsModels(ctx context.Context, orgID uuid.UUID) ([]StatsModelsRow, error) {
-	rows, err := q.db.Query(ctx, statsModels, orgID)
+const statsCounts = `-- name: StatsCounts :many
+SELECT kind::text AS kind, key::text AS key, sum(n)::bigint AS n
+FROM (
+    SELECT c.kind, c.key, c.n FROM knowledge_counts c WHERE c.org_id = $1 AND c.kind NOT IN ('tag', 'expiry')
+    UNION ALL
+    SELECT d.kind, d.key, d.delta FROM knowledge_count_deltas d WHERE d.org_id = $1 AND d.kind NOT IN ('tag', 'expiry')
+) x
+GROUP BY kind, key
+HAVING sum(n) <> 0
+`
+
+type StatsCountsRow struct {
+	Kind string
+	Key  string
+	N    int64
+}
+
+// Every key but tags and expiry hours, summed over the folded counts and the pending deltas.
+func (q *Queries) StatsCounts(ctx context.Context, orgID uuid.UUID) ([]StatsCountsRow, error) {
+	rows, err := q.db.Query(ctx, statsCounts, orgID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []StatsModelsRow
+	var items []StatsCountsRow
 	for rows.Next() {
-		var i StatsModelsRow
-		if err := rows.Scan(&i.Model, &i.Entries); err != nil {
+		var i StatsCountsRow
+		if err := rows.Scan(&i.Kind, &i.Key, &i.N); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -90,44 +149,43 @@ func (q *Queries) StatsModels(ctx context.Context, orgID uuid.UUID) ([]StatsMode
 	return items, nil
 }
 
-const statsPerAgent = `-- name: StatsPerAgent :many
-SELECT k.created_by_agent_id AS agent_id, count(*)::bigint AS entries
-FROM knowledge k
-WHERE k.org_id = $1
-GROUP BY k.created_by_agent_id
-ORDER BY 2 DESC
+const statsIndex = `-- name: StatsIndex :one
+SELECT coalesce((SELECT s.config::text FROM knowledge_search_stats s WHERE s.org_id = $1), '')::text AS config,
+       coalesce((SELECT s.docs FROM knowledge_search_stats s WHERE s.org_id = $1), 0)::bigint AS indexed,
+       (SELECT count(*) FROM (SELECT 1 FROM knowledge_index_queue q WHERE q.org_id = $1 LIMIT $2) x)::bigint AS queued
 `
 
-type StatsPerAgentRow struct {
-	AgentID *uuid.UUID
-	Entries int64
+type StatsIndexParams struct {
+	OrgID   uuid.UUID
+	MaxRows int32
 }
 
-func (q *Queries) StatsPerAgent(ctx context.Context, orgID uuid.UUID) ([]StatsPerAgentRow, error) {
-	rows, err := q.db.Query(ctx, statsPerAgent, orgID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []StatsPerAgentRow
-	for rows.Next() {
-		var i StatsPerAgentRow
-		if err := rows.Scan(&i.AgentID, &i.Entries); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+type StatsIndexRow struct {
+	Config  string
+	Indexed int64
+	Queued  int64
+}
+
+// The lexical index's state, as SearchIndexStatus, but the queue counted
+// up to @max_rows only: right after a bulk load (an import) the
+// queue holds every new entry until the indexer has taken them, and
+// counting them all would make stats as slow as the load is large.
+func (q *Queries) StatsIndex(ctx context.Context, arg StatsIndexParams) (StatsIndexRow, error) {
+	row := q.db.QueryRow(ctx, statsIndex, arg.OrgID, arg.MaxRows)
+	var i StatsIndexRow
+	err := row.Scan(&i.Config, &i.Indexed, &i.Queued)
+	return i, err
 }
 
 const statsTopTags = `-- name: StatsTopTags :many
-SELECT t.tag::text AS tag, count(*)::bigint AS entries
-FROM knowledge k, unnest(k.tags) AS t (tag)
-WHERE k.org_id = $1
-GROUP BY t.tag
+SELECT key::text AS tag, sum(n)::bigint AS entries
+FROM (
+    SELECT c.key, c.n FROM knowledge_counts c WHERE c.org_id = $1 AND c.kind = 'tag'
+    UNION ALL
+    SELECT d.key, d.delta FROM knowledge_count_deltas d WHERE d.org_id = $1 AND d.kind = 'tag'
+) x
+GROUP BY key
+HAVING sum(n) <> 0
 ORDER BY 2 DESC, 1
 LIMIT $2
 `

@@ -44,7 +44,7 @@ func (q *Queries) ExistingEntries(ctx context.Context, arg ExistingEntriesParams
 
 const exportEntries = `-- name: ExportEntries :many
 
-SELECT id, title, body, tags, confidence, source, created_by_agent_id, expires_at, client_token,
+SELECT id, title, body, tags, confidence, source, created_by_agent_id, expires_at,
        superseded_by, head_id, superseded_at, created_at, updated_at
 FROM knowledge
 WHERE org_id = $1 AND (created_at, id) > ($2::timestamptz, $3::uuid)
@@ -68,7 +68,6 @@ type ExportEntriesRow struct {
 	Source           string
 	CreatedByAgentID *uuid.UUID
 	ExpiresAt        *time.Time
-	ClientToken      *uuid.UUID
 	SupersededBy     *uuid.UUID
 	HeadID           *uuid.UUID
 	SupersededAt     *time.Time
@@ -103,7 +102,6 @@ func (q *Queries) ExportEntries(ctx context.Context, arg ExportEntriesParams) ([
 			&i.Source,
 			&i.CreatedByAgentID,
 			&i.ExpiresAt,
-			&i.ClientToken,
 			&i.SupersededBy,
 			&i.HeadID,
 			&i.SupersededAt,

@@ -64,10 +64,14 @@ func (t *toolset) registerResources(srv *mcp.Server) {
 		Description: "The entries linked to an orchestration task of your organisation as JSON, each with its link kind (references: it informed the task; produced: the task produced it), title, tags, confidence, embeddingStatus, supersession and its knowledge:// URI. Needs knowledge:read.",
 		MIMEType:    resourceMIMEType,
 	}, h)
+	t.registerStats(srv) // knowledge://stats (stats.go)
 }
 
 // KindOfURI says which resource a URI names (for logs and metrics).
 func KindOfURI(uri string) string {
+	if uri == StatsURI {
+		return ResourceStats
+	}
 	if strings.HasPrefix(uri, uriScheme+"tasks/") {
 		return ResourceTask
 	}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentfleet/orchestrator/packages/tenancy"
+)
+
+// timeFlag parses --since/--until: an RFC 3339 time (2026-11-24T10:00:00Z),
+// a date (2026-11-24, midnight UTC), or a duration before now (90m, 24h).
+func timeFlag(name, v string, now time.Time) (*time.Time, error) {
+	if v == "" {
+		return nil, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return &t, nil
+	}
+	if t, err := time.Parse(time.DateOnly, v); err == nil {
+		return &t, nil
+	}
+	if d, err := time.ParseDuration(v); err == nil && d > 0 {
+		t := now.Add(-d)
+		return &t, nil
+	}
+	return nil, usagef("--%s: %q is not a time (2026-11-24T10:00:00Z or 2026-11-24) nor a positive duration before now (24h)", name, v)
+}
+
+func init() {
+	register("audit", "who did what: --org ORG [--agent A] [--entry ID] [--tool T] [--since T] [--until T] [--limit N] (newest first)", func(fs *flag.FlagSet) func(e *env) error {
+		org := fs.String("org", "", "org id")
+		agent := fs.String("agent", "", "only this agent's calls (agent id)")
+		entry := fs.String("entry", "", "only calls that touched this entry (entry id)")
+		tool := fs.String("tool", "", "only this tool (store_knowledge, ...) or resource kind (knowledge_entry, task_knowledge, org_stats)")
+		since := fs.String("since", "", "from this time on: RFC 3339, a date, or a duration before now (24h)")
+		until := fs.String("until", "", "before this time: RFC 3339, a date, or a duration before now")
+		limit := fs.Int("limit", 100, fmt.Sprintf("at most this many records (1..%d)", tenancy.MaxAuditLimit))
+		return func(e *env) error {
+			orgID, err := uuidFlag("org", *org)
+			if err != nil {
+				return err
+			}
+			f := tenancy.AuditFilter{Name: *tool, Limit: *limit}
+			for _, opt := range []struct {
+				name, v string
+				dst     **uuid.UUID
+			}{{"agent", *agent, &f.AgentID}, {"entry", *entry, &f.EntryID}} {
+				if opt.v == "" {
+					continue
+				}
+				id, err := uuidFlag(opt.name, opt.v)
+				if err != nil {
+					return err
+				}
+				*opt.dst = &id
+			}
+			if *limit < 1 || *limit > tenancy.MaxAuditLimit {
+				return usagef("--limit: %d is not between 1 and %d", *limit, tenancy.MaxAuditLimit)
+			}
+			if len(*tool) > 64 || strings.TrimSpace(*tool) != *tool {
+				return usagef("--tool: %q is not a tool or resource name", *tool)
+			}
+			now := time.Now()
+			if f.Since, err = timeFlag("since", *since, now); err != nil {
+				return err
+			}
+			if f.Until, err = timeFlag("until", *until, now); err != nil {
+				return err
+			}
+			if f.Since != nil && f.Until != nil && !f.Until.After(*f.Since) {
+				return usagef("--until: must be after --since")
+			}
+			t, err := e.tenancy()
+			if err != nil {
+				return err
+			}
+			events, err := t.Audit(e.ctx, orgID, f)
+			if err != nil {
+				return err
+			}
+			return e.print(map[string]any{"events": events}, func(w io.Writer) {
+				if len(events) == 0 {
+					fmt.Fprintln(w, "no records")
+				}
+				for _, ev := range events {
+					agent, token := "-", "-"
+					if ev.AgentID != nil {
+						agent = ev.AgentID.String()
+					}
+					if ev.TokenID != nil {
+						token = ev.TokenID.String()
+					}
+					fmt.Fprintf(w, "%s  %-8s %-20s %-16s %8.1f ms  agent %s  token %s",
+						ev.At.UTC().Format("2006-01-02T15:04:05.000Z"), ev.Kind, ev.Name, ev.Outcome, float64(ev.DurationUs)/1000, agent, token)
+					if ev.QueryLength != nil {
+						fmt.Fprintf(w, "  query %d chars #%x", *ev.QueryLength, []byte(ev.QueryHash))
+					}
+					if len(ev.EntryIDs) > 0 {
+						ids := make([]string, len(ev.EntryIDs))
+						for i, id := range ev.EntryIDs {
+							ids[i] = id.String()
+						}
+						fmt.Fprintf(w, "  entries %s", strings.Join(ids, ","))
+					}
+					fmt.Fprintln(w)
+				}
+			})
+		}
+	})
+}
