@@ -19,3 +19,10 @@ RETURNING *;
 SELECT *
 FROM knowledge_tombstones
 WHERE org_id = @org_id AND id = @id;
+
+-- name: ForgottenAmong :many
+-- The ids among @ids that were forgotten in the org (import refuses to
+-- bring them back).
+SELECT id FROM knowledge_tombstones
+WHERE org_id = @org_id AND id = ANY(@ids::uuid[])
+ORDER BY id;

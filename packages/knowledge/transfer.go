@@ -571,6 +571,15 @@ func (s *Service) importEntries(ctx context.Context, tx pgx.Tx, q *sqlc.Queries,
 	for _, id := range have {
 		present[id] = true
 	}
+	// Forgetting erases for good (a leaked secret, personal data): an
+	// import, from a file written before the forget, must not bring the
+	// entry back. Refused whole rather than skipped, since the file's
+	// chains and links name the entry too.
+	if gone, err := q.ForgottenAmong(ctx, sqlc.ForgottenAmongParams{OrgID: org, Ids: ids}); err != nil {
+		return err
+	} else if len(gone) > 0 {
+		return InvalidArgument("file", "holds %d entries forgotten in this org (first: %s); forgotten entries stay erased: remove their lines, and the lines naming them, from the file", len(gone), gone[0])
+	}
 	rows := make([][]any, 0, len(batch))
 	for _, e := range batch {
 		if present[e.ID] {

@@ -184,3 +184,33 @@ func TestImportClientTokensNeverClash(t *testing.T) {
 		t.Fatalf("target holds %d entries, %d tokens (%v)", n, tokens, err)
 	}
 }
+
+// An import never brings a forgotten entry back: a file written before the
+// forget is refused whole in that org (naming the file and the entry), and
+// changes nothing; another org may import it.
+func TestImportRefusesForgottenEntries(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.store(t, b.alice, "kept", "still here")
+	gone := b.store(t, b.alice, "leaked", "secret sk-live-123")
+	file, _ := b.export(t, b.svc, b.org, false)
+	if _, err := b.svc.Forget(b.ctx, b.alice, gone, "leaked secret", false); err != nil {
+		t.Fatal(err)
+	}
+	before := b.entries(t)
+	_, err := b.svc.Import(b.ctx, b.org, opener(file), knowledge.ImportOptions{})
+	e := wantCode(t, err, knowledge.CodeInvalidArgument, "file")
+	if !strings.Contains(e.Message, gone.String()) || !strings.Contains(e.Message, "forgotten") {
+		t.Errorf("refusal: %v", e)
+	}
+	if got := b.entries(t); got != before {
+		t.Fatalf("a refused import changed the entries: %d, was %d", got, before)
+	}
+	if n := b.count(t, "SELECT count(*) FROM knowledge WHERE id = $1", gone); n != 0 {
+		t.Fatal("the forgotten entry is back")
+	}
+	target := b.mkOrg(t, "target")
+	if _, err := b.svc.Import(b.ctx, target, opener(file), knowledge.ImportOptions{}); err != nil {
+		t.Fatalf("import into another org: %v", err)
+	}
+}

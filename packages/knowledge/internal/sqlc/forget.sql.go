@@ -49,6 +49,39 @@ func (q *Queries) ForgetLockEntry(ctx context.Context, arg ForgetLockEntryParams
 	return i, err
 }
 
+const forgottenAmong = `-- name: ForgottenAmong :many
+SELECT id FROM knowledge_tombstones
+WHERE org_id = $1 AND id = ANY($2::uuid[])
+ORDER BY id
+`
+
+type ForgottenAmongParams struct {
+	OrgID uuid.UUID
+	Ids   []uuid.UUID
+}
+
+// The ids among @ids that were forgotten in the org (import refuses to
+// bring them back).
+func (q *Queries) ForgottenAmong(ctx context.Context, arg ForgottenAmongParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, forgottenAmong, arg.OrgID, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []uuid.UUID
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const getTombstone = `-- name: GetTombstone :one
 SELECT org_id, id, created_by_agent_id, created_at, forgotten_by_agent_id, forgotten_at, reason
 FROM knowledge_tombstones
