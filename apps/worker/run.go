@@ -25,6 +25,7 @@ const DefaultMetricsAddr = "127.0.0.1:9091"
 // config is the worker's environment, parsed.
 type config struct {
 	databaseURL, redisURL, metricsAddr string
+	allowModelChange                   bool
 	backlogInterval                    time.Duration
 	opts                               jobs.WorkerOptions
 }
@@ -52,6 +53,7 @@ func parseConfig(e *appenv.Env) config {
 		// Checked against the database in run (checkTextSearchConfig).
 		TextSearchConfig: e.String(knowledge.EnvTextSearchConfig, knowledge.DefaultTextSearchConfig),
 	}
+	c.allowModelChange = e.Bool(knowledge.EnvAllowModelChange, false)
 	c.backlogInterval = e.Duration("WORKER_BACKLOG_INTERVAL", 15*time.Second, 100*time.Millisecond, 0)
 	return c
 }
@@ -112,6 +114,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err := knowledge.CheckTextSearchConfig(ctx, pool, cfg.opts.TextSearchConfig); err != nil {
 		return err
 	}
+	others, err := knowledge.CheckEmbeddingSpace(ctx, pool, emb, cfg.allowModelChange)
+	if err != nil {
+		return err
+	}
+	if len(others) > 0 {
+		log.Warn("vectors of other models or widths are stored; search uses only the configured one's (re-embed with ctl reembed)",
+			"model", emb.Model(), "dimensions", emb.Dimensions(), "other", fmt.Sprint(others))
+	}
 	rdb := asynq.NewClient(redisOpt)
 	err = db.Await(ctx, "redis", func(context.Context) error { return rdb.Ping() }, log)
 	rdb.Close()
@@ -123,6 +133,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err := w.Start(); err != nil {
 		return err
 	}
+	// The HNSW index of the configured model and width, built at start
+	// when missing (CONCURRENTLY: embedding and search go on meanwhile,
+	// search with exact scans); Upkeep's passes make sure of it again.
+	go func() {
+		start := time.Now()
+		built, err := knowledge.New(pool, knowledge.Options{Embedder: emb}).EnsureVectorIndex(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			log.Error("vector index build failed; upkeep will try again", "err", err)
+		case built:
+			log.Info("vector index built", "index", knowledge.SpaceOf(emb).IndexName(), "model", emb.Model(),
+				"dimensions", emb.Dimensions(), "seconds", time.Since(start).Seconds())
+		}
+	}()
 	bctx, stopBacklog := context.WithCancel(ctx)
 	backlogDone := make(chan struct{})
 	go func() {

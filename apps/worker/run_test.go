@@ -195,7 +195,7 @@ func TestRunRefusesBadConfig(t *testing.T) {
 		"grace":       {env: map[string]string{"WORKER_BATCH_GRACE": "100ms"}, want: "WORKER_BATCH_GRACE"},
 		"batch":       {env: map[string]string{"WORKER_BATCH_SIZE": "0"}, want: "WORKER_BATCH_SIZE"},
 		"embedder":    {env: map[string]string{"EMBEDDER": "openai"}, want: "EMBEDDINGS_MODEL"},
-		"dims":        {env: map[string]string{"EMBEDDER": "openai", "EMBEDDINGS_MODEL": "m", "EMBEDDINGS_DIMENSIONS": "1024"}, want: "EMBEDDINGS_DIMENSIONS"},
+		"dims":        {env: map[string]string{"EMBEDDER": "openai", "EMBEDDINGS_MODEL": "m", "EMBEDDINGS_DIMENSIONS": "4000"}, want: "EMBEDDINGS_DIMENSIONS"},
 		"redis":       {env: map[string]string{"REDIS_URL": "http://nope"}, want: "REDIS_URL"},
 		"args":        {args: []string{"--fast"}, want: "unexpected arguments"},
 		"index":       {env: map[string]string{"WORKER_INDEX_INTERVAL": "1ms"}, want: "WORKER_INDEX_INTERVAL"},

@@ -259,7 +259,10 @@ func (s *Service) candidates(ctx context.Context, c Caller, a *searchArgs, depth
 
 // candidateArgs are the arguments of sql/search_candidates.sql.
 func (s *Service) candidateArgs(c Caller, a *searchArgs, depth int, tableDocs int64, lists int, vec *pgvector.Vector) pgx.NamedArgs {
+	sp := SpaceOf(s.opts.Embedder)
 	return pgx.NamedArgs{
+		"vector_index":       sp.IndexName(),
+		"org_vector_index":   sp.OrgIndexName(c.OrgID),
 		"lists":              lists,
 		"org_id":             c.OrgID,
 		"default_config":     s.opts.TextSearchConfig,

@@ -15,7 +15,7 @@ const (
 	EnvBaseURL        = "EMBEDDINGS_BASE_URL"   // default https://api.openai.com/v1
 	EnvAPIKey         = "EMBEDDINGS_API_KEY"    // optional bearer token
 	EnvModel          = "EMBEDDINGS_MODEL"      // required for openai
-	EnvDimensions     = "EMBEDDINGS_DIMENSIONS" // default 768; must be 768
+	EnvDimensions     = "EMBEDDINGS_DIMENSIONS" // default 768; 64 to 3072
 	EnvSendDimensions = "EMBEDDINGS_SEND_DIMENSIONS"
 	EnvBatchSize      = "EMBEDDINGS_BATCH_SIZE" // inputs per request, default 64
 	EnvTimeout        = "EMBEDDINGS_TIMEOUT"    // per request, Go duration, default 30s
@@ -63,8 +63,8 @@ func FromEnv(getenv func(string) string) (Embedder, error) {
 	if cfg.Dimensions, err = intEnv(getenv, EnvDimensions, Dimensions); err != nil {
 		return nil, err
 	}
-	if cfg.Dimensions != Dimensions {
-		return nil, fmt.Errorf("%s=%d: must be %d, the width of the knowledge.embedding column", EnvDimensions, cfg.Dimensions, Dimensions)
+	if cfg.Dimensions < MinDimensions || cfg.Dimensions > MaxDimensions {
+		return nil, fmt.Errorf("%s=%d: must be between %d and %d (the model's vector width)", EnvDimensions, cfg.Dimensions, MinDimensions, MaxDimensions)
 	}
 	if v := strings.TrimSpace(getenv(EnvSendDimensions)); v != "" {
 		send, err := strconv.ParseBool(v)

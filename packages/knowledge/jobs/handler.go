@@ -141,8 +141,8 @@ func (h *EmbedHandler) embed(ctx context.Context, rows []sqlc.ListJobEntriesRow)
 		return nil, fmt.Errorf("embedder returned %d vectors for %d texts: %w", len(vecs), len(rows), embed.ErrPermanent)
 	}
 	for _, v := range vecs {
-		if len(v) != embed.Dimensions {
-			return nil, fmt.Errorf("embedder returned %d dimensions, the column has %d: %w", len(v), embed.Dimensions, embed.ErrPermanent)
+		if len(v) != h.emb.Dimensions() {
+			return nil, fmt.Errorf("embedder returned %d dimensions, its model %q has %d: %w", len(v), h.emb.Model(), h.emb.Dimensions(), embed.ErrPermanent)
 		}
 	}
 	return vecs, nil

@@ -100,6 +100,16 @@ type KnowledgeTermStat struct {
 	Df    int32
 }
 
+type KnowledgeTombstone struct {
+	OrgID              uuid.UUID
+	ID                 uuid.UUID
+	CreatedByAgentID   *uuid.UUID
+	CreatedAt          time.Time
+	ForgottenByAgentID uuid.UUID
+	ForgottenAt        time.Time
+	Reason             string
+}
+
 type Org struct {
 	ID        uuid.UUID
 	Name      string
