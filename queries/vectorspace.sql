@@ -9,9 +9,9 @@ FROM knowledge_embedding_spaces() AS s (model, dims, orgs)
 ORDER BY 1, 2;
 
 -- name: IndexState :one
--- Whether an index of that name exists on knowledge, and whether it is
--- valid (a failed concurrent build leaves an invalid one).
+-- Whether an index of that name exists (on knowledge or knowledge_chunks),
+-- and whether it is valid (a failed concurrent build leaves an invalid one).
 SELECT count(*) > 0 AS present, coalesce(bool_and(i.indisvalid), false)::bool AS valid
 FROM pg_catalog.pg_index i
 JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
-WHERE i.indrelid = 'knowledge'::regclass AND c.relname = @name::text;
+WHERE c.relname = @name::text AND c.relnamespace = current_schema()::regnamespace;

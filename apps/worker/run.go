@@ -54,6 +54,11 @@ func parseConfig(e *appenv.Env) config {
 		TextSearchConfig: e.String(knowledge.EnvTextSearchConfig, knowledge.DefaultTextSearchConfig),
 	}
 	c.allowModelChange = e.Bool(knowledge.EnvAllowModelChange, false)
+	// 0: the model's defaults (knowledge.ChunkOptionsFor), completed in run.
+	c.opts.Chunk = knowledge.ChunkOptions{
+		Chars:   e.Int(knowledge.EnvChunkChars, 0, knowledge.MinChunkChars, knowledge.MaxChunkChars),
+		Overlap: e.Int(knowledge.EnvChunkOverlap, -1, 0, knowledge.MaxChunkChars/2),
+	}
 	c.backlogInterval = e.Duration("WORKER_BACKLOG_INTERVAL", 15*time.Second, 100*time.Millisecond, 0)
 	return c
 }
@@ -73,6 +78,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	emb, err := embed.FromEnv(getenv)
 	if err != nil {
+		return err
+	}
+	if cfg.opts.Chunk, err = knowledge.ChunkSettings(emb.Model(), cfg.opts.Chunk); err != nil {
 		return err
 	}
 	redisOpt, err := asynq.ParseRedisURI(cfg.redisURL)
@@ -157,7 +165,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		"metrics", "http://"+ln.Addr().String()+"/metrics",
 		"concurrency", cfg.opts.Concurrency, "batch_size", cfg.opts.BatchSize, "batch_grace", cfg.opts.BatchGrace,
 		"index_interval", cfg.opts.IndexInterval, "upkeep_interval", cfg.opts.UpkeepInterval,
-		"text_search_config", cfg.opts.TextSearchConfig)
+		"text_search_config", cfg.opts.TextSearchConfig,
+		"chunk_chars", cfg.opts.Chunk.Chars, "chunk_overlap", cfg.opts.Chunk.Overlap)
 
 	<-ctx.Done()
 	log.Info("worker stopping")

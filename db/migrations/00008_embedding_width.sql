@@ -1,5 +1,6 @@
 -- Any embedding width from 64 to 3,072 (issue 12, point 1; docs/embeddings.md,
--- "Widths and the vector index").
+-- "Widths and the vector index"), and the chunks of long entries (point 2,
+-- below: knowledge_chunks).
 --
 -- knowledge.embedding was vector(768): one width for every model. It becomes
 -- a vector of any width, and a vector's "space" is its (embedding_model,
@@ -62,6 +63,42 @@ ALTER TABLE knowledge ADD CONSTRAINT knowledge_embedding_width_check
 CREATE INDEX knowledge_embedding_space_idx ON knowledge (org_id, embedding_model, vector_dims(embedding))
     WHERE embedding IS NOT NULL;
 
+-- Long entries are embedded in chunks (issue 12, point 2; docs/embeddings.md,
+-- "Long entries: chunks"). The entry's own vector is its first chunk's
+-- (title and the body's beginning); the chunks after it are here, each with
+-- its span of the body in characters, so search ranks an entry by its best
+-- chunk and centres the snippet on it. org_id leads every key; deleting an
+-- entry deletes its chunks, and so does clearing its vector (re-embed,
+-- forget): the trigger below, so no writer can leave vectors of erased text.
+CREATE TABLE knowledge_chunks (
+    org_id          uuid    NOT NULL,
+    entry_id        uuid    NOT NULL,
+    chunk           integer NOT NULL CHECK (chunk >= 1),
+    start_char      integer NOT NULL CHECK (start_char >= 0),
+    end_char        integer NOT NULL,
+    embedding_model text    NOT NULL,
+    embedding       vector  NOT NULL CHECK (vector_dims(embedding) BETWEEN 64 AND 3072),
+    PRIMARY KEY (org_id, entry_id, chunk),
+    FOREIGN KEY (org_id, entry_id) REFERENCES knowledge (org_id, id) ON DELETE CASCADE,
+    CHECK (end_char > start_char)
+);
+ALTER TABLE knowledge_chunks ALTER COLUMN embedding SET STORAGE MAIN;
+-- An org's chunks of one space: the exact scan's bitmap.
+CREATE INDEX knowledge_chunks_space_idx ON knowledge_chunks (org_id, embedding_model, vector_dims(embedding));
+
+-- +goose StatementBegin
+CREATE FUNCTION knowledge_drop_chunks() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM knowledge_chunks WHERE org_id = NEW.org_id AND entry_id = NEW.id;
+    RETURN NULL;
+END
+$$;
+-- +goose StatementEnd
+CREATE TRIGGER knowledge_drop_chunks AFTER UPDATE OF embedding ON knowledge
+FOR EACH ROW WHEN (OLD.embedding IS NOT NULL AND NEW.embedding IS NULL)
+EXECUTE FUNCTION knowledge_drop_chunks();
+
 -- knowledge_embedding_spaces: every (model, width) with stored vectors, and
 -- how many orgs hold some: a loose index scan of knowledge_embedding_space_idx
 -- (one probe per distinct (org, model, width)), so it costs the same on a
@@ -107,23 +144,45 @@ AS $$
 DECLARE
     d int := vector_dims(p_vec);
 BEGIN
+    -- An entry is ranked by its best vector: its own (the first chunk) or
+    -- one of its chunks'. Each side is an HNSW scan of its table's index of
+    -- the space, under a LIMIT; a chunk's entry is checked against the
+    -- filters by a primary-key probe. An entry may come from both sides and
+    -- from several chunks: the best distance is kept.
     RETURN QUERY EXECUTE format(
-        'SELECT k.id, (k.embedding::%1$s <=> $2::%1$s)::float8
-         FROM knowledge k
-         WHERE k.org_id = $1
-           AND k.embedding_model = $3 AND vector_dims(k.embedding) = %2$s
-           AND (cardinality($4) = 0 OR k.tags @> $4)
-           AND ($5 OR k.head_id IS NULL)
-           AND ($6 OR k.expires_at IS NULL OR k.expires_at > now())
-         ORDER BY k.embedding::%1$s <=> $2::%1$s
+        'SELECT x.id, min(x.dist) AS dist FROM (
+            (SELECT k.id, (k.embedding::%1$s <=> $2::%1$s)::float8 AS dist
+             FROM knowledge k
+             WHERE k.org_id = $1
+               AND k.embedding_model = $3 AND vector_dims(k.embedding) = %2$s
+               AND (cardinality($4) = 0 OR k.tags @> $4)
+               AND ($5 OR k.head_id IS NULL)
+               AND ($6 OR k.expires_at IS NULL OR k.expires_at > now())
+             ORDER BY k.embedding::%1$s <=> $2::%1$s
+             LIMIT $7)
+            UNION ALL
+            (SELECT c.entry_id, (c.embedding::%1$s <=> $2::%1$s)::float8
+             FROM knowledge_chunks c
+             WHERE c.org_id = $1
+               AND c.embedding_model = $3 AND vector_dims(c.embedding) = %2$s
+               AND EXISTS (SELECT 1 FROM knowledge k
+                           WHERE k.org_id = $1 AND k.id = c.entry_id AND k.embedding IS NOT NULL
+                             AND (cardinality($4) = 0 OR k.tags @> $4)
+                             AND ($5 OR k.head_id IS NULL)
+                             AND ($6 OR k.expires_at IS NULL OR k.expires_at > now()))
+             ORDER BY c.embedding::%1$s <=> $2::%1$s
+             LIMIT $7 * 2)
+         ) x
+         GROUP BY x.id
+         ORDER BY 2, 1
          LIMIT $7',
         CASE WHEN d <= 2000 THEN 'vector(' || d || ')' ELSE 'halfvec(' || d || ')' END, d)
     USING p_org, p_vec, p_model, p_tags, p_include_superseded, p_include_expired, p_n;
 END
 $$;
 
--- The exact plan: the org's vectors of the space (a bitmap of
--- knowledge_embedding_space_idx), sorted by distance.
+-- The exact plan: the org's vectors of the space, entries' and chunks'
+-- (bitmaps of the space indexes), the best per entry, sorted by distance.
 CREATE OR REPLACE FUNCTION knowledge_vector_exact(p_org uuid, p_vec vector, p_model text, p_tags text[],
                                                   p_include_superseded bool, p_include_expired bool, p_n int)
 RETURNS TABLE (id uuid, dist float8)
@@ -132,15 +191,28 @@ SET enable_seqscan = off SET enable_indexscan = off
 AS $$
 BEGIN
     RETURN QUERY
-    SELECT k.id, k.embedding <=> p_vec
-    FROM knowledge k
-    WHERE k.org_id = p_org
-      AND k.embedding IS NOT NULL
-      AND k.embedding_model = p_model AND vector_dims(k.embedding) = vector_dims(p_vec)
-      AND (cardinality(p_tags) = 0 OR k.tags @> p_tags)
-      AND (p_include_superseded OR k.head_id IS NULL)
-      AND (p_include_expired OR k.expires_at IS NULL OR k.expires_at > now())
-    ORDER BY k.embedding <=> p_vec
+    SELECT x.id, min(x.dist) AS dist FROM (
+        SELECT k.id, k.embedding <=> p_vec AS dist
+        FROM knowledge k
+        WHERE k.org_id = p_org
+          AND k.embedding IS NOT NULL
+          AND k.embedding_model = p_model AND vector_dims(k.embedding) = vector_dims(p_vec)
+          AND (cardinality(p_tags) = 0 OR k.tags @> p_tags)
+          AND (p_include_superseded OR k.head_id IS NULL)
+          AND (p_include_expired OR k.expires_at IS NULL OR k.expires_at > now())
+        UNION ALL
+        SELECT c.entry_id, c.embedding <=> p_vec
+        FROM knowledge_chunks c
+        WHERE c.org_id = p_org
+          AND c.embedding_model = p_model AND vector_dims(c.embedding) = vector_dims(p_vec)
+          AND EXISTS (SELECT 1 FROM knowledge k
+                      WHERE k.org_id = p_org AND k.id = c.entry_id AND k.embedding IS NOT NULL
+                        AND (cardinality(p_tags) = 0 OR k.tags @> p_tags)
+                        AND (p_include_superseded OR k.head_id IS NULL)
+                        AND (p_include_expired OR k.expires_at IS NULL OR k.expires_at > now()))
+    ) x
+    GROUP BY x.id
+    ORDER BY 2, 1
     LIMIT p_n;
 END
 $$;
@@ -204,6 +276,9 @@ END
 $$;
 -- +goose StatementEnd
 DROP FUNCTION knowledge_embedding_spaces();
+DROP TRIGGER knowledge_drop_chunks ON knowledge;
+DROP FUNCTION knowledge_drop_chunks();
+DROP TABLE knowledge_chunks;
 DROP INDEX knowledge_embedding_space_idx;
 ALTER TABLE knowledge DROP CONSTRAINT knowledge_embedding_width_check;
 ALTER TABLE knowledge ALTER COLUMN embedding SET STORAGE PLAIN;

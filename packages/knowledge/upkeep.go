@@ -138,13 +138,13 @@ const (
 // per-org HNSW index, and reports what it did.
 func (s *Service) orgVectorIndex(ctx context.Context, rep *UpkeepReport) error {
 	sp := SpaceOf(s.opts.Embedder)
-	built, err := s.EnsureVectorIndex(ctx)
+	built, err := s.ensureVectorIndexes(ctx)
 	if err != nil {
 		return err
 	}
-	if built {
-		rep.Built = append(rep.Built, sp.IndexName())
-		return nil // one build a pass: a pass stays bounded
+	if len(built) > 0 {
+		rep.Built = append(rep.Built, built...)
+		return nil // the space's indexes alone in a pass: a pass stays bounded
 	}
 	have, err := s.q.OrgVectorIndexes(ctx)
 	if err != nil {

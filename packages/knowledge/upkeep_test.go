@@ -39,7 +39,7 @@ func TestUpkeepBuildsAnOrgVectorIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(rep.Built, []string{space.IndexName()}) {
+	if !slices.Equal(rep.Built, []string{space.IndexName(), space.ChunkIndexName()}) {
 		t.Fatalf("want the model's index %s built first, got %+v", space.IndexName(), rep)
 	}
 	name := space.OrgIndexName(b.org)

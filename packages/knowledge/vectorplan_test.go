@@ -88,6 +88,21 @@ func TestVectorListUsesTheModelsIndexAtEveryWidth(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			// Chunks: two for each of the model's entries, and some of the
+			// other width.
+			for _, r := range []struct {
+				model string
+				dims  int
+			}{{emb.model, dims}, {emb.model, 256}} {
+				if _, err := b.pool.Exec(b.ctx, `
+					INSERT INTO knowledge_chunks (org_id, entry_id, chunk, start_char, end_char, embedding_model, embedding)
+					SELECT k.org_id, k.id, c, c * 10, c * 10 + 10, $2,
+					       (SELECT array_agg(random() - 0.5)::real[] FROM generate_series(1, $3::int) WHERE c > 0)::vector
+					FROM knowledge k CROSS JOIN generate_series(1, 2) c
+					WHERE k.org_id = $1 AND k.embedding_model = $2 AND vector_dims(k.embedding) = $3`, b.org, r.model, r.dims); err != nil {
+					t.Fatal(err)
+				}
+			}
 			built, err := b.svc.EnsureVectorIndex(b.ctx)
 			if err != nil || !built {
 				t.Fatalf("ensure: %v %v", built, err)
@@ -107,8 +122,10 @@ func TestVectorListUsesTheModelsIndexAtEveryWidth(t *testing.T) {
 			q := make([]float32, dims)
 			q[0] = 1
 			plan := vectorPlan(t, b.pool, "knowledge_vector_hnsw", b.org, emb.model, q)
-			if !strings.Contains(plan, "Index Scan using "+name) {
-				t.Fatalf("the HNSW plan does not use %s:\n%s", name, plan)
+			for _, ix := range []string{name, knowledge.SpaceOf(emb).ChunkIndexName()} {
+				if !strings.Contains(plan, "Index Scan using "+ix) {
+					t.Fatalf("the HNSW plan does not use %s:\n%s", ix, plan)
+				}
 			}
 			// Both plans answer only the model's vectors at its width.
 			for _, fn := range []string{"knowledge_vector_hnsw", "knowledge_vector_exact"} {

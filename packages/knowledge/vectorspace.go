@@ -57,6 +57,10 @@ func (v VectorSpace) hash() string {
 // IndexName is the space's HNSW index over every org.
 func (v VectorSpace) IndexName() string { return "knowledge_hnsw_m_" + v.hash()[:16] }
 
+// ChunkIndexName is the space's HNSW index of the chunks of long entries
+// (chunk.go), over every org.
+func (v VectorSpace) ChunkIndexName() string { return "knowledge_chunks_hnsw_m_" + v.hash()[:16] }
+
 // OrgIndexName is the space's HNSW index of one large org (upkeep.go).
 func (v VectorSpace) OrgIndexName(org uuid.UUID) string {
 	return "knowledge_hnsw_org_" + strings.ReplaceAll(org.String(), "-", "") + "_" + v.hash()[:8]
@@ -77,13 +81,18 @@ func (v VectorSpace) cast() (typ, opclass string) {
 // is on since PostgreSQL 9.1, so a backslash is an ordinary character); the
 // width is an int and the org a uuid.UUID.
 func (v VectorSpace) indexDDL(name string, org *uuid.UUID) string {
+	return v.tableIndexDDL("knowledge", name, org)
+}
+
+// tableIndexDDL is indexDDL on knowledge or knowledge_chunks (same columns).
+func (v VectorSpace) tableIndexDDL(table, name string, org *uuid.UUID) string {
 	typ, opclass := v.cast()
 	where := fmt.Sprintf("embedding_model = %s AND vector_dims(embedding) = %d", quoteLiteral(v.Model), v.Dims)
 	if org != nil {
 		where = fmt.Sprintf("org_id = '%s'::uuid AND ", *org) + where
 	}
-	return fmt.Sprintf("CREATE INDEX CONCURRENTLY IF NOT EXISTS %s ON knowledge USING hnsw ((embedding::%s) %s) WHERE %s",
-		pgx.Identifier{name}.Sanitize(), typ, opclass, where)
+	return fmt.Sprintf("CREATE INDEX CONCURRENTLY IF NOT EXISTS %s ON %s USING hnsw ((embedding::%s) %s) WHERE %s",
+		pgx.Identifier{name}.Sanitize(), table, typ, opclass, where)
 }
 
 func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
@@ -99,8 +108,8 @@ func (v VectorSpace) validate() error {
 	return nil
 }
 
-// EnsureVectorIndex makes sure the configured space's HNSW index exists and
-// is valid: it builds it (CREATE INDEX CONCURRENTLY IF NOT EXISTS, so
+// EnsureVectorIndex makes sure the configured space's HNSW indexes (of the
+// entries and of the chunks of long entries) exist and are valid: it builds it (CREATE INDEX CONCURRENTLY IF NOT EXISTS, so
 // stores and searches go on) when it is missing, and drops and builds it
 // again when a build was cut short. One build at a time across workers (the
 // advisory lock Upkeep's per-org builds take): a worker that finds another
@@ -109,19 +118,35 @@ func (v VectorSpace) validate() error {
 // look-ups when the index is there. Until the index is valid, the vector
 // list uses the exact scan of the org (search_candidates.sql).
 func (s *Service) EnsureVectorIndex(ctx context.Context) (built bool, err error) {
+	names, err := s.ensureVectorIndexes(ctx)
+	return len(names) > 0, err
+}
+
+// ensureVectorIndexes is EnsureVectorIndex, naming the indexes it built.
+func (s *Service) ensureVectorIndexes(ctx context.Context) (built []string, err error) {
 	sp := SpaceOf(s.opts.Embedder)
 	if err := sp.validate(); err != nil {
-		return false, err
+		return nil, err
 	}
-	name := sp.IndexName()
-	st, err := s.q.IndexState(ctx, name)
-	if err != nil {
-		return false, mapErr(err, "")
+	for _, ix := range []struct{ table, name string }{
+		{"knowledge", sp.IndexName()}, {"knowledge_chunks", sp.ChunkIndexName()},
+	} {
+		st, err := s.q.IndexState(ctx, ix.name)
+		if err != nil {
+			return built, mapErr(err, "")
+		}
+		if st.Present && st.Valid {
+			continue
+		}
+		b, err := s.buildVectorIndex(ctx, ix.name, sp.tableIndexDDL(ix.table, ix.name, nil))
+		if err != nil {
+			return built, err
+		}
+		if b {
+			built = append(built, ix.name)
+		}
 	}
-	if st.Present && st.Valid {
-		return false, nil
-	}
-	return s.buildVectorIndex(ctx, name, sp.indexDDL(name, nil))
+	return built, nil
 }
 
 // buildVectorIndex runs one index build on a connection of its own, with

@@ -22,12 +22,14 @@ import (
 
 // HandlerOptions are the optional settings of an EmbedHandler.
 type HandlerOptions struct {
-	// MaxInputChars cuts the text sent for one entry (title, blank line,
-	// body) to this many characters, so a 32,000-character body does not
-	// exceed a provider's context and fail for good. Default 8000.
+	// MaxInputChars cuts each text sent (a chunk: title, blank line, part
+	// of the body) to this many characters, the net under Chunk. Default 8000.
 	MaxInputChars int
-	Observer      Observer     // default NopObserver
-	Logger        *slog.Logger // default slog.Default()
+	// Chunk says how long bodies are cut into chunks, each embedded
+	// (knowledge.Chunks). Default knowledge.ChunkOptionsFor(the model).
+	Chunk    knowledge.ChunkOptions
+	Observer Observer     // default NopObserver
+	Logger   *slog.Logger // default slog.Default()
 }
 
 // EmbedHandler handles entry and batch tasks: it embeds the entries that
@@ -43,6 +45,9 @@ type EmbedHandler struct {
 func NewEmbedHandler(pool *pgxpool.Pool, emb embed.Embedder, opts HandlerOptions) *EmbedHandler {
 	if opts.MaxInputChars <= 0 {
 		opts.MaxInputChars = 8000
+	}
+	if opts.Chunk.Chars <= 0 {
+		opts.Chunk = knowledge.ChunkOptionsFor(emb.Model())
 	}
 	if opts.Observer == nil {
 		opts.Observer = NopObserver{}
@@ -125,10 +130,25 @@ func (h *EmbedHandler) process(ctx context.Context, jobs []knowledge.EmbeddingJo
 	return h.fail(ctx, rows, err, false, out)
 }
 
-func (h *EmbedHandler) embed(ctx context.Context, rows []sqlc.ListJobEntriesRow) ([][]float32, error) {
-	texts := make([]string, len(rows))
+// entryVectors are an entry's vectors: one per chunk of its body, the
+// first being the entry's own.
+type entryVectors struct {
+	spans []knowledge.Span
+	vecs  [][]float32
+}
+
+// embed cuts each entry's body into chunks and embeds every chunk of every
+// entry in one provider call (the provider client splits it into requests
+// of EMBEDDINGS_BATCH_SIZE inputs).
+func (h *EmbedHandler) embed(ctx context.Context, rows []sqlc.ListJobEntriesRow) ([]entryVectors, error) {
+	out := make([]entryVectors, len(rows))
+	var texts []string
 	for i, r := range rows {
-		texts[i] = clip(r.Title+"\n\n"+r.Body, h.opts.MaxInputChars)
+		body := []rune(r.Body)
+		out[i].spans = knowledge.Chunks(r.Title, body, h.opts.Chunk)
+		for _, sp := range out[i].spans {
+			texts = append(texts, clip(knowledge.ChunkText(r.Title, body, sp), h.opts.MaxInputChars))
+		}
 	}
 	h.opts.Observer.Batch(len(rows))
 	start := time.Now()
@@ -137,15 +157,18 @@ func (h *EmbedHandler) embed(ctx context.Context, rows []sqlc.ListJobEntriesRow)
 	if err != nil {
 		return nil, err
 	}
-	if len(vecs) != len(rows) {
-		return nil, fmt.Errorf("embedder returned %d vectors for %d texts: %w", len(vecs), len(rows), embed.ErrPermanent)
+	if len(vecs) != len(texts) {
+		return nil, fmt.Errorf("embedder returned %d vectors for %d texts: %w", len(vecs), len(texts), embed.ErrPermanent)
 	}
 	for _, v := range vecs {
 		if len(v) != h.emb.Dimensions() {
 			return nil, fmt.Errorf("embedder returned %d dimensions, its model %q has %d: %w", len(v), h.emb.Model(), h.emb.Dimensions(), embed.ErrPermanent)
 		}
 	}
-	return vecs, nil
+	for i := range out {
+		out[i].vecs, vecs = vecs[:len(out[i].spans)], vecs[len(out[i].spans):]
+	}
+	return out, nil
 }
 
 // isolate embeds the entries of a refused batch one by one, so one input the
@@ -228,7 +251,7 @@ func (h *EmbedHandler) markFailed(ctx context.Context, rows []sqlc.ListJobEntrie
 
 // writeReady writes the vectors in one transaction. Each UPDATE only hits an
 // entry still pending at the job's generation; others are left alone.
-func (h *EmbedHandler) writeReady(ctx context.Context, rows []sqlc.ListJobEntriesRow, vecs [][]float32, out *BatchResult) error {
+func (h *EmbedHandler) writeReady(ctx context.Context, rows []sqlc.ListJobEntriesRow, vecs []entryVectors, out *BatchResult) error {
 	model := h.emb.Model()
 	var lags []time.Duration
 	var written int
@@ -236,7 +259,7 @@ func (h *EmbedHandler) writeReady(ctx context.Context, rows []sqlc.ListJobEntrie
 		lags, written = lags[:0], 0
 		q := h.q.WithTx(tx)
 		for i, r := range rows {
-			v := pgvector.NewVector(vecs[i])
+			v := pgvector.NewVector(vecs[i].vecs[0])
 			res, err := q.MarkEmbeddingReady(ctx, sqlc.MarkEmbeddingReadyParams{
 				Embedding: &v, Model: &model, OrgID: r.OrgID, ID: r.ID, Generation: r.EmbeddingGeneration,
 			})
@@ -245,6 +268,20 @@ func (h *EmbedHandler) writeReady(ctx context.Context, rows []sqlc.ListJobEntrie
 			}
 			if err != nil {
 				return fmt.Errorf("write vector of %s: %w", r.ID, err)
+			}
+			// The later chunks, written only with the entry's vector (the
+			// row was still the job's), replacing any left over.
+			if err := q.DeleteChunks(ctx, sqlc.DeleteChunksParams{OrgID: r.OrgID, EntryID: r.ID}); err != nil {
+				return fmt.Errorf("clear chunks of %s: %w", r.ID, err)
+			}
+			for j := 1; j < len(vecs[i].vecs); j++ {
+				sp := vecs[i].spans[j]
+				if err := q.InsertChunk(ctx, sqlc.InsertChunkParams{
+					OrgID: r.OrgID, EntryID: r.ID, Chunk: int32(j), StartChar: int32(sp.Start), EndChar: int32(sp.End),
+					EmbeddingModel: model, Embedding: pgvector.NewVector(vecs[i].vecs[j]),
+				}); err != nil {
+					return fmt.Errorf("write chunk %d of %s: %w", j, r.ID, err)
+				}
 			}
 			written++
 			if res.EmbeddedAt != nil {

@@ -50,7 +50,7 @@ const indexState = `-- name: IndexState :one
 SELECT count(*) > 0 AS present, coalesce(bool_and(i.indisvalid), false)::bool AS valid
 FROM pg_catalog.pg_index i
 JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
-WHERE i.indrelid = 'knowledge'::regclass AND c.relname = $1::text
+WHERE c.relname = $1::text AND c.relnamespace = current_schema()::regnamespace
 `
 
 type IndexStateRow struct {
@@ -58,8 +58,8 @@ type IndexStateRow struct {
 	Valid   bool
 }
 
-// Whether an index of that name exists on knowledge, and whether it is
-// valid (a failed concurrent build leaves an invalid one).
+// Whether an index of that name exists (on knowledge or knowledge_chunks),
+// and whether it is valid (a failed concurrent build leaves an invalid one).
 func (q *Queries) IndexState(ctx context.Context, name string) (IndexStateRow, error) {
 	row := q.db.QueryRow(ctx, indexState, name)
 	var i IndexStateRow

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	pgvector "github.com/pgvector/pgvector-go"
 	pgvector_go "github.com/pgvector/pgvector-go"
 )
 
@@ -53,6 +54,16 @@ type Knowledge struct {
 	EmbeddedAt           *time.Time
 	CreatedAt            time.Time
 	UpdatedAt            time.Time
+}
+
+type KnowledgeChunk struct {
+	OrgID          uuid.UUID
+	EntryID        uuid.UUID
+	Chunk          int32
+	StartChar      int32
+	EndChar        int32
+	EmbeddingModel string
+	Embedding      pgvector.Vector
 }
 
 type KnowledgeIndexQueue struct {
