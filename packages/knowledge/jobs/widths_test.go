@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"hash/fnv"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -80,6 +81,14 @@ func hashVector(text string, dims int) []float32 {
 			}
 			v[int((x>>(k*13))%uint64(dims))] += sign
 		}
+	}
+	// A little dense noise, seeded by the text: real models' vectors are
+	// dense, and PostgreSQL would compress sparse ones (storage figures).
+	h := fnv.New64a()
+	h.Write([]byte(text))
+	rng := rand.New(rand.NewPCG(h.Sum64(), 1))
+	for i := range v {
+		v[i] += (rng.Float64() - 0.5) * 0.04
 	}
 	var n float64
 	for _, x := range v {
