@@ -133,13 +133,15 @@ $$;
 -- written into it (a cast's width cannot be a parameter), the same cast the
 -- space's index is on, and with the model and width filters its predicate
 -- names; EXECUTE plans it with the arguments' values, so the planner can
--- prove the partial indexes (the space's, and an org's own).
+-- prove the partial indexes (the space's, and an org's own). No JIT: the
+-- final sort, under enable_sort = off, costs past jit_above_cost (the search
+-- statement turns JIT off too; other callers need not).
 CREATE OR REPLACE FUNCTION knowledge_vector_hnsw(p_org uuid, p_vec vector, p_model text, p_tags text[],
                                                  p_include_superseded bool, p_include_expired bool, p_n int)
 RETURNS TABLE (id uuid, dist float8)
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET enable_seqscan = off SET enable_bitmapscan = off SET enable_sort = off
-SET plan_cache_mode = force_custom_plan
+SET plan_cache_mode = force_custom_plan SET jit = off
 AS $$
 DECLARE
     d int := vector_dims(p_vec);
@@ -165,6 +167,12 @@ BEGIN
              FROM knowledge_chunks c
              WHERE c.org_id = $1
                AND c.embedding_model = $3 AND vector_dims(c.embedding) = %2$s
+               -- An org without chunks of the space skips the scan (a one-
+               -- time btree probe): walking the shared chunk index for an
+               -- org it holds nothing of would visit up to
+               -- hnsw.max_scan_tuples entries to find none.
+               AND EXISTS (SELECT 1 FROM knowledge_chunks c0
+                           WHERE c0.org_id = $1 AND c0.embedding_model = $3 AND vector_dims(c0.embedding) = %2$s)
                AND EXISTS (SELECT 1 FROM knowledge k
                            WHERE k.org_id = $1 AND k.id = c.entry_id AND k.embedding IS NOT NULL
                              AND (cardinality($4) = 0 OR k.tags @> $4)
@@ -187,7 +195,7 @@ CREATE OR REPLACE FUNCTION knowledge_vector_exact(p_org uuid, p_vec vector, p_mo
                                                   p_include_superseded bool, p_include_expired bool, p_n int)
 RETURNS TABLE (id uuid, dist float8)
 LANGUAGE plpgsql STABLE PARALLEL SAFE
-SET enable_seqscan = off SET enable_indexscan = off
+SET enable_seqscan = off SET enable_indexscan = off SET jit = off
 AS $$
 BEGIN
     RETURN QUERY

@@ -18,30 +18,9 @@ import (
 func BenchmarkPipelineWidths(b *testing.B) {
 	for _, dims := range []int{384, 1536} {
 		b.Run(fmt.Sprintf("dims=%d", dims), func(b *testing.B) {
-			const entries = 1024
 			bd := setup(b)
 			emb := openAIAt(b, fakeProvider(b, dims, 50*time.Millisecond), dims)
-			calls := &countingEmbedder{Embedder: emb}
-			w := jobs.NewWorker(bd.redis, bd.pool, calls, jobs.WorkerOptions{
-				BatchSize: 32, ReconcileInterval: time.Hour, ShutdownTimeout: time.Second,
-			})
-			if err := w.Start(); err != nil {
-				b.Fatal(err)
-			}
-			defer w.Shutdown()
-			var total time.Duration
-			var lags []time.Duration
-			for i := 0; i < b.N; i++ {
-				start := time.Now()
-				js := storeMany(b, bd, entries)
-				bd.waitStatus(b, knowledge.EmbeddingReady, 5*time.Minute, ids(js...)...)
-				total += time.Since(start)
-				lags = append(lags, readLags(b, bd, js)...)
-			}
-			b.ReportMetric(float64(entries*b.N)/total.Seconds(), "entries/s")
-			b.ReportMetric(float64(calls.n.Load())/float64(b.N), "provider-calls/op")
-			b.ReportMetric(float64(percentile(lags, 50).Milliseconds()), "lag-p50-ms")
-			b.ReportMetric(float64(percentile(lags, 95).Milliseconds()), "lag-p95-ms")
+			pipelineRun(b, bd, emb, 32, 1024)
 		})
 	}
 }
