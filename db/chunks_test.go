@@ -59,13 +59,12 @@ func TestChunksFollowTheirEntry(t *testing.T) {
 			t.Fatalf("a chunk of %d dimensions: %v, want a check violation", dims, err)
 		}
 	}
-	// Another org's chunk of this entry cannot exist; chunk 0 is the
-	// entry's own vector.
+	// Another org's chunk of this entry cannot exist.
 	if err := addChunk(b.org, 1, 384); pgCode(err) != "23503" {
 		t.Fatalf("a chunk under another org: %v, want a foreign key violation", err)
 	}
-	if err := addChunk(a.org, 0, 384); pgCode(err) != "23514" {
-		t.Fatalf("chunk 0: %v, want a check violation", err)
+	if err := addChunk(a.org, -1, 384); pgCode(err) != "23514" {
+		t.Fatalf("chunk -1: %v, want a check violation", err)
 	}
 	// Deleting the entry deletes its chunks.
 	ready(384)

@@ -59,6 +59,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if err != nil {
 		return fmt.Errorf("embedder: %w", err)
 	}
+	// A model switch: orgs cut over are searched with the next model.
+	nextEmbedder, err := embed.NextFromEnv(getenv)
+	if err != nil {
+		return err
+	}
+	if err := knowledge.CheckModelSwitch(embedder, nextEmbedder); err != nil {
+		return err
+	}
 
 	// The process starts whatever its dependencies do: a supervisor may
 	// restart it during an outage, and it must then serve what it can,
@@ -134,10 +142,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	defer queue.Close()
 
 	svc := knowledge.New(pool, knowledge.Options{
-		Embedder: embedder,
-		Enqueuer: jobs.NewEnqueuer(queue),
-		Redis:    rdb,
-		Logger:   logger,
+		Embedder:     embedder,
+		NextEmbedder: nextEmbedder,
+		Enqueuer:     jobs.NewEnqueuer(queue),
+		Redis:        rdb,
+		Logger:       logger,
 		// The default for orgs not indexed yet; see server.Config.
 		TextSearchConfig:  cfg.TextSearchConfig,
 		VectorCalibration: cfg.VectorCalibration,

@@ -26,6 +26,7 @@ const DefaultMetricsAddr = "127.0.0.1:9091"
 type config struct {
 	databaseURL, redisURL, metricsAddr string
 	allowModelChange                   bool
+	modelSwitch                        switchConfig
 	backlogInterval                    time.Duration
 	opts                               jobs.WorkerOptions
 }
@@ -54,6 +55,10 @@ func parseConfig(e *appenv.Env) config {
 		TextSearchConfig: e.String(knowledge.EnvTextSearchConfig, knowledge.DefaultTextSearchConfig),
 	}
 	c.allowModelChange = e.Bool(knowledge.EnvAllowModelChange, false)
+	c.modelSwitch = switchConfig{
+		rate:     float64(e.Int("EMBEDDINGS_BACKFILL_RATE", 50, 1, 100000)),
+		interval: e.Duration("WORKER_BACKFILL_INTERVAL", 5*time.Second, 100*time.Millisecond, 0),
+	}
 	// 0: the model's defaults (knowledge.ChunkOptionsFor), completed in run.
 	c.opts.Chunk = knowledge.ChunkOptions{
 		Chars:   e.Int(knowledge.EnvChunkChars, 0, knowledge.MinChunkChars, knowledge.MaxChunkChars),
@@ -81,6 +86,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	if cfg.opts.Chunk, err = knowledge.ChunkSettings(emb.Model(), cfg.opts.Chunk); err != nil {
+		return err
+	}
+	next, err := embed.NextFromEnv(getenv)
+	if err != nil {
+		return err
+	}
+	if err := knowledge.CheckModelSwitch(emb, next); err != nil {
 		return err
 	}
 	redisOpt, err := asynq.ParseRedisURI(cfg.redisURL)
@@ -145,16 +157,34 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	// when missing (CONCURRENTLY: embedding and search go on meanwhile,
 	// search with exact scans); Upkeep's passes make sure of it again.
 	go func() {
-		start := time.Now()
-		built, err := knowledge.New(pool, knowledge.Options{Embedder: emb}).EnsureVectorIndex(ctx)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			log.Error("vector index build failed; upkeep will try again", "err", err)
-		case built:
-			log.Info("vector index built", "index", knowledge.SpaceOf(emb).IndexName(), "model", emb.Model(),
-				"dimensions", emb.Dimensions(), "seconds", time.Since(start).Seconds())
+		for _, e := range []embed.Embedder{emb, next} {
+			if e == nil {
+				continue
+			}
+			start := time.Now()
+			built, err := knowledge.New(pool, knowledge.Options{Embedder: e}).EnsureVectorIndex(ctx)
+			switch {
+			case err != nil && ctx.Err() == nil:
+				log.Error("vector index build failed; upkeep will try again", "model", e.Model(), "err", err)
+			case built:
+				log.Info("vector index built", "index", knowledge.SpaceOf(e).IndexName(), "model", e.Model(),
+					"dimensions", e.Dimensions(), "seconds", time.Since(start).Seconds())
+			}
 		}
 	}()
+	// A model switch: the next model's vectors are backfilled and covered
+	// orgs cut over (docs/embeddings.md, "Model switch").
+	switchDone := make(chan struct{})
+	if next != nil {
+		log.Info("model switch: backfilling", "next_model", next.Model(), "next_dimensions", next.Dimensions(),
+			"rate", cfg.modelSwitch.rate)
+		go func() {
+			defer close(switchDone)
+			backfillLoop(ctx, pool, emb, next, cfg.opts.BatchSize, cfg.modelSwitch, m, log)
+		}()
+	} else {
+		close(switchDone)
+	}
 	bctx, stopBacklog := context.WithCancel(ctx)
 	backlogDone := make(chan struct{})
 	go func() {
@@ -170,6 +200,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 
 	<-ctx.Done()
 	log.Info("worker stopping")
+	<-switchDone
 	stopBacklog()
 	<-backlogDone
 	w.Shutdown()

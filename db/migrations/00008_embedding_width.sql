@@ -67,18 +67,21 @@ CREATE INDEX knowledge_embedding_space_idx ON knowledge (org_id, embedding_model
 -- "Long entries: chunks"). The entry's own vector is its first chunk's
 -- (title and the body's beginning); the chunks after it are here, each with
 -- its span of the body in characters, so search ranks an entry by its best
--- chunk and centres the snippet on it. org_id leads every key; deleting an
--- entry deletes its chunks, and so does clearing its vector (re-embed,
--- forget): the trigger below, so no writer can leave vectors of erased text.
+-- chunk and centres the snippet on it. During a model switch (point 3) the
+-- next model's vectors of an entry are here too, its first chunk (chunk 0)
+-- included, so the entry's row and the current model's search are untouched
+-- until the org cuts over. org_id leads every key; deleting an entry
+-- deletes its chunks, and so does clearing its vector (re-embed, forget):
+-- the trigger below, so no writer can leave vectors of erased text.
 CREATE TABLE knowledge_chunks (
     org_id          uuid    NOT NULL,
     entry_id        uuid    NOT NULL,
-    chunk           integer NOT NULL CHECK (chunk >= 1),
+    embedding_model text    NOT NULL,
+    chunk           integer NOT NULL CHECK (chunk >= 0),
     start_char      integer NOT NULL CHECK (start_char >= 0),
     end_char        integer NOT NULL,
-    embedding_model text    NOT NULL,
     embedding       vector  NOT NULL CHECK (vector_dims(embedding) BETWEEN 64 AND 3072),
-    PRIMARY KEY (org_id, entry_id, chunk),
+    PRIMARY KEY (org_id, entry_id, embedding_model, chunk),
     FOREIGN KEY (org_id, entry_id) REFERENCES knowledge (org_id, id) ON DELETE CASCADE,
     CHECK (end_char > start_char)
 );
@@ -98,6 +101,16 @@ $$;
 CREATE TRIGGER knowledge_drop_chunks AFTER UPDATE OF embedding ON knowledge
 FOR EACH ROW WHEN (OLD.embedding IS NOT NULL AND NEW.embedding IS NULL)
 EXECUTE FUNCTION knowledge_drop_chunks();
+
+-- The model an org is served from during a model switch, once it has cut
+-- over to the next model (packages/knowledge/modelswitch.go); no row: the
+-- configured model.
+CREATE TABLE knowledge_org_spaces (
+    org_id      uuid        PRIMARY KEY REFERENCES orgs (id),
+    model       text        NOT NULL,
+    dims        integer     NOT NULL CHECK (dims BETWEEN 64 AND 3072),
+    switched_at timestamptz NOT NULL DEFAULT now()
+);
 
 -- knowledge_embedding_spaces: every (model, width) with stored vectors, and
 -- how many orgs hold some: a loose index scan of knowledge_embedding_space_idx
@@ -287,6 +300,7 @@ DROP FUNCTION knowledge_embedding_spaces();
 DROP TRIGGER knowledge_drop_chunks ON knowledge;
 DROP FUNCTION knowledge_drop_chunks();
 DROP TABLE knowledge_chunks;
+DROP TABLE knowledge_org_spaces;
 DROP INDEX knowledge_embedding_space_idx;
 ALTER TABLE knowledge DROP CONSTRAINT knowledge_embedding_width_check;
 ALTER TABLE knowledge ALTER COLUMN embedding SET STORAGE PLAIN;

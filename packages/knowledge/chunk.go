@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/pgvector/pgvector-go"
 
+	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -269,4 +270,62 @@ func (s *Service) bodies(ctx context.Context, org uuid.UUID, hits []rankedHit, v
 		out[r.ID] = hitBody{r.Body, Span{int(r.StartChar), int(r.EndChar)}}
 	}
 	return out, nil
+}
+
+// EntryText is an entry to embed: its title and body.
+type EntryText struct{ Title, Body string }
+
+// EntryVectors are an entry's vectors, one per chunk of its body (Spans[i]
+// is Vecs[i]'s part of the body); the first is the entry's own.
+type EntryVectors struct {
+	Spans []Span
+	Vecs  [][]float32
+}
+
+// EmbedEntries cuts each entry's body into chunks (o) and embeds every
+// chunk of every entry in one call of e (the provider client splits it into
+// requests of its batch size), each text cut to maxChars characters at most.
+// A wrong count or width is embed.ErrPermanent. The embeddings handler and
+// the backfill of a model switch both embed this way.
+func EmbedEntries(ctx context.Context, e embed.Embedder, o ChunkOptions, maxChars int, entries []EntryText) ([]EntryVectors, error) {
+	out := make([]EntryVectors, len(entries))
+	var texts []string
+	for i, en := range entries {
+		body := []rune(en.Body)
+		out[i].Spans = Chunks(en.Title, body, o)
+		for _, sp := range out[i].Spans {
+			texts = append(texts, clipRunes(ChunkText(en.Title, body, sp), maxChars))
+		}
+	}
+	vecs, err := e.Embed(ctx, texts)
+	if err != nil {
+		return nil, err
+	}
+	if len(vecs) != len(texts) {
+		return nil, fmt.Errorf("embedder returned %d vectors for %d texts: %w", len(vecs), len(texts), embed.ErrPermanent)
+	}
+	for _, v := range vecs {
+		if len(v) != e.Dimensions() {
+			return nil, fmt.Errorf("embedder returned %d dimensions, its model %q has %d: %w", len(v), e.Model(), e.Dimensions(), embed.ErrPermanent)
+		}
+	}
+	for i := range out {
+		out[i].Vecs, vecs = vecs[:len(out[i].Spans)], vecs[len(out[i].Spans):]
+	}
+	return out, nil
+}
+
+// clipRunes cuts s to at most n characters (n <= 0: not at all).
+func clipRunes(s string, n int) string {
+	if n <= 0 {
+		return s
+	}
+	i := 0
+	for pos := range s {
+		if i == n {
+			return s[:pos]
+		}
+		i++
+	}
+	return s
 }

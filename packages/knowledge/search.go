@@ -32,6 +32,9 @@ import (
 // answer comes from the two lexical lists, with VectorSearch false and a
 // Notice saying why: a degraded answer beats none.
 func (s *Service) Search(ctx context.Context, c Caller, in SearchInput) (*SearchResult, error) {
+	if n := s.servedByNext(ctx, c.OrgID); n != nil {
+		return n.Search(ctx, c, in) // the org has cut over to the next model
+	}
 	a, err := validateSearch(c, in)
 	if err != nil {
 		return nil, err

@@ -105,3 +105,39 @@ func intEnv(getenv func(string) string, name string, def int) (int, error) {
 	}
 	return n, nil
 }
+
+// The next model of a model switch (docs/embeddings.md, "Model switch"):
+// EMBEDDINGS_NEXT_MODEL names it; EMBEDDINGS_NEXT_DIMENSIONS,
+// _PRESET, _BASE_URL, _API_KEY, _SEND_DIMENSIONS, _BATCH_SIZE and _TIMEOUT
+// configure it like their EMBEDDINGS_ counterparts; the base URL, key,
+// batch size and timeout default to the current provider's (the same
+// server serving another model), the preset, dimensions and the
+// dimensions flag do not.
+const (
+	EnvNextPrefix = "EMBEDDINGS_NEXT_"
+	EnvNextModel  = "EMBEDDINGS_NEXT_MODEL"
+)
+
+// NextFromEnv builds the next model's embedder, or nil when no switch is
+// configured. It is always an HTTP provider (EMBEDDER=openai).
+func NextFromEnv(getenv func(string) string) (Embedder, error) {
+	if strings.TrimSpace(getenv(EnvNextModel)) == "" {
+		return nil, nil
+	}
+	own := map[string]bool{EnvPreset: true, EnvDimensions: true, EnvSendDimensions: true, EnvModel: true}
+	e, err := FromEnv(func(k string) string {
+		if k == EnvEmbedder {
+			return "openai"
+		}
+		if strings.HasPrefix(k, "EMBEDDINGS_") {
+			if v := getenv(EnvNextPrefix + strings.TrimPrefix(k, "EMBEDDINGS_")); v != "" || own[k] {
+				return v
+			}
+		}
+		return getenv(k)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the next model (%s*): %w", EnvNextPrefix, err)
+	}
+	return e, nil
+}

@@ -130,45 +130,18 @@ func (h *EmbedHandler) process(ctx context.Context, jobs []knowledge.EmbeddingJo
 	return h.fail(ctx, rows, err, false, out)
 }
 
-// entryVectors are an entry's vectors: one per chunk of its body, the
-// first being the entry's own.
-type entryVectors struct {
-	spans []knowledge.Span
-	vecs  [][]float32
-}
-
 // embed cuts each entry's body into chunks and embeds every chunk of every
-// entry in one provider call (the provider client splits it into requests
-// of EMBEDDINGS_BATCH_SIZE inputs).
-func (h *EmbedHandler) embed(ctx context.Context, rows []sqlc.ListJobEntriesRow) ([]entryVectors, error) {
-	out := make([]entryVectors, len(rows))
-	var texts []string
+// entry in one provider call (knowledge.EmbedEntries).
+func (h *EmbedHandler) embed(ctx context.Context, rows []sqlc.ListJobEntriesRow) ([]knowledge.EntryVectors, error) {
+	texts := make([]knowledge.EntryText, len(rows))
 	for i, r := range rows {
-		body := []rune(r.Body)
-		out[i].spans = knowledge.Chunks(r.Title, body, h.opts.Chunk)
-		for _, sp := range out[i].spans {
-			texts = append(texts, clip(knowledge.ChunkText(r.Title, body, sp), h.opts.MaxInputChars))
-		}
+		texts[i] = knowledge.EntryText{Title: r.Title, Body: r.Body}
 	}
 	h.opts.Observer.Batch(len(rows))
 	start := time.Now()
-	vecs, err := h.emb.Embed(ctx, texts)
+	vecs, err := knowledge.EmbedEntries(ctx, h.emb, h.opts.Chunk, h.opts.MaxInputChars, texts)
 	h.opts.Observer.ProviderCall(time.Since(start), err)
-	if err != nil {
-		return nil, err
-	}
-	if len(vecs) != len(texts) {
-		return nil, fmt.Errorf("embedder returned %d vectors for %d texts: %w", len(vecs), len(texts), embed.ErrPermanent)
-	}
-	for _, v := range vecs {
-		if len(v) != h.emb.Dimensions() {
-			return nil, fmt.Errorf("embedder returned %d dimensions, its model %q has %d: %w", len(v), h.emb.Model(), h.emb.Dimensions(), embed.ErrPermanent)
-		}
-	}
-	for i := range out {
-		out[i].vecs, vecs = vecs[:len(out[i].spans)], vecs[len(out[i].spans):]
-	}
-	return out, nil
+	return vecs, err
 }
 
 // isolate embeds the entries of a refused batch one by one, so one input the
@@ -251,7 +224,7 @@ func (h *EmbedHandler) markFailed(ctx context.Context, rows []sqlc.ListJobEntrie
 
 // writeReady writes the vectors in one transaction. Each UPDATE only hits an
 // entry still pending at the job's generation; others are left alone.
-func (h *EmbedHandler) writeReady(ctx context.Context, rows []sqlc.ListJobEntriesRow, vecs []entryVectors, out *BatchResult) error {
+func (h *EmbedHandler) writeReady(ctx context.Context, rows []sqlc.ListJobEntriesRow, vecs []knowledge.EntryVectors, out *BatchResult) error {
 	model := h.emb.Model()
 	var lags []time.Duration
 	var written int
@@ -259,7 +232,7 @@ func (h *EmbedHandler) writeReady(ctx context.Context, rows []sqlc.ListJobEntrie
 		lags, written = lags[:0], 0
 		q := h.q.WithTx(tx)
 		for i, r := range rows {
-			v := pgvector.NewVector(vecs[i].vecs[0])
+			v := pgvector.NewVector(vecs[i].Vecs[0])
 			res, err := q.MarkEmbeddingReady(ctx, sqlc.MarkEmbeddingReadyParams{
 				Embedding: &v, Model: &model, OrgID: r.OrgID, ID: r.ID, Generation: r.EmbeddingGeneration,
 			})
@@ -271,14 +244,14 @@ func (h *EmbedHandler) writeReady(ctx context.Context, rows []sqlc.ListJobEntrie
 			}
 			// The later chunks, written only with the entry's vector (the
 			// row was still the job's), replacing any left over.
-			if err := q.DeleteChunks(ctx, sqlc.DeleteChunksParams{OrgID: r.OrgID, EntryID: r.ID}); err != nil {
+			if err := q.DeleteChunks(ctx, sqlc.DeleteChunksParams{OrgID: r.OrgID, EntryID: r.ID, EmbeddingModel: model}); err != nil {
 				return fmt.Errorf("clear chunks of %s: %w", r.ID, err)
 			}
-			for j := 1; j < len(vecs[i].vecs); j++ {
-				sp := vecs[i].spans[j]
+			for j := 1; j < len(vecs[i].Vecs); j++ {
+				sp := vecs[i].Spans[j]
 				if err := q.InsertChunk(ctx, sqlc.InsertChunkParams{
 					OrgID: r.OrgID, EntryID: r.ID, Chunk: int32(j), StartChar: int32(sp.Start), EndChar: int32(sp.End),
-					EmbeddingModel: model, Embedding: pgvector.NewVector(vecs[i].vecs[j]),
+					EmbeddingModel: model, Embedding: pgvector.NewVector(vecs[i].Vecs[j]),
 				}); err != nil {
 					return fmt.Errorf("write chunk %d of %s: %w", j, r.ID, err)
 				}

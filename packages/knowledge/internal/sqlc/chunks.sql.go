@@ -31,20 +31,22 @@ func (q *Queries) ChunkStorage(ctx context.Context) (ChunkStorageRow, error) {
 
 const deleteChunks = `-- name: DeleteChunks :exec
 
-DELETE FROM knowledge_chunks WHERE org_id = $1 AND entry_id = $2
+DELETE FROM knowledge_chunks WHERE org_id = $1 AND entry_id = $2 AND embedding_model = $3
 `
 
 type DeleteChunksParams struct {
-	OrgID   uuid.UUID
-	EntryID uuid.UUID
+	OrgID          uuid.UUID
+	EntryID        uuid.UUID
+	EmbeddingModel string
 }
 
 // Chunks of long entries (packages/knowledge/chunk.go, jobs/handler.go;
 // db/migrations/00008_embedding_width.sql).
-// An entry's chunks, before its new ones are written (its vector was
-// cleared before a re-embed, which already deleted them: this is the net).
+// An entry's chunks of one model, before its new ones are written (its
+// vector was cleared before a re-embed, which already deleted them: this
+// is the net).
 func (q *Queries) DeleteChunks(ctx context.Context, arg DeleteChunksParams) error {
-	_, err := q.db.Exec(ctx, deleteChunks, arg.OrgID, arg.EntryID)
+	_, err := q.db.Exec(ctx, deleteChunks, arg.OrgID, arg.EntryID, arg.EmbeddingModel)
 	return err
 }
 

@@ -59,10 +59,10 @@ type Knowledge struct {
 type KnowledgeChunk struct {
 	OrgID          uuid.UUID
 	EntryID        uuid.UUID
+	EmbeddingModel string
 	Chunk          int32
 	StartChar      int32
 	EndChar        int32
-	EmbeddingModel string
 	Embedding      pgvector.Vector
 }
 
@@ -70,6 +70,13 @@ type KnowledgeIndexQueue struct {
 	OrgID    uuid.UUID
 	EntryID  uuid.UUID
 	QueuedAt time.Time
+}
+
+type KnowledgeOrgSpace struct {
+	OrgID      uuid.UUID
+	Model      string
+	Dims       int32
+	SwitchedAt time.Time
 }
 
 type KnowledgePosting struct {
