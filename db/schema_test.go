@@ -109,7 +109,7 @@ func TestMigrationsCreateEveryIndexAndReportStatus(t *testing.T) {
 	d := testenv.Postgres(t)
 	ctx := context.Background()
 	want := map[string]string{
-		"knowledge_embedding_hnsw_idx":  "hnsw",
+		"knowledge_embedding_space_idx": "btree",
 		"knowledge_postings_pkey":       "btree",
 		"knowledge_term_stats_pkey":     "btree",
 		"knowledge_index_queue_org_idx": "btree",

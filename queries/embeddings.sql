@@ -50,7 +50,8 @@ WHERE embedding_status = 'pending';
 -- Asks for new vectors: a new generation, pending again (the vector is
 -- cleared: the schema ties 'ready' to having one, and a vector of the old
 -- model is not comparable with queries of the new one anyway). Without
--- @all_entries only failed entries and ready entries of another model.
+-- @all_entries only failed entries and ready entries of another model or,
+-- when @dims is not 0, of another width (their space, vectorspace.go).
 UPDATE knowledge
 SET embedding_generation = embedding_generation + 1, embedding_status = 'pending',
     embedding = NULL, embedding_model = NULL, embedding_error = NULL, embedded_at = NULL,
@@ -58,7 +59,8 @@ SET embedding_generation = embedding_generation + 1, embedding_status = 'pending
 WHERE org_id = @org_id
   AND (@all_entries::boolean
        OR embedding_status = 'failed'
-       OR (embedding_status = 'ready' AND embedding_model IS DISTINCT FROM @model::text))
+       OR (embedding_status = 'ready' AND embedding_model IS DISTINCT FROM @model::text)
+       OR (embedding_status = 'ready' AND @dims::int > 0 AND vector_dims(embedding) <> @dims::int))
 RETURNING org_id, id, embedding_generation;
 
 -- name: ListCurrentJobs :many

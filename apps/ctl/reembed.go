@@ -7,6 +7,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
 )
@@ -44,7 +45,7 @@ func init() {
 			if _, err := t.Quotas(e.ctx, orgID); err != nil { // the org must exist
 				return err
 			}
-			n, err := jobs.ReembedModel(e.ctx, pool, jobs.NewEnqueuer(client), orgID, emb.Model(), *all)
+			n, err := jobs.ReembedSpace(e.ctx, pool, jobs.NewEnqueuer(client), orgID, knowledge.SpaceOf(emb), *all)
 			out := map[string]any{"orgId": orgID, "model": emb.Model(), "pending": n}
 			if err != nil {
 				// Entries set pending stay pending; the reconciler enqueues them.

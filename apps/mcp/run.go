@@ -51,7 +51,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	cfg := server.ReadConfig(env)
 	// Logs go to stderr in both modes (stdout is the protocol in stdio mode).
 	logger := env.Logger("mcp", "MCP_", stderr)
+	allowModelChange := env.Bool(knowledge.EnvAllowModelChange, false)
 	if err := env.Err(); err != nil {
+		return err
+	}
+	embedder, err := embed.FromEnv(getenv)
+	if err != nil {
+		return fmt.Errorf("embedder: %w", err)
+	}
+	// A model switch: orgs cut over are searched with the next model.
+	nextEmbedder, err := embed.NextFromEnv(getenv)
+	if err != nil {
+		return err
+	}
+	if err := knowledge.CheckModelSwitch(embedder, nextEmbedder); err != nil {
 		return err
 	}
 
@@ -79,8 +92,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	err = pool.Ping(pctx)
 	cancel()
-	if err == nil {
+	// Configuration errors found in the database (a text search
+	// configuration that does not exist, an embedder none of the stored
+	// vectors is of: knowledge.CheckEmbeddingSpace).
+	checkDB := func() error {
 		if err := knowledge.CheckTextSearchConfig(ctx, pool, cfg.TextSearchConfig); err != nil {
+			return err
+		}
+		others, err := knowledge.CheckEmbeddingSpace(ctx, pool, embedder, allowModelChange)
+		if len(others) > 0 && err == nil {
+			logger.Warn("vectors of other models or widths are stored; search uses only the configured one's (re-embed with ctl reembed)",
+				"model", embedder.Model(), "dimensions", embedder.Dimensions(), "other", fmt.Sprint(others))
+		}
+		return err
+	}
+	if err == nil {
+		if err := checkDB(); err != nil {
 			return err
 		}
 	} else {
@@ -91,7 +118,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			}
 			// The check could not run at start; a wrong setting is still
 			// a configuration error, so it stops the process.
-			if err := knowledge.CheckTextSearchConfig(ctx, pool, cfg.TextSearchConfig); err != nil && ctx.Err() == nil {
+			if err := checkDB(); err != nil && ctx.Err() == nil {
 				fatal <- err
 			}
 		}()
@@ -111,18 +138,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		logger.Warn("redis unreachable at start: serving not-ready until it answers (stores go on without idempotence keys)", "err", err)
 	}
 	cancel()
-	embedder, err := embed.FromEnv(getenv)
-	if err != nil {
-		return fmt.Errorf("embedder: %w", err)
-	}
 	queue := asynq.NewClientFromRedisClient(rdb)
 	defer queue.Close()
 
 	svc := knowledge.New(pool, knowledge.Options{
-		Embedder: embedder,
-		Enqueuer: jobs.NewEnqueuer(queue),
-		Redis:    rdb,
-		Logger:   logger,
+		Embedder:     embedder,
+		NextEmbedder: nextEmbedder,
+		Enqueuer:     jobs.NewEnqueuer(queue),
+		Redis:        rdb,
+		Logger:       logger,
 		// The default for orgs not indexed yet; see server.Config.
 		TextSearchConfig:  cfg.TextSearchConfig,
 		VectorCalibration: cfg.VectorCalibration,

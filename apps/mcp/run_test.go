@@ -101,6 +101,22 @@ func TestRunRefusesBadConfiguration(t *testing.T) {
 		"text search config":   {nil, map[string]string{"DATABASE_URL": testenv.Postgres(t).URL, "REDIS_URL": testenv.LeaseRedis(t).URL, "SEARCH_TEXT_CONFIG": "englsh"}, `SEARCH_TEXT_CONFIG="englsh"`},
 		"stdio bad token":      {[]string{"--stdio"}, map[string]string{"DATABASE_URL": testenv.Postgres(t).URL, "REDIS_URL": testenv.LeaseRedis(t).URL, "KNOWLEDGE_TOKEN": "nope"}, "invalid_token"},
 	}
+	// Vectors of the local model are stored; a server configured with
+	// another model of another width refuses to start, naming both.
+	stored := testenv.Postgres(t)
+	if _, err := stored.Pool.Exec(context.Background(), `
+		WITH o AS (INSERT INTO orgs (name) VALUES ('o') RETURNING id)
+		INSERT INTO knowledge (org_id, title, body, embedding, embedding_status, embedding_model, embedded_at)
+		SELECT id, 't', 'b', array_fill(0.1::real, ARRAY[768])::vector, 'ready', 'local-hash-v1', now() FROM o`); err != nil {
+		t.Fatal(err)
+	}
+	cases["stored vectors of another model"] = struct {
+		args []string
+		env  map[string]string
+		want string
+	}{nil, map[string]string{"DATABASE_URL": stored.URL, "REDIS_URL": testenv.LeaseRedis(t).URL,
+		"EMBEDDER": "openai", "EMBEDDINGS_MODEL": "text-embedding-3-small", "EMBEDDINGS_DIMENSIONS": "1536"},
+		"EMBEDDINGS_MODEL=text-embedding-3-small: the configured embeddings are text-embedding-3-small (1536 dimensions), but the stored vectors are local-hash-v1 (768 dimensions)"}
 	for name, c := range cases {
 		var out, errb syncBuffer
 		err := run(context.Background(), c.args, func(k string) string { return c.env[k] }, strings.NewReader(""), &out, &errb)

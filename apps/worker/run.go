@@ -26,6 +26,8 @@ const DefaultMetricsAddr = "127.0.0.1:9091"
 // config is the worker's environment, parsed.
 type config struct {
 	databaseURL, redisURL, metricsAddr string
+	allowModelChange                   bool
+	modelSwitch                        switchConfig
 	backlogInterval                    time.Duration
 	opts                               jobs.WorkerOptions
 	audit                              auditConfig
@@ -54,6 +56,16 @@ func parseConfig(e *appenv.Env) config {
 		// Checked against the database in run (checkTextSearchConfig).
 		TextSearchConfig: e.String(knowledge.EnvTextSearchConfig, knowledge.DefaultTextSearchConfig),
 	}
+	c.allowModelChange = e.Bool(knowledge.EnvAllowModelChange, false)
+	c.modelSwitch = switchConfig{
+		rate:     float64(e.Int("EMBEDDINGS_BACKFILL_RATE", 50, 1, 100000)),
+		interval: e.Duration("WORKER_BACKFILL_INTERVAL", 5*time.Second, 100*time.Millisecond, 0),
+	}
+	// 0: the model's defaults (knowledge.ChunkOptionsFor), completed in run.
+	c.opts.Chunk = knowledge.ChunkOptions{
+		Chars:   e.Int(knowledge.EnvChunkChars, 0, knowledge.MinChunkChars, knowledge.MaxChunkChars),
+		Overlap: e.Int(knowledge.EnvChunkOverlap, -1, 0, knowledge.MaxChunkChars/2),
+	}
 	c.backlogInterval = e.Duration("WORKER_BACKLOG_INTERVAL", 15*time.Second, 100*time.Millisecond, 0)
 	c.audit = parseAuditConfig(e)
 	return c
@@ -74,6 +86,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	emb, err := embed.FromEnv(getenv)
 	if err != nil {
+		return err
+	}
+	if cfg.opts.Chunk, err = knowledge.ChunkSettings(emb.Model(), cfg.opts.Chunk); err != nil {
+		return err
+	}
+	next, err := embed.NextFromEnv(getenv)
+	if err != nil {
+		return err
+	}
+	if err := knowledge.CheckModelSwitch(emb, next); err != nil {
 		return err
 	}
 	redisOpt, err := asynq.ParseRedisURI(cfg.redisURL)
@@ -115,6 +137,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err := knowledge.CheckTextSearchConfig(ctx, pool, cfg.opts.TextSearchConfig); err != nil {
 		return err
 	}
+	others, err := knowledge.CheckEmbeddingSpace(ctx, pool, emb, cfg.allowModelChange)
+	if err != nil {
+		return err
+	}
+	if len(others) > 0 {
+		log.Warn("vectors of other models or widths are stored; search uses only the configured one's (re-embed with ctl reembed)",
+			"model", emb.Model(), "dimensions", emb.Dimensions(), "other", fmt.Sprint(others))
+	}
 	rdb := asynq.NewClient(redisOpt)
 	err = db.Await(ctx, "redis", func(context.Context) error { return rdb.Ping() }, log)
 	rdb.Close()
@@ -125,6 +155,38 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	w := jobs.NewWorker(redisOpt, pool, emb, cfg.opts)
 	if err := w.Start(); err != nil {
 		return err
+	}
+	// The HNSW index of the configured model and width, built at start
+	// when missing (CONCURRENTLY: embedding and search go on meanwhile,
+	// search with exact scans); Upkeep's passes make sure of it again.
+	go func() {
+		for _, e := range []embed.Embedder{emb, next} {
+			if e == nil {
+				continue
+			}
+			start := time.Now()
+			built, err := knowledge.New(pool, knowledge.Options{Embedder: e}).EnsureVectorIndex(ctx)
+			switch {
+			case err != nil && ctx.Err() == nil:
+				log.Error("vector index build failed; upkeep will try again", "model", e.Model(), "err", err)
+			case built:
+				log.Info("vector index built", "index", knowledge.SpaceOf(e).IndexName(), "model", e.Model(),
+					"dimensions", e.Dimensions(), "seconds", time.Since(start).Seconds())
+			}
+		}
+	}()
+	// A model switch: the next model's vectors are backfilled and covered
+	// orgs cut over (docs/embeddings.md, "Model switch").
+	switchDone := make(chan struct{})
+	if next != nil {
+		log.Info("model switch: backfilling", "next_model", next.Model(), "next_dimensions", next.Dimensions(),
+			"rate", cfg.modelSwitch.rate)
+		go func() {
+			defer close(switchDone)
+			backfillLoop(ctx, pool, emb, next, cfg.opts.BatchSize, cfg.modelSwitch, m, log)
+		}()
+	} else {
+		close(switchDone)
 	}
 	bctx, stopBacklog := context.WithCancel(ctx)
 	backlogDone := make(chan struct{})
@@ -141,10 +203,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		"metrics", "http://"+ln.Addr().String()+"/metrics",
 		"concurrency", cfg.opts.Concurrency, "batch_size", cfg.opts.BatchSize, "batch_grace", cfg.opts.BatchGrace,
 		"index_interval", cfg.opts.IndexInterval, "upkeep_interval", cfg.opts.UpkeepInterval,
-		"text_search_config", cfg.opts.TextSearchConfig)
+		"text_search_config", cfg.opts.TextSearchConfig,
+		"chunk_chars", cfg.opts.Chunk.Chars, "chunk_overlap", cfg.opts.Chunk.Overlap)
 
 	<-ctx.Done()
 	log.Info("worker stopping")
+	<-switchDone
 	stopBacklog()
 	<-backlogDone
 	<-auditDone

@@ -196,7 +196,7 @@ func TestRunRefusesBadConfig(t *testing.T) {
 		"grace":       {env: map[string]string{"WORKER_BATCH_GRACE": "100ms"}, want: "WORKER_BATCH_GRACE"},
 		"batch":       {env: map[string]string{"WORKER_BATCH_SIZE": "0"}, want: "WORKER_BATCH_SIZE"},
 		"embedder":    {env: map[string]string{"EMBEDDER": "openai"}, want: "EMBEDDINGS_MODEL"},
-		"dims":        {env: map[string]string{"EMBEDDER": "openai", "EMBEDDINGS_MODEL": "m", "EMBEDDINGS_DIMENSIONS": "1024"}, want: "EMBEDDINGS_DIMENSIONS"},
+		"dims":        {env: map[string]string{"EMBEDDER": "openai", "EMBEDDINGS_MODEL": "m", "EMBEDDINGS_DIMENSIONS": "4000"}, want: "EMBEDDINGS_DIMENSIONS"},
 		"redis":       {env: map[string]string{"REDIS_URL": "http://nope"}, want: "REDIS_URL"},
 		"args":        {args: []string{"--fast"}, want: "unexpected arguments"},
 		"index":       {env: map[string]string{"WORKER_INDEX_INTERVAL": "1ms"}, want: "WORKER_INDEX_INTERVAL"},
@@ -204,6 +204,8 @@ func TestRunRefusesBadConfig(t *testing.T) {
 		"retention":   {env: map[string]string{"AUDIT_RETENTION": "90 days"}, want: "AUDIT_RETENTION"},
 		"short":       {env: map[string]string{"AUDIT_RETENTION": "10m"}, want: "AUDIT_RETENTION"},
 		"prune":       {env: map[string]string{"AUDIT_PRUNE_INTERVAL": "1ms"}, want: "AUDIT_PRUNE_INTERVAL"},
+		"chunk":       {env: map[string]string{"EMBEDDINGS_CHUNK_CHARS": "100"}, want: "EMBEDDINGS_CHUNK_CHARS"},
+		"overlap":     {env: map[string]string{"EMBEDDINGS_CHUNK_CHARS": "1000", "EMBEDDINGS_CHUNK_OVERLAP": "600"}, want: "EMBEDDINGS_CHUNK_OVERLAP"},
 	} {
 		err := run(context.Background(), c.args, envOf(c.env), io.Discard)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -238,5 +240,43 @@ func TestAuditRetentionSetting(t *testing.T) {
 		if got := parseAuditConfig(e).retention; got != want || e.Err() != nil {
 			t.Errorf("%q: %v, %v; want %v", v, got, e.Err(), want)
 		}
+	}
+}
+
+// TestRunRefusesEmbeddingsNoStoredVectorIsOf: vectors of one model are
+// stored and the worker is configured with another model (or width): it
+// stops at start, naming the setting and what is stored, unless
+// EMBEDDINGS_ALLOW_MODEL_CHANGE says the change is meant.
+func TestRunRefusesEmbeddingsNoStoredVectorIsOf(t *testing.T) {
+	t.Parallel()
+	pg := testenv.Postgres(t)
+	r := testenv.LeaseRedis(t)
+	if _, err := pg.Pool.Exec(context.Background(), `
+		WITH o AS (INSERT INTO orgs (name) VALUES ('o') RETURNING id)
+		INSERT INTO knowledge (org_id, title, body, embedding, embedding_status, embedding_model, embedded_at)
+		SELECT id, 't', 'b', array_fill(0.1::real, ARRAY[768])::vector, 'ready', 'local-hash-v1', now() FROM o`); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{
+		"DATABASE_URL":          pg.URL,
+		"REDIS_URL":             r.URL,
+		"WORKER_METRICS_ADDR":   "127.0.0.1:0",
+		"EMBEDDER":              "openai",
+		"EMBEDDINGS_MODEL":      "all-minilm",
+		"EMBEDDINGS_DIMENSIONS": "384",
+		"EMBEDDINGS_BASE_URL":   "http://127.0.0.1:1/v1",
+	}
+	err := run(context.Background(), nil, envOf(env), io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "EMBEDDINGS_MODEL=all-minilm") ||
+		!strings.Contains(err.Error(), "local-hash-v1 (768 dimensions) in 1 org(s)") ||
+		!strings.Contains(err.Error(), "EMBEDDINGS_ALLOW_MODEL_CHANGE") {
+		t.Fatalf("got %v, want an error naming EMBEDDINGS_MODEL and the stored model", err)
+	}
+	// Allowed: the worker starts (and stops when asked).
+	env["EMBEDDINGS_ALLOW_MODEL_CHANGE"] = "true"
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := run(ctx, nil, envOf(env), io.Discard); err != nil {
+		t.Fatalf("with the change allowed: %v", err)
 	}
 }

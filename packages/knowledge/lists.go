@@ -36,6 +36,9 @@ const MaxListDepth = 1000
 // taken depth deep (1..MaxListDepth) and returns every list and the fusion.
 // The vector list is the raw list, before the calibration's floor.
 func (s *Service) SearchLists(ctx context.Context, c Caller, in SearchInput, depth int) (*Lists, error) {
+	if n := s.servedByNext(ctx, c.OrgID); n != nil {
+		return n.SearchLists(ctx, c, in, depth) // the org has cut over to the next model
+	}
 	if depth < 1 || depth > MaxListDepth {
 		return nil, InvalidArgument("depth", "must be between 1 and %d (got %d)", MaxListDepth, depth)
 	}

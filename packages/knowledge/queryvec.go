@@ -157,10 +157,10 @@ func (s *Service) cacheQueryVector(ctx context.Context, key string, v []float32)
 func (s *Service) queryVector(ctx context.Context, query string) (*pgvector.Vector, string) {
 	const fallback = "; results come from full text and title only"
 	e := s.opts.Embedder
-	if d := e.Dimensions(); d != embed.Dimensions {
-		s.log().Error("knowledge: embedder has the wrong width", "model", e.Model(), "dimensions", d, "want", embed.Dimensions)
-		return nil, fmt.Sprintf("vector search unavailable: the embedder %q makes %d-dimensional vectors, the index holds %d%s",
-			e.Model(), d, embed.Dimensions, fallback)
+	if d := e.Dimensions(); d < embed.MinDimensions || d > embed.MaxDimensions {
+		s.log().Error("knowledge: embedder has an unsupported width", "model", e.Model(), "dimensions", d)
+		return nil, fmt.Sprintf("vector search unavailable: the embedder %q makes %d-dimensional vectors, outside %d to %d%s",
+			e.Model(), d, embed.MinDimensions, embed.MaxDimensions, fallback)
 	}
 	v, err := s.embedQuery(ctx, query)
 	switch {

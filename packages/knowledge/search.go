@@ -32,6 +32,9 @@ import (
 // answer comes from the two lexical lists, with VectorSearch false and a
 // Notice saying why: a degraded answer beats none.
 func (s *Service) Search(ctx context.Context, c Caller, in SearchInput) (*SearchResult, error) {
+	if n := s.servedByNext(ctx, c.OrgID); n != nil {
+		return n.Search(ctx, c, in) // the org has cut over to the next model
+	}
 	a, err := validateSearch(c, in)
 	if err != nil {
 		return nil, err
@@ -44,13 +47,13 @@ func (s *Service) Search(ctx context.Context, c Caller, in SearchInput) (*Search
 	if len(hits) > a.Limit {
 		hits = hits[:a.Limit]
 	}
-	bodies, err := s.bodies(ctx, c.OrgID, hits)
+	bodies, err := s.bodies(ctx, c.OrgID, hits, r.vec)
 	if err != nil {
 		return nil, err
 	}
 	res := &SearchResult{Hits: make([]Hit, 0, len(hits)), VectorSearch: r.vectorSearch, Notice: r.notice}
 	for _, h := range hits {
-		res.Hits = append(res.Hits, h.hit(Snippet(bodies[h.ID], a.Query)))
+		res.Hits = append(res.Hits, h.hit(bodies[h.ID].snippet(h, a.Query)))
 	}
 	return res, nil
 }
@@ -62,6 +65,7 @@ type ranked struct {
 	hits         []rankedHit
 	vectorSearch bool
 	notice       string
+	vec          *pgvector.Vector // the query's, nil without vector search
 }
 
 // candidateRow is one row of sql/search_candidates.sql.
@@ -208,7 +212,7 @@ func (s *Service) rank(ctx context.Context, c Caller, a *searchArgs, depth int) 
 			return nil, err
 		}
 	}
-	out := &ranked{rows: cands, vectorSearch: vec != nil, notice: notice}
+	out := &ranked{rows: cands, vectorSearch: vec != nil, notice: notice, vec: vec}
 	if len(cands) == 0 {
 		return out, nil
 	}
@@ -265,7 +269,10 @@ func (s *Service) candidates(ctx context.Context, c Caller, a *searchArgs, depth
 
 // candidateArgs are the arguments of sql/search_candidates.sql.
 func (s *Service) candidateArgs(c Caller, a *searchArgs, depth int, tableDocs int64, lists int, vec *pgvector.Vector) pgx.NamedArgs {
+	sp := SpaceOf(s.opts.Embedder)
 	return pgx.NamedArgs{
+		"vector_index":       sp.IndexName(),
+		"org_vector_index":   sp.OrgIndexName(c.OrgID),
 		"lists":              lists,
 		"org_id":             c.OrgID,
 		"default_config":     s.opts.TextSearchConfig,
@@ -330,26 +337,6 @@ func (s *Service) perTerm(n int) int {
 		return math.MaxInt32
 	}
 	return n
-}
-
-// bodies reads the bodies of the hits answered.
-func (s *Service) bodies(ctx context.Context, org uuid.UUID, hits []rankedHit) (map[uuid.UUID]string, error) {
-	if len(hits) == 0 {
-		return nil, nil
-	}
-	ids := make([]uuid.UUID, len(hits))
-	for i, h := range hits {
-		ids[i] = h.ID
-	}
-	rows, err := s.q.SearchBodies(ctx, sqlc.SearchBodiesParams{OrgID: org, Ids: ids})
-	if err != nil {
-		return nil, mapErr(err, "")
-	}
-	out := make(map[uuid.UUID]string, len(rows))
-	for _, r := range rows {
-		out[r.ID] = r.Body
-	}
-	return out, nil
 }
 
 // tableDocsCache holds the number of indexed entries of all orgs, read at

@@ -241,7 +241,7 @@ func TestSearchEmbedderFailureFallsBackToWords(t *testing.T) {
 	t.Parallel()
 	for name, e := range map[string]option{
 		"error":      func(o *knowledge.Options) { o.Embedder = failingEmbedder{768} },
-		"wrong dims": func(o *knowledge.Options) { o.Embedder = failingEmbedder{384} },
+		"wrong dims": func(o *knowledge.Options) { o.Embedder = failingEmbedder{32} }, // outside 64..3072
 		"timeout": func(o *knowledge.Options) {
 			o.Embedder = slowEmbedder{failingEmbedder{768}}
 			o.EmbedTimeout = 50 * time.Millisecond
@@ -255,7 +255,7 @@ func TestSearchEmbedderFailureFallsBackToWords(t *testing.T) {
 			if r.VectorSearch || r.Notice == "" {
 				t.Fatalf("must say vector search is off: %+v", r)
 			}
-			if name == "wrong dims" && !strings.Contains(r.Notice, "384") {
+			if name == "wrong dims" && !strings.Contains(r.Notice, "32-dimensional") {
 				t.Fatalf("notice should name the width: %q", r.Notice)
 			}
 			if len(r.Hits) == 0 || r.Hits[0].ID != c.pool {

@@ -44,6 +44,9 @@ type Options struct {
 	// VectorCalibration maps the embedder's cosine similarities to evidence
 	// (see rrf.go). Default: CalibrationFor(Embedder.Model()).
 	VectorCalibration *VectorCalibration
+	// NextEmbedder is the next model of a model switch (modelswitch.go):
+	// an org that has cut over to it is searched with it. Default: none.
+	NextEmbedder embed.Embedder
 
 	// SerialSearch runs a search's three lists as one statement on one
 	// connection, always. By default a search runs them as three
@@ -88,6 +91,8 @@ type Service struct {
 	opts Options
 	q    *sqlc.Queries
 
+	next      *Service       // the next model's searches (modelswitch.go)
+	servedBy  servedByCache  // orgs cut over to it (modelswitch.go)
 	tableDocs tableDocsCache // see vectorPlan in search.go
 	qvec      *queryVectors  // query vector cache (queryvec.go)
 	listKeys  listKeyCache   // list cursor key (list.go)
@@ -118,11 +123,17 @@ func New(pool *pgxpool.Pool, opts Options) *Service {
 	if opts.TextSearchConfig == "" {
 		opts.TextSearchConfig = DefaultTextSearchConfig
 	}
+	var next *Service
+	if opts.NextEmbedder != nil {
+		no := opts
+		no.Embedder, no.NextEmbedder = opts.NextEmbedder, nil // its calibration: the given one, else its model's
+		next = New(pool, no)
+	}
 	if opts.VectorCalibration == nil {
 		c := CalibrationFor(opts.Embedder.Model())
 		opts.VectorCalibration = &c
 	}
-	return &Service{pool: pool, opts: opts, q: sqlc.New(pool), qvec: newQueryVectors()}
+	return &Service{pool: pool, opts: opts, q: sqlc.New(pool), qvec: newQueryVectors(), next: next}
 }
 
 func (s *Service) log() *slog.Logger { return s.opts.Logger }

@@ -3,9 +3,7 @@ package knowledge
 import (
 	"context"
 	"fmt"
-	"strings"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
@@ -129,20 +127,22 @@ func (s *Service) Upkeep(ctx context.Context) (UpkeepReport, error) {
 	return rep, s.orgVectorIndex(ctx, &rep)
 }
 
-// Per-org vector indexes. The HNSW index over the whole table serves every
-// org, filtering by org while it walks: to keep 40 hits of an org holding
-// 10% of the table it visits ~550 entries (12 ms at 1M entries), and the
-// visits grow as the org's share shrinks. pgvector's answer for tenants is a
-// partial index per large tenant (and without one, an org too small a share
-// of the table for the shared index scans all its vectors, ~1.3 us each):
-// an org past OrgVectorIndexMinDocs entries
-// that is at most OrgVectorIndexMaxShare of the table gets an HNSW index of
-// its own (knowledge_hnsw_org_<org hex>, WHERE org_id = the org), built
-// CONCURRENTLY so stores and searches go on, one per Upkeep pass, largest
-// org first. The vector function plans each call with the org's id as a
-// constant, so the planner picks it (db/migrations/00002_search.sql). An
-// org that is most of the table gains nothing from one: the global index is
-// nearly its own.
+// Per-org vector indexes. The HNSW index of the configured space
+// (vectorspace.go) serves every org, filtering by org while it walks: to
+// keep 40 hits of an org holding 10% of the table it visits ~550 entries
+// (12 ms at 1M entries), and the visits grow as the org's share shrinks.
+// pgvector's answer for tenants is a partial index per large tenant (and
+// without one, an org too small a share of the table for the shared index
+// scans all its vectors, ~1.3 us each): an org past OrgVectorIndexMinDocs
+// entries that is at most OrgVectorIndexMaxShare of the table gets an HNSW
+// index of its own (VectorSpace.OrgIndexName, the space's index with
+// org_id = the org added to its predicate), built CONCURRENTLY so stores and
+// searches go on, one per Upkeep pass, largest org first. The vector
+// function plans each call with the org's id as a constant, so the planner
+// picks it (db/migrations/00008_embedding_width.sql). An org that is most of
+// the table gains nothing from one: the space's index is nearly its own.
+// Before any of them, a pass makes sure the space's own index is there
+// (EnsureVectorIndex).
 const (
 	OrgVectorIndexMinDocs  = 5000
 	OrgVectorIndexMaxShare = 0.5
@@ -151,13 +151,18 @@ const (
 	orgVectorIndexMemory = "1GB"
 )
 
-func orgVectorIndexName(org uuid.UUID) string {
-	return "knowledge_hnsw_org_" + strings.ReplaceAll(org.String(), "-", "")
-}
-
 // orgVectorIndex builds (or, after a failed build, drops) at most one
 // per-org HNSW index, and reports what it did.
 func (s *Service) orgVectorIndex(ctx context.Context, rep *UpkeepReport) error {
+	sp := SpaceOf(s.opts.Embedder)
+	built, err := s.ensureVectorIndexes(ctx)
+	if err != nil {
+		return err
+	}
+	if len(built) > 0 {
+		rep.Built = append(rep.Built, built...)
+		return nil // the space's indexes alone in a pass: a pass stays bounded
+	}
 	have, err := s.q.OrgVectorIndexes(ctx)
 	if err != nil {
 		return mapErr(err, "")
@@ -183,11 +188,11 @@ func (s *Service) orgVectorIndex(ctx context.Context, rep *UpkeepReport) error {
 		return mapErr(err, "")
 	}
 	for _, o := range orgs {
-		name := orgVectorIndexName(o.OrgID)
+		name := sp.OrgIndexName(o.OrgID)
 		if valid[name] {
 			continue
 		}
-		built, err := s.buildOrgVectorIndex(ctx, name, o.OrgID)
+		built, err := s.buildVectorIndex(ctx, name, sp.indexDDL(name, &o.OrgID))
 		if err != nil {
 			return err
 		}
@@ -197,36 +202,4 @@ func (s *Service) orgVectorIndex(ctx context.Context, rep *UpkeepReport) error {
 		return nil // one build a pass: a pass stays bounded
 	}
 	return nil
-}
-
-// buildOrgVectorIndex builds one per-org HNSW index on a connection of its
-// own, with the memory the build needs for that connection only.
-// It builds nothing (false) while another worker builds one.
-func (s *Service) buildOrgVectorIndex(ctx context.Context, name string, org uuid.UUID) (bool, error) {
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return false, err
-	}
-	defer conn.Release()
-	q := sqlc.New(conn)
-	locked, err := q.TryLockVectorIndexBuild(ctx)
-	if err != nil {
-		return false, mapErr(err, "")
-	}
-	if !locked {
-		return false, nil // another worker is building one
-	}
-	defer q.UnlockVectorIndexBuild(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "SET maintenance_work_mem = '"+orgVectorIndexMemory+"'"); err != nil {
-		return false, err
-	}
-	defer conn.Exec(context.WithoutCancel(ctx), "RESET maintenance_work_mem")
-	// Not through sqlc: DDL takes no parameters. The name and the org
-	// literal are made from a uuid.UUID, never from text we were given.
-	ddl := fmt.Sprintf("CREATE INDEX CONCURRENTLY %s ON knowledge USING hnsw (embedding vector_cosine_ops) WHERE org_id = '%s'::uuid",
-		pgx.Identifier{name}.Sanitize(), org)
-	if _, err := conn.Exec(ctx, ddl); err != nil {
-		return false, fmt.Errorf("build %s: %w", name, err)
-	}
-	return true, nil
 }

@@ -6,7 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
+	"github.com/pgvector/pgvector-go"
+
 	"github.com/agentfleet/orchestrator/packages/knowledge"
+	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 )
 
 // A large org that is a minority of the table gets an HNSW index of its
@@ -29,8 +33,17 @@ func TestUpkeepBuildsAnOrgVectorIndex(t *testing.T) {
 	b.indexAll(t)
 	want := b.search(t, b.bob, knowledge.SearchInput{Query: "alpha note 17"})
 
-	name := "knowledge_hnsw_org_" + strings.ReplaceAll(b.org.String(), "-", "")
+	space := knowledge.SpaceOf(embed.NewLocal())
+	// The first pass builds the model's index over every org.
 	rep, err := b.svc.Upkeep(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rep.Built, []string{space.IndexName(), space.ChunkIndexName()}) {
+		t.Fatalf("want the model's index %s built first, got %+v", space.IndexName(), rep)
+	}
+	name := space.OrgIndexName(b.org)
+	rep, err = b.svc.Upkeep(b.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,11 +54,11 @@ func TestUpkeepBuildsAnOrgVectorIndex(t *testing.T) {
 		t.Fatal("the index is not a partial HNSW index of the org")
 	}
 	// The function's plan for this org uses it.
-	plan := explainVector(t, b, b.org.String())
+	plan := explainVector(t, b, b.org)
 	if !strings.Contains(plan, name) {
 		t.Fatalf("the org's vector plan does not use its index:\n%s", plan)
 	}
-	if plan := explainVector(t, b, b.other.String()); strings.Contains(plan, name) {
+	if plan := explainVector(t, b, b.other); strings.Contains(plan, name) {
 		t.Fatalf("another org's plan uses org A's index:\n%s", plan)
 	}
 	got := b.search(t, b.bob, knowledge.SearchInput{Query: "alpha note 17"})
@@ -65,34 +78,12 @@ func TestUpkeepBuildsAnOrgVectorIndex(t *testing.T) {
 	}
 }
 
-// explainVector is the plan of the vector function's query for an org,
-// under the function's own settings.
-func explainVector(t *testing.T, b *bundle, org string) string {
+// explainVector is the plan of the vector function's query for an org.
+func explainVector(t *testing.T, b *bundle, org uuid.UUID) string {
 	t.Helper()
-	tx, err := b.pool.Begin(b.ctx)
-	if err != nil {
+	var vec pgvector.Vector
+	if err := b.pool.QueryRow(b.ctx, "SELECT embedding FROM knowledge WHERE embedding IS NOT NULL LIMIT 1").Scan(&vec); err != nil {
 		t.Fatal(err)
 	}
-	defer tx.Rollback(b.ctx)
-	for _, s := range []string{"SET LOCAL enable_seqscan = off", "SET LOCAL enable_bitmapscan = off", "SET LOCAL enable_sort = off"} {
-		if _, err := tx.Exec(b.ctx, s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rows, err := tx.Query(b.ctx, `EXPLAIN SELECT id FROM knowledge k
-		WHERE k.org_id = '`+org+`' AND k.embedding_status = 'ready' AND k.embedding_model = 'local-hash-v1'
-		  AND k.tags @> '{}'::text[] AND k.head_id IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())
-		ORDER BY k.embedding <=> (SELECT embedding FROM knowledge LIMIT 1) LIMIT 40`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var plan []string
-	for rows.Next() {
-		var l string
-		if err := rows.Scan(&l); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, l)
-	}
-	return strings.Join(plan, "\n")
+	return vectorPlan(t, b.pool, "knowledge_vector_hnsw", org, embed.NewLocal().Model(), vec.Slice())
 }

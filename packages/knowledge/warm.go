@@ -7,7 +7,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
 
-	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -25,7 +24,7 @@ func (s *Service) WarmConn(ctx context.Context, conn *pgx.Conn) error {
 	if err := sqlc.New(p).SearchConfig(ctx, "64"); err != nil {
 		return nil // queued only; errors surface on Query
 	}
-	vec := pgvector.NewVector(make([]float32, embed.Dimensions))
+	vec := pgvector.NewVector(make([]float32, s.opts.Embedder.Dimensions()))
 	a := &searchArgs{Query: "warm up", EfSearch: DefaultEfSearch}
 	rows, err := p.Query(ctx, searchCandidatesSQL, s.candidateArgs(Caller{OrgID: uuid.Nil}, a, 1, 1, listsAll, &vec))
 	if err == nil {

@@ -15,7 +15,7 @@ const (
 	EnvBaseURL        = "EMBEDDINGS_BASE_URL"   // default https://api.openai.com/v1
 	EnvAPIKey         = "EMBEDDINGS_API_KEY"    // optional bearer token
 	EnvModel          = "EMBEDDINGS_MODEL"      // required for openai
-	EnvDimensions     = "EMBEDDINGS_DIMENSIONS" // default 768; must be 768
+	EnvDimensions     = "EMBEDDINGS_DIMENSIONS" // default 768; 64 to 3072
 	EnvSendDimensions = "EMBEDDINGS_SEND_DIMENSIONS"
 	EnvBatchSize      = "EMBEDDINGS_BATCH_SIZE" // inputs per request, default 64
 	EnvTimeout        = "EMBEDDINGS_TIMEOUT"    // per request, Go duration, default 30s
@@ -63,8 +63,8 @@ func FromEnv(getenv func(string) string) (Embedder, error) {
 	if cfg.Dimensions, err = intEnv(getenv, EnvDimensions, Dimensions); err != nil {
 		return nil, err
 	}
-	if cfg.Dimensions != Dimensions {
-		return nil, fmt.Errorf("%s=%d: must be %d, the width of the knowledge.embedding column", EnvDimensions, cfg.Dimensions, Dimensions)
+	if cfg.Dimensions < MinDimensions || cfg.Dimensions > MaxDimensions {
+		return nil, fmt.Errorf("%s=%d: must be between %d and %d (the model's vector width)", EnvDimensions, cfg.Dimensions, MinDimensions, MaxDimensions)
 	}
 	if v := strings.TrimSpace(getenv(EnvSendDimensions)); v != "" {
 		send, err := strconv.ParseBool(v)
@@ -104,4 +104,40 @@ func intEnv(getenv func(string) string, name string, def int) (int, error) {
 		return 0, fmt.Errorf("%s=%q: must be an integer", name, v)
 	}
 	return n, nil
+}
+
+// The next model of a model switch (docs/embeddings.md, "Model switch"):
+// EMBEDDINGS_NEXT_MODEL names it; EMBEDDINGS_NEXT_DIMENSIONS,
+// _PRESET, _BASE_URL, _API_KEY, _SEND_DIMENSIONS, _BATCH_SIZE and _TIMEOUT
+// configure it like their EMBEDDINGS_ counterparts; the base URL, key,
+// batch size and timeout default to the current provider's (the same
+// server serving another model), the preset, dimensions and the
+// dimensions flag do not.
+const (
+	EnvNextPrefix = "EMBEDDINGS_NEXT_"
+	EnvNextModel  = "EMBEDDINGS_NEXT_MODEL"
+)
+
+// NextFromEnv builds the next model's embedder, or nil when no switch is
+// configured. It is always an HTTP provider (EMBEDDER=openai).
+func NextFromEnv(getenv func(string) string) (Embedder, error) {
+	if strings.TrimSpace(getenv(EnvNextModel)) == "" {
+		return nil, nil
+	}
+	own := map[string]bool{EnvPreset: true, EnvDimensions: true, EnvSendDimensions: true, EnvModel: true}
+	e, err := FromEnv(func(k string) string {
+		if k == EnvEmbedder {
+			return "openai"
+		}
+		if strings.HasPrefix(k, "EMBEDDINGS_") {
+			if v := getenv(EnvNextPrefix + strings.TrimPrefix(k, "EMBEDDINGS_")); v != "" || own[k] {
+				return v
+			}
+		}
+		return getenv(k)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the next model (%s*): %w", EnvNextPrefix, err)
+	}
+	return e, nil
 }

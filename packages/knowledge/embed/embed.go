@@ -8,15 +8,26 @@ import (
 	"errors"
 )
 
-// Dimensions is the width of the knowledge.embedding column.
+// Dimensions is the local embedder's width and EMBEDDINGS_DIMENSIONS'
+// default. The knowledge.embedding column takes any width from
+// MinDimensions to MaxDimensions (db/migrations/00008_embedding_width.sql):
+// a vector's model and width name its space, and search compares only
+// vectors of the configured space.
 const Dimensions = 768
+
+// The widths a model may have: the column's CHECK. Past 2,000 (pgvector's
+// HNSW limit for vector) the space's index is on halfvec.
+const (
+	MinDimensions = 64
+	MaxDimensions = 3072
+)
 
 // Embedder embeds a batch of texts. Implementations are safe for concurrent use.
 type Embedder interface {
 	// Model names the model; it is stored with every vector, and search only
 	// compares vectors whose model is the current one.
 	Model() string
-	// Dimensions of the vectors returned; must equal the column's width.
+	// Dimensions of the vectors returned, MinDimensions to MaxDimensions.
 	Dimensions() int
 	// Embed returns one vector per text, in order.
 	Embed(ctx context.Context, texts []string) ([][]float32, error)

@@ -40,29 +40,36 @@ func BenchmarkPipeline(b *testing.B) {
 			if c.latency == 0 {
 				emb = embed.NewLocal()
 			}
-			calls := &countingEmbedder{Embedder: emb}
-			w := jobs.NewWorker(bd.redis, bd.pool, calls, jobs.WorkerOptions{
-				BatchSize: c.batchSize, ReconcileInterval: time.Hour, ShutdownTimeout: time.Second,
-			})
-			if err := w.Start(); err != nil {
-				b.Fatal(err)
-			}
-			defer w.Shutdown()
-			var total time.Duration
-			var lags []time.Duration
-			for i := 0; i < b.N; i++ {
-				start := time.Now()
-				js := storeMany(b, bd, c.entries)
-				bd.waitStatus(b, knowledge.EmbeddingReady, 5*time.Minute, ids(js...)...)
-				total += time.Since(start)
-				lags = append(lags, readLags(b, bd, js)...)
-			}
-			b.ReportMetric(float64(c.entries*b.N)/total.Seconds(), "entries/s")
-			b.ReportMetric(float64(calls.n.Load())/float64(b.N), "provider-calls/op")
-			b.ReportMetric(float64(percentile(lags, 50).Milliseconds()), "lag-p50-ms")
-			b.ReportMetric(float64(percentile(lags, 95).Milliseconds()), "lag-p95-ms")
+			pipelineRun(b, bd, emb, c.batchSize, c.entries)
 		})
 	}
+}
+
+// pipelineRun stores entries while a worker with the default batching (and
+// batchSize) embeds them with emb, b.N times, and reports entries/s,
+// provider calls and the store-to-ready lag.
+func pipelineRun(b *testing.B, bd *bundle, emb embed.Embedder, batchSize, entries int) {
+	calls := &countingEmbedder{Embedder: emb}
+	w := jobs.NewWorker(bd.redis, bd.pool, calls, jobs.WorkerOptions{
+		BatchSize: batchSize, ReconcileInterval: time.Hour, ShutdownTimeout: time.Second,
+	})
+	if err := w.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer w.Shutdown()
+	var total time.Duration
+	var lags []time.Duration
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		js := storeMany(b, bd, entries)
+		bd.waitStatus(b, knowledge.EmbeddingReady, 5*time.Minute, ids(js...)...)
+		total += time.Since(start)
+		lags = append(lags, readLags(b, bd, js)...)
+	}
+	b.ReportMetric(float64(entries*b.N)/total.Seconds(), "entries/s")
+	b.ReportMetric(float64(calls.n.Load())/float64(b.N), "provider-calls/op")
+	b.ReportMetric(float64(percentile(lags, 50).Milliseconds()), "lag-p50-ms")
+	b.ReportMetric(float64(percentile(lags, 95).Milliseconds()), "lag-p95-ms")
 }
 
 func storeMany(b *testing.B, bd *bundle, n int) []knowledge.EmbeddingJob {

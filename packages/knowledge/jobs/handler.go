@@ -22,12 +22,14 @@ import (
 
 // HandlerOptions are the optional settings of an EmbedHandler.
 type HandlerOptions struct {
-	// MaxInputChars cuts the text sent for one entry (title, blank line,
-	// body) to this many characters, so a 32,000-character body does not
-	// exceed a provider's context and fail for good. Default 8000.
+	// MaxInputChars cuts each text sent (a chunk: title, blank line, part
+	// of the body) to this many characters, the net under Chunk. Default 8000.
 	MaxInputChars int
-	Observer      Observer     // default NopObserver
-	Logger        *slog.Logger // default slog.Default()
+	// Chunk says how long bodies are cut into chunks, each embedded
+	// (knowledge.Chunks). Default knowledge.ChunkOptionsFor(the model).
+	Chunk    knowledge.ChunkOptions
+	Observer Observer     // default NopObserver
+	Logger   *slog.Logger // default slog.Default()
 }
 
 // EmbedHandler handles entry and batch tasks: it embeds the entries that
@@ -43,6 +45,9 @@ type EmbedHandler struct {
 func NewEmbedHandler(pool *pgxpool.Pool, emb embed.Embedder, opts HandlerOptions) *EmbedHandler {
 	if opts.MaxInputChars <= 0 {
 		opts.MaxInputChars = 8000
+	}
+	if opts.Chunk.Chars <= 0 {
+		opts.Chunk = knowledge.ChunkOptionsFor(emb.Model())
 	}
 	if opts.Observer == nil {
 		opts.Observer = NopObserver{}
@@ -125,27 +130,18 @@ func (h *EmbedHandler) process(ctx context.Context, jobs []knowledge.EmbeddingJo
 	return h.fail(ctx, rows, err, false, out)
 }
 
-func (h *EmbedHandler) embed(ctx context.Context, rows []sqlc.ListJobEntriesRow) ([][]float32, error) {
-	texts := make([]string, len(rows))
+// embed cuts each entry's body into chunks and embeds every chunk of every
+// entry in one provider call (knowledge.EmbedEntries).
+func (h *EmbedHandler) embed(ctx context.Context, rows []sqlc.ListJobEntriesRow) ([]knowledge.EntryVectors, error) {
+	texts := make([]knowledge.EntryText, len(rows))
 	for i, r := range rows {
-		texts[i] = clip(r.Title+"\n\n"+r.Body, h.opts.MaxInputChars)
+		texts[i] = knowledge.EntryText{Title: r.Title, Body: r.Body}
 	}
 	h.opts.Observer.Batch(len(rows))
 	start := time.Now()
-	vecs, err := h.emb.Embed(ctx, texts)
+	vecs, err := knowledge.EmbedEntries(ctx, h.emb, h.opts.Chunk, h.opts.MaxInputChars, texts)
 	h.opts.Observer.ProviderCall(time.Since(start), err)
-	if err != nil {
-		return nil, err
-	}
-	if len(vecs) != len(rows) {
-		return nil, fmt.Errorf("embedder returned %d vectors for %d texts: %w", len(vecs), len(rows), embed.ErrPermanent)
-	}
-	for _, v := range vecs {
-		if len(v) != embed.Dimensions {
-			return nil, fmt.Errorf("embedder returned %d dimensions, the column has %d: %w", len(v), embed.Dimensions, embed.ErrPermanent)
-		}
-	}
-	return vecs, nil
+	return vecs, err
 }
 
 // isolate embeds the entries of a refused batch one by one, so one input the
@@ -228,7 +224,7 @@ func (h *EmbedHandler) markFailed(ctx context.Context, rows []sqlc.ListJobEntrie
 
 // writeReady writes the vectors in one transaction. Each UPDATE only hits an
 // entry still pending at the job's generation; others are left alone.
-func (h *EmbedHandler) writeReady(ctx context.Context, rows []sqlc.ListJobEntriesRow, vecs [][]float32, out *BatchResult) error {
+func (h *EmbedHandler) writeReady(ctx context.Context, rows []sqlc.ListJobEntriesRow, vecs []knowledge.EntryVectors, out *BatchResult) error {
 	model := h.emb.Model()
 	var lags []time.Duration
 	var written int
@@ -236,7 +232,7 @@ func (h *EmbedHandler) writeReady(ctx context.Context, rows []sqlc.ListJobEntrie
 		lags, written = lags[:0], 0
 		q := h.q.WithTx(tx)
 		for i, r := range rows {
-			v := pgvector.NewVector(vecs[i])
+			v := pgvector.NewVector(vecs[i].Vecs[0])
 			res, err := q.MarkEmbeddingReady(ctx, sqlc.MarkEmbeddingReadyParams{
 				Embedding: &v, Model: &model, OrgID: r.OrgID, ID: r.ID, Generation: r.EmbeddingGeneration,
 			})
@@ -245,6 +241,20 @@ func (h *EmbedHandler) writeReady(ctx context.Context, rows []sqlc.ListJobEntrie
 			}
 			if err != nil {
 				return fmt.Errorf("write vector of %s: %w", r.ID, err)
+			}
+			// The later chunks, written only with the entry's vector (the
+			// row was still the job's), replacing any left over.
+			if err := q.DeleteChunks(ctx, sqlc.DeleteChunksParams{OrgID: r.OrgID, EntryID: r.ID, EmbeddingModel: model}); err != nil {
+				return fmt.Errorf("clear chunks of %s: %w", r.ID, err)
+			}
+			for j := 1; j < len(vecs[i].Vecs); j++ {
+				sp := vecs[i].Spans[j]
+				if err := q.InsertChunk(ctx, sqlc.InsertChunkParams{
+					OrgID: r.OrgID, EntryID: r.ID, Chunk: int32(j), StartChar: int32(sp.Start), EndChar: int32(sp.End),
+					EmbeddingModel: model, Embedding: pgvector.NewVector(vecs[i].Vecs[j]),
+				}); err != nil {
+					return fmt.Errorf("write chunk %d of %s: %w", j, r.ID, err)
+				}
 			}
 			written++
 			if res.EmbeddedAt != nil {

@@ -30,12 +30,20 @@ func Reembed(ctx context.Context, pool *pgxpool.Pool, enq knowledge.Enqueuer, or
 	if err != nil {
 		return 0, err
 	}
-	return ReembedModel(ctx, pool, enq, orgID, e.Model(), all)
+	return ReembedSpace(ctx, pool, enq, orgID, knowledge.SpaceOf(e), all)
 }
 
-// ReembedModel is Reembed with the current model given explicitly.
+// ReembedModel is Reembed with the current model given explicitly, of
+// whatever width.
 func ReembedModel(ctx context.Context, pool *pgxpool.Pool, enq knowledge.Enqueuer, orgID uuid.UUID, model string, all bool) (int, error) {
-	rows, err := sqlc.New(pool).RequestReembed(ctx, sqlc.RequestReembedParams{OrgID: orgID, AllEntries: all, Model: model})
+	return ReembedSpace(ctx, pool, enq, orgID, knowledge.VectorSpace{Model: model}, all)
+}
+
+// ReembedSpace is Reembed with the current model and width given
+// explicitly: without all, ready entries of another model or of another
+// width (space.Dims > 0) are re-embedded.
+func ReembedSpace(ctx context.Context, pool *pgxpool.Pool, enq knowledge.Enqueuer, orgID uuid.UUID, space knowledge.VectorSpace, all bool) (int, error) {
+	rows, err := sqlc.New(pool).RequestReembed(ctx, sqlc.RequestReembedParams{OrgID: orgID, AllEntries: all, Model: space.Model, Dims: int32(space.Dims)})
 	if err != nil {
 		return 0, fmt.Errorf("request re-embed: %w", err)
 	}

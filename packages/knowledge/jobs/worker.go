@@ -71,8 +71,10 @@ type WorkerOptions struct {
 	TextSearchConfig string
 	// MaxInputChars: see HandlerOptions.
 	MaxInputChars int
-	Observer      Observer     // default NopObserver
-	Logger        *slog.Logger // default slog.Default()
+	// Chunk: see HandlerOptions (zero: the model's default).
+	Chunk    knowledge.ChunkOptions
+	Observer Observer     // default NopObserver
+	Logger   *slog.Logger // default slog.Default()
 }
 
 func (o WorkerOptions) withDefaults() WorkerOptions {
@@ -168,7 +170,7 @@ func NewWorker(redis asynq.RedisConnOpt, pool *pgxpool.Pool, emb embed.Embedder,
 	return &Worker{
 		redis: redis, pool: pool, emb: emb, opts: opts, upkeepSoon: make(chan struct{}, 1),
 		handler: NewEmbedHandler(pool, emb, HandlerOptions{
-			MaxInputChars: opts.MaxInputChars, Observer: opts.Observer, Logger: opts.Logger,
+			MaxInputChars: opts.MaxInputChars, Chunk: opts.Chunk, Observer: opts.Observer, Logger: opts.Logger,
 		}),
 		svc: knowledge.New(pool, knowledge.Options{
 			Embedder: emb, Logger: opts.Logger, TextSearchConfig: opts.TextSearchConfig,

@@ -30,14 +30,18 @@ WITH st AS MATERIALIZED (
            CASE WHEN s.docs > 0 THEN s.len_b::float8 / s.docs END AS avg_b,
            CASE WHEN s.docs > 0 THEN greatest(s.len_t::float8 / s.docs, 1) END AS avg_t,
            -- The vector plan (search.go, hnswCostRatio): HNSW when the org
-           -- has a valid HNSW index of its own (Upkeep's), or is so large a
-           -- share of the table that filtering the shared index is cheaper
-           -- than an exact scan of the org.
+           -- has a valid HNSW index of its own for the model (Upkeep's), or
+           -- the model's index is valid and the org so large a share of the
+           -- table that filtering it is cheaper than an exact scan of the
+           -- org (vectorspace.go names both indexes).
            coalesce(s.docs, 0) >= @hnsw_min_docs::bigint
                AND (EXISTS (SELECT 1 FROM pg_catalog.pg_class c
                             JOIN pg_catalog.pg_index i ON i.indexrelid = c.oid AND i.indisvalid
-                            WHERE c.relname = 'knowledge_hnsw_org_' || replace(@org_id::uuid::text, '-', ''))
-                    OR s.docs::float8 * s.docs >= @hnsw_cost_ratio::float8 * @table_docs::float8 * @candidates::float8)
+                            WHERE c.relname = @org_vector_index::text)
+                    OR (s.docs::float8 * s.docs >= @hnsw_cost_ratio::float8 * @table_docs::float8 * @candidates::float8
+                        AND EXISTS (SELECT 1 FROM pg_catalog.pg_class c
+                                    JOIN pg_catalog.pg_index i ON i.indexrelid = c.oid AND i.indisvalid
+                                    WHERE c.relname = @vector_index::text)))
                AS use_hnsw
     FROM (SELECT 1) one
     LEFT JOIN knowledge_search_stats s ON s.org_id = @org_id

@@ -249,7 +249,8 @@ SET embedding_generation = embedding_generation + 1, embedding_status = 'pending
 WHERE org_id = $1
   AND ($2::boolean
        OR embedding_status = 'failed'
-       OR (embedding_status = 'ready' AND embedding_model IS DISTINCT FROM $3::text))
+       OR (embedding_status = 'ready' AND embedding_model IS DISTINCT FROM $3::text)
+       OR (embedding_status = 'ready' AND $4::int > 0 AND vector_dims(embedding) <> $4::int))
 RETURNING org_id, id, embedding_generation
 `
 
@@ -257,6 +258,7 @@ type RequestReembedParams struct {
 	OrgID      uuid.UUID
 	AllEntries bool
 	Model      string
+	Dims       int32
 }
 
 type RequestReembedRow struct {
@@ -268,9 +270,15 @@ type RequestReembedRow struct {
 // Asks for new vectors: a new generation, pending again (the vector is
 // cleared: the schema ties 'ready' to having one, and a vector of the old
 // model is not comparable with queries of the new one anyway). Without
-// @all_entries only failed entries and ready entries of another model.
+// @all_entries only failed entries and ready entries of another model or,
+// when @dims is not 0, of another width (their space, vectorspace.go).
 func (q *Queries) RequestReembed(ctx context.Context, arg RequestReembedParams) ([]RequestReembedRow, error) {
-	rows, err := q.db.Query(ctx, requestReembed, arg.OrgID, arg.AllEntries, arg.Model)
+	rows, err := q.db.Query(ctx, requestReembed,
+		arg.OrgID,
+		arg.AllEntries,
+		arg.Model,
+		arg.Dims,
+	)
 	if err != nil {
 		return nil, err
 	}

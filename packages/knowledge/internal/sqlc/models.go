@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	pgvector "github.com/pgvector/pgvector-go"
 	pgvector_go "github.com/pgvector/pgvector-go"
 )
 
@@ -76,6 +77,16 @@ type Knowledge struct {
 	SimilarKeys          []int64
 }
 
+type KnowledgeChunk struct {
+	OrgID          uuid.UUID
+	EntryID        uuid.UUID
+	EmbeddingModel string
+	Chunk          int32
+	StartChar      int32
+	EndChar        int32
+	Embedding      pgvector.Vector
+}
+
 type KnowledgeCount struct {
 	OrgID uuid.UUID
 	Kind  string
@@ -95,6 +106,13 @@ type KnowledgeIndexQueue struct {
 	OrgID    uuid.UUID
 	EntryID  uuid.UUID
 	QueuedAt time.Time
+}
+
+type KnowledgeOrgSpace struct {
+	OrgID      uuid.UUID
+	Model      string
+	Dims       int32
+	SwitchedAt time.Time
 }
 
 type KnowledgePosting struct {

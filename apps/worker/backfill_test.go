@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentfleet/orchestrator/packages/testenv"
+)
+
+// TestRunSwitchesModels: with EMBEDDINGS_NEXT_MODEL set, the worker
+// backfills the next model's vectors (through its HTTP provider) and cuts
+// the org over once it is covered.
+func TestRunSwitchesModels(t *testing.T) {
+	t.Parallel()
+	pg := testenv.Postgres(t)
+	r := testenv.LeaseRedis(t)
+	ctx := context.Background()
+	// Two entries with vectors of the current (local) model.
+	var org string
+	if err := pg.Pool.QueryRow(ctx, `WITH o AS (INSERT INTO orgs (name) VALUES ('o') RETURNING id),
+		k AS (INSERT INTO knowledge (org_id, title, body, embedding, embedding_status, embedding_model, embedded_at)
+		      SELECT id, 'title ' || g, repeat('body ', 1000), array_fill(0.1::real, ARRAY[768])::vector, 'ready', 'local-hash-v1', now()
+		      FROM o, generate_series(1, 2) g RETURNING org_id)
+		SELECT org_id::text FROM k LIMIT 1`).Scan(&org); err != nil {
+		t.Fatal(err)
+	}
+	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		var in struct{ Input []string }
+		json.NewDecoder(req.Body).Decode(&in)
+		type item struct {
+			Index     int       `json:"index"`
+			Embedding []float32 `json:"embedding"`
+		}
+		var out struct {
+			Data []item `json:"data"`
+		}
+		for i := range in.Input {
+			v := make([]float32, 256)
+			v[i%256] = 1
+			out.Data = append(out.Data, item{i, v})
+		}
+		json.NewEncoder(w).Encode(out)
+	}))
+	defer provider.Close()
+	out := &syncBuffer{}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(runCtx, nil, envOf(map[string]string{
+			"DATABASE_URL":               pg.URL,
+			"REDIS_URL":                  r.URL,
+			"WORKER_METRICS_ADDR":        "127.0.0.1:0",
+			"LOG_FORMAT":                 "text",
+			"WORKER_SHUTDOWN_TIMEOUT":    "1s",
+			"EMBEDDINGS_NEXT_MODEL":      "next-256",
+			"EMBEDDINGS_NEXT_DIMENSIONS": "256",
+			"EMBEDDINGS_NEXT_BASE_URL":   provider.URL + "/v1",
+			"WORKER_BACKFILL_INTERVAL":   "100ms",
+		}), out)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var cut bool
+		var chunks int
+		if err := pg.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM knowledge_org_spaces WHERE org_id = $1 AND model = 'next-256' AND dims = 256),
+			(SELECT count(*) FROM knowledge_chunks WHERE embedding_model = 'next-256' AND chunk = 0)`, org).Scan(&cut, &chunks); err != nil {
+			t.Fatal(err)
+		}
+		if cut {
+			if chunks != 2 {
+				t.Fatalf("cut over with %d of 2 entries backfilled", chunks)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not cut over (%d entries backfilled); output:\n%s", chunks, out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(out.String(), "model switch: backfill pass") {
+		t.Fatalf("no backfill log line:\n%s", out.String())
+	}
+}

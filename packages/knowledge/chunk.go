@@ -1,0 +1,331 @@
+package knowledge
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"unicode"
+
+	"github.com/google/uuid"
+	"github.com/pgvector/pgvector-go"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
+)
+
+// Long entries are embedded in chunks (docs/embeddings.md, "Long entries:
+// chunks"). A body may hold 32,000 characters (~8k tokens) and common
+// embedding models read 256 to 8,192 tokens, silently truncating the rest
+// (or refusing it); one vector for a long text is also a blur of all its
+// topics. So the worker cuts the body into overlapping chunks, embeds each
+// as the entry's title, a blank line and the chunk's text, and keeps every
+// vector: the first chunk's is the entry's own (knowledge.embedding, so
+// everything that reads an entry's vector goes on working), the others are
+// in knowledge_chunks with their span of the body. The vector list ranks an
+// entry by its best vector, and the snippet of a hit found by a later chunk
+// is centred on that chunk.
+
+// ChunkOptions say how bodies are cut, in characters (runes).
+type ChunkOptions struct {
+	// Chars is the most characters of one chunk's text (title, blank line
+	// and the body's part), what the model must be able to read. A body
+	// that fits with its title is one chunk, embedded as before.
+	Chars int
+	// Overlap is how many characters of the end of a chunk the next one
+	// repeats, so a fact cut by a boundary is whole in one of them.
+	Overlap int
+}
+
+// Limits of the chunk settings (EMBEDDINGS_CHUNK_CHARS, _OVERLAP).
+const (
+	MinChunkChars = 256
+	MaxChunkChars = 40000 // more than any entry: never cut
+	// MaxChunks bounds the chunks of one entry (a 32,000-character body in
+	// chunks of 1,000 with 125 of overlap makes 37).
+	MaxChunks = 64
+)
+
+// chunkModels are the context sizes of models people run, as chunk sizes
+// in characters (about 4 characters a token in English, with room for the
+// tokenizer's differences): a 512-token model gets 2,000 characters, a
+// 256-token one 1,000. Long-context models get 4,000 characters (about
+// 1,000 tokens): they could read more, but a chunk is also the unit a
+// query is matched with, and a vector of 8,000 tokens blurs its topics.
+// The first name contained in the model's name (lowercased) wins.
+var chunkModels = []struct {
+	name  string
+	chars int
+}{
+	{"all-minilm", 1000}, {"minilm", 1000}, {"paraphrase-multilingual", 1000},
+	{"bge-small", 2000}, {"bge-base", 2000}, {"bge-large", 2000}, {"bge-m3", 4000},
+	{"mxbai-embed", 2000}, {"snowflake-arctic-embed", 2000}, {"e5-", 2000}, {"gte-", 2000},
+	{"nomic-embed", 4000}, {"text-embedding-3", 4000}, {"text-embedding-ada", 4000},
+	{"jina-embeddings", 4000}, {"voyage", 4000},
+}
+
+// DefaultChunkChars is the chunk size of a model not in the list: 512
+// tokens is the smallest context of the common models but the 256-token
+// MiniLM family (which is in it).
+const DefaultChunkChars = 2000
+
+// ChunkOptionsFor is the default cut for a model: its chunk size from the
+// list above (else DefaultChunkChars) and an eighth of it as overlap.
+func ChunkOptionsFor(model string) ChunkOptions {
+	m := strings.ToLower(model)
+	chars := DefaultChunkChars
+	for _, c := range chunkModels {
+		if strings.Contains(m, c.name) {
+			chars = c.chars
+			break
+		}
+	}
+	return ChunkOptions{Chars: chars, Overlap: chars / 8}
+}
+
+// The worker's chunk settings; unset, the model's defaults.
+const (
+	EnvChunkChars   = "EMBEDDINGS_CHUNK_CHARS"
+	EnvChunkOverlap = "EMBEDDINGS_CHUNK_OVERLAP"
+)
+
+// ChunkSettings completes the configured cut (Chars 0: the model's size;
+// Overlap < 0: an eighth of the size) and checks it: the overlap must be
+// under half the size, or chunks would barely advance.
+func ChunkSettings(model string, o ChunkOptions) (ChunkOptions, error) {
+	def := ChunkOptionsFor(model)
+	if o.Chars <= 0 {
+		o.Chars = def.Chars
+	}
+	if o.Overlap < 0 {
+		o.Overlap = o.Chars / 8
+	}
+	if o.Overlap >= o.Chars/2 {
+		return o, fmt.Errorf("%s=%d: must be less than half of the chunk size (%s=%d)", EnvChunkOverlap, o.Overlap, EnvChunkChars, o.Chars)
+	}
+	return o, nil
+}
+
+// Span is a chunk's part of the body: runes [Start, End).
+type Span struct{ Start, End int }
+
+// ChunkText is the text embedded for a chunk: the title, a blank line, and
+// the chunk's part of the body (body given as runes).
+func ChunkText(title string, body []rune, s Span) string {
+	return title + "\n\n" + string(body[s.Start:s.End])
+}
+
+// Chunks cuts a body into spans of at most o.Chars characters with the
+// title (title, blank line, part), each starting where the previous one
+// ends less about o.Overlap characters. Boundaries, best first, within the
+// last half of a chunk's room: a paragraph break (a blank line), a line
+// break, the end of a sentence (., !, ? followed by white space), white
+// space; a chunk is cut mid-word only when its whole room has none. A chunk
+// after the first starts at a word. A body that fits is one span, the
+// whole body. At most MaxChunks spans: the last one then ends the body's
+// cover early (32,000 characters need chunks of 600 to hit it).
+func Chunks(title string, body []rune, o ChunkOptions) []Span {
+	n := len(body)
+	room := o.Chars - len([]rune(title)) - 2
+	if room < o.Chars/2 {
+		room = o.Chars / 2 // a long title: parts keep half the chunk
+	}
+	if o.Chars <= 0 || n <= room {
+		return []Span{{0, n}}
+	}
+	overlap := min(max(o.Overlap, 0), room/2)
+	var out []Span
+	for start := 0; ; {
+		if n-start <= room || len(out) == MaxChunks-1 {
+			out = append(out, Span{start, min(n, start+room)})
+			return out
+		}
+		end := cut(body, start+room/2, start+room)
+		out = append(out, Span{start, end})
+		next := wordStart(body, end-overlap, end)
+		if next <= start {
+			next = end
+		}
+		start = next
+	}
+}
+
+// cut is the best boundary in body[lo:hi] (runes): the end of the last
+// paragraph break, else line break, else sentence end, else white space;
+// else hi.
+func cut(body []rune, lo, hi int) int {
+	best := [4]int{-1, -1, -1, -1} // paragraph, line, sentence, space
+	for i := hi - 1; i >= lo; i-- {
+		r := body[i]
+		if !unicode.IsSpace(r) {
+			continue
+		}
+		switch {
+		case r == '\n' && i > 0 && body[i-1] == '\n':
+			if best[0] < 0 {
+				best[0] = i + 1
+			}
+		case r == '\n':
+			if best[1] < 0 {
+				best[1] = i + 1
+			}
+		case i > 0 && strings.ContainsRune(".!?", body[i-1]):
+			if best[2] < 0 {
+				best[2] = i + 1
+			}
+		default:
+			if best[3] < 0 {
+				best[3] = i + 1
+			}
+		}
+		if best[0] >= 0 {
+			break
+		}
+	}
+	for _, b := range best {
+		if b > lo {
+			return b
+		}
+	}
+	return hi
+}
+
+// wordStart moves at forward to the start of a word (after white space),
+// not past limit; at itself when nothing is found.
+func wordStart(body []rune, at, limit int) int {
+	at = max(at, 0)
+	if at == 0 || unicode.IsSpace(body[at-1]) {
+		return at
+	}
+	for i := at; i < limit; i++ {
+		if unicode.IsSpace(body[i]) {
+			return i + 1
+		}
+	}
+	return at
+}
+
+// snippetIn is Snippet for a hit found by a chunk: centred on the first
+// match of the query inside the chunk's span (runes [from, to)), else on
+// the chunk's middle.
+func snippetIn(body, query string, from, to int) string {
+	rs := []rune(body)
+	if len(rs) <= SnippetChars || from < 0 || to > len(rs) || from >= to {
+		return Snippet(body, query)
+	}
+	part := string(rs[from:to])
+	at, n := find(strings.Map(unicode.ToLower, part), query, true)
+	if n > 0 {
+		at += from
+	} else {
+		at, n = (from+to)/2, 0
+	}
+	start, end, lead, trail := window(len(rs), at, n)
+	return lead + string(rs[start:end]) + trail
+}
+
+// hitBody is a hit's body and, when one of its later chunks is nearer the
+// query than its own vector, that chunk's span (else Start = -1).
+type hitBody struct {
+	body string
+	near Span
+}
+
+// snippet is the hit's snippet: centred on its nearest chunk when the hit
+// was found by the vector list through a later chunk, else Snippet's rule.
+func (b hitBody) snippet(h rankedHit, query string) string {
+	if h.VectorRank > 0 && b.near.Start >= 0 {
+		return snippetIn(b.body, query, b.near.Start, b.near.End)
+	}
+	return Snippet(b.body, query)
+}
+
+// bodies reads the bodies of the hits answered and, with a query vector,
+// the span of each one's nearest later chunk (queries/chunks.sql).
+func (s *Service) bodies(ctx context.Context, org uuid.UUID, hits []rankedHit, vec *pgvector.Vector) (map[uuid.UUID]hitBody, error) {
+	if len(hits) == 0 {
+		return nil, nil
+	}
+	ids := make([]uuid.UUID, len(hits))
+	for i, h := range hits {
+		ids[i] = h.ID
+	}
+	out := make(map[uuid.UUID]hitBody, len(hits))
+	if vec == nil {
+		rows, err := s.q.SearchBodies(ctx, sqlc.SearchBodiesParams{OrgID: org, Ids: ids})
+		if err != nil {
+			return nil, mapErr(err, "")
+		}
+		for _, r := range rows {
+			out[r.ID] = hitBody{r.Body, Span{-1, -1}}
+		}
+		return out, nil
+	}
+	rows, err := s.q.SearchBodiesNear(ctx, sqlc.SearchBodiesNearParams{
+		OrgID: org, Ids: ids, QueryVec: *vec, Model: s.opts.Embedder.Model(),
+	})
+	if err != nil {
+		return nil, mapErr(err, "")
+	}
+	for _, r := range rows {
+		out[r.ID] = hitBody{r.Body, Span{int(r.StartChar), int(r.EndChar)}}
+	}
+	return out, nil
+}
+
+// EntryText is an entry to embed: its title and body.
+type EntryText struct{ Title, Body string }
+
+// EntryVectors are an entry's vectors, one per chunk of its body (Spans[i]
+// is Vecs[i]'s part of the body); the first is the entry's own.
+type EntryVectors struct {
+	Spans []Span
+	Vecs  [][]float32
+}
+
+// EmbedEntries cuts each entry's body into chunks (o) and embeds every
+// chunk of every entry in one call of e (the provider client splits it into
+// requests of its batch size), each text cut to maxChars characters at most.
+// A wrong count or width is embed.ErrPermanent. The embeddings handler and
+// the backfill of a model switch both embed this way.
+func EmbedEntries(ctx context.Context, e embed.Embedder, o ChunkOptions, maxChars int, entries []EntryText) ([]EntryVectors, error) {
+	out := make([]EntryVectors, len(entries))
+	var texts []string
+	for i, en := range entries {
+		body := []rune(en.Body)
+		out[i].Spans = Chunks(en.Title, body, o)
+		for _, sp := range out[i].Spans {
+			texts = append(texts, clipRunes(ChunkText(en.Title, body, sp), maxChars))
+		}
+	}
+	vecs, err := e.Embed(ctx, texts)
+	if err != nil {
+		return nil, err
+	}
+	if len(vecs) != len(texts) {
+		return nil, fmt.Errorf("embedder returned %d vectors for %d texts: %w", len(vecs), len(texts), embed.ErrPermanent)
+	}
+	for _, v := range vecs {
+		if len(v) != e.Dimensions() {
+			return nil, fmt.Errorf("embedder returned %d dimensions, its model %q has %d: %w", len(v), e.Model(), e.Dimensions(), embed.ErrPermanent)
+		}
+	}
+	for i := range out {
+		out[i].Vecs, vecs = vecs[:len(out[i].Spans)], vecs[len(out[i].Spans):]
+	}
+	return out, nil
+}
+
+// clipRunes cuts s to at most n characters (n <= 0: not at all).
+func clipRunes(s string, n int) string {
+	if n <= 0 {
+		return s
+	}
+	i := 0
+	for pos := range s {
+		if i == n {
+			return s[:pos]
+		}
+		i++
+	}
+	return s
+}

@@ -1,0 +1,151 @@
+package knowledge_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/pgvector/pgvector-go"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge"
+)
+
+// vectorPlan is the plan of the vector list's HNSW function for an org and
+// a query vector (the statement the function makes, as the planner planned
+// it), read with auto_explain on a connection of its own: the function
+// builds its statement at run time, so EXPLAIN of the call shows nothing of
+// it.
+func vectorPlan(t *testing.T, pool *pgxpool.Pool, fn string, org uuid.UUID, model string, vec []float32) string {
+	t.Helper()
+	ctx := context.Background()
+	cfg := pool.Config().ConnConfig.Copy()
+	var notices []string
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) { notices = append(notices, n.Message) }
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for _, s := range []string{"LOAD 'auto_explain'", "SET auto_explain.log_min_duration = 0",
+		"SET auto_explain.log_nested_statements = on", "SET auto_explain.log_level = notice",
+		"SET hnsw.iterative_scan = relaxed_order"} {
+		if _, err := conn.Exec(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	parts := make([]string, len(vec))
+	for i, x := range vec {
+		parts[i] = fmt.Sprint(x)
+	}
+	if _, err := conn.Exec(ctx, "SELECT * FROM "+fn+"($1, $2::text::vector, $3, '{}', false, false, 40)",
+		org, "["+strings.Join(parts, ",")+"]", model); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(notices, "\n")
+}
+
+// widthEmbedder names a model of a given width; these tests never embed.
+type widthEmbedder struct {
+	model string
+	dims  int
+}
+
+func (w widthEmbedder) Model() string   { return w.model }
+func (w widthEmbedder) Dimensions() int { return w.dims }
+func (w widthEmbedder) Embed(context.Context, []string) ([][]float32, error) {
+	return nil, fmt.Errorf("not for embedding")
+}
+
+// The vector list's HNSW plan uses the HNSW index of the configured model
+// and width, at every width: vector(N) up to 2,000 dimensions, halfvec(N)
+// past them; rows of another model or width in the same table neither
+// break the cast nor reach the list.
+func TestVectorListUsesTheModelsIndexAtEveryWidth(t *testing.T) {
+	t.Parallel()
+	for _, dims := range []int{384, 1536, 3072} {
+		t.Run(fmt.Sprint(dims), func(t *testing.T) {
+			t.Parallel()
+			emb := widthEmbedder{"wide-model's-" + fmt.Sprint(dims), dims} // a quote in the name, on purpose
+			b := setup(t, func(o *knowledge.Options) { o.Embedder = emb })
+			// 60 entries of the model, 20 of the same model at another
+			// width (a changed EMBEDDINGS_DIMENSIONS), 20 of another model.
+			for _, r := range []struct {
+				model string
+				dims  int
+				n     int
+			}{{emb.model, dims, 60}, {emb.model, 256, 20}, {"other-model", dims, 20}} {
+				if _, err := b.pool.Exec(b.ctx, `
+					INSERT INTO knowledge (org_id, title, body, created_by_agent_id, embedding, embedding_status, embedding_model, embedded_at)
+					SELECT $1, 'note ' || i, 'body ' || i, $2,
+					       (SELECT array_agg(random() - 0.5)::real[] FROM generate_series(1, $3::int) WHERE i > 0)::vector,
+					       'ready', $4, now()
+					FROM generate_series(1, $5::int) i`, b.org, b.alice.AgentID, r.dims, r.model, r.n); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Chunks: two for each of the model's entries, and some of the
+			// other width.
+			for _, r := range []struct {
+				model string
+				dims  int
+			}{{emb.model, dims}, {emb.model, 256}} {
+				if _, err := b.pool.Exec(b.ctx, `
+					INSERT INTO knowledge_chunks (org_id, entry_id, chunk, start_char, end_char, embedding_model, embedding)
+					SELECT k.org_id, k.id, c, c * 10, c * 10 + 10, $2,
+					       (SELECT array_agg(random() - 0.5)::real[] FROM generate_series(1, $3::int) WHERE c > 0)::vector
+					FROM knowledge k CROSS JOIN generate_series(1, 2) c
+					WHERE k.org_id = $1 AND k.embedding_model = $2 AND vector_dims(k.embedding) = $3`, b.org, r.model, r.dims); err != nil {
+					t.Fatal(err)
+				}
+			}
+			built, err := b.svc.EnsureVectorIndex(b.ctx)
+			if err != nil || !built {
+				t.Fatalf("ensure: %v %v", built, err)
+			}
+			name := knowledge.SpaceOf(emb).IndexName()
+			var def string
+			if err := b.pool.QueryRow(b.ctx, "SELECT indexdef FROM pg_indexes WHERE indexname = $1", name).Scan(&def); err != nil {
+				t.Fatal(err)
+			}
+			cast := fmt.Sprintf("vector(%d)", dims)
+			if dims > 2000 {
+				cast = fmt.Sprintf("halfvec(%d)", dims)
+			}
+			if !strings.Contains(def, cast) {
+				t.Fatalf("want an index on %s: %s", cast, def)
+			}
+			q := make([]float32, dims)
+			q[0] = 1
+			plan := vectorPlan(t, b.pool, "knowledge_vector_hnsw", b.org, emb.model, q)
+			for _, ix := range []string{name, knowledge.SpaceOf(emb).ChunkIndexName()} {
+				if !strings.Contains(plan, "Index Scan using "+ix) {
+					t.Fatalf("the HNSW plan does not use %s:\n%s", ix, plan)
+				}
+			}
+			// Both plans answer only the model's vectors at its width.
+			for _, fn := range []string{"knowledge_vector_hnsw", "knowledge_vector_exact"} {
+				var n int
+				tx, err := b.pool.Begin(b.ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer tx.Rollback(b.ctx)
+				if _, err := tx.Exec(b.ctx, "SET LOCAL hnsw.ef_search = 200"); err != nil {
+					t.Fatal(err)
+				}
+				if err := tx.QueryRow(b.ctx, "SELECT count(*) FROM "+fn+"($1, $2, $3, '{}', false, false, 200)",
+					b.org, pgvector.NewVector(q), emb.model).Scan(&n); err != nil {
+					t.Fatalf("%s: %v", fn, err)
+				}
+				if n != 60 {
+					t.Fatalf("%s answered %d entries, want the model's 60", fn, n)
+				}
+			}
+		})
+	}
+}

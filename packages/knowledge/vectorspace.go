@@ -1,0 +1,254 @@
+package knowledge
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
+)
+
+// A vector's space is its model and width. knowledge.embedding holds vectors
+// of any width from embed.MinDimensions to embed.MaxDimensions
+// (db/migrations/00008_embedding_width.sql); search compares only vectors of
+// the configured space, and each space has an HNSW index of its own: an
+// expression index on a cast to the space's width (HNSW needs a fixed
+// width), partial to the space's model and width:
+//
+//	CREATE INDEX CONCURRENTLY knowledge_hnsw_m_<hash> ON knowledge USING hnsw
+//	    ((embedding::vector(384)) vector_cosine_ops)
+//	    WHERE embedding_model = 'all-minilm' AND vector_dims(embedding) = 384
+//
+// Past 2,000 dimensions (vector's HNSW limit) the cast is to halfvec(N)
+// with halfvec_cosine_ops (limit 4,000): the index holds 16-bit floats, the
+// row keeps the 32-bit vector. The vector list's HNSW function orders by the
+// same cast under the same filters, so the planner uses that index; a large
+// org's own index (upkeep.go) is the same with org_id = the org added.
+type VectorSpace struct {
+	Model string
+	Dims  int
+}
+
+// SpaceOf is the space of the vectors an embedder makes.
+func SpaceOf(e embed.Embedder) VectorSpace {
+	return VectorSpace{Model: e.Model(), Dims: e.Dimensions()}
+}
+
+// halfvecFrom is the width from which a space's index is on halfvec.
+const halfvecFrom = 2001
+
+func (v VectorSpace) String() string { return fmt.Sprintf("%s (%d dimensions)", v.Model, v.Dims) }
+
+// hash names the space in index names (which are at most 63 bytes and
+// cannot hold a model's name).
+func (v VectorSpace) hash() string {
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d", v.Model, v.Dims)))
+	return hex.EncodeToString(h[:])
+}
+
+// IndexName is the space's HNSW index over every org.
+func (v VectorSpace) IndexName() string { return "knowledge_hnsw_m_" + v.hash()[:16] }
+
+// ChunkIndexName is the space's HNSW index of the chunks of long entries
+// (chunk.go), over every org.
+func (v VectorSpace) ChunkIndexName() string { return "knowledge_chunks_hnsw_m_" + v.hash()[:16] }
+
+// OrgIndexName is the space's HNSW index of one large org (upkeep.go).
+func (v VectorSpace) OrgIndexName(org uuid.UUID) string {
+	return "knowledge_hnsw_org_" + strings.ReplaceAll(org.String(), "-", "") + "_" + v.hash()[:8]
+}
+
+// cast is the type the space's index is on; knowledge_vector_hnsw writes
+// the same (db/migrations/00008_embedding_width.sql).
+func (v VectorSpace) cast() (typ, opclass string) {
+	if v.Dims >= halfvecFrom {
+		return fmt.Sprintf("halfvec(%d)", v.Dims), "halfvec_cosine_ops"
+	}
+	return fmt.Sprintf("vector(%d)", v.Dims), "vector_cosine_ops"
+}
+
+// indexDDL is the CREATE INDEX of the space's index, or of an org's own
+// (org non-nil). Not through sqlc: DDL takes no parameters. The model is
+// written as a literal with its quotes doubled (standard_conforming_strings
+// is on since PostgreSQL 9.1, so a backslash is an ordinary character); the
+// width is an int and the org a uuid.UUID.
+func (v VectorSpace) indexDDL(name string, org *uuid.UUID) string {
+	return v.tableIndexDDL("knowledge", name, org)
+}
+
+// tableIndexDDL is indexDDL on knowledge or knowledge_chunks (same columns).
+func (v VectorSpace) tableIndexDDL(table, name string, org *uuid.UUID) string {
+	typ, opclass := v.cast()
+	where := fmt.Sprintf("embedding_model = %s AND vector_dims(embedding) = %d", quoteLiteral(v.Model), v.Dims)
+	if org != nil {
+		where = fmt.Sprintf("org_id = '%s'::uuid AND ", *org) + where
+	}
+	return fmt.Sprintf("CREATE INDEX CONCURRENTLY IF NOT EXISTS %s ON %s USING hnsw ((embedding::%s) %s) WHERE %s",
+		pgx.Identifier{name}.Sanitize(), table, typ, opclass, where)
+}
+
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// validate says whether vectors of the space can be stored.
+func (v VectorSpace) validate() error {
+	if v.Model == "" {
+		return errors.New("the embedder names no model")
+	}
+	if v.Dims < embed.MinDimensions || v.Dims > embed.MaxDimensions {
+		return fmt.Errorf("%s=%d: must be between %d and %d", embed.EnvDimensions, v.Dims, embed.MinDimensions, embed.MaxDimensions)
+	}
+	return nil
+}
+
+// EnsureVectorIndex makes sure the configured space's HNSW indexes (of the
+// entries and of the chunks of long entries) exist and are valid: it builds it (CREATE INDEX CONCURRENTLY IF NOT EXISTS, so
+// stores and searches go on) when it is missing, and drops and builds it
+// again when a build was cut short. One build at a time across workers (the
+// advisory lock Upkeep's per-org builds take): a worker that finds another
+// building returns false at once, and Upkeep's next pass tries again. The
+// worker calls it at start and on every Upkeep pass; it costs two catalog
+// look-ups when the index is there. Until the index is valid, the vector
+// list uses the exact scan of the org (search_candidates.sql).
+func (s *Service) EnsureVectorIndex(ctx context.Context) (built bool, err error) {
+	names, err := s.ensureVectorIndexes(ctx)
+	return len(names) > 0, err
+}
+
+// ensureVectorIndexes is EnsureVectorIndex, naming the indexes it built.
+func (s *Service) ensureVectorIndexes(ctx context.Context) (built []string, err error) {
+	sp := SpaceOf(s.opts.Embedder)
+	if err := sp.validate(); err != nil {
+		return nil, err
+	}
+	for _, ix := range []struct{ table, name string }{
+		{"knowledge", sp.IndexName()}, {"knowledge_chunks", sp.ChunkIndexName()},
+	} {
+		st, err := s.q.IndexState(ctx, ix.name)
+		if err != nil {
+			return built, mapErr(err, "")
+		}
+		if st.Present && st.Valid {
+			continue
+		}
+		b, err := s.buildVectorIndex(ctx, ix.name, sp.tableIndexDDL(ix.table, ix.name, nil))
+		if err != nil {
+			return built, err
+		}
+		if b {
+			built = append(built, ix.name)
+		}
+	}
+	return built, nil
+}
+
+// buildVectorIndex runs one index build on a connection of its own, with
+// the memory the build needs for that connection only, dropping first an
+// invalid index of that name a failed build left. It builds nothing (false)
+// while another worker builds one.
+func (s *Service) buildVectorIndex(ctx context.Context, name, ddl string) (bool, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Release()
+	q := sqlc.New(conn)
+	locked, err := q.TryLockVectorIndexBuild(ctx)
+	if err != nil {
+		return false, mapErr(err, "")
+	}
+	if !locked {
+		return false, nil // another worker is building one
+	}
+	defer q.UnlockVectorIndexBuild(context.WithoutCancel(ctx))
+	// Looked at again under the lock: another worker may have built it.
+	st, err := q.IndexState(ctx, name)
+	if err != nil {
+		return false, mapErr(err, "")
+	}
+	if st.Present && st.Valid {
+		return false, nil
+	}
+	if st.Present {
+		// An invalid index, which writes still maintain: drop it first, or
+		// IF NOT EXISTS would keep it.
+		if _, err := conn.Exec(ctx, "DROP INDEX CONCURRENTLY IF EXISTS "+pgx.Identifier{name}.Sanitize()); err != nil {
+			return false, fmt.Errorf("drop invalid %s: %w", name, err)
+		}
+	}
+	if _, err := conn.Exec(ctx, "SET maintenance_work_mem = '"+orgVectorIndexMemory+"'"); err != nil {
+		return false, err
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), "RESET maintenance_work_mem")
+	if _, err := conn.Exec(ctx, ddl); err != nil {
+		return false, fmt.Errorf("build %s: %w", name, err)
+	}
+	return true, nil
+}
+
+// EnvAllowModelChange lets the MCP server and the worker start although
+// no stored vector is of the configured space (CheckEmbeddingSpace).
+const EnvAllowModelChange = "EMBEDDINGS_ALLOW_MODEL_CHANGE"
+
+// StoredSpace is a space some stored vectors are of.
+type StoredSpace struct {
+	VectorSpace
+	Orgs int64 // orgs holding vectors of it
+}
+
+// CheckEmbeddingSpace compares the configured embedder with the vectors
+// stored, at the start of the MCP server and the worker. When vectors are
+// stored and none is of the configured model and width, it is an error
+// naming the setting and what is stored: search would compare the new
+// queries with none of them (a typo in EMBEDDINGS_MODEL, a changed
+// EMBEDDINGS_DIMENSIONS, another server behind EMBEDDINGS_BASE_URL) and
+// find nothing by meaning until every org is re-embedded. allowChange
+// (EMBEDDINGS_ALLOW_MODEL_CHANGE=true) accepts it, for a deliberate change
+// followed by `ctl reembed`; once vectors of the new space are stored the
+// check passes without it. The other spaces stored next to the configured
+// one (a re-embed under way) are returned, for a warning. It reads the
+// spaces with a loose index scan: milliseconds, whatever the table's size.
+func CheckEmbeddingSpace(ctx context.Context, pool *pgxpool.Pool, e embed.Embedder, allowChange bool) ([]StoredSpace, error) {
+	want := SpaceOf(e)
+	if err := want.validate(); err != nil {
+		return nil, err
+	}
+	rows, err := sqlc.New(pool).EmbeddingSpaces(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the stored vectors' models: %w", err)
+	}
+	var others []StoredSpace
+	found := false
+	for _, r := range rows {
+		sp := StoredSpace{VectorSpace{r.Model, int(r.Dims)}, r.Orgs}
+		if sp.VectorSpace == want {
+			found = true
+			continue
+		}
+		others = append(others, sp)
+	}
+	if found || len(others) == 0 || allowChange {
+		return others, nil
+	}
+	stored := make([]string, len(others))
+	sameModel := false
+	for i, o := range others {
+		stored[i] = fmt.Sprintf("%s in %d org(s)", o.VectorSpace, o.Orgs)
+		sameModel = sameModel || o.Model == want.Model
+	}
+	setting := embed.EnvModel + "=" + want.Model
+	if sameModel {
+		setting = fmt.Sprintf("%s=%d", embed.EnvDimensions, want.Dims)
+	}
+	return others, fmt.Errorf("%s: the configured embeddings are %s, but the stored vectors are %s: "+
+		"search compares vectors of one model and width only and would find nothing by meaning. "+
+		"Set %s and %s to what is stored, or, to change models, set %s=true and run `ctl reembed --org ORG --all` for every org (docs/embeddings.md)",
+		setting, want, strings.Join(stored, ", "), embed.EnvModel, embed.EnvDimensions, EnvAllowModelChange)
+}

@@ -1,0 +1,38 @@
+-- Chunks of long entries (packages/knowledge/chunk.go, jobs/handler.go;
+-- db/migrations/00008_embedding_width.sql).
+
+-- name: DeleteChunks :exec
+-- An entry's chunks of one model, before its new ones are written (its
+-- vector was cleared before a re-embed, which already deleted them: this
+-- is the net).
+DELETE FROM knowledge_chunks WHERE org_id = @org_id AND entry_id = @entry_id AND embedding_model = @embedding_model;
+
+-- name: InsertChunk :exec
+INSERT INTO knowledge_chunks (org_id, entry_id, chunk, start_char, end_char, embedding_model, embedding)
+VALUES (@org_id, @entry_id, @chunk, @start_char, @end_char, @embedding_model, @embedding);
+
+-- name: SearchBodiesNear :many
+-- The bodies of the hits an answer returns, for their snippets, and for
+-- each the span of its chunk nearest the query vector when that chunk is
+-- nearer than the entry's own vector (its first chunk): the snippet of a
+-- hit found by a later chunk is centred on that chunk (-1: none is
+-- nearer). Only vectors of the query's model and width are compared.
+SELECT k.id, k.body, coalesce(b.start_char, -1)::int AS start_char, coalesce(b.end_char, -1)::int AS end_char
+FROM knowledge k
+LEFT JOIN LATERAL (
+    SELECT c.start_char, c.end_char
+    FROM knowledge_chunks c
+    WHERE c.org_id = k.org_id AND c.entry_id = k.id
+      AND c.embedding_model = @model::text AND vector_dims(c.embedding) = vector_dims(@query_vec::vector)
+      AND k.embedding IS NOT NULL
+      AND c.embedding <=> @query_vec::vector
+          < CASE WHEN k.embedding_model = @model::text AND vector_dims(k.embedding) = vector_dims(@query_vec::vector)
+                 THEN k.embedding <=> @query_vec::vector ELSE 'Infinity'::float8 END
+    ORDER BY c.embedding <=> @query_vec::vector
+    LIMIT 1
+) b ON true
+WHERE k.org_id = @org_id AND k.id = ANY(@ids::uuid[]);
+
+-- name: ChunkStorage :one
+-- Bytes and rows of the chunks table, its indexes included (benchmarks).
+SELECT pg_total_relation_size('knowledge_chunks')::bigint AS bytes, (SELECT count(*) FROM knowledge_chunks)::bigint AS chunks;

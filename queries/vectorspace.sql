@@ -1,0 +1,17 @@
+-- Vector spaces: a vector's model and width (packages/knowledge/vectorspace.go,
+-- db/migrations/00008_embedding_width.sql).
+
+-- name: EmbeddingSpaces :many
+-- Every (model, width) with stored vectors and how many orgs hold some: a
+-- loose index scan, one probe per distinct (org, model, width).
+SELECT s.model::text AS model, s.dims::int AS dims, s.orgs::bigint AS orgs
+FROM knowledge_embedding_spaces() AS s (model, dims, orgs)
+ORDER BY 1, 2;
+
+-- name: IndexState :one
+-- Whether an index of that name exists (on knowledge or knowledge_chunks),
+-- and whether it is valid (a failed concurrent build leaves an invalid one).
+SELECT count(*) > 0 AS present, coalesce(bool_and(i.indisvalid), false)::bool AS valid
+FROM pg_catalog.pg_index i
+JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
+WHERE c.relname = @name::text AND c.relnamespace = current_schema()::regnamespace;
