@@ -118,8 +118,8 @@ func (s *Server) newMCPServer(resolve principalFunc) *mcp.Server {
 }
 
 const instructions = `This server is the shared memory of your organisation's agent fleet.
-Search it (search_knowledge) before working on a topic; store what you learn (store_knowledge) so others can reuse it; when you store a correction of an existing entry, mark the old one with supersede_knowledge.
-Read a whole entry with the resource knowledge://{id}, and the entries linked to a task with knowledge://tasks/{taskId}.
+Search it (search_knowledge) before working on a topic; store what you learn (store_knowledge) so others can reuse it, and read the similar entries its answer lists; when knowledge changes, correct it with supersede_knowledge (the old entry stays as history); erase with forget_knowledge only what must not be read at all (a secret, personal data).
+Read a whole entry with get_knowledge or the resource knowledge://{id}, browse with list_knowledge, the entries linked to a task with knowledge://tasks/{taskId}, and what your organisation holds with knowledge://stats. search_knowledge and list_knowledge answer as of a past time with asOf.
 Tool errors start with a stable code (invalid_argument, not_found, forbidden, conflict, cycle, quota_exceeded, rate_limited, unavailable) followed by the argument at fault and the rule.`
 
 // Start listens on the configured address and serves in the background. It
