@@ -198,6 +198,11 @@ func BenchmarkMCPEndToEnd(b *testing.B) {
 	ag := bd.agent(org, "bench", allScopes, 0)
 	cs := bd.session(ag)
 	ctx := context.Background()
+	// The worker builds the vector index of its model at start (before
+	// the knowledge it serves is stored, in a deployment): do the same.
+	if _, err := bd.svc.EnsureVectorIndex(ctx); err != nil {
+		b.Fatal(err)
+	}
 
 	b.Run("store", func(b *testing.B) {
 		var n int
