@@ -3,12 +3,16 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hibiken/asynq"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
 	"github.com/agentfleet/orchestrator/packages/testenv"
 )
 
@@ -88,5 +92,39 @@ func TestRunSwitchesModels(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "model switch: backfill pass") {
 		t.Fatalf("no backfill log line:\n%s", out.String())
+	}
+	// The pass is a task of its own queue, kept with its result: what the
+	// dashboard shows (Completed, the result's JSON).
+	insp := asynq.NewInspector(asynq.RedisClientOpt{Addr: r.Options.Addr, DB: r.DB})
+	defer insp.Close()
+	var res jobs.SwitchPassResult
+	for {
+		tasks, err := insp.ListCompletedTasks(jobs.SwitchQueue)
+		if err != nil && !errors.Is(err, asynq.ErrQueueNotFound) {
+			t.Fatal(err)
+		}
+		found := false
+		for _, tk := range tasks {
+			if tk.Type != jobs.TypeSwitchBackfill {
+				t.Fatalf("task %s on the switch queue", tk.Type)
+			}
+			if err := json.Unmarshal(tk.Result, &res); err != nil {
+				t.Fatalf("result %q: %v", tk.Result, err)
+			}
+			if res.Embedded > 0 {
+				found = true
+				break
+			}
+		}
+		if found {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no completed pass that embedded entries on %s (%d tasks)", jobs.SwitchQueue, len(tasks))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if res.NextModel != "next-256" || res.Embedded != 2 || len(res.Coverage) != 1 || res.Coverage[0].Covered != 2 {
+		t.Fatalf("pass result: %+v", res)
 	}
 }

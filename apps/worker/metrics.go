@@ -35,6 +35,11 @@ type metrics struct {
 	upkeepTime  prometheus.Histogram
 
 	auditPruned prometheus.Counter
+
+	switchBackfilled prometheus.Counter
+	switchCutOver    prometheus.Counter
+	switchLastPass   prometheus.Gauge
+	switchPasses     *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -103,7 +108,29 @@ func newMetrics() *metrics {
 		Help: "Audit records deleted by the retention (AUDIT_RETENTION).",
 	})
 	m.reg.MustRegister(m.auditPruned)
+	m.switchBackfilled = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "knowledge_switch_backfilled_entries_total", Help: "Entries given the next model's vectors by this worker's passes (model switch).",
+	})
+	m.switchCutOver = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "knowledge_switch_orgs_cut_over_total", Help: "Orgs cut over to the next model by this worker's passes (model switch).",
+	})
+	m.switchLastPass = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "knowledge_switch_last_pass_timestamp_seconds", Help: "When a backfill pass of this worker last ended without error.",
+	})
+	m.switchPasses = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "knowledge_switch_passes_total", Help: "Backfill passes run by this worker, by result (ok, error).",
+	}, []string{"result"})
+	m.reg.MustRegister(m.switchBackfilled, m.switchCutOver, m.switchLastPass, m.switchPasses)
 	return m
+}
+
+func (m *metrics) SwitchPass(rep knowledge.BackfillReport, err error) {
+	m.switchBackfilled.Add(float64(rep.Embedded))
+	m.switchCutOver.Add(float64(len(rep.CutOver)))
+	m.switchPasses.WithLabelValues(result(err)).Inc()
+	if err == nil {
+		m.switchLastPass.SetToCurrentTime()
+	}
 }
 
 func (m *metrics) TaskDone(t string)            { m.tasks.WithLabelValues(t, "done").Inc() }

@@ -152,6 +152,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return nil // stopped while waiting
 	}
 
+	// A model switch: the next model's vectors are backfilled, by passes
+	// that are asynq tasks of their own queue, and covered orgs cut over
+	// (docs/embeddings.md, "Model switch").
+	if next != nil {
+		cfg.opts.Switch = &jobs.SwitchOptions{Next: next, Rate: cfg.modelSwitch.rate, Interval: cfg.modelSwitch.interval}
+		log.Info("model switch: backfilling", "next_model", next.Model(), "next_dimensions", next.Dimensions(),
+			"rate", cfg.modelSwitch.rate, "queue", jobs.SwitchQueue)
+	}
 	w := jobs.NewWorker(redisOpt, pool, emb, cfg.opts)
 	if err := w.Start(); err != nil {
 		return err
@@ -175,19 +183,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			}
 		}
 	}()
-	// A model switch: the next model's vectors are backfilled and covered
-	// orgs cut over (docs/embeddings.md, "Model switch").
-	switchDone := make(chan struct{})
-	if next != nil {
-		log.Info("model switch: backfilling", "next_model", next.Model(), "next_dimensions", next.Dimensions(),
-			"rate", cfg.modelSwitch.rate)
-		go func() {
-			defer close(switchDone)
-			backfillLoop(ctx, pool, emb, next, cfg.opts.BatchSize, cfg.modelSwitch, m, log)
-		}()
-	} else {
-		close(switchDone)
-	}
 	bctx, stopBacklog := context.WithCancel(ctx)
 	backlogDone := make(chan struct{})
 	go func() {
@@ -208,7 +203,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 
 	<-ctx.Done()
 	log.Info("worker stopping")
-	<-switchDone
 	stopBacklog()
 	<-backlogDone
 	<-auditDone

@@ -32,12 +32,15 @@ type Observer interface {
 	// Upkeep reports one upkeep pass: the tables it vacuumed and analyzed,
 	// how long it took, and its error (nil as for Indexed).
 	Upkeep(rep knowledge.UpkeepReport, d time.Duration, err error)
+	// SwitchPass reports one backfill pass of a model switch (switch.go).
+	SwitchPass(rep knowledge.BackfillReport, err error)
 }
 
 // NopObserver ignores every event.
 type NopObserver struct{}
 
 func (NopObserver) TaskDone(string)                                     {}
+func (NopObserver) SwitchPass(knowledge.BackfillReport, error)          {}
 func (NopObserver) TaskFailed(string, error)                            {}
 func (NopObserver) Batch(int)                                           {}
 func (NopObserver) ProviderCall(time.Duration, error)                   {}

@@ -72,7 +72,9 @@ type WorkerOptions struct {
 	// MaxInputChars: see HandlerOptions.
 	MaxInputChars int
 	// Chunk: see HandlerOptions (zero: the model's default).
-	Chunk    knowledge.ChunkOptions
+	Chunk knowledge.ChunkOptions
+	// Switch, when set, backfills a model switch's next model (switch.go).
+	Switch   *SwitchOptions
 	Observer Observer     // default NopObserver
 	Logger   *slog.Logger // default slog.Default()
 }
@@ -131,6 +133,11 @@ func (o WorkerOptions) withDefaults() WorkerOptions {
 	}
 	o.Reconciler.Observer = o.Observer
 	o.Reconciler.Logger = o.Logger
+	if o.Switch != nil {
+		sw := o.Switch.withDefaults()
+		sw.Batch = o.BatchSize
+		o.Switch = &sw
+	}
 	return o
 }
 
@@ -188,9 +195,13 @@ func (w *Worker) Start() error {
 	}
 	o := w.opts
 	batch := BatchOptions{MaxRetry: o.MaxRetry, Timeout: o.TaskTimeout, Retention: o.Retention}
+	queues := map[string]int{Queue: 1}
+	if o.Switch != nil {
+		queues[SwitchQueue] = 1
+	}
 	srv := asynq.NewServer(w.redis, asynq.Config{
 		Concurrency:      o.Concurrency,
-		Queues:           map[string]int{Queue: 1},
+		Queues:           queues,
 		GroupAggregator:  NewAggregator(batch),
 		GroupMaxSize:     o.BatchSize,
 		GroupGracePeriod: o.BatchGrace,
@@ -208,6 +219,12 @@ func (w *Worker) Start() error {
 	mux := asynq.NewServeMux()
 	mux.Handle(TypeEmbedBatch, w.handler)
 	mux.Handle(TypeEmbedEntry, w.handler)
+	if o.Switch != nil {
+		mux.Handle(TypeSwitchBackfill, &switchHandler{
+			svc:  knowledge.New(w.pool, knowledge.Options{Embedder: w.emb, Logger: o.Logger}),
+			opts: *o.Switch, obs: o.Observer, log: o.Logger,
+		})
+	}
 	if err := srv.Start(mux); err != nil {
 		return fmt.Errorf("start asynq server: %w", err)
 	}
@@ -228,6 +245,13 @@ func (w *Worker) Start() error {
 		defer w.loops.Done()
 		every(ctx, o.UpkeepInterval, o.UpkeepTimeout, w.upkeepSoon, w.upkeepPass)
 	}()
+	if o.Switch != nil {
+		w.loops.Add(1)
+		go func() {
+			defer w.loops.Done()
+			offerPasses(ctx, client, *o.Switch, o.Logger)
+		}()
+	}
 	w.srv, w.stop = srv, cancel
 	w.closeFns = []func() error{client.Close, insp.Close}
 	return nil
