@@ -27,7 +27,7 @@ cat <<INFO
   MCP server   http://$MCP_ADDR/mcp   (Streamable HTTP)
   dev org      $org
   dev agent    $agent
-  dev token    $token   (24h, knowledge:read + knowledge:write)
+  dev token    $token   (24h, every scope)
   dashboard    http://$DASHBOARD_ADDR/   (user $DASHBOARD_USER, password $DASHBOARD_PASSWORD)
 
   Client configuration (paste into your MCP client's mcpServers):

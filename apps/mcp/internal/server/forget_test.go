@@ -69,6 +69,14 @@ func TestForgetOverHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A tenant's answer: never "public" (the protocol's default), which
+	// lets any intermediary serve it to anyone.
+	if rr.CacheScope != "private" || rr.TTLMs != 0 {
+		t.Errorf("resource read cache hints: scope %q, ttl %d", rr.CacheScope, rr.TTLMs)
+	}
+	if tl, err := alice.ListTools(context.Background(), nil); err != nil || tl.CacheScope != "private" {
+		t.Errorf("tools/list (filtered by the token's scopes) cache scope %q (%v)", tl.CacheScope, err)
+	}
 	var viaResource map[string]any
 	if err := json.Unmarshal([]byte(rr.Contents[0].Text), &viaResource); err != nil {
 		t.Fatal(err)

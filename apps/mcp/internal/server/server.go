@@ -111,6 +111,14 @@ func (s *Server) newMCPServer(resolve principalFunc) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "agentfleet-knowledge", Title: "Agent fleet knowledge", Version: Version}, &mcp.ServerOptions{
 		Instructions: instructions,
 		Logger:       s.logger,
+		// Every answer is a tenant's: knowledge of one org, a tool list
+		// filtered by one token's scopes. The protocol's default cache
+		// scope is "public" (any intermediary may serve it to anyone);
+		// ours is "private", and never fresh (entries change, tokens are
+		// revoked).
+		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
+			c.CacheScope, c.TTLMs = "private", 0
+		},
 	})
 	kt.Register(srv, s.deps.Knowledge, kt.Options{Logger: s.logger})
 	srv.AddReceivingMiddleware(s.callMiddleware(resolve))
