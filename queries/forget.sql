@@ -1,14 +1,6 @@
 -- Forget (packages/knowledge/forget.go): the owner of knowledge_tombstones.
--- Every statement is scoped by @org_id.
-
--- name: ForgetLockEntry :one
--- The entry to forget, locked, with what the author check and the
--- tombstone need. Taken after the org's supersession lock and the index
--- statistics row, in purge's order.
-SELECT id, created_by_agent_id, created_at, client_token
-FROM knowledge
-WHERE org_id = @org_id AND id = @id
-FOR UPDATE;
+-- Every statement is scoped by @org_id. The entry itself is locked and
+-- erased by purge's statements (queries/purge.sql).
 
 -- name: InsertTombstone :one
 INSERT INTO knowledge_tombstones (org_id, id, created_by_agent_id, created_at, forgotten_by_agent_id, reason)

@@ -18,8 +18,8 @@ LIMIT @max_rows;
 
 -- name: PurgeLockEntries :many
 -- The entries to erase, locked (in id order, like supersede), with what the
--- chains and the idempotence keys need.
-SELECT id, created_by_agent_id, client_token, superseded_by, head_id
+-- chains, the idempotence keys and forget's tombstone need.
+SELECT id, created_by_agent_id, client_token, superseded_by, head_id, created_at
 FROM knowledge
 WHERE org_id = @org_id AND id = ANY(@ids::uuid[])
 ORDER BY id

@@ -2,7 +2,6 @@ package knowledge
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -77,14 +76,11 @@ func (s *Service) Forget(ctx context.Context, c Caller, id uuid.UUID, reason str
 	err := s.supersessionTx(ctx, func(tx pgx.Tx) error {
 		res, clientToken = nil, nil
 		q := sqlc.New(tx)
-		if err := q.LockOrgSupersessions(ctx, c.OrgID.String()); err != nil {
+		rows, err := s.lockForErase(ctx, q, c.OrgID, []uuid.UUID{id}, true)
+		if err != nil {
 			return err
 		}
-		if _, err := q.LockSearchStats(ctx, sqlc.LockSearchStatsParams{OrgID: c.OrgID, DefaultConfig: s.opts.TextSearchConfig}); err != nil {
-			return err
-		}
-		row, err := q.ForgetLockEntry(ctx, sqlc.ForgetLockEntryParams{OrgID: c.OrgID, ID: id})
-		if errors.Is(err, pgx.ErrNoRows) {
+		if len(rows) == 0 {
 			t, err := s.tombstoneFor(ctx, q, c, id)
 			if err != nil {
 				return err
@@ -92,15 +88,13 @@ func (s *Service) Forget(ctx context.Context, c Caller, id uuid.UUID, reason str
 			res = &ForgetResult{Tombstone: *t, AlreadyForgotten: true}
 			return nil
 		}
-		if err != nil {
-			return err
-		}
+		row := rows[0]
 		if (row.CreatedByAgentID == nil || *row.CreatedByAgentID != c.AgentID) && !othersAllowed {
 			return &Error{Code: CodeForbidden, Field: "id",
 				Message: "the calling agent did not write this entry; forgetting other agents' entries needs the knowledge:delete_others scope"}
 		}
 		var rep PurgeReport
-		if err := s.purgeBatch(ctx, tx, c.OrgID, []uuid.UUID{id}, true, &rep); err != nil {
+		if err := s.eraseLocked(ctx, tx, c.OrgID, rows, true, &rep); err != nil {
 			return err
 		}
 		t, err := q.InsertTombstone(ctx, sqlc.InsertTombstoneParams{

@@ -156,24 +156,38 @@ func (s *Service) dropOrgIndex(ctx context.Context, org uuid.UUID) error {
 	}), "")
 }
 
-// purgeBatch erases ids (at most purgeBatch) in tx. Lock order: the org's
-// supersession lock (as Supersede), the index statistics row (as the
-// indexer), then the entries in id order.
+// purgeBatch erases ids (at most purgeBatch) in tx.
 func (s *Service) purgeBatch(ctx context.Context, tx pgx.Tx, org uuid.UUID, ids []uuid.UUID, unindex bool, rep *PurgeReport) error {
 	q := sqlc.New(tx)
-	if err := q.LockOrgSupersessions(ctx, org.String()); err != nil {
-		return err
-	}
-	if unindex {
-		if _, err := q.LockSearchStats(ctx, sqlc.LockSearchStatsParams{OrgID: org, DefaultConfig: s.opts.TextSearchConfig}); err != nil {
-			return err
-		}
-	}
-	rows, err := q.PurgeLockEntries(ctx, sqlc.PurgeLockEntriesParams{OrgID: org, Ids: ids})
+	rows, err := s.lockForErase(ctx, q, org, ids, unindex)
 	if err != nil || len(rows) == 0 {
 		return err
 	}
-	ids, gone, heads := chainsOf(rows, ids[:0])
+	return s.eraseLocked(ctx, tx, org, rows, unindex, rep)
+}
+
+// lockForErase takes what erasing entries of org needs, in the order
+// every writer of chains and of the index takes them: the org's
+// supersession lock (as Supersede), the index statistics row (as the
+// indexer, when unindex), then the entries of ids in id order, which it
+// returns (those that exist).
+func (s *Service) lockForErase(ctx context.Context, q *sqlc.Queries, org uuid.UUID, ids []uuid.UUID, unindex bool) ([]sqlc.PurgeLockEntriesRow, error) {
+	if err := q.LockOrgSupersessions(ctx, org.String()); err != nil {
+		return nil, err
+	}
+	if unindex {
+		if _, err := q.LockSearchStats(ctx, sqlc.LockSearchStatsParams{OrgID: org, DefaultConfig: s.opts.TextSearchConfig}); err != nil {
+			return nil, err
+		}
+	}
+	return q.PurgeLockEntries(ctx, sqlc.PurgeLockEntriesParams{OrgID: org, Ids: ids})
+}
+
+// eraseLocked erases the entries lockForErase locked in tx (rows, not
+// empty).
+func (s *Service) eraseLocked(ctx context.Context, tx pgx.Tx, org uuid.UUID, rows []sqlc.PurgeLockEntriesRow, unindex bool, rep *PurgeReport) error {
+	q := sqlc.New(tx)
+	ids, gone, heads := chainsOf(rows, make([]uuid.UUID, 0, len(rows)))
 	plan, err := planRelink(ctx, q, org, heads, gone)
 	if err != nil {
 		return err

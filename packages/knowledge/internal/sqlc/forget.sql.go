@@ -12,43 +12,6 @@ import (
 	"github.com/google/uuid"
 )
 
-const forgetLockEntry = `-- name: ForgetLockEntry :one
-
-SELECT id, created_by_agent_id, created_at, client_token
-FROM knowledge
-WHERE org_id = $1 AND id = $2
-FOR UPDATE
-`
-
-type ForgetLockEntryParams struct {
-	OrgID uuid.UUID
-	ID    uuid.UUID
-}
-
-type ForgetLockEntryRow struct {
-	ID               uuid.UUID
-	CreatedByAgentID *uuid.UUID
-	CreatedAt        time.Time
-	ClientToken      *uuid.UUID
-}
-
-// Forget (packages/knowledge/forget.go): the owner of knowledge_tombstones.
-// Every statement is scoped by @org_id.
-// The entry to forget, locked, with what the author check and the
-// tombstone need. Taken after the org's supersession lock and the index
-// statistics row, in purge's order.
-func (q *Queries) ForgetLockEntry(ctx context.Context, arg ForgetLockEntryParams) (ForgetLockEntryRow, error) {
-	row := q.db.QueryRow(ctx, forgetLockEntry, arg.OrgID, arg.ID)
-	var i ForgetLockEntryRow
-	err := row.Scan(
-		&i.ID,
-		&i.CreatedByAgentID,
-		&i.CreatedAt,
-		&i.ClientToken,
-	)
-	return i, err
-}
-
 const forgottenAmong = `-- name: ForgottenAmong :many
 SELECT id FROM knowledge_tombstones
 WHERE org_id = $1 AND id = ANY($2::uuid[])
@@ -109,6 +72,7 @@ func (q *Queries) GetTombstone(ctx context.Context, arg GetTombstoneParams) (Kno
 }
 
 const insertTombstone = `-- name: InsertTombstone :one
+
 INSERT INTO knowledge_tombstones (org_id, id, created_by_agent_id, created_at, forgotten_by_agent_id, reason)
 VALUES ($1, $2, $3::uuid, $4, $5, $6)
 RETURNING org_id, id, created_by_agent_id, created_at, forgotten_by_agent_id, forgotten_at, reason
@@ -123,6 +87,9 @@ type InsertTombstoneParams struct {
 	Reason             string
 }
 
+// Forget (packages/knowledge/forget.go): the owner of knowledge_tombstones.
+// Every statement is scoped by @org_id. The entry itself is locked and
+// erased by purge's statements (queries/purge.sql).
 func (q *Queries) InsertTombstone(ctx context.Context, arg InsertTombstoneParams) (KnowledgeTombstone, error) {
 	row := q.db.QueryRow(ctx, insertTombstone,
 		arg.OrgID,

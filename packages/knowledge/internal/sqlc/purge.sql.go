@@ -7,6 +7,7 @@ package sqlc
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -183,7 +184,7 @@ func (q *Queries) PurgeDeleteTaskLinks(ctx context.Context, arg PurgeDeleteTaskL
 }
 
 const purgeLockEntries = `-- name: PurgeLockEntries :many
-SELECT id, created_by_agent_id, client_token, superseded_by, head_id
+SELECT id, created_by_agent_id, client_token, superseded_by, head_id, created_at
 FROM knowledge
 WHERE org_id = $1 AND id = ANY($2::uuid[])
 ORDER BY id
@@ -201,10 +202,11 @@ type PurgeLockEntriesRow struct {
 	ClientToken      *uuid.UUID
 	SupersededBy     *uuid.UUID
 	HeadID           *uuid.UUID
+	CreatedAt        time.Time
 }
 
 // The entries to erase, locked (in id order, like supersede), with what the
-// chains and the idempotence keys need.
+// chains, the idempotence keys and forget's tombstone need.
 func (q *Queries) PurgeLockEntries(ctx context.Context, arg PurgeLockEntriesParams) ([]PurgeLockEntriesRow, error) {
 	rows, err := q.db.Query(ctx, purgeLockEntries, arg.OrgID, arg.Ids)
 	if err != nil {
@@ -220,6 +222,7 @@ func (q *Queries) PurgeLockEntries(ctx context.Context, arg PurgeLockEntriesPara
 			&i.ClientToken,
 			&i.SupersededBy,
 			&i.HeadID,
+			&i.CreatedAt,
 		); err != nil {
 			return nil, err
 		}
