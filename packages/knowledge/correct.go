@@ -49,7 +49,7 @@ func (s *Service) Correct(ctx context.Context, c Caller, oldID uuid.UUID, replac
 		gen int32
 	)
 	err = s.supersessionTx(ctx, func(tx pgx.Tx) error {
-		st, g, err := insertEntryTx(ctx, tx, c, a)
+		st, g, err := insertEntryTx(ctx, tx, c, a, wordsOf(c.OrgID, a.Title, a.Body).keys)
 		if err != nil {
 			return err
 		}

@@ -69,14 +69,14 @@ const similarBudget = 250 * time.Millisecond
 // entry (id), which the check sees if the store committed first. The
 // answer is [] on failure or past similarBudget; the failure is logged,
 // never returned: a store does not fail for want of advice.
-func (s *Service) similarAsync(ctx context.Context, org uuid.UUID, title, body string) func(id uuid.UUID) []Similar {
+func (s *Service) similarAsync(ctx context.Context, org uuid.UUID, title, body string, w entryWords) func(id uuid.UUID) []Similar {
 	if s.opts.SkipSimilar {
 		return func(uuid.UUID) []Similar { return []Similar{} }
 	}
 	ctx, cancel := context.WithTimeout(ctx, similarBudget)
 	done := make(chan []Similar, 1)
 	go func() {
-		out, err := s.similar(ctx, org, title, body)
+		out, err := s.similarWith(ctx, org, title, body, w, nil)
 		if err != nil {
 			s.log().Warn("knowledge: duplicate check failed; the store answers without similar entries", "org", org, "err", err)
 			out = nil
@@ -98,16 +98,11 @@ func roundScore(v float64) float64 { return math.Round(v*1000) / 1000 }
 //go:embed sql/similar_candidates.sql
 var similarCandidatesSQL string
 
-// similar finds the head entries of org that look like title and body,
-// best first (MaxSimilar + 1 at most: one may be the entry just stored).
-func (s *Service) similar(ctx context.Context, org uuid.UUID, title, body string) ([]Similar, error) {
-	return s.similarWith(ctx, org, title, body, nil)
-}
-
-// similarWith is similar with some of the statement's arguments replaced
+// similarWith finds the head entries of org that look like title and body
+// (whose words are w), best first (MaxSimilar + 1 at most: one may be the
+// entry just stored). override replaces some of the statement's arguments
 // (tests take one way to the candidates away to test another).
-func (s *Service) similarWith(ctx context.Context, org uuid.UUID, title, body string, override pgx.NamedArgs) ([]Similar, error) {
-	mine := wordSet(title, body)
+func (s *Service) similarWith(ctx context.Context, org uuid.UUID, title, body string, w entryWords, override pgx.NamedArgs) ([]Similar, error) {
 	p := &pipeline{pool: s.pool}
 	if err := sqlc.New(p).SimilarConfig(ctx); err != nil {
 		return nil, err
@@ -123,7 +118,7 @@ func (s *Service) similarWith(ctx context.Context, org uuid.UUID, title, body st
 		"postings_budget": similarPostingsBudget,
 		"min_shared":      similarMinShared,
 		"candidates":      similarCandidates,
-		"keys":            similarKeys(org, mine),
+		"keys":            w.keys,
 		"max_key_hits":    similarMaxKeyHits,
 	}
 	for k, v := range override {
@@ -143,7 +138,7 @@ func (s *Service) similarWith(ctx context.Context, org uuid.UUID, title, body st
 		if err := rows.Scan(&id, &ctitle, &cbd); err != nil {
 			return nil, err
 		}
-		if sc := jaccard(mine, wordSet(ctitle, cbd)); sc >= SimilarThreshold {
+		if sc := jaccard(w.set, wordSet(ctitle, cbd)); sc >= SimilarThreshold {
 			out = append(out, Similar{ID: id, Title: ctitle, Score: roundScore(sc)})
 		}
 	}
@@ -169,6 +164,19 @@ func (s *Service) similarWith(ctx context.Context, org uuid.UUID, title, body st
 // Jaccard similarity of their word sets (exported for apps/eval).
 func SimilarScore(titleA, bodyA, titleB, bodyB string) float64 {
 	return jaccard(wordSet(titleA, bodyA), wordSet(titleB, bodyB))
+}
+
+// entryWords is what the duplicate check knows of an entry: its word set
+// (the Jaccard measure) and the keys made from it (the index look-up and
+// the stored column). A store computes it once for both.
+type entryWords struct {
+	set  map[string]struct{}
+	keys []int64
+}
+
+func wordsOf(org uuid.UUID, title, body string) entryWords {
+	set := wordSet(title, body)
+	return entryWords{set: set, keys: similarKeys(org, set)}
 }
 
 // wordSet is the set of words of an entry: runs of letters and digits,
@@ -334,7 +342,7 @@ func (s *Service) backfillSimilarKeys(ctx context.Context) (int, error) {
 		for _, r := range rows {
 			p.OrgIds = append(p.OrgIds, r.OrgID)
 			p.Ids = append(p.Ids, r.ID)
-			p.Keys = append(p.Keys, keysLiteral(similarKeys(r.OrgID, wordSet(r.Title, r.Body))))
+			p.Keys = append(p.Keys, keysLiteral(wordsOf(r.OrgID, r.Title, r.Body).keys))
 		}
 		if err := s.q.SetSimilarKeys(ctx, p); err != nil {
 			return done, err

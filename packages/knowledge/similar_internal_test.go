@@ -51,7 +51,7 @@ func TestSimilarCandidatesEachWay(t *testing.T) {
 	}
 	probe := func(name string, override pgx.NamedArgs, title, body string, want uuid.UUID) {
 		t.Helper()
-		got, err := svc.similarWith(ctx, c.OrgID, title, body, override)
+		got, err := svc.similarWith(ctx, c.OrgID, title, body, wordsOf(c.OrgID, title, body), override)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +67,8 @@ func TestSimilarCandidatesEachWay(t *testing.T) {
 		t.Fatal(err)
 	}
 	probe("keys alone, not indexed yet", pgx.NamedArgs{"rare_terms": 0}, "zebra crossing rules", "pedestrians first at the zebra crossing", fresh.ID)
-	if got, err := svc.similarWith(ctx, c.OrgID, "zebra crossing rules", "pedestrians first at the zebra crossing", pgx.NamedArgs{"keys": []int64{}}); err != nil || len(got) != 0 {
+	zt, zb := "zebra crossing rules", "pedestrians first at the zebra crossing"
+	if got, err := svc.similarWith(ctx, c.OrgID, zt, zb, wordsOf(c.OrgID, zt, zb), pgx.NamedArgs{"keys": []int64{}}); err != nil || len(got) != 0 {
 		t.Errorf("rare terms alone, an entry not indexed yet: %+v %v", got, err)
 	}
 }

@@ -51,10 +51,11 @@ func (s *Service) store(ctx context.Context, c Caller, a *storeArgs) (*StoreResu
 	// only committed entries, so it never sees the one being stored, and
 	// the store waits for it only as long as the insert takes or
 	// similarBudget, whichever is longer.
-	similar := s.similarAsync(ctx, c.OrgID, a.Title, a.Body)
+	words := wordsOf(c.OrgID, a.Title, a.Body)
+	similar := s.similarAsync(ctx, c.OrgID, a.Title, a.Body, words)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
-		res, gen, err = insertEntryTx(ctx, tx, c, a)
+		res, gen, err = insertEntryTx(ctx, tx, c, a, words.keys)
 		return err
 	})
 	if errors.Is(err, errTokenTaken) {
@@ -69,9 +70,9 @@ func (s *Service) store(ctx context.Context, c Caller, a *storeArgs) (*StoreResu
 }
 
 // insertEntryTx is the store inside a transaction: a unit of the org's
-// quota, the entry, its task edge. errTokenTaken: the client token already
+// quota, the entry (with its duplicate-check keys, wordsOf), its task edge. errTokenTaken: the client token already
 // made an entry (the caller rolls back and replays).
-func insertEntryTx(ctx context.Context, tx pgx.Tx, c Caller, a *storeArgs) (*StoreResult, int32, error) {
+func insertEntryTx(ctx context.Context, tx pgx.Tx, c Caller, a *storeArgs, keys []int64) (*StoreResult, int32, error) {
 	if err := tenancy.ConsumeQuota(ctx, tx, c.OrgID, tenancy.ResourceKnowledgeStored); err != nil {
 		return nil, 0, err
 	}
@@ -80,7 +81,7 @@ func insertEntryTx(ctx context.Context, tx pgx.Tx, c Caller, a *storeArgs) (*Sto
 	row, err := q.InsertEntry(ctx, sqlc.InsertEntryParams{
 		OrgID: c.OrgID, Title: a.Title, Body: a.Body, Tags: a.Tags,
 		Confidence: int16(a.Confidence), AgentID: &agent, ExpiresAt: a.ExpiresAt,
-		ClientToken: a.ClientToken, SimilarKeys: similarKeys(c.OrgID, wordSet(a.Title, a.Body)),
+		ClientToken: a.ClientToken, SimilarKeys: keys,
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, 0, errTokenTaken // rolled back: the quota unit goes back too
