@@ -70,8 +70,9 @@ func (s *Service) store(ctx context.Context, c Caller, a *storeArgs) (*StoreResu
 }
 
 // insertEntryTx is the store inside a transaction: a unit of the org's
-// quota, the entry (with its duplicate-check keys, wordsOf), its task edge. errTokenTaken: the client token already
-// made an entry (the caller rolls back and replays).
+// quota, the entry (with its duplicate-check keys, wordsOf), its task edge.
+// errTokenTaken: the client token already made an entry (the caller rolls
+// back and replays).
 func insertEntryTx(ctx context.Context, tx pgx.Tx, c Caller, a *storeArgs, keys []int64) (*StoreResult, int32, error) {
 	if err := tenancy.ConsumeQuota(ctx, tx, c.OrgID, tenancy.ResourceKnowledgeStored); err != nil {
 		return nil, 0, err
