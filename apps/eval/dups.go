@@ -264,7 +264,7 @@ func dupStudy(ctx context.Context, svc, plain *knowledge.Service, long, short kn
 			c := cats[k]
 			s := scores[k]
 			slices.Sort(s)
-			c.ScoreP10, c.ScoreP50, c.ScoreP90 = quantile(s, 0.1), quantile(s, 0.5), quantile(s, 0.9)
+			c.ScoreP10, c.ScoreP50, c.ScoreP90 = nearestRank(s, 0.1), nearestRank(s, 0.5), nearestRank(s, 0.9)
 			rep.Categories = append(rep.Categories, *c)
 		}
 	}
@@ -279,12 +279,9 @@ func dupStudy(ctx context.Context, svc, plain *knowledge.Service, long, short kn
 	}
 	rep.Precision = ratio(right, listings)
 	rep.Recall = ratio(found, positives)
-	slices.Sort(storeTimes)
-	rep.StoreP50Ms = ms(quantileDur(storeTimes, 0.5))
-	rep.StoreP99Ms = ms(quantileDur(storeTimes, 0.99))
-	slices.Sort(plainTimes)
-	rep.PlainP50Ms = ms(quantileDur(plainTimes, 0.5))
-	rep.PlainP99Ms = ms(quantileDur(plainTimes, 0.99))
+	with, without := Percentiles(storeTimes), Percentiles(plainTimes)
+	rep.StoreP50Ms, rep.StoreP99Ms = with.P50, with.P99
+	rep.PlainP50Ms, rep.PlainP99Ms = without.P50, without.P99
 	return rep, nil
 }
 
@@ -364,28 +361,12 @@ func dupProbes(rng *rand.Rand, org string, docs, held []Doc, shape func(Doc) Doc
 	return out
 }
 
-func quantile(s []float64, q float64) float64 {
-	if len(s) == 0 {
-		return 0
-	}
-	return s[min(len(s)-1, int(q*float64(len(s))))]
-}
-
-func quantileDur(s []time.Duration, q float64) time.Duration {
-	if len(s) == 0 {
-		return 0
-	}
-	return s[min(len(s)-1, int(q*float64(len(s))))]
-}
-
 func ratio(a, b int) float64 {
 	if b == 0 {
 		return 0
 	}
 	return float64(a) / float64(b)
 }
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // Text prints the study as a table.
 func (r *DupReport) Text(w io.Writer) error {
