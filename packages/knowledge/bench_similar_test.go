@@ -112,10 +112,9 @@ func BenchmarkStoreSimilar(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	p := func(s []time.Duration, q float64) time.Duration {
-		slices.Sort(s)
-		return s[min(len(s)-1, int(q*float64(len(s))))]
-	}
+	slices.Sort(with)
+	slices.Sort(without)
+	p := percentile // bench_test.go
 	logf("org of %d: store with the check p50 %v p99 %v; without p50 %v p99 %v; copies whose source was listed: %d of %d (load average %s)",
 		n, p(with, 0.5).Round(time.Microsecond), p(with, 0.99).Round(time.Microsecond),
 		p(without, 0.5).Round(time.Microsecond), p(without, 0.99).Round(time.Microsecond), found, copies, loadAvg())
