@@ -196,16 +196,21 @@ func fuse(cands []candidate, mass queryMass, cal VectorCalibration, minScore flo
 		}
 		out = append(out, h)
 	}
-	slices.SortFunc(out, func(a, b fusedHit) int {
-		if a.Score != b.Score {
-			if a.Score > b.Score {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.ID.String(), b.ID.String())
-	})
+	slices.SortFunc(out, func(a, b fusedHit) int { return bestFirst(a.Score, a.ID, b.Score, b.ID) })
 	return out
+}
+
+// bestFirst orders two scored entries: the higher score first, ties by id,
+// so an order never depends on the order rows arrived in. Fusion's order,
+// and the similar list's (similar.go).
+func bestFirst(aScore float64, aID uuid.UUID, bScore float64, bID uuid.UUID) int {
+	if aScore != bScore {
+		if aScore > bScore {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(aID.String(), bID.String())
 }
 
 // candidateCount is how many candidates each list brings to the fusion:

@@ -195,9 +195,5 @@ func RateLimitsTx(ctx context.Context, db sqlc.DBTX, orgID uuid.UUID) ([]RateLim
 	if err != nil {
 		return nil, err
 	}
-	out := make([]RateLimit, 0, len(rows))
-	for _, r := range rows {
-		out = append(out, toRateLimit(r))
-	}
-	return out, nil
+	return toRateLimits(rows), nil
 }

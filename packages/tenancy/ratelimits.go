@@ -110,11 +110,15 @@ func (s *Service) RateLimitsFor(ctx context.Context, orgID, agentID uuid.UUID) (
 	if err != nil {
 		return nil, err
 	}
+	return toRateLimits(rows), nil
+}
+
+func toRateLimits(rows []sqlc.RateLimit) []RateLimit {
 	out := make([]RateLimit, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, toRateLimit(r))
 	}
-	return out, nil
+	return out
 }
 
 func toRateLimit(r sqlc.RateLimit) RateLimit {
