@@ -145,15 +145,7 @@ func (s *Service) similarWith(ctx context.Context, org uuid.UUID, title, body st
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	slices.SortFunc(out, func(a, b Similar) int {
-		if a.Score != b.Score {
-			if a.Score > b.Score {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.ID.String(), b.ID.String())
-	})
+	slices.SortFunc(out, func(a, b Similar) int { return bestFirst(a.Score, a.ID, b.Score, b.ID) })
 	if len(out) > MaxSimilar+1 {
 		out = out[:MaxSimilar+1]
 	}
@@ -318,7 +310,7 @@ func keysLiteral(keys []int64) string {
 }
 
 // similarBackfillBatch and similarBackfillMax: Upkeep gives entries
-// without keys (stored before migration 00009, or imported) theirs, this
+// without keys (stored before migration 00009; an import writes them) theirs, this
 // many per statement, at most this many per pass.
 const (
 	similarBackfillBatch = 1000
