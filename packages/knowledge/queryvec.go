@@ -27,7 +27,9 @@ import (
 // (shared by every MCP replica, QueryVectorTTL), and a search waits for the
 // provider at most Options.QueryEmbedBudget: past it, the answer comes from
 // the lexical lists, says so, and the provider's late answer still fills
-// the cache for the next search of the same query.
+// the cache for the next search of the same query. An embedder that
+// computes in this process (embed.InProcess: the local one) is asked
+// directly, without caches or budget: a Redis look-up costs more.
 const (
 	QueryVectorCacheSize = 4096
 	QueryVectorTTL       = 24 * time.Hour
@@ -69,6 +71,9 @@ var errEmbedBudget = errors.New("the embedding provider did not answer within th
 // waiting for the provider at most the budget.
 func (s *Service) embedQuery(ctx context.Context, query string) ([]float32, error) {
 	e := s.opts.Embedder
+	if _, ok := e.(embed.InProcess); ok {
+		return embedOne(ctx, e, query)
+	}
 	key := queryVectorKey(e.Model(), e.Dimensions(), query)
 	if v, ok := s.qvec.local.Get(key); ok {
 		return v, nil
@@ -83,19 +88,13 @@ func (s *Service) embedQuery(ctx context.Context, query string) ([]float32, erro
 	ch := s.qvec.flight.DoChan(key, func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.EmbedTimeout)
 		defer cancel()
-		vs, err := e.Embed(ctx, []string{query})
-		if err == nil && (len(vs) != 1 || len(vs[0]) != e.Dimensions()) {
-			err = fmt.Errorf("embedder returned %d vectors for 1 text", len(vs))
-			if len(vs) == 1 {
-				err = fmt.Errorf("embedder returned a %d-dimensional vector", len(vs[0]))
-			}
-		}
+		v, err := embedOne(ctx, e, query)
 		if err != nil {
 			return nil, err
 		}
-		s.qvec.local.Add(key, vs[0])
-		s.cacheQueryVector(ctx, key, vs[0])
-		return vs[0], nil
+		s.qvec.local.Add(key, v)
+		s.cacheQueryVector(ctx, key, v)
+		return v, nil
 	})
 	budget := time.NewTimer(s.opts.QueryEmbedBudget)
 	defer budget.Stop()
@@ -110,6 +109,22 @@ func (s *Service) embedQuery(ctx context.Context, query string) ([]float32, erro
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// embedOne asks e for the query's vector and checks that it is one vector
+// of e's width.
+func embedOne(ctx context.Context, e embed.Embedder, query string) ([]float32, error) {
+	vs, err := e.Embed(ctx, []string{query})
+	if err != nil {
+		return nil, err
+	}
+	if len(vs) != 1 {
+		return nil, fmt.Errorf("embedder returned %d vectors for 1 text", len(vs))
+	}
+	if len(vs[0]) != e.Dimensions() {
+		return nil, fmt.Errorf("embedder returned a %d-dimensional vector", len(vs[0]))
+	}
+	return vs[0], nil
 }
 
 // cachedQueryVector reads a vector from Redis, or nil (none, no Redis, an

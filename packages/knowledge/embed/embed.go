@@ -33,6 +33,16 @@ type Embedder interface {
 	Embed(ctx context.Context, texts []string) ([][]float32, error)
 }
 
+// InProcess is implemented by an embedder that computes a vector in this
+// process in microseconds (Local). Search embeds a query with it directly:
+// the query vector caches (knowledge/queryvec.go) exist for providers
+// behind HTTP, and looking a vector up in Redis costs more than computing
+// this one.
+type InProcess interface {
+	Embedder
+	InProcess()
+}
+
 // ErrPermanent marks a failure that retrying cannot fix (the provider refused
 // the input, bad credentials, a wrong model). Wrap it: fmt.Errorf("...: %w", ErrPermanent).
 var ErrPermanent = errors.New("permanent embedding failure")

@@ -29,6 +29,9 @@ func NewLocal() *Local { return &Local{} }
 func (*Local) Model() string   { return LocalModel }
 func (*Local) Dimensions() int { return Dimensions }
 
+// InProcess marks Local as embed.InProcess.
+func (*Local) InProcess() {}
+
 // Embed never fails except when ctx is done.
 func (l *Local) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	out := make([][]float32, len(texts))
