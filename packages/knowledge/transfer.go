@@ -604,8 +604,13 @@ func (s *Service) importEntries(ctx context.Context, tx pgx.Tx, q *sqlc.Queries,
 			}
 			rep.Vectors++
 		}
+		// The duplicate-check keys are written with the row, as Store
+		// does: left to Upkeep's backfill, each would be a rewrite of the
+		// row that every index takes again, the HNSW indexes included
+		// (13 minutes for 50,000 at a million rows, docs/benchmarks.md).
 		rows = append(rows, []any{org, e.ID, e.Title, e.Body, tags, e.Confidence, e.Source, e.AuthorAgentID, e.ExpiresAt,
-			nil, e.CreatedAt, e.UpdatedAt, vec, status, model, at}) // client_token: see exportEntry
+			nil, e.CreatedAt, e.UpdatedAt, vec, status, model, at, // client_token: see exportEntry
+			wordsOf(org, e.Title, e.Body).keys})
 	}
 	if len(rows) == 0 {
 		return nil
@@ -621,4 +626,4 @@ func (s *Service) importEntries(ctx context.Context, tx pgx.Tx, q *sqlc.Queries,
 }
 
 var importColumns = []string{"org_id", "id", "title", "body", "tags", "confidence", "source", "created_by_agent_id", "expires_at",
-	"client_token", "created_at", "updated_at", "embedding", "embedding_status", "embedding_model", "embedded_at"}
+	"client_token", "created_at", "updated_at", "embedding", "embedding_status", "embedding_model", "embedded_at", "similar_keys"}

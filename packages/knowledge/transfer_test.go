@@ -81,6 +81,19 @@ func TestExportImportRoundTrip(t *testing.T) {
 		if irep.Entries != 4 || irep.Agents != 2 || irep.Tasks != 1 || irep.Chains != 3 || irep.Supersessions != 3 || irep.TaskLinks != 2 || len(irep.Skipped) != 0 {
 			t.Fatalf("import: %+v", irep)
 		}
+		// The duplicate-check keys came with the rows (not left to
+		// Upkeep's backfill, a rewrite of each row): a copy of an
+		// imported entry stored now is told it has one.
+		var missing int
+		if err := db2.Pool.QueryRow(b.ctx, "SELECT count(*) FROM knowledge WHERE org_id = $1 AND similar_keys IS NULL", org2).Scan(&missing); err != nil || missing != 0 {
+			t.Fatalf("%d imported entries without duplicate-check keys (%v)", missing, err)
+		}
+		var dupOf, author uuid.UUID
+		var title, body string
+		if err := db2.Pool.QueryRow(b.ctx, `SELECT id, created_by_agent_id, title, body FROM knowledge
+			WHERE org_id = $1 AND head_id IS NULL ORDER BY length(body) DESC LIMIT 1`, org2).Scan(&dupOf, &author, &title, &body); err != nil {
+			t.Fatal(err)
+		}
 		second, _ := b.export(t, svc2, org2, vectors)
 		if !bytes.Equal(first, second) {
 			t.Fatalf("vectors=%v: export -> import -> export differs:\n%s\n---\n%s", vectors, first, second)
@@ -100,6 +113,13 @@ func TestExportImportRoundTrip(t *testing.T) {
 		var used int
 		if err := db2.Pool.QueryRow(b.ctx, "SELECT used FROM org_quotas WHERE org_id = $1", org2).Scan(&used); err != nil || used != 4 {
 			t.Fatalf("quota used after import: %d %v", used, err)
+		}
+		dup, err := svc2.Store(b.ctx, knowledge.Caller{OrgID: org2, AgentID: author}, knowledge.StoreInput{Title: title, Body: body})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(dup.Similar) == 0 || dup.Similar[0].ID != dupOf {
+			t.Fatalf("vectors=%v: a copy of imported entry %s: similar %+v", vectors, dupOf, dup.Similar)
 		}
 	}
 }
