@@ -90,8 +90,13 @@ func TestRunSwitchesModels(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if !strings.Contains(out.String(), "model switch: backfill pass") {
-		t.Fatalf("no backfill log line:\n%s", out.String())
+	// The pass logs once it has ended, which is after it cut the org over:
+	// wait for the line.
+	for !strings.Contains(out.String(), "model switch: backfill pass") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no backfill log line:\n%s", out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	// The pass is a task of its own queue, kept with its result: what the
 	// dashboard shows (Completed, the result's JSON).
