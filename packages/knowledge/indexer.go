@@ -73,7 +73,14 @@ func (s *Service) IndexPending(ctx context.Context, org uuid.UUID, max int) (int
 func (s *Service) IndexAll(ctx context.Context) (int, error) {
 	total := 0
 	failed := map[uuid.UUID]error{}
+	// Indexed since the indexer's tables were last vacuumed (see
+	// vacuumIndexerTables).
+	unvacuumed := 0
 	for {
+		if unvacuumed >= IndexVacuumEvery {
+			s.vacuumIndexerTables(ctx, false)
+			unvacuumed = 0
+		}
 		orgs, err := s.q.OrgsWithQueuedEntries(ctx, int32(100+len(failed)))
 		if err != nil {
 			return total, errors.Join(mapErr(err, ""), joinOrgErrors(failed))
@@ -94,11 +101,62 @@ func (s *Service) IndexAll(ctx context.Context) (int, error) {
 			moved += n
 		}
 		total += moved
+		unvacuumed += moved
 		// Done: nothing queued, or every queued row belongs to a failed org
 		// or is locked by another indexer (which will finish it).
 		if moved == 0 {
+			if unvacuumed >= UpkeepBaseRows {
+				s.vacuumIndexerTables(ctx, true)
+			}
 			return total, joinOrgErrors(failed)
 		}
+	}
+}
+
+// IndexVacuumEvery is how many entries IndexAll indexes between two
+// vacuums of the tables it writes (vacuumIndexerTables).
+const IndexVacuumEvery = 20000
+
+// vacuumIndexerTables vacuums the two tables the indexer churns while a
+// bulk load is indexed: every IndexVacuumEvery entries one call indexes,
+// and at its end when it indexed at least UpkeepBaseRows since the last
+// one.
+//
+//   - knowledge_postings: search reads postings by index-only scans, which
+//     visit the heap for every posting on a page the visibility map does
+//     not mark all-visible, and only a vacuum marks it. Without this, the
+//     postings of a bulk load cost a heap visit each until Upkeep got to
+//     them, minutes later at a million entries: a 100k-entry org's search
+//     read 1,819 postings with as many heap visits, 24 of its 40 ms
+//     (docs/benchmarks.md, "Issue 9, fourth pass"). The table only grows
+//     between purges, so a vacuum reads only the pages written since the
+//     last one (5 s for all 44M postings of a million entries at once).
+//   - knowledge_index_queue: every indexed entry leaves a dead queue row,
+//     and search's read of the org's queued tail walks their index entries
+//     (0.8 ms a search for a 100k-entry org until vacuumed).
+//
+// Between batches (last false) the vacuum is SKIP_LOCKED: another
+// vacuum of the table in progress (Upkeep's, another indexer's) is nearly
+// as good, and indexing should not wait behind it. The vacuum at the end
+// of the pass (last true) waits for the lock, within ctx's deadline (the
+// worker's indexer pass has one): only a vacuum that starts after the last
+// batch committed can mark that batch's pages all-visible, and a
+// concurrent one may have started before. (It still cannot mark pages a
+// snapshot older than that commit may not see, if one is open then; the
+// Upkeep's all-visible rule catches a table left far behind.) A failure is
+// logged and left to Upkeep: indexing has succeeded either way.
+func (s *Service) vacuumIndexerTables(ctx context.Context, last bool) {
+	if ctx.Err() != nil {
+		return
+	}
+	stmt := "VACUUM (SKIP_LOCKED) knowledge_postings, knowledge_index_queue"
+	if last {
+		stmt = "VACUUM knowledge_postings, knowledge_index_queue"
+	}
+	// Not through sqlc: VACUUM is not a query, and cannot run in a
+	// transaction block.
+	if _, err := s.pool.Exec(ctx, stmt); err != nil && ctx.Err() == nil {
+		s.log().Warn("knowledge: vacuum of the index tables after indexing failed; Upkeep will do it", "err", err)
 	}
 }
 

@@ -23,12 +23,19 @@ import (
 //     its shape (sql/search_candidates.sql), but the other statements of the
 //     module, and any operator's query, still plan from them.
 //
-// It also gives a large org an HNSW index of its own (see below).
+// It also gives a large org an HNSW index of its own (see below), and does
+// that first (UpkeepVectorIndexes): after a bulk load, the vector list of a
+// large org without one walks the shared index filtering by org, which
+// costs more than every other part of a search on unvacuumed tables
+// (docs/benchmarks.md, "Issue 9, fourth pass"), and the index is built
+// from the heap whatever its visibility map says.
 //
-// Upkeep reads each table's change counters (pg_stat, shared with
+// Upkeep then reads each table's change counters (pg_stat, shared with
 // autovacuum, so work autovacuum already did is not repeated) and runs
-// VACUUM (ANALYZE) or ANALYZE on the tables past their threshold. The worker
-// calls it periodically (jobs.Worker); it is cheap when nothing is due.
+// VACUUM (ANALYZE) or ANALYZE on the tables past their threshold, smallest
+// first (sqlc.TableActivity). The worker calls it periodically
+// (jobs.Worker), and at once after an indexer pass that indexed a bulk
+// load; it is cheap when nothing is due.
 
 // upkeepTables are the tables of the module that search reads.
 var upkeepTables = []string{
@@ -53,16 +60,22 @@ const (
 const upkeepBasePages = 128
 
 // unseen says whether a table holds what no VACUUM or ANALYZE has seen,
-// judged from the catalog alone: never analyzed yet not empty, or grown past
-// UpkeepScale of its size at the last one (plus upkeepBasePages). The change
-// counters miss exactly these cases: they start at zero after a crash, a
-// restore (pg_restore, a new replica promoted) or pg_stat_reset, while the
-// table may hold a bulk load nobody vacuumed, the state search is slowest in.
+// judged from the catalog alone: never analyzed yet not empty, grown past
+// UpkeepScale of its size at the last look (plus upkeepBasePages), or with
+// more than UpkeepScale of its pages (plus upkeepBasePages) not all-visible
+// at the last look (a CREATE INDEX on a table nobody vacuumed: it records
+// the table's size, so growth alone no longer tells). The change counters
+// miss exactly these cases: they start at zero after a crash, a restore
+// (pg_restore, a new replica promoted) or pg_stat_reset, while the table
+// may hold a bulk load nobody vacuumed, the state search is slowest in.
 func unseen(r sqlc.TableActivityRow) bool {
 	if r.Pages == 0 {
 		return false
 	}
 	if r.NeverAnalyzed {
+		return true
+	}
+	if float64(r.AllVisibleSeen) < float64(r.PagesSeen)*(1-UpkeepScale)-upkeepBasePages {
 		return true
 	}
 	return float64(r.Pages) > float64(r.PagesSeen)*(1+UpkeepScale)+upkeepBasePages
@@ -76,7 +89,8 @@ type UpkeepReport struct {
 	Built   []string `json:"built,omitempty"`
 	Dropped []string `json:"dropped,omitempty"`
 	// SimilarKeys counts entries given their duplicate-check keys
-	// (similar.go: entries stored before migration 00009, or imported).
+	// (similar.go: entries stored before migration 00009, or loaded around
+	// the product).
 	SimilarKeys int `json:"similarKeys,omitempty"`
 }
 
@@ -89,16 +103,16 @@ func (s *Service) Upkeep(ctx context.Context) (UpkeepReport, error) {
 	if _, err := s.CompactCounts(ctx, 0); err != nil {
 		return rep, fmt.Errorf("upkeep of the org counters: %w", err)
 	}
-	// Then the duplicate-check keys, so the rows it rewrites are vacuumed
-	// in this pass.
-	n, err := s.backfillSimilarKeys(ctx)
-	rep.SimilarKeys = n
-	if err != nil {
-		return rep, fmt.Errorf("upkeep: duplicate-check keys: %w", mapErr(err, ""))
-	}
+	// What the tables need is read before the vector indexes are built:
+	// CREATE INDEX writes the table's row and page counts to the catalog,
+	// which would hide a never-analyzed, unvacuumed table from unseen.
 	rows, err := s.q.TableActivity(ctx, upkeepTables)
 	if err != nil {
 		return rep, mapErr(err, "")
+	}
+	// Then the vector indexes (see above).
+	if err := s.orgVectorIndex(ctx, &rep); err != nil {
+		return rep, err
 	}
 	for _, r := range rows {
 		due := func(changed int64) bool {
@@ -124,7 +138,31 @@ func (s *Service) Upkeep(ctx context.Context) (UpkeepReport, error) {
 		}
 		rep.Analyzed = append(rep.Analyzed, r.Name)
 	}
-	return rep, s.orgVectorIndex(ctx, &rep)
+	// Last, the duplicate-check keys of entries that have none (stored
+	// before migration 00009, or loaded around the product; Store and
+	// Import write them). Each is a rewrite of the entry's row, which
+	// every index of the table takes again, the HNSW indexes included:
+	// 50,000 of them took 13 minutes at a million rows (docs/benchmarks.md,
+	// "Issue 9, fourth pass"). After the vacuums, so a bulk load's tables
+	// are vacuumed without waiting for them; the rows they rewrite are
+	// vacuumed by a later pass.
+	n, err := s.backfillSimilarKeys(ctx)
+	rep.SimilarKeys = n
+	if err != nil {
+		return rep, fmt.Errorf("upkeep: duplicate-check keys: %w", mapErr(err, ""))
+	}
+	return rep, nil
+}
+
+// UpkeepVectorIndexes is the first step of Upkeep alone: the configured
+// space's HNSW indexes when they are missing or invalid, else at most one
+// large org's own (see below). Upkeep runs it; it is exported for a caller
+// that wants an org's vector index without waiting for the vacuums (the
+// benchmarks measure search in that state).
+func (s *Service) UpkeepVectorIndexes(ctx context.Context) (UpkeepReport, error) {
+	var rep UpkeepReport
+	err := s.orgVectorIndex(ctx, &rep)
+	return rep, err
 }
 
 // Per-org vector indexes. The HNSW index of the configured space
