@@ -98,6 +98,9 @@ func roundScore(v float64) float64 { return math.Round(v*1000) / 1000 }
 //go:embed sql/similar_candidates.sql
 var similarCandidatesSQL string
 
+// similarCandidatesStmt is similarCandidatesSQL made positional once (namedSQL).
+var similarCandidatesStmt = &namedSQL{src: similarCandidatesSQL}
+
 // similarWith finds the head entries of org that look like title and body
 // (whose words are w), best first (MaxSimilar + 1 at most: one may be the
 // entry just stored). override replaces some of the statement's arguments
@@ -124,7 +127,11 @@ func (s *Service) similarWith(ctx context.Context, org uuid.UUID, title, body st
 	for k, v := range override {
 		args[k] = v
 	}
-	rows, err := p.Query(ctx, similarCandidatesSQL, args)
+	sql, pos, err := similarCandidatesStmt.args(args)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := p.Query(ctx, sql, pos...)
 	if err != nil {
 		return nil, err
 	}
