@@ -64,3 +64,12 @@ func (n *namedSQL) args(named pgx.NamedArgs) (string, []any, error) {
 	}
 	return n.sql, out, nil
 }
+
+// query sends the statement with the named arguments on p.
+func (n *namedSQL) query(ctx context.Context, p *pipeline, named pgx.NamedArgs) (pgx.Rows, error) {
+	sql, pos, err := n.args(named)
+	if err != nil {
+		return nil, err
+	}
+	return p.Query(ctx, sql, pos...)
+}

@@ -126,16 +126,6 @@ var searchCandidatesSQL string
 // searchCandidatesStmt is searchCandidatesSQL made positional once (namedSQL).
 var searchCandidatesStmt = &namedSQL{src: searchCandidatesSQL}
 
-// queryCandidates sends the ranking statement with its arguments
-// (candidateArgs) on p.
-func queryCandidates(ctx context.Context, p *pipeline, args pgx.NamedArgs) (pgx.Rows, error) {
-	sql, pos, err := searchCandidatesStmt.args(args)
-	if err != nil {
-		return nil, err
-	}
-	return p.Query(ctx, sql, pos...)
-}
-
 // Bounds of the lexical lists (docs/knowledge.md, "Search").
 const (
 	// PerTermPostings is how many postings of one query term are read, best
@@ -274,7 +264,7 @@ func (s *Service) candidates(ctx context.Context, c Caller, a *searchArgs, depth
 	if err := sqlc.New(p).SearchConfig(ctx, strconv.Itoa(a.EfSearch)); err != nil {
 		return nil, mapErr(err, "")
 	}
-	rows, err := queryCandidates(ctx, p, s.candidateArgs(c, a, depth, tableDocs, lists, vec))
+	rows, err := searchCandidatesStmt.query(ctx, p, s.candidateArgs(c, a, depth, tableDocs, lists, vec))
 	if err != nil {
 		return nil, mapErr(err, "")
 	}

@@ -127,11 +127,7 @@ func (s *Service) similarWith(ctx context.Context, org uuid.UUID, title, body st
 	for k, v := range override {
 		args[k] = v
 	}
-	sql, pos, err := similarCandidatesStmt.args(args)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := p.Query(ctx, sql, pos...)
+	rows, err := similarCandidatesStmt.query(ctx, p, args)
 	if err != nil {
 		return nil, err
 	}

@@ -26,7 +26,7 @@ func (s *Service) WarmConn(ctx context.Context, conn *pgx.Conn) error {
 	}
 	vec := pgvector.NewVector(make([]float32, s.opts.Embedder.Dimensions()))
 	a := &searchArgs{Query: "warm up", EfSearch: DefaultEfSearch}
-	rows, err := queryCandidates(ctx, p, s.candidateArgs(Caller{OrgID: uuid.Nil}, a, 1, 1, listsAll, &vec))
+	rows, err := searchCandidatesStmt.query(ctx, p, s.candidateArgs(Caller{OrgID: uuid.Nil}, a, 1, 1, listsAll, &vec))
 	if err == nil {
 		for rows.Next() {
 		}
