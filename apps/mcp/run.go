@@ -52,9 +52,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	// Logs go to stderr in both modes (stdout is the protocol in stdio mode).
 	logger := env.Logger("mcp", "MCP_", stderr)
 	allowModelChange := env.Bool(knowledge.EnvAllowModelChange, false)
+	minHeap := env.GCMinHeap(appenv.DefaultGCMinHeapMiB)
 	if err := env.Err(); err != nil {
 		return err
 	}
+	// The collector paced for a small live heap: about a millisecond off
+	// a call on two cores (appenv.PaceGC).
+	appenv.PaceGC(ctx, minHeap)
 	embedder, err := embed.FromEnv(getenv)
 	if err != nil {
 		return fmt.Errorf("embedder: %w", err)

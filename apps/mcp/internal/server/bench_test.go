@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/ratelimit"
 	kt "github.com/agentfleet/orchestrator/apps/mcp/internal/tools/knowledge"
+	"github.com/agentfleet/orchestrator/packages/appenv"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 )
@@ -197,7 +198,12 @@ func BenchmarkMCPEndToEnd(b *testing.B) {
 	org := bd.org("bench")
 	ag := bd.agent(org, "bench", allScopes, 0)
 	cs := bd.session(ag)
-	ctx := context.Background()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// The collector paced as apps/mcp paces it (GC_MIN_HEAP_MIB, default
+	// 64; 0 measures Go's default pacing). The client in this process
+	// shares it.
+	appenv.PaceGC(ctx, appenv.New(os.Getenv).GCMinHeap(appenv.DefaultGCMinHeapMiB))
 	// The worker builds the vector index of its model at start (before
 	// the knowledge it serves is stored, in a deployment): do the same.
 	if _, err := bd.svc.EnsureVectorIndex(ctx); err != nil {
