@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
@@ -54,21 +53,7 @@ func TestSnippetLookUpReadsOnlyTheHitsChunks(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	cfg := b.pool.Config().ConnConfig.Copy()
-	var notices []string
-	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) { notices = append(notices, n.Message) }
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	for _, s := range []string{"LOAD 'auto_explain'", "SET auto_explain.log_min_duration = 0",
-		"SET auto_explain.log_analyze = on", "SET auto_explain.log_level = notice",
-		"SET plan_cache_mode = force_generic_plan"} {
-		if _, err := conn.Exec(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-	}
+	conn, notices := explainConn(t, b.pool, "SET auto_explain.log_analyze = on", "SET plan_cache_mode = force_generic_plan")
 	q := make([]float32, dims)
 	q[1] = 1 // where chunk 1 points
 	got, err := sqlc.New(conn).SearchBodiesNear(ctx, sqlc.SearchBodiesNearParams{
@@ -85,7 +70,7 @@ func TestSnippetLookUpReadsOnlyTheHitsChunks(t *testing.T) {
 			t.Fatalf("hit %s centred on [%d, %d), want chunk 1's [100, 200)", r.ID, r.StartChar, r.EndChar)
 		}
 	}
-	plan := strings.Join(notices, "\n")
+	plan := strings.Join(*notices, "\n")
 	if !strings.Contains(plan, "knowledge_chunks_pkey") || strings.Contains(plan, "knowledge_chunks_space_idx") {
 		t.Fatalf("the snippet look-up does not read the hits' chunks by the primary key:\n%s", plan)
 	}

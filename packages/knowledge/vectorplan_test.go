@@ -23,21 +23,7 @@ import (
 func vectorPlan(t *testing.T, pool *pgxpool.Pool, fn string, org uuid.UUID, model string, vec []float32) string {
 	t.Helper()
 	ctx := context.Background()
-	cfg := pool.Config().ConnConfig.Copy()
-	var notices []string
-	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) { notices = append(notices, n.Message) }
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	for _, s := range []string{"LOAD 'auto_explain'", "SET auto_explain.log_min_duration = 0",
-		"SET auto_explain.log_nested_statements = on", "SET auto_explain.log_level = notice",
-		"SET hnsw.iterative_scan = relaxed_order"} {
-		if _, err := conn.Exec(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-	}
+	conn, notices := explainConn(t, pool, "SET auto_explain.log_nested_statements = on", "SET hnsw.iterative_scan = relaxed_order")
 	parts := make([]string, len(vec))
 	for i, x := range vec {
 		parts[i] = fmt.Sprint(x)
@@ -46,7 +32,30 @@ func vectorPlan(t *testing.T, pool *pgxpool.Pool, fn string, org uuid.UUID, mode
 		org, "["+strings.Join(parts, ",")+"]", model); err != nil {
 		t.Fatal(err)
 	}
-	return strings.Join(notices, "\n")
+	return strings.Join(*notices, "\n")
+}
+
+// explainConn is a connection of its own, closed with the test, on which
+// auto_explain sends the plan of every statement as a notice, after the
+// settings given; the notices gather in the slice returned.
+func explainConn(t *testing.T, pool *pgxpool.Pool, settings ...string) (*pgx.Conn, *[]string) {
+	t.Helper()
+	ctx := context.Background()
+	cfg := pool.Config().ConnConfig.Copy()
+	notices := &[]string{}
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) { *notices = append(*notices, n.Message) }
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	for _, s := range append([]string{"LOAD 'auto_explain'", "SET auto_explain.log_min_duration = 0",
+		"SET auto_explain.log_level = notice"}, settings...) {
+		if _, err := conn.Exec(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return conn, notices
 }
 
 // widthEmbedder names a model of a given width; these tests never embed.
