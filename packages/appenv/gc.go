@@ -5,6 +5,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -42,7 +43,9 @@ const (
 // PaceGC keeps the garbage collector's heap goal at about minHeap bytes
 // while the live heap is smaller than half of it, and leaves the Go
 // default (GOGC=100) above that, until ctx ends; then it restores the
-// percent it found. minHeap <= 0: it does nothing.
+// percent it found. minHeap <= 0: it does nothing. The collector is the
+// process's: while one PaceGC paces it, another call does nothing (tests
+// run several servers in one process).
 //
 // Why: a server's live heap is a few MiB (apps/mcp: about 3), and with the
 // default the collector runs each time the heap doubles, so every 4-7 MiB
@@ -55,12 +58,13 @@ const (
 // once the live heap is past it. This is what a heap "ballast" did, done
 // with the runtime's own knob (docs/benchmarks.md, "GC pacing").
 func PaceGC(ctx context.Context, minHeap int64) {
-	if minHeap <= 0 {
+	if minHeap <= 0 || !pacing.CompareAndSwap(false, true) {
 		return
 	}
 	found := debug.SetGCPercent(100)
 	debug.SetGCPercent(found)
 	if found < 0 {
+		pacing.Store(false)
 		return // GOGC=off: the collector does not run on its own pace at all
 	}
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
@@ -80,6 +84,7 @@ func PaceGC(ctx context.Context, minHeap int64) {
 			select {
 			case <-ctx.Done():
 				debug.SetGCPercent(found)
+				pacing.Store(false)
 				return
 			case <-t.C:
 				pace()
@@ -87,6 +92,9 @@ func PaceGC(ctx context.Context, minHeap int64) {
 		}
 	}()
 }
+
+// pacing is set while a PaceGC paces the collector.
+var pacing atomic.Bool
 
 // gcPercentFor is the GOGC that puts the heap goal of a live heap of live
 // bytes at minHeap: live * (1 + p/100) = minHeap, from 100 (the default)

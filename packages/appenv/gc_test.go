@@ -65,9 +65,18 @@ func TestPaceGCRaisesThePercentForASmallHeapAndRestoresIt(t *testing.T) {
 	if p := percent(); p <= 100 {
 		t.Fatalf("percent %d with a 1 GiB floor and a small heap", p)
 	}
+	// A second pacer while one runs does nothing: the first one's end
+	// restores the default, whatever the second asked.
+	other, stop := context.WithCancel(context.Background())
+	defer stop()
+	PaceGC(other, 1)
+	time.Sleep(3 * gcPaceEvery)
+	if p := percent(); p <= 100 {
+		t.Fatalf("percent %d: a second PaceGC changed the first one's pace", p)
+	}
 	cancel()
 	deadline := time.Now().Add(5 * time.Second)
-	for percent() != 100 {
+	for percent() != 100 || pacing.Load() {
 		if time.Now().After(deadline) {
 			t.Fatalf("percent %d after ctx ended, want 100 restored", percent())
 		}
