@@ -23,9 +23,10 @@ import (
 // Search runs the hybrid search (search_knowledge): three ranked lists
 // (vector, full text, title), each within the caller's org and the filters,
 // fused by evidence-weighted RRF (rrf.go). The ranking statement
-// (sql/search_candidates.sql) runs once, or once per list on three
-// connections at once (rank); then one query reads the bodies of the hits
-// answered, for their snippets.
+// (sql/search_candidates.sql) runs once, or twice at once on two
+// connections, the lexical lists in one and the vector list in the other
+// (rank); then one query reads the bodies of the hits answered, for their
+// snippets.
 //
 // The query vector comes from the Embedder, through a cache (queryvec.go).
 // If it cannot be made (error, wrong width) or not within the budget, the
@@ -175,18 +176,23 @@ const (
 	listFullText = 2
 	listTitle    = 4
 	listsAll     = listVector | listFullText | listTitle
+	listsLexical = listFullText | listTitle
 	// fanOutConns is what a fanned-out search holds at once.
-	fanOutConns = 3
+	fanOutConns = 2
 )
 
 // rank runs the ranking statement and fuses its rows, each list depth deep.
 //
-// On an idle pool the three lists run as three statements at once, on
-// three connections (the server has the cores: a search is latency-bound,
-// not throughput-bound, until the pool is busy), and the query is embedded
-// while the lexical lists run. When the pool is busy, or with SerialSearch,
-// the query is embedded first and one statement computes all three lists,
-// which holds one connection and reads the org's statistics once.
+// On an idle pool the lists run as two statements at once, on two
+// connections (a search is latency-bound, not throughput-bound, until the
+// pool is busy): the two lexical lists in one, which share the org's
+// statistics, the query's terms and the postings' scores, and the vector
+// list in the other, with the query embedded while the lexical statement
+// runs. Three statements (a list each) were 0.5-0.8 ms slower on two
+// cores, at 5,000 and 100,000 entries (docs/benchmarks.md, "Issue 9, sixth
+// pass"): the title list recomputed what the full-text list had. When the
+// pool is busy, or with SerialSearch, the query is embedded first and one
+// statement computes all three lists, which holds one connection.
 func (s *Service) rank(ctx context.Context, c Caller, a *searchArgs, depth int) (*ranked, error) {
 	minScore := DefaultMinScore
 	if a.MinScore != nil {
@@ -205,15 +211,14 @@ func (s *Service) rank(ctx context.Context, c Caller, a *searchArgs, depth int) 
 		notice string
 	)
 	if s.fanOut() {
-		var parts [3][]candidateRow
+		var parts [2][]candidateRow
 		g, gctx := errgroup.WithContext(ctx)
-		g.Go(func() (err error) { parts[0], err = run(gctx, listFullText, nil); return err })
-		g.Go(func() (err error) { parts[1], err = run(gctx, listTitle, nil); return err })
+		g.Go(func() (err error) { parts[0], err = run(gctx, listsLexical, nil); return err })
 		g.Go(func() (err error) {
 			if vec, notice = s.queryVector(gctx, a.Query); vec == nil {
 				return nil
 			}
-			parts[2], err = run(gctx, listVector, vec)
+			parts[1], err = run(gctx, listVector, vec)
 			return err
 		})
 		if err := g.Wait(); err != nil {

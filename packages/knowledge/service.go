@@ -49,10 +49,11 @@ type Options struct {
 	NextEmbedder embed.Embedder
 
 	// SerialSearch runs a search's three lists as one statement on one
-	// connection, always. By default a search runs them as three
-	// concurrent statements when the pool has three connections to spare
-	// (lower latency on an idle server), and as one otherwise (fewer
-	// connections per search under load); both give the same answer.
+	// connection, always. By default a search runs them as two concurrent
+	// statements (the lexical lists, the vector list) when the pool has
+	// two connections to spare (lower latency on an idle server), and as
+	// one otherwise (fewer connections per search under load); both give
+	// the same answer.
 	SerialSearch bool
 
 	// SkipSimilar turns off store's duplicate check (similar.go): for a
