@@ -38,8 +38,8 @@ BEGIN
     -- An org without chunks of the space (short entries only, the common
     -- case) runs the entries' side alone: the chunks' side, even skipped at
     -- run time, was most of the planning of every call (0.55 ms of planning
-    -- with it, 0.22 without). The probe is a static statement: its plan is
-    -- kept.
+    -- with it, 0.22 without). The probe is a static statement, planned as
+    -- a key probe of the space index.
     IF NOT EXISTS (SELECT 1 FROM knowledge_chunks c0
                    WHERE c0.org_id = p_org AND c0.embedding_model = p_model AND vector_dims(c0.embedding) = d) THEN
         RETURN QUERY EXECUTE entries USING p_org, p_vec, p_model, p_tags, p_include_superseded, p_include_expired, p_n;

@@ -13,8 +13,9 @@
 -- @lists says which lists this run computes (1: vector, 2: full text, 4:
 -- title; 7: all). search.go runs the lexical lists (6) and the vector
 -- list (1) as two concurrent statements on two connections when the pool
--- has them to spare, one statement (7) otherwise. A list not asked for costs nothing: its branch below is gated
--- by a one-time filter, so neither it nor the CTEs only it reads run.
+-- has them to spare, one statement (7) otherwise. A list not asked for
+-- costs nothing: its branch below is gated by a one-time filter, so
+-- neither it nor the CTEs only it reads run.
 --
 -- Plans are pinned by the statement's shape, not left to statistics: every
 -- read of a term's postings is an index range scan under a LIMIT (a

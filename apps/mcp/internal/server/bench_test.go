@@ -251,7 +251,7 @@ func BenchmarkMCPEndToEnd(b *testing.B) {
 	stored := time.Since(t0)
 	t0 = time.Now()
 	// The worker's own handler: bodies longer than the model's chunk size
-	// (2,000 characters for the local embedder; about a third of these)
+	// (2,000 characters for the local embedder; about a fifth of these)
 	// get chunk vectors too, as in a deployment.
 	rows, err := bd.db.Pool.Query(ctx, "SELECT id FROM knowledge WHERE org_id = $1 AND embedding_status = 'pending'", org)
 	if err != nil {
@@ -271,11 +271,11 @@ func BenchmarkMCPEndToEnd(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	embedded := time.Since(t0)
 	var chunked int
 	if err := bd.db.Pool.QueryRow(ctx, "SELECT count(DISTINCT entry_id) FROM knowledge_chunks WHERE org_id = $1", org).Scan(&chunked); err != nil {
 		b.Fatal(err)
 	}
-	embedded := time.Since(t0)
 	t0 = time.Now()
 	indexed, err := bd.svc.IndexAll(ctx)
 	if err != nil {
