@@ -17,10 +17,19 @@
 -- call (planning it took ~3 ms, as long as running it). No JIT: the HNSW
 -- scan's cost estimate (millions) crosses jit_above_cost, and compiling
 -- the plan took 100-180 ms of a search that runs in milliseconds.
+-- pin_vector_plan, for the vector list's statement
+-- (packages/knowledge/sql/search_vector.sql): no sequential scan, sort or
+-- bitmap scan where an index gives the order, so its generic plan walks
+-- the space's HNSW index whatever the statistics say (the settings the
+-- vector functions carry themselves). The other statements keep the
+-- deployment's settings.
 SELECT set_config('hnsw.ef_search', @ef_search::text, true),
        set_config('hnsw.iterative_scan', 'relaxed_order', true),
        set_config('plan_cache_mode', 'force_generic_plan', true),
-       set_config('jit', 'off', true);
+       set_config('jit', 'off', true),
+       set_config('enable_seqscan', CASE WHEN @pin_vector_plan::bool THEN 'off' ELSE current_setting('enable_seqscan') END, true),
+       set_config('enable_sort', CASE WHEN @pin_vector_plan::bool THEN 'off' ELSE current_setting('enable_sort') END, true),
+       set_config('enable_bitmapscan', CASE WHEN @pin_vector_plan::bool THEN 'off' ELSE current_setting('enable_bitmapscan') END, true);
 
 -- name: SearchBodies :many
 -- The bodies of the hits an answer returns, for their snippets.

@@ -59,8 +59,9 @@ import (
 //     buffers (auto_explain), of two searches of each mix in each state: a
 //     fixed one and the slowest of the run.
 //   - KNOWLEDGE_BENCH_SERIAL=1: after Upkeep, also run each mix with
-//     Options.SerialSearch (the three lists as one statement), right after
-//     the default (fanned out on an idle pool), to compare them in one run.
+//     Options.SerialSearch (the two statements one after the other), right
+//     after the default (fanned out on an idle pool), to compare them in one
+//     run.
 //
 // The load is a bulk load as an operator would do it: COPY with the HNSW,
 // title trigram and tags indexes dropped and rebuilt afterwards, then the
@@ -82,8 +83,8 @@ type benchEnv struct {
 	explain bool
 	// snapshot names a copy of the loaded database (see snapshot).
 	snapshot string
-	// serial also runs each mix with Options.SerialSearch (one statement
-	// for the three lists), alternating with the default, for comparison.
+	// serial also runs each mix with Options.SerialSearch (the statements
+	// one after the other), alternating with the default, for comparison.
 	serial bool
 }
 

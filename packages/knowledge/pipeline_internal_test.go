@@ -15,25 +15,31 @@ func TestPipelineAppliesSearchConfig(t *testing.T) {
 	t.Parallel()
 	db := testenv.Postgres(t)
 	ctx := context.Background()
-	for range 8 { // past the generic-plan threshold of cached statements
+	for i := range 8 { // past the generic-plan threshold of cached statements
+		pin := i%2 == 1 // the vector list's statement pins its scans
 		p := &pipeline{pool: db.Pool}
-		if err := sqlc.New(p).SearchConfig(ctx, "7"); err != nil {
+		if err := sqlc.New(p).SearchConfig(ctx, sqlc.SearchConfigParams{EfSearch: "7", PinVectorPlan: pin}); err != nil {
 			t.Fatal(err)
 		}
-		var ef, scan, plan string
-		if err := p.QueryRow(ctx, "SELECT current_setting('hnsw.ef_search'), current_setting('hnsw.iterative_scan'), current_setting('plan_cache_mode')").Scan(&ef, &scan, &plan); err != nil {
+		var ef, scan, plan, seq, sort, bitmap string
+		if err := p.QueryRow(ctx, `SELECT current_setting('hnsw.ef_search'), current_setting('hnsw.iterative_scan'), current_setting('plan_cache_mode'),
+			current_setting('enable_seqscan'), current_setting('enable_sort'), current_setting('enable_bitmapscan')`).Scan(&ef, &scan, &plan, &seq, &sort, &bitmap); err != nil {
 			t.Fatal(err)
 		}
 		if ef != "7" || scan != "relaxed_order" || plan != "force_generic_plan" {
 			t.Fatalf("settings not applied in the batch: %s %s %s", ef, scan, plan)
 		}
+		want := map[bool]string{true: "off", false: "on"}[pin]
+		if seq != want || sort != want || bitmap != want {
+			t.Fatalf("pin %v: enable_seqscan, enable_sort, enable_bitmapscan = %s %s %s, want %s", pin, seq, sort, bitmap, want)
+		}
 	}
-	var ef string
-	if err := db.Pool.QueryRow(ctx, "SELECT current_setting('hnsw.ef_search')").Scan(&ef); err != nil {
+	var ef, seq string
+	if err := db.Pool.QueryRow(ctx, "SELECT current_setting('hnsw.ef_search'), current_setting('enable_seqscan')").Scan(&ef, &seq); err != nil {
 		t.Fatal(err)
 	}
-	if ef == "7" {
-		t.Fatal("the setting leaked out of its transaction")
+	if ef == "7" || seq != "on" {
+		t.Fatal("the settings leaked out of their transaction")
 	}
 	if n := candidateCount(1); n != 40 {
 		t.Fatalf("candidateCount(1) = %d", n)

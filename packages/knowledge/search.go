@@ -22,11 +22,10 @@ import (
 
 // Search runs the hybrid search (search_knowledge): three ranked lists
 // (vector, full text, title), each within the caller's org and the filters,
-// fused by evidence-weighted RRF (rrf.go). The ranking statement
-// (sql/search_candidates.sql) runs once, or twice at once on two
-// connections, the lexical lists in one and the vector list in the other
-// (rank); then one query reads the bodies of the hits answered, for their
-// snippets.
+// fused by evidence-weighted RRF (rrf.go). Two ranking statements, the
+// lexical lists' and the vector list's, run at once on two connections or
+// one after the other (rank); then one query reads the bodies of the hits
+// answered, for their snippets.
 //
 // The query vector comes from the Embedder, through a cache (queryvec.go).
 // If it cannot be made (error, wrong width) or not within the budget, the
@@ -127,6 +126,20 @@ var searchCandidatesSQL string
 // searchCandidatesStmt is searchCandidatesSQL made positional once (namedSQL).
 var searchCandidatesStmt = &namedSQL{src: searchCandidatesSQL}
 
+//go:embed sql/search_vector.sql
+var searchVectorSQL string
+
+// vectorStmt is the vector list's statement for one embedding space: the
+// template sql/search_vector.sql with the space's cast, width and model
+// written in as literals, so that a plan made once per connection can use
+// the space's partial HNSW indexes. A Service holds one for its embedder.
+func vectorStmt(sp VectorSpace) *namedSQL {
+	typ, _ := sp.cast()
+	return &namedSQL{src: strings.NewReplacer(
+		"{{cast}}", typ, "{{dims}}", strconv.Itoa(sp.Dims), "{{model}}", quoteLiteral(sp.Model),
+	).Replace(searchVectorSQL)}
+}
+
 // Bounds of the lexical lists (docs/knowledge.md, "Search").
 const (
 	// PerTermPostings is how many postings of one query term are read, best
@@ -181,18 +194,20 @@ const (
 	fanOutConns = 2
 )
 
-// rank runs the ranking statement and fuses its rows, each list depth deep.
+// rank runs the ranking statements and fuses their rows, each list depth
+// deep: the lexical statement (sql/search_candidates.sql), whose two lists
+// share the org's statistics, the query's terms and the postings' scores,
+// and the vector statement (sql/search_vector.sql, of the Service's
+// embedding space).
 //
-// On an idle pool the lists run as two statements at once, on two
-// connections (a search is latency-bound, not throughput-bound, until the
-// pool is busy): the two lexical lists in one, which share the org's
-// statistics, the query's terms and the postings' scores, and the vector
-// list in the other, with the query embedded while the lexical statement
-// runs. Three statements (a list each) were 0.5-0.8 ms slower on two
-// cores, at 5,000 and 100,000 entries (docs/benchmarks.md, "Issue 9, sixth
-// pass"): the title list recomputed what the full-text list had. When the
-// pool is busy, or with SerialSearch, the query is embedded first and one
-// statement computes all three lists, which holds one connection.
+// On an idle pool the two run at once, on two connections (a search is
+// latency-bound, not throughput-bound, until the pool is busy), with the
+// query embedded while the lexical statement runs. Three statements (a
+// list each) were 0.5-0.8 ms slower on two cores, at 5,000 and 100,000
+// entries (docs/benchmarks.md, "Issue 9, sixth pass"): the title list
+// recomputed what the full-text list had. When the pool is busy, or with
+// SerialSearch, they run one after the other, which holds one connection
+// at a time.
 func (s *Service) rank(ctx context.Context, c Caller, a *searchArgs, depth int) (*ranked, error) {
 	minScore := DefaultMinScore
 	if a.MinScore != nil {
@@ -203,7 +218,10 @@ func (s *Service) rank(ctx context.Context, c Caller, a *searchArgs, depth int) 
 		return nil, mapErr(err, "")
 	}
 	run := func(ctx context.Context, lists int, vec *pgvector.Vector) ([]candidateRow, error) {
-		return s.candidates(ctx, c, a, depth, tableDocs, lists, vec)
+		if lists == listVector {
+			return s.candidates(ctx, s.vecStmt, true, c, a, depth, tableDocs, lists, vec)
+		}
+		return s.candidates(ctx, searchCandidatesStmt, false, c, a, depth, tableDocs, lists, vec)
 	}
 	var (
 		cands  []candidateRow
@@ -226,10 +244,16 @@ func (s *Service) rank(ctx context.Context, c Caller, a *searchArgs, depth int) 
 		}
 		cands = mergeCandidates(parts[:]...)
 	} else {
-		vec, notice = s.queryVector(ctx, a.Query)
-		if cands, err = run(ctx, listsAll, vec); err != nil {
+		var parts [2][]candidateRow
+		if parts[0], err = run(ctx, listsLexical, nil); err != nil {
 			return nil, err
 		}
+		if vec, notice = s.queryVector(ctx, a.Query); vec != nil {
+			if parts[1], err = run(ctx, listVector, vec); err != nil {
+				return nil, err
+			}
+		}
+		cands = mergeCandidates(parts[:]...)
 	}
 	out := &ranked{rows: cands, vectorSearch: vec != nil, notice: notice, vec: vec}
 	if len(cands) == 0 {
@@ -262,33 +286,43 @@ func (s *Service) fanOut() bool {
 	return st.MaxConns()-st.AcquiredConns() >= fanOutConns
 }
 
-// candidates runs the ranking statement for some of the lists.
-func (s *Service) candidates(ctx context.Context, c Caller, a *searchArgs, depth int, tableDocs int64, lists int, vec *pgvector.Vector) ([]candidateRow, error) {
+// candidates runs a ranking statement (the lexical lists' or the vector
+// list's, which is planned with its scans pinned: SearchConfig).
+func (s *Service) candidates(ctx context.Context, stmt *namedSQL, pin bool, c Caller, a *searchArgs, depth int, tableDocs int64, lists int, vec *pgvector.Vector) ([]candidateRow, error) {
 	p := &pipeline{pool: s.pool}
 	// Queued, not sent: it goes in the same batch as the search below.
-	if err := sqlc.New(p).SearchConfig(ctx, strconv.Itoa(a.EfSearch)); err != nil {
+	if err := sqlc.New(p).SearchConfig(ctx, sqlc.SearchConfigParams{EfSearch: strconv.Itoa(a.EfSearch), PinVectorPlan: pin}); err != nil {
 		return nil, mapErr(err, "")
 	}
-	rows, err := searchCandidatesStmt.query(ctx, p, s.candidateArgs(c, a, depth, tableDocs, lists, vec))
+	rows, err := stmt.query(ctx, p, s.candidateArgs(c, a, depth, tableDocs, lists, vec))
 	if err != nil {
 		return nil, mapErr(err, "")
 	}
-	cands, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (candidateRow, error) {
-		var r candidateRow
-		err := row.Scan(&r.ID, &r.VectorRank, &r.Cosine, &r.FullTextRank, &r.BM25, &r.TitleRank, &r.TitleBM25,
-			&r.TitleContains, &r.QueryIdfBody, &r.QueryIdfTitle,
-			&r.Title, &r.Tags, &r.Confidence, &r.CreatedAt, &r.ExpiresAt, &r.HeadID, &r.EmbeddingStatus)
-		return r, err
-	})
+	cands, err := pgx.CollectRows(rows, scanCandidate)
 	if err != nil {
 		return nil, mapErr(err, "")
 	}
 	return cands, nil
 }
 
+// scanCandidate reads a row of either ranking statement (same columns).
+func scanCandidate(row pgx.CollectableRow) (candidateRow, error) {
+	var r candidateRow
+	err := row.Scan(&r.ID, &r.VectorRank, &r.Cosine, &r.FullTextRank, &r.BM25, &r.TitleRank, &r.TitleBM25,
+		&r.TitleContains, &r.QueryIdfBody, &r.QueryIdfTitle,
+		&r.Title, &r.Tags, &r.Confidence, &r.CreatedAt, &r.ExpiresAt, &r.HeadID, &r.EmbeddingStatus)
+	return r, err
+}
+
 // candidateArgs are the arguments of sql/search_candidates.sql.
 func (s *Service) candidateArgs(c Caller, a *searchArgs, depth int, tableDocs int64, lists int, vec *pgvector.Vector) pgx.NamedArgs {
 	sp := SpaceOf(s.opts.Embedder)
+	// The vector plans' own filters are of today: an asOf search asks them
+	// for everything, asOfWiden times as many (sql/search_vector.sql).
+	wideN := depth
+	if a.AsOf != nil {
+		wideN *= asOfWiden
+	}
 	return pgx.NamedArgs{
 		"vector_index":       sp.IndexName(),
 		"org_vector_index":   sp.OrgIndexName(c.OrgID),
@@ -302,7 +336,9 @@ func (s *Service) candidateArgs(c Caller, a *searchArgs, depth int, tableDocs in
 		"include_superseded": a.IncludeSuperseded,
 		"include_expired":    a.IncludeExpired,
 		"as_of":              a.AsOf,
-		"as_of_widen":        asOfWiden,
+		"wide_superseded":    a.IncludeSuperseded || a.AsOf != nil,
+		"wide_expired":       a.IncludeExpired || a.AsOf != nil,
+		"wide_n":             wideN,
 		"candidates":         depth,
 		"per_term":           s.perTerm(PerTermPostings),
 		"min_per_term":       s.perTerm(MinTermPostings),

@@ -463,10 +463,11 @@ func TestIndexAllIsolatesAFailingOrg(t *testing.T) {
 	}
 }
 
-// A search fans its lists out to two connections on an idle pool (the
-// lexical lists, the vector list) and runs them as one statement otherwise (or with SerialSearch): the
-// answers, and every list inside them, are the same either way, filters,
-// entries not indexed yet and superseded entries included.
+// A search runs its two ranking statements (the lexical lists, the vector
+// list) at once on two connections on an idle pool, and one after the
+// other otherwise (or with SerialSearch): the answers, and every list
+// inside them, are the same either way, filters, entries not indexed yet
+// and superseded entries included.
 func TestSearchFanOutAnswersAsOneStatement(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

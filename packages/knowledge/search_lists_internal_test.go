@@ -11,11 +11,10 @@ import (
 	"github.com/agentfleet/orchestrator/packages/testenv"
 )
 
-// A fanned-out search runs the ranking statement once per list (@lists):
-// the lists not asked for must cost nothing, or fanning out would triple
-// the work. In each run's actual plan, the other lists' reads (postings,
-// the vector functions) are never executed, or planned away, while its
-// own are run.
+// The lexical statement computes the lists asked for (@lists): the one not
+// asked for must cost nothing. In each run's actual plan, the other list's
+// reads are never executed, or planned away, while its own are run; the
+// vector list is not in this statement at all.
 func TestRankingStatementRunsOnlyTheListsAsked(t *testing.T) {
 	t.Parallel()
 	db := testenv.Postgres(t)
@@ -42,7 +41,7 @@ func TestRankingStatementRunsOnlyTheListsAsked(t *testing.T) {
 	plan := func(lists int) string {
 		t.Helper()
 		p := &pipeline{pool: db.Pool}
-		if err := sqlc.New(p).SearchConfig(ctx, "40"); err != nil {
+		if err := sqlc.New(p).SearchConfig(ctx, sqlc.SearchConfigParams{EfSearch: "40"}); err != nil {
 			t.Fatal(err)
 		}
 		rows, err := p.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) "+searchCandidatesSQL,
@@ -78,10 +77,9 @@ func TestRankingStatementRunsOnlyTheListsAsked(t *testing.T) {
 		lists    int
 		run, not []string
 	}{
-		{listVector, []string{"knowledge_vector_"}, []string{"knowledge_postings", "knowledge_queued"}},
 		{listFullText, []string{"knowledge_postings"}, []string{"knowledge_vector_"}},
 		{listTitle, []string{"knowledge_postings"}, []string{"knowledge_vector_"}},
-		{listsAll, []string{"knowledge_postings", "knowledge_vector_"}, nil},
+		{listsLexical, []string{"knowledge_postings"}, []string{"knowledge_vector_"}},
 	} {
 		p := plan(tc.lists)
 		for _, w := range tc.run {

@@ -48,12 +48,12 @@ type Options struct {
 	// an org that has cut over to it is searched with it. Default: none.
 	NextEmbedder embed.Embedder
 
-	// SerialSearch runs a search's three lists as one statement on one
-	// connection, always. By default a search runs them as two concurrent
-	// statements (the lexical lists, the vector list) when the pool has
-	// two connections to spare (lower latency on an idle server), and as
-	// one otherwise (fewer connections per search under load); both give
-	// the same answer.
+	// SerialSearch runs a search's two ranking statements (the lexical
+	// lists, the vector list) one after the other, always. By default a
+	// search runs them at once on two connections when the pool has two to
+	// spare (lower latency on an idle server), and one after the other
+	// otherwise (one connection at a time under load); both give the same
+	// answer.
 	SerialSearch bool
 
 	// SkipSimilar turns off store's duplicate check (similar.go): for a
@@ -95,6 +95,7 @@ type Service struct {
 	next      *Service       // the next model's searches (modelswitch.go)
 	servedBy  servedByCache  // orgs cut over to it (modelswitch.go)
 	tableDocs tableDocsCache // see vectorPlan in search.go
+	vecStmt   *namedSQL      // the vector list's statement, of the embedder's space (search.go)
 	qvec      *queryVectors  // query vector cache (queryvec.go)
 	listKeys  listKeyCache   // list cursor key (list.go)
 }
@@ -134,7 +135,8 @@ func New(pool *pgxpool.Pool, opts Options) *Service {
 		c := CalibrationFor(opts.Embedder.Model())
 		opts.VectorCalibration = &c
 	}
-	return &Service{pool: pool, opts: opts, q: sqlc.New(pool), qvec: newQueryVectors(), next: next}
+	return &Service{pool: pool, opts: opts, q: sqlc.New(pool), qvec: newQueryVectors(), next: next,
+		vecStmt: vectorStmt(SpaceOf(opts.Embedder))}
 }
 
 func (s *Service) log() *slog.Logger { return s.opts.Logger }

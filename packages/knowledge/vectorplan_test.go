@@ -3,6 +3,7 @@ package knowledge_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -157,4 +158,176 @@ func TestVectorListUsesTheModelsIndexAtEveryWidth(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The vector list's statement (sql/search_vector.sql) runs the plan the
+// org's size and indexes call for, on a never-analyzed table, at every
+// width (vector(N) and halfvec(N)) and with a quote in the model's name:
+// the space's HNSW indexes through the statement's own plan, made once
+// for the connection (generic); the org's own index through the function
+// planned per call; the exact scan for a small org. The space's plan
+// answers what the function answers, in the same order, and only the
+// space's vectors.
+func TestVectorStatementRunsThePlanOfTheOrg(t *testing.T) {
+	t.Parallel()
+	for _, dims := range []int{384, 3072} {
+		t.Run(fmt.Sprint(dims), func(t *testing.T) {
+			t.Parallel()
+			emb := widthEmbedder{"o'model-" + fmt.Sprint(dims), dims}
+			b := setup(t, func(o *knowledge.Options) { o.Embedder = emb })
+			ctx, s, sp, c := b.ctx, b.svc, knowledge.SpaceOf(emb), b.alice
+			// 80 entries of the space (every fourth superseded), 20 of
+			// another width and 20 of another model; two chunks for each
+			// entry of the space.
+			for _, r := range []struct {
+				model string
+				dims  int
+				n     int
+			}{{emb.model, dims, 80}, {emb.model, 256, 20}, {"other-model", dims, 20}} {
+				if _, err := b.pool.Exec(ctx, `
+					INSERT INTO knowledge (org_id, title, body, created_by_agent_id, embedding, embedding_status, embedding_model, embedded_at)
+					SELECT $1, 'note ' || i, 'body ' || i, $2,
+					       (SELECT array_agg(random() - 0.5)::real[] FROM generate_series(1, $3::int) WHERE i > 0)::vector,
+					       'ready', $4, now()
+					FROM generate_series(1, $5::int) i`, c.OrgID, c.AgentID, r.dims, r.model, r.n); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := b.pool.Exec(ctx, `
+				INSERT INTO knowledge_chunks (org_id, entry_id, chunk, start_char, end_char, embedding_model, embedding)
+				SELECT k.org_id, k.id, n, n * 10, n * 10 + 10, $2,
+				       (SELECT array_agg(random() - 0.5)::real[] FROM generate_series(1, $3::int) WHERE n > 0)::vector
+				FROM knowledge k CROSS JOIN generate_series(1, 2) n
+				WHERE k.org_id = $1 AND k.embedding_model = $2 AND vector_dims(k.embedding) = $3`, c.OrgID, emb.model, dims); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.pool.Exec(ctx, `
+				WITH head AS (SELECT max(id::text)::uuid AS id FROM knowledge WHERE org_id = $1),
+				     old AS (SELECT id FROM knowledge WHERE org_id = $1 AND id <> (SELECT id FROM head) ORDER BY id LIMIT 20)
+				UPDATE knowledge k SET head_id = head.id, superseded_by = head.id, superseded_at = now()
+				FROM old, head WHERE k.id = old.id`, c.OrgID); err != nil {
+				t.Fatal(err)
+			}
+			if built, err := s.EnsureVectorIndex(ctx); err != nil || !built {
+				t.Fatalf("ensure: %v %v", built, err)
+			}
+			var q pgvector.Vector
+			if err := b.pool.QueryRow(ctx, `SELECT embedding FROM knowledge_chunks WHERE org_id = $1 LIMIT 1`, c.OrgID).Scan(&q); err != nil {
+				t.Fatal(err)
+			}
+			// The org's size as the indexer counts it (a large share of a
+			// small table: the space's plan), without indexing 3,000
+			// entries.
+			setDocs := func(n int) {
+				t.Helper()
+				if _, err := b.pool.Exec(ctx, `INSERT INTO knowledge_search_stats (org_id, config, docs) VALUES ($1, 'english', $2)
+					ON CONFLICT (org_id) DO UPDATE SET docs = excluded.docs`, c.OrgID, n); err != nil {
+					t.Fatal(err)
+				}
+			}
+			conn, notices := explainConn(t, b.pool, "SET auto_explain.log_analyze = on", "SET auto_explain.log_timing = off",
+				"SET auto_explain.log_nested_statements = on")
+			run := func(docs int) (ids []uuid.UUID, plan string) {
+				t.Helper()
+				setDocs(docs)
+				*notices = nil
+				ids, err := s.RunVectorStatement(ctx, conn, knowledge.Caller{OrgID: c.OrgID}, q, "200", int64(docs))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return ids, strings.Join(*notices, "\n")
+			}
+			want := func(fn string) []uuid.UUID {
+				t.Helper()
+				tx, err := b.pool.Begin(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer tx.Rollback(ctx)
+				if _, err := tx.Exec(ctx, "SET LOCAL hnsw.ef_search = 200"); err != nil {
+					t.Fatal(err)
+				}
+				rows, err := tx.Query(ctx, "SELECT id FROM "+fn+"($1, $2, $3, '{}', false, false, 40)", c.OrgID, q, emb.model)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+				if err != nil {
+					t.Fatal(err)
+				}
+				return ids
+			}
+			ran := func(plan, what string) bool {
+				for _, line := range strings.Split(plan, "\n") {
+					if strings.Contains(line, what) && !strings.Contains(line, "never executed") {
+						return true
+					}
+				}
+				return false
+			}
+			exact := want("knowledge_vector_exact")
+			if len(exact) != 40 {
+				t.Fatalf("the exact plan answered %d entries, want 40 of the space's 60 current ones", len(exact))
+			}
+
+			// A large share of its table, no index of its own: the space's,
+			// never analyzed and analyzed (a small table, whose analyzed
+			// planner would rather scan it all and sort: the plan is pinned).
+			spacePlan := func() {
+				t.Helper()
+				for range 7 { // past the plan cache's first custom plans
+					got, plan := run(3000)
+					for _, ix := range []string{sp.IndexName(), sp.ChunkIndexName()} {
+						if !ran(plan, "Index Scan using "+ix) {
+							t.Fatalf("the space's plan did not walk %s:\n%s", ix, plan)
+						}
+					}
+					if ran(plan, "Function Scan on knowledge_vector_") {
+						t.Fatalf("the space's plan ran a vector function:\n%s", plan)
+					}
+					if fn := want("knowledge_vector_hnsw"); !slices.Equal(got, fn) {
+						t.Fatalf("the space's plan answered\n%v\nthe function\n%v", got, fn)
+					}
+					// 240 vectors under ef_search 200: the same entries as
+					// the exact scan (in its order but where halfvec's
+					// rounding swaps near ties).
+					if !sameSet(got, exact) {
+						t.Fatalf("the space's plan answered\n%v\nthe exact scan\n%v", got, exact)
+					}
+				}
+			}
+			spacePlan()
+			if _, err := b.pool.Exec(ctx, "ANALYZE knowledge, knowledge_chunks"); err != nil {
+				t.Fatal(err)
+			}
+			spacePlan()
+			var generic int64
+			if err := conn.QueryRow(ctx, `SELECT coalesce(sum(generic_plans), 0) FROM pg_prepared_statements WHERE statement LIKE '%knowledge_vector_hnsw%'`).Scan(&generic); err != nil {
+				t.Fatal(err)
+			}
+			if generic == 0 {
+				t.Fatal("the vector statement was not run with a generic plan")
+			}
+			// Small: the exact scan.
+			if got, plan := run(100); !ran(plan, "Function Scan on knowledge_vector_exact") || ran(plan, "Index Scan using "+sp.IndexName()) || !slices.Equal(got, exact) {
+				t.Fatalf("a small org's plan:\n%s\n%v", plan, got)
+			}
+			// An index of its own: the function, whose plan names the org.
+			org := c.OrgID
+			if _, err := b.pool.Exec(ctx, sp.OrgIndexDDL(org)); err != nil {
+				t.Fatal(err)
+			}
+			if got, plan := run(3000); !ran(plan, "Function Scan on knowledge_vector_hnsw") || !sameSet(got, exact) {
+				t.Fatalf("the org's own plan:\n%s\n%v", plan, got)
+			}
+		})
+	}
+}
+
+func sameSet(a, b []uuid.UUID) bool {
+	x, y := slices.Clone(a), slices.Clone(b)
+	cmp := func(p, q uuid.UUID) int { return strings.Compare(p.String(), q.String()) }
+	slices.SortFunc(x, cmp)
+	slices.SortFunc(y, cmp)
+	return slices.Equal(x, y)
 }

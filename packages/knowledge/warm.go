@@ -13,28 +13,35 @@ import (
 // WarmConn readies a new database connection for search, for
 // db.AfterConnect: the first search on a connection used to cost 10-30 ms
 // more than the next ones (the text search dictionary loaded into the
-// backend, the ranking statement parsed and its generic plan built), and a
-// fanned-out search meets three new connections at once. It runs the
-// ranking statement once, for no org (uuid.Nil owns nothing), so the plan
-// is cached in the connection's prepared statement and the deployment's
-// dictionary is loaded. A failure (tables not migrated yet, a statement
+// backend, the ranking statements parsed and their generic plans built),
+// and a fanned-out search meets two new connections at once. It runs both
+// ranking statements (lexical and vector) once, for no org (uuid.Nil owns
+// nothing), so their plans are cached in the connection's prepared
+// statements and the deployment's dictionary is loaded. A failure (tables not migrated yet, a statement
 // cancelled) is logged, never returned: a cold connection still works.
 func (s *Service) WarmConn(ctx context.Context, conn *pgx.Conn) error {
-	p := &pipeline{pool: conn}
-	if err := sqlc.New(p).SearchConfig(ctx, "64"); err != nil {
-		return nil // queued only; errors surface on Query
-	}
 	vec := pgvector.NewVector(make([]float32, s.opts.Embedder.Dimensions()))
 	a := &searchArgs{Query: "warm up", EfSearch: DefaultEfSearch}
-	rows, err := searchCandidatesStmt.query(ctx, p, s.candidateArgs(Caller{OrgID: uuid.Nil}, a, 1, 1, listsAll, &vec))
-	if err == nil {
-		for rows.Next() {
+	for _, st := range []struct {
+		stmt  *namedSQL
+		pin   bool
+		lists int
+	}{{searchCandidatesStmt, false, listsLexical}, {s.vecStmt, true, listVector}} {
+		p := &pipeline{pool: conn}
+		if err := sqlc.New(p).SearchConfig(ctx, sqlc.SearchConfigParams{EfSearch: "64", PinVectorPlan: st.pin}); err != nil {
+			return nil // queued only; errors surface on Query
 		}
-		rows.Close()
-		err = rows.Err()
-	}
-	if err != nil {
-		s.log().Warn("knowledge: warming a database connection failed; its first search plans itself", "err", err)
+		rows, err := st.stmt.query(ctx, p, s.candidateArgs(Caller{OrgID: uuid.Nil}, a, 1, 1, st.lists, &vec))
+		if err == nil {
+			for rows.Next() {
+			}
+			rows.Close()
+			err = rows.Err()
+		}
+		if err != nil {
+			s.log().Warn("knowledge: warming a database connection failed; its first search plans itself", "err", err)
+			return nil
+		}
 	}
 	return nil
 }

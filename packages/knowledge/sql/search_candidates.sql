@@ -5,45 +5,34 @@
 -- not exist'), and the shape is what pins the plans. Its arguments are
 -- named; search.go and indexer.go pass every one of them.
 --
--- The three ranked lists of one search, each restricted to the org and the
--- filters and cut at @candidates, as one row per entry found with its rank
--- and raw signal in every list (0 / NULL: not in that list). Fusion and
--- calibration are done by the caller (search.go, rrf.go).
+-- The two lexical lists of one search (full text and title), each
+-- restricted to the org and the filters and cut at @candidates, as one row
+-- per entry found with its rank and raw signal in each list (0: not in
+-- that list; the vector columns are always 0 here: the vector list is
+-- sql/search_vector.sql). Fusion and calibration are done by the caller
+-- (search.go, rrf.go).
 --
--- @lists says which lists this run computes (1: vector, 2: full text, 4:
--- title; 7: all). search.go runs the lexical lists (6) and the vector
--- list (1) as two concurrent statements on two connections when the pool
--- has them to spare, one statement (7) otherwise. A list not asked for
--- costs nothing: its branch below is gated by a one-time filter, so
--- neither it nor the CTEs only it reads run.
+-- @lists says which lists this run computes (2: full text, 4: title; 6:
+-- both, as search.go runs it). A list not asked for costs nothing: its
+-- branch below is gated by a one-time filter, so neither it nor the CTEs
+-- only it reads run. The two share the
+-- org's statistics, the query's terms and the postings' scores: one
+-- statement computes both (a statement each was 0.5-0.8 ms slower a search
+-- on two cores; docs/benchmarks.md, "Issue 9, sixth pass").
 --
 -- Plans are pinned by the statement's shape, not left to statistics: every
 -- read of a term's postings is an index range scan under a LIMIT (a
 -- LATERAL per term), every look-up of an entry a primary-key probe (a
 -- LATERAL with LIMIT 1 is never turned into a hash join over the whole
--- table), and the vector and queue reads are functions with their own
--- planner settings (db/migrations/00002_search.sql).
+-- table), and the queue's read is a function with its own planner
+-- settings (db/migrations/00002_search.sql).
 WITH st AS MATERIALIZED (
     SELECT coalesce(s.config, @default_config::regconfig) AS config,
            coalesce(s.docs, 0)::float8 AS docs,
            -- NULL before the first entry is indexed: then each entry is its
            -- own average (no length normalisation) until statistics exist.
            CASE WHEN s.docs > 0 THEN s.len_b::float8 / s.docs END AS avg_b,
-           CASE WHEN s.docs > 0 THEN greatest(s.len_t::float8 / s.docs, 1) END AS avg_t,
-           -- The vector plan (search.go, hnswCostRatio): HNSW when the org
-           -- has a valid HNSW index of its own for the model (Upkeep's), or
-           -- the model's index is valid and the org so large a share of the
-           -- table that filtering it is cheaper than an exact scan of the
-           -- org (vectorspace.go names both indexes).
-           coalesce(s.docs, 0) >= @hnsw_min_docs::bigint
-               AND (EXISTS (SELECT 1 FROM pg_catalog.pg_class c
-                            JOIN pg_catalog.pg_index i ON i.indexrelid = c.oid AND i.indisvalid
-                            WHERE c.relname = @org_vector_index::text)
-                    OR (s.docs::float8 * s.docs >= @hnsw_cost_ratio::float8 * @table_docs::float8 * @candidates::float8
-                        AND EXISTS (SELECT 1 FROM pg_catalog.pg_class c
-                                    JOIN pg_catalog.pg_index i ON i.indexrelid = c.oid AND i.indisvalid
-                                    WHERE c.relname = @vector_index::text)))
-               AS use_hnsw
+           CASE WHEN s.docs > 0 THEN greatest(s.len_t::float8 / s.docs, 1) END AS avg_t
     FROM (SELECT 1) one
     LEFT JOIN knowledge_search_stats s ON s.org_id = @org_id
 ),
@@ -175,51 +164,12 @@ ttl AS (
         LIMIT @candidates::int
     ) t
 ),
--- A NULL query_vec (the embedder failed) leaves the vector list empty. One
--- of the two plans runs, chosen from the org's size and its share of the
--- table (see search.go, vectorPlan).
-vec AS MATERIALIZED (
-    SELECT v.id, v.dist
-    FROM (
-        SELECT v.id, v.dist
-        FROM knowledge_vector_hnsw(@org_id, @query_vec::vector, @model::text, @tags::text[],
-                                   @include_superseded::bool OR @as_of::timestamptz IS NOT NULL,
-                                   @include_expired::bool OR @as_of::timestamptz IS NOT NULL,
-                                   @candidates::int * CASE WHEN @as_of::timestamptz IS NULL THEN 1 ELSE @as_of_widen::int END) AS v (id, dist)
-        WHERE @query_vec::vector IS NOT NULL AND @lists::int & 1 <> 0 AND (SELECT use_hnsw FROM st)
-        UNION ALL
-        SELECT v.id, v.dist
-        FROM knowledge_vector_exact(@org_id, @query_vec::vector, @model::text, @tags::text[],
-                                    @include_superseded::bool OR @as_of::timestamptz IS NOT NULL,
-                                    @include_expired::bool OR @as_of::timestamptz IS NOT NULL,
-                                    @candidates::int * CASE WHEN @as_of::timestamptz IS NULL THEN 1 ELSE @as_of_widen::int END) AS v (id, dist)
-        WHERE @query_vec::vector IS NOT NULL AND @lists::int & 1 <> 0 AND NOT (SELECT use_hnsw FROM st)
-    ) v
-    -- asOf: the functions' own filters are of today, so they are asked for
-    -- everything (superseded and expired too, @as_of_widen times as many)
-    -- and what the org knew then is kept here.
-    WHERE @as_of::timestamptz IS NULL OR EXISTS (
-        SELECT 1 FROM knowledge k
-        WHERE k.org_id = @org_id AND k.id = v.id
-          AND k.created_at <= @as_of::timestamptz
-          AND (@include_superseded::bool OR k.superseded_at IS NULL OR k.superseded_at > @as_of::timestamptz)
-          AND (@include_expired::bool OR k.expires_at IS NULL OR k.expires_at > @as_of::timestamptz))
-    ORDER BY v.dist, v.id
-    LIMIT @candidates::int
-),
-vec_ranked AS (
-    -- relaxed_order may return rows slightly out of order: re-rank here.
-    SELECT id, 1 - dist AS signal, row_number() OVER (ORDER BY dist, id) AS rank FROM vec
-),
 lists AS (
-    SELECT id, rank, signal, 1 AS list, false AS contains FROM vec_ranked
-    UNION ALL SELECT id, rank, signal, 2, false FROM fts WHERE @lists::int & 2 <> 0
+    SELECT id, rank, signal, 2 AS list, false AS contains FROM fts WHERE @lists::int & 2 <> 0
     UNION ALL SELECT id, rank, signal, 3, contains FROM ttl WHERE @lists::int & 4 <> 0
 ),
 agg AS (
     SELECT id,
-           coalesce(max(rank) FILTER (WHERE list = 1), 0)::int AS vector_rank,
-           coalesce(max(signal) FILTER (WHERE list = 1), 0)::float8 AS cosine,
            coalesce(max(rank) FILTER (WHERE list = 2), 0)::int AS full_text_rank,
            coalesce(max(signal) FILTER (WHERE list = 2), 0)::float8 AS bm25,
            coalesce(max(rank) FILTER (WHERE list = 3), 0)::int AS title_rank,
@@ -228,7 +178,7 @@ agg AS (
     FROM lists
     GROUP BY id
 )
-SELECT a.id, a.vector_rank, a.cosine, a.full_text_rank, a.bm25, a.title_rank, a.title_bm25, a.title_contains,
+SELECT a.id, 0 AS vector_rank, 0::float8 AS cosine, a.full_text_rank, a.bm25, a.title_rank, a.title_bm25, a.title_contains,
        CASE WHEN @lists::int & 2 <> 0 THEN (SELECT coalesce(sum(idf), 0) FROM picked WHERE field = 'b') ELSE 0 END::float8 AS query_idf_b,
        CASE WHEN @lists::int & 4 <> 0 THEN (SELECT coalesce(sum(idf), 0) FROM picked WHERE field = 't') ELSE 0 END::float8 AS query_idf_t,
        k.title, k.tags, k.confidence, k.created_at, k.expires_at, k.head_id, k.embedding_status

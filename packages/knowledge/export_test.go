@@ -1,0 +1,41 @@
+package knowledge
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/pgvector/pgvector-go"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
+)
+
+// RunVectorStatement runs the vector list's statement (sql/search_vector.sql)
+// on conn exactly as a search does (after SearchConfig, with its scans
+// pinned), 40 candidates deep, the table counted as tableDocs indexed
+// entries: for the tests of its plans (vectorplan_test.go). It answers the
+// ids in rank order.
+func (s *Service) RunVectorStatement(ctx context.Context, conn *pgx.Conn, c Caller, vec pgvector.Vector, efSearch string, tableDocs int64) ([]uuid.UUID, error) {
+	a, err := validateSearch(c, SearchInput{Query: "vector"})
+	if err != nil {
+		return nil, err
+	}
+	p := &pipeline{pool: conn}
+	if err := sqlc.New(p).SearchConfig(ctx, sqlc.SearchConfigParams{EfSearch: efSearch, PinVectorPlan: true}); err != nil {
+		return nil, err
+	}
+	rows, err := s.vecStmt.query(ctx, p, s.candidateArgs(c, a, 40, tableDocs, listVector, &vec))
+	if err != nil {
+		return nil, err
+	}
+	cands, err := pgx.CollectRows(rows, scanCandidate)
+	ids := make([]uuid.UUID, len(cands))
+	for i, r := range cands {
+		ids[i] = r.ID
+	}
+	return ids, err
+}
+
+// OrgIndexDDL is the CREATE INDEX of the org's own HNSW index of the space,
+// as Upkeep builds it.
+func (v VectorSpace) OrgIndexDDL(org uuid.UUID) string { return v.indexDDL(v.OrgIndexName(org), &org) }

@@ -1,0 +1,119 @@
+-- The vector list of one search, restricted to the org and the filters and
+-- cut at @candidates: one row per entry found, with its rank and cosine
+-- similarity, and the columns sql/search_candidates.sql gives (the lexical
+-- ones zero). Run by packages/knowledge (search.go) through pgx with named
+-- arguments, after SearchConfig with pin_vector_plan.
+--
+-- A template of the embedding space: its placeholders in double braces are
+-- replaced once per Service by the space's cast (vector(N), or halfvec(N)
+-- past 2,000 dimensions), width and model (a quoted literal), so that the
+-- space's partial HNSW indexes (vectorspace.go) are proven usable by a
+-- generic plan, made once per connection. The vector list's function
+-- (knowledge_vector_hnsw) builds its statement at run time instead, and its
+-- planning was a third of the list's time at 5,000 entries (0.5-0.6 ms of
+-- ~1.5 ms; docs/benchmarks.md, "Issue 9, seventh pass").
+--
+-- One of three plans runs, chosen here from the org's size, its share of
+-- the table and the indexes that exist, never by the planner's statistics
+-- (search.go, hnswCostRatio):
+--   org:   the org has a valid HNSW index of its own (Upkeep's, for large
+--          orgs). Its predicate names the org, so only a plan made for the
+--          org's id can use it: knowledge_vector_hnsw, planned per call.
+--   space: the org is a large share of the table: the space's HNSW index,
+--          filtered by org while it walks, here with a plan made once.
+--   exact: otherwise, every vector of the org (knowledge_vector_exact).
+-- Each branch is gated by a one-time filter: the branches not chosen do
+-- not run. The plan is pinned by the settings SearchConfig gives this
+-- statement (no sequential scans, sorts or bitmap scans where an index
+-- order exists), not by statistics, which may be missing.
+WITH st AS MATERIALIZED (
+    SELECT CASE
+               WHEN coalesce(s.docs, 0) < @hnsw_min_docs::bigint THEN 'exact'
+               WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_class c
+                            JOIN pg_catalog.pg_index i ON i.indexrelid = c.oid AND i.indisvalid
+                            WHERE c.relname = @org_vector_index::text) THEN 'org'
+               WHEN s.docs::float8 * s.docs >= @hnsw_cost_ratio::float8 * @table_docs::float8 * @candidates::float8
+                    AND EXISTS (SELECT 1 FROM pg_catalog.pg_class c
+                                JOIN pg_catalog.pg_index i ON i.indexrelid = c.oid AND i.indisvalid
+                                WHERE c.relname = @vector_index::text) THEN 'space'
+               ELSE 'exact'
+           END AS plan
+    FROM (SELECT 1) one
+    LEFT JOIN knowledge_search_stats s ON s.org_id = @org_id
+),
+-- The space's plan: an entry is ranked by its best vector, its own (the
+-- first chunk) or one of its chunks'. Each side is an HNSW scan of its
+-- table's index of the space under a LIMIT (the iterative scan keeps
+-- walking while the org filter rejects); a chunk's entry is checked
+-- against the filters by a primary-key probe. The chunks' side runs only
+-- when the org has chunks of the space (a key probe): walking the chunk
+-- index for an org it holds nothing of would visit up to
+-- hnsw.max_scan_tuples chunks to find none.
+space AS MATERIALIZED (
+    SELECT x.id, min(x.dist) AS dist
+    FROM (
+        (SELECT k.id, (k.embedding::{{cast}} <=> @query_vec::vector::{{cast}})::float8 AS dist
+         FROM knowledge k
+         WHERE k.org_id = @org_id
+           AND k.embedding_model = {{model}} AND vector_dims(k.embedding) = {{dims}}
+           AND (cardinality(@tags::text[]) = 0 OR k.tags @> @tags::text[])
+           AND (@wide_superseded::bool OR k.head_id IS NULL)
+           AND (@wide_expired::bool OR k.expires_at IS NULL OR k.expires_at > now())
+           AND (SELECT plan FROM st) = 'space'
+         ORDER BY k.embedding::{{cast}} <=> @query_vec::vector::{{cast}}
+         LIMIT @wide_n::int)
+        UNION ALL
+        (SELECT c.entry_id, (c.embedding::{{cast}} <=> @query_vec::vector::{{cast}})::float8
+         FROM knowledge_chunks c
+         WHERE c.org_id = @org_id
+           AND c.embedding_model = {{model}} AND vector_dims(c.embedding) = {{dims}}
+           AND (SELECT plan FROM st) = 'space'
+           AND EXISTS (SELECT 1 FROM knowledge_chunks c0
+                       WHERE c0.org_id = @org_id AND c0.embedding_model = {{model}} AND vector_dims(c0.embedding) = {{dims}})
+           AND EXISTS (SELECT 1 FROM knowledge k
+                       WHERE k.org_id = @org_id AND k.id = c.entry_id AND k.embedding IS NOT NULL
+                         AND (cardinality(@tags::text[]) = 0 OR k.tags @> @tags::text[])
+                         AND (@wide_superseded::bool OR k.head_id IS NULL)
+                         AND (@wide_expired::bool OR k.expires_at IS NULL OR k.expires_at > now()))
+         ORDER BY c.embedding::{{cast}} <=> @query_vec::vector::{{cast}}
+         LIMIT @wide_n::int)
+    ) x
+    GROUP BY x.id
+),
+vec AS MATERIALIZED (
+    SELECT v.id, v.dist
+    FROM (
+        SELECT v.id, v.dist
+        FROM knowledge_vector_hnsw(@org_id, @query_vec::vector, @model::text, @tags::text[],
+                                   @wide_superseded::bool, @wide_expired::bool, @wide_n::int) AS v (id, dist)
+        WHERE (SELECT plan FROM st) = 'org'
+        UNION ALL
+        SELECT space.id, space.dist FROM space
+        UNION ALL
+        SELECT v.id, v.dist
+        FROM knowledge_vector_exact(@org_id, @query_vec::vector, @model::text, @tags::text[],
+                                    @wide_superseded::bool, @wide_expired::bool, @wide_n::int) AS v (id, dist)
+        WHERE (SELECT plan FROM st) = 'exact'
+    ) v
+    -- asOf: the plans' own filters are of today, so they were asked for
+    -- everything (@wide_*: superseded and expired too, and more of them)
+    -- and what the org knew then is kept here.
+    WHERE @as_of::timestamptz IS NULL OR EXISTS (
+        SELECT 1 FROM knowledge k
+        WHERE k.org_id = @org_id AND k.id = v.id
+          AND k.created_at <= @as_of::timestamptz
+          AND (@include_superseded::bool OR k.superseded_at IS NULL OR k.superseded_at > @as_of::timestamptz)
+          AND (@include_expired::bool OR k.expires_at IS NULL OR k.expires_at > @as_of::timestamptz))
+    ORDER BY v.dist, v.id
+    LIMIT @candidates::int
+)
+-- relaxed_order may return rows slightly out of order: ranked here.
+SELECT v.id, (row_number() OVER (ORDER BY v.dist, v.id))::int AS vector_rank, (1 - v.dist)::float8 AS cosine,
+       0 AS full_text_rank, 0::float8 AS bm25, 0 AS title_rank, 0::float8 AS title_bm25, false AS title_contains,
+       0::float8 AS query_idf_b, 0::float8 AS query_idf_t,
+       k.title, k.tags, k.confidence, k.created_at, k.expires_at, k.head_id, k.embedding_status
+FROM vec v
+CROSS JOIN LATERAL (
+    SELECT k.title, k.tags, k.confidence, k.created_at, k.expires_at, k.head_id, k.embedding_status
+    FROM knowledge k WHERE k.org_id = @org_id AND k.id = v.id LIMIT 1
+) k;
