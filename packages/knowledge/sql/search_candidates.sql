@@ -15,10 +15,10 @@
 -- @lists says which lists this run computes (2: full text, 4: title; 6:
 -- both, as search.go runs it). A list not asked for costs nothing: its
 -- branch below is gated by a one-time filter, so neither it nor the CTEs
--- only it reads run. The two share the
--- org's statistics, the query's terms and the postings' scores: one
--- statement computes both (a statement each was 0.5-0.8 ms slower a search
--- on two cores; docs/benchmarks.md, "Issue 9, sixth pass").
+-- only it reads run. The two share the org's statistics, the query's
+-- terms and the postings' scores: one statement computes both (a statement
+-- each was 0.5-0.8 ms slower a search on two cores; docs/benchmarks.md,
+-- "Issue 9, sixth pass").
 --
 -- Plans are pinned by the statement's shape, not left to statistics: every
 -- read of a term's postings is an index range scan under a LIMIT (a

@@ -9,9 +9,10 @@
 -- past 2,000 dimensions), width and model (a quoted literal), so that the
 -- space's partial HNSW indexes (vectorspace.go) are proven usable by a
 -- generic plan, made once per connection. The vector list's function
--- (knowledge_vector_hnsw) builds its statement at run time instead, and its
--- planning was a third of the list's time at 5,000 entries (0.5-0.6 ms of
--- ~1.5 ms; docs/benchmarks.md, "Issue 9, seventh pass").
+-- (knowledge_vector_hnsw) builds its statement at run time instead, and
+-- planning it was about 1 ms of every call at 5,000 entries with chunks
+-- (the list 2.3-3.0 ms p50 through the function, 1.4-1.7 ms here;
+-- docs/benchmarks.md, "Issue 9, seventh pass").
 --
 -- One of three plans runs, chosen here from the org's size, its share of
 -- the table and the indexes that exist, never by the planner's statistics
