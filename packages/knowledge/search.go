@@ -183,12 +183,12 @@ const (
 	asOfWiden = 4
 )
 
-// The lists of the ranking statement (sql/search_candidates.sql, @lists).
+// The lists of a search: the lexical ones are sql/search_candidates.sql's
+// @lists; listVector is sql/search_vector.sql.
 const (
 	listVector   = 1
 	listFullText = 2
 	listTitle    = 4
-	listsAll     = listVector | listFullText | listTitle
 	listsLexical = listFullText | listTitle
 	// fanOutConns is what a fanned-out search holds at once.
 	fanOutConns = 2
