@@ -7,7 +7,8 @@
 -- function every way to read the org was then off, and the planner read
 -- the whole table for each chunk's entry probe (NFCorpus, 3,633 entries
 -- and 582 chunks: 75 ms instead of 13). A function's settings are its own
--- from here on, whatever the caller's.
+-- from here on, whatever the caller's; a later CREATE OR REPLACE of it must
+-- repeat them (it replaces the function's SET clauses).
 -- +goose Up
 ALTER FUNCTION knowledge_vector_exact(uuid, vector, text, text[], bool, bool, int)
     SET enable_bitmapscan = on;
