@@ -6,8 +6,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
-
-	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
 // RunVectorStatement runs the vector list's statement (sql/search_vector.sql)
@@ -15,20 +13,12 @@ import (
 // pinned), 40 candidates deep, the table counted as tableDocs indexed
 // entries: for the tests of its plans (vectorplan_test.go). It answers the
 // ids in rank order.
-func (s *Service) RunVectorStatement(ctx context.Context, conn *pgx.Conn, c Caller, vec pgvector.Vector, efSearch string, tableDocs int64) ([]uuid.UUID, error) {
-	a, err := validateSearch(c, SearchInput{Query: "vector"})
+func (s *Service) RunVectorStatement(ctx context.Context, conn *pgx.Conn, c Caller, vec pgvector.Vector, efSearch int, tableDocs int64) ([]uuid.UUID, error) {
+	a, err := validateSearch(c, SearchInput{Query: "vector", EfSearch: efSearch})
 	if err != nil {
 		return nil, err
 	}
-	p := &pipeline{pool: conn}
-	if err := sqlc.New(p).SearchConfig(ctx, sqlc.SearchConfigParams{EfSearch: efSearch, PinVectorPlan: true}); err != nil {
-		return nil, err
-	}
-	rows, err := s.vecStmt.query(ctx, p, s.candidateArgs(c, a, 40, tableDocs, listVector, &vec))
-	if err != nil {
-		return nil, err
-	}
-	cands, err := pgx.CollectRows(rows, scanCandidate)
+	cands, err := s.candidates(ctx, conn, c, a, 40, tableDocs, listVector, &vec)
 	ids := make([]uuid.UUID, len(cands))
 	for i, r := range cands {
 		ids[i] = r.ID

@@ -218,10 +218,7 @@ func (s *Service) rank(ctx context.Context, c Caller, a *searchArgs, depth int) 
 		return nil, mapErr(err, "")
 	}
 	run := func(ctx context.Context, lists int, vec *pgvector.Vector) ([]candidateRow, error) {
-		if lists == listVector {
-			return s.candidates(ctx, s.vecStmt, true, c, a, depth, tableDocs, lists, vec)
-		}
-		return s.candidates(ctx, searchCandidatesStmt, false, c, a, depth, tableDocs, lists, vec)
+		return s.candidates(ctx, s.pool, c, a, depth, tableDocs, lists, vec)
 	}
 	var (
 		cands  []candidateRow
@@ -286,10 +283,15 @@ func (s *Service) fanOut() bool {
 	return st.MaxConns()-st.AcquiredConns() >= fanOutConns
 }
 
-// candidates runs a ranking statement (the lexical lists' or the vector
-// list's, which is planned with its scans pinned: SearchConfig).
-func (s *Service) candidates(ctx context.Context, stmt *namedSQL, pin bool, c Caller, a *searchArgs, depth int, tableDocs int64, lists int, vec *pgvector.Vector) ([]candidateRow, error) {
-	p := &pipeline{pool: s.pool}
+// candidates runs the ranking statement of lists on db (the pool, or one
+// connection): the vector list's (listVector), planned with its scans
+// pinned (SearchConfig), or the lexical one for the lexical lists asked.
+func (s *Service) candidates(ctx context.Context, db batchSender, c Caller, a *searchArgs, depth int, tableDocs int64, lists int, vec *pgvector.Vector) ([]candidateRow, error) {
+	stmt, pin := searchCandidatesStmt, false
+	if lists == listVector {
+		stmt, pin = s.vecStmt, true
+	}
+	p := &pipeline{pool: db}
 	// Queued, not sent: it goes in the same batch as the search below.
 	if err := sqlc.New(p).SearchConfig(ctx, sqlc.SearchConfigParams{EfSearch: strconv.Itoa(a.EfSearch), PinVectorPlan: pin}); err != nil {
 		return nil, mapErr(err, "")
@@ -314,7 +316,8 @@ func scanCandidate(row pgx.CollectableRow) (candidateRow, error) {
 	return r, err
 }
 
-// candidateArgs are the arguments of sql/search_candidates.sql.
+// candidateArgs are the arguments of both ranking statements
+// (sql/search_candidates.sql, sql/search_vector.sql); each uses its own.
 func (s *Service) candidateArgs(c Caller, a *searchArgs, depth int, tableDocs int64, lists int, vec *pgvector.Vector) pgx.NamedArgs {
 	sp := SpaceOf(s.opts.Embedder)
 	// The vector plans' own filters are of today: an asOf search asks them

@@ -231,7 +231,7 @@ func TestVectorStatementRunsThePlanOfTheOrg(t *testing.T) {
 				t.Helper()
 				setDocs(docs)
 				*notices = nil
-				ids, err := s.RunVectorStatement(ctx, conn, knowledge.Caller{OrgID: c.OrgID}, q, "200", int64(docs))
+				ids, err := s.RunVectorStatement(ctx, conn, knowledge.Caller{OrgID: c.OrgID}, q, 200, int64(docs))
 				if err != nil {
 					t.Fatal(err)
 				}

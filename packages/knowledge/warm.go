@@ -6,8 +6,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
-
-	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
 // WarmConn readies a new database connection for search, for
@@ -17,28 +15,14 @@ import (
 // and a fanned-out search meets two new connections at once. It runs both
 // ranking statements (lexical and vector) once, for no org (uuid.Nil owns
 // nothing), so their plans are cached in the connection's prepared
-// statements and the deployment's dictionary is loaded. A failure (tables not migrated yet, a statement
-// cancelled) is logged, never returned: a cold connection still works.
+// statements and the deployment's dictionary is loaded. A failure (tables
+// not migrated yet, a statement cancelled) is logged, never returned: a
+// cold connection still works.
 func (s *Service) WarmConn(ctx context.Context, conn *pgx.Conn) error {
 	vec := pgvector.NewVector(make([]float32, s.opts.Embedder.Dimensions()))
 	a := &searchArgs{Query: "warm up", EfSearch: DefaultEfSearch}
-	for _, st := range []struct {
-		stmt  *namedSQL
-		pin   bool
-		lists int
-	}{{searchCandidatesStmt, false, listsLexical}, {s.vecStmt, true, listVector}} {
-		p := &pipeline{pool: conn}
-		if err := sqlc.New(p).SearchConfig(ctx, sqlc.SearchConfigParams{EfSearch: "64", PinVectorPlan: st.pin}); err != nil {
-			return nil // queued only; errors surface on Query
-		}
-		rows, err := st.stmt.query(ctx, p, s.candidateArgs(Caller{OrgID: uuid.Nil}, a, 1, 1, st.lists, &vec))
-		if err == nil {
-			for rows.Next() {
-			}
-			rows.Close()
-			err = rows.Err()
-		}
-		if err != nil {
+	for _, lists := range []int{listsLexical, listVector} {
+		if _, err := s.candidates(ctx, conn, Caller{OrgID: uuid.Nil}, a, 1, 1, lists, &vec); err != nil {
 			s.log().Warn("knowledge: warming a database connection failed; its first search plans itself", "err", err)
 			return nil
 		}
