@@ -3,6 +3,7 @@ package knowledge_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -216,6 +217,48 @@ func TestSearchTitleEscapesLikeMetacharacters(t *testing.T) {
 	}
 	if got := knowledge.LikePattern(`5%_\`); got != `%5\%\_\\%` {
 		t.Fatalf("LikePattern: %q", got)
+	}
+}
+
+// The title list tests the best 50 titles by BM25 for holding the whole
+// query (containsChecked) and probes each entry once; when filters leave
+// fewer than the list's depth among those, it goes on past them in BM25
+// order, so a filtered search still finds titles below the first 50.
+func TestSearchTitleListReachesPastTheTitlesTestedForTheQuery(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	other := map[uuid.UUID]bool{}
+	for i := range 60 {
+		other[b.store(t, b.alice, fmt.Sprintf("zephyr gale %d", i), fmt.Sprintf("note number %d", i), "other")] = true
+	}
+	wanted := map[uuid.UUID]bool{}
+	for i := range 8 {
+		wanted[b.store(t, b.alice, fmt.Sprintf("gale seen long before the first zephyr of spring %d", i),
+			fmt.Sprintf("observation %d", i), "wanted")] = true
+	}
+	b.indexAll(t)
+
+	l, err := b.svc.SearchLists(b.ctx, b.alice, knowledge.SearchInput{Query: "zephyr gale", Tags: []string{"wanted"}}, 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, list := range map[string][]knowledge.ListHit{"title": l.Title, "full text": l.FullText} {
+		if len(list) != len(wanted) {
+			t.Fatalf("%s list: %d entries, want the %d tagged ones", name, len(list), len(wanted))
+		}
+		for i, h := range list {
+			if !wanted[h.ID] || (i > 0 && h.Score > list[i-1].Score) {
+				t.Fatalf("%s list: entry %d %v (score %v) is not tagged or out of order: %+v", name, i, h.ID, h.Score, list)
+			}
+		}
+	}
+
+	// Unfiltered, the 40 places go to titles holding the whole query.
+	r := b.search(t, b.alice, knowledge.SearchInput{Query: "zephyr gale", Limit: 40})
+	for _, h := range r.Hits {
+		if h.TitleRank > 0 && (!other[h.ID] || !h.Signals.TitleContains) {
+			t.Fatalf("title rank %d: %q (contains %v), want a title holding the query", h.TitleRank, h.Title, h.Signals.TitleContains)
+		}
 	}
 }
 

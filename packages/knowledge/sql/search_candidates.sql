@@ -25,7 +25,10 @@
 -- LATERAL per term), every look-up of an entry a primary-key probe (a
 -- LATERAL with LIMIT 1 is never turned into a hash join over the whole
 -- table), and the queue's read is a function with its own planner
--- settings (db/migrations/00002_search.sql).
+-- settings (db/migrations/00002_search.sql). The walks that stop at
+-- @candidates rely on the executor reading a nested loop's outer side and
+-- a UNION ALL's branches in order, and stopping when the LIMIT above is
+-- met: a probe past that point is never made.
 WITH st AS MATERIALIZED (
     SELECT coalesce(s.config, @default_config::regconfig) AS config,
            coalesce(s.docs, 0)::float8 AS docs,
@@ -61,8 +64,11 @@ weights AS MATERIALIZED (
 -- little to scores that the query's informative words decide, and they
 -- were most of the cost of a search (a word held by most entries: 2,000 of
 -- 2,700 postings read, docs/benchmarks.md).
+-- ik, c0 and kb are the term's constants of the BM25 formula (scored).
 picked AS MATERIALIZED (
-    SELECT p.field, p.term, p.df, p.idf,
+    SELECT p.field, p.term, p.df, p.idf, p.idf * (@k1::float8 + 1) AS ik,
+           CASE WHEN a.avg IS NULL THEN @k1::float8 ELSE @k1::float8 * (1 - @b::float8) END AS c0,
+           coalesce(@k1::float8 * @b::float8 / a.avg, 0) AS kb,
            greatest(@min_per_term::int,
                     ceil(@per_term::int * least(1, p.idf / coalesce(max(p.idf) FILTER (WHERE p.df > 0) OVER (PARTITION BY p.field), p.idf))))::int
                AS reads
@@ -70,13 +76,14 @@ picked AS MATERIALIZED (
         SELECT w.field, w.term, w.df, w.idf FROM weights w
         WHERE w.term IN (SELECT term FROM weights WHERE field = 'b' ORDER BY idf DESC, term LIMIT @max_terms::int)
     ) p
+    CROSS JOIN LATERAL (SELECT CASE p.field WHEN 'b' THEN st.avg_b ELSE st.avg_t END AS avg FROM st) a
 ),
 -- The best postings of each term by impact, w.reads of them. A term held
 -- by fewer entries is read whole; a term held by more is, by its idf, a
 -- small part of any score (docs/knowledge.md, "Search", and apps/eval
 -- measure what the bound costs).
 post AS (
-    SELECT w.field, w.idf, p.entry_id, p.tf, p.len
+    SELECT w.field, w.ik, w.c0, w.kb, p.entry_id, p.tf, p.len
     FROM picked w
     CROSS JOIN LATERAL (
         SELECT x.entry_id, x.tf, x.len FROM knowledge_postings x
@@ -90,7 +97,7 @@ post AS (
 -- Entries stored but not indexed yet (the newest @tail of them), analysed
 -- here exactly as the indexer will: found at once, scored the same way.
 tail AS (
-    SELECT a.field, w.idf, tq.entry_id, a.tf, a.len
+    SELECT a.field, w.ik, w.c0, w.kb, tq.entry_id, a.tf, a.len
     FROM knowledge_queued(@org_id, @tail::int) AS tq (entry_id)
     CROSS JOIN LATERAL (SELECT k.title, k.body FROM knowledge k
                         WHERE k.org_id = @org_id AND k.id = tq.entry_id LIMIT 1) e
@@ -99,91 +106,95 @@ tail AS (
     JOIN picked w ON w.field = a.field AND w.term = a.term
     WHERE (a.field = 'b' AND @lists::int & 2 <> 0) OR (a.field = 't' AND @lists::int & 4 <> 0)
 ),
+-- BM25 of every entry found, per field. A posting's part is
+-- idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avg)), written as
+-- ik * tf / (tf + c0 + kb * len) with ik, c0 and kb computed once per term
+-- and field in picked: each operator here runs once per posting read (up to
+-- a few thousand a search), and the generic plan cannot fold arguments into
+-- constants. Without statistics yet (avg NULL) each entry is its own
+-- average: c0 = k1, kb = 0.
 scored AS MATERIALIZED (
     SELECT x.entry_id,
-           coalesce(sum(x.idf * x.tf * (@k1::float8 + 1) / (x.tf + @k1::float8 * (1 - @b::float8 + @b::float8 * x.len / coalesce(st.avg_b, x.len))))
-                    FILTER (WHERE x.field = 'b'), 0) AS bm25_b,
-           coalesce(sum(x.idf * x.tf * (@k1::float8 + 1) / (x.tf + @k1::float8 * (1 - @b::float8 + @b::float8 * x.len / coalesce(st.avg_t, x.len))))
-                    FILTER (WHERE x.field = 't'), 0) AS bm25_t
-    FROM (SELECT post.field, post.idf, post.entry_id, post.tf, post.len FROM post
-          UNION ALL SELECT tail.field, tail.idf, tail.entry_id, tail.tf, tail.len FROM tail) x
-    CROSS JOIN st
+           coalesce(sum(x.s) FILTER (WHERE x.field = 'b'), 0) AS bm25_b,
+           coalesce(sum(x.s) FILTER (WHERE x.field = 't'), 0) AS bm25_t
+    FROM (SELECT u.field, u.entry_id,
+                 u.ik * u.tf / (u.tf + u.c0 + u.kb * u.len) AS s
+          FROM (SELECT post.field, post.ik, post.c0, post.kb, post.entry_id, post.tf, post.len FROM post
+                UNION ALL SELECT tail.field, tail.ik, tail.c0, tail.kb, tail.entry_id, tail.tf, tail.len FROM tail) u) x
     GROUP BY x.entry_id
 ),
+-- The full-text list: the best entries by body BM25 that pass the filters,
+-- walked best first with a key probe each until @candidates pass. The probe
+-- also reads the columns the answer needs, so no entry is looked up again.
 fts AS (
-    SELECT f.id, f.signal, row_number() OVER (ORDER BY f.signal DESC, f.id) AS rank
+    SELECT f.*, row_number() OVER (ORDER BY f.signal DESC, f.id) AS rank
     FROM (
-        SELECT s.entry_id AS id, s.bm25_b AS signal
+        SELECT s.entry_id AS id, s.bm25_b AS signal,
+               k.title, k.tags, k.confidence, k.created_at, k.expires_at, k.head_id, k.embedding_status
         FROM (SELECT entry_id, bm25_b FROM scored WHERE bm25_b > 0 ORDER BY bm25_b DESC, entry_id) s
         CROSS JOIN LATERAL (
-            SELECT 1 FROM knowledge k
+            SELECT k.title, k.tags, k.confidence, k.created_at, k.expires_at, k.head_id, k.embedding_status
+            FROM knowledge k
             WHERE k.org_id = @org_id AND k.id = s.entry_id
-              AND (cardinality(@tags::text[]) = 0 OR k.tags @> @tags::text[])
+              AND ((cardinality(@tags::text[]) = 0 OR k.tags @> @tags::text[])
               AND (@as_of::timestamptz IS NULL OR k.created_at <= @as_of::timestamptz)
               AND (@include_superseded::bool OR k.superseded_at IS NULL OR k.superseded_at > coalesce(@as_of::timestamptz, 'infinity'))
-              AND (@include_expired::bool OR k.expires_at IS NULL OR k.expires_at > coalesce(@as_of::timestamptz, now()))
+              AND (@include_expired::bool OR k.expires_at IS NULL OR k.expires_at > coalesce(@as_of::timestamptz, now())))
             LIMIT 1
         ) k
         LIMIT @candidates::int
     ) f
 ),
--- Titles holding the whole query: the title list's strongest signal. Such
--- a title holds every query word, so it is among the best titles by BM25:
--- the substring test (ILIKE) runs on the best @contains_checked of those, a
--- key probe each (see db/migrations/00002_search.sql for why not a trigram
--- index).
-contains AS MATERIALIZED (
-    SELECT s.entry_id AS id
-    FROM (SELECT entry_id FROM scored WHERE bm25_t > 0 ORDER BY bm25_t DESC, entry_id LIMIT @contains_checked::int) s
+-- The title list's entries best first by title BM25, each probed once:
+-- whether it passes the filters, its columns, and, for the best
+-- @contains_checked, whether its title holds the whole query (ILIKE), the
+-- title list's strongest signal. Such a title holds every query word, so it
+-- is among the best titles by BM25 (see db/migrations/00002_search.sql for
+-- why not a trigram index). The CTE is read lazily: ttl below stops
+-- reading it as soon as it has @candidates entries, so usually only the
+-- best @contains_checked are probed.
+ttl_probed AS MATERIALIZED (
+    SELECT s.entry_id AS id, s.bm25_t AS signal, k.passes, k.contains,
+           k.title, k.tags, k.confidence, k.created_at, k.expires_at, k.head_id, k.embedding_status
+    FROM (SELECT entry_id, bm25_t, row_number() OVER (ORDER BY bm25_t DESC, entry_id) AS n FROM scored WHERE bm25_t > 0) s
     CROSS JOIN LATERAL (
-        SELECT 1 FROM knowledge k
-        WHERE k.org_id = @org_id AND k.id = s.entry_id AND k.title ILIKE @title_pattern::text
-        LIMIT 1
-    ) k
-    WHERE @use_contains::bool
-),
-ttl AS (
-    SELECT t.id, t.signal, t.contains, row_number() OVER (ORDER BY t.contains DESC, t.signal DESC, t.id) AS rank
-    FROM (
-        SELECT c.id, c.signal, c.contains
-        FROM (
-            SELECT coalesce(s.entry_id, h.id) AS id, coalesce(s.bm25_t, 0) AS signal, h.id IS NOT NULL AS contains
-            FROM (SELECT entry_id, bm25_t FROM scored WHERE bm25_t > 0) s
-            FULL JOIN contains h ON h.id = s.entry_id
-            ORDER BY 3 DESC, 2 DESC, 1
-        ) c
-        CROSS JOIN LATERAL (
-            SELECT 1 FROM knowledge k
-            WHERE k.org_id = @org_id AND k.id = c.id
-              AND (cardinality(@tags::text[]) = 0 OR k.tags @> @tags::text[])
+        SELECT ((cardinality(@tags::text[]) = 0 OR k.tags @> @tags::text[])
               AND (@as_of::timestamptz IS NULL OR k.created_at <= @as_of::timestamptz)
               AND (@include_superseded::bool OR k.superseded_at IS NULL OR k.superseded_at > coalesce(@as_of::timestamptz, 'infinity'))
-              AND (@include_expired::bool OR k.expires_at IS NULL OR k.expires_at > coalesce(@as_of::timestamptz, now()))
-            LIMIT 1
-        ) k
+              AND (@include_expired::bool OR k.expires_at IS NULL OR k.expires_at > coalesce(@as_of::timestamptz, now()))) AS passes,
+               (s.n <= @contains_checked::int AND @use_contains::bool AND k.title ILIKE @title_pattern::text) AS contains,
+               k.title, k.tags, k.confidence, k.created_at, k.expires_at, k.head_id, k.embedding_status
+        FROM knowledge k
+        WHERE k.org_id = @org_id AND k.id = s.entry_id
+        LIMIT 1
+    ) k
+),
+-- The title list ranks titles holding the query first, then by BM25. A
+-- title past the best @contains_checked is never tested for the query, so
+-- that order is the best @contains_checked that pass, re-ordered, followed
+-- by the rest that pass in ttl_probed's order (each below all of those
+-- before it); the second part is read only when the first gives fewer than
+-- @candidates entries.
+ttl AS (
+    SELECT t.*, row_number() OVER (ORDER BY t.contains DESC, t.signal DESC, t.id) AS rank
+    FROM (
+        SELECT c.id, c.signal, c.contains, c.title, c.tags, c.confidence, c.created_at, c.expires_at, c.head_id, c.embedding_status
+        FROM ((SELECT b.* FROM (SELECT * FROM ttl_probed LIMIT @contains_checked::int) b
+               WHERE b.passes ORDER BY b.contains DESC, b.signal DESC, b.id)
+              UNION ALL
+              (SELECT r.* FROM (SELECT * FROM ttl_probed OFFSET @contains_checked::int) r WHERE r.passes)) c
         LIMIT @candidates::int
     ) t
-),
-lists AS (
-    SELECT id, rank, signal, 2 AS list, false AS contains FROM fts WHERE @lists::int & 2 <> 0
-    UNION ALL SELECT id, rank, signal, 3, contains FROM ttl WHERE @lists::int & 4 <> 0
-),
-agg AS (
-    SELECT id,
-           coalesce(max(rank) FILTER (WHERE list = 2), 0)::int AS full_text_rank,
-           coalesce(max(signal) FILTER (WHERE list = 2), 0)::float8 AS bm25,
-           coalesce(max(rank) FILTER (WHERE list = 3), 0)::int AS title_rank,
-           coalesce(max(signal) FILTER (WHERE list = 3), 0)::float8 AS title_bm25,
-           coalesce(bool_or(contains), false)::bool AS title_contains
-    FROM lists
-    GROUP BY id
 )
-SELECT a.id, 0 AS vector_rank, 0::float8 AS cosine, a.full_text_rank, a.bm25, a.title_rank, a.title_bm25, a.title_contains,
+-- One row per entry in either list, with its columns from whichever probe
+-- read them (the same row).
+SELECT coalesce(f.id, t.id) AS id, 0 AS vector_rank, 0::float8 AS cosine,
+       coalesce(f.rank, 0)::int AS full_text_rank, coalesce(f.signal, 0)::float8 AS bm25,
+       coalesce(t.rank, 0)::int AS title_rank, coalesce(t.signal, 0)::float8 AS title_bm25, coalesce(t.contains, false) AS title_contains,
        CASE WHEN @lists::int & 2 <> 0 THEN (SELECT coalesce(sum(idf), 0) FROM picked WHERE field = 'b') ELSE 0 END::float8 AS query_idf_b,
        CASE WHEN @lists::int & 4 <> 0 THEN (SELECT coalesce(sum(idf), 0) FROM picked WHERE field = 't') ELSE 0 END::float8 AS query_idf_t,
-       k.title, k.tags, k.confidence, k.created_at, k.expires_at, k.head_id, k.embedding_status
-FROM agg a
-CROSS JOIN LATERAL (
-    SELECT k.title, k.tags, k.confidence, k.created_at, k.expires_at, k.head_id, k.embedding_status
-    FROM knowledge k WHERE k.org_id = @org_id AND k.id = a.id LIMIT 1
-) k;
+       coalesce(f.title, t.title) AS title, coalesce(f.tags, t.tags) AS tags, coalesce(f.confidence, t.confidence) AS confidence,
+       coalesce(f.created_at, t.created_at) AS created_at, coalesce(f.expires_at, t.expires_at) AS expires_at,
+       coalesce(f.head_id, t.head_id) AS head_id, coalesce(f.embedding_status, t.embedding_status) AS embedding_status
+FROM (SELECT * FROM fts WHERE @lists::int & 2 <> 0) f
+FULL JOIN (SELECT * FROM ttl WHERE @lists::int & 4 <> 0) t ON t.id = f.id;
