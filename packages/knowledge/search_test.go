@@ -220,15 +220,17 @@ func TestSearchTitleEscapesLikeMetacharacters(t *testing.T) {
 	}
 }
 
-// The title list tests the best 50 titles by BM25 for holding the whole
-// query (containsChecked) and probes each entry once; when filters leave
-// fewer than the list's depth among those, it goes on past them in BM25
-// order, so a filtered search still finds titles below the first 50.
-func TestSearchTitleListReachesPastTheTitlesTestedForTheQuery(t *testing.T) {
+// The lexical lists walk the best entries first and stop at the list's
+// depth: the full-text list sorts only the best twice its depth at first,
+// the title list tests only the best 50 titles for holding the whole query
+// (containsChecked). When filters leave fewer than the depth among those,
+// both go on in BM25 order, so a filtered search still finds entries below
+// them.
+func TestSearchListsReachPastTheirFirstPart(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	other := map[uuid.UUID]bool{}
-	for i := range 60 {
+	for i := range 90 {
 		other[b.store(t, b.alice, fmt.Sprintf("zephyr gale %d", i), fmt.Sprintf("note number %d", i), "other")] = true
 	}
 	wanted := map[uuid.UUID]bool{}

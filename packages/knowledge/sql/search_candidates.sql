@@ -126,12 +126,17 @@ scored AS MATERIALIZED (
 -- The full-text list: the best entries by body BM25 that pass the filters,
 -- walked best first with a key probe each until @candidates pass. The probe
 -- also reads the columns the answer needs, so no entry is looked up again.
+-- The walk reads the best 2 * @candidates first (a top-N sort) and sorts
+-- the rest only if filters leave it short, instead of sorting every entry
+-- found (a few thousand for common words) for the sake of the first 40.
 fts AS (
     SELECT f.*, row_number() OVER (ORDER BY f.signal DESC, f.id) AS rank
     FROM (
         SELECT s.entry_id AS id, s.bm25_b AS signal,
                k.title, k.tags, k.confidence, k.created_at, k.expires_at, k.head_id, k.embedding_status
-        FROM (SELECT entry_id, bm25_b FROM scored WHERE bm25_b > 0 ORDER BY bm25_b DESC, entry_id) s
+        FROM ((SELECT entry_id, bm25_b FROM scored WHERE bm25_b > 0 ORDER BY bm25_b DESC, entry_id LIMIT 2 * @candidates::int)
+              UNION ALL
+              (SELECT entry_id, bm25_b FROM scored WHERE bm25_b > 0 ORDER BY bm25_b DESC, entry_id OFFSET 2 * @candidates::int)) s
         CROSS JOIN LATERAL (
             SELECT k.title, k.tags, k.confidence, k.created_at, k.expires_at, k.head_id, k.embedding_status
             FROM knowledge k
@@ -145,24 +150,27 @@ fts AS (
         LIMIT @candidates::int
     ) f
 ),
--- The title list's entries best first by title BM25, each probed once:
+-- The title list's entries best first by title BM25 (the best
+-- @contains_checked, then the rest, sorted only if read), each probed once:
 -- whether it passes the filters, its columns, and, for the best
 -- @contains_checked, whether its title holds the whole query (ILIKE), the
--- title list's strongest signal. Such a title holds every query word, so it
--- is among the best titles by BM25 (see db/migrations/00002_search.sql for
--- why not a trigram index). The CTE is read lazily: ttl below stops
+-- title list's strongest signal. Such a title holds every query word, so
+-- it is among the best titles by BM25 (see db/migrations/00002_search.sql
+-- for why not a trigram index). The CTE is read lazily: ttl below stops
 -- reading it as soon as it has @candidates entries, so usually only the
 -- best @contains_checked are probed.
 ttl_probed AS MATERIALIZED (
     SELECT s.entry_id AS id, s.bm25_t AS signal, k.passes, k.contains,
            k.title, k.tags, k.confidence, k.created_at, k.expires_at, k.head_id, k.embedding_status
-    FROM (SELECT entry_id, bm25_t, row_number() OVER (ORDER BY bm25_t DESC, entry_id) AS n FROM scored WHERE bm25_t > 0) s
+    FROM ((SELECT entry_id, bm25_t, true AS tested FROM scored WHERE bm25_t > 0 ORDER BY bm25_t DESC, entry_id LIMIT @contains_checked::int)
+          UNION ALL
+          (SELECT entry_id, bm25_t, false FROM scored WHERE bm25_t > 0 ORDER BY bm25_t DESC, entry_id OFFSET @contains_checked::int)) s
     CROSS JOIN LATERAL (
         SELECT ((cardinality(@tags::text[]) = 0 OR k.tags @> @tags::text[])
               AND (@as_of::timestamptz IS NULL OR k.created_at <= @as_of::timestamptz)
               AND (@include_superseded::bool OR k.superseded_at IS NULL OR k.superseded_at > coalesce(@as_of::timestamptz, 'infinity'))
               AND (@include_expired::bool OR k.expires_at IS NULL OR k.expires_at > coalesce(@as_of::timestamptz, now()))) AS passes,
-               (s.n <= @contains_checked::int AND @use_contains::bool AND k.title ILIKE @title_pattern::text) AS contains,
+               (s.tested AND @use_contains::bool AND k.title ILIKE @title_pattern::text) AS contains,
                k.title, k.tags, k.confidence, k.created_at, k.expires_at, k.head_id, k.embedding_status
         FROM knowledge k
         WHERE k.org_id = @org_id AND k.id = s.entry_id
