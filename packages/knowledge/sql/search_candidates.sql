@@ -96,6 +96,8 @@ post AS (
 ),
 -- Entries stored but not indexed yet (the newest @tail of them), analysed
 -- here exactly as the indexer will: found at once, scored the same way.
+-- The queue is usually empty (the indexer keeps up); the EXISTS, a
+-- one-time filter of one index probe, then spares the queue function's call.
 tail AS (
     SELECT a.field, w.ik, w.c0, w.kb, tq.entry_id, a.tf, a.len
     FROM knowledge_queued(@org_id, @tail::int) AS tq (entry_id)
@@ -104,7 +106,8 @@ tail AS (
     CROSS JOIN st
     CROSS JOIN LATERAL knowledge_terms(st.config, e.title, e.body) AS a (field, term, tf, len)
     JOIN picked w ON w.field = a.field AND w.term = a.term
-    WHERE (a.field = 'b' AND @lists::int & 2 <> 0) OR (a.field = 't' AND @lists::int & 4 <> 0)
+    WHERE ((a.field = 'b' AND @lists::int & 2 <> 0) OR (a.field = 't' AND @lists::int & 4 <> 0))
+      AND EXISTS (SELECT 1 FROM knowledge_index_queue q WHERE q.org_id = @org_id)
 ),
 -- BM25 of every entry found, per field. A posting's part is
 -- idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avg)), written as
