@@ -30,6 +30,9 @@ type Report struct {
 	LoadSeconds  float64 `json:"loadSeconds"`
 	IndexSeconds float64 `json:"indexSeconds"`
 	EmbedSeconds float64 `json:"embedSeconds"`
+	// VectorIndexSeconds: building the model's HNSW indexes, as the worker
+	// does at start (Service.EnsureVectorIndex).
+	VectorIndexSeconds float64 `json:"vectorIndexSeconds"`
 
 	Rows []Row `json:"rows"`
 	// Coverage: the full-text list's answers to queries sharing a word
@@ -84,6 +87,7 @@ func (r *Report) Text(w io.Writer) error {
 	p("index\t%.1f s (IndexAll: %d entries)", r.IndexSeconds, r.Indexed)
 	p("embed\t%.1f s (ready %d, failed %d, pending %d)", r.EmbedSeconds,
 		r.Embeddings["ready"], r.Embeddings["failed"], r.Embeddings["pending"])
+	p("vector index\t%.1f s (EnsureVectorIndex, as the worker at start)", r.VectorIndexSeconds)
 	p("statistics\t%s", r.Statistics)
 	if r.NoVector > 0 {
 		p("warning\tvector search unavailable for %d queries", r.NoVector)
