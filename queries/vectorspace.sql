@@ -15,3 +15,21 @@ SELECT count(*) > 0 AS present, coalesce(bool_and(i.indisvalid), false)::bool AS
 FROM pg_catalog.pg_index i
 JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
 WHERE c.relname = @name::text AND c.relnamespace = current_schema()::regnamespace;
+
+-- name: CountSpaceEntries :one
+-- Entries holding a vector of the space: the elements of the space's HNSW
+-- index, counted before it is built to size the build's memory
+-- (vectorspace.go, buildMemory). A scan of the table, seconds at 1M rows,
+-- against a build of minutes that scans it too.
+SELECT count(*) FROM knowledge
+WHERE embedding_model = @model::text AND vector_dims(embedding) = @dims::int;
+
+-- name: CountSpaceChunks :one
+-- CountSpaceEntries for the chunks of long entries.
+SELECT count(*) FROM knowledge_chunks
+WHERE embedding_model = @model::text AND vector_dims(embedding) = @dims::int;
+
+-- name: MaintenanceWorkMem :one
+-- The server's maintenance_work_mem in bytes (for this role and database):
+-- an index build never gets less than the deployment gives every build.
+SELECT (setting::bigint * 1024)::bigint FROM pg_catalog.pg_settings WHERE name = 'maintenance_work_mem';

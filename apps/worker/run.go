@@ -54,7 +54,8 @@ func parseConfig(e *appenv.Env) config {
 		IndexInterval:  e.Duration("WORKER_INDEX_INTERVAL", 500*time.Millisecond, 10*time.Millisecond, 0),
 		UpkeepInterval: e.Duration("WORKER_UPKEEP_INTERVAL", time.Minute, time.Second, 0),
 		// Checked against the database in run (checkTextSearchConfig).
-		TextSearchConfig: e.String(knowledge.EnvTextSearchConfig, knowledge.DefaultTextSearchConfig),
+		TextSearchConfig:  e.String(knowledge.EnvTextSearchConfig, knowledge.DefaultTextSearchConfig),
+		VectorIndexMemory: int64(e.Int(knowledge.EnvVectorIndexMemory, knowledge.DefaultVectorIndexMemory>>20, 64, 1<<20)) << 20,
 	}
 	c.allowModelChange = e.Bool(knowledge.EnvAllowModelChange, false)
 	c.modelSwitch = switchConfig{
@@ -173,7 +174,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 				continue
 			}
 			start := time.Now()
-			built, err := knowledge.New(pool, knowledge.Options{Embedder: e}).EnsureVectorIndex(ctx)
+			built, err := knowledge.New(pool, knowledge.Options{Embedder: e, Logger: log, VectorIndexMemory: cfg.opts.VectorIndexMemory}).EnsureVectorIndex(ctx)
 			switch {
 			case err != nil && ctx.Err() == nil:
 				log.Error("vector index build failed; upkeep will try again", "model", e.Model(), "err", err)

@@ -192,20 +192,21 @@ func TestRunRefusesBadConfig(t *testing.T) {
 		args []string
 		want string
 	}{
-		"concurrency": {env: map[string]string{"WORKER_CONCURRENCY": "lots"}, want: "WORKER_CONCURRENCY"},
-		"grace":       {env: map[string]string{"WORKER_BATCH_GRACE": "100ms"}, want: "WORKER_BATCH_GRACE"},
-		"batch":       {env: map[string]string{"WORKER_BATCH_SIZE": "0"}, want: "WORKER_BATCH_SIZE"},
-		"embedder":    {env: map[string]string{"EMBEDDER": "openai"}, want: "EMBEDDINGS_MODEL"},
-		"dims":        {env: map[string]string{"EMBEDDER": "openai", "EMBEDDINGS_MODEL": "m", "EMBEDDINGS_DIMENSIONS": "4000"}, want: "EMBEDDINGS_DIMENSIONS"},
-		"redis":       {env: map[string]string{"REDIS_URL": "http://nope"}, want: "REDIS_URL"},
-		"args":        {args: []string{"--fast"}, want: "unexpected arguments"},
-		"index":       {env: map[string]string{"WORKER_INDEX_INTERVAL": "1ms"}, want: "WORKER_INDEX_INTERVAL"},
-		"upkeep":      {env: map[string]string{"WORKER_UPKEEP_INTERVAL": "soon"}, want: "WORKER_UPKEEP_INTERVAL"},
-		"retention":   {env: map[string]string{"AUDIT_RETENTION": "90 days"}, want: "AUDIT_RETENTION"},
-		"short":       {env: map[string]string{"AUDIT_RETENTION": "10m"}, want: "AUDIT_RETENTION"},
-		"prune":       {env: map[string]string{"AUDIT_PRUNE_INTERVAL": "1ms"}, want: "AUDIT_PRUNE_INTERVAL"},
-		"chunk":       {env: map[string]string{"EMBEDDINGS_CHUNK_CHARS": "100"}, want: "EMBEDDINGS_CHUNK_CHARS"},
-		"overlap":     {env: map[string]string{"EMBEDDINGS_CHUNK_CHARS": "1000", "EMBEDDINGS_CHUNK_OVERLAP": "600"}, want: "EMBEDDINGS_CHUNK_OVERLAP"},
+		"concurrency":  {env: map[string]string{"WORKER_CONCURRENCY": "lots"}, want: "WORKER_CONCURRENCY"},
+		"grace":        {env: map[string]string{"WORKER_BATCH_GRACE": "100ms"}, want: "WORKER_BATCH_GRACE"},
+		"batch":        {env: map[string]string{"WORKER_BATCH_SIZE": "0"}, want: "WORKER_BATCH_SIZE"},
+		"embedder":     {env: map[string]string{"EMBEDDER": "openai"}, want: "EMBEDDINGS_MODEL"},
+		"dims":         {env: map[string]string{"EMBEDDER": "openai", "EMBEDDINGS_MODEL": "m", "EMBEDDINGS_DIMENSIONS": "4000"}, want: "EMBEDDINGS_DIMENSIONS"},
+		"redis":        {env: map[string]string{"REDIS_URL": "http://nope"}, want: "REDIS_URL"},
+		"args":         {args: []string{"--fast"}, want: "unexpected arguments"},
+		"index":        {env: map[string]string{"WORKER_INDEX_INTERVAL": "1ms"}, want: "WORKER_INDEX_INTERVAL"},
+		"upkeep":       {env: map[string]string{"WORKER_UPKEEP_INTERVAL": "soon"}, want: "WORKER_UPKEEP_INTERVAL"},
+		"index memory": {env: map[string]string{"WORKER_VECTOR_INDEX_MEMORY_MB": "4GB"}, want: "WORKER_VECTOR_INDEX_MEMORY_MB"},
+		"retention":    {env: map[string]string{"AUDIT_RETENTION": "90 days"}, want: "AUDIT_RETENTION"},
+		"short":        {env: map[string]string{"AUDIT_RETENTION": "10m"}, want: "AUDIT_RETENTION"},
+		"prune":        {env: map[string]string{"AUDIT_PRUNE_INTERVAL": "1ms"}, want: "AUDIT_PRUNE_INTERVAL"},
+		"chunk":        {env: map[string]string{"EMBEDDINGS_CHUNK_CHARS": "100"}, want: "EMBEDDINGS_CHUNK_CHARS"},
+		"overlap":      {env: map[string]string{"EMBEDDINGS_CHUNK_CHARS": "1000", "EMBEDDINGS_CHUNK_OVERLAP": "600"}, want: "EMBEDDINGS_CHUNK_OVERLAP"},
 	} {
 		err := run(context.Background(), c.args, envOf(c.env), io.Discard)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -66,10 +66,34 @@ type Options struct {
 	// small orgs).
 	OrgVectorIndexMinDocs int
 
+	// VectorIndexMemory is the most memory (bytes) an HNSW index build
+	// may take (maintenance_work_mem of its connection); a build takes what
+	// its graph needs up to that (vectorspace.go, buildMemory). Default:
+	// DefaultVectorIndexMemory. The worker reads it from
+	// EnvVectorIndexMemory.
+	VectorIndexMemory int64
+
 	// unboundedPostings reads every posting of every query term (no
 	// PerTermPostings bound): the exact reference an evaluation compares
 	// the bounded read with (WithUnboundedPostings).
 	unboundedPostings bool
+}
+
+// DefaultVectorIndexMemory is Options.VectorIndexMemory's default: room
+// for the graph of 1M entries of 768 dimensions (3.8 GB), or of 560,000 of
+// 1,536. A parallel build reserves it in shared memory (/dev/shm) for the
+// build's length, so it is a ceiling a database server must be able to
+// give, not a target.
+const DefaultVectorIndexMemory = 4 << 30
+
+// EnvVectorIndexMemory sets Options.VectorIndexMemory in the worker, in MB.
+const EnvVectorIndexMemory = "WORKER_VECTOR_INDEX_MEMORY_MB"
+
+func (o Options) vectorIndexMemory() int64 {
+	if o.VectorIndexMemory > 0 {
+		return o.VectorIndexMemory
+	}
+	return DefaultVectorIndexMemory
 }
 
 func (o Options) orgVectorIndexMinDocs() int {

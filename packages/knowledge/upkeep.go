@@ -184,9 +184,6 @@ func (s *Service) UpkeepVectorIndexes(ctx context.Context) (UpkeepReport, error)
 const (
 	OrgVectorIndexMinDocs  = 5000
 	OrgVectorIndexMaxShare = 0.5
-	// orgVectorIndexMemory is the build's maintenance_work_mem: the graph
-	// of a 100k-entry org (~300 MB of vectors) is built in memory.
-	orgVectorIndexMemory = "1GB"
 )
 
 // orgVectorIndex builds (or, after a failed build, drops) at most one
@@ -230,7 +227,9 @@ func (s *Service) orgVectorIndex(ctx context.Context, rep *UpkeepReport) error {
 		if valid[name] {
 			continue
 		}
-		built, err := s.buildVectorIndex(ctx, name, sp.indexDDL(name, &o.OrgID))
+		// The org's indexed entries stand for the index's elements (those
+		// with a vector of the space): a count would read the org's rows.
+		built, err := s.buildVectorIndex(ctx, name, sp.indexDDL(name, &o.OrgID), sp, o.Docs)
 		if err != nil {
 			return err
 		}

@@ -128,8 +128,14 @@ func (s *Service) ensureVectorIndexes(ctx context.Context) (built []string, err 
 	if err := sp.validate(); err != nil {
 		return nil, err
 	}
-	for _, ix := range []struct{ table, name string }{
-		{"knowledge", sp.IndexName()}, {"knowledge_chunks", sp.ChunkIndexName()},
+	for _, ix := range []struct {
+		table, name string
+		count       func(context.Context, sqlc.CountSpaceEntriesParams) (int64, error)
+	}{
+		{"knowledge", sp.IndexName(), s.q.CountSpaceEntries},
+		{"knowledge_chunks", sp.ChunkIndexName(), func(ctx context.Context, p sqlc.CountSpaceEntriesParams) (int64, error) {
+			return s.q.CountSpaceChunks(ctx, sqlc.CountSpaceChunksParams(p))
+		}},
 	} {
 		st, err := s.q.IndexState(ctx, ix.name)
 		if err != nil {
@@ -138,7 +144,12 @@ func (s *Service) ensureVectorIndexes(ctx context.Context) (built []string, err 
 		if st.Present && st.Valid {
 			continue
 		}
-		b, err := s.buildVectorIndex(ctx, ix.name, sp.tableIndexDDL(ix.table, ix.name, nil))
+		// Its elements, to size the build's memory (buildMemory).
+		n, err := ix.count(ctx, sqlc.CountSpaceEntriesParams{Model: sp.Model, Dims: int32(sp.Dims)})
+		if err != nil {
+			return built, mapErr(err, "")
+		}
+		b, err := s.buildVectorIndex(ctx, ix.name, sp.tableIndexDDL(ix.table, ix.name, nil), sp, n)
 		if err != nil {
 			return built, err
 		}
@@ -150,10 +161,11 @@ func (s *Service) ensureVectorIndexes(ctx context.Context) (built []string, err 
 }
 
 // buildVectorIndex runs one index build on a connection of its own, with
-// the memory the build needs for that connection only, dropping first an
-// invalid index of that name a failed build left. It builds nothing (false)
-// while another worker builds one.
-func (s *Service) buildVectorIndex(ctx context.Context, name, ddl string) (bool, error) {
+// the memory the build of its elements (vectors of sp) needs, for that
+// connection only (buildMemory), dropping first an invalid index of that
+// name a failed build left. It builds nothing (false) while another worker
+// builds one.
+func (s *Service) buildVectorIndex(ctx context.Context, name, ddl string, sp VectorSpace, elements int64) (bool, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return false, err
@@ -183,7 +195,19 @@ func (s *Service) buildVectorIndex(ctx context.Context, name, ddl string) (bool,
 			return false, fmt.Errorf("drop invalid %s: %w", name, err)
 		}
 	}
-	if _, err := conn.Exec(ctx, "SET maintenance_work_mem = '"+orgVectorIndexMemory+"'"); err != nil {
+	server, err := q.MaintenanceWorkMem(ctx)
+	if err != nil {
+		return false, mapErr(err, "")
+	}
+	mem, capped := buildMemory(sp, elements, server, s.opts.vectorIndexMemory())
+	log := s.log().With("index", name, "elements", elements, "maintenance_work_mem_mb", mem>>20)
+	if capped {
+		log.Warn("vector index build: the graph does not fit in the memory allowed; the build will be several times slower",
+			"needed_mb", graphBytes(sp, elements)>>20, "setting", EnvVectorIndexMemory)
+	} else {
+		log.Info("vector index build")
+	}
+	if _, err := conn.Exec(ctx, fmt.Sprintf("SET maintenance_work_mem = '%dkB'", mem>>10)); err != nil {
 		return false, err
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), "RESET maintenance_work_mem")
@@ -191,6 +215,46 @@ func (s *Service) buildVectorIndex(ctx context.Context, name, ddl string) (bool,
 		return false, fmt.Errorf("build %s: %w", name, err)
 	}
 	return true, nil
+}
+
+// An HNSW build is fast while its graph fits in maintenance_work_mem:
+// past that, pgvector writes the graph out and inserts every further
+// element through the index pages, several times slower. At 1M entries of
+// 768 dimensions the fixed 1 GB this build used to get held the first
+// ~285,000 elements; the build then took 53-55 minutes against 17 on the
+// same data with room for the whole graph (docs/benchmarks.md, "Issue 9,
+// ninth pass"), close to an Upkeep pass's one-hour deadline, which a wider
+// model would pass, leaving an index that is never built. So the memory is
+// sized to the graph, up to a deployment's ceiling.
+//
+// graphBytes is the memory pgvector 0.8's build takes for n elements of
+// sp: per element its vector as stored in the index (vector: 8 + 4 bytes
+// a dimension; halfvec: 8 + 2), the element (~130 bytes), its neighbour
+// lists (2m candidates of 16 bytes on layer 0, m on the ~1/m of upper
+// layers: ~560 bytes for m = 16) and allocation padding: 4d + 720 for a
+// vector. Measured: 1 GB held 285,000 elements of 768 dimensions, 3,770
+// bytes each; this says 3,800. A parallel build takes a shared segment of
+// maintenance_work_mem less 3 MB.
+func graphBytes(sp VectorSpace, n int64) int64 {
+	per := int64(8 + 4*sp.Dims)
+	if sp.Dims >= halfvecFrom {
+		per = int64(8 + 2*sp.Dims)
+	}
+	return n*(per+720) + 8<<20
+}
+
+// buildMemory is the maintenance_work_mem of a build of n elements: the
+// graph (graphBytes) plus a tenth, at least 64 MB and never less than the
+// server's own setting (a deployment that gives every build more keeps
+// it), at most ceiling; capped says the graph did not fit under it.
+func buildMemory(sp VectorSpace, n, server, ceiling int64) (mem int64, capped bool) {
+	need := graphBytes(sp, n) * 11 / 10
+	mem = max(need, 64<<20)
+	if mem > ceiling {
+		mem, capped = ceiling, true
+	}
+	mem = max(mem, server)
+	return mem, capped && mem < need
 }
 
 // EnvAllowModelChange lets the MCP server and the worker start although

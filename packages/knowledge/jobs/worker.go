@@ -69,6 +69,10 @@ type WorkerOptions struct {
 	// server's, which analyses queries of orgs not indexed yet with it.
 	// Default knowledge.DefaultTextSearchConfig.
 	TextSearchConfig string
+	// VectorIndexMemory is the most memory an HNSW index build of Upkeep
+	// may take (knowledge.Options.VectorIndexMemory). Default
+	// knowledge.DefaultVectorIndexMemory.
+	VectorIndexMemory int64
 	// MaxInputChars: see HandlerOptions.
 	MaxInputChars int
 	// Chunk: see HandlerOptions (zero: the model's default).
@@ -181,6 +185,7 @@ func NewWorker(redis asynq.RedisConnOpt, pool *pgxpool.Pool, emb embed.Embedder,
 		}),
 		svc: knowledge.New(pool, knowledge.Options{
 			Embedder: emb, Logger: opts.Logger, TextSearchConfig: opts.TextSearchConfig,
+			VectorIndexMemory: opts.VectorIndexMemory,
 		}),
 	}
 }

@@ -9,6 +9,45 @@ import (
 	"context"
 )
 
+const countSpaceChunks = `-- name: CountSpaceChunks :one
+SELECT count(*) FROM knowledge_chunks
+WHERE embedding_model = $1::text AND vector_dims(embedding) = $2::int
+`
+
+type CountSpaceChunksParams struct {
+	Model string
+	Dims  int32
+}
+
+// CountSpaceEntries for the chunks of long entries.
+func (q *Queries) CountSpaceChunks(ctx context.Context, arg CountSpaceChunksParams) (int64, error) {
+	row := q.db.QueryRow(ctx, countSpaceChunks, arg.Model, arg.Dims)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
+const countSpaceEntries = `-- name: CountSpaceEntries :one
+SELECT count(*) FROM knowledge
+WHERE embedding_model = $1::text AND vector_dims(embedding) = $2::int
+`
+
+type CountSpaceEntriesParams struct {
+	Model string
+	Dims  int32
+}
+
+// Entries holding a vector of the space: the elements of the space's HNSW
+// index, counted before it is built to size the build's memory
+// (vectorspace.go, buildMemory). A scan of the table, seconds at 1M rows,
+// against a build of minutes that scans it too.
+func (q *Queries) CountSpaceEntries(ctx context.Context, arg CountSpaceEntriesParams) (int64, error) {
+	row := q.db.QueryRow(ctx, countSpaceEntries, arg.Model, arg.Dims)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const embeddingSpaces = `-- name: EmbeddingSpaces :many
 
 SELECT s.model::text AS model, s.dims::int AS dims, s.orgs::bigint AS orgs
@@ -65,4 +104,17 @@ func (q *Queries) IndexState(ctx context.Context, name string) (IndexStateRow, e
 	var i IndexStateRow
 	err := row.Scan(&i.Present, &i.Valid)
 	return i, err
+}
+
+const maintenanceWorkMem = `-- name: MaintenanceWorkMem :one
+SELECT (setting::bigint * 1024)::bigint FROM pg_catalog.pg_settings WHERE name = 'maintenance_work_mem'
+`
+
+// The server's maintenance_work_mem in bytes (for this role and database):
+// an index build never gets less than the deployment gives every build.
+func (q *Queries) MaintenanceWorkMem(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, maintenanceWorkMem)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
 }
