@@ -221,9 +221,9 @@ func (s *Service) buildVectorIndex(ctx context.Context, name, ddl string, sp Vec
 // past that, pgvector writes the graph out and inserts every further
 // element through the index pages, several times slower. At 1M entries of
 // 768 dimensions the fixed 1 GB this build used to get held the first
-// ~285,000 elements; the build then took 53-55 minutes against 17 on the
-// same data with room for the whole graph (docs/benchmarks.md, "Issue 9,
-// ninth pass"), close to an Upkeep pass's one-hour deadline, which a wider
+// ~285,000 elements; the build then took 53-55 minutes on two vCPUs
+// (docs/benchmarks.md, "Issue 9, ninth pass", has it with room for the
+// whole graph), close to an Upkeep pass's one-hour deadline, which a wider
 // model would pass, leaving an index that is never built. So the memory is
 // sized to the graph, up to a deployment's ceiling.
 //
