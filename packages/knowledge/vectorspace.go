@@ -221,11 +221,11 @@ func (s *Service) buildVectorIndex(ctx context.Context, name, ddl string, sp Vec
 // past that, pgvector writes the graph out and inserts every further
 // element through the index pages, several times slower. At 1M entries of
 // 768 dimensions the fixed 1 GB this build used to get held the first
-// ~285,000 elements; the build then took 53-55 minutes on two vCPUs
-// (docs/benchmarks.md, "Issue 9, ninth pass", has it with room for the
-// whole graph), close to an Upkeep pass's one-hour deadline, which a wider
-// model would pass, leaving an index that is never built. So the memory is
-// sized to the graph, up to a deployment's ceiling.
+// ~285,000 elements; the build then took 53-55 minutes on two vCPUs,
+// against 11 with room for the whole graph (4 GB; docs/benchmarks.md,
+// "Issue 9, ninth pass"). An hour is an Upkeep pass's deadline, which a
+// wider model would pass, leaving an index that is never built. So the
+// memory is sized to the graph, up to a deployment's ceiling.
 //
 // graphBytes is the memory pgvector 0.8's build takes for n elements of
 // sp: per element its vector as stored in the index (vector: 8 + 4 bytes
