@@ -229,7 +229,9 @@ func (s *Service) orgVectorIndex(ctx context.Context, rep *UpkeepReport) error {
 		}
 		// The org's indexed entries stand for the index's elements (those
 		// with a vector of the space): a count would read the org's rows.
-		built, err := s.buildVectorIndex(ctx, name, sp.indexDDL(name, &o.OrgID), sp, o.Docs)
+		docs := o.Docs
+		built, err := s.buildVectorIndex(ctx, name, sp.indexDDL(name, &o.OrgID), sp,
+			func(context.Context, *sqlc.Queries) (int64, error) { return docs, nil })
 		if err != nil {
 			return err
 		}

@@ -1,9 +1,14 @@
 package knowledge_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"log/slog"
+	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/uuid"
@@ -18,7 +23,11 @@ import (
 // for it), and finds the same entries.
 func TestUpkeepBuildsAnOrgVectorIndex(t *testing.T) {
 	t.Parallel()
-	b := setup(t, func(o *knowledge.Options) { o.OrgVectorIndexMinDocs = 150 })
+	var logs syncBuffer
+	b := setup(t, func(o *knowledge.Options) {
+		o.OrgVectorIndexMinDocs = 150
+		o.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	})
 	fill := func(c knowledge.Caller, n int, word string) {
 		if _, err := b.pool.Exec(b.ctx, `
 			INSERT INTO knowledge (org_id, title, body, created_by_agent_id)
@@ -49,6 +58,26 @@ func TestUpkeepBuildsAnOrgVectorIndex(t *testing.T) {
 	}
 	if !slices.Equal(rep.Built, []string{name}) {
 		t.Fatalf("want %s built (org B is the majority: none for it), got %+v", name, rep)
+	}
+	// Each build was sized from its elements (vectorspace.go, buildMemory):
+	// every entry for the model's index, no chunk, the org's 200.
+	builds := map[string]int64{}
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var l struct {
+			Msg      string `json:"msg"`
+			Index    string `json:"index"`
+			Elements int64  `json:"elements"`
+			MemoryMB int64  `json:"maintenance_work_mem_mb"`
+		}
+		if err := json.Unmarshal([]byte(line), &l); err == nil && l.Msg == "vector index build" {
+			if l.MemoryMB < 64 {
+				t.Errorf("%s built with %d MB, under the 64 MB floor", l.Index, l.MemoryMB)
+			}
+			builds[l.Index] = l.Elements
+		}
+	}
+	if wantBuilds := map[string]int64{space.IndexName(): 500, space.ChunkIndexName(): 0, name: 200}; !maps.Equal(builds, wantBuilds) {
+		t.Errorf("builds logged with elements %v, want %v", builds, wantBuilds)
 	}
 	if n := b.count(t, `SELECT count(*) FROM pg_indexes WHERE indexname = $1 AND indexdef LIKE '%hnsw%' AND indexdef LIKE '%' || $2 || '%'`, name, b.org.String()); n != 1 {
 		t.Fatal("the index is not a partial HNSW index of the org")
@@ -140,4 +169,22 @@ func TestIndexAllVacuumsWhatABulkLoadChurned(t *testing.T) {
 	} else if s.visible != s.pages {
 		t.Logf("after a bulk load: %d of %d postings pages all-visible", s.visible, s.pages)
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

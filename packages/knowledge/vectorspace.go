@@ -128,13 +128,16 @@ func (s *Service) ensureVectorIndexes(ctx context.Context) (built []string, err 
 	if err := sp.validate(); err != nil {
 		return nil, err
 	}
+	space := sqlc.CountSpaceEntriesParams{Model: sp.Model, Dims: int32(sp.Dims)}
 	for _, ix := range []struct {
 		table, name string
-		count       func(context.Context, sqlc.CountSpaceEntriesParams) (int64, error)
+		elements    func(context.Context, *sqlc.Queries) (int64, error)
 	}{
-		{"knowledge", sp.IndexName(), s.q.CountSpaceEntries},
-		{"knowledge_chunks", sp.ChunkIndexName(), func(ctx context.Context, p sqlc.CountSpaceEntriesParams) (int64, error) {
-			return s.q.CountSpaceChunks(ctx, sqlc.CountSpaceChunksParams(p))
+		{"knowledge", sp.IndexName(), func(ctx context.Context, q *sqlc.Queries) (int64, error) {
+			return q.CountSpaceEntries(ctx, space)
+		}},
+		{"knowledge_chunks", sp.ChunkIndexName(), func(ctx context.Context, q *sqlc.Queries) (int64, error) {
+			return q.CountSpaceChunks(ctx, sqlc.CountSpaceChunksParams(space))
 		}},
 	} {
 		st, err := s.q.IndexState(ctx, ix.name)
@@ -144,12 +147,7 @@ func (s *Service) ensureVectorIndexes(ctx context.Context) (built []string, err 
 		if st.Present && st.Valid {
 			continue
 		}
-		// Its elements, to size the build's memory (buildMemory).
-		n, err := ix.count(ctx, sqlc.CountSpaceEntriesParams{Model: sp.Model, Dims: int32(sp.Dims)})
-		if err != nil {
-			return built, mapErr(err, "")
-		}
-		b, err := s.buildVectorIndex(ctx, ix.name, sp.tableIndexDDL(ix.table, ix.name, nil), sp, n)
+		b, err := s.buildVectorIndex(ctx, ix.name, sp.tableIndexDDL(ix.table, ix.name, nil), sp, ix.elements)
 		if err != nil {
 			return built, err
 		}
@@ -161,11 +159,14 @@ func (s *Service) ensureVectorIndexes(ctx context.Context) (built []string, err 
 }
 
 // buildVectorIndex runs one index build on a connection of its own, with
-// the memory the build of its elements (vectors of sp) needs, for that
-// connection only (buildMemory), dropping first an invalid index of that
-// name a failed build left. It builds nothing (false) while another worker
-// builds one.
-func (s *Service) buildVectorIndex(ctx context.Context, name, ddl string, sp VectorSpace, elements int64) (bool, error) {
+// the memory the build of its elements (vectors of sp, as many as elements
+// says) needs, for that connection only (buildMemory), dropping first an
+// invalid index of that name a failed build left. It builds nothing (false)
+// while another worker builds one; elements is asked only by the worker
+// that builds (a count may read the table: not once a pass by every other
+// worker while one builds).
+func (s *Service) buildVectorIndex(ctx context.Context, name, ddl string, sp VectorSpace,
+	elements func(context.Context, *sqlc.Queries) (int64, error)) (bool, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return false, err
@@ -195,15 +196,19 @@ func (s *Service) buildVectorIndex(ctx context.Context, name, ddl string, sp Vec
 			return false, fmt.Errorf("drop invalid %s: %w", name, err)
 		}
 	}
+	n, err := elements(ctx, q)
+	if err != nil {
+		return false, mapErr(err, "")
+	}
 	server, err := q.MaintenanceWorkMem(ctx)
 	if err != nil {
 		return false, mapErr(err, "")
 	}
-	mem, capped := buildMemory(sp, elements, server, s.opts.vectorIndexMemory())
-	log := s.log().With("index", name, "elements", elements, "maintenance_work_mem_mb", mem>>20)
+	mem, capped := buildMemory(sp, n, server, s.opts.vectorIndexMemory())
+	log := s.log().With("index", name, "elements", n, "maintenance_work_mem_mb", mem>>20)
 	if capped {
 		log.Warn("vector index build: the graph does not fit in the memory allowed; the build will be several times slower",
-			"needed_mb", graphBytes(sp, elements)>>20, "setting", EnvVectorIndexMemory)
+			"needed_mb", graphBytes(sp, n)>>20, "setting", EnvVectorIndexMemory)
 	} else {
 		log.Info("vector index build")
 	}
