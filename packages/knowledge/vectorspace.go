@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
@@ -216,10 +217,43 @@ func (s *Service) buildVectorIndex(ctx context.Context, name, ddl string, sp Vec
 		return false, err
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), "RESET maintenance_work_mem")
-	if _, err := conn.Exec(ctx, ddl); err != nil {
+	err = runBuild(ctx, conn.Conn(), ddl)
+	if sharedMemoryShort(err) {
+		// A parallel build holds its graph in one shared memory segment
+		// of maintenance_work_mem, which the server's /dev/shm may not
+		// have room for (a container's is 64 MB unless set). A build
+		// without workers holds it in the backend's own memory: build
+		// again that way, after dropping what the failed one left.
+		log.Warn("vector index build: no room in the server's shared memory for a parallel build; building without parallel workers",
+			"err", err)
+		if _, err := conn.Exec(ctx, "DROP INDEX CONCURRENTLY IF EXISTS "+pgx.Identifier{name}.Sanitize()); err != nil {
+			return false, fmt.Errorf("drop %s after a failed parallel build: %w", name, err)
+		}
+		if _, err := conn.Exec(ctx, "SET max_parallel_maintenance_workers = 0"); err != nil {
+			return false, err
+		}
+		defer conn.Exec(context.WithoutCancel(ctx), "RESET max_parallel_maintenance_workers")
+		err = runBuild(ctx, conn.Conn(), ddl)
+	}
+	if err != nil {
 		return false, fmt.Errorf("build %s: %w", name, err)
 	}
 	return true, nil
+}
+
+// runBuild runs an index build's DDL; a test replaces it to fail a build.
+var runBuild = func(ctx context.Context, conn *pgx.Conn, ddl string) error {
+	_, err := conn.Exec(ctx, ddl)
+	return err
+}
+
+// sharedMemoryShort says whether err is the server lacking the shared
+// memory a parallel build asks for: "could not resize shared memory
+// segment ... No space left on device" (disk_full, from /dev/shm) or its
+// out_of_memory twin.
+func sharedMemoryShort(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "53100" || pe.Code == "53200") && strings.Contains(pe.Message, "shared memory")
 }
 
 // An HNSW build is fast while its graph fits in maintenance_work_mem:
