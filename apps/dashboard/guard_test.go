@@ -124,7 +124,7 @@ func TestCrossSiteFormCannotPauseTheQueue(t *testing.T) {
 	waitFor(t, out, "cross-origin request refused")
 }
 
-func waitFor(t *testing.T, out *syncBuffer, s string) string {
+func waitFor(t *testing.T, out *testenv.Buffer, s string) string {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for !strings.Contains(out.String(), s) {

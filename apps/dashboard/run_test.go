@@ -1,35 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentfleet/orchestrator/packages/testenv"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
@@ -53,12 +34,12 @@ func start(t *testing.T, env map[string]string, args ...string) string {
 }
 
 // startFull is start that also returns the dashboard's Redis and its output.
-func startFull(t *testing.T, env map[string]string, args ...string) (string, *testenv.Redis, *syncBuffer) {
+func startFull(t *testing.T, env map[string]string, args ...string) (string, *testenv.Redis, *testenv.Buffer) {
 	t.Helper()
 	r := testenv.LeaseRedis(t)
 	env["REDIS_URL"] = r.URL
 	env["DASHBOARD_ADDR"] = "127.0.0.1:0"
-	out := &syncBuffer{}
+	out := &testenv.Buffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, args, envOf(env), out) }()

@@ -2,14 +2,12 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,23 +15,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/testenv"
 )
 
-// syncBuffer is a goroutine-safe bytes.Buffer.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// testenv.Buffer is a goroutine-safe bytes.Buffer.
 
 func TestRunServesHTTPAndStopsOnCancel(t *testing.T) {
 	t.Parallel()
@@ -43,7 +25,7 @@ func TestRunServesHTTPAndStopsOnCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pr, pw := io.Pipe()
-	var stderr syncBuffer
+	var stderr testenv.Buffer
 	errc := make(chan error, 1)
 	go func() {
 		errc <- run(ctx, nil, func(k string) string { return env[k] }, strings.NewReader(""), pw, &stderr)
@@ -118,7 +100,7 @@ func TestRunRefusesBadConfiguration(t *testing.T) {
 		"EMBEDDER": "openai", "EMBEDDINGS_MODEL": "text-embedding-3-small", "EMBEDDINGS_DIMENSIONS": "1536"},
 		"EMBEDDINGS_MODEL=text-embedding-3-small: the configured embeddings are text-embedding-3-small (1536 dimensions), but the stored vectors are local-hash-v1 (768 dimensions)"}
 	for name, c := range cases {
-		var out, errb syncBuffer
+		var out, errb testenv.Buffer
 		err := run(context.Background(), c.args, func(k string) string { return c.env[k] }, strings.NewReader(""), &out, &errb)
 		if err == nil || !strings.Contains(err.Error()+errb.String(), c.want) {
 			t.Errorf("%s: got %v (stderr %s), want an error about %s", name, err, errb.String(), c.want)
@@ -210,7 +192,7 @@ func TestRunStartsWithDependenciesDownAndRecovers(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pr, pw := io.Pipe()
-	var stderr syncBuffer
+	var stderr testenv.Buffer
 	errc := make(chan error, 1)
 	go func() {
 		errc <- run(ctx, nil, func(k string) string { return env[k] }, strings.NewReader(""), pw, &stderr)

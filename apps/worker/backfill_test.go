@@ -51,7 +51,7 @@ func TestRunSwitchesModels(t *testing.T) {
 		json.NewEncoder(w).Encode(out)
 	}))
 	defer provider.Close()
-	out := &syncBuffer{}
+	out := &testenv.Buffer{}
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {

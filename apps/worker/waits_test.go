@@ -67,7 +67,7 @@ func TestRunWaitsForItsDependencies(t *testing.T) {
 	r := testenv.LeaseRedis(t)
 	pgURL, pgUp := rehost(t, pg.URL, func(h string) (string, func()) { return downUntilStarted(t, h) })
 	redisURL, redisUp := rehost(t, r.URL, func(h string) (string, func()) { return downUntilStarted(t, h) })
-	out := &syncBuffer{}
+	out := &testenv.Buffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	var runErr error

@@ -1,14 +1,12 @@
 package knowledge_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/uuid"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
+	"github.com/agentfleet/orchestrator/packages/testenv"
 )
 
 // A large org that is a minority of the table gets an HNSW index of its
@@ -23,7 +22,7 @@ import (
 // for it), and finds the same entries.
 func TestUpkeepBuildsAnOrgVectorIndex(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs testenv.Buffer
 	b := setup(t, func(o *knowledge.Options) {
 		o.OrgVectorIndexMinDocs = 150
 		o.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
@@ -169,22 +168,4 @@ func TestIndexAllVacuumsWhatABulkLoadChurned(t *testing.T) {
 	} else if s.visible != s.pages {
 		t.Logf("after a bulk load: %d of %d postings pages all-visible", s.visible, s.pages)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

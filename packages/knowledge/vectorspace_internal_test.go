@@ -1,12 +1,10 @@
 package knowledge
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -61,9 +59,8 @@ func TestBuildMemory(t *testing.T) {
 func TestVectorIndexBuildFallsBackWithoutParallelWorkers(t *testing.T) {
 	db := testenv.Postgres(t)
 	ctx := context.Background()
-	var logs bytes.Buffer
-	var mu sync.Mutex
-	svc := New(db.Pool, Options{Logger: slog.New(slog.NewTextHandler(&lockedWriter{&mu, &logs}, nil))})
+	var logs testenv.Buffer
+	svc := New(db.Pool, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	sp := SpaceOf(svc.opts.Embedder)
 	var dbName string
 	if err := db.Pool.QueryRow(ctx, "SELECT current_database()").Scan(&dbName); err != nil {
@@ -105,8 +102,6 @@ func TestVectorIndexBuildFallsBackWithoutParallelWorkers(t *testing.T) {
 	if err := db.Pool.QueryRow(ctx, "SELECT indisvalid FROM pg_index WHERE indexrelid = $1::regclass", sp.IndexName()).Scan(&valid); err != nil || !valid {
 		t.Fatalf("the index after the fallback: valid %v, err %v", valid, err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	if !strings.Contains(logs.String(), "building without parallel workers") {
 		t.Errorf("no warning of the fallback in the log:\n%s", logs.String())
 	}
@@ -114,15 +109,4 @@ func TestVectorIndexBuildFallsBackWithoutParallelWorkers(t *testing.T) {
 	if sharedMemoryShort(errors.New("shared memory")) || sharedMemoryShort(&pgconn.PgError{Code: "53100", Message: "could not extend file"}) {
 		t.Error("sharedMemoryShort matches failures that are not the shared memory segment")
 	}
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
