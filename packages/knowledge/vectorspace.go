@@ -260,7 +260,7 @@ func sharedMemoryShort(err error) bool {
 // past that, pgvector writes the graph out and inserts every further
 // element through the index pages, several times slower. At 1M entries of
 // 768 dimensions the fixed 1 GB this build used to get held the first
-// ~285,000 elements; the build then took 53-55 minutes on two vCPUs,
+// ~283,000 elements; the build then took 53-55 minutes on two vCPUs,
 // against 11 with room for the whole graph (4 GB; docs/benchmarks.md,
 // "Issue 9, ninth pass"). An hour is an Upkeep pass's deadline, which a
 // wider model would pass, leaving an index that is never built. So the
@@ -271,9 +271,10 @@ func sharedMemoryShort(err error) bool {
 // a dimension; halfvec: 8 + 2), the element (~130 bytes), its neighbour
 // lists (2m candidates of 16 bytes on layer 0, m on the ~1/m of upper
 // layers: ~560 bytes for m = 16) and allocation padding: 4d + 720 for a
-// vector. Measured: 1 GB held 285,000 elements of 768 dimensions, 3,770
-// bytes each; this says 3,800. A parallel build takes a shared segment of
-// maintenance_work_mem less 3 MB.
+// vector, 3,800 bytes at 768 dimensions, so 1 GB holds ~283,000 elements.
+// Measured on the 1M-row benchmark: with 1 GB the build had fallen to a
+// sixth of its pace before its 300,000th element. A parallel build takes
+// a shared segment of maintenance_work_mem less 3 MB.
 func graphBytes(sp VectorSpace, n int64) int64 {
 	per := int64(8 + 4*sp.Dims)
 	if sp.Dims >= halfvecFrom {
