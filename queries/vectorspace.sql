@@ -33,3 +33,13 @@ WHERE embedding_model = @model::text AND vector_dims(embedding) = @dims::int;
 -- The server's maintenance_work_mem in bytes (for this role and database):
 -- an index build never gets less than the deployment gives every build.
 SELECT (setting::bigint * 1024)::bigint FROM pg_catalog.pg_settings WHERE name = 'maintenance_work_mem';
+
+-- name: IndexesNamed :many
+-- The indexes of knowledge whose names start with @prefix, and whether each
+-- is valid: an org's own HNSW indexes, of every space (VectorSpace's
+-- orgIndexPrefix), for `ctl search status`.
+SELECT c.relname::text AS name, i.indisvalid AS valid
+FROM pg_catalog.pg_index i
+JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
+WHERE i.indrelid = 'knowledge'::regclass AND left(c.relname, length(@prefix::text)) = @prefix::text
+ORDER BY 1;

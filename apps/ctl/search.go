@@ -12,7 +12,7 @@ import (
 // it is built with, how far the indexer is, and moving an org to another
 // language (packages/knowledge/language.go says how that is served).
 func init() {
-	register("search status", "an org's lexical index: --org ORG (language, entries indexed and queued)", func(fs *flag.FlagSet) func(e *env) error {
+	register("search status", "an org's search indexes: --org ORG (language, entries indexed and queued, its own vector indexes)", func(fs *flag.FlagSet) func(e *env) error {
 		org := fs.String("org", "", "org id")
 		return func(e *env) error {
 			orgID, err := uuidFlag("org", *org)
@@ -33,6 +33,17 @@ func init() {
 					cfg = "(none yet: the deployment's on first index)"
 				}
 				fmt.Fprintf(w, "language %s, %d entries indexed, %d queued\n", cfg, st.Indexed, st.Queued)
+				if len(st.VectorIndexes) == 0 {
+					fmt.Fprintf(w, "vector index of its own: none (Upkeep builds one for an org of %d entries or more that is at most half of the table; until then its vector list uses the shared index or scans its vectors)\n",
+						knowledge.OrgVectorIndexMinDocs)
+				}
+				for _, ix := range st.VectorIndexes {
+					state := "valid"
+					if !ix.Valid {
+						state = "not valid yet: being built, or a failed build that Upkeep drops and builds again"
+					}
+					fmt.Fprintf(w, "vector index of its own: %s (%s)\n", ix.Name, state)
+				}
 			})
 		}
 	})

@@ -23,6 +23,8 @@ func TestSearchLanguageAndStatus(t *testing.T) {
 	}
 	if st := c.ok("search", "status", "--org", org); st["queued"].(float64) != 3 || st["textSearchConfig"] != "" {
 		t.Fatalf("status before indexing: %v", st)
+	} else if ixs, ok := st["vectorIndexes"].([]any); !ok || len(ixs) != 0 {
+		t.Fatalf("status of a small org: vectorIndexes %v, want []", st["vectorIndexes"])
 	}
 	if r := c.ok("search", "language", "--org", org, "--config", "german"); r["queued"].(float64) != 3 {
 		t.Fatalf("language: %v", r)

@@ -30,15 +30,39 @@ type SearchIndexStatus struct {
 	TextSearchConfig string `json:"textSearchConfig"`
 	Indexed          int64  `json:"indexed"`
 	Queued           int64  `json:"queued"`
+	// VectorIndexes are the org's own HNSW indexes (Upkeep gives one to a
+	// large org: upkeep.go), one per embedding space. Until the org has a
+	// valid one, its vector list walks the space's shared index filtering
+	// by org, or scans the org's vectors: after a bulk load, the tens of
+	// seconds in which its searches are several times slower.
+	VectorIndexes []VectorIndexState `json:"vectorIndexes"`
 }
 
-// SearchIndexStatus reports an org's lexical index.
+// VectorIndexState is one of an org's own HNSW indexes.
+type VectorIndexState struct {
+	Name string `json:"name"`
+	// Valid is false while the index is being built (CONCURRENTLY), or
+	// after a build that failed, which Upkeep drops and builds again.
+	Valid bool `json:"valid"`
+}
+
+// SearchIndexStatus reports an org's lexical index and its own vector
+// indexes.
 func (s *Service) SearchIndexStatus(ctx context.Context, org uuid.UUID) (*SearchIndexStatus, error) {
 	r, err := s.q.SearchIndexStatus(ctx, org)
 	if err != nil {
 		return nil, mapErr(err, "")
 	}
-	return &SearchIndexStatus{OrgID: org, TextSearchConfig: r.Config, Indexed: r.Indexed, Queued: r.Queued}, nil
+	ixs, err := s.q.IndexesNamed(ctx, orgIndexPrefix(org))
+	if err != nil {
+		return nil, mapErr(err, "")
+	}
+	st := &SearchIndexStatus{OrgID: org, TextSearchConfig: r.Config, Indexed: r.Indexed, Queued: r.Queued,
+		VectorIndexes: []VectorIndexState{}}
+	for _, ix := range ixs {
+		st.VectorIndexes = append(st.VectorIndexes, VectorIndexState{Name: ix.Name, Valid: ix.Valid})
+	}
+	return st, nil
 }
 
 // SetTextSearchConfig moves org's lexical index to another text search

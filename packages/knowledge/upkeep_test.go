@@ -51,6 +51,17 @@ func TestUpkeepBuildsAnOrgVectorIndex(t *testing.T) {
 		t.Fatalf("want the model's index %s built first, got %+v", space.IndexName(), rep)
 	}
 	name := space.OrgIndexName(b.org)
+	vectorIndexes := func(org uuid.UUID) []knowledge.VectorIndexState {
+		t.Helper()
+		st, err := b.svc.SearchIndexStatus(b.ctx, org)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.VectorIndexes
+	}
+	if got := vectorIndexes(b.org); len(got) != 0 {
+		t.Fatalf("the org's own vector indexes before Upkeep built one: %v", got)
+	}
 	rep, err = b.svc.Upkeep(b.ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -81,6 +92,12 @@ func TestUpkeepBuildsAnOrgVectorIndex(t *testing.T) {
 	if n := b.count(t, `SELECT count(*) FROM pg_indexes WHERE indexname = $1 AND indexdef LIKE '%hnsw%' AND indexdef LIKE '%' || $2 || '%'`, name, b.org.String()); n != 1 {
 		t.Fatal("the index is not a partial HNSW index of the org")
 	}
+	if got := vectorIndexes(b.org); !slices.Equal(got, []knowledge.VectorIndexState{{Name: name, Valid: true}}) {
+		t.Fatalf("the org's own vector indexes: %v, want %s valid", got, name)
+	}
+	if got := vectorIndexes(b.other); len(got) != 0 {
+		t.Fatalf("org B's status shows org A's index: %v", got)
+	}
 	// The function's plan for this org uses it.
 	plan := explainVector(t, b, b.org)
 	if !strings.Contains(plan, name) {
@@ -100,6 +117,9 @@ func TestUpkeepBuildsAnOrgVectorIndex(t *testing.T) {
 	// An invalid index (a failed concurrent build) is dropped, then rebuilt.
 	if _, err := b.pool.Exec(b.ctx, `UPDATE pg_index SET indisvalid = false WHERE indexrelid = $1::regclass`, name); err != nil {
 		t.Fatal(err)
+	}
+	if got := vectorIndexes(b.org); !slices.Equal(got, []knowledge.VectorIndexState{{Name: name, Valid: false}}) {
+		t.Fatalf("the org's own vector indexes: %v, want %s not valid", got, name)
 	}
 	if rep, err := b.svc.Upkeep(b.ctx); err != nil || !slices.Equal(rep.Dropped, []string{name}) || !slices.Equal(rep.Built, []string{name}) {
 		t.Fatalf("invalid index: %+v %v", rep, err)

@@ -64,7 +64,13 @@ func (v VectorSpace) ChunkIndexName() string { return "knowledge_chunks_hnsw_m_"
 
 // OrgIndexName is the space's HNSW index of one large org (upkeep.go).
 func (v VectorSpace) OrgIndexName(org uuid.UUID) string {
-	return "knowledge_hnsw_org_" + strings.ReplaceAll(org.String(), "-", "") + "_" + v.hash()[:8]
+	return orgIndexPrefix(org) + v.hash()[:8]
+}
+
+// orgIndexPrefix begins the name of each of an org's own HNSW indexes,
+// whatever their space.
+func orgIndexPrefix(org uuid.UUID) string {
+	return "knowledge_hnsw_org_" + strings.ReplaceAll(org.String(), "-", "") + "_"
 }
 
 // cast is the type the space's index is on; knowledge_vector_hnsw writes

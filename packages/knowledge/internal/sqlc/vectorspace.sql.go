@@ -106,6 +106,42 @@ func (q *Queries) IndexState(ctx context.Context, name string) (IndexStateRow, e
 	return i, err
 }
 
+const indexesNamed = `-- name: IndexesNamed :many
+SELECT c.relname::text AS name, i.indisvalid AS valid
+FROM pg_catalog.pg_index i
+JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
+WHERE i.indrelid = 'knowledge'::regclass AND left(c.relname, length($1::text)) = $1::text
+ORDER BY 1
+`
+
+type IndexesNamedRow struct {
+	Name  string
+	Valid bool
+}
+
+// The indexes of knowledge whose names start with @prefix, and whether each
+// is valid: an org's own HNSW indexes, of every space (VectorSpace's
+// orgIndexPrefix), for `ctl search status`.
+func (q *Queries) IndexesNamed(ctx context.Context, prefix string) ([]IndexesNamedRow, error) {
+	rows, err := q.db.Query(ctx, indexesNamed, prefix)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []IndexesNamedRow
+	for rows.Next() {
+		var i IndexesNamedRow
+		if err := rows.Scan(&i.Name, &i.Valid); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const maintenanceWorkMem = `-- name: MaintenanceWorkMem :one
 SELECT (setting::bigint * 1024)::bigint FROM pg_catalog.pg_settings WHERE name = 'maintenance_work_mem'
 `
