@@ -123,14 +123,6 @@ SELECT coalesce((SELECT s.config::text FROM knowledge_search_stats s WHERE s.org
        coalesce((SELECT s.docs FROM knowledge_search_stats s WHERE s.org_id = @org_id), 0)::bigint AS indexed,
        (SELECT count(*) FROM knowledge_index_queue q WHERE q.org_id = @org_id)::bigint AS queued;
 
--- name: OrgVectorIndexes :many
--- The per-org HNSW indexes Upkeep built (knowledge_hnsw_org_<org hex>), and
--- whether each is valid (a failed concurrent build leaves an invalid one).
-SELECT c.relname::text AS name, i.indisvalid AS valid
-FROM pg_catalog.pg_index i
-JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
-WHERE i.indrelid = 'knowledge'::regclass AND c.relname LIKE 'knowledge_hnsw_org_%';
-
 -- name: OrgsForVectorIndex :many
 -- Orgs large enough for an HNSW index of their own but a minority of the
 -- table (see upkeep.go), largest first.

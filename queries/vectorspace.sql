@@ -36,8 +36,9 @@ SELECT (setting::bigint * 1024)::bigint FROM pg_catalog.pg_settings WHERE name =
 
 -- name: IndexesNamed :many
 -- The indexes of knowledge whose names start with @prefix, and whether each
--- is valid: an org's own HNSW indexes, of every space (VectorSpace's
--- orgIndexPrefix), for `ctl search status`.
+-- is valid (a failed concurrent build leaves an invalid one): the per-org
+-- HNSW indexes Upkeep built (orgIndexesPrefix), or one org's, of every
+-- space (orgIndexPrefix, for `ctl search status`).
 SELECT c.relname::text AS name, i.indisvalid AS valid
 FROM pg_catalog.pg_index i
 JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid

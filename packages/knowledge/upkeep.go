@@ -198,7 +198,7 @@ func (s *Service) orgVectorIndex(ctx context.Context, rep *UpkeepReport) error {
 		rep.Built = append(rep.Built, built...)
 		return nil // the space's indexes alone in a pass: a pass stays bounded
 	}
-	have, err := s.q.OrgVectorIndexes(ctx)
+	have, err := s.q.IndexesNamed(ctx, orgIndexesPrefix)
 	if err != nil {
 		return mapErr(err, "")
 	}

@@ -67,10 +67,12 @@ func (v VectorSpace) OrgIndexName(org uuid.UUID) string {
 	return orgIndexPrefix(org) + v.hash()[:8]
 }
 
-// orgIndexPrefix begins the name of each of an org's own HNSW indexes,
-// whatever their space.
+// orgIndexesPrefix begins the name of every org's own HNSW indexes;
+// orgIndexPrefix, of one org's, whatever their space.
+const orgIndexesPrefix = "knowledge_hnsw_org_"
+
 func orgIndexPrefix(org uuid.UUID) string {
-	return "knowledge_hnsw_org_" + strings.ReplaceAll(org.String(), "-", "") + "_"
+	return orgIndexesPrefix + strings.ReplaceAll(org.String(), "-", "") + "_"
 }
 
 // cast is the type the space's index is on; knowledge_vector_hnsw writes

@@ -57,40 +57,6 @@ func (q *Queries) LockSearchStats(ctx context.Context, arg LockSearchStatsParams
 	return i, err
 }
 
-const orgVectorIndexes = `-- name: OrgVectorIndexes :many
-SELECT c.relname::text AS name, i.indisvalid AS valid
-FROM pg_catalog.pg_index i
-JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
-WHERE i.indrelid = 'knowledge'::regclass AND c.relname LIKE 'knowledge_hnsw_org_%'
-`
-
-type OrgVectorIndexesRow struct {
-	Name  string
-	Valid bool
-}
-
-// The per-org HNSW indexes Upkeep built (knowledge_hnsw_org_<org hex>), and
-// whether each is valid (a failed concurrent build leaves an invalid one).
-func (q *Queries) OrgVectorIndexes(ctx context.Context) ([]OrgVectorIndexesRow, error) {
-	rows, err := q.db.Query(ctx, orgVectorIndexes)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []OrgVectorIndexesRow
-	for rows.Next() {
-		var i OrgVectorIndexesRow
-		if err := rows.Scan(&i.Name, &i.Valid); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const orgsForVectorIndex = `-- name: OrgsForVectorIndex :many
 SELECT s.org_id, s.docs
 FROM knowledge_search_stats s

@@ -120,8 +120,9 @@ type IndexesNamedRow struct {
 }
 
 // The indexes of knowledge whose names start with @prefix, and whether each
-// is valid: an org's own HNSW indexes, of every space (VectorSpace's
-// orgIndexPrefix), for `ctl search status`.
+// is valid (a failed concurrent build leaves an invalid one): the per-org
+// HNSW indexes Upkeep built (orgIndexesPrefix), or one org's, of every
+// space (orgIndexPrefix, for `ctl search status`).
 func (q *Queries) IndexesNamed(ctx context.Context, prefix string) ([]IndexesNamedRow, error) {
 	rows, err := q.db.Query(ctx, indexesNamed, prefix)
 	if err != nil {
