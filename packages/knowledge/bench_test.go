@@ -873,27 +873,53 @@ func BenchmarkSearch(b *testing.B) {
 // "Issue 9, ninth pass"). Reported on its own, it is what the first
 // minute after such a step costs; the mixes after it measure the state.
 func firstSearches(b *testing.B, bd *benchDB, e benchEnv) {
-	ctx := context.Background()
 	ms := bd.mixes()
 	rng := mrand.New(mrand.NewPCG(11, 11))
-	n := min(e.samples, firstSearchesMax)
-	lat := make([]time.Duration, 0, n)
+	i := 0
+	t := timeSearches(b, bd, min(e.samples, firstSearchesMax), firstSearchesBudget, func() string {
+		i++
+		return ms[(i-1)%len(ms)].gen(rng)
+	})
+	reportLatencies(b, t.lat)
+	b.ReportMetric(float64(len(t.lat)), "samples")
+}
+
+// timed is what timeSearches measured.
+type timed struct {
+	lat      []time.Duration
+	hits     int
+	slowest  string
+	slowestT time.Duration
+	// outOfBudget: the searches stopped at the budget, before n.
+	outOfBudget bool
+}
+
+// timeSearches runs up to n searches of next's queries in the big org, one
+// after the other, until they have taken budget.
+func timeSearches(b *testing.B, bd *benchDB, n int, budget time.Duration, next func() string) timed {
+	ctx := context.Background()
+	t := timed{lat: make([]time.Duration, 0, n)}
 	var spent time.Duration
-	for i := range n {
-		if spent > firstSearchesBudget {
+	for range n {
+		if spent > budget {
+			t.outOfBudget = true
 			break
 		}
-		q := ms[i%len(ms)].gen(rng)
+		q := next()
 		t0 := time.Now()
-		if _, err := bd.svc.Search(ctx, bd.big, knowledge.SearchInput{Query: q}); err != nil {
+		r, err := bd.svc.Search(ctx, bd.big, knowledge.SearchInput{Query: q})
+		d := time.Since(t0)
+		if err != nil {
 			b.Fatal(err)
 		}
-		d := time.Since(t0)
-		lat = append(lat, d)
+		t.lat = append(t.lat, d)
 		spent += d
+		if d > t.slowestT {
+			t.slowest, t.slowestT = q, d
+		}
+		t.hits += len(r.Hits)
 	}
-	reportLatencies(b, lat)
-	b.ReportMetric(float64(len(lat)), "samples")
+	return t
 }
 
 // A state's first searches: at most this many, for at most this long.
@@ -918,36 +944,17 @@ func searchMix(b *testing.B, bd *benchDB, m queryMix, e benchEnv) {
 		}
 	}
 	load := loadAvg()
-	lat := make([]time.Duration, 0, e.samples)
-	hits := 0
-	var slowest string
-	var slowestT, spent time.Duration
-	for range e.samples {
-		if spent > e.budget {
-			logf("%s: budget of %v spent after %d searches", b.Name(), e.budget, len(lat))
-			break
-		}
-		q := m.gen(rng)
-		t0 := time.Now()
-		r, err := bd.svc.Search(ctx, bd.big, knowledge.SearchInput{Query: q})
-		d := time.Since(t0)
-		lat = append(lat, d)
-		spent += d
-		if err != nil {
-			b.Fatal(err)
-		}
-		if d > slowestT {
-			slowest, slowestT = q, d
-		}
-		hits += len(r.Hits)
+	t := timeSearches(b, bd, e.samples, e.budget, func() string { return m.gen(rng) })
+	if t.outOfBudget {
+		logf("%s: budget of %v spent after %d searches", b.Name(), e.budget, len(t.lat))
 	}
-	logf("load average %s -> %s; slowest query %q (%v)", load, loadAvg(), slowest, slowestT.Round(time.Microsecond))
-	reportLatencies(b, lat)
-	b.ReportMetric(float64(hits)/float64(len(lat)), "hits/query")
-	b.ReportMetric(float64(len(lat)), "samples")
+	logf("load average %s -> %s; slowest query %q (%v)", load, loadAvg(), t.slowest, t.slowestT.Round(time.Microsecond))
+	reportLatencies(b, t.lat)
+	b.ReportMetric(float64(t.hits)/float64(len(t.lat)), "hits/query")
+	b.ReportMetric(float64(len(t.lat)), "samples")
 	if e.explain {
 		explainSearch(b, bd, m.gen(mrand.New(mrand.NewPCG(3, 3))))
-		explainSearch(b, bd, slowest)
+		explainSearch(b, bd, t.slowest)
 	}
 }
 

@@ -208,7 +208,7 @@ func (s *Service) orgVectorIndex(ctx context.Context, rep *UpkeepReport) error {
 			// A concurrent build that failed or was cancelled leaves an
 			// invalid index that writes still maintain: drop it; the next
 			// pass builds it again.
-			if _, err := s.pool.Exec(ctx, "DROP INDEX CONCURRENTLY IF EXISTS "+pgx.Identifier{ix.Name}.Sanitize()); err != nil {
+			if err := dropIndex(ctx, s.pool, ix.Name); err != nil {
 				return fmt.Errorf("drop invalid %s: %w", ix.Name, err)
 			}
 			rep.Dropped = append(rep.Dropped, ix.Name)
@@ -229,9 +229,8 @@ func (s *Service) orgVectorIndex(ctx context.Context, rep *UpkeepReport) error {
 		}
 		// The org's indexed entries stand for the index's elements (those
 		// with a vector of the space): a count would read the org's rows.
-		docs := o.Docs
 		built, err := s.buildVectorIndex(ctx, name, sp.indexDDL(name, &o.OrgID), sp,
-			func(context.Context, *sqlc.Queries) (int64, error) { return docs, nil })
+			func(context.Context, *sqlc.Queries) (int64, error) { return o.Docs, nil })
 		if err != nil {
 			return err
 		}

@@ -201,7 +201,7 @@ func (s *Service) buildVectorIndex(ctx context.Context, name, ddl string, sp Vec
 	if st.Present {
 		// An invalid index, which writes still maintain: drop it first, or
 		// IF NOT EXISTS would keep it.
-		if _, err := conn.Exec(ctx, "DROP INDEX CONCURRENTLY IF EXISTS "+pgx.Identifier{name}.Sanitize()); err != nil {
+		if err := dropIndex(ctx, conn, name); err != nil {
 			return false, fmt.Errorf("drop invalid %s: %w", name, err)
 		}
 	}
@@ -234,7 +234,7 @@ func (s *Service) buildVectorIndex(ctx context.Context, name, ddl string, sp Vec
 		// again that way, after dropping what the failed one left.
 		log.Warn("vector index build: no room in the server's shared memory for a parallel build; building without parallel workers",
 			"err", err)
-		if _, err := conn.Exec(ctx, "DROP INDEX CONCURRENTLY IF EXISTS "+pgx.Identifier{name}.Sanitize()); err != nil {
+		if err := dropIndex(ctx, conn, name); err != nil {
 			return false, fmt.Errorf("drop %s after a failed parallel build: %w", name, err)
 		}
 		if _, err := conn.Exec(ctx, "SET max_parallel_maintenance_workers = 0"); err != nil {
@@ -247,6 +247,15 @@ func (s *Service) buildVectorIndex(ctx context.Context, name, ddl string, sp Vec
 		return false, fmt.Errorf("build %s: %w", name, err)
 	}
 	return true, nil
+}
+
+// dropIndex drops an index without blocking writes (not through sqlc: DDL
+// takes no parameters), as a failed CONCURRENTLY build leaves it.
+func dropIndex(ctx context.Context, db interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}, name string) error {
+	_, err := db.Exec(ctx, "DROP INDEX CONCURRENTLY IF EXISTS "+pgx.Identifier{name}.Sanitize())
+	return err
 }
 
 // runBuild runs an index build's DDL; a test replaces it to fail a build.
