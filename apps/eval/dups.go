@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -81,6 +82,12 @@ type DupReport struct {
 	LongProbes             int
 	// WrongExamples: the first listings that were not the probe's source.
 	WrongExamples []string `json:"wrongExamples"`
+	// Embedder is the model of the meaning check; Checks counts the
+	// NFCorpus probes by how their check was made (SimilarCheck).
+	Embedder string         `json:"embedder"`
+	Checks   map[string]int `json:"checks"`
+	// Paraphrases is the hand-written pair study (paraphrases.go).
+	Paraphrases *ParaphraseReport `json:"paraphrases,omitempty"`
 }
 
 type dupProbe struct {
@@ -134,12 +141,28 @@ func runDups(ctx context.Context, pool *pgxpool.Pool, emb embed.Embedder, ds *Da
 	if err != nil {
 		return err
 	}
-	svc := knowledge.New(pool, knowledge.Options{Embedder: emb})
-	plain := knowledge.New(pool, knowledge.Options{Embedder: emb, SkipSimilar: true})
-	rep, err := dupStudy(ctx, svc, plain, long, short, ds.Docs, cfg.concurrency, progress)
+	// The embed budget of the check, as the MCP server reads it
+	// (SEARCH_EMBED_BUDGET): a study of quality on a busy provider sets it
+	// high so every check has its vector (the answers' checks are counted).
+	var budget time.Duration
+	if v := os.Getenv(knowledge.EnvQueryEmbedBudget); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return &usageError{fmt.Sprintf("%s=%q: a duration such as 1s", knowledge.EnvQueryEmbedBudget, v)}
+		}
+		budget = d
+	}
+	svc := knowledge.New(pool, knowledge.Options{Embedder: emb, QueryEmbedBudget: budget, EmbedTimeout: budget})
+	plain := knowledge.New(pool, knowledge.Options{Embedder: emb, QueryEmbedBudget: budget, SkipSimilar: true})
+	para, err := paraphraseStudy(ctx, pool, emb, svc, cfg.concurrency, progress)
 	if err != nil {
 		return err
 	}
+	rep, err := dupStudy(ctx, pool, emb, svc, plain, long, short, ds.Docs, cfg.concurrency, progress)
+	if err != nil {
+		return err
+	}
+	rep.Embedder, rep.Paraphrases = emb.Model(), para
 	if cfg.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -152,7 +175,7 @@ func runDups(ctx context.Context, pool *pgxpool.Pool, emb embed.Embedder, ds *Da
 // org each probe is also stored (and forgotten) through plain, a service
 // without the check, alternately, so the two store latencies compare on
 // the same machine state.
-func dupStudy(ctx context.Context, svc, plain *knowledge.Service, long, short knowledge.Caller, docs []Doc, concurrency int, progress func(string, ...any)) (*DupReport, error) {
+func dupStudy(ctx context.Context, pool *pgxpool.Pool, emb embed.Embedder, svc, plain *knowledge.Service, long, short knowledge.Caller, docs []Doc, concurrency int, progress func(string, ...any)) (*DupReport, error) {
 	rng := rand.New(rand.NewPCG(dupSeed, 1))
 	byTitle := map[string][]int{}
 	for i, d := range docs {
@@ -173,7 +196,7 @@ func dupStudy(ctx context.Context, svc, plain *knowledge.Service, long, short kn
 			loaded = append(loaded, d)
 		}
 	}
-	rep := &DupReport{Threshold: knowledge.SimilarThreshold}
+	rep := &DupReport{Threshold: knowledge.SimilarThreshold, Checks: map[string]int{}}
 	var storeTimes, plainTimes []time.Duration
 	for _, org := range []struct {
 		name  string
@@ -187,6 +210,12 @@ func dupStudy(ctx context.Context, svc, plain *knowledge.Service, long, short kn
 		progress("dups: storing %d documents into the %s org", len(in), org.name)
 		docOf, _, err := load(ctx, svc, org.c, in, concurrency)
 		if err != nil {
+			return nil, err
+		}
+		// The vectors the stores could not make within the budget (all of
+		// them with an in-process embedder), as the worker would: the
+		// check compares by meaning with ready entries only.
+		if err := embedAll(ctx, pool, emb, org.c.OrgID, docOf, concurrency); err != nil {
 			return nil, err
 		}
 		if org.name == "long" {
@@ -231,6 +260,7 @@ func dupStudy(ctx context.Context, svc, plain *knowledge.Service, long, short kn
 					return nil, err
 				}
 			}
+			rep.Checks[r.SimilarCheck]++
 			cat.Probes++
 			cat.Listings += len(r.Similar)
 			best := -1.0
@@ -370,7 +400,14 @@ func ratio(a, b int) float64 {
 
 // Text prints the study as a table.
 func (r *DupReport) Text(w io.Writer) error {
-	fmt.Fprintf(w, "duplicate check: word-set Jaccard >= %.2f; long org %d entries, short org %d\n", r.Threshold, r.LongDocs, r.ShortDocs)
+	if r.Paraphrases != nil {
+		if err := r.Paraphrases.Text(w); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "duplicate check: score (words: Jaccard; meaning: %s cosine, knowledge.MeaningScore) >= %.2f; long org %d entries, short org %d; checks %v\n",
+		r.Embedder, r.Threshold, r.LongDocs, r.ShortDocs, r.Checks)
 	fmt.Fprintf(w, "%-6s %-9s %-8s %6s %6s %8s %6s  %s\n", "org", "kind", "label", "probes", "found", "listings", "wrong", "score p10/p50/p90")
 	for _, c := range r.Categories {
 		label := "distinct"

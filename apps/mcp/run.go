@@ -71,6 +71,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if err := knowledge.CheckModelSwitch(embedder, nextEmbedder); err != nil {
 		return err
 	}
+	chunk, err := knowledge.ChunkSettings(embedder.Model(), cfg.Chunk)
+	if err != nil {
+		return err
+	}
 
 	// The process starts whatever its dependencies do: a supervisor may
 	// restart it during an outage, and it must then serve what it can,
@@ -155,6 +159,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		TextSearchConfig:  cfg.TextSearchConfig,
 		VectorCalibration: cfg.VectorCalibration,
 		QueryEmbedBudget:  cfg.QueryEmbedBudget,
+		Chunk:             chunk,
 	})
 	warm.Store(svc)
 	for _, c := range pool.AcquireAllIdle(ctx) { // made before the service existed

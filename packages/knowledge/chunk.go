@@ -68,6 +68,11 @@ var chunkModels = []struct {
 // MiniLM family (which is in it).
 const DefaultChunkChars = 2000
 
+// DefaultMaxInputChars is the most characters of one text the embeddings
+// worker sends (jobs.HandlerOptions.MaxInputChars's default), a net under
+// the chunks.
+const DefaultMaxInputChars = 8000
+
 // ChunkOptionsFor is the default cut for a model: its chunk size from the
 // list above (else DefaultChunkChars) and an eighth of it as overlap.
 func ChunkOptionsFor(model string) ChunkOptions {

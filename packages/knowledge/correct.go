@@ -35,6 +35,10 @@ func (s *Service) Correct(ctx context.Context, c Caller, oldID uuid.UUID, replac
 	if err != nil {
 		return nil, InReplacement(err)
 	}
+	if a.IfSimilar != "" {
+		// No duplicate check: the replacement replaces oldId by definition.
+		return nil, InReplacement(InvalidArgument("ifSimilar", "is not taken by a replacement (it replaces oldId whatever else looks like it)"))
+	}
 	if a.ClientToken != nil {
 		prev, err := s.replayFromDB(ctx, c, a)
 		if err == nil {

@@ -45,16 +45,30 @@ const (
 )
 
 type queryVectors struct {
-	local  *lru.Cache[string, []float32]
+	local *lru.Cache[string, []float32]
+	// texts holds the vectors of new entries' texts (the duplicate check,
+	// similar.go), apart from the queries' so a burst of stores does not
+	// evict them; only in this process: a store's text is seldom sent
+	// twice but by a retry, and a vector in Redis per stored entry would
+	// grow it with the org. Its use is a retry (ifSimilar: skip twice) and
+	// a provider that answered after the budget.
+	texts  *lru.Cache[string, []float32]
 	flight singleflight.Group
 }
+
+// TextVectorCacheSize is how many new entries' vectors queryVectors.texts keeps.
+const TextVectorCacheSize = 1024
 
 func newQueryVectors() *queryVectors {
 	c, err := lru.New[string, []float32](QueryVectorCacheSize)
 	if err != nil {
 		panic(err) // only for a size <= 0
 	}
-	return &queryVectors{local: c}
+	t, err := lru.New[string, []float32](TextVectorCacheSize)
+	if err != nil {
+		panic(err)
+	}
+	return &queryVectors{local: c, texts: t}
 }
 
 // queryVectorKey names a query's vector for one model and width: the
@@ -65,35 +79,56 @@ func queryVectorKey(model string, dims int, query string) string {
 }
 
 // errEmbedBudget says the provider did not answer within the budget.
-var errEmbedBudget = errors.New("the embedding provider did not answer within the search budget")
+var errEmbedBudget = errors.New("the embedding provider did not answer within the embed budget")
 
 // embedQuery returns the query's vector from a cache or the provider,
 // waiting for the provider at most the budget.
 func (s *Service) embedQuery(ctx context.Context, query string) ([]float32, error) {
+	return s.embedCached(ctx, query, s.qvec.local, true)
+}
+
+// embedNewText returns the vector of a new entry's text (the duplicate
+// check, similar.go) the way embedQuery does, with the same budget, but
+// cached in this process only (queryVectors.texts).
+func (s *Service) embedNewText(ctx context.Context, text string) ([]float32, error) {
+	return s.embedCached(ctx, text, s.qvec.texts, false)
+}
+
+// embedCached is embedQuery with its process cache given, and Redis
+// (shared) or not.
+func (s *Service) embedCached(ctx context.Context, query string, local *lru.Cache[string, []float32], shared bool) ([]float32, error) {
 	e := s.opts.Embedder
 	if _, ok := e.(embed.InProcess); ok {
 		return embedOne(ctx, e, query)
 	}
 	key := queryVectorKey(e.Model(), e.Dimensions(), query)
-	if v, ok := s.qvec.local.Get(key); ok {
+	if v, ok := local.Get(key); ok {
 		return v, nil
 	}
-	if v := s.cachedQueryVector(ctx, key, e.Dimensions()); v != nil {
-		s.qvec.local.Add(key, v)
-		return v, nil
+	if shared {
+		if v := s.cachedQueryVector(ctx, key, e.Dimensions()); v != nil {
+			local.Add(key, v)
+			return v, nil
+		}
 	}
 	// One provider call per distinct query in flight, detached from this
 	// search: a search that stops waiting (budget, cancellation) leaves it
 	// running until EmbedTimeout, and its answer fills the cache.
-	ch := s.qvec.flight.DoChan(key, func() (any, error) {
+	flightKey := key
+	if !shared {
+		flightKey = "text:" + key // its answer fills the other cache
+	}
+	ch := s.qvec.flight.DoChan(flightKey, func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.EmbedTimeout)
 		defer cancel()
 		v, err := embedOne(ctx, e, query)
 		if err != nil {
 			return nil, err
 		}
-		s.qvec.local.Add(key, v)
-		s.cacheQueryVector(ctx, key, v)
+		local.Add(key, v)
+		if shared {
+			s.cacheQueryVector(ctx, key, v)
+		}
 		return v, nil
 	})
 	budget := time.NewTimer(s.opts.QueryEmbedBudget)

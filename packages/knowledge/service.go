@@ -56,6 +56,13 @@ type Options struct {
 	// answer.
 	SerialSearch bool
 
+	// Chunk is how the embeddings worker cuts bodies (EMBEDDINGS_CHUNK_CHARS
+	// and _OVERLAP, read by the MCP server too): a store whose text is one
+	// chunk writes the vector its duplicate check made as the entry's own,
+	// so the worker has nothing left to embed (similar.go). Default:
+	// ChunkOptionsFor(Embedder.Model()).
+	Chunk ChunkOptions
+
 	// SkipSimilar turns off store's duplicate check (similar.go): for a
 	// benchmark that compares a store with and without it. Stores then
 	// answer similar: [].
@@ -153,7 +160,11 @@ func New(pool *pgxpool.Pool, opts Options) *Service {
 	if opts.NextEmbedder != nil {
 		no := opts
 		no.Embedder, no.NextEmbedder = opts.NextEmbedder, nil // its calibration: the given one, else its model's
+		no.Chunk = ChunkOptions{}                             // its model's
 		next = New(pool, no)
+	}
+	if opts.Chunk.Chars <= 0 {
+		opts.Chunk = ChunkOptionsFor(opts.Embedder.Model())
 	}
 	if opts.VectorCalibration == nil {
 		c := CalibrationFor(opts.Embedder.Model())

@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"encoding/binary"
+	"fmt"
 	"hash/fnv"
 	"math"
 	"slices"
@@ -14,7 +15,9 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/pgvector/pgvector-go"
 
+	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -24,20 +27,34 @@ import (
 type Similar struct {
 	ID    uuid.UUID `json:"id"`
 	Title string    `json:"title"`
-	// Score is the Jaccard similarity of the two entries' word sets (title
-	// and body, lower-cased, English stop words left out): 1 is the same
-	// words, SimilarThreshold the least reported.
+	// Score is the larger of the two entries' word score (the Jaccard
+	// similarity of their word sets: title and body, lower-cased, English
+	// stop words left out) and their meaning score (MeaningScore: the
+	// cosine of their vectors on the embedding model's calibration), on
+	// one scale: SimilarThreshold is the least reported, SkipThreshold
+	// what ifSimilar: skip takes for the same knowledge, 1 the same text.
 	Score float64 `json:"score"`
 }
 
 // The duplicate check (docs/knowledge.md, "Duplicates at store time"; its
-// threshold is measured by apps/eval -dups).
+// thresholds are measured by apps/eval -dups).
 const (
-	// SimilarThreshold is the least word-set Jaccard similarity reported.
-	// On the pair set of apps/eval -dups, near-duplicates score 0.5 and
-	// more (a rewording, a trimmed or extended copy) and distinct entries
-	// on the same subject at most about 0.25.
+	// SimilarThreshold is the least score reported. As a word score: on
+	// the NFCorpus pair set of apps/eval -dups, near-duplicates score 0.5
+	// and more (a rewording, a trimmed or extended copy) and distinct
+	// entries on the same subject at most about 0.25. As a meaning score:
+	// the cosine at which the model's calibration gives full evidence
+	// (VectorCalibration.Full, "a close paraphrase"; MeaningScore).
 	SimilarThreshold = 0.4
+	// SkipThreshold is the least score at which store_knowledge with
+	// ifSimilar: skip takes an existing entry for the same knowledge and
+	// stores nothing. Higher than SimilarThreshold: a listing asks the
+	// agent to read and judge; a skip decides for it. As a word score,
+	// 0.8 is a copy with a tenth of its words changed (apps/eval -dups:
+	// rewordings and edits score 0.80-0.96, the highest distinct pairs of
+	// NFCorpus, one report series, 0.83 and 0.89); as a meaning score, a
+	// cosine two thirds of the way from the model's Full point to 1.
+	SkipThreshold = 0.8
 	// MaxSimilar is how many similar entries an answer lists.
 	MaxSimilar = 3
 	// similarRareTerms: how many of the new text's rarest indexed terms
@@ -50,7 +67,8 @@ const (
 	// rarest are always read).
 	similarMaxPostings    = 200
 	similarPostingsBudget = 1000
-	// similarCandidates: how many indexed candidates are compared.
+	// similarCandidates: how many indexed candidates are compared, and
+	// how many nearest vectors.
 	similarCandidates = 10
 	// similarMaxKeyHits bounds the entries sharing a key that are ranked
 	// (many only when many entries hold the same few words).
@@ -60,37 +78,220 @@ const (
 	similarAnalysedChars = 4000
 )
 
-// similarBudget bounds the duplicate check's wait: past it the store
-// answers without similar entries (and logs why).
+// How the duplicate check was made (StoreResult.SimilarCheck).
+const (
+	// SimilarCheckWordsMeaning: by words and by meaning (the new text's
+	// vector against the org's).
+	SimilarCheckWordsMeaning = "words+meaning"
+	// SimilarCheckWords: by words only: the new text had no vector in
+	// time (past the embed budget, the embedder failed or has an
+	// unsupported width) or the vector statement failed.
+	SimilarCheckWords = "words"
+	// SimilarCheckMeaning: by meaning only (the word statement failed).
+	SimilarCheckMeaning = "meaning"
+	// SimilarCheckNone: neither answered (or the check is off); similar
+	// is [] for want of a check, not for want of duplicates.
+	SimilarCheckNone = "none"
+)
+
+// similarBudget bounds each statement of the duplicate check (the words',
+// then the vectors'); the new text's vector is waited for at most the
+// embed budget (Options.QueryEmbedBudget), beside the word statement.
+// Past them the store answers with what it has (and logs why).
 const similarBudget = 250 * time.Millisecond
+
+// MeaningScore puts the cosine of two entries' vectors on the duplicate
+// check's scale, with the model's calibration (rrf.go): below the cosine
+// at which search's evidence is full (cal.Full, what the model gives a
+// close paraphrase) the score is under SimilarThreshold (not reported);
+// from there it rises linearly to 1 at cosine 1 (the same text), so it
+// is SimilarThreshold at Full and SkipThreshold two thirds of the way to
+// 1. A pair that search would not give full evidence is never reported
+// by meaning.
+func MeaningScore(cal VectorCalibration, cosine float64) float64 {
+	if cal.evidence(cosine) < 1 {
+		return 0
+	}
+	full := cal.Full
+	if full <= cal.Floor { // evidence() then reads the cosine itself
+		full = 1
+	}
+	if full >= 1 {
+		return 1
+	}
+	return clamp01(SimilarThreshold + (1-SimilarThreshold)*(cosine-full)/(1-full))
+}
+
+// similarOutcome is the answer of the duplicate check.
+type similarOutcome struct {
+	list  []Similar // best first
+	check string    // SimilarCheck*
+	// vec is the new text's vector when the Service's own embedder made
+	// it (not a next model's: see modelswitch.go), and whole says it is
+	// the vector the embeddings worker would make for the entry (its text
+	// is one chunk): the store then writes it as the entry's own.
+	vec   []float32
+	whole bool
+}
+
+// best is the best listing, if any.
+func (o similarOutcome) best() (Similar, bool) {
+	if len(o.list) == 0 {
+		return Similar{}, false
+	}
+	return o.list[0], true
+}
 
 // similarAsync starts the duplicate check for a new entry of org and
 // returns the function that waits for its answer, leaving out the new
-// entry (id), which the check sees if the store committed first. The
-// answer is [] on failure or past similarBudget; the failure is logged,
-// never returned: a store does not fail for want of advice.
-func (s *Service) similarAsync(ctx context.Context, org uuid.UUID, title, body string, w entryWords) func(id uuid.UUID) []Similar {
+// entry (id), which the check sees if the store committed first. A part
+// of the check that fails or runs out of budget is logged, never
+// returned, and the answer's check says what was left: a store does not
+// fail for want of advice.
+func (s *Service) similarAsync(ctx context.Context, org uuid.UUID, title, body string, w entryWords) func(id uuid.UUID) similarOutcome {
 	if s.opts.SkipSimilar {
-		return func(uuid.UUID) []Similar { return []Similar{} }
+		return func(uuid.UUID) similarOutcome { return similarOutcome{list: []Similar{}, check: SimilarCheckNone} }
 	}
-	ctx, cancel := context.WithTimeout(ctx, similarBudget)
-	done := make(chan []Similar, 1)
-	go func() {
-		out, err := s.similarWith(ctx, org, title, body, w, nil)
-		if err != nil {
-			s.log().Warn("knowledge: duplicate check failed; the store answers without similar entries", "org", org, "err", err)
-			out = nil
-		}
-		done <- out
-	}()
-	return func(id uuid.UUID) []Similar {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan similarOutcome, 1)
+	go func() { done <- s.similarCheck(ctx, org, title, body, w) }()
+	return func(id uuid.UUID) similarOutcome {
 		defer cancel()
-		out := slices.DeleteFunc(<-done, func(x Similar) bool { return x.ID == id })
-		if len(out) > MaxSimilar {
-			out = out[:MaxSimilar]
+		out := <-done
+		list := slices.DeleteFunc(out.list, func(x Similar) bool { return x.ID == id })
+		if len(list) > MaxSimilar {
+			list = list[:MaxSimilar]
 		}
-		return append([]Similar{}, out...)
+		out.list = append([]Similar{}, list...)
+		return out
 	}
+}
+
+// similarCheck runs the duplicate check: the word statement while the new
+// text is embedded (by the model that serves the org), then the vector
+// statement, and merges their listings.
+func (s *Service) similarCheck(ctx context.Context, org uuid.UUID, title, body string, w entryWords) similarOutcome {
+	sv := s
+	if n := s.servedByNext(ctx, org); n != nil {
+		sv = n // the org has cut over: its vectors are the next model's
+	}
+	type embedded struct {
+		vec   []float32
+		whole bool
+		err   error
+	}
+	vch := make(chan embedded, 1)
+	go func() {
+		text, whole := sv.newEntryText(title, body)
+		v, err := sv.newTextVector(ctx, text)
+		vch <- embedded{v, whole, err}
+	}()
+	wctx, wcancel := context.WithTimeout(ctx, similarBudget)
+	byWords, werr := s.similarWith(wctx, org, title, body, w, nil)
+	wcancel()
+	if werr != nil {
+		s.log().Warn("knowledge: duplicate check by words failed", "org", org, "err", werr)
+	}
+	e := <-vch
+	var byMeaning []Similar
+	merr := e.err
+	if merr == nil {
+		mctx, mcancel := context.WithTimeout(ctx, similarBudget)
+		byMeaning, merr = sv.similarByVector(mctx, org, e.vec)
+		mcancel()
+	}
+	if merr != nil {
+		s.log().Warn("knowledge: duplicate check by meaning left out", "org", org, "model", sv.opts.Embedder.Model(), "err", merr)
+	}
+	out := similarOutcome{list: mergeSimilar(byWords, byMeaning)}
+	switch {
+	case werr == nil && merr == nil:
+		out.check = SimilarCheckWordsMeaning
+	case werr == nil:
+		out.check = SimilarCheckWords
+	case merr == nil:
+		out.check = SimilarCheckMeaning
+	default:
+		out.check = SimilarCheckNone
+	}
+	if e.err == nil && sv == s {
+		out.vec, out.whole = e.vec, e.whole
+	}
+	return out
+}
+
+// newEntryText is the text the embeddings worker embeds first for an
+// entry (its first chunk, cut as the worker cuts: Options.Chunk and
+// DefaultMaxInputChars), and whether that is the whole entry (one chunk).
+func (s *Service) newEntryText(title, body string) (string, bool) {
+	rs := []rune(body)
+	spans := Chunks(title, rs, s.opts.Chunk)
+	return clipRunes(ChunkText(title, rs, spans[0]), DefaultMaxInputChars), len(spans) == 1
+}
+
+// newTextVector embeds a new entry's text for the duplicate check (the
+// query vector's rules: queryvec.go), or says why it could not.
+func (s *Service) newTextVector(ctx context.Context, text string) ([]float32, error) {
+	e := s.opts.Embedder
+	if d := e.Dimensions(); d < embed.MinDimensions || d > embed.MaxDimensions {
+		return nil, fmt.Errorf("the embedder %q makes %d-dimensional vectors, outside %d to %d", e.Model(), d, embed.MinDimensions, embed.MaxDimensions)
+	}
+	return s.embedNewText(ctx, text)
+}
+
+// similarByVector lists the org's head, unexpired entries nearest to vec
+// (similarCandidates of them, found as search's vector list finds them:
+// sql/search_vector.sql, same plans) whose meaning score reaches
+// SimilarThreshold, best first.
+func (s *Service) similarByVector(ctx context.Context, org uuid.UUID, vec []float32) ([]Similar, error) {
+	tableDocs, err := s.tableDocs.get(ctx, s.q)
+	if err != nil {
+		return nil, err
+	}
+	a := &searchArgs{Tags: []string{}, EfSearch: DefaultEfSearch}
+	p := &pipeline{pool: s.pool}
+	if err := sqlc.New(p).SearchConfig(ctx, sqlc.SearchConfigParams{EfSearch: strconv.Itoa(a.EfSearch), PinVectorPlan: true}); err != nil {
+		return nil, err
+	}
+	pv := pgvector.NewVector(vec)
+	rows, err := s.vecStmt.query(ctx, p, s.candidateArgs(Caller{OrgID: org}, a, similarCandidates, tableDocs, listVector, &pv))
+	if err != nil {
+		return nil, err
+	}
+	cands, err := pgx.CollectRows(rows, scanCandidate)
+	if err != nil {
+		return nil, err
+	}
+	out := []Similar{}
+	for _, c := range cands {
+		if sc := MeaningScore(*s.opts.VectorCalibration, c.Cosine); sc >= SimilarThreshold {
+			out = append(out, Similar{ID: c.ID, Title: c.Title, Score: roundScore(sc)})
+		}
+	}
+	return out, nil
+}
+
+// mergeSimilar joins the listings by words and by meaning: an entry in
+// both scores the larger of its two scores. Best first, MaxSimilar + 1 at
+// most (one may be the entry just stored).
+func mergeSimilar(lists ...[]Similar) []Similar {
+	out := []Similar{}
+	at := map[uuid.UUID]int{}
+	for _, l := range lists {
+		for _, x := range l {
+			if i, ok := at[x.ID]; ok {
+				out[i].Score = max(out[i].Score, x.Score)
+				continue
+			}
+			at[x.ID] = len(out)
+			out = append(out, x)
+		}
+	}
+	slices.SortFunc(out, func(a, b Similar) int { return bestFirst(a.Score, a.ID, b.Score, b.ID) })
+	if len(out) > MaxSimilar+1 {
+		out = out[:MaxSimilar+1]
+	}
+	return out
 }
 
 func roundScore(v float64) float64 { return math.Round(v*1000) / 1000 }
@@ -155,7 +356,7 @@ func (s *Service) similarWith(ctx context.Context, org uuid.UUID, title, body st
 	return out, nil
 }
 
-// SimilarScore is the duplicate check's measure of two entries: the
+// SimilarScore is the duplicate check's word score of two entries: the
 // Jaccard similarity of their word sets (exported for apps/eval).
 func SimilarScore(titleA, bodyA, titleB, bodyB string) float64 {
 	return jaccard(wordSet(titleA, bodyA), wordSet(titleB, bodyB))

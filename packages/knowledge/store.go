@@ -7,7 +7,9 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/pgvector/pgvector-go"
 
+	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
@@ -49,10 +51,23 @@ func (s *Service) store(ctx context.Context, c Caller, a *storeArgs) (*StoreResu
 	)
 	// The duplicate check runs meanwhile on another connection: it reads
 	// only committed entries, so it never sees the one being stored, and
-	// the store waits for it only as long as the insert takes or
-	// similarBudget, whichever is longer.
+	// the store waits for it only as long as the insert takes or the
+	// check's budgets, whichever is longer. With ifSimilar: skip the store
+	// waits for it first: a close enough entry is the answer, and nothing
+	// is stored (no quota unit, no insert).
 	words := wordsOf(c.OrgID, a.Title, a.Body)
 	similar := s.similarAsync(ctx, c.OrgID, a.Title, a.Body, words)
+	if a.IfSimilar == IfSimilarSkip {
+		out := similar(uuid.Nil)
+		if best, ok := out.best(); ok && best.Score >= SkipThreshold {
+			res, err := s.skipped(ctx, c, best.ID, out)
+			if err == nil || !errors.Is(err, pgx.ErrNoRows) {
+				return res, err
+			}
+			// Forgotten since the check: store after all.
+		}
+		similar = func(uuid.UUID) similarOutcome { return out }
+	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
 		res, gen, err = insertEntryTx(ctx, tx, c, a, words.keys)
@@ -64,9 +79,62 @@ func (s *Service) store(ctx context.Context, c Caller, a *storeArgs) (*StoreResu
 	if err != nil {
 		return nil, mapErr(err, "")
 	}
-	res.Similar = similar(res.ID)
+	out := similar(res.ID)
+	res.Similar = slices.DeleteFunc(out.list, func(x Similar) bool { return x.ID == res.ID })
+	res.SimilarCheck = out.check
+	if s.reuseVector(ctx, c.OrgID, res.ID, gen, out) {
+		res.EmbeddingStatus = "ready"
+		return res, nil // nothing left for the worker
+	}
 	s.enqueue(ctx, EmbeddingJob{OrgID: c.OrgID, EntryID: res.ID, Generation: gen})
 	return res, nil
+}
+
+// skipped is the answer of a store with ifSimilar: skip that found entry
+// id of the org close enough: that entry, skipped, with the check's
+// listings. pgx.ErrNoRows: the entry is gone (forgotten meanwhile).
+func (s *Service) skipped(ctx context.Context, c Caller, id uuid.UUID, out similarOutcome) (*StoreResult, error) {
+	e, err := s.q.GetEntry(ctx, sqlc.GetEntryParams{OrgID: c.OrgID, ID: id})
+	if err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, err
+		}
+		return nil, mapErr(err, "")
+	}
+	return &StoreResult{
+		ID: e.ID, Title: e.Title, Tags: nonNil(e.Tags), Confidence: int(e.Confidence), ExpiresAt: e.ExpiresAt,
+		EmbeddingStatus: e.EmbeddingStatus, CreatedAt: e.CreatedAt,
+		Similar: out.list, SimilarCheck: out.check, Skipped: true,
+	}, nil
+}
+
+// reuseVector writes the vector the duplicate check made for a new entry
+// as the entry's own, when it is exactly what the embeddings worker would
+// write: the Service's own model (the worker's), the entry one chunk, and
+// the entry still pending at the generation it was stored with (the same
+// conditional write as the worker's, queries/embeddings.sql). Only for an
+// embedder behind a provider: an in-process one embeds in microseconds in
+// the worker, less than this write costs the store. It says whether the
+// entry is ready now; if not, the store enqueues it as before.
+func (s *Service) reuseVector(ctx context.Context, org, id uuid.UUID, gen int32, out similarOutcome) bool {
+	if out.vec == nil || !out.whole {
+		return false
+	}
+	if _, ok := s.opts.Embedder.(embed.InProcess); ok {
+		return false
+	}
+	model := s.opts.Embedder.Model()
+	v := pgvector.NewVector(out.vec)
+	_, err := s.q.MarkEmbeddingReady(ctx, sqlc.MarkEmbeddingReadyParams{
+		Embedding: &v, Model: &model, OrgID: org, ID: id, Generation: gen,
+	})
+	if err != nil {
+		if !errors.Is(err, pgx.ErrNoRows) {
+			s.log().Warn("knowledge: writing the duplicate check's vector failed; the worker embeds the entry", "org", org, "entry", id, "err", err)
+		}
+		return false
+	}
+	return true
 }
 
 // insertEntryTx is the store inside a transaction: a unit of the org's
@@ -93,7 +161,7 @@ func insertEntryTx(ctx context.Context, tx pgx.Tx, c Caller, a *storeArgs, keys 
 	res := &StoreResult{
 		ID: row.ID, Title: a.Title, Tags: a.Tags, Confidence: a.Confidence,
 		ExpiresAt: a.ExpiresAt, EmbeddingStatus: row.EmbeddingStatus, CreatedAt: row.CreatedAt,
-		Similar: []Similar{},
+		Similar: []Similar{}, SimilarCheck: SimilarCheckNone, // Store runs the check
 	}
 	if a.TaskRef != nil {
 		l, err := q.InsertTaskLink(ctx, sqlc.InsertTaskLinkParams{
@@ -126,7 +194,7 @@ func (s *Service) replayFromDB(ctx context.Context, c Caller, a *storeArgs) (*St
 	res := &StoreResult{
 		ID: row.ID, Title: row.Title, Tags: row.Tags, Confidence: int(row.Confidence),
 		ExpiresAt: row.ExpiresAt, EmbeddingStatus: row.EmbeddingStatus, CreatedAt: row.CreatedAt, Replayed: true,
-		Similar: []Similar{}, // not recomputed for a replay answered from the database
+		Similar: []Similar{}, SimilarCheck: SimilarCheckNone, // not recomputed for a replay answered from the database
 	}
 	if same && a.TaskRef != nil {
 		l, err := s.q.GetTaskLink(ctx, sqlc.GetTaskLinkParams{

@@ -45,7 +45,18 @@ type StoreInput struct {
 	ExpiresAt   *time.Time // must be strictly in the future
 	TaskRef     *TaskRef
 	ClientToken *uuid.UUID // idempotence key
+	// IfSimilar says what to do when an existing entry looks like the
+	// same knowledge: IfSimilarStore (the default, also ""), or
+	// IfSimilarSkip: store nothing and answer that entry (similar.go,
+	// SkipThreshold).
+	IfSimilar string
 }
+
+// The values of StoreInput.IfSimilar.
+const (
+	IfSimilarStore = "store"
+	IfSimilarSkip  = "skip"
+)
 
 // StoreResult is the answer of Store; a replay returns the first answer with
 // Replayed set.
@@ -64,6 +75,16 @@ type StoreResult struct {
 	// the check could not run within its budget (the store is never held
 	// up or failed by it).
 	Similar []Similar `json:"similar"`
+	// SimilarCheck says how the duplicate check was made (similar.go):
+	// SimilarCheckWordsMeaning, SimilarCheckWords (the new text had no
+	// vector in time: past the embed budget, the embedder down, or an
+	// unsupported width), SimilarCheckMeaning (the word check failed) or
+	// SimilarCheckNone (no check answered in time; similar is then []).
+	SimilarCheck string `json:"similarCheck"`
+	// Skipped: ifSimilar was skip and an existing entry scored at least
+	// SkipThreshold; nothing was stored, and the answer is that entry
+	// (ID, Title, ...), also listed first in Similar.
+	Skipped bool `json:"skipped,omitempty"`
 }
 
 // SearchInput is the search_knowledge call. Zero values mean defaults.

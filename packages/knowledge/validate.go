@@ -80,6 +80,9 @@ type storeArgs struct {
 	ExpiresAt   *time.Time   `json:"expiresAt,omitempty"`
 	TaskRef     *taskRefArgs `json:"taskRef,omitempty" validate:"omitempty"`
 	ClientToken *uuid.UUID   `json:"clientToken,omitempty"`
+	// IfSimilar is IfSimilarSkip or "" (store): the default leaves the
+	// idempotence fingerprint as it was before the argument existed.
+	IfSimilar string `json:"ifSimilar,omitempty"`
 }
 
 type taskRefArgs struct {
@@ -132,6 +135,13 @@ func validateStore(c Caller, in StoreInput, now time.Time) (*storeArgs, error) {
 	}
 	if in.ClientToken != nil && *in.ClientToken == uuid.Nil {
 		return nil, InvalidArgument("clientToken", "must be a non-nil UUID")
+	}
+	switch in.IfSimilar {
+	case "", IfSimilarStore:
+	case IfSimilarSkip:
+		a.IfSimilar = IfSimilarSkip
+	default:
+		return nil, InvalidArgument("ifSimilar", "must be %s or %s (got %q)", IfSimilarStore, IfSimilarSkip, clipRunes(in.IfSimilar, 40))
 	}
 	return a, nil
 }

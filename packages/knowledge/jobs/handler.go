@@ -23,7 +23,8 @@ import (
 // HandlerOptions are the optional settings of an EmbedHandler.
 type HandlerOptions struct {
 	// MaxInputChars cuts each text sent (a chunk: title, blank line, part
-	// of the body) to this many characters, the net under Chunk. Default 8000.
+	// of the body) to this many characters, the net under Chunk. Default
+	// knowledge.DefaultMaxInputChars.
 	MaxInputChars int
 	// Chunk says how long bodies are cut into chunks, each embedded
 	// (knowledge.Chunks). Default knowledge.ChunkOptionsFor(the model).
@@ -44,7 +45,7 @@ type EmbedHandler struct {
 // NewEmbedHandler returns the handler.
 func NewEmbedHandler(pool *pgxpool.Pool, emb embed.Embedder, opts HandlerOptions) *EmbedHandler {
 	if opts.MaxInputChars <= 0 {
-		opts.MaxInputChars = 8000
+		opts.MaxInputChars = knowledge.DefaultMaxInputChars
 	}
 	if opts.Chunk.Chars <= 0 {
 		opts.Chunk = knowledge.ChunkOptionsFor(emb.Model())

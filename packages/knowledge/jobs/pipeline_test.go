@@ -22,8 +22,10 @@ func TestStoreToReadyFoundByVector(t *testing.T) {
 	fake := newFake()
 	b.enq = b.enq.WithShards(1) // one group: the three entries make one batch
 	// Entries go in through the knowledge Service's Store, which enqueues
-	// after its commit.
-	svc := knowledge.New(b.pool, knowledge.Options{Embedder: fake, Enqueuer: b.enq})
+	// after its commit. Its duplicate check is off: with it, a store
+	// writes the vector the check made (knowledge's TestSimilarByMeaning),
+	// and this test is of the worker's way.
+	svc := knowledge.New(b.pool, knowledge.Options{Embedder: fake, Enqueuer: b.enq, SkipSimilar: true})
 	caller := knowledge.Caller{OrgID: b.org, AgentID: b.agent}
 	storeSvc := func(title, body string) knowledge.EmbeddingJob {
 		t.Helper()

@@ -67,6 +67,11 @@ type Config struct {
 	// search waits for its query vector before answering from the lexical
 	// lists (knowledge.Options.QueryEmbedBudget).
 	QueryEmbedBudget time.Duration
+	// Chunk (EMBEDDINGS_CHUNK_CHARS, EMBEDDINGS_CHUNK_OVERLAP: the
+	// worker's cut, 0 and -1 for the model's defaults, completed in run):
+	// a store whose text is one chunk writes the vector of its duplicate
+	// check as the entry's (knowledge.Options.Chunk).
+	Chunk knowledge.ChunkOptions
 	// Audit tunes the audit trail's writer (audit.go).
 	Audit AuditConfig
 }
@@ -97,6 +102,10 @@ func ReadConfig(e *appenv.Env) Config {
 		TextSearchConfig: e.String(knowledge.EnvTextSearchConfig, knowledge.DefaultTextSearchConfig),
 		QueryEmbedBudget: e.Duration(knowledge.EnvQueryEmbedBudget, knowledge.DefaultQueryEmbedBudget, 10*time.Millisecond, time.Minute),
 		Audit:            readAuditConfig(e),
+		Chunk: knowledge.ChunkOptions{
+			Chars:   e.Int(knowledge.EnvChunkChars, 0, knowledge.MinChunkChars, knowledge.MaxChunkChars),
+			Overlap: e.Int(knowledge.EnvChunkOverlap, -1, 0, knowledge.MaxChunkChars/2),
+		},
 	}
 	cal, err := knowledge.VectorCalibrationFromEnv(e.Raw)
 	e.Add(err)

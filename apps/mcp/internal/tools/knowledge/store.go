@@ -31,6 +31,7 @@ type StoreArgs struct {
 	ExpiresAt   string       `json:"expiresAt,omitempty" jsonschema:"When this stops being true, as an RFC 3339 date-time strictly in the future. Expired entries are left out of search by default. Omit for knowledge that does not expire."`
 	TaskRef     *TaskRefArgs `json:"taskRef,omitempty" jsonschema:"Links the new entry to an orchestration task of your org."`
 	ClientToken string       `json:"clientToken,omitempty" jsonschema:"A UUID you choose to make retries safe: a repeat with the same clientToken within 60 seconds returns the first answer (replayed: true) and stores nothing new."`
+	IfSimilar   string       `json:"ifSimilar,omitempty" jsonschema:"What to do when an existing entry of your organisation already says this: store (default) stores yours and lists the look-alikes in similar; skip stores nothing when one scores at least 0.8 and answers that entry, with skipped: true."`
 }
 
 // TaskRefArgs link a new entry to a task.
@@ -47,14 +48,18 @@ func storeTool() *mcp.Tool {
 
 Use it for durable, reusable facts: how a system behaves, a fix that worked, a decision and its reason, a pitfall. Do not store secrets or transient chatter. Search first: if an entry already says it, don't duplicate it; if yours replaces an older entry, store yours and then call supersede_knowledge(oldId, newId).
 
-Returns the new entry: id (keep it to supersede or link later), title, normalised tags, confidence, expiresAt, createdAt, taskLink when taskRef was given, and embeddingStatus. embeddingStatus is "pending" right after storing: the entry is immediately findable by its words and title, and joins semantic (vector) search a few seconds later once its embedding is "ready". replayed: true means this was a retry with the same clientToken and nothing new was stored.
+Returns the new entry: id (keep it to supersede or link later), title, normalised tags, confidence, expiresAt, createdAt, taskLink when taskRef was given, and embeddingStatus. embeddingStatus is "pending" right after storing: the entry is immediately findable by its words and title, and joins semantic (vector) search a few seconds later once its embedding is "ready" (it is "ready" at once when the store could reuse the vector of its duplicate check). replayed: true means this was a retry with the same clientToken and nothing new was stored.
 
-similar lists up to 3 existing current entries of your organisation that look like the same knowledge (id, title, score: the share of words the two have in common, 0.4 to 1). Read them: if one says the same as yours, keep one of the two, by superseding the older with the newer or better one (supersede_knowledge), so the next agent finds one answer instead of several.
+similar lists up to 3 existing current entries of your organisation that look like the same knowledge (id, title, score from 0.4 to 1: the larger of the share of words the two have in common and how close their meanings are; 1 is the same text). similarCheck says how that was checked: "words+meaning", or "words" when the meaning could not be compared in time (a paraphrase in other words may then be missing from similar), "meaning", or "none". Read them: if one says the same as yours, keep one of the two, by superseding the older with the newer or better one (supersede_knowledge), so the next agent finds one answer instead of several. With ifSimilar: "skip", nothing is stored when an entry scores at least 0.8: the answer is that entry (its id, title, ...) with skipped: true, and no quota is used; below 0.8, or when no check answered, yours is stored.
 
 Errors come back as isError results starting with a code: invalid_argument (names the argument and the rule; fix and retry), not_found (taskRef.taskId is not a task of your org), quota_exceeded (your org stored as many entries as it may; do not retry), conflict (the same clientToken is still being processed; retry in a moment), unavailable (retry later).`,
 		InputSchema: inputSchema[StoreArgs](func(p map[string]*jsonschema.Schema) {
 			entrySchema(p)
 			uuidSchema(p["clientToken"])
+			// The values are the domain's rule (StoreInput.IfSimilar): the
+			// edge passes the string on, the domain names it if it is bad.
+			p["ifSimilar"].Enum = []any{domain.IfSimilarStore, domain.IfSimilarSkip}
+			p["ifSimilar"].Default = []byte(`"` + domain.IfSimilarStore + `"`)
 		}),
 		Annotations: &mcp.ToolAnnotations{
 			Title:           "Store knowledge",
@@ -133,7 +138,7 @@ func (a *StoreArgs) check() error {
 // input converts checked arguments to the domain's typed input. Whether
 // expiresAt lies in the future is the domain's rule (it owns the clock).
 func (a *StoreArgs) input() (domain.StoreInput, error) {
-	in := domain.StoreInput{Title: a.Title, Body: a.Body, Tags: a.Tags, Confidence: a.Confidence}
+	in := domain.StoreInput{Title: a.Title, Body: a.Body, Tags: a.Tags, Confidence: a.Confidence, IfSimilar: a.IfSimilar}
 	var err error
 	if in.ExpiresAt, err = parseTime("expiresAt", a.ExpiresAt); err != nil {
 		return in, err
@@ -156,5 +161,14 @@ func (t *toolset) store(ctx context.Context, c domain.Caller, a *StoreArgs) (*do
 	if err != nil {
 		return nil, err
 	}
-	return t.svc.Store(ctx, c, in)
+	res, err := t.svc.Store(ctx, c, in)
+	if err == nil && res.Skipped {
+		// Audited, logged and counted as a call that stored nothing.
+		setOutcome(ctx, OutcomeSkipped, "")
+	}
+	return res, err
 }
+
+// OutcomeSkipped is the outcome of a store_knowledge call that stored
+// nothing because of ifSimilar: skip (audit trail, logs, metrics).
+const OutcomeSkipped = "skipped"

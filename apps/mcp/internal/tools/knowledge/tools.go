@@ -86,7 +86,7 @@ type toolset struct {
 // Outcome is filled in by a tool or resource handler so the server's
 // middleware can log and count the call by its result.
 type Outcome struct {
-	Code  string // "ok" or an error code
+	Code  string // "ok", "skipped" (store_knowledge with ifSimilar: skip stored nothing) or an error code
 	Field string // the argument at fault, if any
 }
 
@@ -157,7 +157,9 @@ func addTool[In any, PIn interface {
 		if err != nil {
 			return t.errorResult(ctx, tool.Name, err), nil
 		}
-		setOutcome(ctx, "ok", "")
+		if o, ok := ctx.Value(outcomeKey{}).(*Outcome); ok && o.Code == "" {
+			o.Code = "ok" // unless the handler said more (store_knowledge: "skipped")
+		}
 		b, err := json.Marshal(out)
 		if err != nil {
 			return nil, fmt.Errorf("marshal result: %w", err)

@@ -1,0 +1,276 @@
+package knowledge_test
+
+import (
+	"context"
+	"hash/fnv"
+	"math"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge"
+	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
+)
+
+// conceptEmbedder is a fake provider (not in-process, so stores go through
+// the embed budget and reuse their vectors) that maps paraphrases close:
+// a text's vector is the axis of the first concept whose cue it holds,
+// plus a little of the hash of its words (so different texts of one
+// concept are close, cosine ~0.99, not identical); a text of no concept
+// is its words' hash alone (near-orthogonal to everything else). delay
+// holds every call (the budget tests).
+type conceptEmbedder struct {
+	delay time.Duration
+	calls atomic.Int64
+}
+
+const conceptDims = 128
+
+// concepts: a text holding any cue of concept i points along axis i.
+var concepts = [][]string{
+	{"on-call", "page", "paged", "escalat"},
+	{"backup", "snapshot"},
+}
+
+func (*conceptEmbedder) Model() string   { return "fake-concepts" }
+func (*conceptEmbedder) Dimensions() int { return conceptDims }
+func (e *conceptEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	e.calls.Add(1)
+	if e.delay > 0 {
+		select {
+		case <-time.After(e.delay):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		v := make([]float64, conceptDims)
+		low := strings.ToLower(t)
+		concept := -1
+		for c, cues := range concepts {
+			for _, cue := range cues {
+				if strings.Contains(low, cue) {
+					concept = c
+				}
+			}
+			if concept >= 0 {
+				break
+			}
+		}
+		noise := 1.0
+		if concept >= 0 {
+			v[concept] = 1
+			noise = 0.1
+		}
+		words := strings.Fields(low)
+		for _, w := range words {
+			h := fnv.New32a()
+			h.Write([]byte(w))
+			v[len(concepts)+int(h.Sum32()%uint32(conceptDims-len(concepts)))] += noise / math.Sqrt(float64(len(words)))
+		}
+		var n float64
+		for _, x := range v {
+			n += x * x
+		}
+		out[i] = make([]float32, conceptDims)
+		for j, x := range v {
+			out[i][j] = float32(x / math.Sqrt(n))
+		}
+	}
+	return out, nil
+}
+
+const (
+	escalationTitle = "On-call escalation policy"
+	escalationBody  = "If the primary on-call engineer does not acknowledge a page within 15 minutes, the alert escalates to the secondary, then to the team lead."
+	pageTitle       = "Who to page when the on-call does not acknowledge"
+	pageBody        = "When nobody answers an alert for a quarter of an hour it goes to the backup responder and then to the manager of the team."
+)
+
+func withConcepts(e *conceptEmbedder, budget time.Duration) option {
+	return func(o *knowledge.Options) {
+		o.Embedder = e
+		o.QueryEmbedBudget = budget
+	}
+}
+
+// A paraphrase in other words is listed by meaning; the stored entry got
+// the vector its check made (ready at once), so the worker has nothing
+// left to embed.
+func TestSimilarByMeaning(t *testing.T) {
+	t.Parallel()
+	e := &conceptEmbedder{}
+	b := setup(t, withConcepts(e, time.Second))
+	first, err := b.svc.Store(b.ctx, b.alice, knowledge.StoreInput{Title: escalationTitle, Body: escalationBody})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.EmbeddingStatus != "ready" || first.SimilarCheck != knowledge.SimilarCheckWordsMeaning || len(first.Similar) != 0 {
+		t.Fatalf("first store: %+v", first)
+	}
+	if n := b.count(t, "SELECT count(*) FROM knowledge WHERE id = $1 AND embedding_status = 'ready' AND embedding_model = 'fake-concepts' AND vector_dims(embedding) = $2", first.ID, conceptDims); n != 1 {
+		t.Fatalf("the check's vector was not written as the entry's")
+	}
+	if len(b.enq.all()) != 0 {
+		t.Fatalf("a ready entry was enqueued: %+v", b.enq.all())
+	}
+	// The worker, handed the entry anyway (a reconciler's late job),
+	// finds nothing pending and does not call the provider.
+	calls := e.calls.Load()
+	h := jobs.NewEmbedHandler(b.pool, e, jobs.HandlerOptions{})
+	if err := h.Process(b.ctx, []knowledge.EmbeddingJob{{OrgID: b.org, EntryID: first.ID, Generation: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if e.calls.Load() != calls {
+		t.Fatalf("the worker embedded a ready entry again")
+	}
+
+	if j := knowledge.SimilarScore(escalationTitle, escalationBody, pageTitle, pageBody); j >= knowledge.SimilarThreshold {
+		t.Fatalf("the pair shares too many words for this test: %.2f", j)
+	}
+	r, err := b.svc.Store(b.ctx, b.bob, knowledge.StoreInput{Title: pageTitle, Body: pageBody})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.SimilarCheck != knowledge.SimilarCheckWordsMeaning || len(r.Similar) != 1 || r.Similar[0].ID != first.ID ||
+		r.Similar[0].Score < knowledge.SimilarThreshold || r.Similar[0].Title != escalationTitle {
+		t.Fatalf("paraphrase: %+v", r)
+	}
+	// Unrelated text is not listed, by either measure.
+	r, err = b.svc.Store(b.ctx, b.bob, knowledge.StoreInput{Title: "Go build cache", Body: "The CI runners clean the Go build cache nightly."})
+	if err != nil || len(r.Similar) != 0 {
+		t.Fatalf("unrelated: %+v, %v", r, err)
+	}
+	// The other org's paraphrase lists nothing of this org.
+	r, err = b.svc.Store(b.ctx, b.eve, knowledge.StoreInput{Title: pageTitle, Body: pageBody})
+	if err != nil || len(r.Similar) != 0 || r.SimilarCheck != knowledge.SimilarCheckWordsMeaning {
+		t.Fatalf("other org: %+v, %v", r, err)
+	}
+}
+
+// MeaningScore: nothing below the model's full point, SimilarThreshold at
+// it, SkipThreshold two thirds of the way to 1, 1 at cosine 1.
+func TestMeaningScore(t *testing.T) {
+	t.Parallel()
+	cal := knowledge.VectorCalibration{Floor: 0.25, Full: 0.7}
+	for _, c := range []struct{ cos, want float64 }{
+		{0.1, 0}, {0.69, 0}, {0.7, knowledge.SimilarThreshold}, {0.9, knowledge.SkipThreshold}, {1, 1},
+	} {
+		if got := knowledge.MeaningScore(cal, c.cos); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("cosine %.2f: %.3f, want %.3f", c.cos, got, c.want)
+		}
+	}
+}
+
+// Past the embed budget the check is by words only, and the answer says
+// so: an exact copy is still listed, a paraphrase is not; the entry waits
+// for the worker as before.
+func TestSimilarPastBudgetIsByWords(t *testing.T) {
+	t.Parallel()
+	e := &conceptEmbedder{}
+	b := setup(t, withConcepts(e, time.Second))
+	first := b.store(t, b.alice, escalationTitle, escalationBody) // with its vector
+	e.delay = 300 * time.Millisecond
+	slow := knowledge.New(b.pool, knowledge.Options{Embedder: e, QueryEmbedBudget: 20 * time.Millisecond, Enqueuer: b.enq})
+	start := time.Now()
+	r, err := slow.Store(b.ctx, b.bob, knowledge.StoreInput{Title: pageTitle, Body: pageBody})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.SimilarCheck != knowledge.SimilarCheckWords || len(r.Similar) != 0 || r.EmbeddingStatus != "pending" {
+		t.Fatalf("paraphrase past the budget: %+v", r)
+	}
+	if d := time.Since(start); d > 250*time.Millisecond {
+		t.Fatalf("the store waited %v for the provider", d)
+	}
+	r, err = slow.Store(b.ctx, b.bob, knowledge.StoreInput{Title: escalationTitle, Body: escalationBody})
+	if err != nil || r.SimilarCheck != knowledge.SimilarCheckWords || len(r.Similar) != 1 || r.Similar[0].ID != first {
+		t.Fatalf("copy past the budget: %+v, %v", r, err)
+	}
+	if jobs := b.enq.all(); len(jobs) != 2 {
+		t.Fatalf("entries without a vector must go to the worker: %+v", jobs)
+	}
+}
+
+// ifSimilar: skip answers the existing entry and stores nothing: no row,
+// no quota unit (an org at its limit is still answered), the same answer
+// twice, and never an entry of another org.
+func TestIfSimilarSkip(t *testing.T) {
+	t.Parallel()
+	e := &conceptEmbedder{}
+	b := setup(t, withConcepts(e, time.Second))
+	first := b.store(t, b.alice, escalationTitle, escalationBody)
+	b.setQuota(t, b.org, int64(b.quotaUsed(t, b.org))) // at its limit
+	rows := b.entries(t)
+	var ids []uuid.UUID
+	for range 2 {
+		r, err := b.svc.Store(b.ctx, b.bob, knowledge.StoreInput{Title: pageTitle, Body: pageBody, IfSimilar: knowledge.IfSimilarSkip})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.Skipped || r.ID != first || r.Title != escalationTitle || r.SimilarCheck != knowledge.SimilarCheckWordsMeaning ||
+			len(r.Similar) == 0 || r.Similar[0].ID != first || r.Similar[0].Score < knowledge.SkipThreshold {
+			t.Fatalf("skip: %+v", r)
+		}
+		ids = append(ids, r.ID)
+	}
+	if ids[0] != ids[1] || b.entries(t) != rows || b.quotaUsed(t, b.org) != 1 {
+		t.Fatalf("skips stored something: ids %v, rows %d -> %d, quota %d", ids, rows, b.entries(t), b.quotaUsed(t, b.org))
+	}
+	// Below SkipThreshold (or nothing similar) it stores, and here the
+	// quota refuses it.
+	_, err := b.svc.Store(b.ctx, b.bob, knowledge.StoreInput{Title: "Go build cache", Body: "The CI runners clean the Go build cache nightly.", IfSimilar: knowledge.IfSimilarSkip})
+	wantCode(t, err, knowledge.CodeQuotaExceeded, "")
+	// Another org's entry is never similar: eve's copy is stored.
+	r, err := b.svc.Store(b.ctx, b.eve, knowledge.StoreInput{Title: escalationTitle, Body: escalationBody, IfSimilar: knowledge.IfSimilarSkip})
+	if err != nil || r.Skipped || r.ID == first || len(r.Similar) != 0 {
+		t.Fatalf("other org: %+v, %v", r, err)
+	}
+	// The default (and "store") stores the paraphrase and lists the entry.
+	b.setQuota(t, b.org, 100)
+	r, err = b.svc.Store(b.ctx, b.bob, knowledge.StoreInput{Title: pageTitle, Body: pageBody, IfSimilar: knowledge.IfSimilarStore})
+	if err != nil || r.Skipped || r.ID == first || len(r.Similar) != 1 || r.Similar[0].ID != first {
+		t.Fatalf("store: %+v, %v", r, err)
+	}
+}
+
+// With the meaning unavailable, skip acts on word evidence only: an exact
+// copy is skipped, a paraphrase (no evidence) is stored; both answers say
+// the check was by words.
+func TestIfSimilarSkipByWordsOnly(t *testing.T) {
+	t.Parallel()
+	e := &conceptEmbedder{}
+	b := setup(t, withConcepts(e, time.Second))
+	first := b.store(t, b.alice, escalationTitle, escalationBody)
+	e.delay = 300 * time.Millisecond
+	slow := knowledge.New(b.pool, knowledge.Options{Embedder: e, QueryEmbedBudget: 20 * time.Millisecond})
+	r, err := slow.Store(b.ctx, b.bob, knowledge.StoreInput{Title: escalationTitle, Body: escalationBody, IfSimilar: knowledge.IfSimilarSkip})
+	if err != nil || !r.Skipped || r.ID != first || r.SimilarCheck != knowledge.SimilarCheckWords {
+		t.Fatalf("copy: %+v, %v", r, err)
+	}
+	r, err = slow.Store(b.ctx, b.bob, knowledge.StoreInput{Title: pageTitle, Body: pageBody, IfSimilar: knowledge.IfSimilarSkip})
+	if err != nil || r.Skipped || r.ID == first || r.SimilarCheck != knowledge.SimilarCheckWords {
+		t.Fatalf("paraphrase: %+v, %v", r, err)
+	}
+}
+
+// A bad ifSimilar is refused before anything is stored, naming the
+// argument and its values.
+func TestIfSimilarBadValue(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, err := b.svc.Store(b.ctx, b.alice, knowledge.StoreInput{Title: "t", Body: "b", IfSimilar: "merge"})
+	e := wantCode(t, err, knowledge.CodeInvalidArgument, "ifSimilar")
+	if !strings.Contains(e.Message, "store") || !strings.Contains(e.Message, "skip") || !strings.Contains(e.Message, "merge") {
+		t.Fatalf("message: %q", e.Message)
+	}
+	if b.entries(t) != 0 || b.quotaUsed(t, b.org) != 0 {
+		t.Fatal("a refused store stored something")
+	}
+	_, err = b.svc.Correct(b.ctx, b.alice, uuid.New(), knowledge.StoreInput{Title: "t", Body: "b", IfSimilar: knowledge.IfSimilarSkip})
+	wantCode(t, err, knowledge.CodeInvalidArgument, "replacement.ifSimilar")
+}
