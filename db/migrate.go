@@ -62,6 +62,34 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]MigrationStatus, error)
 	return out, nil
 }
 
+// MigrateTo applies the pending migrations up to and including version,
+// and MigrateDownTo rolls back the applied ones above version: for tests of
+// a migration against data written before it.
+func MigrateTo(ctx context.Context, pool *pgxpool.Pool, version int64) error {
+	p, sqlDB, err := provider(pool)
+	if err != nil {
+		return err
+	}
+	defer sqlDB.Close()
+	if _, err := p.UpTo(ctx, version); err != nil {
+		return fmt.Errorf("migrate up to %d: %w", version, err)
+	}
+	return nil
+}
+
+// MigrateDownTo: see MigrateTo.
+func MigrateDownTo(ctx context.Context, pool *pgxpool.Pool, version int64) error {
+	p, sqlDB, err := provider(pool)
+	if err != nil {
+		return err
+	}
+	defer sqlDB.Close()
+	if _, err := p.DownTo(ctx, version); err != nil {
+		return fmt.Errorf("migrate down to %d: %w", version, err)
+	}
+	return nil
+}
+
 // Status lists every known migration and whether it is applied.
 func Status(ctx context.Context, pool *pgxpool.Pool) ([]MigrationStatus, error) {
 	p, sqlDB, err := provider(pool)
