@@ -84,8 +84,9 @@ type DupReport struct {
 	WrongExamples []string `json:"wrongExamples"`
 	// Embedder is the model of the meaning check; Checks counts the
 	// NFCorpus probes by how their check was made (SimilarCheck).
-	Embedder string         `json:"embedder"`
-	Checks   map[string]int `json:"checks"`
+	Embedder    string                      `json:"embedder"`
+	Calibration knowledge.VectorCalibration `json:"calibration"`
+	Checks      map[string]int              `json:"checks"`
 	// Paraphrases is the hand-written pair study (paraphrases.go).
 	Paraphrases *ParaphraseReport `json:"paraphrases,omitempty"`
 }
@@ -152,8 +153,14 @@ func runDups(ctx context.Context, pool *pgxpool.Pool, emb embed.Embedder, ds *Da
 		}
 		budget = d
 	}
-	svc := knowledge.New(pool, knowledge.Options{Embedder: emb, QueryEmbedBudget: budget, EmbedTimeout: budget})
-	plain := knowledge.New(pool, knowledge.Options{Embedder: emb, QueryEmbedBudget: budget, SkipSimilar: true})
+	// The operator's calibration of the model, as the MCP server reads it
+	// (SEARCH_COSINE_FLOOR, SEARCH_COSINE_FULL): the meaning score's scale.
+	cal, err := knowledge.VectorCalibrationFromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
+	svc := knowledge.New(pool, knowledge.Options{Embedder: emb, QueryEmbedBudget: budget, EmbedTimeout: budget, VectorCalibration: cal})
+	plain := knowledge.New(pool, knowledge.Options{Embedder: emb, QueryEmbedBudget: budget, VectorCalibration: cal, SkipSimilar: true})
 	para, err := paraphraseStudy(ctx, pool, emb, svc, cfg.concurrency, progress)
 	if err != nil {
 		return err
@@ -163,6 +170,11 @@ func runDups(ctx context.Context, pool *pgxpool.Pool, emb embed.Embedder, ds *Da
 		return err
 	}
 	rep.Embedder, rep.Paraphrases = emb.Model(), para
+	c := knowledge.CalibrationFor(emb.Model())
+	if cal != nil {
+		c = *cal
+	}
+	rep.Calibration = c
 	if cfg.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -406,8 +418,8 @@ func (r *DupReport) Text(w io.Writer) error {
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "duplicate check: score (words: Jaccard; meaning: %s cosine, knowledge.MeaningScore) >= %.2f; long org %d entries, short org %d; checks %v\n",
-		r.Embedder, r.Threshold, r.LongDocs, r.ShortDocs, r.Checks)
+	fmt.Fprintf(w, "duplicate check: score (words: Jaccard; meaning: %s cosine, floor %.2f full %.2f, knowledge.MeaningScore) >= %.2f; long org %d entries, short org %d; checks %v\n",
+		r.Embedder, r.Calibration.Floor, r.Calibration.Full, r.Threshold, r.LongDocs, r.ShortDocs, r.Checks)
 	fmt.Fprintf(w, "%-6s %-9s %-8s %6s %6s %8s %6s  %s\n", "org", "kind", "label", "probes", "found", "listings", "wrong", "score p10/p50/p90")
 	for _, c := range r.Categories {
 		label := "distinct"

@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -85,7 +86,8 @@ const (
 	SimilarCheckWordsMeaning = "words+meaning"
 	// SimilarCheckWords: by words only: the new text had no vector in
 	// time (past the embed budget, the embedder failed or has an
-	// unsupported width) or the vector statement failed.
+	// unsupported width), the vector statement failed, or the embedder is
+	// the in-process one (local), whose vectors are lexical.
 	SimilarCheckWords = "words"
 	// SimilarCheckMeaning: by meaning only (the word statement failed).
 	SimilarCheckMeaning = "meaning"
@@ -182,6 +184,10 @@ func (s *Service) similarCheck(ctx context.Context, org uuid.UUID, title, body s
 	}
 	vch := make(chan embedded, 1)
 	go func() {
+		if _, ok := sv.opts.Embedder.(embed.InProcess); ok {
+			vch <- embedded{err: errLexicalEmbedder}
+			return
+		}
 		text, whole := sv.newEntryText(title, body)
 		v, err := sv.newTextVector(ctx, text)
 		vch <- embedded{v, whole, err}
@@ -200,7 +206,7 @@ func (s *Service) similarCheck(ctx context.Context, org uuid.UUID, title, body s
 		byMeaning, merr = sv.similarByVector(mctx, org, e.vec)
 		mcancel()
 	}
-	if merr != nil {
+	if merr != nil && !errors.Is(merr, errLexicalEmbedder) {
 		s.log().Warn("knowledge: duplicate check by meaning left out", "org", org, "model", sv.opts.Embedder.Model(), "err", merr)
 	}
 	out := similarOutcome{list: mergeSimilar(byWords, byMeaning)}
@@ -219,6 +225,13 @@ func (s *Service) similarCheck(ctx context.Context, org uuid.UUID, title, body s
 	}
 	return out
 }
+
+// errLexicalEmbedder: the in-process embedder (local) hashes character
+// trigrams: its cosine measures shared spelling, which the word score
+// measures better, and on NFCorpus abstracts it listed distinct entries of
+// one study cluster (apps/eval -dups, docs/benchmarks.md). With it the
+// check is by words.
+var errLexicalEmbedder = errors.New("the in-process embedder's vectors are lexical: the check is by words")
 
 // newEntryText is the text the embeddings worker embeds first for an
 // entry (its first chunk, cut as the worker cuts: Options.Chunk and

@@ -274,3 +274,15 @@ func TestIfSimilarBadValue(t *testing.T) {
 	_, err = b.svc.Correct(b.ctx, b.alice, uuid.New(), knowledge.StoreInput{Title: "t", Body: "b", IfSimilar: knowledge.IfSimilarSkip})
 	wantCode(t, err, knowledge.CodeInvalidArgument, "replacement.ifSimilar")
 }
+
+// The in-process (local) embedder's vectors hash character trigrams: the
+// check is by words with it, and says so.
+func TestSimilarWithLocalEmbedderIsByWords(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	first := b.store(t, b.alice, escalationTitle, escalationBody)
+	r, err := b.svc.Store(b.ctx, b.bob, knowledge.StoreInput{Title: escalationTitle, Body: escalationBody})
+	if err != nil || r.SimilarCheck != knowledge.SimilarCheckWords || len(r.Similar) != 1 || r.Similar[0].ID != first || r.EmbeddingStatus != "pending" {
+		t.Fatalf("%+v, %v", r, err)
+	}
+}
