@@ -11,17 +11,16 @@ import (
 
 func TestRRFScore(t *testing.T) {
 	t.Parallel()
-	best := 3.0 / 61
 	cases := []struct {
 		ranks []int
 		want  float64
 	}{
 		{[]int{1, 1, 1}, 1},
-		{[]int{1, 0, 0}, (1.0 / 61) / best},
-		{[]int{0, 1, 1}, 2.0 / 3},
-		{[]int{2, 0, 0}, (1.0 / 62) / best},
-		{[]int{1, 2, 3}, (1.0/61 + 1.0/62 + 1.0/63) / best},
-		{[]int{40, 40, 40}, (3.0 / 100) / best},
+		{[]int{1, 0, 0}, 1 / 1.6},
+		{[]int{0, 1, 1}, 1.3 / 1.6},
+		{[]int{2, 0, 0}, 61.0 / 62 / 1.6},
+		{[]int{1, 2, 3}, (1 + 0.3*(61.0/62+61.0/63)) / 1.6},
+		{[]int{40, 40, 40}, 61.0 / 100},
 		{[]int{0, 0, 0}, 0},
 	}
 	for _, c := range cases {
@@ -29,8 +28,10 @@ func TestRRFScore(t *testing.T) {
 			t.Errorf("RRFScore(%v) = %v, want %v", c.ranks, got, c.want)
 		}
 	}
-	// Rank 1 in one list beats rank 2 in it; presence in more lists beats rank.
-	if knowledge.RRFScore(1, 0, 0) <= knowledge.RRFScore(2, 0, 0) || knowledge.RRFScore(0, 50, 50) <= knowledge.RRFScore(1, 0, 0) {
+	// Rank 1 in one list beats rank 2 in it; another list agreeing adds;
+	// the strongest list leads: two lists' rank 50 do not beat one's rank 1.
+	if knowledge.RRFScore(1, 0, 0) <= knowledge.RRFScore(2, 0, 0) || knowledge.RRFScore(1, 1, 0) <= knowledge.RRFScore(1, 0, 0) ||
+		knowledge.RRFScore(0, 50, 50) >= knowledge.RRFScore(1, 0, 0) {
 		t.Error("RRF order broken")
 	}
 }

@@ -1,6 +1,7 @@
 package knowledge
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -12,34 +13,57 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 )
 
-// Ranking: three lists fused by Reciprocal Rank Fusion (k = 60), each hit's
-// contribution weighted by the evidence of the list that found it.
+// Ranking: three lists fused by Reciprocal Rank Fusion (k = 60), each
+// hit's contribution weighted by the evidence of the list that found it,
+// led by its strongest list (docs/knowledge.md, "Ranking and scores").
 //
 // Plain RRF scores a hit by its ranks alone: the best vector hit of a query
 // that matches nothing still ranks first and scores the same as the best hit
-// of a query that matches perfectly, so no threshold can tell them apart
-// (issue 9: every vector-only hit scored ~0.33, relevant or not). Here each
-// list also gives a calibrated evidence e in [0, 1] from its raw signal, and
+// of a query that matches perfectly, and hits that two lists rank low
+// outrank the one entry a single list found with certainty. Here each list
+// gives a calibrated evidence e in [0, 1] from its raw signal, a hit's part
+// in list l is x(l) = e(l) * (k + 1) / (k + rank(l)), and with its parts
+// sorted x1 >= x2 >= x3
 //
-//	score = sum over lists of e(list) * (k + 1) / (k + rank(list)) / 3
+//	score = (x1 + agreement * (x2 + x3)) / (1 + 2 * agreement)
 //
-// With e = 1 everywhere this is RRF normalised to (0, 1]. The rank factor
-// only decays slowly (rank 10: 0.87, rank 40: 0.61), so the score is mostly
-// the evidence: how much of the query an entry answers, and how many lists
-// agree. The evidence of each list:
+// so the strongest list leads and every other list that agrees adds a
+// share (agreement = 0.3). With e = 1 everywhere this is RRF normalised to
+// (0, 1]: a hit at full evidence in all three lists at rank 1 scores 1, one
+// at full evidence in a single list scores 1 / 1.6 = 0.625. The rank factor
+// decays slowly (rank 10: 0.87, rank 40: 0.61), so a score is mostly
+// evidence. Summing the parts equally instead let many entries matching
+// the query's common words in two lists outrank the one entry holding its
+// rare ones (issue 23: a report holding every query word ranked 21st of
+// 21), and let a weak model's vector list pull a strong full-text list
+// down. The evidence of each list:
 //
-//   - full text: BM25 / the query's idf mass (the sum of its terms' idf),
-//     capped at 1. An entry holding every query term once, at the org's
-//     average length, scores 1; one holding only the query's common words
-//     scores little, whatever the org's size, because idf is relative to it.
-//     A query word the org has never seen keeps its (high) idf in the mass:
-//     a query about something the org does not know scores low everywhere.
-//   - title: 1 when the title holds the whole query (ILIKE), else BM25 over
-//     titles / the query's idf mass over titles, capped at 1.
-//   - vector: (cosine - floor) / (full - floor), clamped to [0, 1], with the
-//     floor and full points of the embedding model (VectorCalibration):
-//     cosines at or below the floor are what unrelated texts score with that
-//     model, so those hits leave the list altogether.
+//   - full text: coverage / the query's idf mass, capped at 1. Coverage is
+//     BM25 without length normalisation (b = 0): a query term held once
+//     adds its idf, more often a little more. The list ranks by BM25; its
+//     evidence says how much of the query the entry holds, not how long the
+//     entry is (a passage of 300 words holding every query word once had a
+//     third of the evidence of a ten-word note holding two of them, against
+//     an org of notes). The mass is the sum of the query terms' idf, at most
+//     that of rareTermsFull terms held by a single entry of the org: an
+//     entry holding every word of a short query scores 1, as does one
+//     holding five of a long query's rarest words (a paragraph as query:
+//     without the cap its mass was ten times a question's, and no entry gave
+//     the full-text list more than a sliver of evidence). One holding only
+//     the query's common words scores little, whatever the org's size,
+//     because idf is relative to it. A query word the org has never seen
+//     keeps its (high) idf in the mass: a query about something the org does
+//     not know scores low everywhere. A long entry's are its best passage's.
+//   - title: 1 when the title holds the whole query (ILIKE), else coverage
+//     over titles / the query's idf mass over titles (capped alike).
+//   - vector: (cosine - floor) / (full - model floor), clamped to [0, 1],
+//     with the embedding model's floor (what unrelated texts score) and full
+//     point (VectorCalibration), and a floor that is the higher of the
+//     model's and the cosine of this query's vectorRefRank-th nearest entry:
+//     how near the query sits to everything (its crowd). A long query, or a
+//     weak model, puts many entries at similar cosines; only how far a hit
+//     stands out of that crowd, on the model's scale, is evidence. Hits at
+//     or below the floor leave the list.
 //
 // A query with nothing relevant comes back empty because nothing gives
 // evidence for it: no query word is in the org's index (or only stop
@@ -47,16 +71,21 @@ import (
 // is 0 and no hit is answered. On top of that, hits below the caller's
 // minScore, or DefaultMinScore when none is given, are dropped: a margin
 // against hits with almost no evidence (a single common word). apps/eval
-// measures both (docs/benchmarks.md: on NFCorpus no nonsense query finds
-// anything even at minScore 0, and any gate up to 0.10 keeps every real
-// query answered at the same precision).
+// measures both, and the score bands of ScoreStrong and ScoreWeak.
 const (
 	// RRFK is the k of RRF: a hit ranked r in a list contributes 1/(k+r).
 	RRFK = 60
-	// fusedLists is how many lists are fused. Scores are divided by it so
-	// they lie in [0, 1]; the divisor stays 3 when the vector list is
-	// unavailable, so a score means the same thing in every answer.
+	// fusedLists is how many lists are fused.
 	fusedLists = 3
+	// agreement is the share of its part that a list adds to a hit that
+	// a stronger list leads (see the formula above).
+	agreement = 0.3
+	// rareTermsFull caps the query's idf mass at that of this many terms
+	// held by a single entry of the org (full-text and title evidence).
+	rareTermsFull = 5
+	// vectorRefRank: the cosine of the query's vectorRefRank-th nearest
+	// entry is its own floor, when its list is that long.
+	vectorRefRank = 20
 
 	// BM25K1 and BM25B are BM25's term-frequency saturation and length
 	// normalisation: Anserini's values for BEIR (and close to Lucene's
@@ -71,6 +100,14 @@ const (
 	// (apps/eval); 0.05 is half of that safe range, a margin for collections
 	// where single common words give weak partial matches.
 	DefaultMinScore = 0.05
+
+	// ScoreStrong and ScoreWeak are the bands of a score an agent reads
+	// (docs/knowledge.md, "Ranking and scores", with the figures apps/eval
+	// measures): at or above ScoreStrong a hit answers the query (full
+	// evidence in one list, or strong evidence in several); under
+	// ScoreWeak it shares only some words or a vague likeness with it.
+	ScoreStrong = 0.5
+	ScoreWeak   = 0.2
 )
 
 // VectorCalibration maps a cosine similarity of the embedding model to
@@ -80,6 +117,8 @@ const (
 type VectorCalibration struct {
 	Floor float64
 	Full  float64
+	// crowd is the cosine of the query's vectorRefRank-th hit (fuse).
+	crowd float64
 }
 
 // DefaultVectorCalibration is used for models without a measured
@@ -94,6 +133,13 @@ var knownCalibrations = map[string]VectorCalibration{
 	// over NFCorpus (3,633 entries) the best chance cosine of 20 nonsense
 	// queries was 0.21, and it grows slowly with the org (more chances).
 	embed.LocalModel: {Floor: 0.25, Full: 0.65},
+	// Universal Sentence Encoder lite, as ../shared/tools/embedserver
+	// serves it (its default name; padding to 768 leaves cosines): over NFCorpus
+	// the best cosine of 20 nonsense queries was 0.455; hand-written
+	// paraphrases of operational notes score 0.40-0.88, median 0.73
+	// (apps/eval --dups). Fusion is insensitive to it within 0.005 nDCG@10
+	// from 0.25/0.75 to 0.5/0.85 (docs/benchmarks.md, "Issue 23").
+	"use-lite-v1-pad768": {Floor: 0.47, Full: 0.8},
 }
 
 // CalibrationFor returns the calibration of a model: a measured one if
@@ -105,11 +151,15 @@ func CalibrationFor(model string) VectorCalibration {
 	return DefaultVectorCalibration
 }
 
+// evidence is (cosine - floor) / (full - floor) in [0, 1], where floor is
+// the higher of the model's and the query's crowd: the model's range is
+// the scale, so entries barely above a crowd near the full point (a long
+// query, a weak model) get little evidence, not the whole range.
 func (c VectorCalibration) evidence(cosine float64) float64 {
 	if c.Full <= c.Floor {
 		return clamp01(cosine)
 	}
-	return clamp01((cosine - c.Floor) / (c.Full - c.Floor))
+	return clamp01((cosine - max(c.Floor, c.crowd)) / (c.Full - c.Floor))
 }
 
 func clamp01(x float64) float64 {
@@ -119,17 +169,23 @@ func clamp01(x float64) float64 {
 	return math.Min(1, math.Max(0, x))
 }
 
-// RRFScore is the plain normalised RRF score of one hit given its 1-based
-// rank in each list (0: not in that list): the fused score when every list
-// has full evidence.
+// RRFScore is the fused score of one hit at full evidence in every list
+// it is in, given its 1-based rank in each list (0: not in that list).
 func RRFScore(ranks ...int) float64 {
-	var sum float64
-	for _, r := range ranks {
+	var x [fusedLists]float64
+	for i, r := range ranks[:min(len(ranks), fusedLists)] {
 		if r > 0 {
-			sum += rrfTerm(r)
+			x[i] = rrfTerm(r)
 		}
 	}
-	return sum / fusedLists
+	return combine(x)
+}
+
+// combine is the fused score of a hit's parts, one per list: the
+// strongest leads, the others add agreement of theirs.
+func combine(x [fusedLists]float64) float64 {
+	slices.SortFunc(x[:], func(a, b float64) int { return cmp.Compare(b, a) })
+	return (x[0] + agreement*(x[1]+x[2])) / (1 + 2*agreement)
 }
 
 // rrfTerm is the contribution of rank r normalised so that rank 1 gives 1.
@@ -143,11 +199,23 @@ type candidate struct {
 	VectorRank, FullTextRank, TitleRank int
 	Cosine, BM25, TitleBM25             float64
 	TitleContains                       bool
+	// Coverage and TitleCoverage: the BM25 sums with no length
+	// normalisation (b = 0), the lexical evidence's numerators.
+	Coverage, TitleCoverage float64
 }
 
 // queryMass is the query's idf mass per field, the denominators of the
-// lexical evidence.
-type queryMass struct{ Body, Title float64 }
+// lexical evidence, and the org's indexed entries, which cap them.
+type queryMass struct{ Body, Title, Docs float64 }
+
+// capped is the mass of one field at most rareTermsFull terms held by a
+// single entry of the org (BM25's idf of df 1 among Docs entries).
+func (m queryMass) capped(field float64) float64 {
+	if m.Docs < 1 {
+		return field
+	}
+	return math.Min(field, rareTermsFull*math.Log(1+(m.Docs-0.5)/1.5))
+}
 
 // fusedHit is a candidate with its evidence and fused score.
 type fusedHit struct {
@@ -158,9 +226,11 @@ type fusedHit struct {
 
 // fuse calibrates and fuses candidates, and returns those scoring at least
 // minScore, best first (ties by id, so answers are stable). Vector hits
-// below the model's floor leave the vector list; the ranks of the others do
-// not change, as the list is ordered by cosine.
+// at or below the query's floor leave the vector list; the ranks of the
+// others do not change, as the list is ordered by cosine.
 func fuse(cands []candidate, mass queryMass, cal VectorCalibration, minScore float64) []fusedHit {
+	cal.crowd = refCosine(cands)
+	body, title := mass.capped(mass.Body), mass.capped(mass.Title)
 	out := make([]fusedHit, 0, len(cands))
 	for _, c := range cands {
 		h := fusedHit{candidate: c}
@@ -170,27 +240,27 @@ func fuse(cands []candidate, mass queryMass, cal VectorCalibration, minScore flo
 				h.VectorRank = 0
 			}
 		}
-		if c.FullTextRank > 0 && mass.Body > 0 {
-			h.EFullText = clamp01(c.BM25 / mass.Body)
+		if c.FullTextRank > 0 && body > 0 {
+			h.EFullText = clamp01(c.Coverage / body)
 		}
 		if c.TitleRank > 0 {
 			if c.TitleContains {
 				h.ETitle = 1
-			} else if mass.Title > 0 {
-				h.ETitle = clamp01(c.TitleBM25 / mass.Title)
+			} else if title > 0 {
+				h.ETitle = clamp01(c.TitleCoverage / title)
 			}
 		}
-		var sum float64
+		var x [fusedLists]float64
 		if h.VectorRank > 0 {
-			sum += h.EVector * rrfTerm(h.VectorRank)
+			x[0] = h.EVector * rrfTerm(h.VectorRank)
 		}
 		if h.FullTextRank > 0 {
-			sum += h.EFullText * rrfTerm(h.FullTextRank)
+			x[1] = h.EFullText * rrfTerm(h.FullTextRank)
 		}
 		if h.TitleRank > 0 {
-			sum += h.ETitle * rrfTerm(h.TitleRank)
+			x[2] = h.ETitle * rrfTerm(h.TitleRank)
 		}
-		h.Score = sum / fusedLists
+		h.Score = combine(x)
 		if h.Score <= 0 || h.Score < minScore {
 			continue
 		}
@@ -198,6 +268,17 @@ func fuse(cands []candidate, mass queryMass, cal VectorCalibration, minScore flo
 	}
 	slices.SortFunc(out, func(a, b fusedHit) int { return bestFirst(a.Score, a.ID, b.Score, b.ID) })
 	return out
+}
+
+// refCosine is the cosine of the vectorRefRank-th hit of the vector list,
+// the query's own floor; 0 when the list is shorter.
+func refCosine(cands []candidate) float64 {
+	for _, c := range cands {
+		if c.VectorRank == vectorRefRank {
+			return c.Cosine
+		}
+	}
+	return 0
 }
 
 // bestFirst orders two scored entries: the higher score first, ties by id,

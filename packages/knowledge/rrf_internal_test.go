@@ -7,7 +7,8 @@ import (
 	"github.com/google/uuid"
 )
 
-// fuse: the evidence of each list weighs its RRF term; no evidence, no hit.
+// fuse: the evidence of each list weighs its RRF term, the strongest list
+// leads; no evidence, no hit.
 func TestFuseCalibratesAndGates(t *testing.T) {
 	t.Parallel()
 	cal := VectorCalibration{Floor: 0.2, Full: 0.6}
@@ -15,19 +16,19 @@ func TestFuseCalibratesAndGates(t *testing.T) {
 	id := func(b byte) uuid.UUID { return uuid.UUID{b} }
 	cands := []candidate{
 		// Everything, at full evidence: plain RRF of ranks 1, 1, 1 = 1.
-		{ID: id(1), VectorRank: 1, Cosine: 0.9, FullTextRank: 1, BM25: 8, TitleRank: 1, TitleContains: true},
+		{ID: id(1), VectorRank: 1, Cosine: 0.9, FullTextRank: 1, BM25: 8, Coverage: 8, TitleRank: 1, TitleContains: true},
 		// Vector only, under the floor: no evidence, leaves the list, no hit.
 		{ID: id(2), VectorRank: 2, Cosine: 0.15},
 		// Full text only, half the query's idf mass, rank 2.
-		{ID: id(3), FullTextRank: 2, BM25: 2},
+		{ID: id(3), FullTextRank: 2, BM25: 2, Coverage: 2},
 		// Title only by words: a quarter of the title mass; vector at half.
-		{ID: id(4), VectorRank: 3, Cosine: 0.4, TitleRank: 2, TitleBM25: 0.5},
+		{ID: id(4), VectorRank: 3, Cosine: 0.4, TitleRank: 2, TitleBM25: 0.5, TitleCoverage: 0.5},
 	}
 	got := fuse(cands, mass, cal, 0)
 	want := map[uuid.UUID]float64{
 		id(1): 1,
-		id(3): 0.5 * rrfTerm(2) / 3,
-		id(4): (0.5*rrfTerm(3) + 0.25*rrfTerm(2)) / 3,
+		id(3): 0.5 * rrfTerm(2) / (1 + 2*agreement),
+		id(4): (0.5*rrfTerm(3) + agreement*0.25*rrfTerm(2)) / (1 + 2*agreement),
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d hits, want %d: %+v", len(got), len(want), got)
@@ -50,5 +51,69 @@ func TestFuseCalibratesAndGates(t *testing.T) {
 	// A query none of whose words the org has (mass 0) gives no lexical evidence.
 	if g := fuse([]candidate{{ID: id(5), FullTextRank: 1, BM25: 3}}, queryMass{}, cal, 0); len(g) != 0 {
 		t.Errorf("no idf mass, yet hits: %+v", g)
+	}
+}
+
+// One entry holding the query's rare words, found by the full-text list
+// alone, outranks many entries that two lists find by common words: the
+// case that summing the lists' parts got wrong.
+func TestFuseStrongSingleListBeatsWeakAgreement(t *testing.T) {
+	t.Parallel()
+	cal := VectorCalibration{Floor: 0.2, Full: 0.75}
+	// Two rare words (idf 2.7 each) and two common ones (idf 0.02).
+	mass := queryMass{Body: 5.44, Title: 5.44, Docs: 21}
+	strong := uuid.UUID{0xff}
+	cands := []candidate{{ID: strong, FullTextRank: 1, BM25: 4.9, Coverage: 4.9, VectorRank: 21, Cosine: 0.25}}
+	for i := range 20 {
+		cands = append(cands, candidate{ID: uuid.UUID{byte(i + 1)}, FullTextRank: i + 2, BM25: 0.056, Coverage: 0.056,
+			VectorRank: i + 1, Cosine: 0.45 - float64(i)*0.002})
+	}
+	got := fuse(cands, mass, cal, 0)
+	if len(got) == 0 || got[0].ID != strong {
+		t.Fatalf("the entry holding the rare words must lead: %+v", got)
+	}
+	if got[0].Score < ScoreStrong {
+		t.Errorf("full evidence in one list scores %v, under ScoreStrong %v", got[0].Score, ScoreStrong)
+	}
+	for _, h := range got[1:] {
+		if h.Score >= ScoreWeak {
+			t.Errorf("a common-word match scores %v, at or above ScoreWeak %v", h.Score, ScoreWeak)
+		}
+	}
+}
+
+// The query's idf mass is capped at rareTermsFull terms of df 1, and only
+// once the org has statistics.
+func TestQueryMassCapped(t *testing.T) {
+	t.Parallel()
+	m := queryMass{Body: 200, Title: 2, Docs: 3633}
+	want := rareTermsFull * math.Log(1+(3633-0.5)/1.5)
+	if got := m.capped(m.Body); math.Abs(got-want) > 1e-9 {
+		t.Errorf("capped %v, want %v", got, want)
+	}
+	if got := m.capped(m.Title); got != 2 {
+		t.Errorf("a mass under the cap changed: %v", got)
+	}
+	if got := (queryMass{Body: 200}).capped(200); got != 200 {
+		t.Errorf("no statistics yet, yet capped: %v", got)
+	}
+}
+
+// The vector list's floor for a query is the cosine of its vectorRefRank-th
+// hit when that is above the model's: hits at or below it leave the list.
+func TestFuseVectorFloorOfTheQuery(t *testing.T) {
+	t.Parallel()
+	cal := VectorCalibration{Floor: 0.2, Full: 0.9}
+	var cands []candidate
+	for i := range 30 {
+		cands = append(cands, candidate{ID: uuid.UUID{byte(i + 1)}, VectorRank: i + 1, Cosine: 0.8 - float64(i)*0.01})
+	}
+	got := fuse(cands, queryMass{}, cal, 0)
+	if len(got) != vectorRefRank-1 {
+		t.Fatalf("%d hits, want the %d above the query's own floor", len(got), vectorRefRank-1)
+	}
+	ref := cands[vectorRefRank-1].Cosine
+	if want := (cands[0].Cosine - ref) / (cal.Full - cal.Floor) * rrfTerm(1) / (1 + 2*agreement); math.Abs(got[0].Score-want) > 1e-12 {
+		t.Errorf("best hit %v, want %v", got[0].Score, want)
 	}
 }

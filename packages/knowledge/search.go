@@ -72,6 +72,7 @@ type ranked struct {
 type candidateRow struct {
 	candidate
 	QueryIdfBody, QueryIdfTitle float64
+	OrgDocs                     float64 // the org's indexed entries (lexical statement)
 	Title                       string
 	Tags                        []string
 	Confidence                  int16
@@ -264,6 +265,7 @@ func (s *Service) rank(ctx context.Context, c Caller, a *searchArgs, depth int) 
 		plain[i] = cands[i].candidate
 		mass.Body = max(mass.Body, cands[i].QueryIdfBody)
 		mass.Title = max(mass.Title, cands[i].QueryIdfTitle)
+		mass.Docs = max(mass.Docs, cands[i].OrgDocs)
 	}
 	for _, h := range fuse(plain, mass, *s.opts.VectorCalibration, minScore) {
 		out.hits = append(out.hits, rankedHit{fusedHit: h, row: byID[h.ID]})
@@ -311,7 +313,7 @@ func (s *Service) candidates(ctx context.Context, db batchSender, c Caller, a *s
 func scanCandidate(row pgx.CollectableRow) (candidateRow, error) {
 	var r candidateRow
 	err := row.Scan(&r.ID, &r.VectorRank, &r.Cosine, &r.FullTextRank, &r.BM25, &r.TitleRank, &r.TitleBM25,
-		&r.TitleContains, &r.QueryIdfBody, &r.QueryIdfTitle,
+		&r.TitleContains, &r.Coverage, &r.TitleCoverage, &r.QueryIdfBody, &r.QueryIdfTitle, &r.OrgDocs,
 		&r.Title, &r.Tags, &r.Confidence, &r.CreatedAt, &r.ExpiresAt, &r.HeadID, &r.EmbeddingStatus)
 	return r, err
 }
@@ -377,13 +379,14 @@ func mergeCandidates(parts ...[]candidateRow) []candidateRow {
 				m.VectorRank, m.Cosine = r.VectorRank, r.Cosine
 			}
 			if r.FullTextRank > 0 {
-				m.FullTextRank, m.BM25 = r.FullTextRank, r.BM25
+				m.FullTextRank, m.BM25, m.Coverage = r.FullTextRank, r.BM25, r.Coverage
 			}
 			if r.TitleRank > 0 {
-				m.TitleRank, m.TitleBM25, m.TitleContains = r.TitleRank, r.TitleBM25, r.TitleContains
+				m.TitleRank, m.TitleBM25, m.TitleContains, m.TitleCoverage = r.TitleRank, r.TitleBM25, r.TitleContains, r.TitleCoverage
 			}
 			m.QueryIdfBody = max(m.QueryIdfBody, r.QueryIdfBody)
 			m.QueryIdfTitle = max(m.QueryIdfTitle, r.QueryIdfTitle)
+			m.OrgDocs = max(m.OrgDocs, r.OrgDocs)
 		}
 	}
 	return out

@@ -216,11 +216,11 @@ func TestSearchNonsenseQueryReturnsNothing(t *testing.T) {
 }
 
 // The same minScore means the same thing whatever the org's size: an entry
-// answering the whole query scores about the same, and high, in a small org
-// and in one thirty times larger; an entry sharing only the org's commonest
-// word scores a small fraction of that in both (what is left of it is the
-// local embedder's cosine: it hashes words, so one shared word is
-// similarity to it).
+// answering the whole query scores about the same, at or above ScoreStrong,
+// in a small org and in one thirty times larger; an entry sharing only the
+// org's commonest word scores under ScoreWeak and a small fraction of that
+// in both (what is left of it is the local embedder's cosine: it hashes
+// words, so one shared word is similarity to it).
 func TestSearchScoreIsCalibratedAcrossOrgSizes(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -241,17 +241,32 @@ func TestSearchScoreIsCalibratedAcrossOrgSizes(t *testing.T) {
 			t.Fatalf("org of %d: want both entries with minScore 0: %+v", n, r.Hits)
 		}
 		full, weak = append(full, fh.Score), append(weak, wh.Score)
-		if fh.Score < 0.5 || wh.Score > fh.Score/3 {
+		if fh.Score < knowledge.ScoreStrong || wh.Score >= knowledge.ScoreWeak || wh.Score > fh.Score/3 {
 			t.Fatalf("org of %d: full match %v, common-word match %v", n, fh.Score, wh.Score)
 		}
 	}
-	if math.Abs(full[0]-full[1]) > 0.1 || math.Abs(weak[0]-weak[1]) > 0.1 {
+	// The bands hold in both (above); the full match's score itself does
+	// not move. The weak one's may, within its band: in the small org the
+	// vector list has no crowd to measure the query's floor against
+	// (rrf.go, vectorRefRank), and the local embedder sees one shared word.
+	if math.Abs(full[0]-full[1]) > 0.1 {
 		t.Fatalf("scores moved with the org's size: full %v, weak %v", full, weak)
 	}
 }
 
+// bodyOf is entry i of writer w in the concurrency test: every fifth a
+// body of several passages, so the passages' counts are checked too.
+func bodyOf(i, w int) string {
+	b := fmt.Sprintf("shared words and word%d and writer%d, repeated words words", i%7, w)
+	if i%5 == 0 {
+		b = strings.Repeat(b+" ", 3000/len(b)+i)
+	}
+	return b
+}
+
 // Concurrent stores and indexers of several orgs: every entry is indexed
-// exactly once, and every statistic equals a recount of the index.
+// exactly once (each of its passages), and every statistic equals a
+// recount of the index.
 func TestIndexerConcurrentStatisticsEqualTheIndex(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -263,7 +278,7 @@ func TestIndexerConcurrentStatisticsEqualTheIndex(t *testing.T) {
 			for i := range 40 {
 				if _, err := b.svc.Store(b.ctx, c, knowledge.StoreInput{
 					Title: fmt.Sprintf("Entry %d of writer %d", i, w),
-					Body:  fmt.Sprintf("shared words and word%d and writer%d, repeated words words", i%7, w),
+					Body:  bodyOf(i, w),
 				}); err != nil {
 					t.Error(err)
 				}
@@ -288,17 +303,19 @@ func TestIndexerConcurrentStatisticsEqualTheIndex(t *testing.T) {
 		t.Fatalf("%d entries without postings", n)
 	}
 	if n := b.count(t, `SELECT count(*) FROM (
-		SELECT org_id, field, term, entry_id FROM knowledge_postings GROUP BY 1, 2, 3, 4 HAVING count(*) > 1) d`); n != 0 {
+		SELECT org_id, field, term, entry_id, passage FROM knowledge_postings GROUP BY 1, 2, 3, 4, 5 HAVING count(*) > 1) d`); n != 0 {
 		t.Fatalf("%d postings written twice", n)
 	}
 	if n := b.count(t, `SELECT count(*) FROM knowledge_term_stats s FULL JOIN (
-		SELECT org_id, field, term, count(*) AS df FROM knowledge_postings GROUP BY 1, 2, 3) p
+		SELECT org_id, field, term, count(DISTINCT entry_id) AS df FROM knowledge_postings GROUP BY 1, 2, 3) p
 		USING (org_id, field, term) WHERE s.df IS DISTINCT FROM p.df`); n != 0 {
 		t.Fatalf("%d document frequencies differ from a recount of the postings", n)
 	}
 	if n := b.count(t, `SELECT count(*) FROM knowledge_search_stats s FULL JOIN (
 		SELECT org_id, count(*) AS docs, sum(len) AS len_b
-		FROM (SELECT DISTINCT org_id, entry_id, len FROM knowledge_postings WHERE field = 'b') e GROUP BY org_id) p USING (org_id)
+		FROM (SELECT org_id, entry_id, round(avg(len)) AS len
+		      FROM (SELECT DISTINCT org_id, entry_id, passage, len FROM knowledge_postings WHERE field = 'b') x
+		      GROUP BY org_id, entry_id) e GROUP BY org_id) p USING (org_id)
 		WHERE s.docs IS DISTINCT FROM p.docs OR s.len_b IS DISTINCT FROM p.len_b::bigint`); n != 0 {
 		t.Fatalf("%d orgs' counters differ from a recount of the postings", n)
 	}

@@ -307,7 +307,7 @@ func TestSearchEmbedderFailureFallsBackToWords(t *testing.T) {
 				t.Fatalf("lexical lists should still find it: %v", ids(r.Hits))
 			}
 			for _, h := range r.Hits {
-				if h.VectorRank != 0 || h.Score > 2.0/3+1e-12 {
+				if h.VectorRank != 0 || h.Score > knowledge.RRFScore(0, 1, 1)+1e-12 {
 					t.Fatalf("no vector list, yet %+v", h)
 				}
 			}

@@ -6,7 +6,7 @@
 -- named; search.go and indexer.go pass every one of them.
 --
 -- Moves up to @max queued entries of the org into the index: postings for
--- every (field, term), one document-frequency upsert per distinct term of
+-- every (field, passage, term), one document-frequency upsert per distinct term of
 -- the batch, the org's counters, and the queue rows deleted, in one
 -- statement. Runs after LockSearchStats in the same transaction.
 WITH st AS (
@@ -20,16 +20,21 @@ batch AS (
     FOR UPDATE SKIP LOCKED
 ),
 terms AS MATERIALIZED (
-    SELECT b.entry_id, a.field, a.term, a.tf, a.len
+    SELECT b.entry_id, a.field, a.passage, a.term, a.tf, a.len
     FROM batch b
     CROSS JOIN LATERAL (SELECT k.title, k.body FROM knowledge k
                         WHERE k.org_id = @org_id AND k.id = b.entry_id LIMIT 1) k
     CROSS JOIN st
-    CROSS JOIN LATERAL knowledge_terms(st.config, k.title, k.body) AS a (field, term, tf, len)
+    CROSS JOIN LATERAL knowledge_passage_terms(st.config, k.title, k.body) AS a (field, passage, term, tf, len)
 ),
+-- An entry's body length is the mean of its passages' (one passage: its
+-- length), so the org's average is that of a passage-sized unit
+-- (db/migrations/00015_passages.sql).
 lens AS (
-    SELECT entry_id, max(len) FILTER (WHERE field = 'b') AS len_b, coalesce(max(len) FILTER (WHERE field = 't'), 0) AS len_t
-    FROM terms GROUP BY entry_id
+    SELECT entry_id, round(avg(len_b))::bigint AS len_b, coalesce(max(len_t), 0) AS len_t
+    FROM (SELECT entry_id, passage, max(len) FILTER (WHERE field = 'b') AS len_b, max(len) FILTER (WHERE field = 't') AS len_t
+          FROM terms GROUP BY entry_id, passage) p
+    GROUP BY entry_id
 ),
 tot AS (
     SELECT count(*) AS n, coalesce(sum(len_b), 0) AS len_b, coalesce(sum(len_t), 0) AS len_t FROM lens
@@ -40,11 +45,11 @@ avgs AS (
     FROM st, tot
 ),
 ins AS (
-    INSERT INTO knowledge_postings (org_id, field, term, impact, entry_id, tf, len)
+    INSERT INTO knowledge_postings (org_id, field, term, impact, entry_id, passage, tf, len)
     SELECT @org_id, terms.field, terms.term,
            (terms.tf * (@k1::float8 + 1) / (terms.tf + @k1::float8 * (1 - @b::float8 + @b::float8 * terms.len
                / CASE terms.field WHEN 'b' THEN avgs.avg_b ELSE avgs.avg_t END)))::real,
-           terms.entry_id, terms.tf, terms.len
+           terms.entry_id, terms.passage, terms.tf, terms.len
     FROM terms, avgs
     -- A term's postings of one batch on few heap pages: until a vacuum sets
     -- the visibility map, each posting read visits its heap page.
@@ -52,7 +57,7 @@ ins AS (
 ),
 dfs AS (
     INSERT INTO knowledge_term_stats (org_id, field, term, df)
-    SELECT @org_id, field, term, count(*) FROM terms GROUP BY field, term ORDER BY field, term
+    SELECT @org_id, field, term, count(DISTINCT entry_id) FROM terms GROUP BY field, term ORDER BY field, term
     ON CONFLICT (org_id, field, term) DO UPDATE SET df = knowledge_term_stats.df + EXCLUDED.df
 ),
 deq AS (

@@ -83,10 +83,10 @@ picked AS MATERIALIZED (
 -- small part of any score (docs/knowledge.md, "Search", and apps/eval
 -- measure what the bound costs).
 post AS (
-    SELECT w.field, w.ik, w.c0, w.kb, p.entry_id, p.tf, p.len
+    SELECT w.field, w.ik, w.c0, w.kb, p.entry_id, p.passage, p.tf, p.len
     FROM picked w
     CROSS JOIN LATERAL (
-        SELECT x.entry_id, x.tf, x.len FROM knowledge_postings x
+        SELECT x.entry_id, x.passage, x.tf, x.len FROM knowledge_postings x
         WHERE x.org_id = @org_id AND x.field = w.field AND x.term = w.term
         ORDER BY x.impact DESC
         LIMIT w.reads
@@ -99,17 +99,23 @@ post AS (
 -- The queue is usually empty (the indexer keeps up); the EXISTS, a
 -- one-time filter of one index probe, then spares the queue function's call.
 tail AS (
-    SELECT a.field, w.ik, w.c0, w.kb, tq.entry_id, a.tf, a.len
+    SELECT a.field, w.ik, w.c0, w.kb, tq.entry_id, a.passage, a.tf, a.len
     FROM knowledge_queued(@org_id, @tail::int) AS tq (entry_id)
     CROSS JOIN LATERAL (SELECT k.title, k.body FROM knowledge k
                         WHERE k.org_id = @org_id AND k.id = tq.entry_id LIMIT 1) e
     CROSS JOIN st
-    CROSS JOIN LATERAL knowledge_terms(st.config, e.title, e.body) AS a (field, term, tf, len)
+    CROSS JOIN LATERAL knowledge_passage_terms(st.config, e.title, e.body) AS a (field, passage, term, tf, len)
     JOIN picked w ON w.field = a.field AND w.term = a.term
     WHERE ((a.field = 'b' AND @lists::int & 2 <> 0) OR (a.field = 't' AND @lists::int & 4 <> 0))
       AND EXISTS (SELECT 1 FROM knowledge_index_queue q WHERE q.org_id = @org_id)
 ),
--- BM25 of every entry found, per field. A posting's part is
+-- BM25 of every entry found, per field, and its coverage of the query:
+-- the same sum with no length normalisation (b = 0; a term held once adds
+-- its idf), the lexical evidence of fusion (rrf.go). The body's are its
+-- best passage's
+-- (a body longer than a passage is indexed by passage,
+-- db/migrations/00015_passages.sql), the title's is passage 0's. A
+-- posting's part is
 -- idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avg)), written as
 -- ik * tf / (tf + c0 + kb * len) with ik, c0 and kb computed once per term
 -- and field in picked: each operator here runs once per posting read (up to
@@ -117,14 +123,20 @@ tail AS (
 -- constants. Without statistics yet (avg NULL) each entry is its own
 -- average: c0 = k1, kb = 0.
 scored AS MATERIALIZED (
-    SELECT x.entry_id,
-           coalesce(sum(x.s) FILTER (WHERE x.field = 'b'), 0) AS bm25_b,
-           coalesce(sum(x.s) FILTER (WHERE x.field = 't'), 0) AS bm25_t
-    FROM (SELECT u.field, u.entry_id,
-                 u.ik * u.tf / (u.tf + u.c0 + u.kb * u.len) AS s
-          FROM (SELECT post.field, post.ik, post.c0, post.kb, post.entry_id, post.tf, post.len FROM post
-                UNION ALL SELECT tail.field, tail.ik, tail.c0, tail.kb, tail.entry_id, tail.tf, tail.len FROM tail) u) x
-    GROUP BY x.entry_id
+    SELECT y.entry_id, coalesce(max(y.b), 0) AS bm25_b, coalesce(max(y.t), 0) AS bm25_t,
+           coalesce(max(y.cb), 0) AS cov_b, coalesce(max(y.ct), 0) AS cov_t
+    FROM (SELECT x.entry_id, x.passage,
+                 sum(x.s) FILTER (WHERE x.field = 'b') AS b,
+                 sum(x.s) FILTER (WHERE x.field = 't') AS t,
+                 sum(x.c) FILTER (WHERE x.field = 'b') AS cb,
+                 sum(x.c) FILTER (WHERE x.field = 't') AS ct
+          FROM (SELECT u.field, u.entry_id, u.passage,
+                       u.ik * u.tf / (u.tf + u.c0 + u.kb * u.len) AS s,
+                       u.ik * u.tf / (u.tf + @k1::float8) AS c
+                FROM (SELECT post.field, post.ik, post.c0, post.kb, post.entry_id, post.passage, post.tf, post.len FROM post
+                      UNION ALL SELECT tail.field, tail.ik, tail.c0, tail.kb, tail.entry_id, tail.passage, tail.tf, tail.len FROM tail) u) x
+          GROUP BY x.entry_id, x.passage) y
+    GROUP BY y.entry_id
 ),
 -- The full-text list: the best entries by body BM25 that pass the filters,
 -- walked best first with a key probe each until @candidates pass. The probe
@@ -135,11 +147,11 @@ scored AS MATERIALIZED (
 fts AS (
     SELECT f.*, row_number() OVER (ORDER BY f.signal DESC, f.id) AS rank
     FROM (
-        SELECT s.entry_id AS id, s.bm25_b AS signal,
+        SELECT s.entry_id AS id, s.bm25_b AS signal, s.cov_b AS cov,
                k.title, k.tags, k.confidence, k.created_at, k.expires_at, k.head_id, k.embedding_status
-        FROM ((SELECT entry_id, bm25_b FROM scored WHERE bm25_b > 0 ORDER BY bm25_b DESC, entry_id LIMIT 2 * @candidates::int)
+        FROM ((SELECT entry_id, bm25_b, cov_b FROM scored WHERE bm25_b > 0 ORDER BY bm25_b DESC, entry_id LIMIT 2 * @candidates::int)
               UNION ALL
-              (SELECT entry_id, bm25_b FROM scored WHERE bm25_b > 0 ORDER BY bm25_b DESC, entry_id OFFSET 2 * @candidates::int)) s
+              (SELECT entry_id, bm25_b, cov_b FROM scored WHERE bm25_b > 0 ORDER BY bm25_b DESC, entry_id OFFSET 2 * @candidates::int)) s
         CROSS JOIN LATERAL (
             SELECT k.title, k.tags, k.confidence, k.created_at, k.expires_at, k.head_id, k.embedding_status
             FROM knowledge k
@@ -163,11 +175,11 @@ fts AS (
 -- reading it as soon as it has @candidates entries, so usually only the
 -- best @contains_checked are probed.
 ttl_probed AS MATERIALIZED (
-    SELECT s.entry_id AS id, s.bm25_t AS signal, k.passes, k.contains,
+    SELECT s.entry_id AS id, s.bm25_t AS signal, s.cov_t AS cov, k.passes, k.contains,
            k.title, k.tags, k.confidence, k.created_at, k.expires_at, k.head_id, k.embedding_status
-    FROM ((SELECT entry_id, bm25_t, true AS tested FROM scored WHERE bm25_t > 0 ORDER BY bm25_t DESC, entry_id LIMIT @contains_checked::int)
+    FROM ((SELECT entry_id, bm25_t, cov_t, true AS tested FROM scored WHERE bm25_t > 0 ORDER BY bm25_t DESC, entry_id LIMIT @contains_checked::int)
           UNION ALL
-          (SELECT entry_id, bm25_t, false FROM scored WHERE bm25_t > 0 ORDER BY bm25_t DESC, entry_id OFFSET @contains_checked::int)) s
+          (SELECT entry_id, bm25_t, cov_t, false FROM scored WHERE bm25_t > 0 ORDER BY bm25_t DESC, entry_id OFFSET @contains_checked::int)) s
     CROSS JOIN LATERAL (
         SELECT ((cardinality(@tags::text[]) = 0 OR k.tags @> @tags::text[])
               AND (@as_of::timestamptz IS NULL OR k.created_at <= @as_of::timestamptz)
@@ -189,7 +201,7 @@ ttl_probed AS MATERIALIZED (
 ttl AS (
     SELECT t.*, row_number() OVER (ORDER BY t.contains DESC, t.signal DESC, t.id) AS rank
     FROM (
-        SELECT c.id, c.signal, c.contains, c.title, c.tags, c.confidence, c.created_at, c.expires_at, c.head_id, c.embedding_status
+        SELECT c.id, c.signal, c.cov, c.contains, c.title, c.tags, c.confidence, c.created_at, c.expires_at, c.head_id, c.embedding_status
         FROM ((SELECT b.* FROM (SELECT * FROM ttl_probed LIMIT @contains_checked::int) b
                WHERE b.passes ORDER BY b.contains DESC, b.signal DESC, b.id)
               UNION ALL
@@ -202,8 +214,10 @@ ttl AS (
 SELECT coalesce(f.id, t.id) AS id, 0 AS vector_rank, 0::float8 AS cosine,
        coalesce(f.rank, 0)::int AS full_text_rank, coalesce(f.signal, 0)::float8 AS bm25,
        coalesce(t.rank, 0)::int AS title_rank, coalesce(t.signal, 0)::float8 AS title_bm25, coalesce(t.contains, false) AS title_contains,
+       coalesce(f.cov, 0)::float8 AS full_text_coverage, coalesce(t.cov, 0)::float8 AS title_coverage,
        CASE WHEN @lists::int & 2 <> 0 THEN (SELECT coalesce(sum(idf), 0) FROM picked WHERE field = 'b') ELSE 0 END::float8 AS query_idf_b,
        CASE WHEN @lists::int & 4 <> 0 THEN (SELECT coalesce(sum(idf), 0) FROM picked WHERE field = 't') ELSE 0 END::float8 AS query_idf_t,
+       (SELECT docs FROM st)::float8 AS org_docs,
        coalesce(f.title, t.title) AS title, coalesce(f.tags, t.tags) AS tags, coalesce(f.confidence, t.confidence) AS confidence,
        coalesce(f.created_at, t.created_at) AS created_at, coalesce(f.expires_at, t.expires_at) AS expires_at,
        coalesce(f.head_id, t.head_id) AS head_id, coalesce(f.embedding_status, t.embedding_status) AS embedding_status

@@ -56,9 +56,12 @@ shared AS (
     SELECT p.entry_id, count(*) AS n, sum(1.0::float8 / r.df) AS weight
     FROM rare r
     CROSS JOIN LATERAL (
-        SELECT x.entry_id FROM knowledge_postings x
-        WHERE x.org_id = @org_id AND x.field = 'b' AND x.term = r.term
-        LIMIT @max_postings::int
+        -- An entry of several passages holds the term in as many postings.
+        SELECT DISTINCT y.entry_id FROM (
+            SELECT x.entry_id FROM knowledge_postings x
+            WHERE x.org_id = @org_id AND x.field = 'b' AND x.term = r.term
+            LIMIT @max_postings::int
+        ) y
     ) p
     GROUP BY p.entry_id
 ),

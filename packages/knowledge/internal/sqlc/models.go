@@ -87,6 +87,21 @@ type KnowledgeChunk struct {
 	Embedding      pgvector.Vector
 }
 
+type KnowledgeCjkReindex struct {
+	OrgID     uuid.UUID
+	EntryID   uuid.UUID
+	CreatedAt time.Time
+	Config    interface{}
+}
+
+type KnowledgeCjkTerm struct {
+	OrgID   uuid.UUID
+	EntryID uuid.UUID
+	Field   interface{}
+	Term    interface{}
+	Len     interface{}
+}
+
 type KnowledgeCount struct {
 	OrgID uuid.UUID
 	Kind  string
@@ -123,6 +138,7 @@ type KnowledgePosting struct {
 	EntryID uuid.UUID
 	Tf      int32
 	Len     int32
+	Passage int16
 }
 
 type KnowledgeSearchStat struct {

@@ -78,7 +78,7 @@ const purgeCountPostings = `-- name: PurgeCountPostings :one
 SELECT count(*)::bigint
 FROM knowledge k
 CROSS JOIN (SELECT s.config FROM knowledge_search_stats s WHERE s.org_id = $1) st
-CROSS JOIN LATERAL knowledge_terms(st.config, k.title, k.body) AS a (field, term, tf, len)
+CROSS JOIN LATERAL knowledge_passage_terms(st.config, k.title, k.body) AS a (field, passage, term, tf, len)
 WHERE k.org_id = $1 AND k.id = ANY($2::uuid[])
   AND NOT EXISTS (SELECT 1 FROM knowledge_index_queue q WHERE q.org_id = $1 AND q.entry_id = k.id)
 `
@@ -380,10 +380,10 @@ gone AS (
       AND NOT EXISTS (SELECT 1 FROM knowledge_index_queue q WHERE q.org_id = $1 AND q.entry_id = k.id)
 ),
 terms AS MATERIALIZED (
-    SELECT g.id AS entry_id, a.field, a.term, a.len
+    SELECT g.id AS entry_id, a.field, a.passage, a.term, a.len
     FROM gone g
     CROSS JOIN st
-    CROSS JOIN LATERAL knowledge_terms(st.config, g.title, g.body) AS a (field, term, tf, len)
+    CROSS JOIN LATERAL knowledge_passage_terms(st.config, g.title, g.body) AS a (field, passage, term, tf, len)
 ),
 del AS (
     DELETE FROM knowledge_postings p
@@ -392,7 +392,7 @@ del AS (
     RETURNING 1
 ),
 dfs AS (
-    SELECT t.field, t.term, count(*)::integer AS n FROM terms t GROUP BY t.field, t.term
+    SELECT t.field, t.term, count(DISTINCT t.entry_id)::integer AS n FROM terms t GROUP BY t.field, t.term
 ),
 dec AS (
     UPDATE knowledge_term_stats s SET df = s.df - d.n
@@ -407,9 +407,11 @@ gone_terms AS (
     RETURNING 1
 ),
 lens AS (
-    SELECT t.entry_id, max(t.len) FILTER (WHERE t.field = 'b') AS len_b,
-           coalesce(max(t.len) FILTER (WHERE t.field = 't'), 0) AS len_t
-    FROM terms t GROUP BY t.entry_id
+    SELECT p.entry_id, round(avg(p.len_b))::bigint AS len_b, coalesce(max(p.len_t), 0) AS len_t
+    FROM (SELECT t.entry_id, t.passage, max(t.len) FILTER (WHERE t.field = 'b') AS len_b,
+                 max(t.len) FILTER (WHERE t.field = 't') AS len_t
+          FROM terms t GROUP BY t.entry_id, t.passage) p
+    GROUP BY p.entry_id
 ),
 tot AS (
     SELECT count(*) AS n, coalesce(sum(l.len_b), 0) AS len_b, coalesce(sum(l.len_t), 0) AS len_t FROM lens l
@@ -443,8 +445,8 @@ type PurgeUnindexRow struct {
 // still in knowledge_index_queue has no postings and no share of the
 // statistics; an indexed one was analysed with the org's configuration
 // (a configuration change drops the index and queues every entry again),
-// and knowledge_terms is immutable, so its terms are computed again
-// exactly as the indexer did. knowledge_postings has no index by entry: the
+// and knowledge_passage_terms is immutable, so its terms are computed
+// again exactly as the indexer did. knowledge_postings has no index by entry: the
 // terms lead to the postings through the primary key (org, field, term).
 // One range of the primary key per distinct term of the batch, keeping the
 // batch's entries: per (entry, term) pair, a common term's range was read
