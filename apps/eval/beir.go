@@ -35,6 +35,10 @@ type Dataset struct {
 	// file, 0 included: a score of 0 is "judged, not relevant", which only
 	// matters for deciding which queries are judged at all.
 	Qrels map[string]Judgments
+	// Unanswerable marks the queries none of whose relevant documents is
+	// in the corpus (VariantUnanswerable); they are judged but left out
+	// of the ranking figures, and the score study tells them apart.
+	Unanswerable map[string]bool
 }
 
 // ReadBEIR reads dir/corpus.jsonl, dir/queries.jsonl and dir/qrels/test.tsv,
@@ -161,7 +165,7 @@ func (ds *Dataset) Limit(maxQueries, maxDocs int) *Dataset {
 	if maxQueries <= 0 && maxDocs <= 0 {
 		return ds
 	}
-	out := &Dataset{Name: ds.Name, Queries: ds.Judged(), Qrels: map[string]Judgments{}}
+	out := &Dataset{Name: ds.Name, Queries: ds.Judged(), Qrels: map[string]Judgments{}, Unanswerable: ds.Unanswerable}
 	if maxQueries > 0 && len(out.Queries) > maxQueries {
 		out.Queries = out.Queries[:maxQueries]
 	}

@@ -32,6 +32,8 @@ const (
 type GateQuery struct {
 	Scores      []float64
 	TopRelevant bool
+	// Unanswerable: nothing relevant to the query is in the store.
+	Unanswerable bool
 }
 
 // top is the query's best fused score, 0 when nothing was found.
@@ -93,6 +95,111 @@ type GateStudy struct {
 	// without also answering a nonsense query.
 	RealBelowNonsense float64 `json:"realAtOrBelowNonsenseMax"`
 	Seconds           float64 `json:"seconds"`
+	Bands             Bands   `json:"scoreBands"`
+}
+
+// Bands is what the documented score bands (knowledge.ScoreStrong,
+// knowledge.ScoreWeak) are worth on the collection: how the scores of
+// right first hits spread, how often a first hit at or above ScoreStrong
+// is relevant, and, when the collection has unanswerable queries, how
+// well the top score tells them apart from the others.
+type Bands struct {
+	Strong float64 `json:"strong"`
+	Weak   float64 `json:"weak"`
+	// Relevant first hits: how many, their score's 5th, 10th and 50th
+	// percentiles, and the share of them under Weak.
+	RelevantTop1   int     `json:"relevantTop1"`
+	RelevantP5     float64 `json:"relevantTop1P5"`
+	RelevantP10    float64 `json:"relevantTop1P10"`
+	RelevantP50    float64 `json:"relevantTop1P50"`
+	RelevantUnderW float64 `json:"relevantTop1UnderWeak"`
+	// First hits at or above Strong: how many, and the share relevant.
+	StrongTop1     int     `json:"strongTop1"`
+	StrongRelevant float64 `json:"strongTop1Relevant"`
+	// First hits under Weak: how many, and the share relevant.
+	WeakTop1     int     `json:"weakTop1"`
+	WeakRelevant float64 `json:"weakTop1Relevant"`
+	// Unanswerable queries: how many, their top score's 50th and 90th
+	// percentiles, and the AUC of the top score (answerable above
+	// unanswerable; 0.5 is chance), absent without such queries.
+	Unanswerable    int      `json:"unanswerable,omitempty"`
+	UnanswerableP50 float64  `json:"unanswerableTop1P50,omitempty"`
+	UnanswerableP90 float64  `json:"unanswerableTop1P90,omitempty"`
+	AUC             *float64 `json:"auc,omitempty"`
+}
+
+// bands measures the score bands over the judged queries.
+func bands(all []GateQuery) Bands {
+	b := Bands{Strong: knowledge.ScoreStrong, Weak: knowledge.ScoreWeak}
+	var rel, ans, unans []float64
+	strongRight, weakRight := 0, 0
+	for _, q := range all {
+		top := q.top()
+		if q.Unanswerable {
+			unans = append(unans, top)
+			continue
+		}
+		ans = append(ans, top)
+		if q.TopRelevant {
+			rel = append(rel, top)
+			if top < b.Weak {
+				b.RelevantUnderW++
+			}
+		}
+		switch {
+		case len(q.Scores) == 0:
+		case top >= b.Strong:
+			b.StrongTop1++
+			if q.TopRelevant {
+				strongRight++
+			}
+		case top < b.Weak:
+			b.WeakTop1++
+			if q.TopRelevant {
+				weakRight++
+			}
+		}
+	}
+	slices.Sort(rel)
+	b.RelevantTop1 = len(rel)
+	b.RelevantP5, b.RelevantP10, b.RelevantP50 = nearestRank(rel, 0.05), nearestRank(rel, 0.10), nearestRank(rel, 0.50)
+	if len(rel) > 0 {
+		b.RelevantUnderW /= float64(len(rel))
+	}
+	if b.StrongTop1 > 0 {
+		b.StrongRelevant = float64(strongRight) / float64(b.StrongTop1)
+	}
+	if b.WeakTop1 > 0 {
+		b.WeakRelevant = float64(weakRight) / float64(b.WeakTop1)
+	}
+	if len(unans) > 0 && len(ans) > 0 {
+		slices.Sort(unans)
+		b.Unanswerable = len(unans)
+		b.UnanswerableP50, b.UnanswerableP90 = nearestRank(unans, 0.5), nearestRank(unans, 0.9)
+		a := AUC(ans, unans)
+		b.AUC = &a
+	}
+	return b
+}
+
+// AUC is the probability that a positive's score is above a negative's
+// (ties count half): the area under the ROC curve of the score.
+func AUC(pos, neg []float64) float64 {
+	if len(pos) == 0 || len(neg) == 0 {
+		return 0.5
+	}
+	var s float64
+	for _, p := range pos {
+		for _, n := range neg {
+			switch {
+			case p > n:
+				s++
+			case p == n:
+				s += 0.5
+			}
+		}
+	}
+	return s / float64(len(pos)*len(neg))
 }
 
 // Gate tabulates the thresholds over the real and the nonsense queries.
@@ -166,8 +273,10 @@ func gateStudy(ctx context.Context, svc *knowledge.Service, c knowledge.Caller, 
 			return nil, fmt.Errorf("gate, query %s: %w", q.ID, err)
 		}
 		g.TopRelevant = len(docs) > 0 && ds.Qrels[q.ID][docs[0]] > 0
+		g.Unanswerable = ds.Unanswerable[q.ID]
 		real[i] = g
 	}
+	answerable := slices.DeleteFunc(slices.Clone(real), func(q GateQuery) bool { return q.Unanswerable })
 	var nonsense []GateQuery
 	for _, q := range NonsenseQueries(nonsenseN, nonsenseSeed) {
 		g, _, err := run(q)
@@ -176,7 +285,8 @@ func gateStudy(ctx context.Context, svc *knowledge.Service, c knowledge.Caller, 
 		}
 		nonsense = append(nonsense, g)
 	}
-	st := Gate(real, nonsense, GateThresholds)
+	st := Gate(answerable, nonsense, GateThresholds)
+	st.Bands = bands(real)
 	st.Seconds = time.Since(start).Seconds()
 	return &st, nil
 }

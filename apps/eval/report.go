@@ -9,7 +9,11 @@ import (
 
 // Report is everything one run measured; --json prints it as is.
 type Report struct {
-	Dataset        string `json:"dataset"`
+	Dataset string `json:"dataset"`
+	Variant string `json:"variant,omitempty"`
+	// Unanswerable counts the judged queries with no answer in the store
+	// (VariantUnanswerable).
+	Unanswerable   int    `json:"unanswerable,omitempty"`
 	Path           string `json:"path"`
 	Commit         string `json:"commit"`
 	Date           string `json:"date"`
@@ -166,6 +170,14 @@ func (g *GateStudy) text(p func(string, ...any)) {
 	}
 	p("top-1 fused score: nonsense max %.4f; real p10 %.4f, p50 %.4f (%.1f%% of real queries at or below the nonsense max)",
 		g.NonsenseTop1Max, g.RealTop1P10, g.RealTop1P50, 100*g.RealBelowNonsense)
+	b := g.Bands
+	p("Score bands (strong >= %.2f, weak < %.2f), first hits of the %d answerable queries:", b.Strong, b.Weak, g.Queries)
+	p("  relevant first hits	%d: score p5 %.3f, p10 %.3f, p50 %.3f; %.1f%% of them under weak", b.RelevantTop1, b.RelevantP5, b.RelevantP10, b.RelevantP50, 100*b.RelevantUnderW)
+	p("  first hits at or above strong	%d, %.1f%% relevant", b.StrongTop1, 100*b.StrongRelevant)
+	p("  first hits under weak	%d, %.1f%% relevant", b.WeakTop1, 100*b.WeakRelevant)
+	if b.AUC != nil {
+		p("  unanswerable queries	%d: top score p50 %.3f, p90 %.3f; AUC of the top score, answerable vs unanswerable: %.3f", b.Unanswerable, b.UnanswerableP50, b.UnanswerableP90, *b.AUC)
+	}
 	if g.NonsenseTop1Max == 0 {
 		// Score 0 is no evidence from any list; fusion drops it at any minScore.
 		p("  no nonsense query found anything even at minScore 0 (no lexical match; every vector hit under the calibration's floor):")

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -57,6 +58,8 @@ type config struct {
 	perTermCheck            bool
 	concurrency, depth      int
 	limitDocs, limitQueries int
+	variant, embedCache     string
+	dump                    string
 }
 
 // parseArgs reads flags before and after the dataset folder, so both
@@ -79,6 +82,9 @@ func parseArgs(args []string, out io.Writer) (config, error) {
 	fs.IntVar(&c.depth, "depth", 100, "depth of each ranked list (1..1000)")
 	fs.IntVar(&c.limitDocs, "limit-docs", 0, "load at most N documents, judged ones first (0: all); figures are then not comparable")
 	fs.IntVar(&c.limitQueries, "limit-queries", 0, "evaluate only the first N judged queries (0: all)")
+	fs.StringVar(&c.variant, "variant", "", "evaluate a variant built from the collection: "+strings.Join(Variants, ", ")+" (docs/benchmarks.md, \"Collections\")")
+	fs.StringVar(&c.embedCache, "embed-cache", defaultEmbedCache(), "folder where a provider's vectors are kept between runs (\"\": none; the local embedder is never cached)")
+	fs.StringVar(&c.dump, "dump", "", "write every query's candidates with their raw signals (SearchLists) to this JSON Lines file")
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -120,12 +126,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return fmt.Errorf("dataset: %w", err)
 	}
-	ds := full.Limit(cfg.limitQueries, cfg.limitDocs)
+	variant, err := full.Variant(cfg.variant)
+	if err != nil {
+		return &usageError{err.Error()}
+	}
+	ds := variant.Limit(cfg.limitQueries, cfg.limitDocs)
 	queries := ds.Judged()
 	rep := &Report{
+		Variant: cfg.variant, Unanswerable: len(ds.Unanswerable),
 		Dataset: ds.Name, Path: cfg.dir, Commit: gitCommit(ctx), Date: time.Now().UTC().Format(time.RFC3339),
-		Docs: len(ds.Docs), Queries: len(queries), QueriesSkipped: len(full.Queries) - len(full.Judged()),
-		Limited: ds != full, Depth: cfg.depth, Concurrency: cfg.concurrency,
+		Docs: len(ds.Docs), Queries: len(queries), QueriesSkipped: len(variant.Queries) - len(variant.Judged()),
+		Limited: ds != variant, Depth: cfg.depth, Concurrency: cfg.concurrency,
 	}
 	if len(queries) == 0 {
 		return errors.New("dataset: no query has a judgment in qrels/test.tsv")
@@ -134,6 +145,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	emb, err := embed.FromEnv(getenv)
 	if err != nil {
 		return err
+	}
+	if _, local := emb.(embed.InProcess); !local && cfg.embedCache != "" {
+		c, err := withCache(emb, cfg.embedCache)
+		if err != nil {
+			return fmt.Errorf("--embed-cache: %w", err)
+		}
+		defer c.Close()
+		emb = c
 	}
 	rep.Embedder = emb.Model()
 
@@ -224,6 +243,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	rows, bounded, noVector, err := score(ctx, svc, caller, ds, queries, docOf, cfg.depth)
 	if err != nil {
 		return err
+	}
+	if cfg.dump != "" {
+		if err := dump(ctx, svc, caller, ds, queries, docOf, cfg.depth, cfg.dump); err != nil {
+			return fmt.Errorf("--dump: %w", err)
+		}
 	}
 	rep.Rows, rep.NoVector = rows, noVector
 	if rep.Coverage, err = coverage(ctx, pool, caller.OrgID, queries, bounded); err != nil {
@@ -466,6 +490,9 @@ func score(ctx context.Context, svc *knowledge.Service, c knowledge.Caller, ds *
 			noVector++
 		}
 		all[qi] = l
+		if ds.Unanswerable[q.ID] {
+			continue // nothing to find: the score study looks at these
+		}
 		rrf := RRF(rrfK, l.Vector, l.FullText, l.Title)
 		for i, r := range [][]string{l.Fused, l.Vector, l.FullText, l.Title, rrf[:min(depth, len(rrf))]} {
 			rows[i].Add(r, ds.Qrels[q.ID])
@@ -587,4 +614,13 @@ func gitCommit(ctx context.Context) string {
 		commit += " + uncommitted changes"
 	}
 	return commit
+}
+
+// defaultEmbedCache is --embed-cache's default: the user's cache folder.
+func defaultEmbedCache() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "knowledge-eval")
 }

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"encoding/json"
+	"os"
+
+	"github.com/google/uuid"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge"
+)
+
+// DumpQuery is one line of --dump: a query, its judgments, and what
+// fusion was given for it (knowledge.Lists' candidates, ids as corpus
+// ids), so that a change of fusion can be studied on these lines without
+// loading and embedding the collection again.
+type DumpQuery struct {
+	ID           string             `json:"id"`
+	Text         string             `json:"text"`
+	Unanswerable bool               `json:"unanswerable,omitempty"`
+	Qrels        Judgments          `json:"qrels"`
+	QueryIDF     knowledge.QueryIDF `json:"queryIdf"`
+	VectorSearch bool               `json:"vectorSearch"`
+	Candidates   []DumpCandidate    `json:"candidates"`
+	FusedDocs    []string           `json:"fused"`
+	FusedScores  []float64          `json:"fusedScores"`
+}
+
+// DumpCandidate is a knowledge.Candidate named by its corpus id.
+type DumpCandidate struct {
+	Doc string `json:"doc"`
+	knowledge.Candidate
+}
+
+// dump writes one DumpQuery per query to path.
+func dump(ctx context.Context, svc *knowledge.Service, c knowledge.Caller, ds *Dataset, queries []Query, docOf map[uuid.UUID]string, depth int, path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	enc := json.NewEncoder(w)
+	for _, q := range queries {
+		l, err := svc.SearchLists(ctx, c, knowledge.SearchInput{Query: queryText(q.Text)}, depth)
+		if err != nil {
+			f.Close()
+			return err
+		}
+		d := DumpQuery{ID: q.ID, Text: q.Text, Unanswerable: ds.Unanswerable[q.ID], Qrels: ds.Qrels[q.ID],
+			QueryIDF: l.QueryIDF, VectorSearch: l.VectorSearch}
+		for _, cand := range l.Candidates {
+			d.Candidates = append(d.Candidates, DumpCandidate{Doc: cmp.Or(docOf[cand.ID], cand.ID.String()), Candidate: cand})
+		}
+		for _, h := range l.Fused {
+			d.FusedDocs = append(d.FusedDocs, cmp.Or(docOf[h.ID], h.ID.String()))
+			d.FusedScores = append(d.FusedScores, h.Score)
+		}
+		if err := enc.Encode(d); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
