@@ -20,13 +20,21 @@ type Coverage struct {
 
 // sharesAWordSQL asks whether a query has an analysed term the org's index
 // holds, with the same analysis and configuration search uses.
+// The query's terms are materialised first: inlined, the analysis was
+// the inner side of a join over the org's every term (never analysed
+// tables look one row long), and ran once per term: minutes per
+// paragraph-long query.
 const sharesAWordSQL = `
-SELECT EXISTS (
-    SELECT 1
+WITH q AS MATERIALIZED (
+    SELECT a.term
     FROM knowledge_search_stats st
     CROSS JOIN LATERAL knowledge_terms(st.config, '', $2) AS a (field, term, tf, len)
-    JOIN knowledge_term_stats s ON s.org_id = st.org_id AND s.field = 'b' AND s.term = a.term
-    WHERE st.org_id = $1 AND a.field = 'b')`
+    WHERE st.org_id = $1 AND a.field = 'b'
+)
+SELECT EXISTS (
+    SELECT 1 FROM q
+    CROSS JOIN LATERAL (SELECT 1 FROM knowledge_term_stats s
+                        WHERE s.org_id = $1 AND s.field = 'b' AND s.term = q.term LIMIT 1) s)`
 
 // coverage measures Coverage from the queries and the full-text lists the
 // main scoring already has (lists[i] belongs to queries[i]).

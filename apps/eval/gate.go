@@ -116,7 +116,10 @@ type Bands struct {
 	// First hits at or above Strong: how many, and the share relevant.
 	StrongTop1     int     `json:"strongTop1"`
 	StrongRelevant float64 `json:"strongTop1Relevant"`
-	// First hits under Weak: how many, and the share relevant.
+	// First hits between Weak and Strong, and under Weak: how many, and
+	// the share relevant.
+	MidTop1      int     `json:"midTop1"`
+	MidRelevant  float64 `json:"midTop1Relevant"`
 	WeakTop1     int     `json:"weakTop1"`
 	WeakRelevant float64 `json:"weakTop1Relevant"`
 	// Unanswerable queries: how many, their top score's 50th and 90th
@@ -132,7 +135,7 @@ type Bands struct {
 func bands(all []GateQuery) Bands {
 	b := Bands{Strong: knowledge.ScoreStrong, Weak: knowledge.ScoreWeak}
 	var rel, ans, unans []float64
-	strongRight, weakRight := 0, 0
+	strongRight, midRight, weakRight := 0, 0, 0
 	for _, q := range all {
 		top := q.top()
 		if q.Unanswerable {
@@ -158,6 +161,11 @@ func bands(all []GateQuery) Bands {
 			if q.TopRelevant {
 				weakRight++
 			}
+		default:
+			b.MidTop1++
+			if q.TopRelevant {
+				midRight++
+			}
 		}
 	}
 	slices.Sort(rel)
@@ -168,6 +176,9 @@ func bands(all []GateQuery) Bands {
 	}
 	if b.StrongTop1 > 0 {
 		b.StrongRelevant = float64(strongRight) / float64(b.StrongTop1)
+	}
+	if b.MidTop1 > 0 {
+		b.MidRelevant = float64(midRight) / float64(b.MidTop1)
 	}
 	if b.WeakTop1 > 0 {
 		b.WeakRelevant = float64(weakRight) / float64(b.WeakTop1)

@@ -174,6 +174,7 @@ func (g *GateStudy) text(p func(string, ...any)) {
 	p("Score bands (strong >= %.2f, weak < %.2f), first hits of the %d answerable queries:", b.Strong, b.Weak, g.Queries)
 	p("  relevant first hits	%d: score p5 %.3f, p10 %.3f, p50 %.3f; %.1f%% of them under weak", b.RelevantTop1, b.RelevantP5, b.RelevantP10, b.RelevantP50, 100*b.RelevantUnderW)
 	p("  first hits at or above strong	%d, %.1f%% relevant", b.StrongTop1, 100*b.StrongRelevant)
+	p("  first hits between	%d, %.1f%% relevant", b.MidTop1, 100*b.MidRelevant)
 	p("  first hits under weak	%d, %.1f%% relevant", b.WeakTop1, 100*b.WeakRelevant)
 	if b.AUC != nil {
 		p("  unanswerable queries	%d: top score p50 %.3f, p90 %.3f; AUC of the top score, answerable vs unanswerable: %.3f", b.Unanswerable, b.UnanswerableP50, b.UnanswerableP90, *b.AUC)

@@ -115,14 +115,23 @@ func (ds *Dataset) longQueries() *Dataset {
 			out.Docs = append(out.Docs, d)
 		}
 	}
-	// A query document judged for an earlier query leaves the corpus too.
-	for _, j := range out.Qrels {
+	// A query document judged for an earlier query leaves the corpus too;
+	// a query left with too few judgments leaves the set.
+	kept := out.Queries[:0]
+	for _, q := range out.Queries {
+		j := out.Qrels[q.ID]
 		for d := range j {
 			if asQuery[d] {
 				delete(j, d)
 			}
 		}
+		if j.relevant() >= longQueryMinRel {
+			kept = append(kept, q)
+		} else {
+			delete(out.Qrels, q.ID)
+		}
 	}
+	out.Queries = kept
 	return out
 }
 

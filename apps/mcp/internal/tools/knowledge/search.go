@@ -33,9 +33,13 @@ type SearchArgs struct {
 	AsOf              string   `json:"asOf,omitempty" jsonschema:"Answer as the organisation knew it at this past RFC 3339 date-time: only entries created by then, superseded or expired only if they were by then (forgotten entries stay forgotten). superseded and headId still say what replaced a hit since."`
 }
 
-// defaultMinScore is the domain's gate as JSON, for the schema and the
-// descriptions: the edge states it, the domain applies it.
-var defaultMinScore = strconv.FormatFloat(domain.DefaultMinScore, 'f', -1, 64)
+// The domain's gate and score bands as JSON, for the schema and the
+// descriptions: the edge states them, the domain applies and measures them.
+var (
+	defaultMinScore = strconv.FormatFloat(domain.DefaultMinScore, 'f', -1, 64)
+	scoreStrong     = strconv.FormatFloat(domain.ScoreStrong, 'f', -1, 64)
+	scoreWeak       = strconv.FormatFloat(domain.ScoreWeak, 'f', -1, 64)
+)
 
 // searchDescription tells agents how to read a score (the calibrated
 // evidence of packages/knowledge/rrf.go) and what an empty answer means, so
@@ -45,7 +49,7 @@ var searchDescription = `Search what the agents of your organisation have learne
 
 Three ranked lists (meaning: embeddings; words: full text; title) are fused. Hits come best first: id, title, snippet (up to 240 characters of the body around the first match; the whole entry is at knowledge://{id}), tags, confidence (the author's 0-100 certainty), createdAt, expiresAt, score, signals.
 
-score (0-1) is calibrated evidence, comparable across queries: roughly the share of the query the entry answers times the share of the lists that find it. One list alone gives at most ~0.33; more means lists agree. Hits with almost no evidence are dropped (minScore, default ` + defaultMinScore + `), so no hits means nothing relevant is stored: try other words before concluding. signals are the raw evidence: cosine (meaning), bm25 (words), titleBm25, titleContains (title holds the whole query); vectorRank, fullTextRank, titleRank: place in each list (absent: not in it).
+score (0-1) is calibrated evidence, comparable across queries, org sizes and embedding models: ` + scoreStrong + ` or more: the hit answers the query (it holds the query's informative words, or means the same); ` + scoreWeak + ` to ` + scoreStrong + `: a partial match, read it; under ` + scoreWeak + `: weak, it shares some words or a vague likeness. One list at full evidence gives 0.63, lists agreeing add up to 1. Hits with almost no evidence are dropped (minScore, default ` + defaultMinScore + `), so no hits means nothing relevant is stored: try other words before concluding. signals are the raw evidence: cosine (meaning), bm25 (words), titleBm25, titleContains (title holds the whole query); vectorRank, fullTextRank, titleRank: place in each list (absent: not in it).
 
 embeddingStatus "pending": not yet in the meaning list (joins within seconds); "failed": not until re-embedded. vectorSearch false (with a notice): the query could not be embedded; only words and titles were searched.
 
@@ -53,7 +57,7 @@ Superseded entries are hidden unless includeSuperseded; then superseded: true an
 
 // minScoreDescription: see searchDescription.
 var minScoreDescription = "Drop hits scoring below this, 0 to 1. The default (" + defaultMinScore +
-	") drops hits with almost no evidence; about 0.2 keeps only solid matches; 0 keeps every hit with any evidence."
+	") drops hits with almost no evidence; " + scoreWeak + " drops weak hits; " + scoreStrong + " keeps only hits that answer the query; 0 keeps every hit with any evidence."
 
 func searchTool() *mcp.Tool {
 	return &mcp.Tool{
