@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -205,4 +207,64 @@ func (ds *Dataset) Limit(maxQueries, maxDocs int) *Dataset {
 		}
 	}
 	return out
+}
+
+// WriteBEIR writes the dataset to dir in the BEIR layout ReadBEIR reads:
+// corpus.jsonl, queries.jsonl and qrels/test.tsv, every judgment line.
+func (ds *Dataset) WriteBEIR(dir string) error {
+	if err := os.MkdirAll(filepath.Join(dir, "qrels"), 0o755); err != nil {
+		return err
+	}
+	write := func(name string, each func(w *bufio.Writer) error) error {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		w := bufio.NewWriter(f)
+		if err := each(w); err != nil {
+			f.Close()
+			return err
+		}
+		return errors.Join(w.Flush(), f.Close())
+	}
+	jsonl := func(items []any) func(w *bufio.Writer) error {
+		return func(w *bufio.Writer) error {
+			enc := json.NewEncoder(w)
+			for _, it := range items {
+				if err := enc.Encode(it); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	docs := make([]any, len(ds.Docs))
+	for i, d := range ds.Docs {
+		docs[i] = d
+	}
+	queries := make([]any, len(ds.Queries))
+	for i, q := range ds.Queries {
+		queries[i] = q
+	}
+	if err := write("corpus.jsonl", jsonl(docs)); err != nil {
+		return err
+	}
+	if err := write("queries.jsonl", jsonl(queries)); err != nil {
+		return err
+	}
+	return write("qrels/test.tsv", func(w *bufio.Writer) error {
+		fmt.Fprintln(w, "query-id\tcorpus-id\tscore")
+		for _, q := range ds.Queries {
+			j := ds.Qrels[q.ID]
+			ids := make([]string, 0, len(j))
+			for d := range j {
+				ids = append(ids, d)
+			}
+			slices.Sort(ids)
+			for _, d := range ids {
+				fmt.Fprintf(w, "%s\t%s\t%d\n", q.ID, d, j[d])
+			}
+		}
+		return nil
+	})
 }

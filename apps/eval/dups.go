@@ -142,16 +142,10 @@ func runDups(ctx context.Context, pool *pgxpool.Pool, emb embed.Embedder, ds *Da
 	if err != nil {
 		return err
 	}
-	// The embed budget of the check, as the MCP server reads it
-	// (SEARCH_EMBED_BUDGET): a study of quality on a busy provider sets it
-	// high so every check has its vector (the answers' checks are counted).
-	var budget time.Duration
-	if v := os.Getenv(knowledge.EnvQueryEmbedBudget); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return &usageError{fmt.Sprintf("%s=%q: a duration such as 1s", knowledge.EnvQueryEmbedBudget, v)}
-		}
-		budget = d
+	// The embed budget of the check (the answers' checks are counted).
+	budget, err := embedBudget(os.Getenv)
+	if err != nil {
+		return err
 	}
 	// The operator's calibration of the model, as the MCP server reads it
 	// (SEARCH_COSINE_FLOOR, SEARCH_COSINE_FULL): the meaning score's scale.

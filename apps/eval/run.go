@@ -59,7 +59,7 @@ type config struct {
 	concurrency, depth      int
 	limitDocs, limitQueries int
 	variant, embedCache     string
-	dump                    string
+	dump, export            string
 }
 
 // parseArgs reads flags before and after the dataset folder, so both
@@ -84,6 +84,7 @@ func parseArgs(args []string, out io.Writer) (config, error) {
 	fs.IntVar(&c.limitQueries, "limit-queries", 0, "evaluate only the first N judged queries (0: all)")
 	fs.StringVar(&c.variant, "variant", "", "evaluate a variant built from the collection: "+strings.Join(Variants, ", ")+" (docs/benchmarks.md, \"Collections\")")
 	fs.StringVar(&c.embedCache, "embed-cache", defaultEmbedCache(), "folder where a provider's vectors are kept between runs (\"\": none; the local embedder is never cached)")
+	fs.StringVar(&c.export, "export", "", "write the collection (with --variant, the variant) to this folder in the BEIR layout and stop: to run other engines, or an earlier version of this one, on the same data")
 	fs.StringVar(&c.dump, "dump", "", "write every query's candidates with their raw signals (SearchLists) to this JSON Lines file")
 	var pos []string
 	for {
@@ -131,6 +132,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return &usageError{err.Error()}
 	}
 	ds := variant.Limit(cfg.limitQueries, cfg.limitDocs)
+	if cfg.export != "" {
+		return ds.WriteBEIR(cfg.export)
+	}
 	queries := ds.Judged()
 	rep := &Report{
 		Variant: cfg.variant, Unanswerable: len(ds.Unanswerable),
@@ -194,7 +198,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	opts := knowledge.Options{Embedder: emb, VectorCalibration: cal}
+	budget, err := embedBudget(getenv)
+	if err != nil {
+		return err
+	}
+	opts := knowledge.Options{Embedder: emb, VectorCalibration: cal, QueryEmbedBudget: budget}
 	svc := knowledge.New(pool, opts)
 
 	progress("%s: storing %d documents into %s", ds.Name, len(ds.Docs), scratch.name)
@@ -623,4 +631,20 @@ func defaultEmbedCache() string {
 		return ""
 	}
 	return filepath.Join(dir, "knowledge-eval")
+}
+
+// embedBudget is how long a search or a duplicate check waits for its
+// vector, as the MCP server reads it (SEARCH_EMBED_BUDGET; 0: the
+// product's default). A study of quality on a busy provider sets it high,
+// so that every query has its vector (the report counts those without).
+func embedBudget(getenv func(string) string) (time.Duration, error) {
+	v := getenv(knowledge.EnvQueryEmbedBudget)
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, &usageError{fmt.Sprintf("%s=%q: a duration such as 1s", knowledge.EnvQueryEmbedBudget, v)}
+	}
+	return d, nil
 }

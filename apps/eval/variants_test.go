@@ -138,3 +138,20 @@ func TestAUC(t *testing.T) {
 		t.Errorf("half: %v", a)
 	}
 }
+
+// A variant written in the BEIR layout reads back the same.
+func TestWriteBEIRRoundTrip(t *testing.T) {
+	t.Parallel()
+	ds, _ := synthetic().Variant(VariantUnanswerable)
+	dir := t.TempDir()
+	if err := ds.WriteBEIR(dir); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadBEIR(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got.Docs) != fmt.Sprint(ds.Docs) || fmt.Sprint(got.Queries) != fmt.Sprint(ds.Queries) || fmt.Sprint(got.Qrels) != fmt.Sprint(ds.Qrels) {
+		t.Fatal("the collection read back differs")
+	}
+}
