@@ -391,7 +391,9 @@ func wordsOf(org uuid.UUID, title, body string) entryWords {
 // wordSet is the set of words of an entry: runs of letters and digits,
 // lower-cased, without English stop words and one-letter words. No
 // stemming: near-duplicates share their word forms, and a stemmer would
-// tie this measure to one language's configuration.
+// tie this measure to one language's configuration. Chinese, Japanese and
+// Korean runs, which have no spaces between words, give their overlapping
+// character bigrams, as the index cuts them (db/migrations/00013_cjk.sql).
 func wordSet(title, body string) map[string]struct{} {
 	set := make(map[string]struct{}, 64)
 	add := func(text string) {
@@ -403,7 +405,13 @@ func wordSet(title, body string) map[string]struct{} {
 			if len(w) == 1 && !unicode.IsDigit(rune(w[0])) {
 				continue
 			}
-			set[w] = struct{}{}
+			if !hasCJK(w) {
+				set[w] = struct{}{}
+				continue
+			}
+			for _, g := range cjkWords(w) {
+				set[g] = struct{}{}
+			}
 		}
 	}
 	add(title)
@@ -553,10 +561,54 @@ func (s *Service) backfillSimilarKeys(ctx context.Context) (int, error) {
 			p.Ids = append(p.Ids, r.ID)
 			p.Keys = append(p.Keys, keysLiteral(wordsOf(r.OrgID, r.Title, r.Body).keys))
 		}
-		if err := s.q.SetSimilarKeys(ctx, p); err != nil {
+		n, err := s.q.SetSimilarKeys(ctx, p)
+		if err != nil {
 			return done, err
 		}
-		done += len(rows)
+		done += int(n)
+		if int(n) < len(rows) {
+			// Rows another transaction holds were skipped (or are gone):
+			// the next pass comes back to them.
+			return done, nil
+		}
 	}
 	return done, nil
+}
+
+// isCJK reports whether r is written without spaces between words.
+func isCJK(r rune) bool {
+	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul)
+}
+
+func hasCJK(w string) bool {
+	return strings.IndexFunc(w, isCJK) >= 0
+}
+
+// cjkWords cuts a word holding CJK characters into its other runs, whole,
+// and the overlapping bigrams of its CJK runs (a run of one character is
+// itself).
+func cjkWords(w string) []string {
+	var out []string
+	rs := []rune(w)
+	for i := 0; i < len(rs); {
+		j := i + 1
+		for j < len(rs) && isCJK(rs[j]) == isCJK(rs[i]) {
+			j++
+		}
+		run := rs[i:j]
+		switch {
+		case !isCJK(run[0]):
+			if len(run) > 1 {
+				out = append(out, string(run))
+			}
+		case len(run) == 1:
+			out = append(out, string(run))
+		default:
+			for k := 0; k+1 < len(run); k++ {
+				out = append(out, string(run[k:k+2]))
+			}
+		}
+		i = j
+	}
+	return out
 }

@@ -121,3 +121,24 @@ func TestUpkeepBackfillsSimilarKeys(t *testing.T) {
 		t.Fatalf("store of a copy: %+v %v", r, err)
 	}
 }
+
+// Chinese near-duplicates are listed: their text has no spaces, so the
+// word sets compare character bigrams, as the index does; a distinct
+// Chinese entry on another subject is not listed.
+func TestStoreListsSimilarCJKEntries(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	orig := b.store(t, b.alice, "数据库连接池耗尽", "当连接池达到最大连接数时，新的请求会一直等待，直到有连接被释放回连接池。请检查慢查询并调大连接池。")
+	b.store(t, b.alice, "部署流水线失败", "构建镜像时磁盘空间不足，需要每晚清理旧的镜像层。")
+	b.indexAll(t)
+	r, err := b.svc.Store(b.ctx, b.bob, knowledge.StoreInput{
+		Title: "数据库连接池耗尽了",
+		Body:  "当连接池达到最大连接数时，新的请求会一直等待，直到有连接被释放回池中。请检查慢查询，并调大连接池。",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Similar) != 1 || r.Similar[0].ID != orig || r.Similar[0].Score < knowledge.SimilarThreshold {
+		t.Fatalf("want the original listed: %+v", r.Similar)
+	}
+}
