@@ -185,8 +185,20 @@ WHERE similar_keys IS NULL
 ORDER BY org_id, id
 LIMIT @max_rows;
 
--- name: SetSimilarKeys :exec
+-- name: SetSimilarKeys :execrows
+-- Upkeep's write: the rows locked first in (org, id) order, skipping those
+-- another transaction holds (a purge erasing them, a supersession), so
+-- upkeep never waits for a row lock (docs/operators.md, "Lock order");
+-- the rows skipped keep NULL keys and come back at the next pass.
+WITH v AS (
+    SELECT unnest(@org_ids::uuid[]) AS org_id, unnest(@ids::uuid[]) AS id,
+           unnest(@keys::text[])::bigint[] AS keys
+), locked AS MATERIALIZED (
+    SELECT k.org_id, k.id FROM knowledge k JOIN v ON k.org_id = v.org_id AND k.id = v.id
+    WHERE k.similar_keys IS NULL
+    ORDER BY k.org_id, k.id
+    FOR UPDATE OF k SKIP LOCKED
+)
 UPDATE knowledge k SET similar_keys = v.keys
-FROM (SELECT unnest(@org_ids::uuid[]) AS org_id, unnest(@ids::uuid[]) AS id,
-             unnest(@keys::text[])::bigint[] AS keys) v
-WHERE k.org_id = v.org_id AND k.id = v.id AND k.similar_keys IS NULL;
+FROM v JOIN locked l ON l.org_id = v.org_id AND l.id = v.id
+WHERE k.org_id = v.org_id AND k.id = v.id;

@@ -703,11 +703,19 @@ func (q *Queries) MoveHeads(ctx context.Context, arg MoveHeadsParams) (int64, er
 	return result.RowsAffected(), nil
 }
 
-const setSimilarKeys = `-- name: SetSimilarKeys :exec
+const setSimilarKeys = `-- name: SetSimilarKeys :execrows
+WITH v AS (
+    SELECT unnest($1::uuid[]) AS org_id, unnest($2::uuid[]) AS id,
+           unnest($3::text[])::bigint[] AS keys
+), locked AS MATERIALIZED (
+    SELECT k.org_id, k.id FROM knowledge k JOIN v ON k.org_id = v.org_id AND k.id = v.id
+    WHERE k.similar_keys IS NULL
+    ORDER BY k.org_id, k.id
+    FOR UPDATE OF k SKIP LOCKED
+)
 UPDATE knowledge k SET similar_keys = v.keys
-FROM (SELECT unnest($1::uuid[]) AS org_id, unnest($2::uuid[]) AS id,
-             unnest($3::text[])::bigint[] AS keys) v
-WHERE k.org_id = v.org_id AND k.id = v.id AND k.similar_keys IS NULL
+FROM v JOIN locked l ON l.org_id = v.org_id AND l.id = v.id
+WHERE k.org_id = v.org_id AND k.id = v.id
 `
 
 type SetSimilarKeysParams struct {
@@ -716,9 +724,16 @@ type SetSimilarKeysParams struct {
 	Keys   []string
 }
 
-func (q *Queries) SetSimilarKeys(ctx context.Context, arg SetSimilarKeysParams) error {
-	_, err := q.db.Exec(ctx, setSimilarKeys, arg.OrgIds, arg.Ids, arg.Keys)
-	return err
+// Upkeep's write: the rows locked first in (org, id) order, skipping those
+// another transaction holds (a purge erasing them, a supersession), so
+// upkeep never waits for a row lock (docs/operators.md, "Lock order");
+// the rows skipped keep NULL keys and come back at the next pass.
+func (q *Queries) SetSimilarKeys(ctx context.Context, arg SetSimilarKeysParams) (int64, error) {
+	result, err := q.db.Exec(ctx, setSimilarKeys, arg.OrgIds, arg.Ids, arg.Keys)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const similarConfig = `-- name: SimilarConfig :exec
