@@ -73,3 +73,19 @@ FROM knowledge k
 JOIN (SELECT unnest(@org_ids::uuid[]) AS org_id, unnest(@ids::uuid[]) AS id,
              unnest(@generations::int[]) AS generation) j
   ON k.org_id = j.org_id AND k.id = j.id AND k.embedding_generation = j.generation;
+
+-- name: LockPendingForEmbedding :many
+-- The worker's first statement before writing vectors: the batch's entries
+-- still pending at the job's generation, locked in (org, id) order, skipping
+-- rows another transaction holds (a purge or forget erasing them, a
+-- supersession, upkeep). The worker never waits for a row lock, so it is
+-- never part of a deadlock; the rows it skipped it tries again after a
+-- short back-off (packages/knowledge/jobs/handler.go, writeReady).
+SELECT k.org_id, k.id
+FROM knowledge k
+JOIN (SELECT unnest(@org_ids::uuid[]) AS org_id, unnest(@ids::uuid[]) AS id,
+             unnest(@generations::int[]) AS generation) j
+  ON k.org_id = j.org_id AND k.id = j.id AND k.embedding_generation = j.generation
+WHERE k.embedding_status = 'pending'
+ORDER BY k.org_id, k.id
+FOR UPDATE OF k SKIP LOCKED;

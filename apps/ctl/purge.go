@@ -128,7 +128,16 @@ func init() {
 				}
 				out.Note = "tokens revoked; an MCP server may accept a revoked token until its MCP_TOKEN_CACHE_TTL (default 5 s) ends: if agents were storing, run the purge again after that"
 			}
-			rep, err := svc.Purge(e.ctx, orgID, scope, *dry)
+			// Progress on a terminal: the entries erased so far, batch by
+			// batch. A purge cut short is resumed by running it again (it
+			// is idempotent: what is erased stays erased, and the rest goes).
+			prog, clear := e.progress("erased")
+			var onBatch func(knowledge.PurgeReport)
+			if prog != nil && !*dry {
+				onBatch = func(r knowledge.PurgeReport) { prog(r.Entries) }
+			}
+			rep, err := svc.PurgeWith(e.ctx, orgID, scope, knowledge.PurgeOptions{DryRun: *dry, Progress: onBatch})
+			clear()
 			out.PurgeReport = rep
 			if err != nil {
 				return err

@@ -53,6 +53,14 @@ func (s *Service) Correct(ctx context.Context, c Caller, oldID uuid.UUID, replac
 		gen int32
 	)
 	err = s.supersessionTx(ctx, func(tx pgx.Tx) error {
+		// The org's supersession lock first, before the quota row the
+		// insert takes: the lock order of every writer of an entry
+		// (docs/operators.md, "Lock order"); purge and forget take the
+		// quota row last, under this lock. supersedeTx takes it again
+		// (advisory locks stack in a transaction).
+		if err := sqlc.New(tx).LockOrgSupersessions(ctx, c.OrgID.String()); err != nil {
+			return err
+		}
 		st, g, err := insertEntryTx(ctx, tx, c, a, wordsOf(c.OrgID, a.Title, a.Body).keys)
 		if err != nil {
 			return err

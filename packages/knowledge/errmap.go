@@ -72,6 +72,11 @@ func mapErr(err error, notFoundField string) error {
 	return err
 }
 
+// IsTransientTx reports a transaction failure that running the whole
+// transaction again can fix: a serialisation failure (SQLSTATE 40001) or a
+// deadlock (40P01). For the worker's writes (packages/knowledge/jobs).
+func IsTransientTx(err error) bool { return isRetryableTx(err) }
+
 // isRetryableTx reports a transaction failure that a retry of the whole
 // transaction can fix (serialisation failure, deadlock).
 func isRetryableTx(err error) bool {

@@ -72,9 +72,8 @@ func (s *Service) Forget(ctx context.Context, c Caller, id uuid.UUID, reason str
 		return nil, InvalidArgument("reason", "must be at most %d characters", MaxForgetReason)
 	}
 	var res *ForgetResult
-	var clientToken *uuid.UUID
-	err := s.supersessionTx(ctx, func(tx pgx.Tx) error {
-		res, clientToken = nil, nil
+	err := s.transientTx(ctx, func(tx pgx.Tx) error {
+		res = nil
 		q := sqlc.New(tx)
 		rows, err := s.lockForErase(ctx, q, c.OrgID, []uuid.UUID{id}, true)
 		if err != nil {
@@ -99,24 +98,27 @@ func (s *Service) Forget(ctx context.Context, c Caller, id uuid.UUID, reason str
 		}
 		t, err := q.InsertTombstone(ctx, sqlc.InsertTombstoneParams{
 			OrgID: c.OrgID, ID: id, CreatedByAgentID: row.CreatedByAgentID, CreatedAt: row.CreatedAt,
-			ForgottenByAgentID: c.AgentID, Reason: reason,
+			ForgottenByAgentID: c.AgentID, Reason: reason, ClientToken: row.ClientToken,
 		})
 		if err != nil {
 			return err
 		}
 		res = &ForgetResult{Tombstone: tombstone(t), Relinked: rep.Relinked, HeadsAgain: rep.HeadsAgain, TaskLinks: rep.TaskLinks}
-		clientToken = row.ClientToken
 		return nil
 	})
 	if err != nil {
 		return nil, mapErr(err, "id")
 	}
-	if clientToken != nil && res.CreatedByAgentID != nil && s.opts.Redis != nil {
-		// The store's recorded answer (kept 60 s) names the erased entry: a
-		// retry of that store must not be answered with a forgotten id. The
-		// row is gone whatever happens here; a failure only leaves a key
-		// that expires within the minute.
-		_ = s.opts.Redis.Del(ctx, IdempotenceKey(c.OrgID, *res.CreatedByAgentID, *clientToken)).Err()
+	if !res.AlreadyForgotten {
+		// Every store answer recorded in Redis (kept 60 s) that names the
+		// erased entry, as the entry it made or in its similar list (its
+		// title), goes: the key of the store that made it and those of
+		// stores that listed it. The row is gone whatever happens here, and
+		// a replay never answers an erased entry (replayable); a failure
+		// only leaves a record that expires within the minute.
+		if _, err := s.forgetIdempotenceRecords(ctx, c.OrgID, map[uuid.UUID]bool{id: true}); err != nil {
+			s.log().Warn("knowledge: forget: deleting idempotence records naming the entry failed; they expire within 60 s", "org", c.OrgID, "err", err)
+		}
 	}
 	return res, nil
 }

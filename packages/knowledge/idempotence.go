@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
 // Lifetimes of the idempotence key. The answer is kept 60 s (SPEC). The
@@ -28,6 +30,23 @@ type idemRecord struct {
 	FP     string       `json:"fp"`    // fingerprint of the normalised arguments
 	Owner  string       `json:"owner,omitempty"`
 	Result *StoreResult `json:"result,omitempty"`
+}
+
+// names says whether the recorded answer names one of ids: as the entry
+// the store made (or skipped to) or in its similar list.
+func (r *idemRecord) names(ids map[uuid.UUID]bool) bool {
+	if r.Result == nil {
+		return false
+	}
+	if ids[r.Result.ID] {
+		return true
+	}
+	for _, x := range r.Result.Similar {
+		if ids[x.ID] {
+			return true
+		}
+	}
+	return false
 }
 
 // releaseScript deletes the running marker only if it is still ours.
@@ -97,11 +116,88 @@ func (s *Service) storeIdempotent(ctx context.Context, c Caller, a *storeArgs) (
 			return nil, &Error{Code: CodeConflict, Field: "clientToken", Retryable: true,
 				Message: "a call with this clientToken is still running; retry in a moment to get its answer"}
 		}
-		res := *rec.Result
-		res.Replayed = true
-		return &res, nil
+		res, err := s.replayable(ctx, c, rec.Result)
+		if err != nil {
+			return s.storeWithoutRedis(ctx, c, a, err)
+		}
+		if res == nil {
+			// The entry the store made is erased (forgotten or purged):
+			// the record is void. Postgres answers (store, replayFromDB):
+			// a forgotten entry's token is refused, a purged one's stores
+			// anew.
+			if err := rdb.Del(ctx, key).Err(); err != nil {
+				return s.storeWithoutRedis(ctx, c, a, err)
+			}
+			continue
+		}
+		return res, nil
 	}
 	return s.store(ctx, c, a)
+}
+
+// replayable is a recorded answer as a replay may give it now: nothing
+// erased in it. The record was written when the store ran, and a forget or
+// purge since may have erased the entry it made or entries of its similar
+// list (whose titles it holds). Forget and purge delete the records naming
+// what they erase, but a store that records its answer after their scan of
+// the keys escapes it; checking at replay time against the rows that exist
+// is what makes "a retried store is not answered with a forgotten id" hold
+// under any interleaving: an erasure commits before it returns, so a replay
+// after it never sees the rows. nil: the entry the store made is gone.
+func (s *Service) replayable(ctx context.Context, c Caller, rec *StoreResult) (*StoreResult, error) {
+	ids := make([]uuid.UUID, 0, 1+len(rec.Similar))
+	ids = append(ids, rec.ID)
+	for _, x := range rec.Similar {
+		ids = append(ids, x.ID)
+	}
+	have, err := s.q.ExistingAmong(ctx, sqlc.ExistingAmongParams{OrgID: c.OrgID, Ids: ids})
+	if err != nil {
+		return nil, err
+	}
+	exists := make(map[uuid.UUID]bool, len(have))
+	for _, id := range have {
+		exists[id] = true
+	}
+	if !exists[rec.ID] {
+		return nil, nil
+	}
+	res := *rec
+	res.Replayed = true
+	res.Similar = make([]Similar, 0, len(rec.Similar))
+	for _, x := range rec.Similar {
+		if exists[x.ID] {
+			res.Similar = append(res.Similar, x)
+		}
+	}
+	return &res, nil
+}
+
+// forgetIdempotenceRecords deletes the org's store idempotence records
+// that name an entry of ids (as the entry made or in the similar list), so
+// Redis holds no title of an erased entry. Best effort: replays check what
+// they answer anyway (replayable). It returns how many it deleted.
+func (s *Service) forgetIdempotenceRecords(ctx context.Context, org uuid.UUID, ids map[uuid.UUID]bool) (int64, error) {
+	if s.opts.Redis == nil {
+		return 0, nil
+	}
+	var n int64
+	iter := s.opts.Redis.Scan(ctx, 0, fmt.Sprintf("idem:k.store:%s:*", org), 500).Iterator()
+	for iter.Next(ctx) {
+		key := iter.Val()
+		v, err := s.opts.Redis.Get(ctx, key).Bytes()
+		if err != nil {
+			continue // expired meanwhile
+		}
+		var rec idemRecord
+		if json.Unmarshal(v, &rec) != nil || !rec.names(ids) {
+			continue
+		}
+		if err := s.opts.Redis.Del(ctx, key).Err(); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, iter.Err()
 }
 
 func (s *Service) storeWithoutRedis(ctx context.Context, c Caller, a *storeArgs, cause error) (*StoreResult, error) {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -53,6 +55,14 @@ type PurgeReport struct {
 	IDs []uuid.UUID `json:"-"`
 }
 
+// PurgeOptions are the optional settings of PurgeWith.
+type PurgeOptions struct {
+	DryRun bool
+	// Progress, when set, is called after every batch with the report so
+	// far (ctl purge shows it on large orgs).
+	Progress func(PurgeReport)
+}
+
 // purgeBatch bounds one transaction: locks held, memory, and the work lost
 // to a failure. A purge is a sequence of batches, each one consistent
 // (chains, index statistics, quota), so an interrupted purge leaves no half
@@ -75,12 +85,29 @@ const purgeBatch = 500
 // dryRun counts without writing. Entries of another org, or ids that do not
 // exist, are simply not found: the report says 0.
 func (s *Service) Purge(ctx context.Context, org uuid.UUID, scope PurgeScope, dryRun bool) (*PurgeReport, error) {
+	return s.PurgeWith(ctx, org, scope, PurgeOptions{DryRun: dryRun})
+}
+
+// PurgeWith is Purge with options (progress).
+//
+// Concurrency (docs/operators.md, "Lock order"): every transaction takes
+// the org's supersession lock, the org's index statistics row, then the
+// entries in id order, as every writer of an entry does; one that
+// Postgres aborts as a deadlock or serialisation failure anyway is run
+// again after a bounded back-off (transientTx). A purge of a whole org
+// empties the org's lexical index first and, after the last batch, once
+// more, queueing every entry left (those stored while it ran) for the
+// indexer: entries stored meanwhile may have been indexed, then erased by
+// a later batch, and the second reset leaves the index exactly what
+// indexing the remaining rows gives (docs/operators.md, "Purge").
+func (s *Service) PurgeWith(ctx context.Context, org uuid.UUID, scope PurgeScope, o PurgeOptions) (*PurgeReport, error) {
+	dryRun := o.DryRun
 	if err := scope.check(); err != nil {
 		return nil, err
 	}
 	rep := &PurgeReport{DryRun: dryRun}
 	if scope.All && !dryRun {
-		if err := s.dropOrgIndex(ctx, org); err != nil {
+		if _, err := s.resetOrgIndex(ctx, org, false); err != nil {
 			return rep, err
 		}
 	}
@@ -110,12 +137,25 @@ func (s *Service) Purge(ctx context.Context, org uuid.UUID, scope PurgeScope, dr
 		if dryRun {
 			err = s.countBatch(ctx, org, ids, rep)
 		} else {
-			err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-				return s.purgeBatch(ctx, tx, org, ids, !scope.All, rep)
+			var batch PurgeReport
+			err = s.transientTx(ctx, func(tx pgx.Tx) error {
+				batch = PurgeReport{}
+				return s.purgeBatch(ctx, tx, org, ids, !scope.All, &batch)
 			})
+			if err == nil {
+				rep.add(&batch)
+			}
 		}
 		if err != nil {
 			return rep, mapErr(err, "")
+		}
+		if o.Progress != nil {
+			o.Progress(*rep)
+		}
+	}
+	if scope.All && !dryRun {
+		if _, err := s.resetOrgIndex(ctx, org, true); err != nil {
+			return rep, err
 		}
 	}
 	if !dryRun {
@@ -134,11 +174,60 @@ func (s *Service) Purge(ctx context.Context, org uuid.UUID, scope PurgeScope, dr
 	return rep, nil
 }
 
-// dropOrgIndex empties the org's whole lexical index first when the whole
-// org goes: one statement per table instead of re-analysing every entry.
-// The queue goes too, so no indexer picks the org up meanwhile.
-func (s *Service) dropOrgIndex(ctx context.Context, org uuid.UUID) error {
-	return mapErr(pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+// add adds a batch's counts to r.
+func (r *PurgeReport) add(b *PurgeReport) {
+	r.Entries += b.Entries
+	r.TaskLinks += b.TaskLinks
+	r.SupersessionEdges += b.SupersessionEdges
+	r.Relinked += b.Relinked
+	r.HeadsAgain += b.HeadsAgain
+	r.Postings += b.Postings
+	r.IDs = append(r.IDs, b.IDs...)
+}
+
+// Transient transaction failures (a deadlock, SQLSTATE 40P01, or a
+// serialisation failure, 40001) are retried inside the product: up to
+// txAttempts runs in all, waiting txBackoff, then twice as long each time
+// (at most txBackoffMax), with jitter so two victims do not meet again.
+const (
+	txAttempts   = 8
+	txBackoff    = 20 * time.Millisecond
+	txBackoffMax = time.Second
+)
+
+// transientTx runs f in a transaction, again after a bounded back-off
+// when Postgres aborted it as a deadlock or serialisation failure, and
+// returns f's last error as is.
+func (s *Service) transientTx(ctx context.Context, f func(pgx.Tx) error) error {
+	wait := txBackoff
+	for attempt := 1; ; attempt++ {
+		err := pgx.BeginFunc(ctx, s.pool, f)
+		if err == nil || !isRetryableTx(err) || attempt >= txAttempts {
+			return err
+		}
+		s.log().Warn("knowledge: transaction aborted by a transient conflict; retrying", "attempt", attempt, "err", err)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait/2 + rand.N(wait)):
+		}
+		wait = min(2*wait, txBackoffMax)
+	}
+}
+
+// resetOrgIndex empties the org's whole lexical index (postings, term
+// statistics, statistics row, queue) when the whole org goes: one
+// statement per table instead of re-analysing every entry. Before the
+// batches (requeue false) the queue goes too, so no indexer picks the
+// org's entries up meanwhile. After them (requeue true) every entry left,
+// stored while the purge ran, is queued again: what the indexer wrote
+// meanwhile for entries a later batch erased is gone with the rest, and the
+// indexer rebuilds the index of the rows left. Held under the statistics
+// row's lock, as the indexer's batches, so none runs in between. It
+// returns how many entries it queued.
+func (s *Service) resetOrgIndex(ctx context.Context, org uuid.UUID, requeue bool) (int64, error) {
+	var queued int64
+	err := s.transientTx(ctx, func(tx pgx.Tx) error {
 		q := sqlc.New(tx)
 		if _, err := q.LockSearchStats(ctx, sqlc.LockSearchStatsParams{OrgID: org, DefaultConfig: s.opts.TextSearchConfig}); err != nil {
 			return err
@@ -152,8 +241,17 @@ func (s *Service) dropOrgIndex(ctx context.Context, org uuid.UUID) error {
 		if _, err := q.PurgeDeleteOrgQueue(ctx, org); err != nil {
 			return err
 		}
-		return q.PurgeOrgIndex(ctx, org)
-	}), "")
+		if err := q.PurgeOrgIndex(ctx, org); err != nil {
+			return err
+		}
+		if !requeue {
+			return nil
+		}
+		var err error
+		queued, err = q.QueueOrgEntries(ctx, org)
+		return err
+	})
+	return queued, mapErr(err, "")
 }
 
 // purgeBatch erases ids (at most purgeBatch) in tx.
@@ -343,8 +441,11 @@ func planRelink(ctx context.Context, q *sqlc.Queries, org uuid.UUID, heads, gone
 
 // purgeIdempotenceKeys deletes the org's store idempotence keys that belong
 // to the purge: all of them for a whole org, an agent's for a purge by
-// agent, and any whose recorded answer names an erased entry. The keys live
-// 60 s; a SCAN of the org's prefix is small.
+// agent, and any whose recorded answer names an erased entry, as the entry
+// made or in its similar list (which holds titles). The keys live 60 s; a
+// SCAN of the org's prefix is small. A store that records its answer after
+// the scan may still name an erased entry for up to 60 s; a replay never
+// answers it (idempotence.go, replayable).
 func (s *Service) purgeIdempotenceKeys(ctx context.Context, org uuid.UUID, scope PurgeScope, rep *PurgeReport, dryRun bool) (int64, error) {
 	if s.opts.Redis == nil {
 		return 0, nil
@@ -369,7 +470,7 @@ func (s *Service) purgeIdempotenceKeys(ctx context.Context, org uuid.UUID, scope
 				continue // expired meanwhile
 			}
 			var rec idemRecord
-			if json.Unmarshal(v, &rec) == nil && rec.Result != nil && erased[rec.Result.ID] {
+			if json.Unmarshal(v, &rec) == nil && rec.names(erased) {
 				del = true
 			}
 		}

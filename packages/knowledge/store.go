@@ -185,7 +185,7 @@ func (s *Service) replayFromDB(ctx context.Context, c Caller, a *storeArgs) (*St
 	})
 	if err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, err
+			return nil, s.forgottenToken(ctx, c, a)
 		}
 		return nil, mapErr(err, "")
 	}
@@ -213,6 +213,26 @@ func (s *Service) replayFromDB(ctx context.Context, c Caller, a *storeArgs) (*St
 		return nil, tokenReused(row.ID)
 	}
 	return res, nil
+}
+
+// forgottenToken is replayFromDB's answer when the token made no entry
+// that exists: pgx.ErrNoRows (store it), unless the entry it made was
+// forgotten. A retry of that store must not bring the forgotten text back
+// under a new id: it is refused, naming neither the id nor the title.
+// (A purge leaves no tombstone: a retry after a purge stores anew.)
+func (s *Service) forgottenToken(ctx context.Context, c Caller, a *storeArgs) error {
+	agent := c.AgentID
+	_, err := s.q.TombstoneByClientToken(ctx, sqlc.TombstoneByClientTokenParams{
+		OrgID: c.OrgID, AgentID: &agent, ClientToken: a.ClientToken,
+	})
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return err
+	case err != nil:
+		return mapErr(err, "")
+	}
+	return &Error{Code: CodeInvalidArgument, Field: "clientToken",
+		Message: "made an entry that has since been forgotten; it is not stored again under this clientToken (use a new clientToken to store it anew)"}
 }
 
 func tokenReused(id uuid.UUID) *Error {

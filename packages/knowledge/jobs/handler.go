@@ -1,11 +1,13 @@
 package jobs
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -223,22 +225,106 @@ func (h *EmbedHandler) markFailed(ctx context.Context, rows []sqlc.ListJobEntrie
 	return nil
 }
 
-// writeReady writes the vectors in one transaction. Each UPDATE only hits an
-// entry still pending at the job's generation; others are left alone.
+// Writing vectors waits for no row lock (lock order: docs/operators.md,
+// "Lock order"). A row another transaction holds (a purge or forget erasing
+// it, a supersession, upkeep) is skipped and tried again after a back-off
+// that doubles from writeBackoff, writeAttempts times in all; rows still
+// held then fail the task with a retryable error (asynq comes back; the
+// writes are conditional on the generation, so nothing is written twice).
+const (
+	writeAttempts = 6
+	writeBackoff  = 50 * time.Millisecond
+)
+
+// writeReady writes the vectors of rows. Each entry is written only while
+// still pending at the job's generation; others are left alone (stale).
 func (h *EmbedHandler) writeReady(ctx context.Context, rows []sqlc.ListJobEntriesRow, vecs []knowledge.EntryVectors, out *BatchResult) error {
-	model := h.emb.Model()
-	var lags []time.Duration
+	// (org, id) order: the order the lock statement takes them in.
+	order := make([]int, len(rows))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		if c := bytes.Compare(rows[a].OrgID[:], rows[b].OrgID[:]); c != 0 {
+			return c
+		}
+		return bytes.Compare(rows[a].ID[:], rows[b].ID[:])
+	})
 	var written int
-	err := pgx.BeginFunc(ctx, h.pool, func(tx pgx.Tx) error {
-		lags, written = lags[:0], 0
+	wait := writeBackoff
+	for attempt := 1; ; attempt++ {
+		n, lags, busy, err := h.writeReadyOnce(ctx, rows, vecs, order)
+		if err != nil && !knowledge.IsTransientTx(err) {
+			return err
+		}
+		if err == nil {
+			written += n
+			for _, l := range lags {
+				h.opts.Observer.EntryReady(l)
+			}
+			if len(busy) == 0 {
+				break
+			}
+			order = busy
+		}
+		if attempt >= writeAttempts {
+			out.Ready += written
+			if err != nil {
+				return fmt.Errorf("write vectors: %w", err)
+			}
+			return fmt.Errorf("write vectors: %d entries held by another transaction (a purge or forget in progress?) after %d attempts; the task is retried", len(busy), attempt)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
+	out.Ready += written
+	if stale := len(rows) - written; stale > 0 {
+		h.opts.Observer.JobsStale(stale)
+		out.Stale += stale
+	}
+	return nil
+}
+
+// writeReadyOnce writes, in one transaction, the vectors of the rows named
+// by idx (indexes into rows, in (org, id) order) it can lock without
+// waiting. busy: the indexes of rows still pending at their generation that
+// another transaction holds.
+func (h *EmbedHandler) writeReadyOnce(ctx context.Context, rows []sqlc.ListJobEntriesRow, vecs []knowledge.EntryVectors, idx []int) (written int, lags []time.Duration, busy []int, err error) {
+	model := h.emb.Model()
+	err = pgx.BeginFunc(ctx, h.pool, func(tx pgx.Tx) error {
+		written, lags, busy = 0, nil, nil
 		q := h.q.WithTx(tx)
-		for i, r := range rows {
+		p := sqlc.LockPendingForEmbeddingParams{
+			OrgIds: make([]uuid.UUID, len(idx)), Ids: make([]uuid.UUID, len(idx)), Generations: make([]int32, len(idx)),
+		}
+		for k, i := range idx {
+			p.OrgIds[k], p.Ids[k], p.Generations[k] = rows[i].OrgID, rows[i].ID, rows[i].EmbeddingGeneration
+		}
+		locked, err := q.LockPendingForEmbedding(ctx, p)
+		if err != nil {
+			return fmt.Errorf("lock entries: %w", err)
+		}
+		have := make(map[[2]uuid.UUID]bool, len(locked))
+		for _, l := range locked {
+			have[[2]uuid.UUID{l.OrgID, l.ID}] = true
+		}
+		var skipped []int
+		for _, i := range idx {
+			r := rows[i]
+			if !have[[2]uuid.UUID{r.OrgID, r.ID}] {
+				skipped = append(skipped, i)
+				continue
+			}
 			v := pgvector.NewVector(vecs[i].Vecs[0])
 			res, err := q.MarkEmbeddingReady(ctx, sqlc.MarkEmbeddingReadyParams{
 				Embedding: &v, Model: &model, OrgID: r.OrgID, ID: r.ID, Generation: r.EmbeddingGeneration,
 			})
 			if errors.Is(err, pgx.ErrNoRows) {
-				continue // moved on since we read it: a newer job owns it
+				continue // cannot happen while locked pending; stale either way
 			}
 			if err != nil {
 				return fmt.Errorf("write vector of %s: %w", r.ID, err)
@@ -262,20 +348,34 @@ func (h *EmbedHandler) writeReady(ctx context.Context, rows []sqlc.ListJobEntrie
 				lags = append(lags, res.EmbeddedAt.Sub(res.EmbeddingRequestedAt))
 			}
 		}
+		if len(skipped) == 0 {
+			return nil
+		}
+		// Skipped: held by another transaction, or no longer pending at the
+		// job's generation (erased, re-embedded, done). Only the first are
+		// tried again.
+		sp := sqlc.ListJobEntriesParams{
+			OrgIds: make([]uuid.UUID, len(skipped)), Ids: make([]uuid.UUID, len(skipped)), Generations: make([]int32, len(skipped)),
+		}
+		for k, i := range skipped {
+			sp.OrgIds[k], sp.Ids[k], sp.Generations[k] = rows[i].OrgID, rows[i].ID, rows[i].EmbeddingGeneration
+		}
+		still, err := q.ListJobEntries(ctx, sp)
+		if err != nil {
+			return fmt.Errorf("load skipped entries: %w", err)
+		}
+		pending := make(map[[2]uuid.UUID]bool, len(still))
+		for _, r := range still {
+			pending[[2]uuid.UUID{r.OrgID, r.ID}] = true
+		}
+		for _, i := range skipped {
+			if pending[[2]uuid.UUID{rows[i].OrgID, rows[i].ID}] {
+				busy = append(busy, i)
+			}
+		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	for _, l := range lags {
-		h.opts.Observer.EntryReady(l)
-	}
-	out.Ready += written
-	if stale := len(rows) - written; stale > 0 {
-		h.opts.Observer.JobsStale(stale)
-		out.Stale += stale
-	}
-	return nil
+	return written, lags, busy, err
 }
 
 // clip cuts s to at most n characters without splitting a rune.

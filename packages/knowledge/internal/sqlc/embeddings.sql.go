@@ -158,6 +158,54 @@ func (q *Queries) ListStalePending(ctx context.Context, arg ListStalePendingPara
 	return items, nil
 }
 
+const lockPendingForEmbedding = `-- name: LockPendingForEmbedding :many
+SELECT k.org_id, k.id
+FROM knowledge k
+JOIN (SELECT unnest($1::uuid[]) AS org_id, unnest($2::uuid[]) AS id,
+             unnest($3::int[]) AS generation) j
+  ON k.org_id = j.org_id AND k.id = j.id AND k.embedding_generation = j.generation
+WHERE k.embedding_status = 'pending'
+ORDER BY k.org_id, k.id
+FOR UPDATE OF k SKIP LOCKED
+`
+
+type LockPendingForEmbeddingParams struct {
+	OrgIds      []uuid.UUID
+	Ids         []uuid.UUID
+	Generations []int32
+}
+
+type LockPendingForEmbeddingRow struct {
+	OrgID uuid.UUID
+	ID    uuid.UUID
+}
+
+// The worker's first statement before writing vectors: the batch's entries
+// still pending at the job's generation, locked in (org, id) order, skipping
+// rows another transaction holds (a purge or forget erasing them, a
+// supersession, upkeep). The worker never waits for a row lock, so it is
+// never part of a deadlock; the rows it skipped it tries again after a
+// short back-off (packages/knowledge/jobs/handler.go, writeReady).
+func (q *Queries) LockPendingForEmbedding(ctx context.Context, arg LockPendingForEmbeddingParams) ([]LockPendingForEmbeddingRow, error) {
+	rows, err := q.db.Query(ctx, lockPendingForEmbedding, arg.OrgIds, arg.Ids, arg.Generations)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []LockPendingForEmbeddingRow
+	for rows.Next() {
+		var i LockPendingForEmbeddingRow
+		if err := rows.Scan(&i.OrgID, &i.ID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const markEmbeddingFailed = `-- name: MarkEmbeddingFailed :execrows
 UPDATE knowledge
 SET embedding_status = 'failed', embedding_error = $1

@@ -12,6 +12,38 @@ import (
 	"github.com/google/uuid"
 )
 
+const existingAmong = `-- name: ExistingAmong :many
+SELECT id FROM knowledge
+WHERE org_id = $1 AND id = ANY($2::uuid[])
+`
+
+type ExistingAmongParams struct {
+	OrgID uuid.UUID
+	Ids   []uuid.UUID
+}
+
+// The ids among @ids that are entries of the org now: a replayed store
+// answer names no erased entry (packages/knowledge/idempotence.go).
+func (q *Queries) ExistingAmong(ctx context.Context, arg ExistingAmongParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, existingAmong, arg.OrgID, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []uuid.UUID
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const forgottenAmong = `-- name: ForgottenAmong :many
 SELECT id FROM knowledge_tombstones
 WHERE org_id = $1 AND id = ANY($2::uuid[])
@@ -46,7 +78,7 @@ func (q *Queries) ForgottenAmong(ctx context.Context, arg ForgottenAmongParams) 
 }
 
 const getTombstone = `-- name: GetTombstone :one
-SELECT org_id, id, created_by_agent_id, created_at, forgotten_by_agent_id, forgotten_at, reason
+SELECT org_id, id, created_by_agent_id, created_at, forgotten_by_agent_id, forgotten_at, reason, client_token
 FROM knowledge_tombstones
 WHERE org_id = $1 AND id = $2
 `
@@ -67,15 +99,16 @@ func (q *Queries) GetTombstone(ctx context.Context, arg GetTombstoneParams) (Kno
 		&i.ForgottenByAgentID,
 		&i.ForgottenAt,
 		&i.Reason,
+		&i.ClientToken,
 	)
 	return i, err
 }
 
 const insertTombstone = `-- name: InsertTombstone :one
 
-INSERT INTO knowledge_tombstones (org_id, id, created_by_agent_id, created_at, forgotten_by_agent_id, reason)
-VALUES ($1, $2, $3::uuid, $4, $5, $6)
-RETURNING org_id, id, created_by_agent_id, created_at, forgotten_by_agent_id, forgotten_at, reason
+INSERT INTO knowledge_tombstones (org_id, id, created_by_agent_id, created_at, forgotten_by_agent_id, reason, client_token)
+VALUES ($1, $2, $3::uuid, $4, $5, $6, $7::uuid)
+RETURNING org_id, id, created_by_agent_id, created_at, forgotten_by_agent_id, forgotten_at, reason, client_token
 `
 
 type InsertTombstoneParams struct {
@@ -85,6 +118,7 @@ type InsertTombstoneParams struct {
 	CreatedAt          time.Time
 	ForgottenByAgentID uuid.UUID
 	Reason             string
+	ClientToken        *uuid.UUID
 }
 
 // Forget (packages/knowledge/forget.go): the owner of knowledge_tombstones.
@@ -98,6 +132,7 @@ func (q *Queries) InsertTombstone(ctx context.Context, arg InsertTombstoneParams
 		arg.CreatedAt,
 		arg.ForgottenByAgentID,
 		arg.Reason,
+		arg.ClientToken,
 	)
 	var i KnowledgeTombstone
 	err := row.Scan(
@@ -108,6 +143,27 @@ func (q *Queries) InsertTombstone(ctx context.Context, arg InsertTombstoneParams
 		&i.ForgottenByAgentID,
 		&i.ForgottenAt,
 		&i.Reason,
+		&i.ClientToken,
 	)
 	return i, err
+}
+
+const tombstoneByClientToken = `-- name: TombstoneByClientToken :one
+SELECT id FROM knowledge_tombstones
+WHERE org_id = $1 AND created_by_agent_id = $2 AND client_token = $3
+`
+
+type TombstoneByClientTokenParams struct {
+	OrgID       uuid.UUID
+	AgentID     *uuid.UUID
+	ClientToken *uuid.UUID
+}
+
+// The forgotten entry a client token of an agent made (a retry of that
+// store is refused, not stored again).
+func (q *Queries) TombstoneByClientToken(ctx context.Context, arg TombstoneByClientTokenParams) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, tombstoneByClientToken, arg.OrgID, arg.AgentID, arg.ClientToken)
+	var id uuid.UUID
+	err := row.Scan(&id)
+	return id, err
 }

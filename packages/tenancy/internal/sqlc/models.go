@@ -178,6 +178,7 @@ type KnowledgeTombstone struct {
 	ForgottenByAgentID uuid.UUID
 	ForgottenAt        time.Time
 	Reason             string
+	ClientToken        *uuid.UUID
 }
 
 type Org struct {
