@@ -35,32 +35,6 @@ type Lists struct {
 	QueryIDF   QueryIDF    `json:"queryIdf"`
 }
 
-// Candidate is one entry found by at least one list of a search, with its
-// raw signals (rrf.go's candidate, exported for Lists).
-type Candidate struct {
-	ID            uuid.UUID `json:"id"`
-	VectorRank    int       `json:"vectorRank,omitempty"`
-	FullTextRank  int       `json:"fullTextRank,omitempty"`
-	TitleRank     int       `json:"titleRank,omitempty"`
-	Cosine        float64   `json:"cosine,omitempty"`
-	BM25          float64   `json:"bm25,omitempty"`
-	TitleBM25     float64   `json:"titleBm25,omitempty"`
-	TitleContains bool      `json:"titleContains,omitempty"`
-	// Coverage and TitleCoverage are the lexical evidence's numerators
-	// (rrf.go): BM25 without length normalisation.
-	Coverage      float64 `json:"coverage,omitempty"`
-	TitleCoverage float64 `json:"titleCoverage,omitempty"`
-}
-
-// QueryIDF is the query's idf mass per field: the sum of its kept terms'
-// idf in the org, the denominator of the lexical evidence (rrf.go), and
-// the org's indexed entries, which cap it.
-type QueryIDF struct {
-	Body    float64 `json:"body"`
-	Title   float64 `json:"title"`
-	OrgDocs float64 `json:"orgDocs"`
-}
-
 // MaxListDepth bounds SearchLists.
 const MaxListDepth = 1000
 
@@ -83,7 +57,7 @@ func (s *Service) SearchLists(ctx context.Context, c Caller, in SearchInput, dep
 	if err != nil {
 		return nil, err
 	}
-	out := &Lists{VectorSearch: r.vectorSearch}
+	out := &Lists{VectorSearch: r.vectorSearch, QueryIDF: r.mass}
 	for _, h := range r.hits {
 		out.Fused = append(out.Fused, ListHit{ID: h.ID, Score: h.Score})
 	}
@@ -93,15 +67,7 @@ func (s *Service) SearchLists(ctx context.Context, c Caller, in SearchInput, dep
 	}
 	var vec, fts, ttl []ranked
 	for _, row := range r.rows {
-		c := row.candidate
-		out.Candidates = append(out.Candidates, Candidate{
-			ID: c.ID, VectorRank: c.VectorRank, FullTextRank: c.FullTextRank, TitleRank: c.TitleRank,
-			Cosine: c.Cosine, BM25: c.BM25, TitleBM25: c.TitleBM25, TitleContains: c.TitleContains,
-			Coverage: c.Coverage, TitleCoverage: c.TitleCoverage,
-		})
-		out.QueryIDF.Body = max(out.QueryIDF.Body, row.QueryIdfBody)
-		out.QueryIDF.Title = max(out.QueryIDF.Title, row.QueryIdfTitle)
-		out.QueryIDF.OrgDocs = max(out.QueryIDF.OrgDocs, row.OrgDocs)
+		out.Candidates = append(out.Candidates, row.Candidate)
 		if row.VectorRank > 0 {
 			vec = append(vec, ranked{row.VectorRank, ListHit{row.ID, row.Cosine}})
 		}

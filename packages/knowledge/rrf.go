@@ -193,33 +193,45 @@ func rrfTerm(r int) float64 {
 	return float64(RRFK+1) / float64(RRFK+r)
 }
 
-// candidate is one entry found by at least one list, with its raw signals.
-type candidate struct {
-	ID                                  uuid.UUID
-	VectorRank, FullTextRank, TitleRank int
-	Cosine, BM25, TitleBM25             float64
-	TitleContains                       bool
+// Candidate is one entry found by at least one list of a search, with its
+// rank (0: not in that list) and raw signal in each list: what fusion is
+// given, and what SearchLists shows of it (Lists.Candidates).
+type Candidate struct {
+	ID            uuid.UUID `json:"id"`
+	VectorRank    int       `json:"vectorRank,omitempty"`
+	FullTextRank  int       `json:"fullTextRank,omitempty"`
+	TitleRank     int       `json:"titleRank,omitempty"`
+	Cosine        float64   `json:"cosine,omitempty"`
+	BM25          float64   `json:"bm25,omitempty"`
+	TitleBM25     float64   `json:"titleBm25,omitempty"`
+	TitleContains bool      `json:"titleContains,omitempty"`
 	// Coverage and TitleCoverage: the BM25 sums with no length
 	// normalisation (b = 0), the lexical evidence's numerators.
-	Coverage, TitleCoverage float64
+	Coverage      float64 `json:"coverage,omitempty"`
+	TitleCoverage float64 `json:"titleCoverage,omitempty"`
 }
 
-// queryMass is the query's idf mass per field, the denominators of the
-// lexical evidence, and the org's indexed entries, which cap them.
-type queryMass struct{ Body, Title, Docs float64 }
+// QueryIDF is the query's idf mass per field (the sum of its kept terms'
+// idf in the org), the denominators of the lexical evidence, and the org's
+// indexed entries, which cap them.
+type QueryIDF struct {
+	Body    float64 `json:"body"`
+	Title   float64 `json:"title"`
+	OrgDocs float64 `json:"orgDocs"`
+}
 
 // capped is the mass of one field at most rareTermsFull terms held by a
-// single entry of the org (BM25's idf of df 1 among Docs entries).
-func (m queryMass) capped(field float64) float64 {
-	if m.Docs < 1 {
+// single entry of the org (BM25's idf of df 1 among OrgDocs entries).
+func (m QueryIDF) capped(field float64) float64 {
+	if m.OrgDocs < 1 {
 		return field
 	}
-	return math.Min(field, rareTermsFull*math.Log(1+(m.Docs-0.5)/1.5))
+	return math.Min(field, rareTermsFull*math.Log(1+(m.OrgDocs-0.5)/1.5))
 }
 
 // fusedHit is a candidate with its evidence and fused score.
 type fusedHit struct {
-	candidate
+	Candidate
 	Score                      float64
 	EVector, EFullText, ETitle float64
 }
@@ -228,12 +240,12 @@ type fusedHit struct {
 // minScore, best first (ties by id, so answers are stable). Vector hits
 // at or below the query's floor leave the vector list; the ranks of the
 // others do not change, as the list is ordered by cosine.
-func fuse(cands []candidate, mass queryMass, cal VectorCalibration, minScore float64) []fusedHit {
+func fuse(cands []Candidate, mass QueryIDF, cal VectorCalibration, minScore float64) []fusedHit {
 	cal.crowd = refCosine(cands)
 	body, title := mass.capped(mass.Body), mass.capped(mass.Title)
 	out := make([]fusedHit, 0, len(cands))
 	for _, c := range cands {
-		h := fusedHit{candidate: c}
+		h := fusedHit{Candidate: c}
 		if c.VectorRank > 0 {
 			h.EVector = cal.evidence(c.Cosine)
 			if h.EVector == 0 {
@@ -272,7 +284,7 @@ func fuse(cands []candidate, mass queryMass, cal VectorCalibration, minScore flo
 
 // refCosine is the cosine of the vectorRefRank-th hit of the vector list,
 // the query's own floor; 0 when the list is shorter.
-func refCosine(cands []candidate) float64 {
+func refCosine(cands []Candidate) float64 {
 	for _, c := range cands {
 		if c.VectorRank == vectorRefRank {
 			return c.Cosine

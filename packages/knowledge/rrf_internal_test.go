@@ -12,9 +12,9 @@ import (
 func TestFuseCalibratesAndGates(t *testing.T) {
 	t.Parallel()
 	cal := VectorCalibration{Floor: 0.2, Full: 0.6}
-	mass := queryMass{Body: 4, Title: 2}
+	mass := QueryIDF{Body: 4, Title: 2}
 	id := func(b byte) uuid.UUID { return uuid.UUID{b} }
-	cands := []candidate{
+	cands := []Candidate{
 		// Everything, at full evidence: plain RRF of ranks 1, 1, 1 = 1.
 		{ID: id(1), VectorRank: 1, Cosine: 0.9, FullTextRank: 1, BM25: 8, Coverage: 8, TitleRank: 1, TitleContains: true},
 		// Vector only, under the floor: no evidence, leaves the list, no hit.
@@ -49,7 +49,7 @@ func TestFuseCalibratesAndGates(t *testing.T) {
 		t.Errorf("minScore %v kept %d hits, want 2", want[id(4)], len(g))
 	}
 	// A query none of whose words the org has (mass 0) gives no lexical evidence.
-	if g := fuse([]candidate{{ID: id(5), FullTextRank: 1, BM25: 3}}, queryMass{}, cal, 0); len(g) != 0 {
+	if g := fuse([]Candidate{{ID: id(5), FullTextRank: 1, BM25: 3}}, QueryIDF{}, cal, 0); len(g) != 0 {
 		t.Errorf("no idf mass, yet hits: %+v", g)
 	}
 }
@@ -61,11 +61,11 @@ func TestFuseStrongSingleListBeatsWeakAgreement(t *testing.T) {
 	t.Parallel()
 	cal := VectorCalibration{Floor: 0.2, Full: 0.75}
 	// Two rare words (idf 2.7 each) and two common ones (idf 0.02).
-	mass := queryMass{Body: 5.44, Title: 5.44, Docs: 21}
+	mass := QueryIDF{Body: 5.44, Title: 5.44, OrgDocs: 21}
 	strong := uuid.UUID{0xff}
-	cands := []candidate{{ID: strong, FullTextRank: 1, BM25: 4.9, Coverage: 4.9, VectorRank: 21, Cosine: 0.25}}
+	cands := []Candidate{{ID: strong, FullTextRank: 1, BM25: 4.9, Coverage: 4.9, VectorRank: 21, Cosine: 0.25}}
 	for i := range 20 {
-		cands = append(cands, candidate{ID: uuid.UUID{byte(i + 1)}, FullTextRank: i + 2, BM25: 0.056, Coverage: 0.056,
+		cands = append(cands, Candidate{ID: uuid.UUID{byte(i + 1)}, FullTextRank: i + 2, BM25: 0.056, Coverage: 0.056,
 			VectorRank: i + 1, Cosine: 0.45 - float64(i)*0.002})
 	}
 	got := fuse(cands, mass, cal, 0)
@@ -86,7 +86,7 @@ func TestFuseStrongSingleListBeatsWeakAgreement(t *testing.T) {
 // once the org has statistics.
 func TestQueryMassCapped(t *testing.T) {
 	t.Parallel()
-	m := queryMass{Body: 200, Title: 2, Docs: 3633}
+	m := QueryIDF{Body: 200, Title: 2, OrgDocs: 3633}
 	want := rareTermsFull * math.Log(1+(3633-0.5)/1.5)
 	if got := m.capped(m.Body); math.Abs(got-want) > 1e-9 {
 		t.Errorf("capped %v, want %v", got, want)
@@ -94,7 +94,7 @@ func TestQueryMassCapped(t *testing.T) {
 	if got := m.capped(m.Title); got != 2 {
 		t.Errorf("a mass under the cap changed: %v", got)
 	}
-	if got := (queryMass{Body: 200}).capped(200); got != 200 {
+	if got := (QueryIDF{Body: 200}).capped(200); got != 200 {
 		t.Errorf("no statistics yet, yet capped: %v", got)
 	}
 }
@@ -104,11 +104,11 @@ func TestQueryMassCapped(t *testing.T) {
 func TestFuseVectorFloorOfTheQuery(t *testing.T) {
 	t.Parallel()
 	cal := VectorCalibration{Floor: 0.2, Full: 0.9}
-	var cands []candidate
+	var cands []Candidate
 	for i := range 30 {
-		cands = append(cands, candidate{ID: uuid.UUID{byte(i + 1)}, VectorRank: i + 1, Cosine: 0.8 - float64(i)*0.01})
+		cands = append(cands, Candidate{ID: uuid.UUID{byte(i + 1)}, VectorRank: i + 1, Cosine: 0.8 - float64(i)*0.01})
 	}
-	got := fuse(cands, queryMass{}, cal, 0)
+	got := fuse(cands, QueryIDF{}, cal, 0)
 	if len(got) != vectorRefRank-1 {
 		t.Fatalf("%d hits, want the %d above the query's own floor", len(got), vectorRefRank-1)
 	}

@@ -66,11 +66,12 @@ type ranked struct {
 	vectorSearch bool
 	notice       string
 	vec          *pgvector.Vector // the query's, nil without vector search
+	mass         QueryIDF
 }
 
 // candidateRow is one row of sql/search_candidates.sql.
 type candidateRow struct {
-	candidate
+	Candidate
 	QueryIdfBody, QueryIdfTitle float64
 	OrgDocs                     float64 // the org's indexed entries (lexical statement)
 	Title                       string
@@ -258,16 +259,15 @@ func (s *Service) rank(ctx context.Context, c Caller, a *searchArgs, depth int) 
 		return out, nil
 	}
 	byID := make(map[uuid.UUID]*candidateRow, len(cands))
-	plain := make([]candidate, len(cands))
-	var mass queryMass
+	plain := make([]Candidate, len(cands))
 	for i := range cands {
 		byID[cands[i].ID] = &cands[i]
-		plain[i] = cands[i].candidate
-		mass.Body = max(mass.Body, cands[i].QueryIdfBody)
-		mass.Title = max(mass.Title, cands[i].QueryIdfTitle)
-		mass.Docs = max(mass.Docs, cands[i].OrgDocs)
+		plain[i] = cands[i].Candidate
+		out.mass.Body = max(out.mass.Body, cands[i].QueryIdfBody)
+		out.mass.Title = max(out.mass.Title, cands[i].QueryIdfTitle)
+		out.mass.OrgDocs = max(out.mass.OrgDocs, cands[i].OrgDocs)
 	}
-	for _, h := range fuse(plain, mass, *s.opts.VectorCalibration, minScore) {
+	for _, h := range fuse(plain, out.mass, *s.opts.VectorCalibration, minScore) {
 		out.hits = append(out.hits, rankedHit{fusedHit: h, row: byID[h.ID]})
 	}
 	return out, nil
