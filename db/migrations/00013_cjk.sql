@@ -102,6 +102,10 @@ ON CONFLICT DO NOTHING;
 CREATE FUNCTION knowledge_cjk_bigrams(t text)
 RETURNS TABLE (term text, tf integer)
 LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
+-- A text's bigrams are few: the planner's default for a set-returning
+-- function, 1,000 rows, made every statement analysing a text look far
+-- dearer than it is (past jit_above_cost; see migration 00015).
+ROWS 10
 AS $$
     SELECT g, count(*)::integer
     FROM (

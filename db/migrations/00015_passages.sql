@@ -86,9 +86,6 @@ AS $$
 $$;
 -- +goose StatementEnd
 
--- The same for the CJK bigrams of a text: few rows, not 1,000.
-ALTER FUNCTION knowledge_cjk_bigrams(text) ROWS 10;
-
 ALTER TABLE knowledge_postings ADD COLUMN passage smallint NOT NULL DEFAULT 0;
 ALTER TABLE knowledge_postings DROP CONSTRAINT knowledge_postings_pkey;
 ALTER TABLE knowledge_postings ADD CONSTRAINT knowledge_postings_pkey
@@ -127,6 +124,5 @@ ALTER TABLE knowledge_postings DROP CONSTRAINT knowledge_postings_pkey;
 ALTER TABLE knowledge_postings ADD CONSTRAINT knowledge_postings_pkey
     PRIMARY KEY (org_id, field, term, impact, entry_id) INCLUDE (tf, len);
 ALTER TABLE knowledge_postings DROP COLUMN passage;
-ALTER FUNCTION knowledge_cjk_bigrams(text) ROWS 1000;
 DROP FUNCTION knowledge_passage_terms(regconfig, text, text);
 DROP FUNCTION knowledge_passages(text);
