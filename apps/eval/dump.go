@@ -2,12 +2,8 @@ package main
 
 import (
 	"bufio"
-	"cmp"
-	"context"
 	"encoding/json"
 	"os"
-
-	"github.com/google/uuid"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 )
@@ -34,29 +30,20 @@ type DumpCandidate struct {
 	knowledge.Candidate
 }
 
-// dump writes one DumpQuery per query to path.
-func dump(ctx context.Context, svc *knowledge.Service, c knowledge.Caller, ds *Dataset, queries []Query, docOf map[uuid.UUID]string, depth int, path string) error {
+// dump writes one DumpQuery per query to path, from the main scoring's
+// lists (lists[i] belongs to queries[i]).
+func dump(ds *Dataset, queries []Query, lists []docLists, path string) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
 	w := bufio.NewWriter(f)
 	enc := json.NewEncoder(w)
-	for _, q := range queries {
-		l, err := svc.SearchLists(ctx, c, knowledge.SearchInput{Query: queryText(q.Text)}, depth)
-		if err != nil {
-			f.Close()
-			return err
-		}
+	for i, q := range queries {
+		l := lists[i]
 		d := DumpQuery{ID: q.ID, Text: q.Text, Unanswerable: ds.Unanswerable[q.ID], Qrels: ds.Qrels[q.ID],
-			QueryIDF: l.QueryIDF, VectorSearch: l.VectorSearch}
-		for _, cand := range l.Candidates {
-			d.Candidates = append(d.Candidates, DumpCandidate{Doc: cmp.Or(docOf[cand.ID], cand.ID.String()), Candidate: cand})
-		}
-		for _, h := range l.Fused {
-			d.FusedDocs = append(d.FusedDocs, cmp.Or(docOf[h.ID], h.ID.String()))
-			d.FusedScores = append(d.FusedScores, h.Score)
-		}
+			QueryIDF: l.QueryIDF, VectorSearch: l.VectorSearch, Candidates: l.Candidates,
+			FusedDocs: l.Fused, FusedScores: l.Scores}
 		if err := enc.Encode(d); err != nil {
 			f.Close()
 			return err

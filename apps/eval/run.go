@@ -253,7 +253,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	if cfg.dump != "" {
-		if err := dump(ctx, svc, caller, ds, queries, docOf, cfg.depth, cfg.dump); err != nil {
+		if err := dump(ds, queries, bounded, cfg.dump); err != nil {
 			return fmt.Errorf("--dump: %w", err)
 		}
 	}
@@ -450,6 +450,9 @@ type docLists struct {
 	// Searched is false for a blank query, which Search refuses: it is
 	// scored as answered with nothing.
 	Searched, VectorSearch bool
+	// Candidates and QueryIDF are what fusion was given (--dump).
+	Candidates []DumpCandidate
+	QueryIDF   knowledge.QueryIDF
 }
 
 // searchLists runs SearchLists for one query and maps entry ids to the
@@ -475,9 +478,13 @@ func searchLists(ctx context.Context, svc *knowledge.Service, c knowledge.Caller
 	for i, h := range l.Fused {
 		scores[i] = h.Score
 	}
+	cands := make([]DumpCandidate, len(l.Candidates))
+	for i, c := range l.Candidates {
+		cands[i] = DumpCandidate{Doc: cmp.Or(docOf[c.ID], c.ID.String()), Candidate: c}
+	}
 	return docLists{
 		Fused: docs(l.Fused), Vector: docs(l.Vector), FullText: docs(l.FullText), Title: docs(l.Title),
-		Scores: scores, Searched: true, VectorSearch: l.VectorSearch,
+		Scores: scores, Searched: true, VectorSearch: l.VectorSearch, Candidates: cands, QueryIDF: l.QueryIDF,
 	}, nil
 }
 
