@@ -217,7 +217,7 @@ func cutWords(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
-	s = string([]rune(s)[:n])
+	s = cut(s, n)
 	if i := strings.LastIndexByte(s, ' '); i > n/2 {
 		s = s[:i]
 	}
