@@ -104,3 +104,15 @@ ON CONFLICT DO NOTHING;
 
 -- name: AgentExists :one
 SELECT EXISTS (SELECT 1 FROM agents WHERE org_id = @org_id AND id = @id);
+
+-- name: GetAgentByName :one
+-- An agent by its name (unique in the org): the agent an OAuth access
+-- token's subject names (apps/mcp/internal/oauth).
+SELECT * FROM agents WHERE org_id = @org_id AND name = @name;
+
+-- name: CreateAgentIfAbsent :one
+-- Creates the agent unless one of that name exists (no row then: a
+-- concurrent first sight made it; read it with GetAgentByName).
+INSERT INTO agents (org_id, name) VALUES (@org_id, @name)
+ON CONFLICT (org_id, name) DO NOTHING
+RETURNING *;

@@ -353,3 +353,37 @@ func ImportTask(ctx context.Context, tx pgx.Tx, t Task) (bool, error) {
 	n, err := sqlc.New(tx).ImportTask(ctx, sqlc.ImportTaskParams{OrgID: t.OrgID, ID: t.ID, Title: t.Title, CreatedAt: t.CreatedAt})
 	return n == 1, err
 }
+
+// AgentByName returns the agent of the org with that name (names are unique
+// in an org). With create, a missing agent is made; created says so. A
+// missing agent without create, or an org that does not exist, is
+// ErrNotFound. It is how an OAuth access token's subject becomes an agent
+// (apps/mcp/internal/oauth): the operator provisions agents by name, or
+// lets the first token of a subject create its agent.
+func (s *Service) AgentByName(ctx context.Context, orgID uuid.UUID, name string, create bool) (a *Agent, created bool, err error) {
+	if err := checkName("name", name, 200); err != nil {
+		return nil, false, err
+	}
+	toAgent := func(r sqlc.Agent) *Agent {
+		return &Agent{ID: r.ID, OrgID: r.OrgID, Name: r.Name, CreatedAt: r.CreatedAt}
+	}
+	row, err := s.q().GetAgentByName(ctx, sqlc.GetAgentByNameParams{OrgID: orgID, Name: name})
+	if err == nil {
+		return toAgent(row), false, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) || !create {
+		return nil, false, mapErr(err, "agent "+name)
+	}
+	row, err = s.q().CreateAgentIfAbsent(ctx, sqlc.CreateAgentIfAbsentParams{OrgID: orgID, Name: name})
+	if err == nil {
+		return toAgent(row), true, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, mapErr(err, "agent "+name) // 23503: no such org
+	}
+	row, err = s.q().GetAgentByName(ctx, sqlc.GetAgentByNameParams{OrgID: orgID, Name: name})
+	if err != nil {
+		return nil, false, mapErr(err, "agent "+name)
+	}
+	return toAgent(row), false, nil
+}

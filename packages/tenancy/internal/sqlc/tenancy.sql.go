@@ -112,6 +112,31 @@ func (q *Queries) CreateAgent(ctx context.Context, arg CreateAgentParams) (Agent
 	return i, err
 }
 
+const createAgentIfAbsent = `-- name: CreateAgentIfAbsent :one
+INSERT INTO agents (org_id, name) VALUES ($1, $2)
+ON CONFLICT (org_id, name) DO NOTHING
+RETURNING org_id, id, name, created_at
+`
+
+type CreateAgentIfAbsentParams struct {
+	OrgID uuid.UUID
+	Name  string
+}
+
+// Creates the agent unless one of that name exists (no row then: a
+// concurrent first sight made it; read it with GetAgentByName).
+func (q *Queries) CreateAgentIfAbsent(ctx context.Context, arg CreateAgentIfAbsentParams) (Agent, error) {
+	row := q.db.QueryRow(ctx, createAgentIfAbsent, arg.OrgID, arg.Name)
+	var i Agent
+	err := row.Scan(
+		&i.OrgID,
+		&i.ID,
+		&i.Name,
+		&i.CreatedAt,
+	)
+	return i, err
+}
+
 const createOrg = `-- name: CreateOrg :one
 
 INSERT INTO orgs (name) VALUES ($1) RETURNING id, name, created_at
@@ -196,6 +221,29 @@ type GetAgentParams struct {
 
 func (q *Queries) GetAgent(ctx context.Context, arg GetAgentParams) (Agent, error) {
 	row := q.db.QueryRow(ctx, getAgent, arg.OrgID, arg.ID)
+	var i Agent
+	err := row.Scan(
+		&i.OrgID,
+		&i.ID,
+		&i.Name,
+		&i.CreatedAt,
+	)
+	return i, err
+}
+
+const getAgentByName = `-- name: GetAgentByName :one
+SELECT org_id, id, name, created_at FROM agents WHERE org_id = $1 AND name = $2
+`
+
+type GetAgentByNameParams struct {
+	OrgID uuid.UUID
+	Name  string
+}
+
+// An agent by its name (unique in the org): the agent an OAuth access
+// token's subject names (apps/mcp/internal/oauth).
+func (q *Queries) GetAgentByName(ctx context.Context, arg GetAgentByNameParams) (Agent, error) {
+	row := q.db.QueryRow(ctx, getAgentByName, arg.OrgID, arg.Name)
 	var i Agent
 	err := row.Scan(
 		&i.OrgID,
