@@ -16,7 +16,7 @@ require (
 	github.com/hibiken/asynq v0.26.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
-	github.com/pgvector/pgvector-go v0.3.0
+	github.com/pgvector/pgvector-go v0.3.0 // indirect
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/go-redis/v9 v9.23.0
 )
@@ -65,6 +65,10 @@ replace github.com/agentfleet/orchestrator/packages/knowledge => ../../packages/
 
 replace github.com/agentfleet/orchestrator/packages/testenv => ../../packages/testenv
 
-require github.com/agentfleet/orchestrator/packages/appenv v0.0.0
+require (
+	github.com/MicahParks/jwkset v0.11.4
+	github.com/agentfleet/orchestrator/packages/appenv v0.0.0
+	github.com/golang-jwt/jwt/v5 v5.3.1
+)
 
 replace github.com/agentfleet/orchestrator/packages/appenv => ../../packages/appenv

@@ -192,3 +192,22 @@ func PrincipalFrom(ctx context.Context) *tenancy.Principal {
 	p, _ := ctx.Value(ctxKey{}).(*tenancy.Principal)
 	return p
 }
+
+// Dispatch sends each token to the verifier that can judge it: the OAuth
+// validator for tokens IsOAuth says are its own (JWT access tokens of the
+// configured issuer), the tenancy tokens (kn_...) otherwise. Both answer
+// alike: a refusal wraps tenancy.ErrUnauthenticated, anything else is an
+// outage, so the cache, the deadline and the HTTP answers above are one.
+type Dispatch struct {
+	Own     TokenVerifier
+	OAuth   TokenVerifier
+	IsOAuth func(raw string) bool
+}
+
+// VerifyToken implements TokenVerifier.
+func (d Dispatch) VerifyToken(ctx context.Context, raw string) (*tenancy.Principal, error) {
+	if d.OAuth != nil && d.IsOAuth(raw) {
+		return d.OAuth.VerifyToken(ctx, raw)
+	}
+	return d.Own.VerifyToken(ctx, raw)
+}

@@ -78,10 +78,14 @@ func TestUnauthenticatedRequestsGet401WithChallenge(t *testing.T) {
 			t.Errorf("%s: status %d, want 401", name, res.StatusCode)
 			continue
 		}
+		// Without an OAuth issuer the challenge names no metadata: a
+		// client must not start an OAuth flow it cannot finish.
 		ch := res.Header.Get("WWW-Authenticate")
-		want := `resource_metadata="` + b.url + server.PathMetadata + server.PathMCP + `"`
-		if !strings.HasPrefix(ch, "Bearer ") || !strings.Contains(ch, want) {
-			t.Errorf("%s: WWW-Authenticate %q, want a Bearer challenge with %s", name, ch, want)
+		if !strings.HasPrefix(ch, "Bearer ") || strings.Contains(ch, "resource_metadata") {
+			t.Errorf("%s: WWW-Authenticate %q, want a Bearer challenge without resource_metadata", name, ch)
+		}
+		if presented := name != "missing"; presented != strings.Contains(ch, `error="invalid_token"`) {
+			t.Errorf("%s: WWW-Authenticate %q: error=\"invalid_token\" must be there exactly when a token was presented", name, ch)
 		}
 		body, _ := io.ReadAll(res.Body)
 		if name != "missing" && !strings.Contains(string(body), "invalid_token") {
@@ -124,7 +128,7 @@ func TestRevokedTokenStopsWorkingWithinTheCacheTTL(t *testing.T) {
 	}
 }
 
-func TestProtectedResourceMetadata(t *testing.T) {
+func TestNoProtectedResourceMetadataWithoutAnIssuer(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{})
 	for _, p := range []string{server.PathMetadata, server.PathMetadata + server.PathMCP} {
@@ -132,17 +136,10 @@ func TestProtectedResourceMetadata(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer res.Body.Close()
-		var m struct {
-			Resource string   `json:"resource"`
-			Scopes   []string `json:"scopes_supported"`
-			Methods  []string `json:"bearer_methods_supported"`
-		}
-		if err := json.NewDecoder(res.Body).Decode(&m); err != nil || res.StatusCode != 200 {
-			t.Fatalf("%s: %d %v", p, res.StatusCode, err)
-		}
-		if m.Resource != b.url+server.PathMCP || !slices.Equal(m.Scopes, tenancy.Catalogue) || !slices.Equal(m.Methods, []string{"header"}) {
-			t.Errorf("%s: %+v", p, m)
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "no OAuth authorization server is configured") {
+			t.Errorf("%s: %d %s, want 404 saying no authorization server is configured", p, res.StatusCode, body)
 		}
 	}
 }
@@ -244,7 +241,7 @@ func TestCallsWithoutTheScopeAreRefusedNamingIt(t *testing.T) {
 		t.Fatalf("status %d, want 403", res.StatusCode)
 	}
 	ch := res.Header.Get("WWW-Authenticate")
-	if !strings.Contains(ch, `error="insufficient_scope"`) || !strings.Contains(ch, `scope="knowledge:write"`) || !strings.Contains(ch, "resource_metadata=") {
+	if !strings.Contains(ch, `error="insufficient_scope"`) || !strings.Contains(ch, `scope="knowledge:write"`) || strings.Contains(ch, "resource_metadata=") {
 		t.Errorf("WWW-Authenticate %q", ch)
 	}
 	var rpc struct {

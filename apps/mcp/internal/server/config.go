@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/authn"
+	"github.com/agentfleet/orchestrator/apps/mcp/internal/oauth"
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/ratelimit"
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/appenv"
@@ -74,6 +75,9 @@ type Config struct {
 	Chunk knowledge.ChunkOptions
 	// Audit tunes the audit trail's writer (audit.go).
 	Audit AuditConfig
+	// OAuth (MCP_OAUTH_*): JWT access tokens of an OAuth issuer beside
+	// the kn_ tokens; off without MCP_OAUTH_ISSUER (oauth.Config).
+	OAuth oauth.Config
 }
 
 // ConfigFromEnv reads the configuration; every variable is optional. Bad
@@ -102,6 +106,7 @@ func ReadConfig(e *appenv.Env) Config {
 		TextSearchConfig: e.String(knowledge.EnvTextSearchConfig, knowledge.DefaultTextSearchConfig),
 		QueryEmbedBudget: e.Duration(knowledge.EnvQueryEmbedBudget, knowledge.DefaultQueryEmbedBudget, 10*time.Millisecond, time.Minute),
 		Audit:            readAuditConfig(e),
+		OAuth:            oauth.ReadConfig(e),
 		Chunk: knowledge.ChunkOptions{
 			Chars:   e.Int(knowledge.EnvChunkChars, 0, knowledge.MinChunkChars, knowledge.MaxChunkChars),
 			Overlap: e.Int(knowledge.EnvChunkOverlap, -1, 0, knowledge.MaxChunkChars/2),

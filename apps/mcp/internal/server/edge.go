@@ -53,11 +53,22 @@ func (s *Server) limit(next http.Handler) http.Handler {
 //
 // The verified principal travels in the request's context (see
 // authn.Verified).
+//
+// The challenge (RFC 6750) names the protected resource metadata and the
+// scopes a first token should ask for only when an authorization server is
+// configured (metadataURL not empty); otherwise it is a plain Bearer
+// challenge that sends no client into an OAuth flow. A request that
+// presented a token also gets error="invalid_token".
 func (s *Server) authenticate(metadataURL string, next http.Handler) http.Handler {
-	challenge := fmt.Sprintf("Bearer resource_metadata=%q", metadataURL)
+	challenge := `Bearer realm="agentfleet-knowledge"`
+	if metadataURL != "" {
+		challenge = fmt.Sprintf("Bearer resource_metadata=%q, scope=%q", metadataURL,
+			tenancy.ScopeKnowledgeRead+" "+tenancy.ScopeKnowledgeWrite)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		err := authn.ErrInvalidToken
-		if tok, ok := bearerToken(r); ok {
+		tok, presented := bearerToken(r)
+		if presented {
 			var p *tenancy.Principal
 			if p, err = s.verifier.Verify(r.Context(), tok); err == nil {
 				next.ServeHTTP(w, r.WithContext(authn.WithPrincipal(r.Context(), p)))
@@ -65,7 +76,11 @@ func (s *Server) authenticate(metadataURL string, next http.Handler) http.Handle
 			}
 		}
 		if errors.Is(err, authn.ErrInvalidToken) {
-			w.Header().Set("WWW-Authenticate", challenge)
+			ch := challenge
+			if presented {
+				ch += `, error="invalid_token"`
+			}
+			w.Header().Set("WWW-Authenticate", ch)
 			http.Error(w, authn.Refusal, http.StatusUnauthorized)
 			return
 		}

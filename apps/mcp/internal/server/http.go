@@ -31,7 +31,14 @@ const (
 
 // handler is the whole HTTP surface.
 func (s *Server) handler() http.Handler {
-	metadataURL := s.publicURL + PathMetadata + PathMCP
+	// The protected resource metadata (RFC 9728) is served, and named in
+	// the 401 and 403 challenges, only when an authorization server is
+	// configured (MCP_OAUTH_ISSUER): metadata naming none sends MCP
+	// clients into an OAuth flow they cannot finish (docs/mcp.md, "Auth").
+	metadataURL := ""
+	if s.oauth != nil {
+		metadataURL = s.publicURL + PathMetadata + PathMCP
+	}
 	srv := s.newMCPServer(httpPrincipal)
 
 	// Stateless: every POST is a self-contained exchange with a throwaway
@@ -40,7 +47,7 @@ func (s *Server) handler() http.Handler {
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
 		JSONResponse:        true,
-		Logger:              s.logger,
+		Logger:              newSDKLogger(s.logger),
 		MaxRequestBodyBytes: s.cfg.MaxBodyBytes,
 	})
 	// s.authenticate verifies the token (and answers every refusal); the
@@ -53,13 +60,21 @@ func (s *Server) handler() http.Handler {
 		AllowMissingExpiration: true,
 	})
 
-	meta := auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
-		Resource:               s.publicURL + PathMCP,
-		ScopesSupported:        tenancy.Catalogue,
-		BearerMethodsSupported: []string{"header"},
-		ResourceName:           "Agent fleet knowledge (MCP)",
-		ResourceDocumentation:  s.publicURL + "/",
+	var meta http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		io.WriteString(w, `{"error":"not_found","error_description":"this server takes bearer tokens issued by its operators (ctl token create); no OAuth authorization server is configured"}`+"\n")
 	})
+	if s.oauth != nil {
+		meta = auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+			Resource:               s.publicURL + PathMCP,
+			AuthorizationServers:   []string{s.oauth.Issuer()},
+			ScopesSupported:        tenancy.Catalogue,
+			BearerMethodsSupported: []string{"header"},
+			ResourceName:           "Agent fleet knowledge (MCP)",
+			ResourceDocumentation:  s.publicURL + "/",
+		})
+	}
 
 	mux := http.NewServeMux()
 	mux.Handle(PathMCP, s.counted("mcp", s.limit(s.authenticate(metadataURL, bearer(s.scopeGate(metadataURL, mcpHandler))))))
@@ -176,8 +191,8 @@ func (s *Server) scopeGate(metadataURL string, next http.Handler) http.Handler {
 				s.metrics.resReads.WithLabelValues(kind, eb.Code).Inc()
 				s.logCall(r.Context(), "resource read", p, slogResource(kind), kt.Outcome{Code: eb.Code}, 0)
 			}
-			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="insufficient_scope", scope=%q, resource_metadata=%q, error_description=%q`,
-				scope, metadataURL, what+" needs the "+scope+" scope"))
+			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="insufficient_scope", scope=%q%s, error_description=%q`,
+				scope, challengeMetadata(metadataURL), what+" needs the "+scope+" scope"))
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusForbidden)
 			id := m.ID
@@ -238,4 +253,13 @@ func remoteHost(r *http.Request) string {
 		return r.RemoteAddr[:i]
 	}
 	return r.RemoteAddr
+}
+
+// challengeMetadata is the resource_metadata parameter of a Bearer
+// challenge (with its leading comma), or nothing without metadata.
+func challengeMetadata(metadataURL string) string {
+	if metadataURL == "" {
+		return ""
+	}
+	return fmt.Sprintf(", resource_metadata=%q", metadataURL)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/authn"
+	"github.com/agentfleet/orchestrator/apps/mcp/internal/oauth"
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/ratelimit"
 	kt "github.com/agentfleet/orchestrator/apps/mcp/internal/tools/knowledge"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
@@ -48,6 +49,9 @@ type Deps struct {
 	DBSlots int
 	// Audit stores the audit trail (audit.go); nil: no audit trail.
 	Audit AuditSink
+	// Agents finds (and creates) the agents OAuth tokens name
+	// (Config.OAuth); nil: Tokens, when it can.
+	Agents oauth.Agents
 }
 
 // Server is one MCP server. Start it once; Shutdown drains it.
@@ -65,6 +69,8 @@ type Server struct {
 	limiter *ratelimit.Limiter
 	// audit writes the audit trail; nil without Deps.Audit.
 	audit *auditor
+	// oauth validates OAuth access tokens; nil without Config.OAuth.
+	oauth *oauth.Validator
 
 	mu        sync.Mutex
 	http      *http.Server
@@ -80,13 +86,25 @@ func New(cfg Config, deps Deps) *Server {
 		deps.Logger = slog.Default()
 	}
 	s := &Server{
-		cfg:      cfg,
-		deps:     deps,
-		logger:   deps.Logger,
-		verifier: authn.NewVerifier(deps.Tokens, cfg.TokenCacheTTL, cfg.TokenTimeout, deps.Logger),
-		metrics:  newMetrics(),
-		slots:    make(chan struct{}, max(cfg.MaxInFlight, 1)),
+		cfg:     cfg,
+		deps:    deps,
+		logger:  deps.Logger,
+		metrics: newMetrics(),
+		slots:   make(chan struct{}, max(cfg.MaxInFlight, 1)),
 	}
+	tokens := deps.Tokens
+	if cfg.OAuth.Enabled() {
+		agents := deps.Agents
+		if agents == nil {
+			agents, _ = deps.Tokens.(oauth.Agents)
+		}
+		s.oauth = oauth.New(cfg.OAuth, agents, nil, deps.Logger)
+		if cfg.PublicURL != "" { // else known in Start
+			s.oauth.SetAudience(cfg.PublicURL + PathMCP)
+		}
+		tokens = authn.Dispatch{Own: deps.Tokens, OAuth: s.oauth, IsOAuth: oauth.LooksLikeJWT}
+	}
+	s.verifier = authn.NewVerifier(tokens, cfg.TokenCacheTTL, cfg.TokenTimeout, deps.Logger)
 	if deps.DBSlots > 0 {
 		s.dbSlots = make(chan struct{}, deps.DBSlots)
 	}
@@ -147,6 +165,9 @@ func (s *Server) Start(ctx context.Context) (string, error) {
 	s.publicURL = s.cfg.PublicURL
 	if s.publicURL == "" {
 		s.publicURL = "http://" + ln.Addr().String()
+	}
+	if s.oauth != nil {
+		s.oauth.SetAudience(s.publicURL + PathMCP)
 	}
 	s.http = &http.Server{
 		Handler:           s.handler(),

@@ -1,0 +1,206 @@
+package oauth
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/google/uuid"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/agentfleet/orchestrator/packages/tenancy"
+)
+
+// Agents finds the agent an access token's subject names (tenancy).
+type Agents interface {
+	AgentByName(ctx context.Context, orgID uuid.UUID, name string, create bool) (*tenancy.Agent, bool, error)
+}
+
+// ErrUnavailable wraps what keeps a token from being checked that is no
+// fault of the token (the issuer's keys or the agent store unreachable):
+// the HTTP edge answers 503, the client retries.
+var ErrUnavailable = errors.New("oauth: token verification is unavailable")
+
+// tokenIDSpace is the UUIDv5 namespace of the ids an OAuth token gets in
+// the audit trail (tenancy.Principal.TokenID).
+var tokenIDSpace = uuid.MustParse("6f6a0b1e-3c57-4f5e-9a43-7c1f0e5d2b90")
+
+// Validator validates access tokens of the configured issuer. Safe for
+// concurrent use. It implements authn.TokenVerifier.
+type Validator struct {
+	cfg      Config
+	agents   Agents
+	keys     *keySource
+	parser   *jwt.Parser
+	audience atomic.Pointer[string]
+	logger   *slog.Logger
+	now      func() time.Time
+}
+
+// New returns a validator for cfg (cfg.Enabled() must be true) and starts
+// fetching the issuer's keys in the background. client nil: a client with
+// no timeout of its own (every request has cfg.HTTPTimeout).
+func New(cfg Config, agents Agents, client *http.Client, logger *slog.Logger) *Validator {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	if client == nil {
+		client = &http.Client{}
+	}
+	v := &Validator{cfg: cfg, agents: agents, logger: logger, now: time.Now}
+	v.keys = &keySource{
+		issuer: cfg.Issuer, jwksURL: cfg.JWKSURL, client: client,
+		timeout: cfg.HTTPTimeout, refresh: cfg.JWKSRefresh, gap: minRefetchGap,
+		now: time.Now, logger: logger,
+	}
+	v.parser = jwt.NewParser(
+		jwt.WithValidMethods(cfg.Algorithms),
+		jwt.WithIssuer(cfg.Issuer),
+		jwt.WithExpirationRequired(),
+		jwt.WithIssuedAt(),
+		jwt.WithLeeway(cfg.ClockSkew),
+		jwt.WithTimeFunc(func() time.Time { return v.now() }),
+	)
+	v.keys.start()
+	return v
+}
+
+// SetAudience sets the resource URL tokens must name in aud (the MCP
+// endpoint's public URL, known once the server listens).
+func (v *Validator) SetAudience(resource string) { v.audience.Store(&resource) }
+
+// Issuer is the configured issuer.
+func (v *Validator) Issuer() string { return v.cfg.Issuer }
+
+// refuse is a refusal: the same 401 as any bad token, the reason logged.
+func (v *Validator) refuse(ctx context.Context, reason string, args ...any) error {
+	v.logger.InfoContext(ctx, "oauth token refused", append([]any{"reason", reason}, args...)...)
+	return fmt.Errorf("oauth: %s: %w", reason, tenancy.ErrUnauthenticated)
+}
+
+// LooksLikeJWT tells whether raw has the shape of a compact JWS (three
+// base64url parts); anything else is not this validator's to judge.
+func LooksLikeJWT(raw string) bool {
+	return strings.Count(raw, ".") == 2 && !strings.HasPrefix(raw, "kn_")
+}
+
+// VerifyToken validates raw and returns who it speaks for. A refusal wraps
+// tenancy.ErrUnauthenticated; ErrUnavailable means it could not be judged.
+func (v *Validator) VerifyToken(ctx context.Context, raw string) (*tenancy.Principal, error) {
+	aud := v.audience.Load()
+	if aud == nil || *aud == "" {
+		return nil, v.refuse(ctx, "the server's resource URL (the audience) is not known: set MCP_PUBLIC_URL")
+	}
+	claims := jwt.MapClaims{}
+	var keyErr error
+	_, err := v.parser.ParseWithClaims(raw, claims, func(t *jwt.Token) (any, error) {
+		kid, _ := t.Header["kid"].(string)
+		keys, err := v.keys.lookup(ctx, kid)
+		if err != nil {
+			keyErr = err
+			return nil, err
+		}
+		alg := t.Method.Alg()
+		var vks []jwt.VerificationKey
+		for _, k := range keys {
+			if a := string(k.Marshal().ALG); a != "" && a != alg {
+				continue // a key bound to another algorithm
+			}
+			vks = append(vks, publicKey(k))
+		}
+		switch len(vks) {
+		case 0:
+			keyErr = errNoKey
+			return nil, errNoKey
+		case 1:
+			return vks[0], nil
+		}
+		return jwt.VerificationKeySet{Keys: vks}, nil
+	})
+	if errors.Is(keyErr, errIssuerUnavailable) {
+		v.logger.WarnContext(ctx, "oauth token not checked: the issuer's keys are unavailable", "err", keyErr)
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, keyErr)
+	}
+	if err != nil {
+		return nil, v.refuse(ctx, err.Error())
+	}
+	// RFC 9068 and the MCP spec: the token must be meant for this
+	// resource. A trailing slash is tolerated (oauthex.MatchesResource).
+	auds, _ := claims.GetAudience()
+	if !oauthex.MatchesResource(auds, *aud) {
+		return nil, v.refuse(ctx, "aud does not name this resource", "aud", strings.Join(auds, " "), "resource", *aud)
+	}
+	orgText, _ := claims[v.cfg.OrgClaim].(string)
+	orgID, err := uuid.Parse(orgText)
+	if err != nil {
+		return nil, v.refuse(ctx, "claim "+v.cfg.OrgClaim+" is not an org id (a UUID)")
+	}
+	name, _ := claims[v.cfg.AgentClaim].(string)
+	if strings.TrimSpace(name) == "" {
+		return nil, v.refuse(ctx, "claim "+v.cfg.AgentClaim+" (the agent) is missing or empty")
+	}
+	agent, created, err := v.agents.AgentByName(ctx, orgID, name, v.cfg.CreateAgents)
+	var ve *tenancy.ValidationError
+	switch {
+	case errors.Is(err, tenancy.ErrNotFound) && v.cfg.CreateAgents:
+		return nil, v.refuse(ctx, "the org does not exist", "org", orgID.String())
+	case errors.Is(err, tenancy.ErrNotFound):
+		return nil, v.refuse(ctx, "no agent of the org has this name (create it with ctl agent create, or set MCP_OAUTH_CREATE_AGENTS=true)",
+			"org", orgID.String(), "agent_name", name)
+	case errors.As(err, &ve):
+		return nil, v.refuse(ctx, "claim "+v.cfg.AgentClaim+" is not a usable agent name: "+ve.Rule, "org", orgID.String())
+	case err != nil:
+		return nil, fmt.Errorf("%w: agent look-up: %v", ErrUnavailable, err)
+	}
+	if created {
+		v.logger.InfoContext(ctx, "oauth: agent created on first sight", "org", orgID.String(), "agent", agent.ID.String(), "agent_name", name)
+	}
+	p := &tenancy.Principal{OrgID: orgID, AgentID: agent.ID, Scopes: v.scopes(claims), TokenID: tokenID(v.cfg.Issuer, claims, raw)}
+	if exp, err := claims.GetExpirationTime(); err == nil && exp != nil {
+		t := exp.Time
+		p.ExpiresAt = &t
+	}
+	return p, nil
+}
+
+// scopes reads the scope claim (a space-separated string, RFC 8693 / 9068,
+// or an array of strings) and keeps the scopes of this server's catalogue;
+// others (openid, profile, another API's) are ignored.
+func (v *Validator) scopes(claims jwt.MapClaims) []string {
+	var list []string
+	switch s := claims[v.cfg.ScopeClaim].(type) {
+	case string:
+		list = strings.Fields(s)
+	case []any:
+		for _, x := range s {
+			if str, ok := x.(string); ok {
+				list = append(list, str)
+			}
+		}
+	}
+	out := []string{}
+	for _, s := range list {
+		if slices.Contains(tenancy.Catalogue, s) && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// tokenID names the token in the audit trail: from its jti when it has
+// one, else from its hash (the same token, the same id).
+func tokenID(issuer string, claims jwt.MapClaims, raw string) uuid.UUID {
+	if jti, _ := claims["jti"].(string); jti != "" {
+		return uuid.NewSHA1(tokenIDSpace, []byte(issuer+"\x00"+jti))
+	}
+	h := sha256.Sum256([]byte(raw))
+	return uuid.NewSHA1(tokenIDSpace, h[:])
+}
