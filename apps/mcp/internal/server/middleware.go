@@ -42,7 +42,13 @@ func (s *Server) callMiddleware(resolve principalFunc) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			switch method {
-			case "tools/list", "tools/call", "resources/list", "resources/templates/list", "resources/read":
+			case "tools/list", "tools/call", "resources/list", "resources/templates/list", "resources/read", "completion/complete":
+			case "prompts/list", "prompts/get":
+				// The go-sdk answers these (an empty list) whether or not
+				// the prompts capability is declared; this server has no
+				// prompts and does not declare it, so it answers as for
+				// any method it does not serve.
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found: " + method + " (this server has no prompts; see its capabilities)"}
 			default:
 				return next(ctx, method, req)
 			}
@@ -82,6 +88,8 @@ func (s *Server) callMiddleware(resolve principalFunc) mcp.Middleware {
 				return res, err
 			case "tools/call":
 				return s.toolCall(ctx, p, method, req, next)
+			case "completion/complete":
+				return s.completion(ctx, p, method, req, next)
 			default: // resources/read
 				return s.resourceRead(ctx, p, method, req, next)
 			}
@@ -180,6 +188,43 @@ func (s *Server) resourceRead(ctx context.Context, p *tenancy.Principal, method 
 	return res, err
 }
 
+// completion answers completion/complete: the values are ids, titles' ids
+// and tags of the caller's org, so it needs knowledge:read like a resource
+// read, and counts as a read for the rate limits (a client may ask on
+// every keystroke). It is logged at DEBUG, not INFO: it is typing, not a
+// call an operator follows.
+func (s *Server) completion(ctx context.Context, p *tenancy.Principal, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
+	start := time.Now()
+	var o kt.Outcome
+	var res mcp.Result
+	var err error
+	refuse := func(code int64, body kt.ErrorBody) {
+		o = kt.Outcome{Code: body.Code}
+		data, _ := json.Marshal(kt.ErrorPayload{Error: body})
+		err = &jsonrpc.Error{Code: code, Message: body.Text(), Data: data}
+	}
+	if !p.HasScope(kt.ResourceScope) {
+		refuse(kt.ErrorCodeForbidden, scopeError("completion/complete", kt.ResourceScope, p))
+	} else if body, limited := s.rateLimit(ctx, p, kt.ResourceScope); limited {
+		refuse(kt.ErrorCodeRateLimited, body)
+	} else if release, ok := s.dbSlot(ctx); !ok {
+		refuse(jsonrpc.CodeInternalError, busyError())
+	} else {
+		cctx, cancel := context.WithTimeout(kt.WithOutcome(ctx, &o), s.cfg.CallTimeout)
+		res, err = next(cctx, method, req)
+		cancel()
+		release()
+		if o.Code == "" {
+			o.Code = "ok"
+			if err != nil {
+				o.Code = "protocol_error"
+			}
+		}
+	}
+	s.logCallAt(ctx, slog.LevelDebug, "completion", p, slog.String("argument", req.(*mcp.CompleteRequest).Params.Argument.Name), o, time.Since(start))
+	return res, err
+}
+
 // rateLimit takes one call needing scope from the caller's rate limits
 // (reads for knowledge:read, writes otherwise) and, when a limit is used
 // up, returns the retryable rate_limited error to answer instead.
@@ -253,7 +298,12 @@ func scopeError(what, scope string, p *tenancy.Principal) kt.ErrorBody {
 // logCall logs one call: who, what, outcome, how long. Never a token, an
 // argument or a body.
 func (s *Server) logCall(ctx context.Context, msg string, p *tenancy.Principal, what slog.Attr, o kt.Outcome, d time.Duration) {
-	level := slog.LevelInfo
+	s.logCallAt(ctx, slog.LevelInfo, msg, p, what, o, d)
+}
+
+// logCallAt is logCall at level, raised to WARN when the call failed on
+// the server's side.
+func (s *Server) logCallAt(ctx context.Context, level slog.Level, msg string, p *tenancy.Principal, what slog.Attr, o kt.Outcome, d time.Duration) {
 	if o.Code == string(domain.CodeUnavailable) || o.Code == "protocol_error" {
 		level = slog.LevelWarn
 	}

@@ -128,7 +128,12 @@ type principalFunc func(ctx context.Context, req mcp.Request) (*tenancy.Principa
 func (s *Server) newMCPServer(resolve principalFunc) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "agentfleet-knowledge", Title: "Agent fleet knowledge", Version: Version}, &mcp.ServerOptions{
 		Instructions: instructions,
-		Logger:       s.logger,
+		// The SDK's session chatter at DEBUG, a client's protocol mistake
+		// at WARN (sdklog.go).
+		Logger: newSDKLogger(s.logger),
+		// Declares the completions capability: ids of the resource
+		// templates and of tool arguments, tags, agents (kt.Completion).
+		CompletionHandler: kt.Completion(s.deps.Knowledge),
 		// Every answer is a tenant's: knowledge of one org, a tool list
 		// filtered by one token's scopes. The protocol's default cache
 		// scope is "public" (any intermediary may serve it to anyone);

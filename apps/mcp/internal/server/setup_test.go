@@ -56,6 +56,9 @@ type setupOpts struct {
 	config func(*server.Config)
 	// audit turns the audit trail on (server.Deps.Audit).
 	audit bool
+	// log replaces the server's logger (default: discarded, or the test's
+	// log with -v).
+	log *slog.Logger
 }
 
 func setup(t testing.TB, o setupOpts) *bundle {
@@ -65,6 +68,9 @@ func setup(t testing.TB, o setupOpts) *bundle {
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
 		logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	if o.log != nil {
+		logger = o.log
 	}
 	svc := knowledge.New(d.Pool, knowledge.Options{Embedder: embed.NewLocal(), Redis: r.Client, Logger: logger})
 	var ks kt.Service = svc
@@ -200,7 +206,7 @@ func (b *bundle) connect(token string) (*mcp.ClientSession, error) {
 	c := mcp.NewClient(&mcp.Implementation{Name: "e2e-test", Version: "v0"}, nil)
 	return c.Connect(context.Background(), &mcp.StreamableClientTransport{
 		Endpoint:             b.url + server.PathMCP,
-		HTTPClient:           &http.Client{Transport: bearer{token: token, base: http.DefaultTransport}, Timeout: 30 * time.Second},
+		HTTPClient:           &http.Client{Transport: bearer{token: token, base: schemaChecking{t: b.t, base: http.DefaultTransport}}, Timeout: 30 * time.Second},
 		DisableStandaloneSSE: true,
 		MaxRetries:           -1,
 	}, nil)

@@ -34,6 +34,7 @@ Errors: invalid_argument (id not a UUID, reason missing or over 500 characters),
 		}),
 		Annotations: &mcp.ToolAnnotations{
 			Title:           "Forget knowledge",
+			ReadOnlyHint:    false,
 			DestructiveHint: new(true),
 			IdempotentHint:  true,
 			OpenWorldHint:   new(false),

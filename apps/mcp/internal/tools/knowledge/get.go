@@ -27,10 +27,16 @@ Errors: invalid_argument (id is not a UUID), not_found (no entry of your organis
 		InputSchema: inputSchema[GetArgs](func(p map[string]*jsonschema.Schema) {
 			uuidSchema(p["id"])
 		}),
+		// A forgotten entry answers its tombstone (domain.Entry.MarshalJSON).
+		OutputSchema: outputSchema[*domain.Entry](domain.Tombstone{}),
+		// Read-only, so neither destructive nor with effects to repeat; every
+		// hint is given explicitly (clients differ in their defaults).
 		Annotations: &mcp.ToolAnnotations{
-			Title:         "Get knowledge",
-			ReadOnlyHint:  true,
-			OpenWorldHint: new(false),
+			Title:           "Get knowledge",
+			ReadOnlyHint:    true,
+			DestructiveHint: new(false),
+			IdempotentHint:  true,
+			OpenWorldHint:   new(false),
 		},
 	}
 }

@@ -46,10 +46,14 @@ Errors: invalid_argument (names the argument: a bad UUID, date-time, tag, limit 
 			l := p["limit"]
 			l.Minimum, l.Maximum, l.Default = fptr(1), fptr(domain.MaxListLimit), []byte("20")
 		}),
+		// Read-only, so neither destructive nor with effects to repeat; every
+		// hint is given explicitly (clients differ in their defaults).
 		Annotations: &mcp.ToolAnnotations{
-			Title:         "List knowledge",
-			ReadOnlyHint:  true,
-			OpenWorldHint: new(false),
+			Title:           "List knowledge",
+			ReadOnlyHint:    true,
+			DestructiveHint: new(false),
+			IdempotentHint:  true,
+			OpenWorldHint:   new(false),
 		},
 	}
 }

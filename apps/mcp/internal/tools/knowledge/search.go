@@ -80,10 +80,14 @@ func searchTool() *mcp.Tool {
 			e.Minimum, e.Maximum, e.Default = fptr(minEfSearch), fptr(maxEfSearch), []byte("64")
 			p["asOf"].Format = "date-time"
 		}),
+		// Read-only, so neither destructive nor with effects to repeat; every
+		// hint is given explicitly (clients differ in their defaults).
 		Annotations: &mcp.ToolAnnotations{
-			Title:         "Search knowledge",
-			ReadOnlyHint:  true,
-			OpenWorldHint: new(false),
+			Title:           "Search knowledge",
+			ReadOnlyHint:    true,
+			DestructiveHint: new(false),
+			IdempotentHint:  true,
+			OpenWorldHint:   new(false),
 		},
 	}
 }

@@ -56,6 +56,7 @@ Errors: invalid_argument (not UUIDs, oldId = newId, both or neither of newId and
 		}), "newId", "replacement"),
 		Annotations: &mcp.ToolAnnotations{
 			Title:           "Supersede knowledge",
+			ReadOnlyHint:    false,
 			DestructiveHint: new(false),
 			IdempotentHint:  true,
 			OpenWorldHint:   new(false),

@@ -29,6 +29,7 @@ type Service interface {
 	List(ctx context.Context, c domain.Caller, in domain.ListInput) (*domain.ListResult, error)
 	Forget(ctx context.Context, c domain.Caller, id uuid.UUID, reason string, othersAllowed bool) (*domain.ForgetResult, error)
 	TaskKnowledge(ctx context.Context, c domain.Caller, taskID uuid.UUID, kind domain.LinkKind) ([]domain.TaskEntry, error)
+	Complete(ctx context.Context, c domain.Caller, what, prefix string) ([]string, bool, error)
 }
 
 // Tool names.
@@ -137,11 +138,12 @@ func addTool[In any, PIn interface {
 	checker
 }, Out any](srv *mcp.Server, t *toolset, tool *mcp.Tool, h handler[In, Out]) {
 	schema := tool.InputSchema.(*jsonschema.Schema)
-	raw, err := json.Marshal(schema)
-	if err != nil {
-		panic(fmt.Errorf("tool %s: marshal input schema: %w", tool.Name, err)) // a programming error
+	tool.InputSchema = rawSchema(tool.Name, schema)
+	out, ok := tool.OutputSchema.(*jsonschema.Schema)
+	if !ok {
+		out = outputSchema[Out]()
 	}
-	tool.InputSchema = json.RawMessage(raw)
+	tool.OutputSchema = rawSchema(tool.Name, out)
 	srv.AddTool(tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		in, err := decodeArgs[In, PIn](req.Params.Arguments, schema)
 		if err == nil {
