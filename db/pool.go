@@ -49,6 +49,14 @@ type Option func(*options)
 type options struct {
 	after    []func(context.Context, *pgx.Conn) error
 	minConns int32
+	tracer   pgx.QueryTracer
+}
+
+// Tracer traces the pool's queries with t (packages/tracing.PgxTracer);
+// nil: untraced. pgx takes one tracer; a t that also implements
+// pgxpool.AcquireTracer traces connection acquires too.
+func Tracer(t pgx.QueryTracer) Option {
+	return func(o *options) { o.tracer = t }
 }
 
 // AfterConnect runs f on every new connection once its pgvector types are
@@ -76,6 +84,9 @@ func poolConfig(url string, opts ...Option) (*pgxpool.Config, error) {
 	}
 	if o.minConns > 0 && !strings.Contains(url, "pool_min_conns") {
 		cfg.MinConns = min(o.minConns, cfg.MaxConns)
+	}
+	if o.tracer != nil {
+		cfg.ConnConfig.Tracer = o.tracer
 	}
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
 		var has bool

@@ -21,6 +21,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
+	"github.com/agentfleet/orchestrator/packages/tracing"
 )
 
 var errUsage = errors.New("usage")
@@ -53,8 +54,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	logger := env.Logger("mcp", "MCP_", stderr)
 	allowModelChange := env.Bool(knowledge.EnvAllowModelChange, false)
 	minHeap := env.GCMinHeap(appenv.DefaultGCMinHeapMiB)
+	traceCfg := tracing.ReadConfig(env)
 	if err := env.Err(); err != nil {
 		return err
+	}
+	// Traces: off unless the OTEL_* variables ask for them (docs/operators.md).
+	stopTracing, err := tracing.Setup(ctx, traceCfg, "knowledge-mcp", server.Version)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tracing.ShutdownTimeout)
+		defer cancel()
+		stopTracing(sctx)
+	}()
+	var dbOpts []db.Option
+	if traceCfg.Enabled() {
+		dbOpts = append(dbOpts, db.Tracer(tracing.PgxTracer()))
 	}
 	// The collector paced for a small live heap: about a millisecond off
 	// a call on two cores (appenv.PaceGC).
@@ -85,12 +101,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	// a search rarely meets a cold one (knowledge.Service.WarmConn). The
 	// service needs the pool, so the hook finds it once it exists.
 	var warm atomic.Pointer[knowledge.Service]
-	pool, err := db.Connect(cfg.DatabaseURL, db.MinConns(4), db.AfterConnect(func(ctx context.Context, c *pgx.Conn) error {
+	pool, err := db.Connect(cfg.DatabaseURL, append(dbOpts, db.MinConns(4), db.AfterConnect(func(ctx context.Context, c *pgx.Conn) error {
 		if s := warm.Load(); s != nil {
 			return s.WarmConn(ctx, c)
 		}
 		return nil
-	}))
+	}))...)
 	if err != nil {
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
@@ -141,6 +157,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	ropts.DialTimeout, ropts.ReadTimeout, ropts.WriteTimeout, ropts.PoolTimeout = time.Second, time.Second, time.Second, 2*time.Second
 	rdb := redis.NewClient(ropts)
 	defer rdb.Close()
+	if traceCfg.Enabled() {
+		if err := tracing.InstrumentRedis(rdb); err != nil {
+			return err
+		}
+	}
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	if err := rdb.Ping(rctx).Err(); err != nil {
 		logger.Warn("redis unreachable at start: serving not-ready until it answers (stores go on without idempotence keys)", "err", err)

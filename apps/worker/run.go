@@ -16,6 +16,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
+	"github.com/agentfleet/orchestrator/packages/tracing"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
 
@@ -82,8 +83,24 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	env := appenv.New(getenv)
 	cfg := parseConfig(env)
 	log := env.Logger("worker", "WORKER_", stdout)
+	traceCfg := tracing.ReadConfig(env)
 	if err := env.Err(); err != nil {
 		return err
+	}
+	// Traces: off unless the OTEL_* variables ask for them; a batch's span
+	// links to the calls that stored its entries (docs/operators.md).
+	stopTracing, err := tracing.Setup(ctx, traceCfg, "knowledge-worker", "")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tracing.ShutdownTimeout)
+		defer cancel()
+		stopTracing(sctx)
+	}()
+	var dbOpts []db.Option
+	if traceCfg.Enabled() {
+		dbOpts = append(dbOpts, db.Tracer(tracing.PgxTracer()))
 	}
 	emb, err := embed.FromEnv(getenv)
 	if err != nil {
@@ -127,7 +144,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	// A worker started during an outage waits for PostgreSQL and Redis,
 	// logging every attempt, instead of exiting: a supervisor restarting
 	// it in a loop would show nothing more, and it would come up late.
-	pool, err := db.Connect(cfg.databaseURL)
+	pool, err := db.Connect(cfg.databaseURL, dbOpts...)
 	if err != nil {
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}

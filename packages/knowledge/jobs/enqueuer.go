@@ -33,8 +33,10 @@ func (e *Enqueuer) WithShards(n int) *Enqueuer {
 
 // EnqueueEmbedding implements knowledge.Enqueuer. A TaskID conflict means the
 // same entry generation already waits in its group: that is success.
-func (e *Enqueuer) EnqueueEmbedding(ctx context.Context, job knowledge.EmbeddingJob) error {
-	task, err := NewEmbedEntryTask(job, e.shards)
+func (e *Enqueuer) EnqueueEmbedding(ctx context.Context, job knowledge.EmbeddingJob) (err error) {
+	ctx, span, headers := startSend(ctx, Queue, TypeEmbedEntry)
+	defer func() { endSpan(span, err) }()
+	task, err := newEmbedEntryTask(job, e.shards, headers)
 	if err != nil {
 		return err
 	}

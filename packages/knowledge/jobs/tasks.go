@@ -58,6 +58,12 @@ func GroupKey(orgID, entryID uuid.UUID, shards int) string {
 // NewEmbedEntryTask returns the task for one entry job, bound to the
 // embeddings queue, its TaskID and its group.
 func NewEmbedEntryTask(job knowledge.EmbeddingJob, shards int) (*asynq.Task, error) {
+	return newEmbedEntryTask(job, shards, nil)
+}
+
+// newEmbedEntryTask is NewEmbedEntryTask with headers (the trace context of
+// the enqueuing call, trace.go).
+func newEmbedEntryTask(job knowledge.EmbeddingJob, shards int, headers map[string]string) (*asynq.Task, error) {
 	if job.OrgID == uuid.Nil || job.EntryID == uuid.Nil || job.Generation < 1 {
 		return nil, fmt.Errorf("embedding job %+v: org, entry and a positive generation are required", job)
 	}
@@ -65,7 +71,7 @@ func NewEmbedEntryTask(job knowledge.EmbeddingJob, shards int) (*asynq.Task, err
 	if err != nil {
 		return nil, err
 	}
-	return asynq.NewTask(TypeEmbedEntry, b,
+	return asynq.NewTaskWithHeaders(TypeEmbedEntry, b, headers,
 		asynq.Queue(Queue), asynq.TaskID(TaskID(job)), asynq.Group(GroupKey(job.OrgID, job.EntryID, shards))), nil
 }
 
@@ -93,12 +99,18 @@ func (o BatchOptions) withDefaults() BatchOptions {
 // NewEmbedBatchTask returns a batch task. Its id is random: a batch is
 // identified by its contents only for as long as its entries are pending.
 func NewEmbedBatchTask(jobs []knowledge.EmbeddingJob, o BatchOptions) (*asynq.Task, error) {
+	return newEmbedBatchTask(jobs, o, nil)
+}
+
+// newEmbedBatchTask is NewEmbedBatchTask with headers (the trace contexts
+// of its entries' enqueuing calls, trace.go).
+func newEmbedBatchTask(jobs []knowledge.EmbeddingJob, o BatchOptions, headers map[string]string) (*asynq.Task, error) {
 	o = o.withDefaults()
 	b, err := json.Marshal(BatchPayload{Jobs: jobs})
 	if err != nil {
 		return nil, err
 	}
-	return asynq.NewTask(TypeEmbedBatch, b, asynq.Queue(Queue), asynq.MaxRetry(o.MaxRetry),
+	return asynq.NewTaskWithHeaders(TypeEmbedBatch, b, headers, asynq.Queue(Queue), asynq.MaxRetry(o.MaxRetry),
 		asynq.Timeout(o.Timeout), asynq.Retention(o.Retention)), nil
 }
 
@@ -120,7 +132,7 @@ func NewAggregator(o BatchOptions) asynq.GroupAggregator {
 		}
 		// Marshalling a slice of plain structs cannot fail; a nil task would
 		// leave the set to be reclaimed and retried forever.
-		task, _ := NewEmbedBatchTask(jobs, o)
+		task, _ := newEmbedBatchTask(jobs, o, batchHeaders(tasks))
 		return task
 	})
 }

@@ -222,6 +222,7 @@ func (w *Worker) Start() error {
 		LogLevel: asynq.WarnLevel,
 	})
 	mux := asynq.NewServeMux()
+	mux.Use(traced) // a span per task, in the enqueuing calls' traces (trace.go)
 	mux.Handle(TypeEmbedBatch, w.handler)
 	mux.Handle(TypeEmbedEntry, w.handler)
 	if o.Switch != nil {

@@ -108,6 +108,8 @@ func (s *Server) toolCall(ctx context.Context, p *tenancy.Principal, method stri
 	var o kt.Outcome
 	var res mcp.Result
 	var err error
+	ctx, span := startCall(ctx, req, method, label, p, toolAttrs(label)...)
+	defer func() { endCall(span, o.Code) }()
 	refuse := func(body kt.ErrorBody) {
 		o = kt.Outcome{Code: body.Code}
 		b, _ := json.Marshal(kt.ErrorPayload{Error: body})
@@ -151,6 +153,8 @@ func (s *Server) resourceRead(ctx context.Context, p *tenancy.Principal, method 
 	var o kt.Outcome
 	var res mcp.Result
 	var err error
+	ctx, span := startCall(ctx, req, method, kind, p, attrResourceURI.String(uri), attrOperation.String(memoryOperation(kt.ResourceScope)))
+	defer func() { endCall(span, o.Code) }()
 	if !p.HasScope(kt.ResourceScope) {
 		body := scopeError("reading "+uri, kt.ResourceScope, p)
 		o = kt.Outcome{Code: body.Code}

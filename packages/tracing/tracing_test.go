@@ -1,0 +1,42 @@
+package tracing
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/agentfleet/orchestrator/packages/appenv"
+)
+
+func TestReadConfig(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		vars []string
+		want string
+	}{
+		{nil, ""}, // off by default
+		{[]string{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318"}, "otlp"},
+		{[]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://collector:4318/v1/traces"}, "otlp"},
+		{[]string{"OTEL_TRACES_EXPORTER", "otlp"}, "otlp"},
+		{[]string{"OTEL_TRACES_EXPORTER", "console"}, "console"},
+		{[]string{"OTEL_TRACES_EXPORTER", "none", "OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318"}, ""},
+		{[]string{"OTEL_SDK_DISABLED", "true", "OTEL_TRACES_EXPORTER", "otlp"}, ""},
+	} {
+		e := appenv.New(appenv.Vars(c.vars...))
+		got := ReadConfig(e)
+		if err := e.Err(); err != nil || got.Exporter != c.want {
+			t.Errorf("%v: exporter %q err %v, want %q", c.vars, got.Exporter, err, c.want)
+		}
+	}
+	for _, bad := range [][]string{
+		{"OTEL_TRACES_EXPORTER", "jaeger"},
+		{"OTEL_EXPORTER_OTLP_PROTOCOL", "grpc", "OTEL_TRACES_EXPORTER", "otlp"},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT", "127.0.0.1:4318"},
+		{"OTEL_SDK_DISABLED", "maybe"},
+	} {
+		e := appenv.New(appenv.Vars(bad...))
+		ReadConfig(e)
+		if err := e.Err(); err == nil || !strings.Contains(err.Error(), bad[0]) {
+			t.Errorf("%v: %v, want an error naming %s", bad, err, bad[0])
+		}
+	}
+}
