@@ -11,8 +11,16 @@ import (
 	pgxvec "github.com/pgvector/pgvector-go/pgx"
 )
 
-// DefaultURL is the loopback PostgreSQL the README's setup provides.
-const DefaultURL = "postgres://postgres@127.0.0.1:5432/knowledge?sslmode=disable"
+// The loopback PostgreSQL the README's setup provides, as each of the
+// roles of roles.go: DefaultURL is the application's (the MCP server),
+// DefaultOperatorURL ctl's, DefaultOwnerURL the schema owner's (ctl
+// migrate, the worker). The setup trusts loopback connections; elsewhere
+// the URLs carry passwords.
+const (
+	DefaultURL         = "postgres://" + DefaultAppRole + "@127.0.0.1:5432/knowledge?sslmode=disable"
+	DefaultOperatorURL = "postgres://" + DefaultOperatorRole + "@127.0.0.1:5432/knowledge?sslmode=disable"
+	DefaultOwnerURL    = "postgres://postgres@127.0.0.1:5432/knowledge?sslmode=disable"
+)
 
 // DefaultRedisURL is the loopback Redis the same setup provides (embeddings
 // queue, idempotence keys). It lives here, beside DefaultURL, because every

@@ -1,12 +1,13 @@
 -- The audit trail of MCP calls (packages/tenancy/audit.go): written in
 -- batches by the MCP server, read by ctl audit (always for one org),
--- pruned by the worker (the retention, across orgs: it is the product's
--- own housekeeping, like VACUUM).
+-- kept for the retention by dropping whole days (audit_drop_partitions_before).
 
 -- name: AuditKey :one
 SELECT value FROM audit_keys WHERE name = 'query_hash';
 
--- name: InsertAuditEvents :copyfrom
+-- name: InsertAuditEvent :exec
+-- One record; the writer sends a batch of them in one round trip (COPY is
+-- not allowed into a table with row-level security).
 INSERT INTO audit_events (org_id, at, agent_id, token_id, kind, name, entry_ids, outcome, duration_us, query_length, query_hash)
 VALUES (@org_id, @at, @agent_id, @token_id, @kind, @name, @entry_ids, @outcome, @duration_us, @query_length, @query_hash);
 
@@ -37,13 +38,11 @@ WHERE org_id = @org_id
 ORDER BY at DESC, id DESC
 LIMIT @max_rows;
 
--- name: PruneAuditEvents :execrows
--- One batch of the retention: at most @max_rows of the oldest records
--- older than @before, whatever their org.
-DELETE FROM audit_events
-WHERE (org_id, at, id) IN (
-    SELECT a.org_id, a.at, a.id FROM audit_events a
-    WHERE a.at < @before
-    ORDER BY a.at
-    LIMIT @max_rows
-);
+-- name: DropAuditDaysBefore :one
+-- The retention: drops the day partitions that end at or before @cutoff
+-- (migration 00018) and returns how many records they held.
+SELECT audit_drop_partitions_before(@cutoff::timestamptz)::bigint AS dropped;
+
+-- name: EnsureAuditDays :one
+-- Makes the day partitions (UTC) from @from_at's to @to_at's that are missing.
+SELECT audit_ensure_partitions(@from_at::timestamptz, @to_at::timestamptz)::int AS made;

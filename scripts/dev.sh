@@ -4,7 +4,10 @@
 # dashboard, until Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export DATABASE_URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/knowledge?sslmode=disable}
+# Each app connects as its own role (docs/operators.md, "Roles"): the MCP
+# server as knowledge_app, the worker and ctl migrate as the schema owner,
+# ctl as knowledge_operator; their defaults are these loopback URLs.
+export OWNER_DATABASE_URL=${OWNER_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/knowledge?sslmode=disable}
 export REDIS_URL=${REDIS_URL:-redis://127.0.0.1:6379/0}
 export MCP_ADDR=${MCP_ADDR:-127.0.0.1:8080}
 export DASHBOARD_ADDR=${DASHBOARD_ADDR:-127.0.0.1:8090}

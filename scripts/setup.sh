@@ -10,7 +10,9 @@
 # Elsewhere it stops with a message that says what to install.
 set -euo pipefail
 
-DATABASE_URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/knowledge?sslmode=disable}
+# The schema owner's connection: the database is made with it; the
+# application's and the operator's roles are made by `ctl migrate up`.
+DATABASE_URL=${OWNER_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/knowledge?sslmode=disable}
 REDIS_URL=${REDIS_URL:-redis://127.0.0.1:6379/0}
 PGVECTOR_MIN=0.8.0
 
@@ -45,7 +47,7 @@ if ! command -v psql >/dev/null; then
     log "installing PostgreSQL client and server"
     apt_install postgresql postgresql-contrib
   else
-    die "psql not found: install PostgreSQL 15+ (with contrib) or set DATABASE_URL to a reachable server"
+    die "psql not found: install PostgreSQL 15+ (with contrib) or set OWNER_DATABASE_URL to a reachable server"
   fi
 fi
 if ! pg_ready; then
@@ -60,7 +62,7 @@ if ! pg_ready; then
     done
     for _ in $(seq 1 30); do pg_ready && break; sleep 1; done
   fi
-  pg_ready || die "PostgreSQL is not reachable at $(admin_url "$DATABASE_URL"): start it or set DATABASE_URL"
+  pg_ready || die "PostgreSQL is not reachable at $(admin_url "$DATABASE_URL"): start it or set OWNER_DATABASE_URL"
 fi
 
 server_num=$(psql "$(admin_url "$DATABASE_URL")" -Atqc 'show server_version_num')

@@ -18,7 +18,7 @@ func TestAudit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	d := testenv.Postgres(t)
-	c := &cli{t: t, url: d.URL}
+	c := &cli{t: t, url: d.OperatorURL(), owner: d.URL}
 	org := uuid.MustParse(c.ok("org", "create", "--name", "acme")["id"].(string))
 	other := uuid.MustParse(c.ok("org", "create", "--name", "other")["id"].(string))
 	scout, mole := uuid.New(), uuid.New()

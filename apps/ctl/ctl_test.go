@@ -12,13 +12,15 @@ import (
 )
 
 type cli struct {
-	t   *testing.T
-	url string
+	t     *testing.T
+	url   string // DATABASE_URL: the operator's role, as deployed
+	owner string // OWNER_DATABASE_URL (ctl migrate)
 }
 
 func newCLI(t *testing.T) *cli {
 	t.Helper()
-	return &cli{t: t, url: testenv.Postgres(t).URL}
+	d := testenv.Postgres(t)
+	return &cli{t: t, url: d.OperatorURL(), owner: d.URL}
 }
 
 // run runs ctl and returns exit code, stdout and stderr.
@@ -26,8 +28,11 @@ func (c *cli) run(args ...string) (int, string, string) {
 	c.t.Helper()
 	var out, errb bytes.Buffer
 	getenv := func(k string) string {
-		if k == "DATABASE_URL" {
+		switch k {
+		case "DATABASE_URL":
 			return c.url
+		case "OWNER_DATABASE_URL":
+			return c.owner
 		}
 		return ""
 	}
@@ -103,7 +108,7 @@ func TestOperatorFlow(t *testing.T) {
 func TestIssuedTokenVerifies(t *testing.T) {
 	t.Parallel()
 	d := testenv.Postgres(t)
-	c := &cli{t: t, url: d.URL}
+	c := &cli{t: t, url: d.OperatorURL(), owner: d.URL}
 	org := c.ok("org", "create", "--name", "acme")["id"].(string)
 	agent := c.ok("agent", "create", "--org", org, "--name", "scout")["id"].(string)
 	tok := c.ok("token", "create", "--org", org, "--agent", agent, "--scopes", "knowledge:read")["token"].(string)
@@ -172,7 +177,7 @@ func TestDevBootstrapIsRepeatable(t *testing.T) {
 func TestMigrateUpOnEmptyDatabase(t *testing.T) {
 	t.Parallel()
 	d := testenv.EmptyPostgres(t)
-	c := &cli{t: t, url: d.URL}
+	c := &cli{t: t, url: d.OperatorURL(), owner: d.URL}
 	code, out, _ := c.run("migrate", "status")
 	if code != 0 || !strings.Contains(out, "pending") {
 		t.Fatalf("status before: %d %q", code, out)
@@ -203,14 +208,14 @@ func TestReembed(t *testing.T) {
 	getenv := func(k string) string {
 		switch k {
 		case "DATABASE_URL":
-			return d.URL
+			return d.OperatorURL()
 		case "REDIS_URL":
 			return r.URL
 		}
 		return ""
 	}
 	ctx := context.Background()
-	c := &cli{t: t, url: d.URL}
+	c := &cli{t: t, url: d.OperatorURL(), owner: d.URL}
 	org := c.ok("org", "create", "--name", "acme")["id"].(string)
 	// One entry ready under another model, one failed, one ready under the current model.
 	for _, q := range []string{

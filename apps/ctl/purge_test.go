@@ -23,7 +23,7 @@ func TestPurgeOrg(t *testing.T) {
 	getenv := func(k string) string {
 		switch k {
 		case "DATABASE_URL":
-			return d.URL
+			return d.OperatorURL()
 		case "REDIS_URL":
 			return r.URL
 		}
@@ -35,7 +35,7 @@ func TestPurgeOrg(t *testing.T) {
 		return code, out.String(), errb.String()
 	}
 	ctx := context.Background()
-	c := &cli{t: t, url: d.URL}
+	c := &cli{t: t, url: d.OperatorURL(), owner: d.URL}
 	opt := asynq.RedisClientOpt{Addr: r.Options.Addr, DB: r.DB}
 	client := asynq.NewClient(opt)
 	defer client.Close()

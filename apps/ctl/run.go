@@ -56,7 +56,7 @@ func (e *env) db() (*pgxpool.Pool, error) {
 	if e.pool != nil {
 		return e.pool, nil
 	}
-	p, err := db.Open(e.ctx, e.config().String("DATABASE_URL", db.DefaultURL))
+	p, err := db.Open(e.ctx, e.config().String("DATABASE_URL", db.DefaultOperatorURL))
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +109,9 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-16s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(w, "\nenvironment: DATABASE_URL (default "+db.DefaultURL+"), REDIS_URL (reembed)")
+	fmt.Fprintln(w, "\nenvironment: DATABASE_URL (the operator's role, default "+db.DefaultOperatorURL+"),")
+	fmt.Fprintln(w, "  OWNER_DATABASE_URL (migrate: the schema owner, default "+db.DefaultOwnerURL+"),")
+	fmt.Fprintln(w, "  DB_APP_ROLE, DB_OPERATOR_ROLE (migrate: the roles it makes and grants), REDIS_URL (reembed)")
 }
 
 // run is the testable main: it returns the exit code.

@@ -15,7 +15,7 @@ func TestStats(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	d := testenv.Postgres(t)
-	c := &cli{t: t, url: d.URL}
+	c := &cli{t: t, url: d.OperatorURL(), owner: d.URL}
 	org := c.ok("org", "create", "--name", "acme")["id"].(string)
 	scout := c.ok("agent", "create", "--org", org, "--name", "scout")["id"].(string)
 	mole := c.ok("agent", "create", "--org", org, "--name", "mole")["id"].(string)

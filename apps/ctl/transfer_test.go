@@ -18,7 +18,7 @@ func TestExportImportCommands(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	srcDB := testenv.Postgres(t)
-	src := &cli{t: t, url: srcDB.URL}
+	src := &cli{t: t, url: srcDB.OperatorURL(), owner: srcDB.URL}
 	org := src.ok("org", "create", "--name", "acme")["id"].(string)
 	agent := src.ok("agent", "create", "--org", org, "--name", "scout")["id"].(string)
 	svc := knowledge.New(srcDB.Pool, knowledge.Options{})

@@ -12,9 +12,10 @@ import (
 )
 
 // The audit trail's retention (docs/operators.md, "Audit trail"): the
-// worker deletes the records older than AUDIT_RETENTION (default 90 days)
-// at start and then every AUDIT_PRUNE_INTERVAL (default 1 h), in batches
-// of 10,000 rows, each its own statement.
+// worker drops the days of records older than AUDIT_RETENTION (default 90
+// days; a day leaves once all of it is older) at start and then every
+// AUDIT_PRUNE_INTERVAL (default 1 h), and makes the days ahead
+// (tenancy.AuditDaysAhead) that the MCP servers will write into.
 
 type auditConfig struct {
 	retention, interval time.Duration
@@ -52,14 +53,18 @@ func pruneAudit(ctx context.Context, ten *tenancy.Service, c auditConfig, m *met
 	defer t.Stop()
 	for {
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-		n, err := ten.PruneAudit(pctx, time.Now().Add(-c.retention), 10_000)
+		now := time.Now()
+		n, err := ten.PruneAudit(pctx, now.Add(-c.retention))
+		if err == nil {
+			_, err = ten.EnsureAuditDays(pctx, now, now.Add(tenancy.AuditDaysAhead*24*time.Hour))
+		}
 		cancel()
 		m.auditPruned.Add(float64(n))
 		switch {
 		case err != nil && ctx.Err() == nil:
-			log.Warn("audit retention pass failed", "deleted", n, "err", err)
+			log.Warn("audit retention pass failed", "dropped", n, "err", err)
 		case n > 0:
-			log.Info("audit retention", "deleted", n, "retention", c.retention.String())
+			log.Info("audit retention", "dropped", n, "retention", c.retention.String())
 		}
 		select {
 		case <-ctx.Done():

@@ -14,7 +14,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/testenv"
 )
 
-// TestPruneAuditLoop: the worker's retention deletes the records past
+// TestPruneAuditLoop: the worker's retention drops the days past
 // AUDIT_RETENTION at its first pass (at start), keeps the younger ones,
 // counts what it deleted, and stops with its context.
 func TestPruneAuditLoop(t *testing.T) {
@@ -28,7 +28,7 @@ func TestPruneAuditLoop(t *testing.T) {
 	}
 	agent := uuid.New()
 	var events []tenancy.AuditEvent
-	for _, age := range []time.Duration{time.Minute, 47 * time.Hour, 49 * time.Hour, 400 * 24 * time.Hour} {
+	for _, age := range []time.Duration{time.Minute, 47 * time.Hour, 73 * time.Hour, 300 * 24 * time.Hour} {
 		events = append(events, tenancy.AuditEvent{OrgID: org.ID, At: time.Now().Add(-age), AgentID: &agent,
 			Kind: tenancy.AuditTool, Name: "get_knowledge", Outcome: "ok"})
 	}

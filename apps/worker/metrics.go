@@ -105,7 +105,7 @@ func newMetrics() *metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.auditPruned = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "knowledge_audit_records_pruned_total",
-		Help: "Audit records deleted by the retention (AUDIT_RETENTION).",
+		Help: "Audit records dropped by the retention (whole days past AUDIT_RETENTION).",
 	})
 	m.reg.MustRegister(m.auditPruned)
 	m.switchBackfilled = prometheus.NewCounter(prometheus.CounterOpts{

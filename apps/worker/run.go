@@ -16,8 +16,8 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
-	"github.com/agentfleet/orchestrator/packages/tracing"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
+	"github.com/agentfleet/orchestrator/packages/tracing"
 )
 
 // DefaultMetricsAddr is loopback: metrics are for a local scraper or a
@@ -36,7 +36,7 @@ type config struct {
 
 func parseConfig(e *appenv.Env) config {
 	c := config{
-		databaseURL: e.String("DATABASE_URL", db.DefaultURL),
+		databaseURL: e.String("DATABASE_URL", db.DefaultOwnerURL), // its upkeep needs the owner (db/roles.go)
 		redisURL:    e.String("REDIS_URL", db.DefaultRedisURL),
 		metricsAddr: e.String("WORKER_METRICS_ADDR", DefaultMetricsAddr),
 	}

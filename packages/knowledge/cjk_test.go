@@ -329,11 +329,11 @@ func TestCJKSearchWhateverTheOrgsConfig(t *testing.T) {
 		t.Run(c.cfg, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
-			if _, err := b.svc.SetTextSearchConfig(b.ctx, b.org, c.cfg); err != nil {
+			if _, err := b.ops.SetTextSearchConfig(b.ctx, b.org, c.cfg); err != nil {
 				t.Fatal(err)
 			}
 			checkCJKSearch(t, b, b.alice, c.text, c.query)
-			if st, err := b.svc.SearchIndexStatus(b.ctx, b.org); err != nil || st.TextSearchConfig != c.cfg {
+			if st, err := b.ops.SearchIndexStatus(b.ctx, b.org); err != nil || st.TextSearchConfig != c.cfg {
 				t.Fatalf("status %+v %v", st, err)
 			}
 		})

@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -25,6 +26,7 @@ type CorrectResult struct {
 // Store's, its errors name "replacement.<argument>". With a client token a
 // retry answers the first result (Stored.Replayed, AlreadySuperseded).
 func (s *Service) Correct(ctx context.Context, c Caller, oldID uuid.UUID, replacement StoreInput) (*CorrectResult, error) {
+	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := checkCaller(c, true); err != nil {
 		return nil, err
 	}

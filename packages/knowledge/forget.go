@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -56,6 +57,7 @@ type ForgetResult struct {
 // its author and to whoever forgot it; to anyone else a forgotten id is
 // not found, like an id that never existed or belongs to another org.
 func (s *Service) Forget(ctx context.Context, c Caller, id uuid.UUID, reason string, othersAllowed bool) (*ForgetResult, error) {
+	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := checkCaller(c, true); err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -16,6 +17,7 @@ import (
 // the entries it directly replaced) and its task links. An id of another org
 // is not found, exactly like a missing one.
 func (s *Service) Get(ctx context.Context, c Caller, id uuid.UUID) (*Entry, error) {
+	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := checkCaller(c, false); err != nil {
 		return nil, err
 	}

@@ -18,12 +18,15 @@ import (
 )
 
 // bundle is what one test works with: a fresh migrated database, a leased
-// Redis database, a Service, two agents of one org and one of another org.
+// Redis database, a Service as the MCP server runs it (the application's
+// role) and one as the worker and ctl do (the owner), two agents of one org
+// and one of another org.
 type bundle struct {
 	ctx        context.Context
 	pool       *pgxpool.Pool
 	redis      *testenv.Redis
-	svc        *knowledge.Service
+	svc        *knowledge.Service // as the application's role (row-level security applies)
+	ops        *knowledge.Service // as the schema's owner: the worker's and ctl's calls across orgs
 	enq        *recordingEnqueuer
 	org, other uuid.UUID
 	alice, bob knowledge.Caller // agents of org
@@ -47,7 +50,8 @@ func setup(t testing.TB, opts ...option) *bundle {
 	for _, f := range opts {
 		f(&o)
 	}
-	b.svc = knowledge.New(db.Pool, o)
+	b.svc = knowledge.New(db.AppPool(t), o)
+	b.ops = knowledge.New(db.Pool, o)
 	return b
 }
 
@@ -190,7 +194,7 @@ var future = time.Now().Add(24 * time.Hour)
 // indexAll runs the lexical indexer until the queue is empty, as the worker does.
 func (b *bundle) indexAll(t *testing.T) {
 	t.Helper()
-	if _, err := b.svc.IndexAll(b.ctx); err != nil {
+	if _, err := b.ops.IndexAll(b.ctx); err != nil {
 		t.Fatal(err)
 	}
 }

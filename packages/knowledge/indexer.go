@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -42,6 +43,7 @@ var indexBatchSQL string
 // exactly once even with several workers, and a crash loses nothing (the
 // transaction rolls back, the rows stay queued).
 func (s *Service) IndexPending(ctx context.Context, org uuid.UUID, max int) (int, error) {
+	ctx = db.WithOrg(ctx, org)
 	if max <= 0 {
 		max = IndexBatchSize
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -49,6 +50,7 @@ type VectorIndexState struct {
 // SearchIndexStatus reports an org's lexical index and its own vector
 // indexes.
 func (s *Service) SearchIndexStatus(ctx context.Context, org uuid.UUID) (*SearchIndexStatus, error) {
+	ctx = db.WithOrg(ctx, org)
 	r, err := s.q.SearchIndexStatus(ctx, org)
 	if err != nil {
 		return nil, mapErr(err, "")
@@ -73,6 +75,7 @@ func (s *Service) SearchIndexStatus(ctx context.Context, org uuid.UUID) (*Search
 // fly) and every entry through the vector list. Other orgs are untouched.
 // It returns how many entries were queued.
 func (s *Service) SetTextSearchConfig(ctx context.Context, org uuid.UUID, config string) (int64, error) {
+	ctx = db.WithOrg(ctx, org)
 	config = strings.TrimSpace(config)
 	if config == "" {
 		return 0, InvalidArgument("config", "must name a text search configuration")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -75,6 +76,7 @@ var (
 // at the first, and entries stored meanwhile (newer than any page already
 // served) neither shift nor repeat the pages after.
 func (s *Service) List(ctx context.Context, c Caller, in ListInput) (*ListResult, error) {
+	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := checkCaller(c, false); err != nil {
 		return nil, err
 	}

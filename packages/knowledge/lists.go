@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	"github.com/google/uuid"
+
+	"github.com/agentfleet/orchestrator/db"
 )
 
 // ListHit is one entry of one ranked list: its id and the list's own
@@ -42,6 +44,7 @@ const MaxListDepth = 1000
 // taken depth deep (1..MaxListDepth) and returns every list and the fusion.
 // The vector list is the raw list, before the calibration's floor.
 func (s *Service) SearchLists(ctx context.Context, c Caller, in SearchInput, depth int) (*Lists, error) {
+	ctx = db.WithOrg(ctx, c.OrgID)
 	if n := s.servedByNext(ctx, c.OrgID); n != nil {
 		return n.SearchLists(ctx, c, in, depth) // the org has cut over to the next model
 	}

@@ -106,7 +106,7 @@ func TestModelSwitchUnderLiveTraffic(t *testing.T) {
 	for pass := 0; pass < 100 && !cut; pass++ {
 		// A pass stopped by Max cuts nothing over; one that ran out of
 		// entries cuts over what is covered.
-		rep, err := b.svc.Backfill(ctx, next, knowledge.BackfillOptions{Batch: 8, Max: 16})
+		rep, err := b.ops.Backfill(ctx, next, knowledge.BackfillOptions{Batch: 8, Max: 16})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,7 +139,7 @@ func TestModelSwitchUnderLiveTraffic(t *testing.T) {
 		t.Fatalf("searches saw before %d times, after %d times: the traffic did not span the switch", seen[before], seen[after])
 	}
 	// The other org, with no entries, was cut over too; coverage says so.
-	cov, err := b.svc.ModelSwitchCoverage(ctx, next)
+	cov, err := b.ops.ModelSwitchCoverage(ctx, next)
 	if err != nil {
 		t.Fatal(err)
 	}

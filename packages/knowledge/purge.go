@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
@@ -101,6 +102,7 @@ func (s *Service) Purge(ctx context.Context, org uuid.UUID, scope PurgeScope, dr
 // a later batch, and the second reset leaves the index exactly what
 // indexing the remaining rows gives (docs/operators.md, "Purge").
 func (s *Service) PurgeWith(ctx context.Context, org uuid.UUID, scope PurgeScope, o PurgeOptions) (*PurgeReport, error) {
+	ctx = db.WithOrg(ctx, org)
 	dryRun := o.DryRun
 	if err := scope.check(); err != nil {
 		return nil, err

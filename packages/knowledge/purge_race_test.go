@@ -50,7 +50,7 @@ func TestPurgeAllRacingStoresAndWorker(t *testing.T) {
 		if _, err := b.pool.Exec(b.ctx, `INSERT INTO org_quotas (org_id, resource, used) VALUES ($1, 'knowledge_stored', 1200)`, org); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.svc.IndexPending(b.ctx, org, 400); err != nil {
+		if _, err := b.ops.IndexPending(b.ctx, org, 400); err != nil {
 			t.Fatal(err)
 		}
 		rows, err := b.pool.Query(b.ctx, "SELECT id, embedding_generation FROM knowledge WHERE org_id = $1", org)
@@ -122,7 +122,7 @@ func TestPurgeAllRacingStoresAndWorker(t *testing.T) {
 		go func() { // the lexical indexer
 			defer wg.Done()
 			for ctx.Err() == nil {
-				if _, err := b.svc.IndexAll(ctx); err != nil && ctx.Err() == nil {
+				if _, err := b.ops.IndexAll(ctx); err != nil && ctx.Err() == nil {
 					t.Errorf("indexer: %v", err)
 				}
 				time.Sleep(10 * time.Millisecond)
@@ -131,7 +131,7 @@ func TestPurgeAllRacingStoresAndWorker(t *testing.T) {
 
 		time.Sleep(time.Duration(50+rng.IntN(150)) * time.Millisecond)
 		purging.Store(true)
-		rep, err := b.svc.Purge(b.ctx, org, knowledge.PurgeScope{All: true}, false)
+		rep, err := b.ops.Purge(b.ctx, org, knowledge.PurgeScope{All: true}, false)
 		time.Sleep(time.Duration(rng.IntN(100)) * time.Millisecond)
 		cancel()
 		wg.Wait()
@@ -151,7 +151,7 @@ func TestPurgeAllRacingStoresAndWorker(t *testing.T) {
 				t.Fatalf("round %d: no entry left, index holds %v", round, after)
 			}
 		} else {
-			if _, err := b.svc.SetTextSearchConfig(b.ctx, org, "english"); err != nil {
+			if _, err := b.ops.SetTextSearchConfig(b.ctx, org, "english"); err != nil {
 				t.Fatal(err)
 			}
 			b.indexAll(t)

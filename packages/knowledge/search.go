@@ -17,6 +17,7 @@ import (
 	"github.com/pgvector/pgvector-go"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -32,6 +33,7 @@ import (
 // answer comes from the two lexical lists, with VectorSearch false and a
 // Notice saying why: a degraded answer beats none.
 func (s *Service) Search(ctx context.Context, c Caller, in SearchInput) (*SearchResult, error) {
+	ctx = db.WithOrg(ctx, c.OrgID)
 	if n := s.servedByNext(ctx, c.OrgID); n != nil {
 		return n.Search(ctx, c, in) // the org has cut over to the next model
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
@@ -119,7 +120,10 @@ func (o Options) WithUnboundedPostings() Options {
 
 // Service is the knowledge domain API. It is safe for concurrent use.
 type Service struct {
-	pool *pgxpool.Pool
+	// pool sends every statement as the context's org (db.Scoped): the
+	// methods a caller reaches put the caller's org in the context first
+	// (scope), so row-level security shows them their org only.
+	pool db.Scoped
 	opts Options
 	q    *sqlc.Queries
 
@@ -170,7 +174,8 @@ func New(pool *pgxpool.Pool, opts Options) *Service {
 		c := CalibrationFor(opts.Embedder.Model())
 		opts.VectorCalibration = &c
 	}
-	return &Service{pool: pool, opts: opts, q: sqlc.New(pool), qvec: newQueryVectors(), next: next,
+	scoped := db.Scope(pool)
+	return &Service{pool: scoped, opts: opts, q: sqlc.New(scoped), qvec: newQueryVectors(), next: next,
 		vecStmt: vectorStmt(SpaceOf(opts.Embedder))}
 }
 

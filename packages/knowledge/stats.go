@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
@@ -74,6 +75,7 @@ type AgentCount struct {
 // docs/benchmarks.md). The org is not checked: callers pass an org that
 // exists (a token's, or one ctl looked up).
 func (s *Service) Stats(ctx context.Context, org uuid.UUID, topTags int) (*OrgStats, error) {
+	ctx = db.WithOrg(ctx, org)
 	if topTags <= 0 {
 		topTags = 10
 	}

@@ -87,7 +87,7 @@ func TestStatsCountersExact(t *testing.T) {
 	b := setup(t)
 	check := func(when string) {
 		t.Helper()
-		st, err := b.svc.Stats(b.ctx, b.org, 100)
+		st, err := b.ops.Stats(b.ctx, b.org, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,11 +148,11 @@ func TestStatsCountersExact(t *testing.T) {
 		}
 	}
 	check("expiries in other hours")
-	if _, err := b.svc.Purge(b.ctx, b.org, knowledge.PurgeScope{Agent: b.bob.AgentID}, false); err != nil {
+	if _, err := b.ops.Purge(b.ctx, b.org, knowledge.PurgeScope{Agent: b.bob.AgentID}, false); err != nil {
 		t.Fatal(err)
 	}
 	check("after a purge of an agent")
-	if _, err := b.svc.CompactCounts(b.ctx, 3); err != nil {
+	if _, err := b.ops.CompactCounts(b.ctx, 3); err != nil {
 		t.Fatal(err)
 	}
 	var left int
@@ -164,7 +164,7 @@ func TestStatsCountersExact(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("counts and new deltas together")
-	st, err := b.svc.Stats(b.ctx, b.org, 2)
+	st, err := b.ops.Stats(b.ctx, b.org, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func TestStatsCountersExact(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if st, err = b.svc.Stats(b.ctx, b.org, 2); err != nil || st.Forgotten != 1 {
+	if st, err = b.ops.Stats(b.ctx, b.org, 2); err != nil || st.Forgotten != 1 {
 		t.Fatalf("forgotten: %v %v", st.Forgotten, err)
 	}
 }
@@ -206,10 +206,10 @@ func TestPurgeLeavesNoTagInTheCounters(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := b.svc.CompactCounts(b.ctx, 0); err != nil { // the tag is a folded counter too
+	if _, err := b.ops.CompactCounts(b.ctx, 0); err != nil { // the tag is a folded counter too
 		t.Fatal(err)
 	}
-	if _, err := b.svc.Purge(b.ctx, b.org, knowledge.PurgeScope{Agent: b.bob.AgentID}, false); err != nil {
+	if _, err := b.ops.Purge(b.ctx, b.org, knowledge.PurgeScope{Agent: b.bob.AgentID}, false); err != nil {
 		t.Fatal(err)
 	}
 	var n int
@@ -217,7 +217,7 @@ func TestPurgeLeavesNoTagInTheCounters(t *testing.T) {
 		+ (SELECT count(*) FROM knowledge_count_deltas WHERE key = 'patient-jane-doe')`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("%d counter rows still name the purged tag (%v)", n, err)
 	}
-	st, err := b.svc.Stats(b.ctx, b.org, 10)
+	st, err := b.ops.Stats(b.ctx, b.org, 10)
 	if err != nil || st.Entries != 1 || len(st.TopTags) != 1 || st.TopTags[0].Tag != "shared" {
 		t.Fatalf("stats after the purge: %+v %v", st, err)
 	}
@@ -240,7 +240,7 @@ func TestStatsCountersUnderConcurrency(t *testing.T) {
 					return
 				default:
 				}
-				if _, err := b.svc.CompactCounts(b.ctx, 7); err != nil {
+				if _, err := b.ops.CompactCounts(b.ctx, 7); err != nil {
 					folds <- err
 					return
 				}
@@ -276,7 +276,7 @@ func TestStatsCountersUnderConcurrency(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	st, err := b.svc.Stats(b.ctx, b.org, 100)
+	st, err := b.ops.Stats(b.ctx, b.org, 100)
 	if err != nil {
 		t.Fatal(err)
 	}

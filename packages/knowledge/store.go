@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
 
+	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
@@ -25,6 +26,7 @@ var errTokenTaken = errors.New("client token already used")
 // failed store consumes nothing. After commit the entry is handed to the
 // Enqueuer. With a ClientToken the call is idempotent (see idempotence.go).
 func (s *Service) Store(ctx context.Context, c Caller, in StoreInput) (*StoreResult, error) {
+	ctx = db.WithOrg(ctx, c.OrgID)
 	a, err := validateStore(c, in, s.opts.Now())
 	if err != nil {
 		return nil, err

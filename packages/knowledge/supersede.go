@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -50,6 +51,7 @@ const maxSupersedeAttempts = 5
 // and searches (which never take it), each holds it for milliseconds, and
 // other orgs never wait. TestSupersedeSerialisedPerOrg pins the lock.
 func (s *Service) Supersede(ctx context.Context, c Caller, oldID, newID uuid.UUID) (*SupersedeResult, error) {
+	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := checkCaller(c, true); err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -21,6 +22,7 @@ type linkArgs struct {
 // task of another org is not found. The caller's agent is recorded when it
 // has one (task runners may call with AgentID = uuid.Nil).
 func (s *Service) LinkTask(ctx context.Context, c Caller, knowledgeID uuid.UUID, ref TaskRef) (*TaskLink, error) {
+	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := checkCaller(c, false); err != nil {
 		return nil, err
 	}
@@ -68,6 +70,7 @@ type TaskEntry struct {
 // gives an empty list. Superseded entries are listed too, naming their head,
 // so a task runner can follow to the current knowledge.
 func (s *Service) TaskKnowledge(ctx context.Context, c Caller, taskID uuid.UUID, kind LinkKind) ([]TaskEntry, error) {
+	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := checkCaller(c, false); err != nil {
 		return nil, err
 	}

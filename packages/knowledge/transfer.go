@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
 
+	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
@@ -140,6 +141,7 @@ func utcp(t *time.Time) *time.Time {
 // read, read-only transaction), page by page with keyset paging, so its
 // memory does not grow with the org; w is buffered here.
 func (s *Service) Export(ctx context.Context, org uuid.UUID, w io.Writer, o ExportOptions) (*ExportReport, error) {
+	ctx = db.WithOrg(ctx, org)
 	if o.PageSize <= 0 {
 		o.PageSize = 1000
 	}
@@ -308,6 +310,7 @@ var ErrNewerFormat = errors.New("the file is of a newer format version")
 // grace period (WORKER_RECONCILE_GRACE); the lexical indexer picks them up
 // on its next pass.
 func (s *Service) Import(ctx context.Context, org uuid.UUID, open func() (io.ReadCloser, error), o ImportOptions) (*ImportReport, error) {
+	ctx = db.WithOrg(ctx, org)
 	rep := &ImportReport{Skipped: map[string]int64{}}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := s.importPass(ctx, tx, org, open, 1, o, rep); err != nil {

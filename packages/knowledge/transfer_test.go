@@ -130,12 +130,12 @@ func TestImportRespectsQuotaAndVersion(t *testing.T) {
 	b.variedOrg(t)
 	file, _ := b.export(t, b.svc, b.org, false)
 	b.setQuota(t, b.other, 3)
-	_, err := b.svc.Import(b.ctx, b.other, opener(file), knowledge.ImportOptions{})
+	_, err := b.ops.Import(b.ctx, b.other, opener(file), knowledge.ImportOptions{})
 	wantCode(t, err, knowledge.CodeQuotaExceeded, "ignore-quota")
 	if n := b.count(t, "SELECT count(*) FROM knowledge WHERE org_id = $1", b.other); n != 0 {
 		t.Fatalf("a refused import left %d entries", n)
 	}
-	rep, err := b.svc.Import(b.ctx, b.other, opener(file), knowledge.ImportOptions{IgnoreQuota: true})
+	rep, err := b.ops.Import(b.ctx, b.other, opener(file), knowledge.ImportOptions{IgnoreQuota: true})
 	if err != nil || rep.Entries != 4 {
 		t.Fatalf("import with IgnoreQuota: %+v %v", rep, err)
 	}
@@ -147,16 +147,16 @@ func TestImportRespectsQuotaAndVersion(t *testing.T) {
 		t.Fatalf("%d shared ids", n)
 	}
 	newer := bytes.Replace(file, []byte(`"version":1`), []byte(`"version":2`), 1)
-	if _, err := b.svc.Import(b.ctx, b.other, opener(newer), knowledge.ImportOptions{}); !errors.Is(err, knowledge.ErrNewerFormat) {
+	if _, err := b.ops.Import(b.ctx, b.other, opener(newer), knowledge.ImportOptions{}); !errors.Is(err, knowledge.ErrNewerFormat) {
 		t.Fatalf("a newer version: %v", err)
 	}
 	unknown := append(append([]byte{}, file...), []byte(`{"kind":"hologram","id":"x"}`+"\n")...)
-	rep, err = b.svc.Import(b.ctx, b.other, opener(unknown), knowledge.ImportOptions{})
+	rep, err = b.ops.Import(b.ctx, b.other, opener(unknown), knowledge.ImportOptions{})
 	if err != nil || rep.Skipped[`unknown kind "hologram"`] != 1 {
 		t.Fatalf("unknown kind: %+v %v", rep, err)
 	}
 	broken := []byte(strings.SplitN(string(file), "\n", 2)[0] + "\n{not json\n")
-	_, err = b.svc.Import(b.ctx, b.other, opener(broken), knowledge.ImportOptions{})
+	_, err = b.ops.Import(b.ctx, b.other, opener(broken), knowledge.ImportOptions{})
 	wantCode(t, err, knowledge.CodeInvalidArgument, "file")
 }
 
@@ -178,7 +178,7 @@ func TestImportClientTokensNeverClash(t *testing.T) {
 	if bytes.Contains(file1, []byte(tok.String())) || bytes.Contains(file1, []byte("clientToken")) {
 		t.Fatalf("the export holds the client token:\n%s", file1)
 	}
-	if _, err := b.svc.Purge(b.ctx, b.org, knowledge.PurgeScope{Entry: first.ID}, false); err != nil {
+	if _, err := b.ops.Purge(b.ctx, b.org, knowledge.PurgeScope{Entry: first.ID}, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.redis.Client.FlushDB(b.ctx).Err(); err != nil { // the 60 s key expired
@@ -195,7 +195,7 @@ func TestImportClientTokensNeverClash(t *testing.T) {
 	}
 	target := b.mkOrg(t, "target")
 	for _, f := range [][]byte{withToken, file2} {
-		if _, err := b.svc.Import(b.ctx, target, opener(f), knowledge.ImportOptions{}); err != nil {
+		if _, err := b.ops.Import(b.ctx, target, opener(f), knowledge.ImportOptions{}); err != nil {
 			t.Fatalf("import: %v", err)
 		}
 	}
@@ -218,7 +218,7 @@ func TestImportRefusesForgottenEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := b.entries(t)
-	_, err := b.svc.Import(b.ctx, b.org, opener(file), knowledge.ImportOptions{})
+	_, err := b.ops.Import(b.ctx, b.org, opener(file), knowledge.ImportOptions{})
 	e := wantCode(t, err, knowledge.CodeInvalidArgument, "file")
 	if !strings.Contains(e.Message, gone.String()) || !strings.Contains(e.Message, "forgotten") {
 		t.Errorf("refusal: %v", e)
@@ -230,7 +230,7 @@ func TestImportRefusesForgottenEntries(t *testing.T) {
 		t.Fatal("the forgotten entry is back")
 	}
 	target := b.mkOrg(t, "target")
-	if _, err := b.svc.Import(b.ctx, target, opener(file), knowledge.ImportOptions{}); err != nil {
+	if _, err := b.ops.Import(b.ctx, target, opener(file), knowledge.ImportOptions{}); err != nil {
 		t.Fatalf("import into another org: %v", err)
 	}
 }

@@ -43,7 +43,7 @@ func TestUpkeepBuildsAnOrgVectorIndex(t *testing.T) {
 
 	space := knowledge.SpaceOf(embed.NewLocal())
 	// The first pass builds the model's index over every org.
-	rep, err := b.svc.Upkeep(b.ctx)
+	rep, err := b.ops.Upkeep(b.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestUpkeepBuildsAnOrgVectorIndex(t *testing.T) {
 	name := space.OrgIndexName(b.org)
 	vectorIndexes := func(org uuid.UUID) []knowledge.VectorIndexState {
 		t.Helper()
-		st, err := b.svc.SearchIndexStatus(b.ctx, org)
+		st, err := b.ops.SearchIndexStatus(b.ctx, org)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +62,7 @@ func TestUpkeepBuildsAnOrgVectorIndex(t *testing.T) {
 	if got := vectorIndexes(b.org); len(got) != 0 {
 		t.Fatalf("the org's own vector indexes before Upkeep built one: %v", got)
 	}
-	rep, err = b.svc.Upkeep(b.ctx)
+	rep, err = b.ops.Upkeep(b.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestUpkeepBuildsAnOrgVectorIndex(t *testing.T) {
 		t.Fatalf("answers differ with the org's index: %v vs %v", ids(got.Hits), ids(want.Hits))
 	}
 	// Nothing more to build.
-	if rep, err := b.svc.Upkeep(b.ctx); err != nil || len(rep.Built) != 0 {
+	if rep, err := b.ops.Upkeep(b.ctx); err != nil || len(rep.Built) != 0 {
 		t.Fatalf("second pass: %+v %v", rep, err)
 	}
 	// An invalid index (a failed concurrent build) is dropped, then rebuilt.
@@ -121,7 +121,7 @@ func TestUpkeepBuildsAnOrgVectorIndex(t *testing.T) {
 	if got := vectorIndexes(b.org); !slices.Equal(got, []knowledge.VectorIndexState{{Name: name, Valid: false}}) {
 		t.Fatalf("the org's own vector indexes: %v, want %s not valid", got, name)
 	}
-	if rep, err := b.svc.Upkeep(b.ctx); err != nil || !slices.Equal(rep.Dropped, []string{name}) || !slices.Equal(rep.Built, []string{name}) {
+	if rep, err := b.ops.Upkeep(b.ctx); err != nil || !slices.Equal(rep.Dropped, []string{name}) || !slices.Equal(rep.Built, []string{name}) {
 		t.Fatalf("invalid index: %+v %v", rep, err)
 	}
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentfleet/orchestrator/db"
 )
 
 // Scopes of today's catalogue. knowledge:write_others is a future scope: it
@@ -110,8 +112,10 @@ type Task struct {
 
 // Service is the tenancy API. Safe for concurrent use.
 type Service struct {
-	pool *pgxpool.Pool
+	// pool sends statements as the context's org (db.Scoped): every
+	// method that acts for an org puts it in the context first.
+	pool db.Scoped
 }
 
 // New returns a Service on pool.
-func New(pool *pgxpool.Pool) *Service { return &Service{pool: pool} }
+func New(pool *pgxpool.Pool) *Service { return &Service{pool: db.Scope(pool)} }

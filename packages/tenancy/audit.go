@@ -5,18 +5,22 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/tenancy/internal/sqlc"
 )
 
 // The audit trail: one record per MCP tool call or resource read (table
 // audit_events, migration 00007). The MCP server writes the records in
 // batches (apps/mcp/internal/server/audit.go), ctl audit reads an org's,
-// the worker deletes those past the retention. A record holds who, what,
+// the retention drops the days past it (PruneAudit). A record holds who, what,
 // which entries, how it ended and how long it took; never a secret, a
 // title, a body or a query (a query is its length and QueryHash).
 
@@ -78,22 +82,92 @@ func (h *QueryHasher) Hash(q string) []byte {
 	return m.Sum(nil)[:16]
 }
 
-// WriteAudit appends records in one COPY (one round trip, all or none).
+// WriteAudit appends records in one transaction (all or none) and one
+// round trip: a pipelined batch of INSERTs, the records of each org after
+// setting the transaction's org, since the records of one batch come from
+// the calls of several orgs and row-level security accepts a row only for
+// the org set (db.Scoped). (COPY, one statement for all, is not allowed
+// into a table with row-level security.) A record that falls on a
+// day without a partition (the first call after midnight beyond the days
+// made ahead, a clock far off) makes the days it needs and is written
+// again.
 func (s *Service) WriteAudit(ctx context.Context, events []AuditEvent) error {
-	rows := make([]sqlc.InsertAuditEventsParams, len(events))
-	for i, e := range events {
+	if len(events) == 0 {
+		return nil
+	}
+	byOrg := map[uuid.UUID][]sqlc.InsertAuditEventParams{}
+	var orgs []uuid.UUID
+	days := map[time.Time]bool{}
+	for _, e := range events {
 		ids := e.EntryIDs
 		if ids == nil {
 			ids = []uuid.UUID{}
 		}
-		rows[i] = sqlc.InsertAuditEventsParams{
+		if _, ok := byOrg[e.OrgID]; !ok {
+			orgs = append(orgs, e.OrgID)
+		}
+		byOrg[e.OrgID] = append(byOrg[e.OrgID], sqlc.InsertAuditEventParams{
 			OrgID: e.OrgID, At: e.At, AgentID: e.AgentID, TokenID: e.TokenID,
 			Kind: e.Kind, Name: e.Name, EntryIds: ids, Outcome: e.Outcome,
 			DurationUs: max(e.DurationUs, 0), QueryLength: e.QueryLength, QueryHash: e.QueryHash,
-		}
+		})
+		days[e.At.UTC().Truncate(24*time.Hour)] = true
 	}
-	_, err := s.q().InsertAuditEvents(ctx, rows)
+	write := func() error {
+		// One batch is one implicit transaction: all or none, and each
+		// set_config holds until the next.
+		b := &pgx.Batch{}
+		q := sqlc.New(&queue{b})
+		for _, org := range orgs {
+			b.Queue(db.SetOrgSQL, org.String())
+			for _, r := range byOrg[org] {
+				_ = q.InsertAuditEvent(ctx, r) // queued
+			}
+		}
+		return s.pool.Pool.SendBatch(ctx, b).Close()
+	}
+	err := write()
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23514" && pgErr.ConstraintName == "" {
+		// "no partition of relation audit_events found for row"
+		for d := range days {
+			if _, err := s.EnsureAuditDays(ctx, d, d); err != nil {
+				return err
+			}
+		}
+		err = write()
+	}
 	return err
+}
+
+// queue is a sqlc.DBTX that queues statements into a batch.
+type queue struct{ b *pgx.Batch }
+
+func (q *queue) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	q.b.Queue(sql, args...)
+	return pgconn.CommandTag{}, nil
+}
+
+func (q *queue) Query(context.Context, string, ...any) (pgx.Rows, error) {
+	return nil, errors.New("tenancy: a queued batch cannot read")
+}
+
+func (q *queue) QueryRow(context.Context, string, ...any) pgx.Row {
+	return db.ErrRow(errors.New("tenancy: a queued batch cannot read"))
+}
+
+// AuditDaysAhead is how many days past today EnsureAuditDays makes when
+// called for today (the worker's upkeep, the MCP server at start).
+const AuditDaysAhead = 7
+
+// EnsureAuditDays makes the audit trail's day partitions (UTC) from from's
+// day to to's day that are missing, and returns how many it made.
+func (s *Service) EnsureAuditDays(ctx context.Context, from, to time.Time) (int, error) {
+	n, err := s.q().EnsureAuditDays(ctx, sqlc.EnsureAuditDaysParams{FromAt: from, ToAt: to})
+	if err != nil {
+		return 0, fmt.Errorf("audit days: %w", err)
+	}
+	return int(n), nil
 }
 
 // AuditFilter selects an org's records; zero fields select everything.
@@ -109,6 +183,7 @@ type AuditFilter struct {
 // Audit returns an org's records, newest first. An org that does not exist
 // is ErrNotFound.
 func (s *Service) Audit(ctx context.Context, orgID uuid.UUID, f AuditFilter) ([]AuditEvent, error) {
+	ctx = db.WithOrg(ctx, orgID)
 	if f.Limit == 0 {
 		f.Limit = 100
 	}
@@ -149,25 +224,17 @@ func (s *Service) Audit(ctx context.Context, orgID uuid.UUID, f AuditFilter) ([]
 	return out, nil
 }
 
-// PruneAudit deletes the records older than before, of every org, in
-// batches of batch rows (each its own statement, so a long backlog never
-// holds one long transaction), until none is left or ctx ends. It returns
-// how many it deleted.
-func (s *Service) PruneAudit(ctx context.Context, before time.Time, batch int) (int64, error) {
-	if batch <= 0 {
-		batch = 10_000
+// PruneAudit is the retention: it drops the audit trail's days that ended
+// at or before before, of every org, and returns how many records they
+// held. A record is never deleted on its own: a day leaves whole, through
+// audit_drop_partitions_before, which only the operator's role (and the
+// schema's owner) may run.
+func (s *Service) PruneAudit(ctx context.Context, before time.Time) (int64, error) {
+	n, err := s.q().DropAuditDaysBefore(ctx, before)
+	if err != nil {
+		return 0, fmt.Errorf("audit retention: %w", err)
 	}
-	var total int64
-	for {
-		n, err := s.q().PruneAuditEvents(ctx, sqlc.PruneAuditEventsParams{Before: before, MaxRows: int32(batch)})
-		total += n
-		if err != nil {
-			return total, err
-		}
-		if n < int64(batch) {
-			return total, nil
-		}
-	}
+	return n, nil
 }
 
 // QuotasTx is Quotas inside the caller's transaction, for an org known to

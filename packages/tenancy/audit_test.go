@@ -11,8 +11,9 @@ import (
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
 
-// TestPruneAuditKeepsTheRetention: the retention deletes every org's
-// records older than its bound, in batches, and nothing younger.
+// TestPruneAuditKeepsTheRetention: the retention drops every org's days
+// that ended before its bound, whole: nothing younger than the retention
+// leaves, nothing a day older stays.
 func TestPruneAuditKeepsTheRetention(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -33,21 +34,22 @@ func TestPruneAuditKeepsTheRetention(t *testing.T) {
 	if err := b.svc.WriteAudit(ctx, events); err != nil {
 		t.Fatal(err)
 	}
-	// 90 days: ages 0..85 stay (18 a org), 90..120 go (7 a org).
-	n, err := b.svc.PruneAudit(ctx, now.Add(-tenancy.DefaultAuditRetention+time.Minute), 3)
-	if err != nil || n != 14 {
-		t.Fatalf("pruned %d, %v; want 14", n, err)
+	// 90 days: ages 0..90 stay (19 a org: the 90-day-old record's day is
+	// not over 90 days ago), 95..120 go (6 a org).
+	n, err := b.svc.PruneAudit(ctx, now.Add(-tenancy.DefaultAuditRetention+time.Minute))
+	if err != nil || n != 12 {
+		t.Fatalf("pruned %d, %v; want 12", n, err)
 	}
 	for _, org := range []uuid.UUID{b.org.ID, other.ID} {
 		got, err := b.svc.Audit(ctx, org, tenancy.AuditFilter{Limit: 1000})
-		if err != nil || len(got) != 18 {
-			t.Fatalf("org %v kept %d, %v; want 18", org, len(got), err)
+		if err != nil || len(got) != 19 {
+			t.Fatalf("org %v kept %d, %v; want 19", org, len(got), err)
 		}
-		if oldest := got[len(got)-1].At; now.Sub(oldest) > tenancy.DefaultAuditRetention {
+		if oldest := got[len(got)-1].At; now.Sub(oldest) > tenancy.DefaultAuditRetention+24*time.Hour {
 			t.Fatalf("a record of %v is left", oldest)
 		}
 	}
-	if n, err := b.svc.PruneAudit(ctx, now.Add(-tenancy.DefaultAuditRetention+time.Minute), 3); err != nil || n != 0 {
+	if n, err := b.svc.PruneAudit(ctx, now.Add(-tenancy.DefaultAuditRetention+time.Minute)); err != nil || n != 0 {
 		t.Fatalf("second pass pruned %d, %v", n, err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/tenancy/internal/sqlc"
 )
 
@@ -60,6 +61,7 @@ func checkRateLimit(l RateLimit) error {
 
 // SetRateLimit sets one rate limit of an org (see RateLimit).
 func (s *Service) SetRateLimit(ctx context.Context, orgID uuid.UUID, l RateLimit) (*RateLimit, error) {
+	ctx = db.WithOrg(ctx, orgID)
 	if err := checkRateLimit(l); err != nil {
 		return nil, err
 	}
@@ -86,6 +88,7 @@ func (s *Service) SetRateLimit(ctx context.Context, orgID uuid.UUID, l RateLimit
 // ClearRateLimit removes a setting, so the server's default applies again.
 // It reports whether there was one.
 func (s *Service) ClearRateLimit(ctx context.Context, orgID uuid.UUID, l RateLimit) (bool, error) {
+	ctx = db.WithOrg(ctx, orgID)
 	l.PerMinute = nil
 	if err := checkRateLimit(l); err != nil {
 		return false, err
@@ -97,6 +100,7 @@ func (s *Service) ClearRateLimit(ctx context.Context, orgID uuid.UUID, l RateLim
 // RateLimits lists an org's settings (the server's defaults apply to the
 // rest).
 func (s *Service) RateLimits(ctx context.Context, orgID uuid.UUID) ([]RateLimit, error) {
+	ctx = db.WithOrg(ctx, orgID)
 	if _, err := s.q().GetOrg(ctx, orgID); err != nil {
 		return nil, mapErr(err, "org "+orgID.String())
 	}
@@ -106,6 +110,7 @@ func (s *Service) RateLimits(ctx context.Context, orgID uuid.UUID) ([]RateLimit,
 // RateLimitsFor returns the settings that can apply to one agent's calls:
 // the org's own, the org's default for each agent, and the agent's.
 func (s *Service) RateLimitsFor(ctx context.Context, orgID, agentID uuid.UUID) ([]RateLimit, error) {
+	ctx = db.WithOrg(ctx, orgID)
 	rows, err := s.q().RateLimitsFor(ctx, sqlc.RateLimitsForParams{OrgID: orgID, AgentID: &agentID})
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/tenancy/internal/sqlc"
 )
 
@@ -78,6 +79,7 @@ func (s *Service) ListOrgs(ctx context.Context) ([]Org, error) {
 
 // CreateAgent creates an agent in an org; names are unique per org.
 func (s *Service) CreateAgent(ctx context.Context, orgID uuid.UUID, name string) (*Agent, error) {
+	ctx = db.WithOrg(ctx, orgID)
 	if err := checkName("name", name, 200); err != nil {
 		return nil, err
 	}
@@ -90,6 +92,7 @@ func (s *Service) CreateAgent(ctx context.Context, orgID uuid.UUID, name string)
 
 // ListAgents lists the agents of an org.
 func (s *Service) ListAgents(ctx context.Context, orgID uuid.UUID) ([]Agent, error) {
+	ctx = db.WithOrg(ctx, orgID)
 	if _, err := s.q().GetOrg(ctx, orgID); err != nil {
 		return nil, mapErr(err, "org "+orgID.String())
 	}
@@ -134,6 +137,7 @@ func ParseScopes(list string) ([]string, error) {
 // IssueToken creates a token for an agent. The token's text is returned once;
 // only a hash of its secret is stored. ttl 0 means no expiry.
 func (s *Service) IssueToken(ctx context.Context, orgID, agentID uuid.UUID, scopes []string, ttl time.Duration) (*IssuedToken, error) {
+	ctx = db.WithOrg(ctx, orgID)
 	scopes, err := ParseScopes(strings.Join(scopes, ","))
 	if err != nil {
 		return nil, err
@@ -169,6 +173,7 @@ func toToken(t sqlc.AgentToken) Token {
 
 // ListTokens lists an org's tokens, never their text.
 func (s *Service) ListTokens(ctx context.Context, orgID uuid.UUID) ([]Token, error) {
+	ctx = db.WithOrg(ctx, orgID)
 	if _, err := s.q().GetOrg(ctx, orgID); err != nil {
 		return nil, mapErr(err, "org "+orgID.String())
 	}
@@ -186,6 +191,9 @@ func (s *Service) ListTokens(ctx context.Context, orgID uuid.UUID) ([]Token, err
 // RevokeToken revokes a token by id (optionally checked against an org). It
 // is idempotent: revoking twice keeps the first time.
 func (s *Service) RevokeToken(ctx context.Context, orgID *uuid.UUID, id uuid.UUID) (*Token, error) {
+	if orgID != nil {
+		ctx = db.WithOrg(ctx, *orgID)
+	}
 	t, err := s.q().RevokeToken(ctx, sqlc.RevokeTokenParams{ID: id, OrgID: orgID})
 	if err != nil {
 		return nil, mapErr(err, "token "+id.String())
@@ -202,6 +210,7 @@ func (s *Service) VerifyToken(ctx context.Context, raw string) (*Principal, erro
 	if err != nil {
 		return nil, err
 	}
+	ctx = db.WithOrg(ctx, tok.org)
 	row, err := s.q().GetToken(ctx, sqlc.GetTokenParams{OrgID: tok.org, ID: tok.id})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("unknown token: %w", ErrUnauthenticated)
@@ -225,6 +234,7 @@ func (s *Service) VerifyToken(ctx context.Context, raw string) (*Principal, erro
 
 // SetQuota sets (or, with nil, lifts) an org's limit on a resource.
 func (s *Service) SetQuota(ctx context.Context, orgID uuid.UUID, resource string, limit *int64) (*Quota, error) {
+	ctx = db.WithOrg(ctx, orgID)
 	if resource != ResourceKnowledgeStored {
 		return nil, &ValidationError{Field: "resource", Rule: fmt.Sprintf("%q is not a known quota (known: %s)", resource, ResourceKnowledgeStored)}
 	}
@@ -241,6 +251,7 @@ func (s *Service) SetQuota(ctx context.Context, orgID uuid.UUID, resource string
 // Quotas lists an org's quotas. A resource without a row is unlimited and
 // unused, and is listed as such.
 func (s *Service) Quotas(ctx context.Context, orgID uuid.UUID) ([]Quota, error) {
+	ctx = db.WithOrg(ctx, orgID)
 	if _, err := s.q().GetOrg(ctx, orgID); err != nil {
 		return nil, mapErr(err, "org "+orgID.String())
 	}
@@ -260,6 +271,7 @@ func ConsumeQuota(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, resource stri
 
 // CreateTask creates a task: a stand-in for the orchestrator, which owns tasks.
 func (s *Service) CreateTask(ctx context.Context, orgID uuid.UUID, title string) (*Task, error) {
+	ctx = db.WithOrg(ctx, orgID)
 	if err := checkName("title", title, 500); err != nil {
 		return nil, err
 	}
@@ -285,6 +297,7 @@ func ReleaseQuota(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, resource stri
 // checks accept a revoked token until their cache expires (the MCP server:
 // MCP_TOKEN_CACHE_TTL, at most 30 s).
 func (s *Service) RevokeOrgTokens(ctx context.Context, orgID uuid.UUID) (int64, error) {
+	ctx = db.WithOrg(ctx, orgID)
 	n, err := s.q().RevokeOrgTokens(ctx, orgID)
 	if err != nil {
 		return 0, mapErr(err, "org")
@@ -361,6 +374,7 @@ func ImportTask(ctx context.Context, tx pgx.Tx, t Task) (bool, error) {
 // (apps/mcp/internal/oauth): the operator provisions agents by name, or
 // lets the first token of a subject create its agent.
 func (s *Service) AgentByName(ctx context.Context, orgID uuid.UUID, name string, create bool) (a *Agent, created bool, err error) {
+	ctx = db.WithOrg(ctx, orgID)
 	if err := checkName("name", name, 200); err != nil {
 		return nil, false, err
 	}

@@ -105,6 +105,9 @@ func ensureTemplate(ctx context.Context, admin *pgx.Conn, base string) (string, 
 		return "", err
 	}
 	_, err = db.Migrate(ctx, pool)
+	if err == nil {
+		err = db.EnsureRoles(ctx, pool, db.DefaultRoles())
+	}
 	pool.Close()
 	if err != nil {
 		return "", fmt.Errorf("testenv: migrate template: %w", err)
@@ -115,11 +118,57 @@ func ensureTemplate(ctx context.Context, admin *pgx.Conn, base string) (string, 
 	return name, nil
 }
 
-// Database is an isolated, migrated database for one test.
+// Database is an isolated, migrated database for one test. Pool connects
+// as the server's admin (the schema's owner: exempt from row-level
+// security); AppPool and OperatorPool connect as the roles the MCP server
+// and ctl use (db.Roles).
 type Database struct {
 	Name string
 	URL  string
 	Pool *pgxpool.Pool
+}
+
+// AppPool is a pool on the database as the application's role
+// (db.DefaultAppRole: row-level security applies), closed when t ends.
+func (d *Database) AppPool(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	return d.poolAs(t, db.DefaultAppRole)
+}
+
+// AppURL is the database's URL as the application's role.
+func (d *Database) AppURL() string { return userURL(d.URL, db.DefaultAppRole) }
+
+// OperatorURL is the database's URL as the operator's role.
+func (d *Database) OperatorURL() string { return userURL(d.URL, db.DefaultOperatorRole) }
+
+// OperatorPool is a pool on the database as the operator's role
+// (db.DefaultOperatorRole), closed when t ends.
+func (d *Database) OperatorPool(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	return d.poolAs(t, db.DefaultOperatorRole)
+}
+
+func (d *Database) poolAs(t testing.TB, role string) *pgxpool.Pool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pool, err := db.Open(ctx, userURL(d.URL, role))
+	if err != nil {
+		t.Fatalf("testenv: connect as %s: %v", role, err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// userURL is u with its user replaced (no password: the test server trusts
+// loopback connections, as the local setup's does).
+func userURL(u, user string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return u
+	}
+	p.User = url.User(user)
+	return p.String()
 }
 
 // Postgres creates a fresh migrated database for t, cloned from the shared

@@ -62,7 +62,7 @@ func TestHealthReadinessAndMetrics(t *testing.T) {
 func TestReadinessFailsWhenADependencyIsDown(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{})
-	b.db.Pool.Close() // Postgres gone for this server
+	b.app.Close() // Postgres gone for this server
 	if code, body := get(t, b.url+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, `"postgres":"unreachable"`) {
 		t.Errorf("readyz %d %s", code, body)
 	}

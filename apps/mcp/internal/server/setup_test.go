@@ -35,10 +35,15 @@ type bundle struct {
 	tenancy *tenancy.Service
 	svc     *knowledge.Service
 	db      *testenv.Database
+	app     *pgxpool.Pool // the server's: the application's role
 	redis   *redis.Client
 }
 
 type setupOpts struct {
+	// asOwner runs the server as the schema's owner, exempt from
+	// row-level security: what the policies cost, measured by
+	// BenchmarkMCPEndToEnd with MCP_BENCH_ROLE=owner.
+	asOwner     bool
 	cacheTTL    time.Duration
 	maxBody     int64
 	wrap        func(kt.Service) kt.Service
@@ -72,7 +77,14 @@ func setup(t testing.TB, o setupOpts) *bundle {
 	if o.log != nil {
 		logger = o.log
 	}
-	svc := knowledge.New(d.Pool, knowledge.Options{Embedder: embed.NewLocal(), Redis: r.Client, Logger: logger})
+	// The server runs as the application's role, as deployed: every call
+	// of the suite goes through row-level security (d.Pool, the owner,
+	// stands for ctl and the worker).
+	app := d.AppPool(t)
+	if o.asOwner {
+		app = d.Pool
+	}
+	svc := knowledge.New(app, knowledge.Options{Embedder: embed.NewLocal(), Redis: r.Client, Logger: logger})
 	var ks kt.Service = svc
 	if o.wrap != nil {
 		ks = o.wrap(svc)
@@ -95,7 +107,7 @@ func setup(t testing.TB, o setupOpts) *bundle {
 	if o.config != nil {
 		o.config(&cfg)
 	}
-	tokens, pgPing := tenancy.New(d.Pool), server.Pinger(d.Pool)
+	tokens, pgPing := tenancy.New(app), server.Pinger(app)
 	if o.tokensURL != "" {
 		// pgxpool connects lazily: building it does not touch the address.
 		pool, err := pgxpool.New(context.Background(), o.tokensURL)
@@ -111,9 +123,9 @@ func setup(t testing.TB, o setupOpts) *bundle {
 		Ready:        map[string]server.Pinger{"postgres": pgPing, "redis": pinger{r.Client}},
 		Logger:       logger,
 		Redis:        cmp.Or(o.limiterRedis, r.Client),
-		RateSettings: tenancy.New(d.Pool),
+		RateSettings: tenancy.New(app),
 		DBSlots:      o.dbSlots,
-		Audit:        auditSink(o.audit, d.Pool),
+		Audit:        auditSink(o.audit, app),
 	})
 	if _, err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -125,7 +137,7 @@ func setup(t testing.TB, o setupOpts) *bundle {
 			t.Errorf("shutdown: %v", err)
 		}
 	})
-	return &bundle{t: t, srv: srv, url: srv.URL(), tenancy: tenancy.New(d.Pool), svc: svc, db: d, redis: r.Client}
+	return &bundle{t: t, srv: srv, url: srv.URL(), tenancy: tenancy.New(d.Pool), svc: svc, db: d, app: app, redis: r.Client}
 }
 
 type pinger struct{ c *redis.Client }

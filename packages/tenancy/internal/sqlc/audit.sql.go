@@ -19,8 +19,7 @@ SELECT value FROM audit_keys WHERE name = 'query_hash'
 
 // The audit trail of MCP calls (packages/tenancy/audit.go): written in
 // batches by the MCP server, read by ctl audit (always for one org),
-// pruned by the worker (the retention, across orgs: it is the product's
-// own housekeeping, like VACUUM).
+// kept for the retention by dropping whole days (audit_drop_partitions_before).
 func (q *Queries) AuditKey(ctx context.Context) ([]byte, error) {
 	row := q.db.QueryRow(ctx, auditKey)
 	var value []byte
@@ -28,7 +27,42 @@ func (q *Queries) AuditKey(ctx context.Context) ([]byte, error) {
 	return value, err
 }
 
-type InsertAuditEventsParams struct {
+const dropAuditDaysBefore = `-- name: DropAuditDaysBefore :one
+SELECT audit_drop_partitions_before($1::timestamptz)::bigint AS dropped
+`
+
+// The retention: drops the day partitions that end at or before @cutoff
+// (migration 00018) and returns how many records they held.
+func (q *Queries) DropAuditDaysBefore(ctx context.Context, cutoff time.Time) (int64, error) {
+	row := q.db.QueryRow(ctx, dropAuditDaysBefore, cutoff)
+	var dropped int64
+	err := row.Scan(&dropped)
+	return dropped, err
+}
+
+const ensureAuditDays = `-- name: EnsureAuditDays :one
+SELECT audit_ensure_partitions($1::timestamptz, $2::timestamptz)::int AS made
+`
+
+type EnsureAuditDaysParams struct {
+	FromAt time.Time
+	ToAt   time.Time
+}
+
+// Makes the day partitions (UTC) from @from_at's to @to_at's that are missing.
+func (q *Queries) EnsureAuditDays(ctx context.Context, arg EnsureAuditDaysParams) (int32, error) {
+	row := q.db.QueryRow(ctx, ensureAuditDays, arg.FromAt, arg.ToAt)
+	var made int32
+	err := row.Scan(&made)
+	return made, err
+}
+
+const insertAuditEvent = `-- name: InsertAuditEvent :exec
+INSERT INTO audit_events (org_id, at, agent_id, token_id, kind, name, entry_ids, outcome, duration_us, query_length, query_hash)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+`
+
+type InsertAuditEventParams struct {
 	OrgID       uuid.UUID
 	At          time.Time
 	AgentID     *uuid.UUID
@@ -40,6 +74,25 @@ type InsertAuditEventsParams struct {
 	DurationUs  int64
 	QueryLength *int32
 	QueryHash   []byte
+}
+
+// One record; the writer sends a batch of them in one round trip (COPY is
+// not allowed into a table with row-level security).
+func (q *Queries) InsertAuditEvent(ctx context.Context, arg InsertAuditEventParams) error {
+	_, err := q.db.Exec(ctx, insertAuditEvent,
+		arg.OrgID,
+		arg.At,
+		arg.AgentID,
+		arg.TokenID,
+		arg.Kind,
+		arg.Name,
+		arg.EntryIds,
+		arg.Outcome,
+		arg.DurationUs,
+		arg.QueryLength,
+		arg.QueryHash,
+	)
+	return err
 }
 
 const listAuditEvents = `-- name: ListAuditEvents :many
@@ -169,29 +222,4 @@ func (q *Queries) ListAuditEventsForEntry(ctx context.Context, arg ListAuditEven
 		return nil, err
 	}
 	return items, nil
-}
-
-const pruneAuditEvents = `-- name: PruneAuditEvents :execrows
-DELETE FROM audit_events
-WHERE (org_id, at, id) IN (
-    SELECT a.org_id, a.at, a.id FROM audit_events a
-    WHERE a.at < $1
-    ORDER BY a.at
-    LIMIT $2
-)
-`
-
-type PruneAuditEventsParams struct {
-	Before  time.Time
-	MaxRows int32
-}
-
-// One batch of the retention: at most @max_rows of the oldest records
-// older than @before, whatever their org.
-func (q *Queries) PruneAuditEvents(ctx context.Context, arg PruneAuditEventsParams) (int64, error) {
-	result, err := q.db.Exec(ctx, pruneAuditEvents, arg.Before, arg.MaxRows)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
 }

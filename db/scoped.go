@@ -1,0 +1,240 @@
+package db
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Tenancy in the database (migration 00019, docs/operators.md "Roles"):
+// every tenant table has a row-level security policy that shows a role
+// subject to it (knowledge_app) only the rows of the transaction's
+// app.org_id. Scoped is the one place that sets it: the org travels in the
+// context (WithOrg, set by the services from their caller), and every
+// statement or transaction Scoped sends for a context with an org starts
+// with set_config('app.org_id', org, true), which lasts until the end of
+// that transaction and no longer.
+//
+// A single statement and its set_config go out together as one pipelined
+// batch: PostgreSQL runs the statements of one batch (up to its Sync) as
+// one implicit transaction, so the setting holds for the statement and
+// costs no round trip. A transaction (Begin, BeginTx) sets it as its first
+// statement.
+//
+// A context without an org sends statements unchanged: the roles exempt
+// from the policies (the schema's owner, the operator) see every org, and
+// the application's role sees no tenant row, so a path that forgot its
+// caller fails loudly instead of reading every org.
+
+type orgKey struct{}
+
+// WithOrg returns ctx carrying org: the statements Scoped sends for it run
+// as that org.
+func WithOrg(ctx context.Context, org uuid.UUID) context.Context {
+	return context.WithValue(ctx, orgKey{}, org)
+}
+
+// OrgOf is the org WithOrg put in ctx.
+func OrgOf(ctx context.Context) (uuid.UUID, bool) {
+	org, ok := ctx.Value(orgKey{}).(uuid.UUID)
+	return org, ok
+}
+
+// SetOrgSQL is SET LOCAL app.org_id as a function, so its value can be a
+// parameter ($1, the org's id as text): for a batch that acts for several
+// orgs in one transaction (the audit writer's).
+const SetOrgSQL = "SELECT set_config('app.org_id', $1, true)"
+
+// SetOrg sets app.org_id for the rest of tx: for a transaction that acts
+// for several orgs in turn (the audit writer's batch).
+func SetOrg(ctx context.Context, tx pgx.Tx, org uuid.UUID) error {
+	_, err := tx.Exec(ctx, SetOrgSQL, org.String())
+	return err
+}
+
+// Scoped is a pool whose statements run as the context's org. It has the
+// methods of the sqlc DBTX interfaces, pgx.BeginFunc's and
+// pgx.BeginTxFunc's, and the pool's own (Stat, Acquire, Ping, Close...)
+// through the embedded pool; a connection taken with Acquire is not
+// scoped.
+type Scoped struct{ *pgxpool.Pool }
+
+// Scope wraps pool.
+func Scope(pool *pgxpool.Pool) Scoped { return Scoped{Pool: pool} }
+
+// Exec runs one statement.
+func (s Scoped) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	org, ok := OrgOf(ctx)
+	if !ok {
+		return s.Pool.Exec(ctx, sql, args...)
+	}
+	b := &pgx.Batch{}
+	b.Queue(SetOrgSQL, org.String())
+	b.Queue(sql, args...)
+	br := s.Pool.SendBatch(ctx, b)
+	_, err := br.Exec()
+	var tag pgconn.CommandTag
+	if err == nil {
+		tag, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return tag, err
+}
+
+// Query runs one statement; closing the rows gives the connection back.
+func (s Scoped) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	org, ok := OrgOf(ctx)
+	if !ok {
+		return s.Pool.Query(ctx, sql, args...)
+	}
+	b := &pgx.Batch{}
+	b.Queue(SetOrgSQL, org.String())
+	b.Queue(sql, args...)
+	br := s.Pool.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		br.Close()
+		return nil, err
+	}
+	return &BatchRows{Rows: rows, br: br}, nil
+}
+
+// QueryRow runs one statement for at most one row.
+func (s Scoped) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if _, ok := OrgOf(ctx); !ok {
+		return s.Pool.QueryRow(ctx, sql, args...)
+	}
+	rows, err := s.Query(ctx, sql, args...)
+	if err != nil {
+		return errRow{err}
+	}
+	return RowOf(rows)
+}
+
+// SendBatch sends b after the org's set_config, in the same implicit
+// transaction. The results are b's: the set_config's is consumed here.
+func (s Scoped) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	org, ok := OrgOf(ctx)
+	if !ok {
+		return s.Pool.SendBatch(ctx, b)
+	}
+	nb := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(b.QueuedQueries)+1)}
+	nb.Queue(SetOrgSQL, org.String())
+	nb.QueuedQueries = append(nb.QueuedQueries, b.QueuedQueries...)
+	br := s.Pool.SendBatch(ctx, nb)
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return failedBatch{err}
+	}
+	return br
+}
+
+// Begin starts a transaction that runs as the context's org.
+func (s Scoped) Begin(ctx context.Context) (pgx.Tx, error) {
+	return s.BeginTx(ctx, pgx.TxOptions{})
+}
+
+// BeginTx is Begin with options.
+func (s Scoped) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error) {
+	tx, err := s.Pool.BeginTx(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	if org, ok := OrgOf(ctx); ok {
+		if err := SetOrg(ctx, tx, org); err != nil {
+			tx.Rollback(context.WithoutCancel(ctx))
+			return nil, err
+		}
+	}
+	return tx, nil
+}
+
+// CopyFrom copies rows in one statement; with an org, inside a
+// transaction of its own that sets it.
+func (s Scoped) CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error) {
+	if _, ok := OrgOf(ctx); !ok {
+		return s.Pool.CopyFrom(ctx, table, columns, src)
+	}
+	var n int64
+	err := pgx.BeginFunc(ctx, s, func(tx pgx.Tx) error {
+		var err error
+		n, err = tx.CopyFrom(ctx, table, columns, src)
+		return err
+	})
+	return n, err
+}
+
+// BatchRows are the rows of a batch's last statement: closing them closes
+// the batch, which gives the connection back.
+type BatchRows struct {
+	pgx.Rows
+	br  pgx.BatchResults
+	err error
+}
+
+// NewBatchRows ties rows to the batch they came from.
+func NewBatchRows(rows pgx.Rows, br pgx.BatchResults) *BatchRows {
+	return &BatchRows{Rows: rows, br: br}
+}
+
+// Close closes the rows and the batch.
+func (r *BatchRows) Close() {
+	r.Rows.Close()
+	if r.br != nil {
+		r.err = r.br.Close()
+		r.br = nil
+	}
+}
+
+// Err is the rows' error, or the batch's once closed.
+func (r *BatchRows) Err() error {
+	if err := r.Rows.Err(); err != nil {
+		return err
+	}
+	return r.err
+}
+
+type errRow struct{ err error }
+
+func (e errRow) Scan(...any) error { return e.err }
+
+// ErrRow is a pgx.Row that fails with err.
+func ErrRow(err error) pgx.Row { return errRow{err} }
+
+// RowOf reads the first row of rows, as pgx's QueryRow does.
+func RowOf(rows pgx.Rows) pgx.Row { return rowOf{rows} }
+
+type rowOf struct{ rows pgx.Rows }
+
+func (r rowOf) Scan(dest ...any) error {
+	defer r.rows.Close()
+	if !r.rows.Next() {
+		if err := r.rows.Err(); err != nil {
+			return err
+		}
+		return pgx.ErrNoRows
+	}
+	if err := r.rows.Scan(dest...); err != nil {
+		return err
+	}
+	r.rows.Close()
+	return r.rows.Err()
+}
+
+// failedBatch answers every call with the error that ended the batch.
+type failedBatch struct{ err error }
+
+func (f failedBatch) Exec() (pgconn.CommandTag, error) { return pgconn.CommandTag{}, f.err }
+func (f failedBatch) Query() (pgx.Rows, error)         { return nil, f.err }
+func (f failedBatch) QueryRow() pgx.Row                { return errRow{f.err} }
+func (f failedBatch) Close() error                     { return f.err }
+func (f failedBatch) Tx() pgx.Tx                       { return nil }
