@@ -48,6 +48,9 @@ import (
 type Config struct {
 	// Exporter is "otlp", "console" or "" (off).
 	Exporter string
+	// Endpoint is the OTLP endpoint the variables name ("" when the
+	// exporter's default, http://localhost:4318, applies).
+	Endpoint string
 }
 
 // Enabled tells whether spans are exported.
@@ -74,6 +77,7 @@ func ReadConfig(e *appenv.Env) Config {
 		e.Fail("OTEL_TRACES_EXPORTER", "must be otlp, console or none (got "+exp+")")
 	}
 	if c.Exporter == "otlp" {
+		c.Endpoint = endpoint
 		switch p := e.String("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", e.String("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")); p {
 		case "http/protobuf":
 		default:

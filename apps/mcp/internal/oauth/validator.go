@@ -75,7 +75,12 @@ func New(cfg Config, agents Agents, client *http.Client, logger *slog.Logger) *V
 
 // SetAudience sets the resource URL tokens must name in aud (the MCP
 // endpoint's public URL, known once the server listens).
-func (v *Validator) SetAudience(resource string) { v.audience.Store(&resource) }
+func (v *Validator) SetAudience(resource string) {
+	if old := v.audience.Swap(&resource); old == nil || *old != resource {
+		v.logger.Info("oauth: accepting access tokens", "issuer", v.cfg.Issuer, "audience", resource,
+			"org_claim", v.cfg.OrgClaim, "agent_claim", v.cfg.AgentClaim, "scope_claim", v.cfg.ScopeClaim, "create_agents", v.cfg.CreateAgents)
+	}
+}
 
 // Issuer is the configured issuer.
 func (v *Validator) Issuer() string { return v.cfg.Issuer }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -84,7 +85,14 @@ func tracedBundle(t testing.TB, traced bool, emb embed.Embedder, o knowledge.Opt
 	if traced {
 		opts = append(opts, db.Tracer(tracing.PgxTracer()))
 	}
-	pool, err := db.Connect(d.URL, opts...)
+	// As the server connects: the application's role, under row-level
+	// security.
+	appURL, err := url.Parse(d.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appURL.User = url.User(db.DefaultAppRole)
+	pool, err := db.Connect(appURL.String(), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +114,7 @@ func tracedBundle(t testing.TB, traced bool, emb embed.Embedder, o knowledge.Opt
 	}
 	cfg.Addr = "127.0.0.1:0"
 	cfg.RateLimits = ratelimit.Limits{} // no limits: the benchmark calls as fast as it can
-	ten := tenancy.New(d.Pool)
+	ten := tenancy.New(pool)
 	srv := server.New(cfg, server.Deps{Knowledge: svc, Tokens: ten, Redis: rdb, RateSettings: ten, Logger: logger, DBSlots: int(pool.Config().MaxConns)})
 	if _, err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -116,7 +124,7 @@ func tracedBundle(t testing.TB, traced bool, emb embed.Embedder, o knowledge.Opt
 		defer cancel()
 		srv.Shutdown(ctx)
 	})
-	return &bundle{t: t, srv: srv, url: srv.URL(), tenancy: ten, svc: svc, db: &testenv.Database{Name: d.Name, URL: d.URL, Pool: pool}, redis: rdb}
+	return &bundle{t: t, srv: srv, url: srv.URL(), tenancy: tenancy.New(d.Pool), svc: svc, db: d, app: pool, redis: rdb}
 }
 
 func TestTracesFollowACallThroughDatabaseRedisAndQueue(t *testing.T) {
