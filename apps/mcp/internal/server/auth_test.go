@@ -131,15 +131,21 @@ func TestRevokedTokenStopsWorkingWithinTheCacheTTL(t *testing.T) {
 func TestNoProtectedResourceMetadataWithoutAnIssuer(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{})
-	for _, p := range []string{server.PathMetadata, server.PathMetadata + server.PathMCP} {
+	// Nor the endpoints clients fall back to (the 2025-03-26 spec's
+	// defaults at this origin): their answer says what to do instead.
+	for _, p := range []string{server.PathMetadata, server.PathMetadata + server.PathMCP,
+		"/.well-known/oauth-authorization-server", "/.well-known/openid-configuration", "/register", "/authorize", "/token"} {
 		res, err := http.Get(b.url + p)
+		if p == "/register" || p == "/token" {
+			res, err = http.Post(b.url+p, "application/json", strings.NewReader(`{"redirect_uris":["http://127.0.0.1:1/cb"]}`))
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
 		body, _ := io.ReadAll(res.Body)
 		res.Body.Close()
-		if res.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "no OAuth authorization server is configured") {
-			t.Errorf("%s: %d %s, want 404 saying no authorization server is configured", p, res.StatusCode, body)
+		if res.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "names none") || !strings.Contains(string(body), "ctl token create") {
+			t.Errorf("%s: %d %s, want 404 saying no authorization server is named and how to get a token", p, res.StatusCode, body)
 		}
 	}
 }

@@ -60,11 +60,8 @@ func (s *Server) handler() http.Handler {
 		AllowMissingExpiration: true,
 	})
 
-	var meta http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusNotFound)
-		io.WriteString(w, `{"error":"not_found","error_description":"this server takes bearer tokens issued by its operators (ctl token create); no OAuth authorization server is configured"}`+"\n")
-	})
+	noOAuth := s.noOAuth()
+	var meta http.Handler = noOAuth
 	if s.oauth != nil {
 		meta = auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
 			Resource:               s.publicURL + PathMCP,
@@ -80,6 +77,15 @@ func (s *Server) handler() http.Handler {
 	mux.Handle(PathMCP, s.counted("mcp", s.limit(s.authenticate(metadataURL, bearer(s.scopeGate(metadataURL, mcpHandler))))))
 	mux.Handle(PathMetadata, s.counted("metadata", meta))
 	mux.Handle(PathMetadata+PathMCP, s.counted("metadata", meta))
+	// Clients that meet a 401 without protected resource metadata fall
+	// back to the 2025-03-26 authorization spec: an authorization server
+	// at this origin, then its default endpoints. None is served here
+	// (with MCP_OAUTH_ISSUER the metadata names the real one), and the
+	// answer says so in words the client shows its user (the MCP
+	// inspector's CLI ends its attempt with the /register answer).
+	for _, p := range []string{"/.well-known/oauth-authorization-server", "/.well-known/openid-configuration", "/register", "/authorize", "/token"} {
+		mux.Handle(p, s.counted("oauth_fallback", noOAuth))
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"status":"ok"}`+"\n")
@@ -262,4 +268,19 @@ func challengeMetadata(metadataURL string) string {
 		return ""
 	}
 	return fmt.Sprintf(", resource_metadata=%q", metadataURL)
+}
+
+// noOAuth answers the OAuth discovery and endpoint paths this server does
+// not serve: 404 with an OAuth-style error saying what to do instead.
+func (s *Server) noOAuth() http.Handler {
+	desc := "this server is not an OAuth authorization server and names none: it takes bearer tokens issued by its operators (ctl token create, sent as Authorization: Bearer kn_...); a 401 from it means the token sent is missing, malformed, unknown, revoked or expired"
+	if s.oauth != nil {
+		desc = "this server is not an OAuth authorization server: its authorization server is " + s.oauth.Issuer() + " (" + PathMetadata + PathMCP + " names it)"
+	}
+	body, _ := json.Marshal(map[string]string{"error": "not_found", "error_description": desc})
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		w.Write(append(body, '\n'))
+	})
 }
