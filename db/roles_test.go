@@ -238,3 +238,36 @@ func TestEnsureRolesRefusesUnsafeRoles(t *testing.T) {
 		t.Errorf("bad name: %v", err)
 	}
 }
+
+// TestSimilarKeyLookupIsBoundToTheOrg: the duplicate check's key look-up
+// (a SECURITY DEFINER function, so it can use its GIN index under
+// row-level security) answers the org the transaction is set to, and
+// nothing when asked for another.
+func TestSimilarKeyLookupIsBoundToTheOrg(t *testing.T) {
+	t.Parallel()
+	d := testenv.Postgres(t)
+	ctx := context.Background()
+	a, b := seed(t, d.Pool, "a"), seed(t, d.Pool, "b")
+	if _, err := d.Pool.Exec(ctx, "UPDATE knowledge SET similar_keys = '{42}' WHERE id IN ($1, $2)", a.entry, b.entry); err != nil {
+		t.Fatal(err)
+	}
+	app := db.Scope(d.AppPool(t))
+	hits := func(as, org uuid.UUID) []uuid.UUID {
+		t.Helper()
+		rows, err := app.Query(db.WithOrg(ctx, as), "SELECT id FROM knowledge_similar_key_hits($1, '{42}', 10)", org)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	if got := hits(a.org, a.org); len(got) != 1 || got[0] != a.entry {
+		t.Errorf("org a's look-up as org a: %v, want [%v]", got, a.entry)
+	}
+	if got := hits(a.org, b.org); len(got) != 0 {
+		t.Errorf("org b's look-up as org a: %v, want nothing", got)
+	}
+}

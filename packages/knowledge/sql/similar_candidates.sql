@@ -75,17 +75,16 @@ indexed AS (
 -- Entries sharing a locality-sensitive key (similar.go, similarKeys):
 -- near-duplicates made only of words common in the org, which the rare
 -- terms cannot single out. The keys are salted with the org, so the GIN
--- look-up finds the org's entries only (the org test stays, outside the
--- look-up, so no other index can be chosen for it); at most
--- @max_key_hits of them are ranked by how many keys they share.
+-- look-up finds the org's entries only; at most @max_key_hits of them are
+-- ranked by how many keys they share. The look-up is a function
+-- (migration 00020): under row-level security the GIN index could not be
+-- used here.
 key_hits AS MATERIALIZED (
-    SELECT k.id, k.org_id, k.similar_keys FROM knowledge k
-    WHERE k.similar_keys && @keys::bigint[]
-    LIMIT @max_key_hits::int
+    SELECT h.id, h.similar_keys
+    FROM knowledge_similar_key_hits(@org_id, @keys::bigint[], @max_key_hits::int) h
 ),
 keyed AS (
     SELECT h.id FROM key_hits h
-    WHERE h.org_id = @org_id
     ORDER BY (SELECT count(*) FROM unnest(h.similar_keys) x WHERE x = ANY(@keys::bigint[])) DESC, h.id
     LIMIT @candidates::int
 )
