@@ -50,7 +50,7 @@ func TestPurgeAllRacingStoresAndWorker(t *testing.T) {
 		seed := uint64(24_000 + round)
 		rng := rand.New(rand.NewPCG(seed, seed))
 		org := b.mkOrg(t, fmt.Sprintf("race-%d", round))
-		agents := make([]knowledge.Caller, 4)
+		agents := make([]knowledge.Caller, 8) // the 8 agents storing
 		for i := range agents {
 			agents[i] = knowledge.Caller{OrgID: org, AgentID: b.mkAgent(t, org, fmt.Sprintf("agent-%d", i))}
 		}
