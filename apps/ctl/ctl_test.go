@@ -78,6 +78,10 @@ func TestOperatorFlow(t *testing.T) {
 	if q := c.ok("quota", "set", "--org", org, "--knowledge-stored", "-1"); q["limit"] != nil {
 		t.Fatalf("quota lift: %v", q)
 	}
+	c.ok("quota", "set", "--org", org, "--knowledge-stored", "5")
+	if q := c.ok("quota", "set", "--org", org, "--knowledge-stored", "unlimited"); q["limit"] != nil {
+		t.Fatalf("quota set unlimited: %v", q)
+	}
 	orgs := c.ok("org", "list")["orgs"].([]any)
 	agents := c.ok("agent", "list", "--org", org)["agents"].([]any)
 	if len(orgs) != 1 || len(agents) != 1 {
@@ -143,7 +147,8 @@ func TestErrors(t *testing.T) {
 		{[]string{"token", "create", "--org", org, "--agent", agent, "--scopes", "knowledge:read", "--ttl", "-1h"}, 2, "--ttl"},
 		{[]string{"token", "revoke", "--id", "6f1c0a39-3f7e-4a43-9d0b-8b6f0c1f2a11"}, 1, "not found"},
 		{[]string{"quota", "set", "--org", org}, 2, "--knowledge-stored is required"},
-		{[]string{"quota", "set", "--org", org, "--knowledge-stored", "-5"}, 2, "must be 0 or more"},
+		{[]string{"quota", "set", "--org", org, "--knowledge-stored", "-5"}, 2, "must be a whole number of entries (0 or more), or unlimited"},
+		{[]string{"quota", "set", "--org", org, "--knowledge-stored", "lots"}, 2, "--knowledge-stored must be a whole number"},
 		{[]string{"quota", "show", "--org", "6f1c0a39-3f7e-4a43-9d0b-8b6f0c1f2a11"}, 1, "not found"},
 		{[]string{"org", "list", "stray"}, 2, "unexpected argument"},
 	}

@@ -52,12 +52,20 @@ func (e *env) config() *appenv.Env { return appenv.New(e.getenv) }
 // redisURL is REDIS_URL or the local default.
 func (e *env) redisURL() string { return e.config().String("REDIS_URL", db.DefaultRedisURL) }
 
+// db is the database of every command but migrate's (which connects as
+// the schema owner), and its schema must be this build's: an unmigrated or
+// too old one is refused naming the command that fixes it, rather than
+// failing on a raw SQL error.
 func (e *env) db() (*pgxpool.Pool, error) {
 	if e.pool != nil {
 		return e.pool, nil
 	}
 	p, err := db.Open(e.ctx, e.config().String("DATABASE_URL", db.DefaultOperatorURL))
 	if err != nil {
+		return nil, err
+	}
+	if err := db.CheckSchema(e.ctx, p); err != nil {
+		p.Close()
 		return nil, err
 	}
 	e.pool = p

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -187,23 +188,27 @@ func init() {
 			})
 		}
 	})
-	register("quota set", "set a quota: --org ORG --knowledge-stored N (-1: unlimited)", func(fs *flag.FlagSet) func(e *env) error {
+	register("quota set", "set a quota: --org ORG --knowledge-stored N|unlimited", func(fs *flag.FlagSet) func(e *env) error {
 		org := fs.String("org", "", "org id")
-		stored := fs.Int64("knowledge-stored", -2, "how many entries the org may store; -1 lifts the limit")
+		stored := fs.String("knowledge-stored", "", "how many entries the org may store, or unlimited (-1 is still taken for unlimited)")
 		return func(e *env) error {
 			orgID, err := uuidFlag("org", *org)
 			if err != nil {
 				return err
 			}
+			// unlimited, as ctl ratelimit and the MCP_RATE_* variables take
+			// it: every limit an operator sets is a number or unlimited.
 			var limit *int64
-			switch {
-			case *stored == -2:
-				return usagef("--knowledge-stored is required")
-			case *stored == -1:
-			case *stored < 0:
-				return usagef("--knowledge-stored must be 0 or more, or -1 for unlimited")
+			switch *stored {
+			case "":
+				return usagef("--knowledge-stored is required: how many entries the org may store, or unlimited")
+			case "unlimited", "-1":
 			default:
-				limit = stored
+				n, err := strconv.ParseInt(*stored, 10, 64)
+				if err != nil || n < 0 {
+					return usagef("--knowledge-stored must be a whole number of entries (0 or more), or unlimited (got %q)", *stored)
+				}
+				limit = &n
 			}
 			t, err := e.tenancy()
 			if err != nil {

@@ -63,9 +63,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if err != nil {
 		return err
 	}
-	if traceCfg.Enabled() {
-		logger.Info("tracing on", "exporter", traceCfg.Exporter, "endpoint", traceCfg.Endpoint)
-	}
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tracing.ShutdownTimeout)
 		defer cancel()
@@ -81,6 +78,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	embedder, err := embed.FromEnv(getenv)
 	if err != nil {
 		return fmt.Errorf("embedder: %w", err)
+	}
+	if embedder.Model() == embed.LocalModel {
+		// Said plainly at start: the default finds shared words, not meanings.
+		logger.Info("search embedder: local (lexical: a hashing embedder matches shared words, not paraphrases; for meaning set EMBEDDINGS_PRESET and EMBEDDINGS_MODEL, docs/embeddings.md)",
+			"model", embedder.Model(), "dimensions", embedder.Dimensions())
+	} else {
+		logger.Info("search embedder", "model", embedder.Model(), "dimensions", embedder.Dimensions())
 	}
 	// A model switch: orgs cut over are searched with the next model.
 	nextEmbedder, err := embed.NextFromEnv(getenv)
@@ -123,6 +127,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	// configuration that does not exist, an embedder none of the stored
 	// vectors is of: knowledge.CheckEmbeddingSpace).
 	checkDB := func() error {
+		// An unmigrated or too old database: the command that fixes it,
+		// not the first call's raw SQL error.
+		if err := db.CheckSchema(ctx, pool); err != nil {
+			return err
+		}
 		if err := knowledge.CheckTextSearchConfig(ctx, pool, cfg.TextSearchConfig); err != nil {
 			return err
 		}

@@ -93,9 +93,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	if traceCfg.Enabled() {
-		log.Info("tracing on", "exporter", traceCfg.Exporter, "endpoint", traceCfg.Endpoint)
-	}
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tracing.ShutdownTimeout)
 		defer cancel()
@@ -154,6 +151,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	defer pool.Close()
 	if err := db.Await(ctx, "postgres", pool.Ping, log); err != nil {
 		return nil // stopped while waiting
+	}
+	// An unmigrated or too old database: the command that fixes it, not
+	// the first batch's raw SQL error.
+	if err := db.CheckSchema(ctx, pool); err != nil {
+		return err
 	}
 	if err := knowledge.CheckTextSearchConfig(ctx, pool, cfg.opts.TextSearchConfig); err != nil {
 		return err

@@ -3,6 +3,7 @@ package knowledge
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -40,6 +41,11 @@ func mapErr(err error, notFoundField string) error {
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return &Error{Code: CodeNotFound, Field: notFoundField, Message: "not found in this org", Err: err}
+	}
+	var qe *tenancy.QuotaError
+	if errors.As(err, &qe) {
+		return &Error{Code: CodeQuotaExceeded, Err: err, Message: fmt.Sprintf(
+			"the org has stored %d entries of its %s quota of %d; an operator can raise it (ctl quota set), or forget entries no longer needed", qe.Used, qe.Resource, qe.Limit)}
 	}
 	if errors.Is(err, tenancy.ErrQuotaExceeded) {
 		return &Error{Code: CodeQuotaExceeded, Message: "the org has used its whole knowledge_stored quota", Err: err}

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"slices"
 	"sync"
 	"time"
 
@@ -37,12 +38,20 @@ type ListInput struct {
 	Cursor            string // NextCursor of the previous page; "" for the first
 	// AsOf as in search: what the org knew then.
 	AsOf *time.Time
+	// MaxTokens, when not 0, trims the page to about that many tokens
+	// (budget.go): shorter snippets, then fewer hits (at least one), the
+	// next cursor after the last hit given.
+	MaxTokens int
 }
 
 // ListResult is one page. NextCursor is empty on the last page.
 type ListResult struct {
 	Hits       []ListedEntry `json:"hits"`
 	NextCursor string        `json:"nextCursor,omitempty"`
+	// Truncated: the page was trimmed to ListInput.MaxTokens (shorter
+	// snippets, or fewer hits: the next page starts after the last one
+	// given, so nothing is skipped).
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // ListedEntry is an entry as a listing shows it: like a search hit (a
@@ -97,13 +106,17 @@ func (s *Service) List(ctx context.Context, c Caller, in ListInput) (*ListResult
 	if in.CreatedAfter != nil && in.CreatedBefore != nil && !in.CreatedAfter.Before(*in.CreatedBefore) {
 		return nil, InvalidArgument("createdBefore", "must be after createdAfter")
 	}
+	if in.MaxTokens != 0 && (in.MaxTokens < MinMaxTokens || in.MaxTokens > MaxMaxTokens) {
+		return nil, InvalidArgument("maxTokens", "must be from %d to %d (got %d)", MinMaxTokens, MaxMaxTokens, in.MaxTokens)
+	}
+	filters := listFilters(tags, in)
 	key, err := s.listKey(ctx)
 	if err != nil {
 		return nil, err
 	}
 	at, id := listFirst, maxUUID
 	if in.Cursor != "" {
-		if at, id, err = openCursor(key, c.OrgID, in.Cursor); err != nil {
+		if at, id, err = openCursor(key, c.OrgID, filters, in.Cursor); err != nil {
 			return nil, err
 		}
 	}
@@ -149,7 +162,7 @@ func (s *Service) List(ctx context.Context, c Caller, in ListInput) (*ListResult
 	for i, r := range rows {
 		if i == limit {
 			last := rows[limit-1]
-			out.NextCursor = sealCursor(key, c.OrgID, last.CreatedAt, last.ID)
+			out.NextCursor = sealCursor(key, c.OrgID, filters, last.CreatedAt, last.ID)
 			break
 		}
 		out.Hits = append(out.Hits, ListedEntry{
@@ -158,7 +171,52 @@ func (s *Service) List(ctx context.Context, c Caller, in ListInput) (*ListResult
 			ExpiresAt: r.ExpiresAt, Superseded: r.HeadID != nil, HeadID: r.HeadID, EmbeddingStatus: r.EmbeddingStatus,
 		})
 	}
+	if dropped := fitList(out, in.MaxTokens); dropped > 0 {
+		// The next page starts after the last hit given, not the last
+		// read: the hits left out come first on it.
+		last := out.Hits[len(out.Hits)-1]
+		out.NextCursor = sealCursor(key, c.OrgID, filters, last.CreatedAt, last.ID)
+	}
 	return out, nil
+}
+
+// listFilters is a digest of a listing's filters (everything but limit,
+// cursor and maxTokens, which may change from page to page), sealed into
+// its cursors: a cursor continues the listing it was made for, and with
+// other filters it is refused rather than silently paging another listing
+// from a position that means nothing there.
+func listFilters(tags []string, in ListInput) [8]byte {
+	h := sha256.New()
+	sorted := slices.Clone(tags)
+	slices.Sort(sorted)
+	for _, t := range sorted {
+		h.Write([]byte(t))
+		h.Write([]byte{0})
+	}
+	h.Write([]byte{1})
+	for _, id := range []*uuid.UUID{in.AuthorAgentID, in.TaskID} {
+		if id != nil {
+			h.Write(id[:])
+		}
+		h.Write([]byte{2})
+	}
+	for _, t := range []*time.Time{in.CreatedAfter, in.CreatedBefore, in.AsOf} {
+		if t != nil {
+			h.Write(binary.BigEndian.AppendUint64(nil, uint64(t.UnixMicro())))
+		}
+		h.Write([]byte{3})
+	}
+	h.Write([]byte{boolByte(in.IncludeSuperseded), boolByte(in.IncludeExpired)})
+	var d [8]byte
+	copy(d[:], h.Sum(nil))
+	return d
+}
+
+func boolByte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // listKeyCache holds the cursor key, read once per Service.
@@ -181,21 +239,23 @@ func (s *Service) listKey(ctx context.Context) ([]byte, error) {
 }
 
 // A cursor is base64url(org id, position time in microseconds, position
-// id, then the first 16 bytes of HMAC-SHA256 over them): opaque to agents,
-// refused when altered, forged or presented by another org.
-const cursorPayload = 16 + 8 + 16
+// id, the digest of the listing's filters (listFilters), then the first 16
+// bytes of HMAC-SHA256 over them): opaque to agents, refused when altered,
+// forged, presented by another org or with other filters.
+const cursorPayload = 16 + 8 + 16 + 8
 
-func sealCursor(key []byte, org uuid.UUID, at time.Time, id uuid.UUID) string {
+func sealCursor(key []byte, org uuid.UUID, filters [8]byte, at time.Time, id uuid.UUID) string {
 	b := make([]byte, cursorPayload, cursorPayload+16)
 	copy(b, org[:])
 	binary.BigEndian.PutUint64(b[16:], uint64(at.UnixMicro()))
 	copy(b[24:], id[:])
+	copy(b[40:], filters[:])
 	m := hmac.New(sha256.New, key)
 	m.Write(b)
 	return base64.RawURLEncoding.EncodeToString(append(b, m.Sum(nil)[:16]...))
 }
 
-func openCursor(key []byte, org uuid.UUID, cursor string) (time.Time, uuid.UUID, error) {
+func openCursor(key []byte, org uuid.UUID, filters [8]byte, cursor string) (time.Time, uuid.UUID, error) {
 	bad := InvalidArgument("cursor", "is not a cursor of this listing: pass nextCursor exactly as a previous list_knowledge answer of your organisation gave it, or omit it for the first page")
 	b, err := base64.RawURLEncoding.DecodeString(cursor)
 	if err != nil || len(b) != cursorPayload+16 {
@@ -205,6 +265,9 @@ func openCursor(key []byte, org uuid.UUID, cursor string) (time.Time, uuid.UUID,
 	m.Write(b[:cursorPayload])
 	if !hmac.Equal(m.Sum(nil)[:16], b[cursorPayload:]) || uuid.UUID(b[:16]) != org {
 		return time.Time{}, uuid.Nil, bad
+	}
+	if [8]byte(b[40:48]) != filters {
+		return time.Time{}, uuid.Nil, InvalidArgument("cursor", "was made for a listing with other filters: pass the same tags, authorAgentId, taskId, createdAfter, createdBefore, includeSuperseded, includeExpired and asOf as the call that gave it (limit and maxTokens may change), or omit cursor to start a new listing")
 	}
 	at := time.UnixMicro(int64(binary.BigEndian.Uint64(b[16:24]))).UTC()
 	return at, uuid.UUID(b[24:40]), nil

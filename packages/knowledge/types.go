@@ -150,6 +150,11 @@ type SearchResult struct {
 	// answer comes from the two lexical lists only; Notice says why.
 	VectorSearch bool   `json:"vectorSearch"`
 	Notice       string `json:"notice,omitempty"`
+	// Truncated: the answer was trimmed to the call's token budget
+	// (maxTokens, budget.go): snippets shortened, and OmittedHits of the
+	// lowest-ranked hits left out.
+	Truncated   bool `json:"truncated,omitempty"`
+	OmittedHits int  `json:"omittedHits,omitempty"`
 }
 
 // SupersedeResult is the answer of Supersede.

@@ -264,7 +264,7 @@ func (s *Service) Quotas(ctx context.Context, orgID uuid.UUID) ([]Quota, error) 
 func ConsumeQuota(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, resource string) error {
 	_, err := sqlc.New(tx).ConsumeQuota(ctx, sqlc.ConsumeQuotaParams{OrgID: orgID, Resource: resource})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("%s: %w", resource, ErrQuotaExceeded)
+		return quotaError(ctx, tx, orgID, resource, 1)
 	}
 	return err
 }
@@ -315,7 +315,7 @@ func ConsumeQuotaN(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, resource str
 	}
 	_, err := sqlc.New(tx).ConsumeQuotaN(ctx, sqlc.ConsumeQuotaNParams{OrgID: orgID, Resource: resource, N: n, Force: force})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("%s: %d more do not fit: %w", resource, n, ErrQuotaExceeded)
+		return quotaError(ctx, tx, orgID, resource, n)
 	}
 	return err
 }

@@ -194,7 +194,9 @@ func (s *Server) Start(ctx context.Context) (string, error) {
 		s.serveErr = err
 		close(done)
 	}()
-	s.logger.Info("mcp server listening", "addr", ln.Addr().String(), "endpoint", s.publicURL+"/mcp")
+	// What serves where, in the one start-up line an operator looks for.
+	s.logger.Info("mcp server listening", "addr", ln.Addr().String(), "endpoint", s.publicURL+PathMCP,
+		"health", s.publicURL+"/healthz", "ready", s.publicURL+"/readyz", "metrics", s.publicURL+"/metrics")
 	return ln.Addr().String(), nil
 }
 

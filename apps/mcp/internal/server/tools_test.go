@@ -396,8 +396,8 @@ func TestQuotaExhaustionThroughMCP(t *testing.T) {
 	b.store(cs, map[string]any{"title": "1", "body": "b"})
 	b.store(cs, map[string]any{"title": "2", "body": "b"})
 	e := toolErr(t, call(t, cs, kt.ToolStore, map[string]any{"title": "3", "body": "b"}))
-	if e.Code != "quota_exceeded" || e.Retryable {
-		t.Errorf("third store: %+v", e)
+	if e.Code != "quota_exceeded" || e.Retryable || !strings.Contains(e.Message, "stored 2 entries of its knowledge_stored quota of 2") {
+		t.Errorf("third store: %+v, want quota_exceeded saying the limit and the usage", e)
 	}
 	// Bad input does not consume quota either: raise the limit by one and
 	// fail a store first.

@@ -20,6 +20,7 @@ type ListArgs struct {
 	IncludeExpired    bool     `json:"includeExpired,omitempty" jsonschema:"Also list entries whose expiresAt has passed. Default false."`
 	Limit             *int     `json:"limit,omitempty" jsonschema:"Entries per page, 1 to 100. Default 20."`
 	Cursor            string   `json:"cursor,omitempty" jsonschema:"nextCursor of the previous page, exactly as given; omit for the first page."`
+	MaxTokens         *int     `json:"maxTokens,omitempty" jsonschema:"Approximate budget for the whole page, in tokens (estimated as 4 bytes of its JSON a token), from 100 to 1000000: snippets are shortened, then fewer hits given (at least one; nextCursor then continues right after the last one given), until it fits; the answer then says truncated: true. Omit for no budget."`
 	AsOf              string   `json:"asOf,omitempty" jsonschema:"List as the organisation knew it at this past RFC 3339 date-time: only entries created by then, superseded or expired only if they were by then (forgotten entries stay forgotten)."`
 }
 
@@ -29,9 +30,9 @@ func listTool() *mcp.Tool {
 		Title: "List knowledge",
 		Description: `Browse your organisation's knowledge without a query, newest first: what was stored recently, by an agent, for a task, with some tags, or in a time window. To find knowledge about something, use search_knowledge instead.
 
-Returns hits (id, title, a snippet of the body's beginning, tags, confidence, createdByAgentId, createdAt, expiresAt, superseded and headId, embeddingStatus; read a whole entry with get_knowledge) and nextCursor when there are more: pass it back as cursor, with the same filters, for the next page. Pages stay stable while other agents store: new entries appear only on a new first page, and nothing is repeated or skipped. A cursor only works for your organisation's listings.
+Returns hits (id, title, a snippet of the body's beginning, tags, confidence, createdByAgentId, createdAt, expiresAt, superseded and headId, embeddingStatus; read a whole entry with get_knowledge) and nextCursor when there are more: pass it back as cursor, with the same filters, for the next page (a cursor with other filters is refused, naming cursor). Pages stay stable while other agents store: new entries appear only on a new first page, and nothing is repeated or skipped. A cursor only works for your organisation's listings.
 
-Errors: invalid_argument (names the argument: a bad UUID, date-time, tag, limit or cursor), unavailable (retry later).`,
+Errors: invalid_argument (names the argument: a bad UUID, date-time, tag, limit, maxTokens or cursor), unavailable (retry later).`,
 		InputSchema: inputSchema[ListArgs](func(p map[string]*jsonschema.Schema) {
 			tags := p["tags"]
 			tags.MaxItems = iptr(maxTags)
@@ -45,6 +46,8 @@ Errors: invalid_argument (names the argument: a bad UUID, date-time, tag, limit 
 			p["includeExpired"].Default = []byte("false")
 			l := p["limit"]
 			l.Minimum, l.Maximum, l.Default = fptr(1), fptr(domain.MaxListLimit), []byte("20")
+			mt := p["maxTokens"]
+			mt.Minimum, mt.Maximum = fptr(domain.MinMaxTokens), fptr(domain.MaxMaxTokens)
 		}),
 		// Read-only, so neither destructive nor with effects to repeat; every
 		// hint is given explicitly (clients differ in their defaults).
@@ -62,6 +65,9 @@ func (a *ListArgs) check() error {
 	if err := checkIntRange("limit", a.Limit, 1, domain.MaxListLimit); err != nil {
 		return err
 	}
+	if err := checkIntRange("maxTokens", a.MaxTokens, domain.MinMaxTokens, domain.MaxMaxTokens); err != nil {
+		return err
+	}
 	_, err := a.input()
 	return err
 }
@@ -71,6 +77,9 @@ func (a *ListArgs) input() (domain.ListInput, error) {
 	in := domain.ListInput{Tags: a.Tags, IncludeSuperseded: a.IncludeSuperseded, IncludeExpired: a.IncludeExpired, Cursor: a.Cursor}
 	if a.Limit != nil {
 		in.Limit = *a.Limit
+	}
+	if a.MaxTokens != nil {
+		in.MaxTokens = *a.MaxTokens
 	}
 	var err error
 	if in.AuthorAgentID, err = parseUUID("authorAgentId", a.AuthorAgentID, false); err != nil {

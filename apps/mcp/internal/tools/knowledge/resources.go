@@ -85,7 +85,7 @@ func (t *toolset) readResource(ctx context.Context, req *mcp.ReadResourceRequest
 	uri := req.Params.URI
 	out, err := t.read(ctx, uri)
 	if err != nil {
-		return nil, t.resourceError(ctx, uri, err)
+		return nil, t.resourceError(ctx, req, uri, err)
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
@@ -133,14 +133,14 @@ func (t *toolset) read(ctx context.Context, uri string) (any, error) {
 // resourceError maps an error to the JSON-RPC error of resources/read: not
 // found is the MCP resource-not-found error (the same for another org's
 // ids), the rest carry our code in the message and data.
-func (t *toolset) resourceError(ctx context.Context, uri string, err error) error {
+func (t *toolset) resourceError(ctx context.Context, req *mcp.ReadResourceRequest, uri string, err error) error {
 	body, known := Describe(err)
 	if !known {
 		t.logger.ErrorContext(ctx, "resource read failed", "resource", KindOfURI(uri), "err", err)
 	}
 	setOutcome(ctx, body.Code, body.Field)
 	if body.Code == string(domain.CodeNotFound) {
-		return mcp.ResourceNotFoundError(uri)
+		return resourceNotFound(req, uri)
 	}
 	data, _ := json.Marshal(ErrorPayload{Error: body})
 	code := int64(jsonrpc.CodeInternalError)
@@ -151,4 +151,26 @@ func (t *toolset) resourceError(ctx context.Context, uri string, err error) erro
 		code = ErrorCodeForbidden
 	}
 	return &jsonrpc.Error{Code: code, Message: body.Text(), Data: data}
+}
+
+// The resource-not-found codes of MCP: -32002 up to protocol 2025-11-25
+// (its spec: "Resource not found: -32002"), -32602 (invalid params) from
+// 2026-07-28 on (SEP-2164, which asks clients to accept -32002 too).
+const (
+	codeResourceNotFoundLegacy    = -32002
+	protocolInvalidParamsNotFound = "2026-07-28"
+)
+
+// resourceNotFound is MCP's resource-not-found error in the code of the
+// protocol version the client negotiated, with the URI in data as both
+// versions ask. The go-sdk answers -32602 whatever the version.
+func resourceNotFound(req *mcp.ReadResourceRequest, uri string) error {
+	code := int64(jsonrpc.CodeInvalidParams)
+	if req != nil && req.Session != nil {
+		if ip := req.Session.InitializeParams(); ip != nil && ip.ProtocolVersion != "" && ip.ProtocolVersion < protocolInvalidParamsNotFound {
+			code = codeResourceNotFoundLegacy
+		}
+	}
+	data, _ := json.Marshal(map[string]string{"uri": uri})
+	return &jsonrpc.Error{Code: code, Message: "Resource not found: no resource of your organisation has this URI", Data: data}
 }

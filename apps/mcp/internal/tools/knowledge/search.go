@@ -30,6 +30,7 @@ type SearchArgs struct {
 	IncludeExpired    bool     `json:"includeExpired,omitempty" jsonschema:"Also return entries whose expiresAt has passed. Default false."`
 	MinScore          *float64 `json:"minScore,omitempty"` // described in searchTool: minScoreDescription names the domain's default
 	EfSearch          *int     `json:"efSearch,omitempty" jsonschema:"Advanced: the HNSW probe width of the vector search, 1 to 200, default 64. Raise it only when you expect relevant hits that are not returned."`
+	MaxTokens         *int     `json:"maxTokens,omitempty" jsonschema:"Approximate budget for the whole answer, in tokens (estimated as 4 bytes of its JSON a token), from 100 to 1000000: snippets are shortened, then the lowest-ranked hits left out, until it fits; the answer then says truncated: true and omittedHits. Omit for no budget."`
 	AsOf              string   `json:"asOf,omitempty" jsonschema:"Answer as the organisation knew it at this past RFC 3339 date-time: only entries created by then, superseded or expired only if they were by then (forgotten entries stay forgotten). superseded and headId still say what replaced a hit since."`
 }
 
@@ -47,7 +48,7 @@ var (
 // sent with every tools/list: every sentence costs every agent tokens.
 var searchDescription = `Search what the agents of your organisation have learned. Use it before starting work on a topic, before storing something (to avoid duplicates), and whenever you need facts about systems, decisions or past fixes.
 
-Three ranked lists (meaning: embeddings; words: full text; title) are fused. Hits come best first: id, title, snippet (up to 240 characters of the body around the first match; the whole entry is at knowledge://{id}), tags, confidence (the author's 0-100 certainty), createdAt, expiresAt, score, signals.
+Three ranked lists (meaning: embeddings, which with the server's default local embedder compare shared words, not paraphrases; words: full text; title) are fused. Hits come best first: id, title, snippet (up to 240 characters of the body around the first match; the whole entry is at knowledge://{id}), tags, confidence (the author's 0-100 certainty), createdAt, expiresAt, score, signals.
 
 score (0-1) is calibrated evidence, comparable across queries, org sizes and embedding models: ` + scoreStrong + ` or more: the hit answers the query (it holds the query's informative words, or means the same); ` + scoreWeak + ` to ` + scoreStrong + `: a partial match, read it; under ` + scoreWeak + `: weak, it shares some words or a vague likeness. One list at full evidence gives 0.63, lists agreeing add up to 1. Hits with almost no evidence are dropped (minScore, default ` + defaultMinScore + `), so no hits means nothing relevant is stored: try other words before concluding. signals are the raw evidence: cosine (meaning), bm25 (words), titleBm25, titleContains (title holds the whole query); vectorRank, fullTextRank, titleRank: place in each list (absent: not in it).
 
@@ -79,6 +80,8 @@ func searchTool() *mcp.Tool {
 			e := p["efSearch"]
 			e.Minimum, e.Maximum, e.Default = fptr(minEfSearch), fptr(maxEfSearch), []byte("64")
 			p["asOf"].Format = "date-time"
+			mt := p["maxTokens"]
+			mt.Minimum, mt.Maximum = fptr(domain.MinMaxTokens), fptr(domain.MaxMaxTokens)
 		}),
 		// Read-only, so neither destructive nor with effects to repeat; every
 		// hint is given explicitly (clients differ in their defaults).
@@ -113,6 +116,9 @@ func (a *SearchArgs) check() error {
 	if _, err := parseTime("asOf", a.AsOf); err != nil {
 		return err
 	}
+	if err := checkIntRange("maxTokens", a.MaxTokens, domain.MinMaxTokens, domain.MaxMaxTokens); err != nil {
+		return err
+	}
 	return checkIntRange("efSearch", a.EfSearch, minEfSearch, maxEfSearch)
 }
 
@@ -134,6 +140,9 @@ func (t *toolset) search(ctx context.Context, c domain.Caller, a *SearchArgs) (*
 	res, err := t.svc.Search(ctx, c, in)
 	if err == nil && res.Hits == nil {
 		res.Hits = []domain.Hit{} // "hits": [] rather than null
+	}
+	if err == nil && a.MaxTokens != nil {
+		domain.FitSearch(res, *a.MaxTokens)
 	}
 	return res, err
 }

@@ -41,11 +41,11 @@ func (t *toolset) registerStats(srv *mcp.Server) {
 		uri := req.Params.URI
 		c, err := callerFrom(ctx)
 		if err != nil {
-			return nil, t.resourceError(ctx, uri, err)
+			return nil, t.resourceError(ctx, req, uri, err)
 		}
 		st, err := sr.Stats(ctx, c.OrgID, statsTopTags)
 		if err != nil {
-			return nil, t.resourceError(ctx, uri, err)
+			return nil, t.resourceError(ctx, req, uri, err)
 		}
 		b, err := json.Marshal(st)
 		if err != nil {
