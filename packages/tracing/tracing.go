@@ -51,7 +51,16 @@ type Config struct {
 	// Endpoint is the OTLP endpoint the variables name ("" when the
 	// exporter's default, http://localhost:4318, applies).
 	Endpoint string
+	// AttributeValueLength (OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT, or
+	// OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT; -1: unlimited) cuts longer string
+	// attributes: the SQL text of the search statements runs to kilobytes,
+	// and the first DefaultAttributeValueLength characters name a statement.
+	AttributeValueLength int
 }
+
+// DefaultAttributeValueLength is the default cut of a string attribute
+// (the SDK's own default is none).
+const DefaultAttributeValueLength = 1024
 
 // Enabled tells whether spans are exported.
 func (c Config) Enabled() bool { return c.Exporter != "" }
@@ -62,7 +71,8 @@ func (c Config) Enabled() bool { return c.Exporter != "" }
 // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT); OTEL_SDK_DISABLED=true turns it off
 // whatever else is set.
 func ReadConfig(e *appenv.Env) Config {
-	var c Config
+	c := Config{AttributeValueLength: e.Int("OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT",
+		e.Int("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", DefaultAttributeValueLength, -1, 1<<24), -1, 1<<24)}
 	exp := strings.TrimSpace(e.String("OTEL_TRACES_EXPORTER", ""))
 	endpoint := e.String("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", e.String("OTEL_EXPORTER_OTLP_ENDPOINT", ""))
 	switch exp {
@@ -100,11 +110,23 @@ func ReadConfig(e *appenv.Env) Config {
 // spans still buffered (call it with a deadline). Off, Setup installs
 // nothing and shutdown does nothing.
 func Setup(ctx context.Context, cfg Config, service, version string) (shutdown func(context.Context) error, err error) {
-	noop := func(context.Context) error { return nil }
 	if !cfg.Enabled() {
-		return noop, nil
+		return func(context.Context) error { return nil }, nil
 	}
+	tp, err := NewProvider(ctx, cfg, service, version)
+	if err != nil {
+		return nil, err
+	}
+	Install(tp)
+	return tp.Shutdown, nil
+}
+
+// NewProvider is the tracer provider Setup installs: cfg's exporter behind
+// the SDK's batch span processor, the resource, the span limits; opts are
+// applied last (the tracing benchmark's sampler).
+func NewProvider(ctx context.Context, cfg Config, service, version string, opts ...sdktrace.TracerProviderOption) (*sdktrace.TracerProvider, error) {
 	var exp sdktrace.SpanExporter
+	var err error
 	switch cfg.Exporter {
 	case "console":
 		exp, err = stdouttrace.New(stdouttrace.WithWriter(os.Stderr))
@@ -112,12 +134,12 @@ func Setup(ctx context.Context, cfg Config, service, version string) (shutdown f
 		exp, err = otlptracehttp.New(ctx)
 	}
 	if err != nil {
-		return noop, fmt.Errorf("tracing: %s exporter: %w", cfg.Exporter, err)
+		return nil, fmt.Errorf("tracing: %s exporter: %w", cfg.Exporter, err)
 	}
 	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(
 		semconv.ServiceName(service), semconv.ServiceVersion(version)))
 	if err != nil {
-		return noop, fmt.Errorf("tracing: resource: %w", err)
+		return nil, fmt.Errorf("tracing: resource: %w", err)
 	}
 	// The variables win over the app's defaults.
 	if env, err := resource.New(ctx, resource.WithFromEnv()); err == nil {
@@ -125,9 +147,10 @@ func Setup(ctx context.Context, cfg Config, service, version string) (shutdown f
 			res = merged
 		}
 	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	Install(tp)
-	return tp.Shutdown, nil
+	limits := sdktrace.NewSpanLimits()
+	limits.AttributeValueLengthLimit = cfg.AttributeValueLength
+	return sdktrace.NewTracerProvider(append([]sdktrace.TracerProviderOption{
+		sdktrace.WithBatcher(exp), sdktrace.WithResource(res), sdktrace.WithRawSpanLimits(limits)}, opts...)...), nil
 }
 
 // Install makes tp the global tracer provider (tests install one with an

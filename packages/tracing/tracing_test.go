@@ -27,7 +27,16 @@ func TestReadConfig(t *testing.T) {
 			t.Errorf("%v: exporter %q err %v, want %q", c.vars, got.Exporter, err, c.want)
 		}
 	}
+	e := appenv.New(appenv.Vars())
+	if c := ReadConfig(e); c.AttributeValueLength != DefaultAttributeValueLength {
+		t.Errorf("attribute value length %d, want %d by default", c.AttributeValueLength, DefaultAttributeValueLength)
+	}
+	e = appenv.New(appenv.Vars("OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT", "-1"))
+	if c := ReadConfig(e); c.AttributeValueLength != -1 || e.Err() != nil {
+		t.Errorf("attribute value length %d (%v), want -1 (unlimited)", c.AttributeValueLength, e.Err())
+	}
 	for _, bad := range [][]string{
+		{"OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT", "short"},
 		{"OTEL_TRACES_EXPORTER", "jaeger"},
 		{"OTEL_EXPORTER_OTLP_PROTOCOL", "grpc", "OTEL_TRACES_EXPORTER", "otlp"},
 		{"OTEL_EXPORTER_OTLP_ENDPOINT", "127.0.0.1:4318"},

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -15,7 +16,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"go.opentelemetry.io/otel"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 
@@ -28,41 +29,43 @@ import (
 )
 
 // BenchmarkSearchTracing measures what tracing costs a search over MCP:
-// the p50 of searchTracingSamples sequential search_knowledge calls over
-// real HTTP, against real PostgreSQL (as the application's role) and Redis, on a corpus of
-// searchTracingCorpus entries (embedded, indexed, upkept).
+// sequential search_knowledge calls over real HTTP, against real
+// PostgreSQL (as the application's role) and Redis, on a corpus of
+// searchTracingCorpus entries (embedded, indexed, upkept). BENCH_TRACING
+// picks the set-up (OpenTelemetry's global provider is set once a
+// process, so "off" and "on" are two runs):
 //
-// Tracing is per process (OpenTelemetry's global provider is set once), so
-// the two arms are two runs:
+//	go test -run '^$' -bench SearchTracing -benchtime 1x ./apps/mcp/internal/server                              # off, as shipped
+//	BENCH_TRACING=on go test -run '^$' -bench SearchTracing -benchtime 1x ./apps/mcp/internal/server             # on, every call sampled
+//	BENCH_TRACING=interleaved go test -run '^$' -bench SearchTracing -benchtime 1x ./apps/mcp/internal/server    # both in one run
 //
-//	go test -run '^$' -bench SearchTracing -benchtime 1x ./apps/mcp/internal/server                       # off, as shipped
-//	BENCH_TRACING=on go test -run '^$' -bench SearchTracing -benchtime 1x ./apps/mcp/internal/server      # on
-//
-// On is the production set-up with OTEL_EXPORTER_OTLP_ENDPOINT pointing to a
-// local stand-in collector (an HTTP server taking OTLP/HTTP posts and
-// discarding them), sampled 100% (OTEL_TRACES_SAMPLER=always_on), batched
-// by the SDK's default span processor: the call's span, every pgx query,
-// pool acquire, Redis command and the embedding HTTP call (the local
-// embedder makes none). docs/benchmarks.md has the figures.
+// "on" is the production set-up (tracing.Setup from the OTEL_* variables)
+// with OTEL_EXPORTER_OTLP_ENDPOINT pointing to a local stand-in collector
+// (an HTTP server taking the OTLP/HTTP posts; they are decoded, to count
+// the spans, only after the timed calls) and OTEL_TRACES_SAMPLER=always_on:
+// the call's span and every pgx statement, pool acquire and Redis command
+// under it, batched by the SDK's span processor. "interleaved" is the same
+// provider whose sampler takes every other call, so the sampled and the
+// unsampled calls meet the same load (this machine is shared); an
+// unsampled call still starts a non-recording span, which "off" does not.
+// docs/benchmarks.md has the figures.
 func BenchmarkSearchTracing(b *testing.B) {
 	const searchTracingCorpus, searchTracingSamples = 2000, 600
-	on := os.Getenv("BENCH_TRACING") == "on"
+	mode := os.Getenv("BENCH_TRACING")
+	if mode == "" {
+		mode = "off"
+	}
 	ctx := context.Background()
-	var posts, bytes, spanCount atomic.Int64
-	var shutdown func(context.Context) error
-	if on {
+	var mu sync.Mutex
+	var bodies [][]byte
+	var sample atomic.Bool // interleaved: whether the next call is sampled
+	var provider *sdktrace.TracerProvider
+	if mode != "off" {
 		standin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			body, _ := io.ReadAll(r.Body)
-			var req coltrace.ExportTraceServiceRequest
-			if err := proto.Unmarshal(body, &req); err == nil {
-				for _, rs := range req.ResourceSpans {
-					for _, ss := range rs.ScopeSpans {
-						spanCount.Add(int64(len(ss.Spans)))
-					}
-				}
-			}
-			posts.Add(1)
-			bytes.Add(int64(len(body)))
+			mu.Lock()
+			bodies = append(bodies, body)
+			mu.Unlock()
 			w.Header().Set("Content-Type", "application/x-protobuf")
 			w.WriteHeader(http.StatusOK)
 		}))
@@ -74,12 +77,17 @@ func BenchmarkSearchTracing(b *testing.B) {
 		if err := e.Err(); err != nil || !cfg.Enabled() {
 			b.Fatalf("tracing config: %+v %v", cfg, err)
 		}
+		var opts []sdktrace.TracerProviderOption
+		if mode == "interleaved" {
+			opts = append(opts, sdktrace.WithSampler(sdktrace.ParentBased(switchSampler{&sample})))
+		}
 		var err error
-		if shutdown, err = tracing.Setup(ctx, cfg, "bench-mcp", "bench"); err != nil {
+		if provider, err = tracing.NewProvider(ctx, cfg, "bench-mcp", "bench", opts...); err != nil {
 			b.Fatal(err)
 		}
+		tracing.Install(provider)
 	}
-	bd := tracedBundle(b, on, embed.NewLocal(), knowledge.Options{})
+	bd := tracedBundle(b, mode != "off", embed.NewLocal(), knowledge.Options{})
 	org := bd.org("bench")
 	ag := bd.agent(org, "bench", allScopes, 0)
 	cs := bd.session(ag)
@@ -124,43 +132,83 @@ func BenchmarkSearchTracing(b *testing.B) {
 		b.Fatal(err)
 	}
 	for i := range 50 { // warm: connections, plans, caches
+		sample.Store(i%2 == 0)
 		call(b, cs, kt.ToolSearch, map[string]any{"query": benchQuery(searchTracingCorpus - 1 - i), "limit": 10})
 	}
-	if on { // what the set-up made is not the searches'
-		sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
-		otel.GetTracerProvider().(interface{ ForceFlush(context.Context) error }).ForceFlush(sctx)
-		scancel()
+	if provider != nil { // what the set-up made is not the searches'
+		provider.ForceFlush(ctx)
+		mu.Lock()
+		bodies = nil
+		mu.Unlock()
 	}
-	posts0, bytes0, spans0 := posts.Load(), bytes.Load(), spanCount.Load()
 	load := loadAvg()
 	cpu0 := cpuTime()
-	lat := make([]time.Duration, 0, searchTracingSamples)
+	lat := map[bool][]time.Duration{}
 	for i := range searchTracingSamples {
+		// Interleaved: sampled on even calls of even pairs and odd calls
+		// of odd pairs, so neither always goes first.
+		sampled := mode == "on" || mode == "interleaved" && (i%2 == 0) == (i/2%2 == 0)
+		sample.Store(sampled)
 		q := benchQuery(i * 7 % (searchTracingCorpus - 50))
 		start := time.Now()
 		res := call(b, cs, kt.ToolSearch, map[string]any{"query": q, "limit": 10})
-		lat = append(lat, time.Since(start))
+		lat[sampled] = append(lat[sampled], time.Since(start))
 		if res.IsError {
 			b.Fatal(text(res))
 		}
 	}
 	cpu := cpuTime() - cpu0
-	arm := "off"
-	if on {
-		arm = "on"
+	spans, size := 0, 0
+	if provider != nil {
 		sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
-		shutdown(sctx) // flush: what the searches exported is counted
+		provider.Shutdown(sctx) // flush: what the searches exported is counted
 		scancel()
+		mu.Lock()
+		for _, body := range bodies {
+			size += len(body)
+			var req coltrace.ExportTraceServiceRequest
+			if err := proto.Unmarshal(body, &req); err == nil {
+				for _, rs := range req.ResourceSpans {
+					for _, ss := range rs.ScopeSpans {
+						spans += len(ss.Spans)
+					}
+				}
+			}
+		}
+		mu.Unlock()
 	}
 	n := float64(searchTracingSamples)
-	fmt.Printf("search tracing=%s: %d searches, load average %s -> %s; process CPU %.2f ms a search (client and server); exported %d OTLP posts, %.1f spans and %.0f bytes a search\n",
-		arm, searchTracingSamples, load, loadAvg(), float64(cpu.Microseconds())/1000/n, posts.Load()-posts0,
-		float64(spanCount.Load()-spans0)/n, float64(bytes.Load()-bytes0)/n)
-	b.Run("search/tracing-"+arm, func(b *testing.B) {
-		report(b, lat)
-		b.ReportMetric(float64(cpu.Microseconds())/1000/n, "cpu-ms/op")
-	})
+	fmt.Printf("search tracing=%s: %d searches, load average %s -> %s; process CPU %.2f ms a search (client and server); exported %.1f spans and %.0f bytes a sampled search\n",
+		mode, searchTracingSamples, load, loadAvg(), float64(cpu.Microseconds())/1000/n,
+		float64(spans)/float64(max(len(lat[true]), 1)), float64(size)/float64(max(len(lat[true]), 1)))
+	for _, sampled := range []bool{false, true} {
+		if len(lat[sampled]) == 0 {
+			continue
+		}
+		arm := map[bool]string{false: "unsampled", true: "sampled"}[sampled]
+		if mode != "interleaved" {
+			arm = mode
+		}
+		b.Run("search/tracing-"+arm, func(b *testing.B) {
+			report(b, lat[sampled])
+			if mode != "interleaved" {
+				b.ReportMetric(float64(cpu.Microseconds())/1000/n, "cpu-ms/op")
+			}
+		})
+	}
 }
+
+// switchSampler samples while its flag is set.
+type switchSampler struct{ on *atomic.Bool }
+
+func (s switchSampler) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	if s.on.Load() {
+		return sdktrace.AlwaysSample().ShouldSample(p)
+	}
+	return sdktrace.NeverSample().ShouldSample(p)
+}
+
+func (switchSampler) Description() string { return "switch" }
 
 // cpuTime is the CPU time (user and system) this process has used.
 func cpuTime() time.Duration {
