@@ -47,8 +47,9 @@ func (s *Server) callMiddleware(resolve principalFunc) mcp.Middleware {
 				// The go-sdk answers these (an empty list) whether or not
 				// the prompts capability is declared; this server has no
 				// prompts and does not declare it, so it answers as for
-				// any method it does not serve.
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found: " + method + " (this server has no prompts; see its capabilities)"}
+				// any method it does not serve: -32601 (the SDK's JSON-RPC
+				// layer words the message itself: method not found: "...").
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found"}
 			default:
 				return next(ctx, method, req)
 			}
