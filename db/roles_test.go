@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -269,5 +270,69 @@ func TestSimilarKeyLookupIsBoundToTheOrg(t *testing.T) {
 	}
 	if got := hits(a.org, b.org); len(got) != 0 {
 		t.Errorf("org b's look-up as org a: %v, want nothing", got)
+	}
+}
+
+var errRolledBack = errors.New("rolled back")
+
+// TestScopedTransactionRunsAsItsOrg: a transaction begun through Scoped
+// runs every statement as the context's org, whatever its first one is (a
+// read, a write, a batch, a savepoint), and the setting ends with it.
+func TestScopedTransactionRunsAsItsOrg(t *testing.T) {
+	t.Parallel()
+	d := testenv.Postgres(t)
+	ctx := context.Background()
+	a, b := seed(t, d.Pool, "a"), seed(t, d.Pool, "b")
+	app := db.Scope(d.AppPool(t))
+	actx := db.WithOrg(ctx, a.org)
+	count := func(q interface {
+		QueryRow(context.Context, string, ...any) pgx.Row
+	}) int {
+		t.Helper()
+		var n int
+		if err := q.QueryRow(actx, "SELECT count(*) FROM knowledge").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for name, first := range map[string]func(tx pgx.Tx) error{
+		"read": func(tx pgx.Tx) error { _, err := tx.Exec(actx, "SELECT 1 FROM knowledge"); return err },
+		"write": func(tx pgx.Tx) error {
+			_, err := tx.Exec(actx, "INSERT INTO tasks (org_id, title) VALUES ($1, 'x')", a.org)
+			return err
+		},
+		"batch": func(tx pgx.Tx) error {
+			bt := &pgx.Batch{}
+			bt.Queue("SELECT count(*) FROM knowledge")
+			return tx.SendBatch(actx, bt).Close()
+		},
+		"savepoint": func(tx pgx.Tx) error {
+			sp, err := tx.Begin(actx)
+			if err == nil {
+				err = sp.Commit(actx)
+			}
+			return err
+		},
+	} {
+		err := pgx.BeginFunc(actx, app, func(tx pgx.Tx) error {
+			if err := first(tx); err != nil {
+				return err
+			}
+			if n := count(tx); n != 1 {
+				t.Errorf("%s first: the transaction sees %d entries, want org a's 1", name, n)
+			}
+			_, err := tx.Exec(actx, "INSERT INTO tasks (org_id, title) VALUES ($1, 'y')", b.org)
+			if pgCode(err) != "42501" {
+				t.Errorf("%s first: writing org b's row: %v, want 42501", name, err)
+			}
+			return errRolledBack // the refused write aborted the transaction
+		})
+		if !errors.Is(err, errRolledBack) {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	// The pool's connections come back without the setting.
+	if n := count(d.AppPool(t)); n != 0 {
+		t.Errorf("a new statement without the org sees %d entries", n)
 	}
 }

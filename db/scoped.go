@@ -143,19 +143,127 @@ func (s Scoped) Begin(ctx context.Context) (pgx.Tx, error) {
 	return s.BeginTx(ctx, pgx.TxOptions{})
 }
 
-// BeginTx is Begin with options.
+// BeginTx is Begin with options. The org is set by the transaction's first
+// statement, sent with it as one batch (scopedTx), so a transaction costs
+// no round trip more than without row-level security.
 func (s Scoped) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error) {
 	tx, err := s.Pool.BeginTx(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
 	if org, ok := OrgOf(ctx); ok {
-		if err := SetOrg(ctx, tx, org); err != nil {
-			tx.Rollback(context.WithoutCancel(ctx))
-			return nil, err
-		}
+		return &scopedTx{Tx: tx, org: org.String()}, nil
 	}
 	return tx, nil
+}
+
+// scopedTx is a transaction whose first statement is sent behind the
+// org's set_config, in one batch; every later one runs as sent.
+type scopedTx struct {
+	pgx.Tx
+	org string
+	set bool
+}
+
+// ensure sets the org on its own, for what cannot carry it (a COPY, a
+// savepoint, the raw connection).
+func (t *scopedTx) ensure(ctx context.Context) error {
+	if t.set {
+		return nil
+	}
+	t.set = true
+	_, err := t.Tx.Exec(ctx, SetOrgSQL, t.org)
+	return err
+}
+
+func (t *scopedTx) batch(sql string, args []any) *pgx.Batch {
+	t.set = true
+	b := &pgx.Batch{}
+	b.Queue(SetOrgSQL, t.org)
+	b.Queue(sql, args...)
+	return b
+}
+
+func (t *scopedTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if t.set {
+		return t.Tx.Exec(ctx, sql, args...)
+	}
+	br := t.Tx.SendBatch(ctx, t.batch(sql, args))
+	_, err := br.Exec()
+	var tag pgconn.CommandTag
+	if err == nil {
+		tag, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return tag, err
+}
+
+func (t *scopedTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if t.set {
+		return t.Tx.Query(ctx, sql, args...)
+	}
+	br := t.Tx.SendBatch(ctx, t.batch(sql, args))
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		br.Close()
+		return nil, err
+	}
+	return &BatchRows{Rows: rows, br: br}, nil
+}
+
+func (t *scopedTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if t.set {
+		return t.Tx.QueryRow(ctx, sql, args...)
+	}
+	rows, err := t.Query(ctx, sql, args...)
+	if err != nil {
+		return errRow{err}
+	}
+	return RowOf(rows)
+}
+
+func (t *scopedTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	if t.set {
+		return t.Tx.SendBatch(ctx, b)
+	}
+	t.set = true
+	nb := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(b.QueuedQueries)+1)}
+	nb.Queue(SetOrgSQL, t.org)
+	nb.QueuedQueries = append(nb.QueuedQueries, b.QueuedQueries...)
+	br := t.Tx.SendBatch(ctx, nb)
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return failedBatch{err}
+	}
+	return br
+}
+
+func (t *scopedTx) CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error) {
+	if err := t.ensure(ctx); err != nil {
+		return 0, err
+	}
+	return t.Tx.CopyFrom(ctx, table, columns, src)
+}
+
+func (t *scopedTx) Prepare(ctx context.Context, name, sql string) (*pgconn.StatementDescription, error) {
+	if err := t.ensure(ctx); err != nil {
+		return nil, err
+	}
+	return t.Tx.Prepare(ctx, name, sql)
+}
+
+// Begin starts a savepoint, once the org is set.
+func (t *scopedTx) Begin(ctx context.Context) (pgx.Tx, error) {
+	if err := t.ensure(ctx); err != nil {
+		return nil, err
+	}
+	return t.Tx.Begin(ctx)
 }
 
 // CopyFrom copies rows in one statement; with an org, inside a

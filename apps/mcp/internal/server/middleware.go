@@ -179,7 +179,10 @@ func (s *Server) resourceRead(ctx context.Context, p *tenancy.Principal, method 
 		s.metrics.inflightCalls.Dec()
 		if o.Code == "" {
 			if err != nil {
-				o.Code = "not_found" // the SDK's answer for a URI no template matches
+				// The SDK's answer for a URI no template matches: in the
+				// code of the client's protocol, as for a missing entry.
+				o.Code = "not_found"
+				err = kt.ResourceNotFound(req.(*mcp.ReadResourceRequest), uri)
 			} else {
 				o.Code = "ok"
 			}

@@ -45,4 +45,18 @@ func TestResourceNotFoundCodePerProtocol(t *testing.T) {
 	if rpc.Error.Code != -32002 || data.URI != uri {
 		t.Errorf("protocol 2025-06-18: code %d, data %s; want -32002 with the uri", rpc.Error.Code, rpc.Error.Data)
 	}
+
+	// A URI no template matches (the go-sdk's own not found): the same.
+	res2 := b.post(a.token, `{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{"uri":"test://template/123/data"}}`)
+	defer res2.Body.Close()
+	if err := json.NewDecoder(res2.Body).Decode(&rpc); err != nil {
+		t.Fatal(err)
+	}
+	if rpc.Error.Code != -32002 {
+		t.Errorf("another scheme, protocol 2025-06-18: code %d, want -32002", rpc.Error.Code)
+	}
+	_, err = cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "test://template/123/data"})
+	if !errors.As(err, &je) || je.Code != jsonrpc.CodeInvalidParams {
+		t.Errorf("another scheme, protocol %s: %v, want -32602", cs.InitializeResult().ProtocolVersion, err)
+	}
 }

@@ -140,7 +140,7 @@ func (t *toolset) resourceError(ctx context.Context, req *mcp.ReadResourceReques
 	}
 	setOutcome(ctx, body.Code, body.Field)
 	if body.Code == string(domain.CodeNotFound) {
-		return resourceNotFound(req, uri)
+		return ResourceNotFound(req, uri)
 	}
 	data, _ := json.Marshal(ErrorPayload{Error: body})
 	code := int64(jsonrpc.CodeInternalError)
@@ -161,10 +161,10 @@ const (
 	protocolInvalidParamsNotFound = "2026-07-28"
 )
 
-// resourceNotFound is MCP's resource-not-found error in the code of the
+// ResourceNotFound is MCP's resource-not-found error in the code of the
 // protocol version the client negotiated, with the URI in data as both
 // versions ask. The go-sdk answers -32602 whatever the version.
-func resourceNotFound(req *mcp.ReadResourceRequest, uri string) error {
+func ResourceNotFound(req *mcp.ReadResourceRequest, uri string) error {
 	code := int64(jsonrpc.CodeInvalidParams)
 	if req != nil && req.Session != nil {
 		if ip := req.Session.InitializeParams(); ip != nil && ip.ProtocolVersion != "" && ip.ProtocolVersion < protocolInvalidParamsNotFound {
