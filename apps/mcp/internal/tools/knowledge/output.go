@@ -44,9 +44,16 @@ func outputSchema[Out any](variants ...any) *jsonschema.Schema {
 			continue
 		}
 		for _, name := range vs.PropertyOrder {
-			if _, ok := s.Properties[name]; !ok {
+			have, ok := s.Properties[name]
+			if !ok {
 				s.Properties[name] = vs.Properties[name]
 				s.PropertyOrder = append(s.PropertyOrder, name)
+				continue
+			}
+			// The same name in two variants with two shapes (an entry's
+			// relations, a tombstone's count of them): either.
+			if a, b := rawJSON(have), rawJSON(vs.Properties[name]); a != b {
+				s.Properties[name] = &jsonschema.Schema{AnyOf: []*jsonschema.Schema{have, vs.Properties[name]}}
 			}
 		}
 	}
@@ -86,6 +93,11 @@ func errorCodes() []any {
 		string(domain.CodeConflict), string(domain.CodeCycle), string(domain.CodeQuotaExceeded),
 		string(domain.CodeRateLimited), string(domain.CodeUnavailable),
 	}
+}
+
+func rawJSON(s *jsonschema.Schema) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }
 
 // rawSchema marshals s once for tools/list (see addTool: the go-sdk would
