@@ -3,8 +3,8 @@
 -- erased by purge's statements (queries/purge.sql).
 
 -- name: InsertTombstone :one
-INSERT INTO knowledge_tombstones (org_id, id, created_by_agent_id, created_at, forgotten_by_agent_id, reason, client_token)
-VALUES (@org_id, @id, sqlc.narg(created_by_agent_id)::uuid, @created_at, @forgotten_by_agent_id, @reason, sqlc.narg(client_token)::uuid)
+INSERT INTO knowledge_tombstones (org_id, id, created_by_agent_id, created_at, forgotten_by_agent_id, reason, client_token, relations)
+VALUES (@org_id, @id, sqlc.narg(created_by_agent_id)::uuid, @created_at, @forgotten_by_agent_id, @reason, sqlc.narg(client_token)::uuid, @relations)
 RETURNING *;
 
 -- name: GetTombstone :one

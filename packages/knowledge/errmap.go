@@ -23,8 +23,11 @@ var constraintErrors = map[string]*Error{
 		Message: "the calling agent is not an agent of this org"},
 	"knowledge_supersessions_agent_fkey": {Code: CodeForbidden,
 		Message: "the calling agent is not an agent of this org"},
-	"knowledge_org_fkey":  {Code: CodeNotFound, Message: "the caller's org does not exist"},
-	"org_quotas_org_fkey": {Code: CodeNotFound, Message: "the caller's org does not exist"},
+	"knowledge_org_fkey":                   {Code: CodeNotFound, Message: "the caller's org does not exist"},
+	"org_quotas_org_fkey":                  {Code: CodeNotFound, Message: "the caller's org does not exist"},
+	"knowledge_relation_types_org_id_fkey": {Code: CodeNotFound, Field: "org", Message: "no such org"},
+	"knowledge_relations_author_fkey": {Code: CodeForbidden,
+		Message: "the calling agent is not an agent of this org"},
 }
 
 // mapErr is the one place where driver and dependency errors become domain

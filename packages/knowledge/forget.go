@@ -27,6 +27,9 @@ type Tombstone struct {
 	ForgottenByAgentID uuid.UUID  `json:"forgottenByAgentId"`
 	ForgottenAt        time.Time  `json:"forgottenAt"`
 	Reason             string     `json:"reason"`
+	// Relations is how many open relations the entry had when it was
+	// forgotten (they were erased with it; only the count is kept).
+	Relations int `json:"relations"`
 }
 
 // ForgetResult answers Forget.
@@ -100,7 +103,7 @@ func (s *Service) Forget(ctx context.Context, c Caller, id uuid.UUID, reason str
 		}
 		t, err := q.InsertTombstone(ctx, sqlc.InsertTombstoneParams{
 			OrgID: c.OrgID, ID: id, CreatedByAgentID: row.CreatedByAgentID, CreatedAt: row.CreatedAt,
-			ForgottenByAgentID: c.AgentID, Reason: reason, ClientToken: row.ClientToken,
+			ForgottenByAgentID: c.AgentID, Reason: reason, ClientToken: row.ClientToken, Relations: int32(rep.OpenRelations),
 		})
 		if err != nil {
 			return err
@@ -141,7 +144,7 @@ func (s *Service) tombstoneFor(ctx context.Context, q *sqlc.Queries, c Caller, i
 
 func tombstone(t sqlc.KnowledgeTombstone) Tombstone {
 	return Tombstone{ID: t.ID, State: StateForgotten, CreatedByAgentID: t.CreatedByAgentID, CreatedAt: t.CreatedAt,
-		ForgottenByAgentID: t.ForgottenByAgentID, ForgottenAt: t.ForgottenAt, Reason: t.Reason}
+		ForgottenByAgentID: t.ForgottenByAgentID, ForgottenAt: t.ForgottenAt, Reason: t.Reason, Relations: int(t.Relations)}
 }
 
 // StateForgotten is the state of a forgotten entry's tombstone.

@@ -58,6 +58,9 @@ func (s *Service) Get(ctx context.Context, c Caller, id uuid.UUID) (*Entry, erro
 	for _, l := range chain {
 		e.Chain = append(e.Chain, ChainLink{Direction: l.Direction, OldID: l.OldID, NewID: l.NewID, ByAgentID: l.AgentID, At: l.CreatedAt})
 	}
+	if e.Relations, err = s.relationSummary(ctx, c, id); err != nil {
+		return nil, err
+	}
 	if row.EmbeddingModel != nil {
 		e.EmbeddingModel = *row.EmbeddingModel
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
@@ -48,6 +49,8 @@ type PurgeReport struct {
 	SupersessionEdges int64 `json:"supersessionEdges"` // recorded direct edges removed
 	Relinked          int64 `json:"relinked"`          // surviving chain entries pointed past the erased ones
 	HeadsAgain        int64 `json:"headsAgain"`        // surviving entries whose every successor was erased
+	Relations         int64 `json:"relations"`         // relations (open or closed) the erased entries were an end of
+	OpenRelations     int64 `json:"-"`                 // of which open (a tombstone keeps the count)
 	Postings          int64 `json:"postings"`          // lexical index rows
 	IdempotenceKeys   int64 `json:"idempotenceKeys"`   // Redis keys of recent stores
 	// IDs are the erased entries, for the caller's other clean-ups (queued
@@ -184,6 +187,8 @@ func (r *PurgeReport) add(b *PurgeReport) {
 	r.Relinked += b.Relinked
 	r.HeadsAgain += b.HeadsAgain
 	r.Postings += b.Postings
+	r.Relations += b.Relations
+	r.OpenRelations += b.OpenRelations
 	r.IDs = append(r.IDs, b.IDs...)
 }
 
@@ -318,6 +323,12 @@ func (s *Service) eraseLocked(ctx context.Context, tx pgx.Tx, org uuid.UUID, row
 		return err
 	}
 	rep.TaskLinks += n
+	rel, err := q.PurgeDeleteRelations(ctx, sqlc.PurgeDeleteRelationsParams{OrgID: org, Ids: ids})
+	if err != nil {
+		return err
+	}
+	rep.Relations += rel.Total
+	rep.OpenRelations += rel.Open
 	if unindex {
 		u, err := q.PurgeUnindex(ctx, sqlc.PurgeUnindexParams{OrgID: org, Ids: ids})
 		if err != nil {
@@ -378,6 +389,11 @@ func (s *Service) countBatch(ctx context.Context, org uuid.UUID, ids []uuid.UUID
 	}
 	rep.TaskLinks += c.Links
 	rep.SupersessionEdges += c.Edges
+	rel, err := s.q.PurgeCountRelations(ctx, sqlc.PurgeCountRelationsParams{OrgID: org, Ids: ids})
+	if err != nil {
+		return err
+	}
+	rep.Relations += rel
 	p, err := s.q.PurgeCountPostings(ctx, sqlc.PurgeCountPostingsParams{OrgID: org, Ids: ids})
 	if err != nil {
 		return err
@@ -462,14 +478,12 @@ func (s *Service) purgeIdempotenceKeys(ctx context.Context, org uuid.UUID, scope
 		agentPrefix = prefix + scope.Agent.String() + ":"
 	}
 	var n int64
-	iter := s.opts.Redis.Scan(ctx, 0, prefix+"*", 500).Iterator()
-	for iter.Next(ctx) {
-		key := iter.Val()
+	err := ScanKeys(ctx, s.opts.Redis, prefix+"*", func(ctx context.Context, c redis.Cmdable, key string) error {
 		del := scope.All || (agentPrefix != "" && strings.HasPrefix(key, agentPrefix))
 		if !del {
-			v, err := s.opts.Redis.Get(ctx, key).Bytes()
+			v, err := c.Get(ctx, key).Bytes()
 			if err != nil {
-				continue // expired meanwhile
+				return nil // expired meanwhile
 			}
 			var rec idemRecord
 			if json.Unmarshal(v, &rec) == nil && rec.names(erased) {
@@ -477,14 +491,13 @@ func (s *Service) purgeIdempotenceKeys(ctx context.Context, org uuid.UUID, scope
 			}
 		}
 		if !del {
-			continue
+			return nil
 		}
 		n++
 		if !dryRun {
-			if err := s.opts.Redis.Del(ctx, key).Err(); err != nil {
-				return n, err
-			}
+			return c.Del(ctx, key).Err()
 		}
-	}
-	return n, iter.Err()
+		return nil
+	})
+	return n, err
 }

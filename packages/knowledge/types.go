@@ -210,6 +210,11 @@ type Entry struct {
 
 	TaskLinks []TaskLink `json:"taskLinks"`
 
+	// Relations summarises the entry's open typed relations (relations.go):
+	// counts by type as read from this entry and the newest few;
+	// list_relations pages through all of them.
+	Relations *RelationSummary `json:"relations,omitempty"`
+
 	// Forgotten is set, and nothing else but ID and State, when the entry
 	// was forgotten: it then reads as its tombstone.
 	Forgotten *Tombstone `json:"-"`

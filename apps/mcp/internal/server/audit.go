@@ -337,8 +337,9 @@ func (s *idSet) add(v []byte) {
 // idKeys are the keys that name entries in every argument and answer of
 // the knowledge tools and resources: a store's id and its similar entries,
 // a search's or a list's hits, a supersession's pair, a chain's entries, a
-// task's linked entries, forget_knowledge's id.
-var idKeys = [][]byte{[]byte(`"id"`), []byte(`"oldId"`), []byte(`"newId"`)}
+// task's linked entries, forget_knowledge's id, a relation's two ends
+// (link_knowledge, unlink_knowledge, list_relations' other entries).
+var idKeys = [][]byte{[]byte(`"id"`), []byte(`"oldId"`), []byte(`"newId"`), []byte(`"fromId"`), []byte(`"toId"`), []byte(`"otherId"`)}
 
 // scan adds the string values of idKeys found anywhere in the JSON text b,
 // without decoding it. Exact for valid JSON: inside a string every quote

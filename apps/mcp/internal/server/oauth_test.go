@@ -77,7 +77,7 @@ func TestOAuthResourceServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	if got := toolNames(t, cs); !slices.Equal(got, []string{kt.ToolGet, kt.ToolList, kt.ToolSearch}) {
+	if got := toolNames(t, cs); !slices.Equal(got, []string{kt.ToolGet, kt.ToolList, kt.ToolRelations, kt.ToolSearch}) {
 		t.Errorf("tools of a knowledge:read token: %v", got)
 	}
 	// A write it has no scope for: 403 with the scope to step up to.

@@ -187,7 +187,7 @@ func TestStdioModeEnforcesScopes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	if got := toolNames(t, cs); !slices.Equal(got, []string{kt.ToolGet, kt.ToolList, kt.ToolSearch}) {
+	if got := toolNames(t, cs); !slices.Equal(got, []string{kt.ToolGet, kt.ToolList, kt.ToolRelations, kt.ToolSearch}) {
 		t.Errorf("tools %v", got)
 	}
 	e := toolErr(t, call(t, cs, kt.ToolStore, map[string]any{"title": "t", "body": "b"}))

@@ -78,7 +78,7 @@ func (q *Queries) ForgottenAmong(ctx context.Context, arg ForgottenAmongParams) 
 }
 
 const getTombstone = `-- name: GetTombstone :one
-SELECT org_id, id, created_by_agent_id, created_at, forgotten_by_agent_id, forgotten_at, reason, client_token
+SELECT org_id, id, created_by_agent_id, created_at, forgotten_by_agent_id, forgotten_at, reason, client_token, relations
 FROM knowledge_tombstones
 WHERE org_id = $1 AND id = $2
 `
@@ -100,15 +100,16 @@ func (q *Queries) GetTombstone(ctx context.Context, arg GetTombstoneParams) (Kno
 		&i.ForgottenAt,
 		&i.Reason,
 		&i.ClientToken,
+		&i.Relations,
 	)
 	return i, err
 }
 
 const insertTombstone = `-- name: InsertTombstone :one
 
-INSERT INTO knowledge_tombstones (org_id, id, created_by_agent_id, created_at, forgotten_by_agent_id, reason, client_token)
-VALUES ($1, $2, $3::uuid, $4, $5, $6, $7::uuid)
-RETURNING org_id, id, created_by_agent_id, created_at, forgotten_by_agent_id, forgotten_at, reason, client_token
+INSERT INTO knowledge_tombstones (org_id, id, created_by_agent_id, created_at, forgotten_by_agent_id, reason, client_token, relations)
+VALUES ($1, $2, $3::uuid, $4, $5, $6, $7::uuid, $8)
+RETURNING org_id, id, created_by_agent_id, created_at, forgotten_by_agent_id, forgotten_at, reason, client_token, relations
 `
 
 type InsertTombstoneParams struct {
@@ -119,6 +120,7 @@ type InsertTombstoneParams struct {
 	ForgottenByAgentID uuid.UUID
 	Reason             string
 	ClientToken        *uuid.UUID
+	Relations          int32
 }
 
 // Forget (packages/knowledge/forget.go): the owner of knowledge_tombstones.
@@ -133,6 +135,7 @@ func (q *Queries) InsertTombstone(ctx context.Context, arg InsertTombstoneParams
 		arg.ForgottenByAgentID,
 		arg.Reason,
 		arg.ClientToken,
+		arg.Relations,
 	)
 	var i KnowledgeTombstone
 	err := row.Scan(
@@ -144,6 +147,7 @@ func (q *Queries) InsertTombstone(ctx context.Context, arg InsertTombstoneParams
 		&i.ForgottenAt,
 		&i.Reason,
 		&i.ClientToken,
+		&i.Relations,
 	)
 	return i, err
 }

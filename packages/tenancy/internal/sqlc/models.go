@@ -141,6 +141,26 @@ type KnowledgePosting struct {
 	Passage int16
 }
 
+type KnowledgeRelation struct {
+	OrgID            uuid.UUID
+	ID               uuid.UUID
+	FromID           uuid.UUID
+	ToID             uuid.UUID
+	Type             string
+	Note             *string
+	CreatedByAgentID *uuid.UUID
+	ValidFrom        time.Time
+	ValidTo          *time.Time
+	ClosedByAgentID  *uuid.UUID
+}
+
+type KnowledgeRelationType struct {
+	OrgID     uuid.UUID
+	Name      string
+	Inverse   string
+	CreatedAt time.Time
+}
+
 type KnowledgeSearchStat struct {
 	OrgID     uuid.UUID
 	Config    interface{}
@@ -179,6 +199,7 @@ type KnowledgeTombstone struct {
 	ForgottenAt        time.Time
 	Reason             string
 	ClientToken        *uuid.UUID
+	Relations          int32
 }
 
 type Org struct {

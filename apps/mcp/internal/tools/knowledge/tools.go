@@ -30,6 +30,9 @@ type Service interface {
 	Forget(ctx context.Context, c domain.Caller, id uuid.UUID, reason string, othersAllowed bool) (*domain.ForgetResult, error)
 	TaskKnowledge(ctx context.Context, c domain.Caller, taskID uuid.UUID, kind domain.LinkKind) ([]domain.TaskEntry, error)
 	Complete(ctx context.Context, c domain.Caller, what, prefix string) ([]string, bool, error)
+	Link(ctx context.Context, c domain.Caller, in domain.LinkInput) (*domain.RelationChange, error)
+	Unlink(ctx context.Context, c domain.Caller, fromID, toID uuid.UUID, typ string) (*domain.RelationChange, error)
+	Relations(ctx context.Context, c domain.Caller, in domain.RelationsInput) (*domain.RelationsResult, error)
 }
 
 // Tool names.
@@ -40,6 +43,9 @@ const (
 	ToolGet       = "get_knowledge"
 	ToolList      = "list_knowledge"
 	ToolForget    = "forget_knowledge"
+	ToolLink      = "link_knowledge"
+	ToolUnlink    = "unlink_knowledge"
+	ToolRelations = "list_relations"
 )
 
 // toolScopes maps every tool to the scope it needs.
@@ -50,6 +56,9 @@ var toolScopes = map[string]string{
 	ToolGet:       tenancy.ScopeKnowledgeRead,
 	ToolList:      tenancy.ScopeKnowledgeRead,
 	ToolForget:    tenancy.ScopeKnowledgeDelete,
+	ToolLink:      tenancy.ScopeKnowledgeWrite,
+	ToolUnlink:    tenancy.ScopeKnowledgeWrite,
+	ToolRelations: tenancy.ScopeKnowledgeRead,
 }
 
 // ResourceScope is the scope every resource read needs.
@@ -76,6 +85,9 @@ func Register(srv *mcp.Server, svc Service, opts Options) {
 	addTool(srv, t, getTool(), t.get)
 	addTool(srv, t, listTool(), t.list)
 	addTool(srv, t, forgetTool(), t.forget)
+	addTool(srv, t, linkTool(), t.link)
+	addTool(srv, t, unlinkTool(), t.unlink)
+	addTool(srv, t, relationsTool(), t.relations)
 	t.registerResources(srv)
 }
 

@@ -1,0 +1,768 @@
+package knowledge
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
+)
+
+// Limits of relations (issue 26).
+const (
+	// MaxRelationNote bounds a relation's note (runes).
+	MaxRelationNote = 500
+	// MaxRelationsPerEntry is the per-entry cap of open relations: an entry
+	// may be an end (from or to) of at most this many open relations. A
+	// link that would pass it on either end is refused (conflict naming
+	// the end); closed relations do not count. It bounds what one agent can
+	// hang on one entry, and so what a summary, a page and a search hop
+	// read.
+	MaxRelationsPerEntry = 1000
+	// DefaultRelationsLimit and MaxRelationsLimit bound a list_relations page.
+	DefaultRelationsLimit = 20
+	MaxRelationsLimit     = 100
+	// RelationSummaryFirst is how many relations an entry's summary
+	// (get_knowledge, knowledge://{id}) shows besides its counts.
+	RelationSummaryFirst = 5
+)
+
+// RelationTypePattern is the form of a relation type's name:
+// UPPER_SNAKE_CASE, 2 to 48 characters (the tables' CHECKs repeat it).
+var RelationTypePattern = regexp.MustCompile(`^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$`)
+
+// RelationType is one type of the catalogue: its name, the name read from
+// the other end (Inverse; the same for a symmetric type), and whether it is
+// read only (derived from supersession).
+type RelationType struct {
+	Name      string `json:"name"`
+	Inverse   string `json:"inverse"`
+	Symmetric bool   `json:"symmetric"`
+	// ReadOnly: derived from supersession (SUPERSEDES); link_knowledge
+	// refuses it.
+	ReadOnly bool `json:"readOnly,omitempty"`
+	// Builtin: shipped with the product; otherwise the org's own.
+	Builtin bool `json:"builtin"`
+}
+
+// The derived, read-only types.
+const (
+	RelSupersedes   = "SUPERSEDES"
+	RelSupersededBy = "SUPERSEDED_BY"
+)
+
+// BuiltinRelationTypes is the catalogue every org has.
+var BuiltinRelationTypes = []RelationType{
+	{Name: "RELATES_TO", Inverse: "RELATES_TO", Symmetric: true, Builtin: true},
+	{Name: "DEPENDS_ON", Inverse: "REQUIRED_BY", Builtin: true},
+	{Name: "CONTRADICTS", Inverse: "CONTRADICTS", Symmetric: true, Builtin: true},
+	{Name: "DERIVED_FROM", Inverse: "SOURCE_OF", Builtin: true},
+	{Name: "PART_OF", Inverse: "HAS_PART", Builtin: true},
+	{Name: "FIXES", Inverse: "FIXED_BY", Builtin: true},
+	{Name: "CAUSED_BY", Inverse: "CAUSES", Builtin: true},
+	{Name: "EXAMPLE_OF", Inverse: "HAS_EXAMPLE", Builtin: true},
+	{Name: "DUPLICATES", Inverse: "DUPLICATES", Symmetric: true, Builtin: true},
+	{Name: "MOTIVATED_BY", Inverse: "MOTIVATES", Builtin: true},
+	{Name: RelSupersedes, Inverse: RelSupersededBy, ReadOnly: true, Builtin: true},
+}
+
+// catalogue resolves a type name (a type's name or its inverse) for one org.
+type catalogue struct {
+	types  []RelationType
+	byName map[string]typeRef
+	sym    []string // symmetric names
+}
+
+// typeRef is what a name means: the type, and whether it is the type's
+// inverse name (the relation then runs the other way).
+type typeRef struct {
+	t        RelationType
+	reversed bool
+}
+
+func newCatalogue(org []RelationType) *catalogue {
+	c := &catalogue{byName: map[string]typeRef{}}
+	for _, t := range append(slices.Clone(BuiltinRelationTypes), org...) {
+		c.types = append(c.types, t)
+		c.byName[t.Name] = typeRef{t: t}
+		if t.Symmetric {
+			c.sym = append(c.sym, t.Name)
+		} else {
+			c.byName[t.Inverse] = typeRef{t: t, reversed: true}
+		}
+	}
+	return c
+}
+
+// names lists every name a caller may use, sorted.
+func (c *catalogue) names(writable bool) []string {
+	var out []string
+	for n, r := range c.byName {
+		if writable && r.t.ReadOnly {
+			continue
+		}
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// resolve finds name in the catalogue; field names the argument for errors.
+func (c *catalogue) resolve(field, name string, writable bool) (typeRef, error) {
+	if err := checkTypeName(field, name); err != nil {
+		return typeRef{}, err
+	}
+	r, ok := c.byName[name]
+	if !ok {
+		return typeRef{}, InvalidArgument(field, "unknown relation type %q; known: %s (an operator adds an org's own with ctl relation-type add)",
+			name, strings.Join(c.names(writable), ", "))
+	}
+	if writable && r.t.ReadOnly {
+		return typeRef{}, InvalidArgument(field, "%s is derived from supersession and read only: use supersede_knowledge to record that one entry replaces another", name)
+	}
+	return r, nil
+}
+
+// inverseOf names a stored type as read from its to end.
+func (c *catalogue) inverseOf(stored string) string {
+	if r, ok := c.byName[stored]; ok && !r.reversed {
+		return r.t.Inverse
+	}
+	return stored
+}
+
+func (c *catalogue) symmetric(stored string) bool {
+	r, ok := c.byName[stored]
+	return ok && r.t.Symmetric
+}
+
+func checkTypeName(field, name string) error {
+	if name == "" {
+		return InvalidArgument(field, "is required: a relation type such as RELATES_TO or DEPENDS_ON")
+	}
+	if len(name) < 2 || len(name) > 48 || !RelationTypePattern.MatchString(name) {
+		return InvalidArgument(field, "must be UPPER_SNAKE_CASE, 2 to 48 characters (got %s)", quoteType(name))
+	}
+	return nil
+}
+
+func quoteType(s string) string {
+	if utf8.RuneCountInString(s) > 60 {
+		s = string([]rune(s)[:60]) + "..."
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+// catalogueOf reads the org's own types (one small index range) and
+// builds its catalogue. ctx must carry the org (db.WithOrg).
+func (s *Service) catalogueOf(ctx context.Context, q *sqlc.Queries, org uuid.UUID) (*catalogue, error) {
+	rows, err := q.ListOrgRelationTypes(ctx, org)
+	if err != nil {
+		return nil, mapErr(err, "")
+	}
+	own := make([]RelationType, 0, len(rows))
+	for _, r := range rows {
+		own = append(own, RelationType{Name: r.Name, Inverse: r.Inverse, Symmetric: r.Name == r.Inverse})
+	}
+	return newCatalogue(own), nil
+}
+
+// RelationTypes lists the catalogue of the caller's org: the built-in
+// types and the org's own.
+func (s *Service) RelationTypes(ctx context.Context, c Caller) ([]RelationType, error) {
+	ctx = db.WithOrg(ctx, c.OrgID)
+	if err := checkCaller(c, false); err != nil {
+		return nil, err
+	}
+	cat, err := s.catalogueOf(ctx, s.q, c.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	return cat.types, nil
+}
+
+// AddRelationType adds an org's own relation type (ctl relation-type add,
+// operators): name and its inverse, or a symmetric type (inverse "" or the
+// name itself). Neither name may already be a name or an inverse in the
+// org's catalogue (built-in or the org's), so every name means one thing.
+func (s *Service) AddRelationType(ctx context.Context, org uuid.UUID, name, inverse string, symmetric bool) (*RelationType, error) {
+	ctx = db.WithOrg(ctx, org)
+	if org == uuid.Nil {
+		return nil, InvalidArgument("org", "is required")
+	}
+	if err := checkTypeName("name", name); err != nil {
+		return nil, err
+	}
+	switch {
+	case symmetric && inverse != "" && inverse != name:
+		return nil, InvalidArgument("inverse", "give --inverse or --symmetric, not both")
+	case symmetric:
+		inverse = name
+	case inverse == "":
+		return nil, InvalidArgument("inverse", "is required unless the type is --symmetric")
+	case inverse == name:
+		return nil, InvalidArgument("inverse", "equals the name: use --symmetric for a type that reads the same from both ends")
+	}
+	if err := checkTypeName("inverse", inverse); err != nil {
+		return nil, err
+	}
+	var out *RelationType
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := sqlc.New(tx)
+		if err := q.LockOrgRelationTypes(ctx, org.String()); err != nil {
+			return err
+		}
+		cat, err := s.catalogueOf(ctx, q, org)
+		if err != nil {
+			return err
+		}
+		for _, n := range []struct{ field, v string }{{"name", name}, {"inverse", inverse}} {
+			if r, ok := cat.byName[n.v]; ok {
+				return &Error{Code: CodeConflict, Field: n.field, Message: fmt.Sprintf(
+					"%s is already in the org's catalogue (type %s, inverse %s)", n.v, r.t.Name, r.t.Inverse)}
+			}
+		}
+		row, err := q.InsertRelationType(ctx, sqlc.InsertRelationTypeParams{OrgID: org, Name: name, Inverse: inverse})
+		if err != nil {
+			return err
+		}
+		out = &RelationType{Name: row.Name, Inverse: row.Inverse, Symmetric: row.Name == row.Inverse}
+		return nil
+	})
+	if err != nil {
+		return nil, mapErr(err, "org")
+	}
+	return out, nil
+}
+
+// LinkInput is the link_knowledge call.
+type LinkInput struct {
+	FromID uuid.UUID
+	ToID   uuid.UUID
+	Type   string // a catalogue name or an inverse name
+	Note   string // optional
+}
+
+// RelationChange answers Link and Unlink: the relation as the caller named
+// it (fromId, type, toId), with the name it reads as from toId.
+type RelationChange struct {
+	ID               uuid.UUID  `json:"relationId"`
+	FromID           uuid.UUID  `json:"fromId"`
+	ToID             uuid.UUID  `json:"toId"`
+	Type             string     `json:"type"`
+	Inverse          string     `json:"inverse"`
+	Note             string     `json:"note,omitempty"`
+	CreatedByAgentID *uuid.UUID `json:"createdByAgentId,omitempty"`
+	ValidFrom        time.Time  `json:"validFrom"`
+	ValidTo          *time.Time `json:"validTo,omitempty"`
+	// Existed (link): the same relation was already open; nothing changed.
+	Existed bool `json:"existed,omitempty"`
+	// AlreadyClosed (unlink): it had been closed before; nothing changed.
+	AlreadyClosed bool `json:"alreadyClosed,omitempty"`
+}
+
+// stored is a relation as its row holds it: canonical type, ends ordered.
+type stored struct {
+	from, to uuid.UUID
+	ref      typeRef
+}
+
+// canonical maps the caller's (from, name, to) to the stored row's key: an
+// inverse name is stored from the other end, a symmetric type with the
+// smaller id first.
+func canonical(from, to uuid.UUID, r typeRef) stored {
+	if r.reversed || (r.t.Symmetric && bytes.Compare(to[:], from[:]) < 0) {
+		from, to = to, from
+	}
+	return stored{from: from, to: to, ref: r}
+}
+
+func (s *Service) checkLinkArgs(c Caller, from, to uuid.UUID) error {
+	if err := checkCaller(c, false); err != nil {
+		return err
+	}
+	switch {
+	case from == uuid.Nil:
+		return InvalidArgument("fromId", "is required")
+	case to == uuid.Nil:
+		return InvalidArgument("toId", "is required")
+	case from == to:
+		return InvalidArgument("toId", "must differ from fromId: an entry cannot be related to itself")
+	}
+	return nil
+}
+
+// Link records a typed relation fromID -type-> toID between two live
+// entries of the caller's org (link_knowledge; task runners may call it
+// with AgentID = uuid.Nil). No authorship of either entry is needed. An id
+// that is missing, forgotten or of another org is not_found naming it; a
+// self link, an unknown type (the error lists the known ones) and a read
+// only type (SUPERSEDES: use Supersede) are invalid_argument on the
+// field; an open relation of the same type between the same entries
+// answers it with Existed. Past MaxRelationsPerEntry open relations on
+// either end: conflict naming the end.
+func (s *Service) Link(ctx context.Context, c Caller, in LinkInput) (*RelationChange, error) {
+	ctx = db.WithOrg(ctx, c.OrgID)
+	if err := s.checkLinkArgs(c, in.FromID, in.ToID); err != nil {
+		return nil, err
+	}
+	if err := checkTypeName("type", in.Type); err != nil {
+		return nil, err
+	}
+	var note *string
+	if in.Note != "" {
+		switch {
+		case !utf8.ValidString(in.Note) || strings.ContainsRune(in.Note, 0):
+			return nil, InvalidArgument("note", "must be valid UTF-8 text without NUL bytes")
+		case strings.TrimSpace(in.Note) == "":
+			return nil, InvalidArgument("note", "must not be blank (leave it out instead)")
+		case utf8.RuneCountInString(in.Note) > MaxRelationNote:
+			return nil, InvalidArgument("note", "must be at most %d characters", MaxRelationNote)
+		}
+		note = &in.Note
+	}
+	var agent *uuid.UUID
+	if c.AgentID != uuid.Nil {
+		agent = &c.AgentID
+	}
+	var out *RelationChange
+	err := s.transientTx(ctx, func(tx pgx.Tx) error {
+		q := sqlc.New(tx)
+		cat, err := s.catalogueOf(ctx, q, c.OrgID)
+		if err != nil {
+			return err
+		}
+		ref, err := cat.resolve("type", in.Type, true)
+		if err != nil {
+			return err
+		}
+		st := canonical(in.FromID, in.ToID, ref)
+		if err := lockEnds(ctx, q, c.OrgID, in.FromID, in.ToID); err != nil {
+			return err
+		}
+		key := sqlc.GetOpenRelationParams{OrgID: c.OrgID, FromID: st.from, Type: ref.t.Name, ToID: st.to}
+		if r, err := q.GetOpenRelation(ctx, key); err == nil {
+			out = change(in.FromID, in.ToID, in.Type, cat, relationRow(r))
+			out.Existed = true
+			return nil
+		} else if !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		n, err := q.CountOpenRelations(ctx, sqlc.CountOpenRelationsParams{OrgID: c.OrgID, A: in.FromID, B: in.ToID})
+		if err != nil {
+			return err
+		}
+		for _, e := range []struct {
+			field string
+			n     int64
+		}{{"fromId", n.ACount}, {"toId", n.BCount}} {
+			if e.n >= MaxRelationsPerEntry {
+				return &Error{Code: CodeConflict, Field: e.field, Message: fmt.Sprintf(
+					"the entry already has %d open relations, the per-entry cap; unlink some (unlink_knowledge) before adding more", e.n)}
+			}
+		}
+		r, err := q.InsertRelation(ctx, sqlc.InsertRelationParams{
+			OrgID: c.OrgID, FromID: st.from, ToID: st.to, Type: ref.t.Name, Note: note, AgentID: agent})
+		if errors.Is(err, pgx.ErrNoRows) { // impossible under the locks
+			return &Error{Code: CodeConflict, Retryable: true, Message: "changed concurrently; retry"}
+		}
+		if err != nil {
+			return err
+		}
+		out = change(in.FromID, in.ToID, in.Type, cat, relationRow(sqlc.GetOpenRelationRow(r)))
+		return nil
+	})
+	if err != nil {
+		return nil, mapErr(err, "")
+	}
+	return out, nil
+}
+
+// Unlink closes the open relation fromID -type-> toID (unlink_knowledge):
+// its row stays, with validTo and who closed it, so list_relations with
+// includeClosed or asOf still reads it. A relation closed before answers
+// AlreadyClosed; one that never existed is not_found on type. The ends
+// must be live entries of the org (not_found naming the field).
+func (s *Service) Unlink(ctx context.Context, c Caller, fromID, toID uuid.UUID, typ string) (*RelationChange, error) {
+	ctx = db.WithOrg(ctx, c.OrgID)
+	if err := s.checkLinkArgs(c, fromID, toID); err != nil {
+		return nil, err
+	}
+	if err := checkTypeName("type", typ); err != nil {
+		return nil, err
+	}
+	var agent *uuid.UUID
+	if c.AgentID != uuid.Nil {
+		agent = &c.AgentID
+	}
+	var out *RelationChange
+	err := s.transientTx(ctx, func(tx pgx.Tx) error {
+		q := sqlc.New(tx)
+		cat, err := s.catalogueOf(ctx, q, c.OrgID)
+		if err != nil {
+			return err
+		}
+		ref, err := cat.resolve("type", typ, true)
+		if err != nil {
+			return err
+		}
+		st := canonical(fromID, toID, ref)
+		if err := lockEnds(ctx, q, c.OrgID, fromID, toID); err != nil {
+			return err
+		}
+		r, err := q.CloseRelation(ctx, sqlc.CloseRelationParams{OrgID: c.OrgID, FromID: st.from, Type: ref.t.Name, ToID: st.to, AgentID: agent})
+		if err == nil {
+			out = change(fromID, toID, typ, cat, relationRow(sqlc.GetOpenRelationRow(r)))
+			return nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		last, err := q.LastClosedRelation(ctx, sqlc.LastClosedRelationParams{OrgID: c.OrgID, FromID: st.from, Type: ref.t.Name, ToID: st.to})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return &Error{Code: CodeNotFound, Field: "type", Message: fmt.Sprintf("no %s relation from fromId to toId (list_relations shows an entry's relations)", typ)}
+		}
+		if err != nil {
+			return err
+		}
+		out = change(fromID, toID, typ, cat, relationRow(sqlc.GetOpenRelationRow(last)))
+		out.AlreadyClosed = true
+		return nil
+	})
+	if err != nil {
+		return nil, mapErr(err, "")
+	}
+	return out, nil
+}
+
+// lockEnds locks both entries (see LockRelationEnds) and says which is
+// missing: a forgotten entry, one of another org and one that never
+// existed are alike.
+func lockEnds(ctx context.Context, q *sqlc.Queries, org, from, to uuid.UUID) error {
+	rows, err := q.LockRelationEnds(ctx, sqlc.LockRelationEndsParams{OrgID: org, Ids: []uuid.UUID{from, to}})
+	if err != nil {
+		return err
+	}
+	found := map[uuid.UUID]bool{}
+	for _, r := range rows {
+		found[r.ID] = true
+	}
+	if !found[from] {
+		return &Error{Code: CodeNotFound, Field: "fromId", Message: "no such entry in this org"}
+	}
+	if !found[to] {
+		return &Error{Code: CodeNotFound, Field: "toId", Message: "no such entry in this org"}
+	}
+	return nil
+}
+
+type relRow struct {
+	id                     uuid.UUID
+	note                   *string
+	author                 *uuid.UUID
+	validFrom              time.Time
+	validTo                *time.Time
+	storedFrom, storedType string
+}
+
+func relationRow(r sqlc.GetOpenRelationRow) relRow {
+	return relRow{id: r.ID, note: r.Note, author: r.CreatedByAgentID, validFrom: r.ValidFrom, validTo: r.ValidTo,
+		storedFrom: r.FromID.String(), storedType: r.Type}
+}
+
+func change(from, to uuid.UUID, typ string, cat *catalogue, r relRow) *RelationChange {
+	out := &RelationChange{ID: r.id, FromID: from, ToID: to, Type: typ, CreatedByAgentID: r.author,
+		ValidFrom: r.validFrom, ValidTo: r.validTo}
+	if ref, ok := cat.byName[typ]; ok {
+		switch {
+		case ref.t.Symmetric:
+			out.Inverse = typ
+		case ref.reversed:
+			out.Inverse = ref.t.Name
+		default:
+			out.Inverse = ref.t.Inverse
+		}
+	}
+	if r.note != nil {
+		out.Note = *r.note
+	}
+	return out
+}
+
+// Relation directions as list_relations reports them.
+const (
+	DirOut  = "out"
+	DirIn   = "in"
+	DirBoth = "both" // a symmetric type; also the filter meaning either
+)
+
+// RelationsInput is the list_relations call. Zero values mean defaults.
+type RelationsInput struct {
+	ID            uuid.UUID
+	Direction     string   // "", out, in, both
+	Types         []string // names as read from ID (an inverse name filters inbound relations)
+	AsOf          *time.Time
+	IncludeClosed bool
+	Limit         int // 0: DefaultRelationsLimit
+	Cursor        string
+}
+
+// Relation is one relation of an entry, as read from it.
+type Relation struct {
+	// ID is the relation's id (nil for a relation derived from supersession).
+	ID *uuid.UUID `json:"relationId,omitempty"`
+	// Type is the name read from the entry: the inverse name for an
+	// inbound relation of an asymmetric type.
+	Type string `json:"type"`
+	// Direction is "out" (the entry is the relation's from end), "in" or,
+	// for a symmetric type, "both".
+	Direction  string    `json:"direction"`
+	OtherID    uuid.UUID `json:"otherId"`
+	OtherTitle string    `json:"otherTitle"`
+	// OtherState is the other entry's state: head, superseded or expired.
+	OtherState       string     `json:"otherState"`
+	Note             string     `json:"note,omitempty"`
+	CreatedByAgentID *uuid.UUID `json:"createdByAgentId,omitempty"`
+	ValidFrom        time.Time  `json:"validFrom"`
+	// ValidTo is set once the relation was closed (unlink_knowledge).
+	ValidTo *time.Time `json:"validTo,omitempty"`
+	// Derived: from supersession (SUPERSEDES, SUPERSEDED_BY), read only.
+	Derived bool `json:"derived,omitempty"`
+}
+
+// RelationsResult answers Relations.
+type RelationsResult struct {
+	Relations  []Relation `json:"relations"`
+	NextCursor string     `json:"nextCursor,omitempty"`
+}
+
+type relCursor struct {
+	ID     uuid.UUID `json:"i"`
+	Filter string    `json:"f"`
+	Time   time.Time `json:"t"`
+	Key    string    `json:"k"`
+}
+
+// Relations lists an entry's relations, newest first (list_relations):
+// open ones, or those valid at AsOf; with IncludeClosed also those closed
+// since (or, with AsOf, by then). Supersession shows as read-only
+// SUPERSEDES / SUPERSEDED_BY relations. Keyset-paged: NextCursor
+// continues after the page's last relation; a cursor belongs to the entry
+// and filters that made it (else invalid_argument on cursor).
+func (s *Service) Relations(ctx context.Context, c Caller, in RelationsInput) (*RelationsResult, error) {
+	ctx = db.WithOrg(ctx, c.OrgID)
+	if err := checkCaller(c, false); err != nil {
+		return nil, err
+	}
+	if in.ID == uuid.Nil {
+		return nil, InvalidArgument("id", "is required")
+	}
+	limit := in.Limit
+	switch {
+	case limit == 0:
+		limit = DefaultRelationsLimit
+	case limit < 1 || limit > MaxRelationsLimit:
+		return nil, InvalidArgument("limit", "must be from 1 to %d (got %d)", MaxRelationsLimit, limit)
+	}
+	asOf, err := checkAsOf(in.AsOf, s.opts.Now())
+	if err != nil {
+		return nil, err
+	}
+	p := sqlc.ListRelationsParams{OrgID: c.OrgID, ID: in.ID, AsOf: asOf, IncludeClosed: in.IncludeClosed, MaxRows: int32(limit) + 1}
+	switch in.Direction {
+	case "", DirBoth:
+		p.WantOut, p.WantIn = true, true
+	case DirOut:
+		p.WantOut = true
+	case DirIn:
+		p.WantIn = true
+	default:
+		return nil, InvalidArgument("direction", "must be one of: out, in, both (got %s)", quoteType(in.Direction))
+	}
+	cat, err := s.catalogueOf(ctx, s.q, c.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	p.SymTypes = nonNil(cat.sym)
+	if in.Types != nil {
+		if len(in.Types) > 16 {
+			return nil, InvalidArgument("types", "must have at most 16 types (got %d)", len(in.Types))
+		}
+		p.OutTypes, p.InTypes = []string{}, []string{}
+		for i, n := range in.Types {
+			r, err := cat.resolve(fmt.Sprintf("types[%d]", i), n, false)
+			if err != nil {
+				return nil, err
+			}
+			switch {
+			case r.t.Name == RelSupersedes && !r.reversed:
+				p.WantSupersedes = p.WantOut
+			case r.t.Name == RelSupersedes:
+				p.WantSupersededBy = p.WantIn
+			case r.t.Symmetric:
+				p.OutTypes = append(p.OutTypes, r.t.Name)
+				p.InTypes = append(p.InTypes, r.t.Name)
+			case r.reversed:
+				p.InTypes = append(p.InTypes, r.t.Name)
+			default:
+				p.OutTypes = append(p.OutTypes, r.t.Name)
+			}
+		}
+	} else {
+		p.WantSupersedes, p.WantSupersededBy = p.WantOut, p.WantIn
+	}
+	filter := relFilterDigest(in, asOf)
+	if in.Cursor != "" {
+		cur, err := decodeRelCursor(in.Cursor)
+		if err != nil || cur.ID != in.ID || cur.Filter != filter {
+			return nil, InvalidArgument("cursor", "is not a cursor of this listing (pass back nextCursor unchanged, with the same id, direction, types, asOf and includeClosed)")
+		}
+		p.AfterTime, p.AfterKey = &cur.Time, cur.Key
+	}
+	rows, err := s.q.ListRelations(ctx, p)
+	if err != nil {
+		return nil, mapErr(err, "")
+	}
+	if len(rows) == 0 && in.Cursor == "" {
+		// An entry without relations, or none at all: tell them apart.
+		if _, err := s.q.GetEntry(ctx, sqlc.GetEntryParams{OrgID: c.OrgID, ID: in.ID}); err != nil {
+			return nil, mapErr(err, "id")
+		}
+	}
+	res := &RelationsResult{Relations: make([]Relation, 0, min(len(rows), limit))}
+	now := s.opts.Now()
+	for i, r := range rows {
+		if i == limit {
+			last := rows[i-1]
+			res.NextCursor = encodeRelCursor(relCursor{ID: in.ID, Filter: filter, Time: last.ValidFrom, Key: last.Key})
+			break
+		}
+		res.Relations = append(res.Relations, readRelation(cat, r.Key, r.Type, r.Dir, r.OtherID, r.Title, r.SupersededBy, r.ExpiresAt,
+			r.Note, r.CreatedByAgentID, r.ValidFrom, r.ValidTo, now))
+	}
+	return res, nil
+}
+
+// readRelation names a stored relation as read from one of its ends.
+func readRelation(cat *catalogue, key, typ, dir string, other uuid.UUID, title string, supersededBy *uuid.UUID, expiresAt *time.Time,
+	note *string, author *uuid.UUID, from time.Time, to *time.Time, now time.Time) Relation {
+	rel := Relation{Type: typ, Direction: dir, OtherID: other, OtherTitle: title, OtherState: stateOf(supersededBy, expiresAt, now),
+		CreatedByAgentID: author, ValidFrom: from, ValidTo: to, Derived: strings.HasPrefix(key, "s")}
+	if !rel.Derived {
+		if id, err := uuid.Parse(strings.TrimPrefix(key, "r")); err == nil {
+			rel.ID = &id
+		}
+	}
+	switch {
+	case cat.symmetric(typ):
+		rel.Direction = DirBoth
+	case dir == DirIn:
+		rel.Type = cat.inverseOf(typ)
+	}
+	if note != nil {
+		rel.Note = *note
+	}
+	return rel
+}
+
+func relFilterDigest(in RelationsInput, asOf *time.Time) string {
+	types := slices.Clone(in.Types)
+	slices.Sort(types)
+	a := ""
+	if asOf != nil {
+		a = asOf.UTC().Format(time.RFC3339Nano)
+	}
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s|%q|%s|%t|%t", in.Direction, types, a, in.IncludeClosed, in.Types != nil)))
+	return base64.RawURLEncoding.EncodeToString(sum[:9])
+}
+
+func encodeRelCursor(c relCursor) string {
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeRelCursor(s string) (*relCursor, error) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return nil, err
+	}
+	var c relCursor
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// RelationCount is how many open relations of one type (as read from the
+// entry) an entry has.
+type RelationCount struct {
+	Type  string `json:"type"`
+	Count int64  `json:"count"`
+}
+
+// RelationSummary is the bounded summary of an entry's relations in
+// get_knowledge and knowledge://{id}: the open relations (supersession's
+// included) counted by type as read from the entry, and the newest
+// RelationSummaryFirst of them; list_relations pages through the rest.
+type RelationSummary struct {
+	Open   int64           `json:"open"`
+	ByType []RelationCount `json:"byType"`
+	First  []Relation      `json:"first"`
+}
+
+func (s *Service) relationSummary(ctx context.Context, c Caller, id uuid.UUID) (*RelationSummary, error) {
+	counts, err := s.q.RelationCounts(ctx, sqlc.RelationCountsParams{OrgID: c.OrgID, ID: id})
+	if err != nil {
+		return nil, mapErr(err, "")
+	}
+	sum := &RelationSummary{ByType: []RelationCount{}, First: []Relation{}}
+	if len(counts) == 0 {
+		return sum, nil
+	}
+	cat, err := s.catalogueOf(ctx, s.q, c.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	by := map[string]int64{}
+	for _, r := range counts {
+		name := r.Type
+		if r.Dir == DirIn && !cat.symmetric(r.Type) {
+			name = cat.inverseOf(r.Type)
+		}
+		by[name] += r.N
+		sum.Open += r.N
+	}
+	for n, k := range by {
+		sum.ByType = append(sum.ByType, RelationCount{Type: n, Count: k})
+	}
+	slices.SortFunc(sum.ByType, func(a, b RelationCount) int {
+		if a.Count != b.Count {
+			return int(b.Count - a.Count)
+		}
+		return strings.Compare(a.Type, b.Type)
+	})
+	rows, err := s.q.ListRelations(ctx, sqlc.ListRelationsParams{OrgID: c.OrgID, ID: id, WantOut: true, WantIn: true,
+		SymTypes: nonNil(cat.sym), WantSupersedes: true, WantSupersededBy: true, MaxRows: RelationSummaryFirst})
+	if err != nil {
+		return nil, mapErr(err, "")
+	}
+	now := s.opts.Now()
+	for _, r := range rows {
+		sum.First = append(sum.First, readRelation(cat, r.Key, r.Type, r.Dir, r.OtherID, r.Title, r.SupersededBy, r.ExpiresAt,
+			r.Note, r.CreatedByAgentID, r.ValidFrom, r.ValidTo, now))
+	}
+	return sum, nil
+}

@@ -1,0 +1,158 @@
+-- Typed relations between entries (packages/knowledge/relations.go).
+--
+-- Every look-up is by equality on the org and an entry id (btree), so the
+-- indexes serve knowledge_app under row-level security too.
+
+-- name: ListOrgRelationTypes :many
+-- The org's own relation types (ctl relation-type add); the built-in
+-- catalogue is in the Go code.
+SELECT name, inverse, created_at
+FROM knowledge_relation_types
+WHERE org_id = @org_id
+ORDER BY name;
+
+-- name: LockOrgRelationTypes :exec
+-- Serialises additions of relation types in one org, so two operators
+-- cannot add clashing names at once.
+SELECT pg_advisory_xact_lock(hashtext('knowledge.relation_types'), hashtext(@org_id::text));
+
+-- name: InsertRelationType :one
+INSERT INTO knowledge_relation_types (org_id, name, inverse)
+VALUES (@org_id, @name, @inverse)
+RETURNING name, inverse, created_at;
+
+-- name: LockRelationEnds :many
+-- The two ends of a link or unlink, locked in id order (as supersede and
+-- purge lock entries) against a concurrent forget or purge, which deletes
+-- them FOR UPDATE: a link either commits before the erasure (which then
+-- deletes the relation with the entry) or finds the entry gone. FOR NO KEY
+-- UPDATE also serialises links on one entry, so the per-entry cap is exact;
+-- it does not block the foreign-key checks of other writers (KEY SHARE).
+SELECT id, created_at
+FROM knowledge
+WHERE org_id = @org_id AND id = ANY(@ids::uuid[])
+ORDER BY id
+FOR NO KEY UPDATE;
+
+-- name: CountOpenRelations :one
+-- Open relations each end already has, for the per-entry cap.
+SELECT (SELECT count(*) FROM knowledge_relations r
+        WHERE r.org_id = @org_id AND r.valid_to IS NULL AND (r.from_id = @a OR r.to_id = @a))::bigint AS a_count,
+       (SELECT count(*) FROM knowledge_relations r
+        WHERE r.org_id = @org_id AND r.valid_to IS NULL AND (r.from_id = @b OR r.to_id = @b))::bigint AS b_count;
+
+-- name: InsertRelation :one
+-- No row back: the same relation is already open (answered with existed).
+INSERT INTO knowledge_relations (org_id, from_id, to_id, type, note, created_by_agent_id)
+VALUES (@org_id, @from_id, @to_id, @type, sqlc.narg(note)::text, sqlc.narg(agent_id)::uuid)
+ON CONFLICT (org_id, from_id, type, to_id) WHERE valid_to IS NULL DO NOTHING
+RETURNING id, from_id, to_id, type, note, created_by_agent_id, valid_from, valid_to, closed_by_agent_id;
+
+-- name: GetOpenRelation :one
+SELECT id, from_id, to_id, type, note, created_by_agent_id, valid_from, valid_to, closed_by_agent_id
+FROM knowledge_relations
+WHERE org_id = @org_id AND from_id = @from_id AND type = @type AND to_id = @to_id AND valid_to IS NULL;
+
+-- name: CloseRelation :one
+-- unlink_knowledge: the open relation ends now; its row stays (history).
+UPDATE knowledge_relations
+SET valid_to = greatest(now(), valid_from), closed_by_agent_id = sqlc.narg(agent_id)::uuid
+WHERE org_id = @org_id AND from_id = @from_id AND type = @type AND to_id = @to_id AND valid_to IS NULL
+RETURNING id, from_id, to_id, type, note, created_by_agent_id, valid_from, valid_to, closed_by_agent_id;
+
+-- name: LastClosedRelation :one
+-- A repeated unlink answers the relation it closed before.
+SELECT id, from_id, to_id, type, note, created_by_agent_id, valid_from, valid_to, closed_by_agent_id
+FROM knowledge_relations
+WHERE org_id = @org_id AND from_id = @from_id AND type = @type AND to_id = @to_id AND valid_to IS NOT NULL
+ORDER BY valid_to DESC
+LIMIT 1;
+
+-- name: ListRelations :many
+-- list_relations: an entry's relations, newest first, keyset-paged on
+-- (valid_from, key). Stored relations are read from either end (out: the
+-- entry is from_id; in: to_id); supersession gives the derived, read-only
+-- SUPERSEDES (the entry replaced other_id) and SUPERSEDED_BY rows. The
+-- page is cut before the other entries are joined, so an entry with
+-- thousands of relations costs one index range and a sort, not a join each.
+-- A symmetric type (@sym_types) is read in any direction.
+WITH rel AS (
+    SELECT 'r' || r.id::text AS key, r.type, 'out'::text AS dir, r.to_id AS other_id, r.note,
+           r.created_by_agent_id, r.valid_from, r.valid_to
+    FROM knowledge_relations r
+    WHERE r.org_id = @org_id AND r.from_id = @id
+      AND (@want_out::bool OR r.type = ANY(@sym_types::text[]))
+      AND (sqlc.narg(out_types)::text[] IS NULL OR r.type = ANY(sqlc.narg(out_types)::text[]))
+      AND (sqlc.narg(as_of)::timestamptz IS NULL OR r.valid_from <= sqlc.narg(as_of)::timestamptz)
+      AND (@include_closed::bool OR r.valid_to IS NULL OR r.valid_to > coalesce(sqlc.narg(as_of)::timestamptz, 'infinity'))
+    UNION ALL
+    SELECT 'r' || r.id::text, r.type, 'in'::text, r.from_id, r.note,
+           r.created_by_agent_id, r.valid_from, r.valid_to
+    FROM knowledge_relations r
+    WHERE r.org_id = @org_id AND r.to_id = @id
+      AND (@want_in::bool OR r.type = ANY(@sym_types::text[]))
+      AND (sqlc.narg(in_types)::text[] IS NULL OR r.type = ANY(sqlc.narg(in_types)::text[]))
+      AND (sqlc.narg(as_of)::timestamptz IS NULL OR r.valid_from <= sqlc.narg(as_of)::timestamptz)
+      AND (@include_closed::bool OR r.valid_to IS NULL OR r.valid_to > coalesce(sqlc.narg(as_of)::timestamptz, 'infinity'))
+    UNION ALL
+    SELECT 's' || s.old_id::text, 'SUPERSEDES'::text, 'out'::text, s.old_id, NULL::text,
+           s.agent_id, s.created_at, NULL::timestamptz
+    FROM knowledge_supersessions s
+    WHERE s.org_id = @org_id AND s.new_id = @id AND @want_supersedes::bool
+      AND (sqlc.narg(as_of)::timestamptz IS NULL OR s.created_at <= sqlc.narg(as_of)::timestamptz)
+    UNION ALL
+    SELECT 's' || s.old_id::text, 'SUPERSEDES'::text, 'in'::text, s.new_id, NULL::text,
+           s.agent_id, s.created_at, NULL::timestamptz
+    FROM knowledge_supersessions s
+    WHERE s.org_id = @org_id AND s.old_id = @id AND @want_superseded_by::bool
+      AND (sqlc.narg(as_of)::timestamptz IS NULL OR s.created_at <= sqlc.narg(as_of)::timestamptz)
+),
+page AS (
+    SELECT * FROM rel
+    WHERE sqlc.narg(after_time)::timestamptz IS NULL
+       OR (rel.valid_from, rel.key) < (sqlc.narg(after_time)::timestamptz, @after_key::text)
+    ORDER BY rel.valid_from DESC, rel.key DESC
+    LIMIT @max_rows
+)
+SELECT p.key::text AS key, p.type::text AS type, p.dir::text AS dir, p.other_id::uuid AS other_id,
+       p.valid_from::timestamptz AS valid_from, p.note, p.created_by_agent_id, p.valid_to,
+       k.title, k.superseded_by, k.expires_at
+FROM page p
+JOIN knowledge k ON k.org_id = @org_id AND k.id = p.other_id
+ORDER BY p.valid_from DESC, p.key DESC;
+
+-- name: RelationCounts :many
+-- get_knowledge's summary: the entry's open relations by stored type and
+-- end, and its supersession edges.
+SELECT x.type::text AS type, x.dir::text AS dir, count(*)::bigint AS n
+FROM (
+    SELECT r.type, 'out' AS dir FROM knowledge_relations r
+    WHERE r.org_id = @org_id AND r.from_id = @id AND r.valid_to IS NULL
+    UNION ALL
+    SELECT r.type, 'in' FROM knowledge_relations r
+    WHERE r.org_id = @org_id AND r.to_id = @id AND r.valid_to IS NULL
+    UNION ALL
+    SELECT 'SUPERSEDES', 'out' FROM knowledge_supersessions s
+    WHERE s.org_id = @org_id AND s.new_id = @id
+    UNION ALL
+    SELECT 'SUPERSEDES', 'in' FROM knowledge_supersessions s
+    WHERE s.org_id = @org_id AND s.old_id = @id
+) x
+GROUP BY x.type, x.dir
+ORDER BY 1, 2;
+
+-- name: PurgeDeleteRelations :one
+-- Erasure (forget, purge) takes every relation the erased entries are an
+-- end of, open or closed; open counts what a tombstone keeps.
+WITH d AS (
+    DELETE FROM knowledge_relations r
+    WHERE r.org_id = @org_id AND (r.from_id = ANY(@ids::uuid[]) OR r.to_id = ANY(@ids::uuid[]))
+    RETURNING r.valid_to
+)
+SELECT count(*)::bigint AS total, (count(*) FILTER (WHERE d.valid_to IS NULL))::bigint AS open FROM d;
+
+-- name: PurgeCountRelations :one
+-- Dry run: the relations the erased entries take along.
+SELECT count(*)::bigint
+FROM knowledge_relations r
+WHERE r.org_id = @org_id AND (r.from_id = ANY(@ids::uuid[]) OR r.to_id = ANY(@ids::uuid[]));
