@@ -1,0 +1,227 @@
+package knowledge_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge"
+	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
+	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
+)
+
+// secretMark is in every secret word: what the scans look for.
+const secretMark = "zqxsecret"
+
+// Issue 24, item 1, every place of docs/operators.md's inventory scanned
+// at once: entries carrying secret words (in the title, the body, a long
+// body's passages and chunks, a tag, and the Redis record of a store with
+// a clientToken, whose similar list names another secret entry) are
+// forgotten by their author and purged with their agent by the operator,
+// while other agents store, supersede and search (for the secret words
+// too), the worker embeds and the indexer indexes, round after round
+// (seeded). Afterwards, and once the worker's upkeep has folded the
+// counters, no row of any table and no key or value of the org's Redis
+// holds a secret word, the org's lexical index equals a rebuild from the
+// rows left, and the quota counts the rows left.
+func TestErasureLeavesNoTraceAnywhere(t *testing.T) {
+	t.Parallel()
+	const rounds = 3
+	b := setup(t)
+	h := jobs.NewEmbedHandler(b.pool, embed.NewLocal(), jobs.HandlerOptions{})
+	for round := range rounds {
+		rng := rand.New(rand.NewPCG(2424, uint64(round)))
+		org := b.mkOrg(t, fmt.Sprintf("erasure-%d", round))
+		alice := knowledge.Caller{OrgID: org, AgentID: b.mkAgent(t, org, "alice")}
+		bob := knowledge.Caller{OrgID: org, AgentID: b.mkAgent(t, org, "bob")}
+		carol := knowledge.Caller{OrgID: org, AgentID: b.mkAgent(t, org, "carol")}
+		secretWord := func(i int) string { return fmt.Sprintf("%s%d%03dword", secretMark, round, i) }
+		// 12 secret entries a round, half alice's (forgotten), half bob's
+		// (purged with his agent); a third long; each a near-copy of the
+		// previous one, so store answers list secret entries as similar.
+		var alices, bobs []uuid.UUID
+		for i := range 12 {
+			c := alice
+			if i%2 == 1 {
+				c = bob
+			}
+			body := fmt.Sprintf("the incident runbook says %s and %s rotate the key", secretWord(i), secretWord(i/2*2))
+			if i%3 == 0 {
+				body += strings.Repeat(" harbour ledger "+secretWord(i)+" lantern quay", 200)
+			}
+			tok := uuid.New()
+			r, err := b.svc.Store(b.ctx, c, knowledge.StoreInput{Title: "runbook " + secretWord(i), Body: body,
+				Tags: []string{"tag-" + secretWord(i)}, ClientToken: &tok})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c == alice {
+				alices = append(alices, r.ID)
+			} else {
+				bobs = append(bobs, r.ID)
+			}
+		}
+
+		ctx, cancel := context.WithCancel(b.ctx)
+		var wg sync.WaitGroup
+		fail := func(what string, err error) {
+			if err != nil && ctx.Err() == nil {
+				t.Errorf("round %d: %s: %v", round, what, err)
+			}
+		}
+		wg.Add(4)
+		go func() { // carol stores and supersedes her own entries
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(2424, uint64(100+round)))
+			var prev uuid.UUID
+			for n := 0; ctx.Err() == nil; n++ {
+				tok := uuid.New()
+				res, err := b.svc.Store(ctx, carol, knowledge.StoreInput{Title: fmt.Sprintf("carol's note %d", n),
+					Body: fmt.Sprintf("harbour ferry %d lantern quay %d", n, r.IntN(50)), ClientToken: &tok})
+				if err != nil {
+					fail("store", err)
+					return
+				}
+				if n%3 == 2 {
+					_, err := b.svc.Supersede(ctx, carol, prev, res.ID)
+					fail("supersede", err)
+				}
+				prev = res.ID
+			}
+		}()
+		go func() { // searches, the secret words among them
+			defer wg.Done()
+			for n := 0; ctx.Err() == nil; n++ {
+				q := "harbour lantern"
+				if n%2 == 0 {
+					q = secretWord(n % 12)
+				}
+				_, err := b.svc.Search(ctx, alice, knowledge.SearchInput{Query: q, Limit: 10})
+				fail("search", err)
+			}
+		}()
+		go func() { // the embeddings worker, batches in job order
+			defer wg.Done()
+			seen := 0
+			for ctx.Err() == nil {
+				all := b.enq.all()
+				js := all[seen:]
+				seen = len(all)
+				for len(js) > 0 && ctx.Err() == nil {
+					n := min(16, len(js))
+					fail("embed", h.Process(ctx, js[:n]))
+					js = js[n:]
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}()
+		go func() { // the lexical indexer
+			defer wg.Done()
+			for ctx.Err() == nil {
+				_, err := b.ops.IndexAll(ctx)
+				fail("indexer", err)
+				time.Sleep(10 * time.Millisecond)
+			}
+		}()
+
+		time.Sleep(time.Duration(50+rng.IntN(100)) * time.Millisecond)
+		for _, id := range alices {
+			if _, err := b.svc.Forget(b.ctx, alice, id, "erasure request", false); err != nil {
+				t.Fatalf("round %d: forget: %v", round, err)
+			}
+		}
+		if _, err := b.ops.Purge(b.ctx, org, knowledge.PurgeScope{Agent: bob.AgentID}, false); err != nil {
+			t.Fatalf("round %d: purge --agent: %v", round, err)
+		}
+		time.Sleep(time.Duration(rng.IntN(100)) * time.Millisecond)
+		cancel()
+		wg.Wait()
+
+		// The worker's passes that follow: the queue indexed, the
+		// counters folded (their keys are tags: content).
+		b.indexAll(t)
+		if _, err := b.ops.CompactCounts(b.ctx, 0); err != nil {
+			t.Fatal(err)
+		}
+		for _, where := range b.tracesIn(t, secretMark) {
+			t.Errorf("round %d: a secret word is left in %s", round, where)
+		}
+		after := b.indexState(t, org)
+		if _, err := b.ops.SetTextSearchConfig(b.ctx, org, "english"); err != nil {
+			t.Fatal(err)
+		}
+		b.indexAll(t)
+		if rebuilt := b.indexState(t, org); !reflect.DeepEqual(after, rebuilt) {
+			t.Fatalf("round %d: the index after the erasures (%d rows) differs from a rebuild (%d rows)", round, len(after), len(rebuilt))
+		}
+		left := b.count(t, "SELECT count(*) FROM knowledge WHERE org_id = $1", org)
+		if used := b.quotaUsed(t, org); used != left {
+			t.Fatalf("round %d: quota used %d for %d rows", round, used, left)
+		}
+	}
+}
+
+// tracesIn lists where mark occurs: in any column of any row of any table
+// of the schema (a row cast to text holds every column), and in any key or
+// value of the test's Redis database.
+func (b *bundle) tracesIn(t *testing.T, mark string) []string {
+	t.Helper()
+	rows, err := b.pool.Query(b.ctx, `
+		SELECT c.relname FROM pg_class c
+		WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'r'
+		ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, tbl := range tables {
+		n := b.count(t, "SELECT count(*) FROM "+pgx.Identifier{tbl}.Sanitize()+" x WHERE strpos(lower(x::text), $1) > 0", mark)
+		if n > 0 {
+			out = append(out, fmt.Sprintf("table %s (%d rows)", tbl, n))
+		}
+	}
+	rdb := b.redis.Client
+	iter := rdb.Scan(b.ctx, 0, "*", 500).Iterator()
+	for iter.Next(b.ctx) {
+		key := iter.Val()
+		var vals []string
+		switch typ, _ := rdb.Type(b.ctx, key).Result(); typ {
+		case "string":
+			v, _ := rdb.Get(b.ctx, key).Result()
+			vals = []string{v}
+		case "hash":
+			m, _ := rdb.HGetAll(b.ctx, key).Result()
+			for k, v := range m {
+				vals = append(vals, k, v)
+			}
+		case "list":
+			vals, _ = rdb.LRange(b.ctx, key, 0, -1).Result()
+		case "set":
+			vals, _ = rdb.SMembers(b.ctx, key).Result()
+		case "zset":
+			vals, _ = rdb.ZRange(b.ctx, key, 0, -1).Result()
+		}
+		for _, v := range append(vals, key) {
+			if strings.Contains(strings.ToLower(v), mark) {
+				out = append(out, "redis key "+key)
+				break
+			}
+		}
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
