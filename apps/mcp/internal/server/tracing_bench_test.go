@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -48,9 +49,14 @@ import (
 // provider whose sampler takes every other call, so the sampled and the
 // unsampled calls meet the same load (this machine is shared); an
 // unsampled call still starts a non-recording span, which "off" does not.
+// BENCH_TRACING_SAMPLES sets the number of timed calls (default 600).
 // docs/benchmarks.md has the figures.
 func BenchmarkSearchTracing(b *testing.B) {
-	const searchTracingCorpus, searchTracingSamples = 2000, 600
+	const searchTracingCorpus = 2000
+	searchTracingSamples := 600
+	if n, err := strconv.Atoi(os.Getenv("BENCH_TRACING_SAMPLES")); err == nil && n > 0 {
+		searchTracingSamples = n // more calls, a steadier p50 on a busy machine
+	}
 	mode := os.Getenv("BENCH_TRACING")
 	if mode == "" {
 		mode = "off"
