@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -112,4 +113,53 @@ func init() {
 			})
 		}
 	})
+}
+
+// The retention as the operator runs it (docs/operators.md, "Days and
+// retention"): the worker drops the days past AUDIT_RETENTION on its own;
+// this is for a deployment that runs the retention from its scheduler, or
+// wants a shorter one at once.
+func init() {
+	register("audit-prune", "drop the audit trail's days older than --older-than (default 90d; days, or a Go duration of at least 1h), of every org", func(fs *flag.FlagSet) func(e *env) error {
+		olderThan := fs.String("older-than", "90d", "the retention: days (90d) or a Go duration (2160h), at least 1h")
+		return func(e *env) error {
+			d, err := retentionFlag(*olderThan)
+			if err != nil {
+				return err
+			}
+			t, err := e.tenancy()
+			if err != nil {
+				return err
+			}
+			cutoff := time.Now().Add(-d)
+			n, err := t.PruneAudit(e.ctx, cutoff)
+			if err != nil {
+				return err
+			}
+			return e.print(map[string]any{"dropped": n, "before": cutoff.UTC()}, func(w io.Writer) {
+				fmt.Fprintf(w, "dropped %d records: the days that ended before %s\n", n, cutoff.UTC().Format(time.RFC3339))
+			})
+		}
+	})
+}
+
+// retentionFlag reads "90d" or a Go duration, at least an hour.
+func retentionFlag(v string) (time.Duration, error) {
+	var d time.Duration
+	if n, ok := strings.CutSuffix(v, "d"); ok {
+		days, err := strconv.Atoi(n)
+		if err != nil {
+			return 0, usagef("--older-than: %q is not a number of days (90d) nor a duration (2160h)", v)
+		}
+		d = time.Duration(days) * 24 * time.Hour
+	} else {
+		var err error
+		if d, err = time.ParseDuration(v); err != nil {
+			return 0, usagef("--older-than: %q is not a number of days (90d) nor a duration (2160h)", v)
+		}
+	}
+	if d < time.Hour {
+		return 0, usagef("--older-than: %q is less than 1h", v)
+	}
+	return d, nil
 }

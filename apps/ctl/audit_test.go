@@ -100,3 +100,37 @@ func TestAudit(t *testing.T) {
 		t.Errorf("unknown org: %d %q", code, errs)
 	}
 }
+
+// TestAuditPrune: the operator's retention drops the days past it, of every
+// org, whole, and keeps the younger ones; a bad --older-than is named.
+func TestAuditPrune(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d := testenv.Postgres(t)
+	c := &cli{t: t, url: d.OperatorURL(), owner: d.URL}
+	org := uuid.MustParse(c.ok("org", "create", "--name", "acme")["id"].(string))
+	other := uuid.MustParse(c.ok("org", "create", "--name", "other")["id"].(string))
+	now := time.Now()
+	var events []tenancy.AuditEvent
+	for _, o := range []uuid.UUID{org, other} {
+		for _, age := range []time.Duration{time.Minute, 5 * 24 * time.Hour, 40 * 24 * time.Hour} {
+			events = append(events, tenancy.AuditEvent{OrgID: o, At: now.Add(-age), Kind: tenancy.AuditTool, Name: "get_knowledge", Outcome: "ok"})
+		}
+	}
+	if err := tenancy.New(d.Pool).WriteAudit(ctx, events); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.ok("audit-prune", "--older-than", "30d")["dropped"]; got != float64(2) {
+		t.Fatalf("audit-prune --older-than 30d dropped %v, want the two 40-day-old records", got)
+	}
+	for _, o := range []uuid.UUID{org, other} {
+		if n := len(c.ok("audit", "--org", o.String())["events"].([]any)); n != 2 {
+			t.Errorf("org %v keeps %d records, want 2", o, n)
+		}
+	}
+	for _, bad := range []string{"10m", "x", "-3d"} {
+		if code, _, errs := c.run("audit-prune", "--older-than", bad); code != 2 || !strings.Contains(errs, "--older-than") {
+			t.Errorf("--older-than %s: exit %d, %q", bad, code, errs)
+		}
+	}
+}
