@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
@@ -478,12 +477,14 @@ func (s *Service) purgeIdempotenceKeys(ctx context.Context, org uuid.UUID, scope
 		agentPrefix = prefix + scope.Agent.String() + ":"
 	}
 	var n int64
-	err := ScanKeys(ctx, s.opts.Redis, prefix+"*", func(ctx context.Context, c redis.Cmdable, key string) error {
+	iter := s.opts.Redis.Scan(ctx, 0, prefix+"*", 500).Iterator()
+	for iter.Next(ctx) {
+		key := iter.Val()
 		del := scope.All || (agentPrefix != "" && strings.HasPrefix(key, agentPrefix))
 		if !del {
-			v, err := c.Get(ctx, key).Bytes()
+			v, err := s.opts.Redis.Get(ctx, key).Bytes()
 			if err != nil {
-				return nil // expired meanwhile
+				continue // expired meanwhile
 			}
 			var rec idemRecord
 			if json.Unmarshal(v, &rec) == nil && rec.names(erased) {
@@ -491,13 +492,14 @@ func (s *Service) purgeIdempotenceKeys(ctx context.Context, org uuid.UUID, scope
 			}
 		}
 		if !del {
-			return nil
+			continue
 		}
 		n++
 		if !dryRun {
-			return c.Del(ctx, key).Err()
+			if err := s.opts.Redis.Del(ctx, key).Err(); err != nil {
+				return n, err
+			}
 		}
-		return nil
-	})
-	return n, err
+	}
+	return n, iter.Err()
 }
