@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/oauth"
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/oauth/oauthtest"
@@ -172,5 +173,50 @@ func TestOAuthIssuerDownAnswers503(t *testing.T) {
 	// A kn_ token does not depend on the issuer.
 	if res := b.post(b.agent(org, "other", allScopes, 0).token, initializeBody); res.StatusCode != http.StatusOK {
 		t.Errorf("kn_ token while the issuer is down: %d", res.StatusCode)
+	}
+}
+
+// TestOAuthOverStdio: with MCP_PUBLIC_URL set (the audience), --stdio takes
+// an access token in KNOWLEDGE_TOKEN like a kn_ token.
+func TestOAuthOverStdio(t *testing.T) {
+	t.Parallel()
+	is := oauthtest.NewIssuer(t)
+	const public = "https://mcp.example.com"
+	b := setup(t, setupOpts{config: func(c *server.Config) {
+		e := appenv.New(appenv.Vars("MCP_OAUTH_ISSUER", is.URL))
+		c.OAuth = oauth.ReadConfig(e)
+		c.PublicURL = public
+		if err := e.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}})
+	org := b.org("acme")
+	b.agent(org, "scout", allScopes, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	claims := oauthtest.Claims{"aud": public + server.PathMCP, "sub": "scout", "org_id": org.String(), "scope": "knowledge:read"}
+	wrong := oauthtest.Claims{"aud": "https://other.example.com" + server.PathMCP, "sub": "scout", "org_id": org.String(), "scope": "knowledge:read"}
+	wctx, wcancel := context.WithTimeout(ctx, 2*time.Second) // bounds a wrongly accepted token's session
+	defer wcancel()
+	unused, _ := mcp.NewInMemoryTransports()
+	if err := b.srv.ServeStdio(wctx, is.Token(wrong), unused); err == nil || !strings.Contains(err.Error(), "invalid_token") {
+		t.Errorf("access token for another resource over stdio: %v", err)
+	}
+	st, ct := mcp.NewInMemoryTransports()
+	served := make(chan error, 1)
+	go func() { served <- b.srv.ServeStdio(ctx, is.Token(claims), st) }()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "stdio-test", Version: "v0"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if got := toolNames(t, cs); !slices.Contains(got, kt.ToolSearch) || slices.Contains(got, kt.ToolStore) {
+		t.Errorf("tools of a knowledge:read access token over stdio: %v", got)
+	}
+	cs.Close()
+	select {
+	case <-served:
+	case <-time.After(5 * time.Second):
+		t.Error("stdio server did not stop when the client closed")
 	}
 }
