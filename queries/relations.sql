@@ -156,3 +156,53 @@ SELECT count(*)::bigint AS total, (count(*) FILTER (WHERE d.valid_to IS NULL))::
 SELECT count(*)::bigint
 FROM knowledge_relations r
 WHERE r.org_id = @org_id AND (r.from_id = ANY(@ids::uuid[]) OR r.to_id = ANY(@ids::uuid[]));
+
+-- name: SearchHop :many
+-- One hop of a search that follows relations (search_knowledge hops > 0):
+-- from the frontier entries, their relations valid now (or at @as_of) of
+-- the allowed types (@out_types read from the frontier as from_id,
+-- @in_types as to_id; NULL: every type), at most @per_entry of each
+-- direction per frontier entry (newest first): the bound on edges read.
+-- A reached entry that was superseded (by @as_of) stands for its chain's
+-- head unless @include_superseded; what is answered passes the search's
+-- filters (tags, created by @as_of, superseded, expired). Every look-up is
+-- by equality on (org_id, from_id | to_id | id), so the indexes serve
+-- knowledge_app under row-level security.
+WITH f AS (
+    SELECT DISTINCT unnest(@ids::uuid[]) AS id
+),
+e AS (
+    SELECT f.id AS src, o.type, 'out'::text AS dir, o.to_id AS reached
+    FROM f CROSS JOIN LATERAL (
+        SELECT r.type, r.to_id FROM knowledge_relations r
+        WHERE r.org_id = @org_id AND r.from_id = f.id
+          AND (sqlc.narg(out_types)::text[] IS NULL OR r.type = ANY(sqlc.narg(out_types)::text[]))
+          AND (sqlc.narg(as_of)::timestamptz IS NULL OR r.valid_from <= sqlc.narg(as_of)::timestamptz)
+          AND (r.valid_to IS NULL OR r.valid_to > coalesce(sqlc.narg(as_of)::timestamptz, 'infinity'))
+        ORDER BY r.valid_from DESC
+        LIMIT @per_entry
+    ) o
+    UNION ALL
+    SELECT f.id, i.type, 'in'::text, i.from_id
+    FROM f CROSS JOIN LATERAL (
+        SELECT r.type, r.from_id FROM knowledge_relations r
+        WHERE r.org_id = @org_id AND r.to_id = f.id
+          AND (sqlc.narg(in_types)::text[] IS NULL OR r.type = ANY(sqlc.narg(in_types)::text[]))
+          AND (sqlc.narg(as_of)::timestamptz IS NULL OR r.valid_from <= sqlc.narg(as_of)::timestamptz)
+          AND (r.valid_to IS NULL OR r.valid_to > coalesce(sqlc.narg(as_of)::timestamptz, 'infinity'))
+        ORDER BY r.valid_from DESC
+        LIMIT @per_entry
+    ) i
+)
+SELECT e.src::uuid AS src, e.type::text AS type, e.dir::text AS dir, e.reached::uuid AS reached,
+       t.id, t.title, t.tags, t.confidence, t.created_at, t.expires_at, t.head_id, t.embedding_status
+FROM e
+JOIN knowledge k ON k.org_id = @org_id AND k.id = e.reached
+JOIN knowledge t ON t.org_id = @org_id
+ AND t.id = CASE WHEN NOT @include_superseded::bool AND k.head_id IS NOT NULL
+                      AND k.superseded_at <= coalesce(sqlc.narg(as_of)::timestamptz, 'infinity')
+                 THEN k.head_id ELSE k.id END
+WHERE (cardinality(@tags::text[]) = 0 OR t.tags @> @tags::text[])
+  AND (sqlc.narg(as_of)::timestamptz IS NULL OR t.created_at <= sqlc.narg(as_of)::timestamptz)
+  AND (@include_superseded::bool OR t.superseded_at IS NULL OR t.superseded_at > coalesce(sqlc.narg(as_of)::timestamptz, 'infinity'))
+  AND (@include_expired::bool OR t.expires_at IS NULL OR t.expires_at > coalesce(sqlc.narg(as_of)::timestamptz, now()));

@@ -49,6 +49,11 @@ func (s *Service) Search(ctx context.Context, c Caller, in SearchInput) (*Search
 	if len(hits) > a.Limit {
 		hits = hits[:a.Limit]
 	}
+	added, err := s.expand(ctx, c, a, hits)
+	if err != nil {
+		return nil, err
+	}
+	hits = mergeHits(hits, added)
 	bodies, err := s.bodies(ctx, c.OrgID, hits, r.vec)
 	if err != nil {
 		return nil, err
@@ -88,6 +93,7 @@ type candidateRow struct {
 type rankedHit struct {
 	fusedHit
 	row *candidateRow
+	via *Via // set on an entry added by hops (hops.go)
 }
 
 func (h rankedHit) hit(snippet string) Hit {
@@ -96,7 +102,7 @@ func (h rankedHit) hit(snippet string) Hit {
 		ID: h.ID, Title: r.Title, Snippet: snippet, Score: h.Score,
 		Tags: nonNil(r.Tags), Confidence: int(r.Confidence), CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
 		Superseded: r.HeadID != nil, HeadID: r.HeadID, EmbeddingStatus: r.EmbeddingStatus,
-		VectorRank: h.VectorRank, FullTextRank: h.FullTextRank, TitleRank: h.TitleRank,
+		VectorRank: h.VectorRank, FullTextRank: h.FullTextRank, TitleRank: h.TitleRank, Via: h.via,
 	}
 	if h.VectorRank > 0 {
 		out.Signals.Cosine = ptr(h.Cosine)

@@ -100,6 +100,12 @@ type SearchInput struct {
 	// or before it, superseded or expired only if they were by then.
 	// Forgotten entries stay forgotten. Must not be in the future.
 	AsOf *time.Time
+	// Hops (0..MaxHops, default 0) adds the entries reachable from the
+	// hits over that many relations (hops.go); RelationTypes, names as
+	// read from the hit, limits which (nil: every type). Relations are the
+	// open ones, or with AsOf those valid then.
+	Hops          int
+	RelationTypes []string
 }
 
 // Hit is one search result.
@@ -125,6 +131,11 @@ type Hit struct {
 	TitleRank    int `json:"titleRank,omitempty"`
 	// Signals are the raw signals of the lists that found the hit.
 	Signals Signals `json:"signals"`
+	// Via is set on an entry the search added by following relations from
+	// a hit (SearchInput.Hops): from which entry, over which relation, how
+	// many relations away. Such an entry has no ranks and no signals, and
+	// scores HopDecay times the entry it was reached from.
+	Via *Via `json:"via,omitempty"`
 }
 
 // Signals are a hit's raw evidence, one per list that found it (nil: not

@@ -99,6 +99,8 @@ type searchArgs struct {
 	MinScore          *float64 `json:"minScore" validate:"omitempty,finite,min=0,max=1"`
 	EfSearch          int      `json:"efSearch" validate:"min=1,max=200"`
 	AsOf              *time.Time
+	Hops              int      `json:"hops" validate:"min=0,max=2"`
+	RelationTypes     []string `json:"relationTypes" validate:"max=16"`
 }
 
 // validateStore checks and normalises a store call. It does no I/O.
@@ -154,6 +156,7 @@ func validateSearch(c Caller, in SearchInput) (*searchArgs, error) {
 	a := &searchArgs{
 		Query: in.Query, Limit: in.Limit, IncludeSuperseded: in.IncludeSuperseded,
 		IncludeExpired: in.IncludeExpired, MinScore: in.MinScore, EfSearch: in.EfSearch,
+		Hops: in.Hops, RelationTypes: in.RelationTypes,
 	}
 	if a.Limit == 0 {
 		a.Limit = DefaultLimit
@@ -174,6 +177,14 @@ func validateSearch(c Caller, in SearchInput) (*searchArgs, error) {
 		return nil, err
 	}
 	a.Tags = tags
+	if a.RelationTypes != nil && a.Hops == 0 {
+		return nil, InvalidArgument("relationTypes", "only applies with hops 1 or 2 (the relations followed from the hits)")
+	}
+	for i, n := range a.RelationTypes {
+		if err := checkTypeName(fmt.Sprintf("relationTypes[%d]", i), n); err != nil {
+			return nil, err
+		}
+	}
 	if a.AsOf, err = checkAsOf(in.AsOf, time.Now()); err != nil {
 		return nil, err
 	}

@@ -87,6 +87,11 @@ func TestRelationsThroughMCP(t *testing.T) {
 	same("list, theirs", call(t, stranger, kt.ToolRelations, map[string]any{"id": runbook.ID}),
 		call(t, stranger, kt.ToolRelations, map[string]any{"id": missing}))
 
+	// Search with hops, over HTTP: the runbook shares no word with the query.
+	res := ok[knowledge.SearchResult](t, call(t, reader, kt.ToolSearch, map[string]any{"query": "stalled", "hops": 2, "relationTypes": []string{"FIXED_BY"}}))
+	if len(res.Hits) != 2 || res.Hits[1].ID != runbook.ID || res.Hits[1].Via == nil || res.Hits[1].Via.Type != "FIXED_BY" || res.Hits[1].Via.Hops != 1 {
+		t.Fatalf("search with hops: %+v", res.Hits)
+	}
 	// Unlink closes and keeps the history.
 	u := ok[knowledge.RelationChange](t, call(t, a, kt.ToolUnlink, map[string]any{"fromId": runbook.ID, "toId": incident.ID, "type": "FIXES"}))
 	if u.ValidTo == nil || u.AlreadyClosed {
@@ -131,6 +136,18 @@ func TestRelationsOverStdio(t *testing.T) {
 	rels := ok[knowledge.RelationsResult](t, call(t, r, kt.ToolRelations, map[string]any{"id": y.ID, "types": []string{"REQUIRED_BY"}}))
 	if len(rels.Relations) != 1 || rels.Relations[0].OtherID != x.ID {
 		t.Fatalf("stdio list_relations: %+v", rels)
+	}
+	// Search follows the relation to an entry that shares no word with the query.
+	res := ok[knowledge.SearchResult](t, call(t, r, kt.ToolSearch, map[string]any{"query": "decision chose", "hops": 1}))
+	if len(res.Hits) != 2 || res.Hits[0].ID != x.ID || res.Hits[1].ID != y.ID || res.Hits[1].Via == nil ||
+		res.Hits[1].Via.Type != "DEPENDS_ON" || res.Hits[1].Via.FromID != x.ID || res.Hits[1].Score >= res.Hits[0].Score {
+		t.Fatalf("search with hops over stdio: %+v", res.Hits)
+	}
+	if er := toolErr(t, call(t, r, kt.ToolSearch, map[string]any{"query": "decision", "hops": 3})); er.Code != "invalid_argument" || er.Field != "hops" {
+		t.Errorf("hops 3: %+v", er)
+	}
+	if er := toolErr(t, call(t, r, kt.ToolSearch, map[string]any{"query": "decision", "hops": 1, "relationTypes": []string{"NOPE"}})); er.Code != "invalid_argument" || er.Field != "relationTypes[0]" {
+		t.Errorf("unknown relation type: %+v", er)
 	}
 	e := toolErr(t, call(t, r, kt.ToolUnlink, map[string]any{"fromId": x.ID, "toId": y.ID, "type": "DEPENDS_ON"}))
 	if e.Code != "forbidden" || e.RequiredScope != "knowledge:write" {

@@ -589,3 +589,124 @@ func (q *Queries) RelationCounts(ctx context.Context, arg RelationCountsParams) 
 	}
 	return items, nil
 }
+
+const searchHop = `-- name: SearchHop :many
+WITH f AS (
+    SELECT DISTINCT unnest($6::uuid[]) AS id
+),
+e AS (
+    SELECT f.id AS src, o.type, 'out'::text AS dir, o.to_id AS reached
+    FROM f CROSS JOIN LATERAL (
+        SELECT r.type, r.to_id FROM knowledge_relations r
+        WHERE r.org_id = $1 AND r.from_id = f.id
+          AND ($7::text[] IS NULL OR r.type = ANY($7::text[]))
+          AND ($3::timestamptz IS NULL OR r.valid_from <= $3::timestamptz)
+          AND (r.valid_to IS NULL OR r.valid_to > coalesce($3::timestamptz, 'infinity'))
+        ORDER BY r.valid_from DESC
+        LIMIT $8
+    ) o
+    UNION ALL
+    SELECT f.id, i.type, 'in'::text, i.from_id
+    FROM f CROSS JOIN LATERAL (
+        SELECT r.type, r.from_id FROM knowledge_relations r
+        WHERE r.org_id = $1 AND r.to_id = f.id
+          AND ($9::text[] IS NULL OR r.type = ANY($9::text[]))
+          AND ($3::timestamptz IS NULL OR r.valid_from <= $3::timestamptz)
+          AND (r.valid_to IS NULL OR r.valid_to > coalesce($3::timestamptz, 'infinity'))
+        ORDER BY r.valid_from DESC
+        LIMIT $8
+    ) i
+)
+SELECT e.src::uuid AS src, e.type::text AS type, e.dir::text AS dir, e.reached::uuid AS reached,
+       t.id, t.title, t.tags, t.confidence, t.created_at, t.expires_at, t.head_id, t.embedding_status
+FROM e
+JOIN knowledge k ON k.org_id = $1 AND k.id = e.reached
+JOIN knowledge t ON t.org_id = $1
+ AND t.id = CASE WHEN NOT $2::bool AND k.head_id IS NOT NULL
+                      AND k.superseded_at <= coalesce($3::timestamptz, 'infinity')
+                 THEN k.head_id ELSE k.id END
+WHERE (cardinality($4::text[]) = 0 OR t.tags @> $4::text[])
+  AND ($3::timestamptz IS NULL OR t.created_at <= $3::timestamptz)
+  AND ($2::bool OR t.superseded_at IS NULL OR t.superseded_at > coalesce($3::timestamptz, 'infinity'))
+  AND ($5::bool OR t.expires_at IS NULL OR t.expires_at > coalesce($3::timestamptz, now()))
+`
+
+type SearchHopParams struct {
+	OrgID             uuid.UUID
+	IncludeSuperseded bool
+	AsOf              *time.Time
+	Tags              []string
+	IncludeExpired    bool
+	Ids               []uuid.UUID
+	OutTypes          []string
+	PerEntry          int32
+	InTypes           []string
+}
+
+type SearchHopRow struct {
+	Src             uuid.UUID
+	Type            string
+	Dir             string
+	Reached         uuid.UUID
+	ID              uuid.UUID
+	Title           string
+	Tags            []string
+	Confidence      int16
+	CreatedAt       time.Time
+	ExpiresAt       *time.Time
+	HeadID          *uuid.UUID
+	EmbeddingStatus string
+}
+
+// One hop of a search that follows relations (search_knowledge hops > 0):
+// from the frontier entries, their relations valid now (or at @as_of) of
+// the allowed types (@out_types read from the frontier as from_id,
+// @in_types as to_id; NULL: every type), at most @per_entry of each
+// direction per frontier entry (newest first): the bound on edges read.
+// A reached entry that was superseded (by @as_of) stands for its chain's
+// head unless @include_superseded; what is answered passes the search's
+// filters (tags, created by @as_of, superseded, expired). Every look-up is
+// by equality on (org_id, from_id | to_id | id), so the indexes serve
+// knowledge_app under row-level security.
+func (q *Queries) SearchHop(ctx context.Context, arg SearchHopParams) ([]SearchHopRow, error) {
+	rows, err := q.db.Query(ctx, searchHop,
+		arg.OrgID,
+		arg.IncludeSuperseded,
+		arg.AsOf,
+		arg.Tags,
+		arg.IncludeExpired,
+		arg.Ids,
+		arg.OutTypes,
+		arg.PerEntry,
+		arg.InTypes,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []SearchHopRow
+	for rows.Next() {
+		var i SearchHopRow
+		if err := rows.Scan(
+			&i.Src,
+			&i.Type,
+			&i.Dir,
+			&i.Reached,
+			&i.ID,
+			&i.Title,
+			&i.Tags,
+			&i.Confidence,
+			&i.CreatedAt,
+			&i.ExpiresAt,
+			&i.HeadID,
+			&i.EmbeddingStatus,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}

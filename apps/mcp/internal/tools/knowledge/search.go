@@ -32,6 +32,8 @@ type SearchArgs struct {
 	EfSearch          *int     `json:"efSearch,omitempty" jsonschema:"Advanced: the HNSW probe width of the vector search, 1 to 200, default 64. Raise it only when you expect relevant hits that are not returned."`
 	MaxTokens         *int     `json:"maxTokens,omitempty" jsonschema:"Approximate budget for the whole answer, in tokens (estimated as 4 bytes of its JSON a token), from 100 to 1000000: snippets are shortened, then the lowest-ranked hits left out, until it fits; the answer then says truncated: true and omittedHits. Omit for no budget."`
 	AsOf              string   `json:"asOf,omitempty" jsonschema:"Answer as the organisation knew it at this past RFC 3339 date-time: only entries created by then, superseded or expired only if they were by then (forgotten entries stay forgotten). superseded and headId still say what replaced a hit since."`
+	Hops              *int     `json:"hops,omitempty" jsonschema:"Also return the entries related to the hits (link_knowledge) up to this many relations away, 0 to 2. Default 0."`
+	RelationTypes     []string `json:"relationTypes,omitempty" jsonschema:"With hops: follow only these relation types, named as read from the hit (e.g. FIXED_BY: the entries that fix it). Default: every type."`
 }
 
 // The domain's gate and score bands as JSON, for the schema and the
@@ -54,7 +56,9 @@ score (0-1) is calibrated evidence, comparable across queries, org sizes and emb
 
 embeddingStatus "pending": not yet in the meaning list (joins within seconds); "failed": not until re-embedded. vectorSearch false (with a notice): the query could not be embedded; only words and titles were searched.
 
-Superseded entries are hidden unless includeSuperseded; then superseded: true and headId names the replacement, which you should prefer.`
+Superseded entries are hidden unless includeSuperseded; then superseded: true and headId names the replacement, which you should prefer.
+
+hops 1 or 2 adds entries related to the hits (a runbook that FIXES a hit, the benchmark a hit DEPENDS_ON), even ones sharing no word with the query, within the same filters: each has via (fromId: the entry it was reached from, type: the relation as read from it, hops) and scores half of that entry's score per hop; at most limit are added.`
 
 // minScoreDescription: see searchDescription.
 var minScoreDescription = "Drop hits scoring below this, 0 to 1. The default (" + defaultMinScore +
@@ -82,6 +86,11 @@ func searchTool() *mcp.Tool {
 			p["asOf"].Format = "date-time"
 			mt := p["maxTokens"]
 			mt.Minimum, mt.Maximum = fptr(domain.MinMaxTokens), fptr(domain.MaxMaxTokens)
+			h := p["hops"]
+			h.Minimum, h.Maximum, h.Default = fptr(0), fptr(domain.MaxHops), []byte("0")
+			rt := p["relationTypes"]
+			rt.MaxItems = iptr(16)
+			relationTypeSchema(rt.Items)
 		}),
 		// Read-only, so neither destructive nor with effects to repeat; every
 		// hint is given explicitly (clients differ in their defaults).
@@ -119,6 +128,12 @@ func (a *SearchArgs) check() error {
 	if err := checkIntRange("maxTokens", a.MaxTokens, domain.MinMaxTokens, domain.MaxMaxTokens); err != nil {
 		return err
 	}
+	if err := checkIntRange("hops", a.Hops, 0, domain.MaxHops); err != nil {
+		return err
+	}
+	if len(a.RelationTypes) > 16 {
+		return domain.InvalidArgument("relationTypes", "must have at most 16 types (got %d)", len(a.RelationTypes))
+	}
 	return checkIntRange("efSearch", a.EfSearch, minEfSearch, maxEfSearch)
 }
 
@@ -129,6 +144,10 @@ func (t *toolset) search(ctx context.Context, c domain.Caller, a *SearchArgs) (*
 		IncludeSuperseded: a.IncludeSuperseded,
 		IncludeExpired:    a.IncludeExpired,
 		MinScore:          a.MinScore,
+		RelationTypes:     a.RelationTypes,
+	}
+	if a.Hops != nil {
+		in.Hops = *a.Hops
 	}
 	if a.Limit != nil {
 		in.Limit = *a.Limit

@@ -1,0 +1,160 @@
+package knowledge
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/google/uuid"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
+)
+
+// Search that follows relations (search_knowledge hops, relationTypes).
+const (
+	// MaxHops is the deepest search_knowledge follows relations.
+	MaxHops = 2
+	// HopDecay is what each hop multiplies the score by: an entry reached
+	// from a hit scores HopDecay times the hit's score, one reached from
+	// that entry HopDecay times its score again, so a related entry always
+	// ranks below the hit it came from.
+	HopDecay = 0.5
+	// HopEdgesPerEntry bounds the relations read from one entry in one
+	// direction in one hop (newest first): with MaxLimit hits, a search
+	// reads at most 2 x HopEdgesPerEntry x (hits + added) edges.
+	HopEdgesPerEntry = 20
+)
+
+// Via says how a hit added by hops was reached: from FromID (a direct hit,
+// or an entry added by the hop before), over a relation of Type as read
+// from FromID, Hops relations away from the direct hits.
+type Via struct {
+	FromID uuid.UUID `json:"fromId"`
+	Type   string    `json:"type"`
+	Hops   int       `json:"hops"`
+}
+
+// hopTypes maps relationTypes (names as read from a hit) to the stored
+// types to follow in each direction; nil: every type.
+func hopTypes(cat *catalogue, names []string) (out, in []string, err error) {
+	if names == nil {
+		return nil, nil, nil
+	}
+	out, in = []string{}, []string{}
+	for i, n := range names {
+		r, err := cat.resolve(fmt.Sprintf("relationTypes[%d]", i), n, false)
+		if err != nil {
+			return nil, nil, err
+		}
+		switch {
+		case r.t.ReadOnly:
+			return nil, nil, InvalidArgument(fmt.Sprintf("relationTypes[%d]", i),
+				"%s is not followed by hops: a related entry that was superseded is answered as the head of its chain, and a superseded hit names its head (headId)", n)
+		case r.t.Symmetric:
+			out, in = append(out, r.t.Name), append(in, r.t.Name)
+		case r.reversed:
+			in = append(in, r.t.Name)
+		default:
+			out = append(out, r.t.Name)
+		}
+	}
+	return out, in, nil
+}
+
+// expand adds to the direct hits the entries reachable from them over
+// open (or, with asOf, then valid) relations, up to a.Hops relations away:
+// each at most once, never a direct hit, within the search's filters, a
+// superseded one as its chain's head (unless includeSuperseded), scored
+// HopDecay times the entry it was reached from, at most a.Limit in all
+// (the best-scored frontier entries' relations first; among one entry's,
+// the newest). It returns the added hits, best first.
+func (s *Service) expand(ctx context.Context, c Caller, a *searchArgs, hits []rankedHit) ([]rankedHit, error) {
+	if a.Hops == 0 || len(hits) == 0 {
+		return nil, nil
+	}
+	cat, err := s.catalogueOf(ctx, s.q, c.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	outTypes, inTypes, err := hopTypes(cat, a.RelationTypes)
+	if err != nil {
+		return nil, err
+	}
+	seen := make(map[uuid.UUID]bool, len(hits))
+	score := make(map[uuid.UUID]float64, len(hits))
+	frontier := make([]uuid.UUID, 0, len(hits))
+	for _, h := range hits {
+		seen[h.ID] = true
+		score[h.ID] = h.Score
+		frontier = append(frontier, h.ID)
+	}
+	var added []rankedHit
+	for hop := 1; hop <= a.Hops && len(frontier) > 0 && len(added) < a.Limit; hop++ {
+		rows, err := s.q.SearchHop(ctx, sqlc.SearchHopParams{
+			OrgID: c.OrgID, Ids: frontier, OutTypes: outTypes, InTypes: inTypes, PerEntry: HopEdgesPerEntry,
+			AsOf: a.AsOf, Tags: nonNil(a.Tags), IncludeSuperseded: a.IncludeSuperseded, IncludeExpired: a.IncludeExpired,
+		})
+		if err != nil {
+			return nil, mapErr(err, "")
+		}
+		// The best-scored sources first; the statement gives each source's
+		// relations newest first, and a stable sort keeps that order.
+		slices.SortStableFunc(rows, func(x, y sqlc.SearchHopRow) int {
+			switch sx, sy := score[x.Src], score[y.Src]; {
+			case sx > sy:
+				return -1
+			case sx < sy:
+				return 1
+			}
+			return 0
+		})
+		frontier = frontier[:0:0]
+		for i := range rows {
+			r := &rows[i]
+			if seen[r.ID] {
+				continue
+			}
+			if len(added) >= a.Limit {
+				break
+			}
+			seen[r.ID] = true
+			sc := score[r.Src] * HopDecay
+			score[r.ID] = sc
+			frontier = append(frontier, r.ID)
+			typ := r.Type
+			switch {
+			case cat.symmetric(r.Type):
+			case r.Dir == DirIn:
+				typ = cat.inverseOf(r.Type)
+			}
+			added = append(added, rankedHit{
+				fusedHit: fusedHit{Candidate: Candidate{ID: r.ID}, Score: sc},
+				row: &candidateRow{Candidate: Candidate{ID: r.ID}, Title: r.Title, Tags: r.Tags, Confidence: r.Confidence,
+					CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, HeadID: r.HeadID, EmbeddingStatus: r.EmbeddingStatus},
+				via: &Via{FromID: r.Src, Type: typ, Hops: hop},
+			})
+		}
+	}
+	return added, nil
+}
+
+// mergeHits puts the added hits among the direct ones by score (a direct
+// hit first on a tie): each added hit lands below the entry it came from.
+func mergeHits(direct, added []rankedHit) []rankedHit {
+	if len(added) == 0 {
+		return direct
+	}
+	out := make([]rankedHit, 0, len(direct)+len(added))
+	out = append(out, direct...)
+	out = append(out, added...)
+	slices.SortStableFunc(out, func(x, y rankedHit) int {
+		switch {
+		case x.Score > y.Score:
+			return -1
+		case x.Score < y.Score:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
