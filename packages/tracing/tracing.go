@@ -28,6 +28,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	"go.opentelemetry.io/otel/propagation"
@@ -136,8 +137,11 @@ func NewProvider(ctx context.Context, cfg Config, service, version string, opts 
 	if err != nil {
 		return nil, fmt.Errorf("tracing: %s exporter: %w", cfg.Exporter, err)
 	}
-	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(
-		semconv.ServiceName(service), semconv.ServiceVersion(version)))
+	attrs := []attribute.KeyValue{semconv.ServiceName(service)}
+	if version != "" {
+		attrs = append(attrs, semconv.ServiceVersion(version))
+	}
+	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(attrs...))
 	if err != nil {
 		return nil, fmt.Errorf("tracing: resource: %w", err)
 	}

@@ -1,8 +1,13 @@
 package tracing
 
 import (
+	"context"
+	"net/http"
 	"strings"
 	"testing"
+
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel"
 
 	"github.com/agentfleet/orchestrator/packages/appenv"
 )
@@ -47,5 +52,35 @@ func TestReadConfig(t *testing.T) {
 		if err := e.Err(); err == nil || !strings.Contains(err.Error(), bad[0]) {
 			t.Errorf("%v: %v, want an error naming %s", bad, err, bad[0])
 		}
+	}
+}
+
+func TestSetup(t *testing.T) {
+	ctx := context.Background()
+	// Off: nothing installed, spans are the API's no-op.
+	stop, err := Setup(ctx, Config{}, "test", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop(ctx)
+	if _, span := otel.Tracer("t").Start(ctx, "x"); span.IsRecording() {
+		t.Error("a span records with tracing off")
+	}
+	if _, wrapped := http.DefaultTransport.(*otelhttp.Transport); wrapped {
+		t.Error("the default transport is wrapped with tracing off")
+	}
+	// On (console exporter, to stderr): spans record, HTTP is wrapped.
+	stop, err = Setup(ctx, Config{Exporter: "console", AttributeValueLength: DefaultAttributeValueLength}, "test", "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop(ctx)
+	_, span := otel.Tracer("t").Start(ctx, "x")
+	if !span.IsRecording() {
+		t.Error("a span does not record with tracing on")
+	}
+	span.End()
+	if _, wrapped := http.DefaultTransport.(*otelhttp.Transport); !wrapped {
+		t.Error("the default transport is not wrapped with tracing on")
 	}
 }
