@@ -170,7 +170,9 @@ func (v *Validator) VerifyToken(ctx context.Context, raw string) (*tenancy.Princ
 	}
 	p := &tenancy.Principal{OrgID: orgID, AgentID: agent.ID, Scopes: v.scopes(claims), TokenID: tokenID(v.cfg.Issuer, claims, raw)}
 	if exp, err := claims.GetExpirationTime(); err == nil && exp != nil {
-		t := exp.Time
+		// The parser's leeway applies to a cached token too (authn checks
+		// ExpiresAt on every use).
+		t := exp.Time.Add(v.cfg.ClockSkew)
 		p.ExpiresAt = &t
 	}
 	return p, nil

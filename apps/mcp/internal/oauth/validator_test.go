@@ -107,7 +107,7 @@ func TestValidTokenMapsToOrgAgentAndScopes(t *testing.T) {
 	if p.OrgID != f.org || p.AgentID != f.scout || !slices.Equal(p.Scopes, []string{"knowledge:read", "knowledge:write"}) {
 		t.Errorf("principal %+v", p)
 	}
-	if p.ExpiresAt == nil || !p.ExpiresAt.Equal(exp) || p.TokenID == uuid.Nil {
+	if p.ExpiresAt == nil || !p.ExpiresAt.Equal(exp.Add(DefaultClockSkew)) || p.TokenID == uuid.Nil {
 		t.Errorf("expiry %v token id %v", p.ExpiresAt, p.TokenID)
 	}
 	// An array of scopes; a trailing slash on aud; configured claim names.
