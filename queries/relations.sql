@@ -206,3 +206,26 @@ WHERE (cardinality(@tags::text[]) = 0 OR t.tags @> @tags::text[])
   AND (sqlc.narg(as_of)::timestamptz IS NULL OR t.created_at <= sqlc.narg(as_of)::timestamptz)
   AND (@include_superseded::bool OR t.superseded_at IS NULL OR t.superseded_at > coalesce(sqlc.narg(as_of)::timestamptz, 'infinity'))
   AND (@include_expired::bool OR t.expires_at IS NULL OR t.expires_at > coalesce(sqlc.narg(as_of)::timestamptz, now()));
+
+-- name: ExportRelationTypes :many
+SELECT name, inverse FROM knowledge_relation_types WHERE org_id = @org_id ORDER BY name;
+
+-- name: ExportRelations :many
+-- Every relation of the org, open and closed (the history), by id.
+SELECT id, from_id, to_id, type, note, created_by_agent_id, valid_from, valid_to, closed_by_agent_id
+FROM knowledge_relations
+WHERE org_id = @org_id AND id > @after
+ORDER BY id
+LIMIT @max_rows;
+
+-- name: ImportRelations :execrows
+-- What the org has already (the same id, or the same relation open) is
+-- skipped. Empty strings and the nil UUID stand for NULL in the arrays.
+INSERT INTO knowledge_relations (org_id, id, from_id, to_id, type, note, created_by_agent_id, valid_from, valid_to, closed_by_agent_id)
+SELECT @org_id, unnest(@ids::uuid[]), unnest(@from_ids::uuid[]), unnest(@to_ids::uuid[]), unnest(@types::text[]),
+       nullif(unnest(@notes::text[]), ''),
+       nullif(unnest(@authors::uuid[]), '00000000-0000-0000-0000-000000000000'::uuid),
+       unnest(@valid_froms::timestamptz[]),
+       nullif(unnest(@valid_tos::text[]), '')::timestamptz,
+       nullif(unnest(@closers::uuid[]), '00000000-0000-0000-0000-000000000000'::uuid)
+ON CONFLICT DO NOTHING;

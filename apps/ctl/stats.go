@@ -66,6 +66,10 @@ func init() {
 					fmt.Fprintf(w, "rate limit, %ss of %s: %s\n", l.Kind, who, per)
 				}
 				fmt.Fprintf(w, "lexical index: %d indexed, %d queued (%s)\n", st.Index.Indexed, st.Index.Queued, st.Index.TextSearchConfig)
+				fmt.Fprintf(w, "open relations: %d\n", st.OpenRelations)
+				for _, r := range st.RelationsByType {
+					fmt.Fprintf(w, "  %s: %d\n", r.Type, r.Count)
+				}
 				for _, tg := range st.TopTags {
 					fmt.Fprintf(w, "tag %s: %d\n", tg.Tag, tg.Entries)
 				}

@@ -310,6 +310,22 @@ func TestForgetAndPurgeEraseRelations(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.link(t, b.bob, c, "FIXES", d)
+	b.link(t, b.bob, d, "CAUSED_BY", c)
+	if _, err := b.svc.Unlink(b.ctx, b.bob, c, d, "CAUSES"); err != nil {
+		t.Fatal(err)
+	}
+	// ctl stats and knowledge://stats count the open relations by type.
+	wantStats := func(open int64, byType string) {
+		t.Helper()
+		st, err := b.svc.Stats(b.ctx, b.org, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(st.RelationsByType); st.OpenRelations != open || got != byType {
+			t.Fatalf("stats: %d open, %s; want %d, %s", st.OpenRelations, got, open, byType)
+		}
+	}
+	wantStats(3, "[{DEPENDS_ON 1} {FIXES 1} {RELATES_TO 1}]")
 
 	f, err := b.svc.Forget(b.ctx, b.alice, a, "wrong", false)
 	if err != nil {
@@ -321,8 +337,9 @@ func TestForgetAndPurgeEraseRelations(t *testing.T) {
 	if n := b.count(t, "SELECT count(*) FROM knowledge_relations WHERE from_id = $1 OR to_id = $1", a); n != 0 {
 		t.Fatalf("%d relations of the forgotten entry left", n)
 	}
+	wantStats(1, "[{FIXES 1}]")
 	got := b.relations(t, b.bob, knowledge.RelationsInput{ID: c, IncludeClosed: true})
-	if len(got) != 1 || got[0].OtherID != d {
+	if len(got) != 2 || got[0].OtherID != d || got[1].OtherID != d {
 		t.Fatalf("c's relations after forget: %+v", got)
 	}
 	if e, err := b.svc.Get(b.ctx, b.alice, a); err != nil || e.Forgotten == nil || e.Forgotten.Relations != 2 {
@@ -334,15 +351,22 @@ func TestForgetAndPurgeEraseRelations(t *testing.T) {
 	wantCode(t, err, knowledge.CodeNotFound, "id")
 
 	rep, err := b.ops.Purge(b.ctx, b.org, knowledge.PurgeScope{Entry: d}, true)
-	if err != nil || rep.Relations != 1 {
+	if err != nil || rep.Relations != 2 {
 		t.Fatalf("dry run: %+v %v", rep, err)
 	}
 	rep, err = b.ops.Purge(b.ctx, b.org, knowledge.PurgeScope{All: true}, false)
-	if err != nil || rep.Relations != 1 {
+	if err != nil || rep.Relations != 2 {
 		t.Fatalf("purge: %+v %v", rep, err)
 	}
 	if n := b.count(t, "SELECT count(*) FROM knowledge_relations"); n != 0 {
 		t.Fatalf("%d relations left after purge", n)
+	}
+	if _, err := b.ops.CompactCounts(b.ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	wantStats(0, "[]")
+	if n := b.count(t, "SELECT count(*) FROM knowledge_counts WHERE kind = 'relation'"); n != 0 {
+		t.Fatalf("%d relation counters left after purge and fold", n)
 	}
 }
 

@@ -37,8 +37,13 @@ type OrgStats struct {
 		ReadyByModel         map[string]int64 `json:"readyByModel"`
 		OldestPendingSeconds float64          `json:"oldestPendingSeconds"`
 	} `json:"embeddings"`
-	TopTags  []TagCount   `json:"topTags"`
-	PerAgent []AgentCount `json:"perAgent"`
+	// OpenRelations counts the org's open relations (link_knowledge,
+	// relations.go), RelationsByType by their stored (catalogue) type,
+	// largest first; closed ones are history and not counted.
+	OpenRelations   int64           `json:"openRelations"`
+	RelationsByType []RelationCount `json:"relationsByType"`
+	TopTags         []TagCount      `json:"topTags"`
+	PerAgent        []AgentCount    `json:"perAgent"`
 	// AgentNames names every agent of the org by id.
 	AgentNames map[string]string `json:"agentNames"`
 	// Quotas and RateLimits are the org's settings (tenancy): the
@@ -111,6 +116,9 @@ func (s *Service) Stats(ctx context.Context, org uuid.UUID, topTags int) (*OrgSt
 				}
 			case "model":
 				st.Embeddings.ReadyByModel[c.Key] = c.N
+			case "relation":
+				st.RelationsByType = append(st.RelationsByType, RelationCount{Type: c.Key, Count: c.N})
+				st.OpenRelations += c.N
 			case "agent":
 				a := AgentCount{Entries: c.N}
 				if id, err := uuid.Parse(c.Key); err == nil {
@@ -128,6 +136,13 @@ func (s *Service) Stats(ctx context.Context, org uuid.UUID, topTags int) (*OrgSt
 		})
 		if st.PerAgent == nil {
 			st.PerAgent = []AgentCount{}
+		}
+		sort.Slice(st.RelationsByType, func(i, j int) bool {
+			a, b := st.RelationsByType[i], st.RelationsByType[j]
+			return a.Count > b.Count || (a.Count == b.Count && a.Type < b.Type)
+		})
+		if st.RelationsByType == nil {
+			st.RelationsByType = []RelationCount{}
 		}
 		clock, err := q.StatsClock(ctx, org)
 		if err != nil {

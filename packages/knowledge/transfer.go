@@ -21,8 +21,9 @@ import (
 // Export and import of an org's knowledge as JSON Lines (docs/operators.md).
 //
 // The file is one JSON object per line, each with a "kind": a header, then
-// the org's agents (authorship), the tasks its entries are linked to, its
-// entries oldest first, the recorded supersession edges, the task links.
+// the org's agents (authorship), its own relation types, the tasks its
+// entries are linked to, its entries oldest first, the recorded
+// supersession edges, the task links, the relations (open and closed).
 // Ids are kept: every key of the schema leads with org_id, so the same ids
 // can live in any org of any database, and an import into another org is a
 // copy, not a clash. Nothing in the file names the org or the moment of the
@@ -109,6 +110,28 @@ type exportLink struct {
 	CreatedAt     time.Time  `json:"createdAt"`
 }
 
+// exportRelationType is an org's own relation type (ctl relation-type add).
+type exportRelationType struct {
+	Kind    string `json:"kind"` // "relationType"
+	Name    string `json:"name"`
+	Inverse string `json:"inverse"`
+}
+
+// exportRelation is one relation, open or closed (its history), as stored:
+// type is the catalogue name, fromId and toId in stored order.
+type exportRelation struct {
+	Kind            string     `json:"kind"` // "relation"
+	ID              uuid.UUID  `json:"id"`
+	FromID          uuid.UUID  `json:"fromId"`
+	ToID            uuid.UUID  `json:"toId"`
+	Type            string     `json:"type"`
+	Note            *string    `json:"note,omitempty"`
+	AuthorAgentID   *uuid.UUID `json:"authorAgentId"`
+	ValidFrom       time.Time  `json:"validFrom"`
+	ValidTo         *time.Time `json:"validTo"`
+	ClosedByAgentID *uuid.UUID `json:"closedByAgentId,omitempty"`
+}
+
 // ExportOptions are the optional settings of Export.
 type ExportOptions struct {
 	Vectors  bool          // include the vectors of ready entries
@@ -125,6 +148,8 @@ type ExportReport struct {
 	Vectors       int64 `json:"vectors"`
 	Supersessions int64 `json:"supersessions"`
 	TaskLinks     int64 `json:"taskLinks"`
+	RelationTypes int64 `json:"relationTypes"`
+	Relations     int64 `json:"relations"`
 }
 
 func utc(t time.Time) time.Time { return t.UTC() }
@@ -163,6 +188,16 @@ func (s *Service) Export(ctx context.Context, org uuid.UUID, w io.Writer, o Expo
 				return err
 			}
 			rep.Agents++
+		}
+		types, err := q.ExportRelationTypes(ctx, org)
+		if err != nil {
+			return err
+		}
+		for _, t := range types {
+			if err := enc.Encode(exportRelationType{Kind: "relationType", Name: t.Name, Inverse: t.Inverse}); err != nil {
+				return err
+			}
+			rep.RelationTypes++
 		}
 		for after := uuid.Nil; ; {
 			tasks, err := tenancy.ListTasksPage(ctx, tx, org, after, o.PageSize)
@@ -259,6 +294,23 @@ func (s *Service) Export(ctx context.Context, org uuid.UUID, w io.Writer, o Expo
 				break
 			}
 		}
+		for after := uuid.Nil; ; {
+			rows, err := q.ExportRelations(ctx, sqlc.ExportRelationsParams{OrgID: org, After: after, MaxRows: int32(o.PageSize)})
+			if err != nil {
+				return err
+			}
+			for _, r := range rows {
+				if err := enc.Encode(exportRelation{Kind: "relation", ID: r.ID, FromID: r.FromID, ToID: r.ToID, Type: r.Type, Note: r.Note,
+					AuthorAgentID: r.CreatedByAgentID, ValidFrom: utc(r.ValidFrom), ValidTo: utcp(r.ValidTo), ClosedByAgentID: r.ClosedByAgentID}); err != nil {
+					return err
+				}
+				rep.Relations++
+				after = r.ID
+			}
+			if len(rows) < o.PageSize {
+				break
+			}
+		}
 		return bw.Flush()
 	})
 	if err != nil {
@@ -282,6 +334,8 @@ type ImportReport struct {
 	Chains        int64            `json:"chains"` // entries given their supersession columns
 	Supersessions int64            `json:"supersessions"`
 	TaskLinks     int64            `json:"taskLinks"`
+	RelationTypes int64            `json:"relationTypes"`
+	Relations     int64            `json:"relations"`
 	Skipped       map[string]int64 `json:"skipped"` // reason -> count
 }
 
@@ -367,6 +421,8 @@ func (s *Service) importPass(ctx context.Context, tx pgx.Tx, org uuid.UUID, open
 	var chains []exportEntry
 	var edges []exportSupersession
 	var links []exportLink
+	var rels []exportRelation
+	var cat *catalogue // the org's, read when pass 2 meets its first relation
 	var read int64
 	flush := func() error {
 		switch {
@@ -432,6 +488,36 @@ func (s *Service) importPass(ctx context.Context, tx pgx.Tx, org uuid.UUID, open
 				rep.Skipped["taskLink: already present"] += k
 			}
 			links = links[:0]
+		}
+		if len(rels) > 0 {
+			p := sqlc.ImportRelationsParams{OrgID: org}
+			for _, r := range rels {
+				note, author, closer, to := "", uuid.Nil, uuid.Nil, ""
+				if r.Note != nil {
+					note = *r.Note
+				}
+				if r.AuthorAgentID != nil {
+					author = *r.AuthorAgentID
+				}
+				if r.ClosedByAgentID != nil {
+					closer = *r.ClosedByAgentID
+				}
+				if r.ValidTo != nil {
+					to = r.ValidTo.UTC().Format(time.RFC3339Nano)
+				}
+				p.Ids, p.FromIds, p.ToIds, p.Types = append(p.Ids, r.ID), append(p.FromIds, r.FromID), append(p.ToIds, r.ToID), append(p.Types, r.Type)
+				p.Notes, p.Authors, p.Closers = append(p.Notes, note), append(p.Authors, author), append(p.Closers, closer)
+				p.ValidFroms, p.ValidTos = append(p.ValidFroms, r.ValidFrom), append(p.ValidTos, to)
+			}
+			n, err := q.ImportRelations(ctx, p)
+			if err != nil {
+				return err
+			}
+			rep.Relations += n
+			if k := int64(len(rels)) - n; k > 0 {
+				rep.Skipped["relation: already present"] += k
+			}
+			rels = rels[:0]
 		}
 		return nil
 	}
@@ -526,6 +612,40 @@ func (s *Service) importPass(ctx context.Context, tx pgx.Tx, org uuid.UUID, open
 				return bad(err)
 			}
 			edges = append(edges, e)
+		case "relationType":
+			if pass != 1 {
+				continue
+			}
+			var t exportRelationType
+			if err := json.Unmarshal(b, &t); err != nil {
+				return bad(err)
+			}
+			added, err := s.importRelationType(ctx, q, org, t)
+			if err != nil {
+				return bad(err)
+			}
+			if added {
+				rep.RelationTypes++
+			} else {
+				rep.skip("relationType: already present")
+			}
+		case "relation":
+			if pass != 2 {
+				continue
+			}
+			var r exportRelation
+			if err := json.Unmarshal(b, &r); err != nil {
+				return bad(err)
+			}
+			if cat == nil {
+				if cat, err = s.catalogueOf(ctx, q, org); err != nil {
+					return err
+				}
+			}
+			if ref, ok := cat.byName[r.Type]; !ok || ref.reversed || ref.t.ReadOnly {
+				return bad(fmt.Errorf("relation type %q is not a type of this org's catalogue (the file's relationType lines add the org's own)", r.Type))
+			}
+			rels = append(rels, r)
 		case "taskLink":
 			if pass != 2 {
 				continue
@@ -540,7 +660,7 @@ func (s *Service) importPass(ctx context.Context, tx pgx.Tx, org uuid.UUID, open
 				rep.skip(fmt.Sprintf("unknown kind %q", k.Kind))
 			}
 		}
-		if len(entries) >= importBatch || len(chains) >= importBatch || len(edges) >= importBatch || len(links) >= importBatch {
+		if len(entries) >= importBatch || len(chains) >= importBatch || len(edges) >= importBatch || len(links) >= importBatch || len(rels) >= importBatch {
 			if err := flush(); err != nil {
 				return bad(err)
 			}
@@ -552,12 +672,40 @@ func (s *Service) importPass(ctx context.Context, tx pgx.Tx, org uuid.UUID, open
 	if !sawHeader {
 		return InvalidArgument("file", "the file is empty")
 	}
-	for len(entries) > 0 || len(chains) > 0 || len(edges) > 0 || len(links) > 0 {
+	for len(entries) > 0 || len(chains) > 0 || len(edges) > 0 || len(links) > 0 || len(rels) > 0 {
 		if err := flush(); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// importRelationType adds an org's own relation type from a file, unless
+// the org has it already (the same name and inverse); a name or inverse
+// the org's catalogue uses otherwise refuses the file.
+func (s *Service) importRelationType(ctx context.Context, q *sqlc.Queries, org uuid.UUID, t exportRelationType) (bool, error) {
+	if err := checkTypeName("name", t.Name); err != nil {
+		return false, err
+	}
+	if err := checkTypeName("inverse", t.Inverse); err != nil {
+		return false, err
+	}
+	cat, err := s.catalogueOf(ctx, q, org)
+	if err != nil {
+		return false, err
+	}
+	if r, ok := cat.byName[t.Name]; ok && !r.reversed && r.t.Inverse == t.Inverse && !r.t.Builtin {
+		return false, nil
+	}
+	for _, n := range []string{t.Name, t.Inverse} {
+		if r, ok := cat.byName[n]; ok {
+			return false, fmt.Errorf("relation type %s / %s clashes with the org's %s / %s", t.Name, t.Inverse, r.t.Name, r.t.Inverse)
+		}
+	}
+	if _, err := q.InsertRelationType(ctx, sqlc.InsertRelationTypeParams{OrgID: org, Name: t.Name, Inverse: t.Inverse}); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // importEntries copies the entries of a batch that the org does not have.

@@ -53,6 +53,22 @@ func (b *bundle) variedOrg(t *testing.T) {
 	if _, err := b.pool.Exec(b.ctx, "INSERT INTO task_knowledge (org_id, task_id, knowledge_id, kind) VALUES ($1, $2, $3, 'references')", b.org, task, h); err != nil {
 		t.Fatal(err)
 	}
+	// Relations: an org's own type, a note, a closed one (history).
+	if _, err := b.ops.AddRelationType(b.ctx, b.org, "BLOCKS", "BLOCKED_BY", false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.svc.Link(b.ctx, b.alice, knowledge.LinkInput{FromID: h, ToID: d, Type: "DEPENDS_ON", Note: "see \"branch\""}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.svc.Link(b.ctx, b.bob, knowledge.LinkInput{FromID: m, ToID: h, Type: "BLOCKED_BY"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.svc.Link(b.ctx, b.bob, knowledge.LinkInput{FromID: a.ID, ToID: d, Type: "RELATES_TO"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.svc.Unlink(b.ctx, b.alice, d, a.ID, "RELATES_TO"); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestExportImportRoundTrip(t *testing.T) {
@@ -61,7 +77,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 	b.variedOrg(t)
 	for _, vectors := range []bool{false, true} {
 		first, rep := b.export(t, b.svc, b.org, vectors)
-		if rep.Entries != 4 || rep.Agents != 2 || rep.Tasks != 1 || rep.Supersessions != 3 || rep.TaskLinks != 2 {
+		if rep.Entries != 4 || rep.Agents != 2 || rep.Tasks != 1 || rep.Supersessions != 3 || rep.TaskLinks != 2 || rep.RelationTypes != 1 || rep.Relations != 3 {
 			t.Fatalf("export: %+v", rep)
 		}
 		if vectors != (rep.Vectors == 2) {
@@ -78,7 +94,8 @@ func TestExportImportRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if irep.Entries != 4 || irep.Agents != 2 || irep.Tasks != 1 || irep.Chains != 3 || irep.Supersessions != 3 || irep.TaskLinks != 2 || len(irep.Skipped) != 0 {
+		if irep.Entries != 4 || irep.Agents != 2 || irep.Tasks != 1 || irep.Chains != 3 || irep.Supersessions != 3 || irep.TaskLinks != 2 ||
+			irep.RelationTypes != 1 || irep.Relations != 3 || len(irep.Skipped) != 0 {
 			t.Fatalf("import: %+v", irep)
 		}
 		// The duplicate-check keys came with the rows (not left to
@@ -103,8 +120,9 @@ func TestExportImportRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if again.Entries+again.Agents+again.Tasks+again.Chains+again.Supersessions+again.TaskLinks != 0 ||
-			again.Skipped["entry: already present"] != 4 || again.Skipped["taskLink: already present"] != 2 {
+		if again.Entries+again.Agents+again.Tasks+again.Chains+again.Supersessions+again.TaskLinks+again.Relations+again.RelationTypes != 0 ||
+			again.Skipped["entry: already present"] != 4 || again.Skipped["taskLink: already present"] != 2 ||
+			again.Skipped["relation: already present"] != 3 || again.Skipped["relationType: already present"] != 1 {
 			t.Fatalf("second import: %+v", again)
 		}
 		if third, _ := b.export(t, svc2, org2, vectors); !bytes.Equal(first, third) {
@@ -232,5 +250,28 @@ func TestImportRefusesForgottenEntries(t *testing.T) {
 	target := b.mkOrg(t, "target")
 	if _, err := b.ops.Import(b.ctx, target, opener(file), knowledge.ImportOptions{}); err != nil {
 		t.Fatalf("import into another org: %v", err)
+	}
+}
+
+// TestImportRefusesUnknownRelationTypes: a relation of a type the target
+// org does not have (its relationType line removed) refuses the whole file.
+func TestImportRefusesUnknownRelationTypes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.variedOrg(t)
+	file, _ := b.export(t, b.svc, b.org, false)
+	var kept []string
+	for _, l := range strings.Split(string(file), "\n") {
+		if !strings.Contains(l, `"kind":"relationType"`) {
+			kept = append(kept, l)
+		}
+	}
+	target := b.mkOrg(t, "target")
+	_, err := b.ops.Import(b.ctx, target, opener([]byte(strings.Join(kept, "\n"))), knowledge.ImportOptions{})
+	if e := wantCode(t, err, knowledge.CodeInvalidArgument, "file"); !strings.Contains(e.Message, "BLOCKS") {
+		t.Fatalf("message: %s", e.Message)
+	}
+	if n := b.count(t, "SELECT count(*) FROM knowledge WHERE org_id = $1", target); n != 0 {
+		t.Fatalf("%d entries imported from a refused file", n)
 	}
 }

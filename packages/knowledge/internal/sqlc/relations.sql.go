@@ -89,6 +89,92 @@ func (q *Queries) CountOpenRelations(ctx context.Context, arg CountOpenRelations
 	return i, err
 }
 
+const exportRelationTypes = `-- name: ExportRelationTypes :many
+SELECT name, inverse FROM knowledge_relation_types WHERE org_id = $1 ORDER BY name
+`
+
+type ExportRelationTypesRow struct {
+	Name    string
+	Inverse string
+}
+
+func (q *Queries) ExportRelationTypes(ctx context.Context, orgID uuid.UUID) ([]ExportRelationTypesRow, error) {
+	rows, err := q.db.Query(ctx, exportRelationTypes, orgID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ExportRelationTypesRow
+	for rows.Next() {
+		var i ExportRelationTypesRow
+		if err := rows.Scan(&i.Name, &i.Inverse); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const exportRelations = `-- name: ExportRelations :many
+SELECT id, from_id, to_id, type, note, created_by_agent_id, valid_from, valid_to, closed_by_agent_id
+FROM knowledge_relations
+WHERE org_id = $1 AND id > $2
+ORDER BY id
+LIMIT $3
+`
+
+type ExportRelationsParams struct {
+	OrgID   uuid.UUID
+	After   uuid.UUID
+	MaxRows int32
+}
+
+type ExportRelationsRow struct {
+	ID               uuid.UUID
+	FromID           uuid.UUID
+	ToID             uuid.UUID
+	Type             string
+	Note             *string
+	CreatedByAgentID *uuid.UUID
+	ValidFrom        time.Time
+	ValidTo          *time.Time
+	ClosedByAgentID  *uuid.UUID
+}
+
+// Every relation of the org, open and closed (the history), by id.
+func (q *Queries) ExportRelations(ctx context.Context, arg ExportRelationsParams) ([]ExportRelationsRow, error) {
+	rows, err := q.db.Query(ctx, exportRelations, arg.OrgID, arg.After, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ExportRelationsRow
+	for rows.Next() {
+		var i ExportRelationsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.FromID,
+			&i.ToID,
+			&i.Type,
+			&i.Note,
+			&i.CreatedByAgentID,
+			&i.ValidFrom,
+			&i.ValidTo,
+			&i.ClosedByAgentID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const getOpenRelation = `-- name: GetOpenRelation :one
 SELECT id, from_id, to_id, type, note, created_by_agent_id, valid_from, valid_to, closed_by_agent_id
 FROM knowledge_relations
@@ -134,6 +220,51 @@ func (q *Queries) GetOpenRelation(ctx context.Context, arg GetOpenRelationParams
 		&i.ClosedByAgentID,
 	)
 	return i, err
+}
+
+const importRelations = `-- name: ImportRelations :execrows
+INSERT INTO knowledge_relations (org_id, id, from_id, to_id, type, note, created_by_agent_id, valid_from, valid_to, closed_by_agent_id)
+SELECT $1, unnest($2::uuid[]), unnest($3::uuid[]), unnest($4::uuid[]), unnest($5::text[]),
+       nullif(unnest($6::text[]), ''),
+       nullif(unnest($7::uuid[]), '00000000-0000-0000-0000-000000000000'::uuid),
+       unnest($8::timestamptz[]),
+       nullif(unnest($9::text[]), '')::timestamptz,
+       nullif(unnest($10::uuid[]), '00000000-0000-0000-0000-000000000000'::uuid)
+ON CONFLICT DO NOTHING
+`
+
+type ImportRelationsParams struct {
+	OrgID      uuid.UUID
+	Ids        []uuid.UUID
+	FromIds    []uuid.UUID
+	ToIds      []uuid.UUID
+	Types      []string
+	Notes      []string
+	Authors    []uuid.UUID
+	ValidFroms []time.Time
+	ValidTos   []string
+	Closers    []uuid.UUID
+}
+
+// What the org has already (the same id, or the same relation open) is
+// skipped. Empty strings and the nil UUID stand for NULL in the arrays.
+func (q *Queries) ImportRelations(ctx context.Context, arg ImportRelationsParams) (int64, error) {
+	result, err := q.db.Exec(ctx, importRelations,
+		arg.OrgID,
+		arg.Ids,
+		arg.FromIds,
+		arg.ToIds,
+		arg.Types,
+		arg.Notes,
+		arg.Authors,
+		arg.ValidFroms,
+		arg.ValidTos,
+		arg.Closers,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const insertRelation = `-- name: InsertRelation :one
