@@ -63,6 +63,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if err != nil {
 		return err
 	}
+	if traceCfg.Enabled() {
+		logger.Info("tracing on", "exporter", traceCfg.Exporter, "endpoint", traceCfg.Endpoint)
+	}
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tracing.ShutdownTimeout)
 		defer cancel()

@@ -93,6 +93,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
+	if traceCfg.Enabled() {
+		log.Info("tracing on", "exporter", traceCfg.Exporter, "endpoint", traceCfg.Endpoint)
+	}
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tracing.ShutdownTimeout)
 		defer cancel()
