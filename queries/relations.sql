@@ -48,6 +48,20 @@ VALUES (@org_id, @from_id, @to_id, @type, sqlc.narg(note)::text, sqlc.narg(agent
 ON CONFLICT (org_id, from_id, type, to_id) WHERE valid_to IS NULL DO NOTHING
 RETURNING id, from_id, to_id, type, note, created_by_agent_id, valid_from, valid_to, closed_by_agent_id;
 
+-- name: InsertRelationCapped :one
+-- link_knowledge's one write after the ends are locked: the relation, if
+-- neither end already has @max_open open relations (the per-entry cap,
+-- counted after the lock, in this statement's snapshot) and it is not
+-- open already. No row back: one of the two; the caller asks which (rare).
+INSERT INTO knowledge_relations (org_id, from_id, to_id, type, note, created_by_agent_id)
+SELECT @org_id, @from_id, @to_id, @type, sqlc.narg(note)::text, sqlc.narg(agent_id)::uuid
+WHERE (SELECT count(*) FROM knowledge_relations r
+       WHERE r.org_id = @org_id AND r.valid_to IS NULL AND (r.from_id = @from_id OR r.to_id = @from_id)) < @max_open::bigint
+  AND (SELECT count(*) FROM knowledge_relations r
+       WHERE r.org_id = @org_id AND r.valid_to IS NULL AND (r.from_id = @to_id OR r.to_id = @to_id)) < @max_open::bigint
+ON CONFLICT (org_id, from_id, type, to_id) WHERE valid_to IS NULL DO NOTHING
+RETURNING id, from_id, to_id, type, note, created_by_agent_id, valid_from, valid_to, closed_by_agent_id;
+
 -- name: GetOpenRelation :one
 SELECT id, from_id, to_id, type, note, created_by_agent_id, valid_from, valid_to, closed_by_agent_id
 FROM knowledge_relations

@@ -475,3 +475,26 @@ func TestRelationsRace(t *testing.T) {
 		t.Fatalf("%d symmetric relations stored out of order", n)
 	}
 }
+
+// TestTaskRunnerLinks: orchestration code links with the org alone (no
+// agent), under the same rules.
+func TestTaskRunnerLinks(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	runner := knowledge.Caller{OrgID: b.org}
+	step1 := b.store(t, b.alice, "Step 1 finding", "the cache is cold")
+	step2 := b.store(t, b.bob, "Step 2 finding", "warming takes 3 minutes")
+	r, err := b.svc.Link(b.ctx, runner, knowledge.LinkInput{FromID: step2, ToID: step1, Type: "DERIVED_FROM", Note: "task 7"})
+	if err != nil || r.CreatedByAgentID != nil || r.Inverse != "SOURCE_OF" {
+		t.Fatalf("runner link: %+v %v", r, err)
+	}
+	got, err := b.svc.Relations(b.ctx, runner, knowledge.RelationsInput{ID: step1})
+	if err != nil || len(got.Relations) != 1 || got.Relations[0].Type != "SOURCE_OF" || got.Relations[0].Note != "task 7" {
+		t.Fatalf("runner relations: %+v %v", got, err)
+	}
+	if _, err := b.svc.Unlink(b.ctx, runner, step1, step2, "SOURCE_OF"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.svc.Link(b.ctx, knowledge.Caller{OrgID: b.other}, knowledge.LinkInput{FromID: step2, ToID: step1, Type: "DERIVED_FROM"})
+	wantCode(t, err, knowledge.CodeNotFound, "fromId")
+}

@@ -82,6 +82,21 @@ func BenchmarkRelations(b *testing.B) {
 	cs := bd.session(linker)
 	r := rand.New(rand.NewPCG(1, 2))
 	types := []string{"RELATES_TO", "DEPENDS_ON", "FIXES", "PART_OF", "CONTRADICTS"}
+	// The floor: a primary-key read over the same MCP path (get_knowledge).
+	b.Run("get-100k-baseline", func(b *testing.B) {
+		lat := make([]time.Duration, 0, benchSamples)
+		for i := range benchSamples + 20 {
+			start := time.Now()
+			res := call(b, cs, kt.ToolGet, map[string]any{"id": ids[r.IntN(n)]})
+			if i >= 20 {
+				lat = append(lat, time.Since(start))
+			}
+			if res.IsError {
+				b.Fatal(text(res))
+			}
+		}
+		report(b, lat)
+	})
 	b.Run("link-100k", func(b *testing.B) {
 		for range 20 { // warm the session and the server's pool
 			call(b, cs, kt.ToolLink, map[string]any{"fromId": ids[r.IntN(n)], "toId": ids[r.IntN(n)], "type": "RELATES_TO"})

@@ -320,6 +320,68 @@ func (q *Queries) InsertRelation(ctx context.Context, arg InsertRelationParams) 
 	return i, err
 }
 
+const insertRelationCapped = `-- name: InsertRelationCapped :one
+INSERT INTO knowledge_relations (org_id, from_id, to_id, type, note, created_by_agent_id)
+SELECT $1, $2, $3, $4, $5::text, $6::uuid
+WHERE (SELECT count(*) FROM knowledge_relations r
+       WHERE r.org_id = $1 AND r.valid_to IS NULL AND (r.from_id = $2 OR r.to_id = $2)) < $7::bigint
+  AND (SELECT count(*) FROM knowledge_relations r
+       WHERE r.org_id = $1 AND r.valid_to IS NULL AND (r.from_id = $3 OR r.to_id = $3)) < $7::bigint
+ON CONFLICT (org_id, from_id, type, to_id) WHERE valid_to IS NULL DO NOTHING
+RETURNING id, from_id, to_id, type, note, created_by_agent_id, valid_from, valid_to, closed_by_agent_id
+`
+
+type InsertRelationCappedParams struct {
+	OrgID   uuid.UUID
+	FromID  uuid.UUID
+	ToID    uuid.UUID
+	Type    string
+	Note    *string
+	AgentID *uuid.UUID
+	MaxOpen int64
+}
+
+type InsertRelationCappedRow struct {
+	ID               uuid.UUID
+	FromID           uuid.UUID
+	ToID             uuid.UUID
+	Type             string
+	Note             *string
+	CreatedByAgentID *uuid.UUID
+	ValidFrom        time.Time
+	ValidTo          *time.Time
+	ClosedByAgentID  *uuid.UUID
+}
+
+// link_knowledge's one write after the ends are locked: the relation, if
+// neither end already has @max_open open relations (the per-entry cap,
+// counted after the lock, in this statement's snapshot) and it is not
+// open already. No row back: one of the two; the caller asks which (rare).
+func (q *Queries) InsertRelationCapped(ctx context.Context, arg InsertRelationCappedParams) (InsertRelationCappedRow, error) {
+	row := q.db.QueryRow(ctx, insertRelationCapped,
+		arg.OrgID,
+		arg.FromID,
+		arg.ToID,
+		arg.Type,
+		arg.Note,
+		arg.AgentID,
+		arg.MaxOpen,
+	)
+	var i InsertRelationCappedRow
+	err := row.Scan(
+		&i.ID,
+		&i.FromID,
+		&i.ToID,
+		&i.Type,
+		&i.Note,
+		&i.CreatedByAgentID,
+		&i.ValidFrom,
+		&i.ValidTo,
+		&i.ClosedByAgentID,
+	)
+	return i, err
+}
+
 const insertRelationType = `-- name: InsertRelationType :one
 INSERT INTO knowledge_relation_types (org_id, name, inverse)
 VALUES ($1, $2, $3)
