@@ -43,7 +43,10 @@ type setupOpts struct {
 	// asOwner runs the server as the schema's owner, exempt from
 	// row-level security: what the policies cost, measured by
 	// BenchmarkMCPEndToEnd with MCP_BENCH_ROLE=owner.
-	asOwner     bool
+	asOwner bool
+	// db: the database to serve (default: a fresh one), for two servers
+	// on one database (BenchmarkRowSecurityMCP).
+	db          *testenv.Database
 	cacheTTL    time.Duration
 	maxBody     int64
 	wrap        func(kt.Service) kt.Service
@@ -68,7 +71,10 @@ type setupOpts struct {
 
 func setup(t testing.TB, o setupOpts) *bundle {
 	t.Helper()
-	d := testenv.Postgres(t)
+	d := o.db
+	if d == nil {
+		d = testenv.Postgres(t)
+	}
 	r := testenv.LeaseRedis(t)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
