@@ -85,6 +85,16 @@ func EnsureRoles(ctx context.Context, pool *pgxpool.Pool, r Roles) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext('knowledge_grants'))"); err != nil {
 			return err
 		}
+		// On a Citus coordinator a grant is DDL on every shard: one
+		// connection a worker, so grants on distributed and reference
+		// tables can follow each other in one transaction (db/citus.go).
+		if citus, err := IsCitus(ctx, pool); err != nil {
+			return err
+		} else if citus {
+			if _, err := tx.Exec(ctx, "SET LOCAL citus.multi_shard_modify_mode TO sequential"); err != nil {
+				return err
+			}
+		}
 		app, op := pgx.Identifier{r.App}.Sanitize(), pgx.Identifier{r.Operator}.Sanitize()
 		stmts := []string{
 			"GRANT USAGE ON SCHEMA public TO " + app + ", " + op,

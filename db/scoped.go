@@ -71,6 +71,12 @@ func (s Scoped) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comma
 	if !ok {
 		return s.Pool.Exec(ctx, sql, args...)
 	}
+	if citus, err := IsCitus(ctx, s.Pool); err != nil || citus {
+		if err != nil {
+			return pgconn.CommandTag{}, err
+		}
+		return clusterExec(ctx, s.Pool, org, sql, args...)
+	}
 	b := &pgx.Batch{}
 	b.Queue(SetOrgSQL, org.String())
 	b.Queue(sql, args...)
@@ -91,6 +97,12 @@ func (s Scoped) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, e
 	org, ok := OrgOf(ctx)
 	if !ok {
 		return s.Pool.Query(ctx, sql, args...)
+	}
+	if citus, err := IsCitus(ctx, s.Pool); err != nil || citus {
+		if err != nil {
+			return nil, err
+		}
+		return clusterQuery(ctx, s.Pool, org, sql, args...)
 	}
 	b := &pgx.Batch{}
 	b.Queue(SetOrgSQL, org.String())
@@ -127,6 +139,12 @@ func (s Scoped) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	if !ok {
 		return s.Pool.SendBatch(ctx, b)
 	}
+	if citus, err := IsCitus(ctx, s.Pool); err != nil || citus {
+		if err != nil {
+			return failedBatch{err}
+		}
+		return clusterBatch(ctx, s.Pool, org, b)
+	}
 	nb := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(b.QueuedQueries)+1)}
 	nb.Queue(SetOrgSQL, org.String())
 	nb.QueuedQueries = append(nb.QueuedQueries, b.QueuedQueries...)
@@ -147,12 +165,20 @@ func (s Scoped) Begin(ctx context.Context) (pgx.Tx, error) {
 // statement, sent with it as one batch (scopedTx), so a transaction costs
 // no round trip more than without row-level security.
 func (s Scoped) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error) {
+	org, ok := OrgOf(ctx)
+	citus := false
+	if ok {
+		var err error
+		if citus, err = IsCitus(ctx, s.Pool); err != nil {
+			return nil, err
+		}
+	}
 	tx, err := s.Pool.BeginTx(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	if org, ok := OrgOf(ctx); ok {
-		return &scopedTx{Tx: tx, org: org.String()}, nil
+	if ok {
+		return &scopedTx{Tx: tx, org: org, citus: citus}, nil
 	}
 	return tx, nil
 }
@@ -161,8 +187,9 @@ func (s Scoped) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
 // org's set_config, in one batch; every later one runs as sent.
 type scopedTx struct {
 	pgx.Tx
-	org string
-	set bool
+	org   uuid.UUID
+	citus bool // SET LOCAL instead of set_config (db/citus.go)
+	set   bool
 }
 
 // ensure sets the org on its own, for what cannot carry it (a COPY, a
@@ -172,14 +199,18 @@ func (t *scopedTx) ensure(ctx context.Context) error {
 		return nil
 	}
 	t.set = true
-	_, err := t.Tx.Exec(ctx, SetOrgSQL, t.org)
+	if t.citus {
+		_, err := t.Tx.Exec(ctx, SetLocalOrgSQL(t.org))
+		return err
+	}
+	_, err := t.Tx.Exec(ctx, SetOrgSQL, t.org.String())
 	return err
 }
 
 func (t *scopedTx) batch(sql string, args []any) *pgx.Batch {
 	t.set = true
 	b := &pgx.Batch{}
-	b.Queue(SetOrgSQL, t.org)
+	OrgQueue(b, t.org, t.citus)
 	b.Queue(sql, args...)
 	return b
 }
@@ -234,7 +265,7 @@ func (t *scopedTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 	}
 	t.set = true
 	nb := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(b.QueuedQueries)+1)}
-	nb.Queue(SetOrgSQL, t.org)
+	OrgQueue(nb, t.org, t.citus)
 	nb.QueuedQueries = append(nb.QueuedQueries, b.QueuedQueries...)
 	br := t.Tx.SendBatch(ctx, nb)
 	if _, err := br.Exec(); err != nil {

@@ -29,7 +29,7 @@ FROM knowledge k
 LEFT JOIN LATERAL (
     SELECT c.start_char, c.end_char
     FROM knowledge_chunks c
-    WHERE c.org_id = k.org_id AND c.entry_id = k.id
+    WHERE c.org_id = @org_id AND c.entry_id = k.id
       AND k.embedding IS NOT NULL
       AND CASE WHEN c.embedding_model = @model::text AND vector_dims(c.embedding) = vector_dims(@query_vec::vector)
                THEN c.embedding <=> @query_vec::vector

@@ -13,7 +13,9 @@ FROM knowledge k
 JOIN (SELECT unnest(@org_ids::uuid[]) AS org_id, unnest(@ids::uuid[]) AS id,
              unnest(@generations::int[]) AS generation) j
   ON k.org_id = j.org_id AND k.id = j.id AND k.embedding_generation = j.generation
-WHERE k.embedding_status = 'pending';
+-- org_id = ANY: on a Citus cluster the shards of the batch's orgs only
+-- (the worker sends one org's jobs at a time there: jobs/handler.go).
+WHERE k.embedding_status = 'pending' AND k.org_id = ANY(@org_ids::uuid[]);
 
 -- name: MarkEmbeddingReady :one
 -- No row: the entry is gone or moved on to another generation; nothing written.
@@ -86,6 +88,6 @@ FROM knowledge k
 JOIN (SELECT unnest(@org_ids::uuid[]) AS org_id, unnest(@ids::uuid[]) AS id,
              unnest(@generations::int[]) AS generation) j
   ON k.org_id = j.org_id AND k.id = j.id AND k.embedding_generation = j.generation
-WHERE k.embedding_status = 'pending'
+WHERE k.embedding_status = 'pending' AND k.org_id = ANY(@org_ids::uuid[])
 ORDER BY k.org_id, k.id
 FOR UPDATE OF k SKIP LOCKED;

@@ -12,7 +12,7 @@ SELECT k.id, k.title, k.body, k.tags, k.confidence, k.source, k.created_by_agent
        k.embedding_status, k.embedding_model, k.embedding_error, k.embedded_at,
        k.created_at, k.updated_at,
        ARRAY(SELECT s.old_id FROM knowledge_supersessions s
-             WHERE s.org_id = k.org_id AND s.new_id = k.id
+             WHERE s.org_id = @org_id AND s.new_id = k.id
              ORDER BY s.created_at, s.old_id)::uuid[] AS supersedes
 FROM knowledge k
 WHERE k.org_id = @org_id AND k.id = @id;
@@ -173,7 +173,8 @@ LIMIT @max_rows::int;
 -- planning for a 1 ms statement), no sequential scan (the keys' GIN
 -- index is the only way to the entries sharing a key, whatever the
 -- statistics say), and no JIT.
-SELECT set_config('plan_cache_mode', 'force_generic_plan', true),
+-- (Not generic on a Citus coordinator: see SearchConfig.)
+SELECT set_config('plan_cache_mode', CASE WHEN current_setting('citus.version', true) IS NULL THEN 'force_generic_plan' ELSE current_setting('plan_cache_mode') END, true),
        set_config('enable_seqscan', 'off', true),
        set_config('jit', 'off', true);
 

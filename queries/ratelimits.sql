@@ -2,10 +2,12 @@
 -- db/migrations/00003_ratelimits.sql for what a row means.
 
 -- name: SetRateLimit :one
-INSERT INTO rate_limits (org_id, scope, agent_id, kind, per_minute)
-VALUES (@org_id, @scope, sqlc.narg(agent_id), @kind, sqlc.narg(per_minute))
+-- (updated_at through excluded: on Citus the DO UPDATE SET of a
+-- distributed table may call immutable functions only.)
+INSERT INTO rate_limits (org_id, scope, agent_id, kind, per_minute, updated_at)
+VALUES (@org_id, @scope, sqlc.narg(agent_id), @kind, sqlc.narg(per_minute), now())
 ON CONFLICT ON CONSTRAINT rate_limits_key
-DO UPDATE SET per_minute = excluded.per_minute, updated_at = now()
+DO UPDATE SET per_minute = excluded.per_minute, updated_at = excluded.updated_at
 RETURNING *;
 
 -- name: ClearRateLimit :execrows

@@ -22,10 +22,13 @@
 -- bitmap scan where an index gives the order, so its generic plan walks
 -- the space's HNSW index whatever the statistics say (the settings the
 -- vector functions carry themselves). The other statements keep the
--- deployment's settings.
+-- deployment's settings. On a Citus coordinator (citus.version set) plans
+-- stay custom: a generic plan of a statement with parameters cannot be
+-- routed to the one worker of its org (docs/operators.md, "Running on a
+-- cluster").
 SELECT set_config('hnsw.ef_search', @ef_search::text, true),
        set_config('hnsw.iterative_scan', 'relaxed_order', true),
-       set_config('plan_cache_mode', 'force_generic_plan', true),
+       set_config('plan_cache_mode', CASE WHEN current_setting('citus.version', true) IS NULL THEN 'force_generic_plan' ELSE current_setting('plan_cache_mode') END, true),
        set_config('jit', 'off', true),
        set_config('enable_seqscan', CASE WHEN @pin_vector_plan::bool THEN 'off' ELSE current_setting('enable_seqscan') END, true),
        set_config('enable_sort', CASE WHEN @pin_vector_plan::bool THEN 'off' ELSE current_setting('enable_sort') END, true),
@@ -45,10 +48,12 @@ SELECT coalesce(sum(docs), 0)::bigint FROM knowledge_search_stats;
 -- use with the deployment's text search configuration, and locked, so the
 -- indexers of one org take turns and the statistics always equal the index.
 -- Other orgs never wait: the row is the org's own.
-INSERT INTO knowledge_search_stats (org_id, config)
-VALUES (@org_id, @default_config::regconfig)
-ON CONFLICT (org_id) DO UPDATE SET updated_at = now()
-RETURNING config::text AS config, docs;
+-- (updated_at through excluded: Citus allows only immutable functions in
+-- the DO UPDATE SET of a distributed table.)
+INSERT INTO knowledge_search_stats (org_id, config, updated_at)
+VALUES (@org_id, @default_config::regconfig, now())
+ON CONFLICT (org_id) DO UPDATE SET updated_at = excluded.updated_at
+RETURNING docs;
 
 -- name: OrgsWithQueuedEntries :many
 -- Orgs with entries waiting for the indexer (a loose index scan would be

@@ -42,9 +42,9 @@ WHERE org_id = @org_id AND id = @id
   AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute');
 
 -- name: SetQuota :one
-INSERT INTO org_quotas (org_id, resource, limit_value)
-VALUES (@org_id, @resource, sqlc.narg(limit_value))
-ON CONFLICT (org_id, resource) DO UPDATE SET limit_value = excluded.limit_value, updated_at = now()
+INSERT INTO org_quotas (org_id, resource, limit_value, updated_at)
+VALUES (@org_id, @resource, sqlc.narg(limit_value), now())
+ON CONFLICT (org_id, resource) DO UPDATE SET limit_value = excluded.limit_value, updated_at = excluded.updated_at
 RETURNING *;
 
 -- name: ListQuotas :many
@@ -55,9 +55,11 @@ SELECT * FROM org_quotas WHERE org_id = @org_id ORDER BY resource;
 -- upsert locks the row, and its WHERE is re-checked on the newest version, so
 -- concurrent callers can never push used past limit_value. No row returned
 -- means the quota is exhausted. An org without a row is unlimited.
-INSERT INTO org_quotas AS q (org_id, resource, used)
-VALUES (@org_id, @resource, 1)
-ON CONFLICT (org_id, resource) DO UPDATE SET used = q.used + 1, updated_at = now()
+-- (updated_at through excluded: Citus allows only immutable functions in
+-- the DO UPDATE SET of a distributed table.)
+INSERT INTO org_quotas AS q (org_id, resource, used, updated_at)
+VALUES (@org_id, @resource, 1, now())
+ON CONFLICT (org_id, resource) DO UPDATE SET used = q.used + 1, updated_at = excluded.updated_at
 WHERE q.limit_value IS NULL OR q.used < q.limit_value
 RETURNING used, limit_value;
 
@@ -78,9 +80,9 @@ WHERE org_id = @org_id AND revoked_at IS NULL;
 -- name: ConsumeQuotaN :one
 -- Takes n units at once (an import): all or none, never past the limit
 -- unless @force (an operator's --ignore-quota, which still counts them).
-INSERT INTO org_quotas AS q (org_id, resource, used)
-VALUES (@org_id, @resource, @n::bigint)
-ON CONFLICT (org_id, resource) DO UPDATE SET used = q.used + @n::bigint, updated_at = now()
+INSERT INTO org_quotas AS q (org_id, resource, used, updated_at)
+VALUES (@org_id, @resource, @n::bigint, now())
+ON CONFLICT (org_id, resource) DO UPDATE SET used = q.used + @n::bigint, updated_at = excluded.updated_at
 WHERE @force::boolean OR q.limit_value IS NULL OR q.used + @n::bigint <= q.limit_value
 RETURNING used, limit_value;
 

@@ -116,13 +116,25 @@ func (s *Service) WriteAudit(ctx context.Context, events []AuditEvent) error {
 	write := func() error {
 		// One batch is one implicit transaction: all or none, and each
 		// set_config holds until the next.
+		// On a Citus coordinator, SET LOCAL in BEGIN ... COMMIT instead
+		// (the form it passes on to the workers: db/citus.go).
+		citus, err := db.IsCitus(ctx, s.pool.Pool)
+		if err != nil {
+			return err
+		}
 		b := &pgx.Batch{}
 		q := sqlc.New(&queue{b})
+		if citus {
+			b.Queue("BEGIN")
+		}
 		for _, org := range orgs {
-			b.Queue(db.SetOrgSQL, org.String())
+			db.OrgQueue(b, org, citus)
 			for _, r := range byOrg[org] {
 				_ = q.InsertAuditEvent(ctx, r) // queued
 			}
+		}
+		if citus {
+			b.Queue("COMMIT")
 		}
 		return s.pool.Pool.SendBatch(ctx, b).Close()
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgvector/pgvector-go"
 
+	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
@@ -109,8 +110,23 @@ func (h *EmbedHandler) process(ctx context.Context, jobs []knowledge.EmbeddingJo
 	for i, j := range jobs {
 		p.OrgIds[i], p.Ids[i], p.Generations[i] = j.OrgID, j.EntryID, j.Generation
 	}
-	rows, err := h.q.ListJobEntries(ctx, p)
+	var rows []sqlc.ListJobEntriesRow
+	citus, err := db.IsCitus(ctx, h.pool)
 	if err != nil {
+		return fmt.Errorf("load entries: %w", err)
+	}
+	if citus {
+		// On a Citus cluster one org at a time: each statement is routed to
+		// the one worker that holds the org (docs/operators.md, "Running on
+		// a cluster"); the embedding call below still takes the whole batch.
+		for _, g := range orgRuns(len(p.OrgIds), func(i int) uuid.UUID { return p.OrgIds[i] }) {
+			r, err := h.q.ListJobEntries(ctx, sqlc.ListJobEntriesParams{OrgIds: pick(p.OrgIds, g), Ids: pick(p.Ids, g), Generations: pick(p.Generations, g)})
+			if err != nil {
+				return fmt.Errorf("load entries: %w", err)
+			}
+			rows = append(rows, r...)
+		}
+	} else if rows, err = h.q.ListJobEntries(ctx, p); err != nil {
 		return fmt.Errorf("load entries: %w", err)
 	}
 	if n := len(jobs) - len(rows); n > 0 {
@@ -250,6 +266,54 @@ func (h *EmbedHandler) writeReady(ctx context.Context, rows []sqlc.ListJobEntrie
 		}
 		return bytes.Compare(rows[a].ID[:], rows[b].ID[:])
 	})
+	citus, err := db.IsCitus(ctx, h.pool)
+	if err != nil {
+		return fmt.Errorf("write vectors: %w", err)
+	}
+	if !citus {
+		return h.writeReadyRun(ctx, rows, vecs, order, out)
+	}
+	// On a Citus cluster one transaction an org (each on its org's worker:
+	// no distributed transaction, and a row lock statement may not span
+	// shards).
+	for _, g := range orgRuns(len(order), func(i int) uuid.UUID { return rows[order[i]].OrgID }) {
+		if err := h.writeReadyRun(ctx, rows, vecs, pick(order, g), out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// orgRuns groups the indexes 0..n-1 by org (first seen first).
+func orgRuns(n int, org func(int) uuid.UUID) [][]int {
+	var runs [][]int
+	at := map[uuid.UUID]int{}
+	for i := range n {
+		o := org(i)
+		k, ok := at[o]
+		if !ok {
+			k = len(runs)
+			at[o] = k
+			runs = append(runs, nil)
+		}
+		runs[k] = append(runs[k], i)
+	}
+	return runs
+}
+
+func pick[T any](xs []T, idx []int) []T {
+	out := make([]T, len(idx))
+	for k, i := range idx {
+		out[k] = xs[i]
+	}
+	return out
+}
+
+// writeReadyRun writes the vectors of the rows named by order (indexes
+// into rows, in (org, id) order), retrying the ones another transaction
+// holds, and counts in out the ready and the stale among them.
+func (h *EmbedHandler) writeReadyRun(ctx context.Context, rows []sqlc.ListJobEntriesRow, vecs []knowledge.EntryVectors, order []int, out *BatchResult) error {
+	total := len(order)
 	var written int
 	wait := writeBackoff
 	for attempt := 1; ; attempt++ {
@@ -282,7 +346,7 @@ func (h *EmbedHandler) writeReady(ctx context.Context, rows []sqlc.ListJobEntrie
 		wait *= 2
 	}
 	out.Ready += written
-	if stale := len(rows) - written; stale > 0 {
+	if stale := total - written; stale > 0 {
 		h.opts.Observer.JobsStale(stale)
 		out.Stale += stale
 	}

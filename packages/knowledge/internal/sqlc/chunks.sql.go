@@ -84,23 +84,23 @@ FROM knowledge k
 LEFT JOIN LATERAL (
     SELECT c.start_char, c.end_char
     FROM knowledge_chunks c
-    WHERE c.org_id = k.org_id AND c.entry_id = k.id
+    WHERE c.org_id = $1 AND c.entry_id = k.id
       AND k.embedding IS NOT NULL
-      AND CASE WHEN c.embedding_model = $1::text AND vector_dims(c.embedding) = vector_dims($2::vector)
-               THEN c.embedding <=> $2::vector
-                    < CASE WHEN k.embedding_model = $1::text AND vector_dims(k.embedding) = vector_dims($2::vector)
-                           THEN k.embedding <=> $2::vector ELSE 'Infinity'::float8 END
+      AND CASE WHEN c.embedding_model = $2::text AND vector_dims(c.embedding) = vector_dims($3::vector)
+               THEN c.embedding <=> $3::vector
+                    < CASE WHEN k.embedding_model = $2::text AND vector_dims(k.embedding) = vector_dims($3::vector)
+                           THEN k.embedding <=> $3::vector ELSE 'Infinity'::float8 END
                ELSE false END
-    ORDER BY c.embedding <=> $2::vector
+    ORDER BY c.embedding <=> $3::vector
     LIMIT 1
 ) b ON true
-WHERE k.org_id = $3 AND k.id = ANY($4::uuid[])
+WHERE k.org_id = $1 AND k.id = ANY($4::uuid[])
 `
 
 type SearchBodiesNearParams struct {
+	OrgID    uuid.UUID
 	Model    string
 	QueryVec pgvector.Vector
-	OrgID    uuid.UUID
 	Ids      []uuid.UUID
 }
 
@@ -125,9 +125,9 @@ type SearchBodiesNearRow struct {
 // for 10 hits of an org of 988 chunks, growing with the org).
 func (q *Queries) SearchBodiesNear(ctx context.Context, arg SearchBodiesNearParams) ([]SearchBodiesNearRow, error) {
 	rows, err := q.db.Query(ctx, searchBodiesNear,
+		arg.OrgID,
 		arg.Model,
 		arg.QueryVec,
-		arg.OrgID,
 		arg.Ids,
 	)
 	if err != nil {

@@ -64,7 +64,7 @@ FROM knowledge k
 JOIN (SELECT unnest($1::uuid[]) AS org_id, unnest($2::uuid[]) AS id,
              unnest($3::int[]) AS generation) j
   ON k.org_id = j.org_id AND k.id = j.id AND k.embedding_generation = j.generation
-WHERE k.embedding_status = 'pending'
+WHERE k.embedding_status = 'pending' AND k.org_id = ANY($1::uuid[])
 `
 
 type ListJobEntriesParams struct {
@@ -90,6 +90,8 @@ type ListJobEntriesRow struct {
 // job can never overwrite newer data.
 // The entries of a batch that still wait for exactly the job's generation;
 // gone, superseded-generation and already-done entries drop out here.
+// org_id = ANY: on a Citus cluster the shards of the batch's orgs only
+// (the worker sends one org's jobs at a time there: jobs/handler.go).
 func (q *Queries) ListJobEntries(ctx context.Context, arg ListJobEntriesParams) ([]ListJobEntriesRow, error) {
 	rows, err := q.db.Query(ctx, listJobEntries, arg.OrgIds, arg.Ids, arg.Generations)
 	if err != nil {
@@ -164,7 +166,7 @@ FROM knowledge k
 JOIN (SELECT unnest($1::uuid[]) AS org_id, unnest($2::uuid[]) AS id,
              unnest($3::int[]) AS generation) j
   ON k.org_id = j.org_id AND k.id = j.id AND k.embedding_generation = j.generation
-WHERE k.embedding_status = 'pending'
+WHERE k.embedding_status = 'pending' AND k.org_id = ANY($1::uuid[])
 ORDER BY k.org_id, k.id
 FOR UPDATE OF k SKIP LOCKED
 `

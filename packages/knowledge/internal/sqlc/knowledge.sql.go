@@ -103,7 +103,7 @@ SELECT k.id, k.title, k.body, k.tags, k.confidence, k.source, k.created_by_agent
        k.embedding_status, k.embedding_model, k.embedding_error, k.embedded_at,
        k.created_at, k.updated_at,
        ARRAY(SELECT s.old_id FROM knowledge_supersessions s
-             WHERE s.org_id = k.org_id AND s.new_id = k.id
+             WHERE s.org_id = $1 AND s.new_id = k.id
              ORDER BY s.created_at, s.old_id)::uuid[] AS supersedes
 FROM knowledge k
 WHERE k.org_id = $1 AND k.id = $2
@@ -737,7 +737,7 @@ func (q *Queries) SetSimilarKeys(ctx context.Context, arg SetSimilarKeysParams) 
 }
 
 const similarConfig = `-- name: SimilarConfig :exec
-SELECT set_config('plan_cache_mode', 'force_generic_plan', true),
+SELECT set_config('plan_cache_mode', CASE WHEN current_setting('citus.version', true) IS NULL THEN 'force_generic_plan' ELSE current_setting('plan_cache_mode') END, true),
        set_config('enable_seqscan', 'off', true),
        set_config('jit', 'off', true)
 `
@@ -748,6 +748,7 @@ SELECT set_config('plan_cache_mode', 'force_generic_plan', true),
 // planning for a 1 ms statement), no sequential scan (the keys' GIN
 // index is the only way to the entries sharing a key, whatever the
 // statistics say), and no JIT.
+// (Not generic on a Citus coordinator: see SearchConfig.)
 func (q *Queries) SimilarConfig(ctx context.Context) error {
 	_, err := q.db.Exec(ctx, similarConfig)
 	return err

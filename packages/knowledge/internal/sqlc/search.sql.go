@@ -30,10 +30,10 @@ func (q *Queries) DeleteOrgTermStats(ctx context.Context, orgID uuid.UUID) error
 }
 
 const lockSearchStats = `-- name: LockSearchStats :one
-INSERT INTO knowledge_search_stats (org_id, config)
-VALUES ($1, $2::regconfig)
-ON CONFLICT (org_id) DO UPDATE SET updated_at = now()
-RETURNING config::text AS config, docs
+INSERT INTO knowledge_search_stats (org_id, config, updated_at)
+VALUES ($1, $2::regconfig, now())
+ON CONFLICT (org_id) DO UPDATE SET updated_at = excluded.updated_at
+RETURNING docs
 `
 
 type LockSearchStatsParams struct {
@@ -41,20 +41,17 @@ type LockSearchStatsParams struct {
 	DefaultConfig interface{}
 }
 
-type LockSearchStatsRow struct {
-	Config string
-	Docs   int64
-}
-
 // The indexer's first statement: the org's statistics row, made on first
 // use with the deployment's text search configuration, and locked, so the
 // indexers of one org take turns and the statistics always equal the index.
 // Other orgs never wait: the row is the org's own.
-func (q *Queries) LockSearchStats(ctx context.Context, arg LockSearchStatsParams) (LockSearchStatsRow, error) {
+// (updated_at through excluded: Citus allows only immutable functions in
+// the DO UPDATE SET of a distributed table.)
+func (q *Queries) LockSearchStats(ctx context.Context, arg LockSearchStatsParams) (int64, error) {
 	row := q.db.QueryRow(ctx, lockSearchStats, arg.OrgID, arg.DefaultConfig)
-	var i LockSearchStatsRow
-	err := row.Scan(&i.Config, &i.Docs)
-	return i, err
+	var docs int64
+	err := row.Scan(&docs)
+	return docs, err
 }
 
 const orgsForVectorIndex = `-- name: OrgsForVectorIndex :many
@@ -195,7 +192,7 @@ const searchConfig = `-- name: SearchConfig :exec
 
 SELECT set_config('hnsw.ef_search', $1::text, true),
        set_config('hnsw.iterative_scan', 'relaxed_order', true),
-       set_config('plan_cache_mode', 'force_generic_plan', true),
+       set_config('plan_cache_mode', CASE WHEN current_setting('citus.version', true) IS NULL THEN 'force_generic_plan' ELSE current_setting('plan_cache_mode') END, true),
        set_config('jit', 'off', true),
        set_config('enable_seqscan', CASE WHEN $2::bool THEN 'off' ELSE current_setting('enable_seqscan') END, true),
        set_config('enable_sort', CASE WHEN $2::bool THEN 'off' ELSE current_setting('enable_sort') END, true),
@@ -231,7 +228,10 @@ type SearchConfigParams struct {
 // bitmap scan where an index gives the order, so its generic plan walks
 // the space's HNSW index whatever the statistics say (the settings the
 // vector functions carry themselves). The other statements keep the
-// deployment's settings.
+// deployment's settings. On a Citus coordinator (citus.version set) plans
+// stay custom: a generic plan of a statement with parameters cannot be
+// routed to the one worker of its org (docs/operators.md, "Running on a
+// cluster").
 func (q *Queries) SearchConfig(ctx context.Context, arg SearchConfigParams) error {
 	_, err := q.db.Exec(ctx, searchConfig, arg.EfSearch, arg.PinVectorPlan)
 	return err

@@ -108,10 +108,10 @@ func (q *Queries) RateLimitsFor(ctx context.Context, arg RateLimitsForParams) ([
 
 const setRateLimit = `-- name: SetRateLimit :one
 
-INSERT INTO rate_limits (org_id, scope, agent_id, kind, per_minute)
-VALUES ($1, $2, $3, $4, $5)
+INSERT INTO rate_limits (org_id, scope, agent_id, kind, per_minute, updated_at)
+VALUES ($1, $2, $3, $4, $5, now())
 ON CONFLICT ON CONSTRAINT rate_limits_key
-DO UPDATE SET per_minute = excluded.per_minute, updated_at = now()
+DO UPDATE SET per_minute = excluded.per_minute, updated_at = excluded.updated_at
 RETURNING org_id, scope, agent_id, kind, per_minute, updated_at
 `
 
@@ -125,6 +125,8 @@ type SetRateLimitParams struct {
 
 // Rate limit settings (packages/tenancy, ratelimits.go). See
 // db/migrations/00003_ratelimits.sql for what a row means.
+// (updated_at through excluded: on Citus the DO UPDATE SET of a
+// distributed table may call immutable functions only.)
 func (q *Queries) SetRateLimit(ctx context.Context, arg SetRateLimitParams) (RateLimit, error) {
 	row := q.db.QueryRow(ctx, setRateLimit,
 		arg.OrgID,

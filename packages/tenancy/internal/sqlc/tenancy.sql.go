@@ -29,9 +29,9 @@ func (q *Queries) AgentExists(ctx context.Context, arg AgentExistsParams) (bool,
 }
 
 const consumeQuota = `-- name: ConsumeQuota :one
-INSERT INTO org_quotas AS q (org_id, resource, used)
-VALUES ($1, $2, 1)
-ON CONFLICT (org_id, resource) DO UPDATE SET used = q.used + 1, updated_at = now()
+INSERT INTO org_quotas AS q (org_id, resource, used, updated_at)
+VALUES ($1, $2, 1, now())
+ON CONFLICT (org_id, resource) DO UPDATE SET used = q.used + 1, updated_at = excluded.updated_at
 WHERE q.limit_value IS NULL OR q.used < q.limit_value
 RETURNING used, limit_value
 `
@@ -50,6 +50,8 @@ type ConsumeQuotaRow struct {
 // upsert locks the row, and its WHERE is re-checked on the newest version, so
 // concurrent callers can never push used past limit_value. No row returned
 // means the quota is exhausted. An org without a row is unlimited.
+// (updated_at through excluded: Citus allows only immutable functions in
+// the DO UPDATE SET of a distributed table.)
 func (q *Queries) ConsumeQuota(ctx context.Context, arg ConsumeQuotaParams) (ConsumeQuotaRow, error) {
 	row := q.db.QueryRow(ctx, consumeQuota, arg.OrgID, arg.Resource)
 	var i ConsumeQuotaRow
@@ -58,9 +60,9 @@ func (q *Queries) ConsumeQuota(ctx context.Context, arg ConsumeQuotaParams) (Con
 }
 
 const consumeQuotaN = `-- name: ConsumeQuotaN :one
-INSERT INTO org_quotas AS q (org_id, resource, used)
-VALUES ($1, $2, $3::bigint)
-ON CONFLICT (org_id, resource) DO UPDATE SET used = q.used + $3::bigint, updated_at = now()
+INSERT INTO org_quotas AS q (org_id, resource, used, updated_at)
+VALUES ($1, $2, $3::bigint, now())
+ON CONFLICT (org_id, resource) DO UPDATE SET used = q.used + $3::bigint, updated_at = excluded.updated_at
 WHERE $4::boolean OR q.limit_value IS NULL OR q.used + $3::bigint <= q.limit_value
 RETURNING used, limit_value
 `
@@ -562,9 +564,9 @@ func (q *Queries) RevokeToken(ctx context.Context, arg RevokeTokenParams) (Agent
 }
 
 const setQuota = `-- name: SetQuota :one
-INSERT INTO org_quotas (org_id, resource, limit_value)
-VALUES ($1, $2, $3)
-ON CONFLICT (org_id, resource) DO UPDATE SET limit_value = excluded.limit_value, updated_at = now()
+INSERT INTO org_quotas (org_id, resource, limit_value, updated_at)
+VALUES ($1, $2, $3, now())
+ON CONFLICT (org_id, resource) DO UPDATE SET limit_value = excluded.limit_value, updated_at = excluded.updated_at
 RETURNING org_id, resource, limit_value, used, updated_at
 `
 
