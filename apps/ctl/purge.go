@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
-	"github.com/redis/go-redis/v9"
 	"golang.org/x/term"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge"
@@ -82,11 +81,11 @@ func init() {
 				return usagef("--agent: %s is not an agent of org %s", scope.Agent, orgID)
 			}
 			redisURL := e.redisURL()
-			ropt, err := redis.ParseURL(redisURL)
+			rcfg, err := knowledge.ParseRedisURL(redisURL)
 			if err != nil {
 				return fmt.Errorf("REDIS_URL: %w", err)
 			}
-			rdb := redis.NewClient(ropt)
+			rdb := rcfg.Client()
 			defer rdb.Close()
 			pool, err := e.db()
 			if err != nil {
@@ -143,7 +142,7 @@ func init() {
 				return err
 			}
 			if !*dry {
-				insp := asynq.NewInspector(asynq.RedisClientOpt{Addr: ropt.Addr, Username: ropt.Username, Password: ropt.Password, DB: ropt.DB, TLSConfig: ropt.TLSConfig})
+				insp := asynq.NewInspector(rcfg.Asynq())
 				defer insp.Close()
 				erased := make(map[uuid.UUID]bool, len(rep.IDs))
 				for _, id := range rep.IDs {

@@ -28,11 +28,11 @@ func init() {
 				return err
 			}
 			redisURL := e.redisURL()
-			opt, err := asynq.ParseRedisURI(redisURL)
+			rcfg, err := knowledge.ParseRedisURL(redisURL)
 			if err != nil {
 				return fmt.Errorf("REDIS_URL: %w", err)
 			}
-			client := asynq.NewClient(opt)
+			client := asynq.NewClient(rcfg.Asynq())
 			defer client.Close()
 			pool, err := e.db()
 			if err != nil {
@@ -54,7 +54,7 @@ func init() {
 			// The archived batches of the entries just revived would stay in
 			// the dashboard's Archived tab as if still failing: remove those
 			// whose every job is now stale (jobs.PruneArchived).
-			insp := asynq.NewInspector(opt)
+			insp := asynq.NewInspector(rcfg.Asynq())
 			defer insp.Close()
 			pruned, perr := jobs.PruneArchived(e.ctx, pool, insp, orgID)
 			out["archivedTasksRemoved"] = pruned

@@ -14,11 +14,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hibiken/asynq"
 	"github.com/hibiken/asynqmon"
 
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/appenv"
+	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
 )
 
@@ -75,10 +75,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return errors.New("DASHBOARD_PASSWORD is not set: refusing to serve the queue dashboard without credentials " +
 			"(set DASHBOARD_USER and DASHBOARD_PASSWORD, or DASHBOARD_INSECURE_NO_AUTH=true on a machine of your own)")
 	}
-	redisOpt, err := asynq.ParseRedisURI(redisURL)
+	// One Redis or a Redis Cluster (knowledge.ParseRedisURL).
+	rcfg, err := knowledge.ParseRedisURL(redisURL)
 	if err != nil {
 		return fmt.Errorf("REDIS_URL: %w", err)
 	}
+	redisOpt := rcfg.Asynq()
 	root = strings.TrimSuffix(root, "/") // "" for the host root, as asynqmon keeps it
 
 	mon := asynqmon.New(asynqmon.Options{

@@ -162,15 +162,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			}
 		}()
 	}
-	ropts, err := redis.ParseURL(cfg.RedisURL)
+	// One Redis or a Redis Cluster (redis+cluster://host:port,...;
+	// knowledge.ParseRedisURL).
+	rcfg, err := knowledge.ParseRedisURL(cfg.RedisURL)
 	if err != nil {
 		return fmt.Errorf("REDIS_URL: %w", err)
 	}
 	// Short timeouts: Redis is an accelerator (idempotence keys) and the
 	// queue's front door; a hung Redis must cost a call a second, not the
 	// call's whole deadline (the store then goes on against PostgreSQL).
-	ropts.DialTimeout, ropts.ReadTimeout, ropts.WriteTimeout, ropts.PoolTimeout = time.Second, time.Second, time.Second, 2*time.Second
-	rdb := redis.NewClient(ropts)
+	rdb := rcfg.WithTimeouts(time.Second, time.Second, time.Second, 2*time.Second).Client()
 	defer rdb.Close()
 	if traceCfg.Enabled() {
 		if err := tracing.InstrumentRedis(rdb); err != nil {
@@ -246,7 +247,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	return nil
 }
 
-type redisPinger struct{ c *redis.Client }
+type redisPinger struct{ c redis.UniversalClient }
 
 func (p redisPinger) Ping(ctx context.Context) error { return p.c.Ping(ctx).Err() }
 

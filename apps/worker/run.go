@@ -119,10 +119,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err := knowledge.CheckModelSwitch(emb, next); err != nil {
 		return err
 	}
-	redisOpt, err := asynq.ParseRedisURI(cfg.redisURL)
+	// One Redis or a Redis Cluster (knowledge.ParseRedisURL).
+	rcfg, err := knowledge.ParseRedisURL(cfg.redisURL)
 	if err != nil {
 		return fmt.Errorf("REDIS_URL: %w", err)
 	}
+	redisOpt := rcfg.Asynq()
 	m := newMetrics()
 	cfg.opts.Observer = m
 	cfg.opts.Logger = log

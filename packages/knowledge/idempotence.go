@@ -181,23 +181,22 @@ func (s *Service) forgetIdempotenceRecords(ctx context.Context, org uuid.UUID, i
 		return 0, nil
 	}
 	var n int64
-	iter := s.opts.Redis.Scan(ctx, 0, fmt.Sprintf("idem:k.store:%s:*", org), 500).Iterator()
-	for iter.Next(ctx) {
-		key := iter.Val()
-		v, err := s.opts.Redis.Get(ctx, key).Bytes()
+	err := ScanKeys(ctx, s.opts.Redis, fmt.Sprintf("idem:k.store:%s:*", org), func(ctx context.Context, c redis.Cmdable, key string) error {
+		v, err := c.Get(ctx, key).Bytes()
 		if err != nil {
-			continue // expired meanwhile
+			return nil // expired meanwhile
 		}
 		var rec idemRecord
 		if json.Unmarshal(v, &rec) != nil || !rec.names(ids) {
-			continue
+			return nil
 		}
-		if err := s.opts.Redis.Del(ctx, key).Err(); err != nil {
-			return n, err
+		if err := c.Del(ctx, key).Err(); err != nil {
+			return err
 		}
 		n++
-	}
-	return n, iter.Err()
+		return nil
+	})
+	return n, err
 }
 
 func (s *Service) storeWithoutRedis(ctx context.Context, c Caller, a *storeArgs, cause error) (*StoreResult, error) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
@@ -477,14 +478,12 @@ func (s *Service) purgeIdempotenceKeys(ctx context.Context, org uuid.UUID, scope
 		agentPrefix = prefix + scope.Agent.String() + ":"
 	}
 	var n int64
-	iter := s.opts.Redis.Scan(ctx, 0, prefix+"*", 500).Iterator()
-	for iter.Next(ctx) {
-		key := iter.Val()
+	err := ScanKeys(ctx, s.opts.Redis, prefix+"*", func(ctx context.Context, c redis.Cmdable, key string) error {
 		del := scope.All || (agentPrefix != "" && strings.HasPrefix(key, agentPrefix))
 		if !del {
-			v, err := s.opts.Redis.Get(ctx, key).Bytes()
+			v, err := c.Get(ctx, key).Bytes()
 			if err != nil {
-				continue // expired meanwhile
+				return nil // expired meanwhile
 			}
 			var rec idemRecord
 			if json.Unmarshal(v, &rec) == nil && rec.names(erased) {
@@ -492,14 +491,13 @@ func (s *Service) purgeIdempotenceKeys(ctx context.Context, org uuid.UUID, scope
 			}
 		}
 		if !del {
-			continue
+			return nil
 		}
 		n++
 		if !dryRun {
-			if err := s.opts.Redis.Del(ctx, key).Err(); err != nil {
-				return n, err
-			}
+			return c.Del(ctx, key).Err()
 		}
-	}
-	return n, iter.Err()
+		return nil
+	})
+	return n, err
 }

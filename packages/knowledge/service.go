@@ -23,7 +23,10 @@ type Options struct {
 	Enqueuer Enqueuer
 	// Redis holds idempotence keys. Default: none; then client tokens are
 	// only guarded by the unique key in Postgres.
-	Redis *redis.Client
+	// A *redis.ClusterClient for a Redis Cluster (ParseRedisURL): every
+	// key is one slot's (no multi-key command), and the scans by org visit
+	// every master (ScanKeys).
+	Redis redis.UniversalClient
 	// Logger. Default: slog.Default().
 	Logger *slog.Logger
 	// Now is the clock. Default: time.Now.
