@@ -269,6 +269,35 @@ func TestRelationsPaging(t *testing.T) {
 	if len(seen) != len(want) {
 		t.Fatalf("paged %d of %d", len(seen), len(want))
 	}
+
+	// Relations made in one transaction share their validFrom: pages cut
+	// through the tie neither repeat nor skip (the key breaks it).
+	if _, err := b.pool.Exec(b.ctx, `
+		WITH e AS (INSERT INTO knowledge (org_id, title, body) SELECT $1, 'tied ' || i, 'x' FROM generate_series(1, 8) i RETURNING id)
+		INSERT INTO knowledge_relations (org_id, from_id, to_id, type) SELECT $1, $2, e.id, 'RELATES_TO' FROM e`, b.org, hub); err != nil {
+		t.Fatal(err)
+	}
+	seen = map[uuid.UUID]bool{}
+	cursor = ""
+	for pages := 0; ; pages++ {
+		r, err := b.svc.Relations(b.ctx, b.alice, knowledge.RelationsInput{ID: hub, Limit: 3, Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rel := range r.Relations {
+			if seen[rel.OtherID] {
+				t.Fatalf("page %d repeats %v", pages, rel.OtherID)
+			}
+			seen[rel.OtherID] = true
+		}
+		if r.NextCursor == "" || pages > 10 {
+			break
+		}
+		cursor = r.NextCursor
+	}
+	if len(seen) != len(want)+8 {
+		t.Fatalf("paged %d of %d with ties", len(seen), len(want)+8)
+	}
 }
 
 func TestRelationCap(t *testing.T) {

@@ -499,42 +499,50 @@ func (q *Queries) ListOrgRelationTypes(ctx context.Context, orgID uuid.UUID) ([]
 
 const listRelations = `-- name: ListRelations :many
 WITH rel AS (
-    SELECT 'r' || r.id::text AS key, r.type, 'out'::text AS dir, r.to_id AS other_id, r.note,
-           r.created_by_agent_id, r.valid_from, r.valid_to
-    FROM knowledge_relations r
-    WHERE r.org_id = $1 AND r.from_id = $2
-      AND ($3::bool OR r.type = ANY($4::text[]))
-      AND ($5::text[] IS NULL OR r.type = ANY($5::text[]))
-      AND ($6::timestamptz IS NULL OR r.valid_from <= $6::timestamptz)
-      AND ($7::bool OR r.valid_to IS NULL OR r.valid_to > coalesce($6::timestamptz, 'infinity'))
+    (SELECT 'r' || r.id::text AS key, r.type, 'out'::text AS dir, r.to_id AS other_id, r.note,
+            r.created_by_agent_id, r.valid_from, r.valid_to
+     FROM knowledge_relations r
+     WHERE r.org_id = $1 AND r.from_id = $2
+       AND r.valid_from <= coalesce($3::timestamptz, 'infinity')
+       AND ($3::timestamptz IS NULL OR (r.valid_from, 'r' || r.id::text) < ($3::timestamptz, $4::text))
+       AND ($5::bool OR r.type = ANY($6::text[]))
+       AND ($7::text[] IS NULL OR r.type = ANY($7::text[]))
+       AND ($8::timestamptz IS NULL OR r.valid_from <= $8::timestamptz)
+       AND ($9::bool OR r.valid_to IS NULL OR r.valid_to > coalesce($8::timestamptz, 'infinity'))
+     ORDER BY r.valid_from DESC
+     FETCH FIRST ($10::int) ROWS WITH TIES)
     UNION ALL
-    SELECT 'r' || r.id::text, r.type, 'in'::text, r.from_id, r.note,
-           r.created_by_agent_id, r.valid_from, r.valid_to
-    FROM knowledge_relations r
-    WHERE r.org_id = $1 AND r.to_id = $2
-      AND ($8::bool OR r.type = ANY($4::text[]))
-      AND ($9::text[] IS NULL OR r.type = ANY($9::text[]))
-      AND ($6::timestamptz IS NULL OR r.valid_from <= $6::timestamptz)
-      AND ($7::bool OR r.valid_to IS NULL OR r.valid_to > coalesce($6::timestamptz, 'infinity'))
+    (SELECT 'r' || r.id::text, r.type, 'in'::text, r.from_id, r.note,
+            r.created_by_agent_id, r.valid_from, r.valid_to
+     FROM knowledge_relations r
+     WHERE r.org_id = $1 AND r.to_id = $2
+       AND r.valid_from <= coalesce($3::timestamptz, 'infinity')
+       AND ($3::timestamptz IS NULL OR (r.valid_from, 'r' || r.id::text) < ($3::timestamptz, $4::text))
+       AND ($11::bool OR r.type = ANY($6::text[]))
+       AND ($12::text[] IS NULL OR r.type = ANY($12::text[]))
+       AND ($8::timestamptz IS NULL OR r.valid_from <= $8::timestamptz)
+       AND ($9::bool OR r.valid_to IS NULL OR r.valid_to > coalesce($8::timestamptz, 'infinity'))
+     ORDER BY r.valid_from DESC
+     FETCH FIRST ($10::int) ROWS WITH TIES)
     UNION ALL
     SELECT 's' || s.old_id::text, 'SUPERSEDES'::text, 'out'::text, s.old_id, NULL::text,
            s.agent_id, s.created_at, NULL::timestamptz
     FROM knowledge_supersessions s
-    WHERE s.org_id = $1 AND s.new_id = $2 AND $10::bool
-      AND ($6::timestamptz IS NULL OR s.created_at <= $6::timestamptz)
+    WHERE s.org_id = $1 AND s.new_id = $2 AND $13::bool
+      AND ($8::timestamptz IS NULL OR s.created_at <= $8::timestamptz)
     UNION ALL
     SELECT 's' || s.old_id::text, 'SUPERSEDES'::text, 'in'::text, s.new_id, NULL::text,
            s.agent_id, s.created_at, NULL::timestamptz
     FROM knowledge_supersessions s
-    WHERE s.org_id = $1 AND s.old_id = $2 AND $11::bool
-      AND ($6::timestamptz IS NULL OR s.created_at <= $6::timestamptz)
+    WHERE s.org_id = $1 AND s.old_id = $2 AND $14::bool
+      AND ($8::timestamptz IS NULL OR s.created_at <= $8::timestamptz)
 ),
 page AS (
     SELECT key, type, dir, other_id, note, created_by_agent_id, valid_from, valid_to FROM rel
-    WHERE $12::timestamptz IS NULL
-       OR (rel.valid_from, rel.key) < ($12::timestamptz, $13::text)
+    WHERE $3::timestamptz IS NULL
+       OR (rel.valid_from, rel.key) < ($3::timestamptz, $4::text)
     ORDER BY rel.valid_from DESC, rel.key DESC
-    LIMIT $14
+    LIMIT $10
 )
 SELECT p.key::text AS key, p.type::text AS type, p.dir::text AS dir, p.other_id::uuid AS other_id,
        p.valid_from::timestamptz AS valid_from, p.note, p.created_by_agent_id, p.valid_to,
@@ -547,18 +555,18 @@ ORDER BY p.valid_from DESC, p.key DESC
 type ListRelationsParams struct {
 	OrgID            uuid.UUID
 	ID               uuid.UUID
+	AfterTime        *time.Time
+	AfterKey         string
 	WantOut          bool
 	SymTypes         []string
 	OutTypes         []string
 	AsOf             *time.Time
 	IncludeClosed    bool
+	MaxRows          int32
 	WantIn           bool
 	InTypes          []string
 	WantSupersedes   bool
 	WantSupersededBy bool
-	AfterTime        *time.Time
-	AfterKey         string
-	MaxRows          int32
 }
 
 type ListRelationsRow struct {
@@ -578,26 +586,31 @@ type ListRelationsRow struct {
 // list_relations: an entry's relations, newest first, keyset-paged on
 // (valid_from, key). Stored relations are read from either end (out: the
 // entry is from_id; in: to_id); supersession gives the derived, read-only
-// SUPERSEDES (the entry replaced other_id) and SUPERSEDED_BY rows. The
-// page is cut before the other entries are joined, so an entry with
-// thousands of relations costs one index range and a sort, not a join each.
-// A symmetric type (@sym_types) is read in any direction.
+// SUPERSEDES (the entry replaced other_id) and SUPERSEDED_BY rows. A
+// symmetric type (@sym_types) is read in any direction.
+//
+// Each branch reads its end's index in valid_from order from the cursor
+// on and stops after @max_rows rows (and those tied with the last: the
+// page's order breaks ties by key), so the first page of an entry with
+// 1,000 relations reads about a page of rows, not 1,000; the branches'
+// rows are then ordered and cut, and only the page's other entries are
+// joined.
 func (q *Queries) ListRelations(ctx context.Context, arg ListRelationsParams) ([]ListRelationsRow, error) {
 	rows, err := q.db.Query(ctx, listRelations,
 		arg.OrgID,
 		arg.ID,
+		arg.AfterTime,
+		arg.AfterKey,
 		arg.WantOut,
 		arg.SymTypes,
 		arg.OutTypes,
 		arg.AsOf,
 		arg.IncludeClosed,
+		arg.MaxRows,
 		arg.WantIn,
 		arg.InTypes,
 		arg.WantSupersedes,
 		arg.WantSupersededBy,
-		arg.AfterTime,
-		arg.AfterKey,
-		arg.MaxRows,
 	)
 	if err != nil {
 		return nil, err
