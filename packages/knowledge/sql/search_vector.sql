@@ -30,13 +30,11 @@
 WITH st AS MATERIALIZED (
     SELECT CASE
                WHEN coalesce(s.docs, 0) < @hnsw_min_docs::bigint THEN 'exact'
-               WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_class c
-                            JOIN pg_catalog.pg_index i ON i.indexrelid = c.oid AND i.indisvalid
-                            WHERE c.relname = @org_vector_index::text) THEN 'org'
+               -- (knowledge_index_ready, migration 00028: answered where the
+               -- statement runs, the org's worker on a cluster.)
+               WHEN knowledge_index_ready(@org_vector_index::text) THEN 'org'
                WHEN s.docs::float8 * s.docs >= @hnsw_cost_ratio::float8 * @table_docs::float8 * @candidates::float8
-                    AND EXISTS (SELECT 1 FROM pg_catalog.pg_class c
-                                JOIN pg_catalog.pg_index i ON i.indexrelid = c.oid AND i.indisvalid
-                                WHERE c.relname = @vector_index::text) THEN 'space'
+                    AND knowledge_index_ready(@vector_index::text) THEN 'space'
                ELSE 'exact'
            END AS plan
     FROM (SELECT 1) one
