@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -32,6 +33,10 @@ const IndexBatchSize = 500
 //go:embed sql/index_batch.sql
 var indexBatchSQL string
 
+// indexBatchPositional is indexBatchSQL with positional parameters, for
+// knowledge_index_org's EXECUTE ... USING org, max, k1, b (a cluster).
+var indexBatchPositional = strings.NewReplacer("@org_id", "$1", "@max", "$2", "@k1", "$3", "@b", "$4").Replace(indexBatchSQL)
+
 // IndexPending moves up to max queued entries of org into the org's
 // inverted index and term statistics, and returns how many it moved.
 //
@@ -43,12 +48,32 @@ var indexBatchSQL string
 // exactly once even with several workers, and a crash loses nothing (the
 // transaction rolls back, the rows stay queued).
 func (s *Service) IndexPending(ctx context.Context, org uuid.UUID, max int) (int, error) {
+	unscoped := ctx
 	ctx = db.WithOrg(ctx, org)
 	if max <= 0 {
 		max = IndexBatchSize
 	}
 	var n int
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	citus, err := db.IsCitus(ctx, s.pool.Pool)
+	if err != nil {
+		return 0, mapErr(err, "")
+	}
+	if citus {
+		// On a Citus cluster the two statements go as one call of
+		// knowledge_index_org (migration 00029), delegated to the org's
+		// worker: the batch statement's data-modifying CTEs are never one
+		// routed query. Sent on its own (not in a transaction block, which
+		// Citus 13.2 fails to delegate into after a propagated SET LOCAL):
+		// the function runs as the schema's owner, whom the policies do not
+		// filter, and names the org in every statement.
+		err := s.pool.QueryRow(unscoped, "SELECT knowledge_index_org($1, $2, $3, $4, $5, $6::regconfig)",
+			org, indexBatchPositional, max, BM25K1, BM25B, s.opts.TextSearchConfig).Scan(&n)
+		if err != nil {
+			return 0, mapErr(err, "")
+		}
+		return n, nil
+	}
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := sqlc.New(tx).LockSearchStats(ctx, sqlc.LockSearchStatsParams{
 			OrgID: org, DefaultConfig: s.opts.TextSearchConfig,
 		}); err != nil {
