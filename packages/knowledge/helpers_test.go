@@ -198,3 +198,32 @@ func (b *bundle) indexAll(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// drainIndex waits for the database to settle after a race, then runs the
+// indexer until org has nothing queued. A call whose context was cancelled
+// has its connection closed, but the server may still be finishing its
+// statement: a store's COMMIT already sent commits a moment later (a new
+// entry, queued), an indexer's transaction holds its queue rows locked
+// until the server notices (IndexAll skips locked rows). The worker's next
+// pass would pick either up; a test comparing states must wait for them.
+func (b *bundle) drainIndex(t *testing.T, org uuid.UUID) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for b.count(t, `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid() AND state <> 'idle'`) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("other sessions still busy after 30 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for {
+		b.indexAll(t)
+		if b.count(t, "SELECT count(*) FROM knowledge_index_queue WHERE org_id = $1", org) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("org %v: entries still queued after 30 s of indexing", org)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

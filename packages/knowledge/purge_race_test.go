@@ -161,7 +161,7 @@ func TestPurgeAllRacingStoresAndWorker(t *testing.T) {
 		}
 
 		// The index is what indexing the rows left from scratch gives.
-		b.indexAll(t)
+		b.drainIndex(t, org)
 		left := b.count(t, "SELECT count(*) FROM knowledge WHERE org_id = $1", org)
 		after := b.indexState(t, org)
 		if left == 0 {
