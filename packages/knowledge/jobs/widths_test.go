@@ -176,18 +176,27 @@ func TestModelsOfAnyWidthStoreEmbedAndSearch(t *testing.T) {
 			// building while another session holds the build lock (seen
 			// about one run in five here): it is called again, as the
 			// worker's next pass would.
+			// Both of the space's indexes (entries, chunks) must be there
+			// and valid before the second call, which must then build
+			// nothing.
 			var def string
 			for try := 0; ; try++ {
 				if _, err := svc.EnsureVectorIndex(ctx); err != nil {
 					t.Fatal(err)
 				}
-				err := b.pool.QueryRow(ctx, "SELECT indexdef FROM pg_indexes WHERE indexname = $1",
-					knowledge.SpaceOf(emb).IndexName()).Scan(&def)
-				if err == nil {
-					break
+				var valid int
+				err := b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+					WHERE c.relname IN ($1, $2) AND i.indisvalid`,
+					knowledge.SpaceOf(emb).IndexName(), knowledge.SpaceOf(emb).ChunkIndexName()).Scan(&valid)
+				if err == nil && valid == 2 {
+					err = b.pool.QueryRow(ctx, "SELECT indexdef FROM pg_indexes WHERE indexname = $1",
+						knowledge.SpaceOf(emb).IndexName()).Scan(&def)
+					if err == nil {
+						break
+					}
 				}
 				if try == 100 {
-					t.Fatal(err)
+					t.Fatalf("the space's two indexes not valid after 100 calls: %d valid, %v", valid, err)
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
