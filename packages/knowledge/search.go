@@ -489,56 +489,13 @@ func (p *pipeline) Query(ctx context.Context, sql string, args ...any) (pgx.Rows
 		br.Close()
 		return nil, err
 	}
-	return &batchRows{Rows: rows, br: br}, nil
+	return db.NewBatchRows(rows, br), nil
 }
 
 func (p *pipeline) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	rows, err := p.Query(ctx, sql, args...)
 	if err != nil {
-		return errRow{err}
+		return db.ErrRow(err)
 	}
-	return rowOf{rows}
-}
-
-// batchRows closes the batch (giving the connection back) with the rows.
-type batchRows struct {
-	pgx.Rows
-	br  pgx.BatchResults
-	err error
-}
-
-func (r *batchRows) Close() {
-	r.Rows.Close()
-	if r.br != nil {
-		r.err = r.br.Close()
-		r.br = nil
-	}
-}
-
-func (r *batchRows) Err() error {
-	if err := r.Rows.Err(); err != nil {
-		return err
-	}
-	return r.err
-}
-
-type errRow struct{ err error }
-
-func (e errRow) Scan(...any) error { return e.err }
-
-type rowOf struct{ rows pgx.Rows }
-
-func (r rowOf) Scan(dest ...any) error {
-	defer r.rows.Close()
-	if !r.rows.Next() {
-		if err := r.rows.Err(); err != nil {
-			return err
-		}
-		return pgx.ErrNoRows
-	}
-	if err := r.rows.Scan(dest...); err != nil {
-		return err
-	}
-	r.rows.Close()
-	return r.rows.Err()
+	return db.RowOf(rows)
 }
