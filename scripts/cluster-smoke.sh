@@ -79,4 +79,18 @@ if [ "${SMOKE_N:-0}" -gt 0 ]; then
   log "store over MCP: $(pct <"$work/store.t")"
   log "search over MCP: $(pct <"$work/search.t")"
 fi
+
+# SMOKE_CLIENTS=c (with SMOKE_N=n): c clients store n entries each at once
+# (one org: the token's); prints stores per second over the whole run.
+if [ "${SMOKE_CLIENTS:-0}" -gt 0 ] && [ "${SMOKE_N:-0}" -gt 0 ]; then
+  export -f timed; export MCP token run
+  start=$(date +%s.%N)
+  seq 1 "$SMOKE_CLIENTS" | xargs -P "$SMOKE_CLIENTS" -I{} bash -c '
+    for i in $(seq 1 '"$SMOKE_N"'); do
+      timed store_knowledge "{\"title\":\"Load $run client {} entry $i\",\"body\":\"Client {} stores entry $i of run $run at once with the others.\"}"
+    done' >"$work/load.t"
+  end=$(date +%s.%N)
+  n=$(wc -l <"$work/load.t")
+  log "$SMOKE_CLIENTS clients: $n stores in $(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.1f", b-a}') s, $(awk -v a="$start" -v b="$end" -v n="$n" 'BEGIN {printf "%.0f", n/(b-a)}') stores/s; per store $(pct <"$work/load.t")"
+fi
 log "PASS"
