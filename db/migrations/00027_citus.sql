@@ -88,6 +88,40 @@ END
 $$;
 -- +goose StatementEnd
 
+-- The same for the open relations' counts (00026).
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION knowledge_relation_count_changes() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    deltas knowledge_count_deltas[];
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        SELECT array_agg(ROW(NULL, x.org_id, 'relation', x.type, x.n)::knowledge_count_deltas ORDER BY x.org_id, x.type) INTO deltas
+        FROM (SELECT r.org_id, r.type, count(*) AS n FROM new_rows r WHERE r.valid_to IS NULL GROUP BY 1, 2) x;
+    ELSIF TG_OP = 'DELETE' THEN
+        SELECT array_agg(ROW(NULL, x.org_id, 'relation', x.type, x.n)::knowledge_count_deltas ORDER BY x.org_id, x.type) INTO deltas
+        FROM (SELECT r.org_id, r.type, -count(*) AS n FROM old_rows r WHERE r.valid_to IS NULL GROUP BY 1, 2) x;
+    ELSE
+        SELECT array_agg(ROW(NULL, x.org_id, 'relation', x.type, x.n)::knowledge_count_deltas ORDER BY x.org_id, x.type) INTO deltas
+        FROM (
+            SELECT org_id, type, sum(d)::bigint AS n
+            FROM (
+                SELECT r.org_id, r.type, 1 AS d FROM new_rows r WHERE r.valid_to IS NULL
+                UNION ALL
+                SELECT r.org_id, r.type, -1 FROM old_rows r WHERE r.valid_to IS NULL
+            ) y
+            GROUP BY 1, 2
+            HAVING sum(d) <> 0) x;
+    END IF;
+    IF deltas IS NOT NULL THEN
+        INSERT INTO knowledge_count_deltas (org_id, kind, key, delta)
+        SELECT u.org_id, u.kind, u.key, u.delta FROM unnest(deltas) AS u;
+    END IF;
+    RETURN NULL;
+END
+$$;
+-- +goose StatementEnd
+
 -- +goose StatementBegin
 CREATE FUNCTION knowledge_distribute() RETURNS integer
 LANGUAGE plpgsql AS $$
@@ -283,6 +317,39 @@ SELECT knowledge_distribute();
 -- On a cluster the tables stay distributed (undistribute_table is an
 -- operator's decision, docs/operators.md); the keys go back on both.
 DROP FUNCTION knowledge_distribute();
+-- The relations' counts trigger as 00026 made it.
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION knowledge_relation_count_changes() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO knowledge_count_deltas (org_id, kind, key, delta)
+        SELECT r.org_id, 'relation', r.type, count(*)
+        FROM new_rows r WHERE r.valid_to IS NULL
+        GROUP BY 1, 2, 3
+        ORDER BY 1, 2, 3;
+    ELSIF TG_OP = 'DELETE' THEN
+        INSERT INTO knowledge_count_deltas (org_id, kind, key, delta)
+        SELECT r.org_id, 'relation', r.type, -count(*)
+        FROM old_rows r WHERE r.valid_to IS NULL
+        GROUP BY 1, 2, 3
+        ORDER BY 1, 2, 3;
+    ELSE
+        INSERT INTO knowledge_count_deltas (org_id, kind, key, delta)
+        SELECT org_id, 'relation', type, sum(d)
+        FROM (
+            SELECT r.org_id, r.type, 1 AS d FROM new_rows r WHERE r.valid_to IS NULL
+            UNION ALL
+            SELECT r.org_id, r.type, -1 FROM old_rows r WHERE r.valid_to IS NULL
+        ) x
+        GROUP BY 1, 2, 3
+        HAVING sum(d) <> 0
+        ORDER BY 1, 2, 3;
+    END IF;
+    RETURN NULL;
+END
+$$;
+-- +goose StatementEnd
 -- The counters' trigger as 00007 made it.
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION knowledge_count_changes() RETURNS trigger
