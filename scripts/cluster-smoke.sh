@@ -9,7 +9,12 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
-eval "$(bash scripts/cluster.sh urls | sed 's/^/export /')"
+# SMOKE_URLS_FROM_ENV=1: the DATABASE_URL, OPERATOR_DATABASE_URL,
+# OWNER_DATABASE_URL and REDIS_URL already set (e.g. a single node, for the
+# same figures to compare).
+if [ -z "${SMOKE_URLS_FROM_ENV:-}" ]; then
+  eval "$(bash scripts/cluster.sh urls | sed 's/^/export /')"
+fi
 MCP=127.0.0.1:18480
 work=$(mktemp -d /tmp/cluster-smoke.XXXXXX)
 pids=()
