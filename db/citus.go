@@ -6,7 +6,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -102,30 +101,4 @@ func (c *clusterResults) Close() error {
 	}
 	c.conn.Release()
 	return c.err
-}
-
-func clusterExec(ctx context.Context, pool *pgxpool.Pool, org uuid.UUID, sql string, args ...any) (pgconn.CommandTag, error) {
-	b := &pgx.Batch{}
-	b.Queue(sql, args...)
-	br := clusterBatch(ctx, pool, org, b)
-	tag, err := br.Exec()
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	return tag, err
-}
-
-func clusterQuery(ctx context.Context, pool *pgxpool.Pool, org uuid.UUID, sql string, args ...any) (pgx.Rows, error) {
-	b := &pgx.Batch{}
-	b.Queue(sql, args...)
-	br := clusterBatch(ctx, pool, org, b)
-	if f, ok := br.(failedBatch); ok {
-		return nil, f.err
-	}
-	rows, err := br.Query()
-	if err != nil {
-		br.Close()
-		return nil, err
-	}
-	return &BatchRows{Rows: rows, br: br}, nil
 }

@@ -48,13 +48,6 @@ func OrgOf(ctx context.Context) (uuid.UUID, bool) {
 // orgs in one transaction (the audit writer's).
 const SetOrgSQL = "SELECT set_config('app.org_id', $1, true)"
 
-// SetOrg sets app.org_id for the rest of tx: for a transaction that acts
-// for several orgs in turn (the audit writer's batch).
-func SetOrg(ctx context.Context, tx pgx.Tx, org uuid.UUID) error {
-	_, err := tx.Exec(ctx, SetOrgSQL, org.String())
-	return err
-}
-
 // Scoped is a pool whose statements run as the context's org. It has the
 // methods of the sqlc DBTX interfaces, pgx.BeginFunc's and
 // pgx.BeginTxFunc's, and the pool's own (Stat, Acquire, Ping, Close...)
@@ -67,57 +60,18 @@ func Scope(pool *pgxpool.Pool) Scoped { return Scoped{Pool: pool} }
 
 // Exec runs one statement.
 func (s Scoped) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	org, ok := OrgOf(ctx)
-	if !ok {
+	if _, ok := OrgOf(ctx); !ok {
 		return s.Pool.Exec(ctx, sql, args...)
 	}
-	if citus, err := IsCitus(ctx, s.Pool); err != nil || citus {
-		if err != nil {
-			return pgconn.CommandTag{}, err
-		}
-		return clusterExec(ctx, s.Pool, org, sql, args...)
-	}
-	b := &pgx.Batch{}
-	b.Queue(SetOrgSQL, org.String())
-	b.Queue(sql, args...)
-	br := s.Pool.SendBatch(ctx, b)
-	_, err := br.Exec()
-	var tag pgconn.CommandTag
-	if err == nil {
-		tag, err = br.Exec()
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	return tag, err
+	return execOne(s.SendBatch(ctx, one(sql, args)))
 }
 
 // Query runs one statement; closing the rows gives the connection back.
 func (s Scoped) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	org, ok := OrgOf(ctx)
-	if !ok {
+	if _, ok := OrgOf(ctx); !ok {
 		return s.Pool.Query(ctx, sql, args...)
 	}
-	if citus, err := IsCitus(ctx, s.Pool); err != nil || citus {
-		if err != nil {
-			return nil, err
-		}
-		return clusterQuery(ctx, s.Pool, org, sql, args...)
-	}
-	b := &pgx.Batch{}
-	b.Queue(SetOrgSQL, org.String())
-	b.Queue(sql, args...)
-	br := s.Pool.SendBatch(ctx, b)
-	if _, err := br.Exec(); err != nil {
-		br.Close()
-		return nil, err
-	}
-	rows, err := br.Query()
-	if err != nil {
-		br.Close()
-		return nil, err
-	}
-	return &BatchRows{Rows: rows, br: br}, nil
+	return queryOne(s.SendBatch(ctx, one(sql, args)))
 }
 
 // QueryRow runs one statement for at most one row.
@@ -125,35 +79,25 @@ func (s Scoped) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	if _, ok := OrgOf(ctx); !ok {
 		return s.Pool.QueryRow(ctx, sql, args...)
 	}
-	rows, err := s.Query(ctx, sql, args...)
-	if err != nil {
-		return errRow{err}
-	}
-	return RowOf(rows)
+	return RowOfQuery(s.Query(ctx, sql, args...))
 }
 
-// SendBatch sends b after the org's set_config, in the same implicit
-// transaction. The results are b's: the set_config's is consumed here.
+// SendBatch sends b after the org's setting, in the same transaction (the
+// batch's implicit one; on a Citus coordinator, BEGIN ... COMMIT:
+// clusterBatch). The results are b's: the setting's is consumed here.
 func (s Scoped) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	org, ok := OrgOf(ctx)
 	if !ok {
 		return s.Pool.SendBatch(ctx, b)
 	}
-	if citus, err := IsCitus(ctx, s.Pool); err != nil || citus {
-		if err != nil {
-			return failedBatch{err}
-		}
-		return clusterBatch(ctx, s.Pool, org, b)
-	}
-	nb := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(b.QueuedQueries)+1)}
-	nb.Queue(SetOrgSQL, org.String())
-	nb.QueuedQueries = append(nb.QueuedQueries, b.QueuedQueries...)
-	br := s.Pool.SendBatch(ctx, nb)
-	if _, err := br.Exec(); err != nil {
-		br.Close()
+	citus, err := IsCitus(ctx, s.Pool)
+	if err != nil {
 		return failedBatch{err}
 	}
-	return br
+	if citus {
+		return clusterBatch(ctx, s.Pool, org, b)
+	}
+	return afterSetting(s.Pool.SendBatch(ctx, withOrg(b, org, false)))
 }
 
 // Begin starts a transaction that runs as the context's org.
@@ -193,70 +137,33 @@ type scopedTx struct {
 }
 
 // ensure sets the org on its own, for what cannot carry it (a COPY, a
-// savepoint, the raw connection).
+// savepoint, a prepared statement).
 func (t *scopedTx) ensure(ctx context.Context) error {
 	if t.set {
 		return nil
 	}
-	t.set = true
-	if t.citus {
-		_, err := t.Tx.Exec(ctx, SetLocalOrgSQL(t.org))
-		return err
-	}
-	_, err := t.Tx.Exec(ctx, SetOrgSQL, t.org.String())
-	return err
-}
-
-func (t *scopedTx) batch(sql string, args []any) *pgx.Batch {
-	t.set = true
-	b := &pgx.Batch{}
-	OrgQueue(b, t.org, t.citus)
-	b.Queue(sql, args...)
-	return b
+	return t.SendBatch(ctx, &pgx.Batch{}).Close()
 }
 
 func (t *scopedTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	if t.set {
 		return t.Tx.Exec(ctx, sql, args...)
 	}
-	br := t.Tx.SendBatch(ctx, t.batch(sql, args))
-	_, err := br.Exec()
-	var tag pgconn.CommandTag
-	if err == nil {
-		tag, err = br.Exec()
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	return tag, err
+	return execOne(t.SendBatch(ctx, one(sql, args)))
 }
 
 func (t *scopedTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	if t.set {
 		return t.Tx.Query(ctx, sql, args...)
 	}
-	br := t.Tx.SendBatch(ctx, t.batch(sql, args))
-	if _, err := br.Exec(); err != nil {
-		br.Close()
-		return nil, err
-	}
-	rows, err := br.Query()
-	if err != nil {
-		br.Close()
-		return nil, err
-	}
-	return &BatchRows{Rows: rows, br: br}, nil
+	return queryOne(t.SendBatch(ctx, one(sql, args)))
 }
 
 func (t *scopedTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	if t.set {
 		return t.Tx.QueryRow(ctx, sql, args...)
 	}
-	rows, err := t.Query(ctx, sql, args...)
-	if err != nil {
-		return errRow{err}
-	}
-	return RowOf(rows)
+	return RowOfQuery(t.Query(ctx, sql, args...))
 }
 
 func (t *scopedTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
@@ -264,15 +171,7 @@ func (t *scopedTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 		return t.Tx.SendBatch(ctx, b)
 	}
 	t.set = true
-	nb := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(b.QueuedQueries)+1)}
-	OrgQueue(nb, t.org, t.citus)
-	nb.QueuedQueries = append(nb.QueuedQueries, b.QueuedQueries...)
-	br := t.Tx.SendBatch(ctx, nb)
-	if _, err := br.Exec(); err != nil {
-		br.Close()
-		return failedBatch{err}
-	}
-	return br
+	return afterSetting(t.Tx.SendBatch(ctx, withOrg(b, t.org, t.citus)))
 }
 
 func (t *scopedTx) CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error) {
@@ -310,6 +209,57 @@ func (s Scoped) CopyFrom(ctx context.Context, table pgx.Identifier, columns []st
 		return err
 	})
 	return n, err
+}
+
+// one is a batch of one statement.
+func one(sql string, args []any) *pgx.Batch {
+	b := &pgx.Batch{}
+	b.Queue(sql, args...)
+	return b
+}
+
+// withOrg is b behind the statement that sets org (OrgQueue).
+func withOrg(b *pgx.Batch, org uuid.UUID, citus bool) *pgx.Batch {
+	nb := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(b.QueuedQueries)+1)}
+	OrgQueue(nb, org, citus)
+	nb.QueuedQueries = append(nb.QueuedQueries, b.QueuedQueries...)
+	return nb
+}
+
+// afterSetting reads the setting's result off br, leaving the batch's own.
+func afterSetting(br pgx.BatchResults) pgx.BatchResults {
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return failedBatch{err}
+	}
+	return br
+}
+
+// execOne reads the result of br's one statement and closes it.
+func execOne(br pgx.BatchResults) (pgconn.CommandTag, error) {
+	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return tag, err
+}
+
+// queryOne returns the rows of br's one statement: closing them closes br.
+func queryOne(br pgx.BatchResults) (pgx.Rows, error) {
+	rows, err := br.Query()
+	if err != nil {
+		br.Close()
+		return nil, err
+	}
+	return &BatchRows{Rows: rows, br: br}, nil
+}
+
+// RowOfQuery is QueryRow's answer from Query's (rows, err).
+func RowOfQuery(rows pgx.Rows, err error) pgx.Row {
+	if err != nil {
+		return errRow{err}
+	}
+	return RowOf(rows)
 }
 
 // BatchRows are the rows of a batch's last statement: closing them closes

@@ -493,9 +493,5 @@ func (p *pipeline) Query(ctx context.Context, sql string, args ...any) (pgx.Rows
 }
 
 func (p *pipeline) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	rows, err := p.Query(ctx, sql, args...)
-	if err != nil {
-		return db.ErrRow(err)
-	}
-	return db.RowOf(rows)
+	return db.RowOfQuery(p.Query(ctx, sql, args...))
 }
