@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/ratelimit"
 	kt "github.com/agentfleet/orchestrator/apps/mcp/internal/tools/knowledge"
@@ -260,24 +261,7 @@ func BenchmarkMCPEndToEnd(b *testing.B) {
 	// The worker's own handler: bodies longer than the model's chunk size
 	// (2,000 characters for the local embedder; about a fifth of these)
 	// get chunk vectors too, as in a deployment.
-	rows, err := bd.db.Pool.Query(ctx, "SELECT id FROM knowledge WHERE org_id = $1 AND embedding_status = 'pending'", org)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-	if err != nil {
-		b.Fatal(err)
-	}
-	h := jobs.NewEmbedHandler(bd.db.Pool, embed.NewLocal(), jobs.HandlerOptions{})
-	for batch := range slices.Chunk(ids, 64) {
-		js := make([]knowledge.EmbeddingJob, len(batch))
-		for k, id := range batch {
-			js[k] = knowledge.EmbeddingJob{OrgID: org, EntryID: id, Generation: 1}
-		}
-		if err := h.Process(ctx, js); err != nil {
-			b.Fatal(err)
-		}
-	}
+	embedPending(b, bd.db.Pool, org)
 	embedded := time.Since(t0)
 	var chunked int
 	if err := bd.db.Pool.QueryRow(ctx, "SELECT count(DISTINCT entry_id) FROM knowledge_chunks WHERE org_id = $1", org).Scan(&chunked); err != nil {
@@ -346,4 +330,29 @@ func BenchmarkMCPEndToEnd(b *testing.B) {
 	}
 	fmt.Printf("Service.Upkeep in %v: vacuumed %v, analyzed %v\n", time.Since(t0).Round(time.Millisecond), rep.Vacuumed, rep.Analyzed)
 	searches("after-upkeep", 1)
+}
+
+// embedPending embeds the org's pending entries as the worker would: its
+// own handler, batches of 64 (long bodies get chunk vectors too).
+func embedPending(b *testing.B, pool *pgxpool.Pool, org uuid.UUID) {
+	b.Helper()
+	ctx := context.Background()
+	rows, err := pool.Query(ctx, "SELECT id FROM knowledge WHERE org_id = $1 AND embedding_status = 'pending'", org)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := jobs.NewEmbedHandler(pool, embed.NewLocal(), jobs.HandlerOptions{})
+	for batch := range slices.Chunk(ids, 64) {
+		js := make([]knowledge.EmbeddingJob, len(batch))
+		for k, id := range batch {
+			js[k] = knowledge.EmbeddingJob{OrgID: org, EntryID: id, Generation: 1}
+		}
+		if err := h.Process(ctx, js); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -17,7 +17,6 @@ import (
 	kt "github.com/agentfleet/orchestrator/apps/mcp/internal/tools/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
-	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
 )
 
 func benchSize(name string, def int) int {
@@ -151,16 +150,7 @@ func BenchmarkRelations(b *testing.B) {
 	m := benchSize("RELATIONS_BENCH_SEARCH_ORG", 10000)
 	t0 = time.Now()
 	sids := load(searchOrg, searcher.id, m, benchEntry)
-	h := jobs.NewEmbedHandler(bd.db.Pool, embed.NewLocal(), jobs.HandlerOptions{})
-	for batch := range slices.Chunk(sids, 64) {
-		js := make([]knowledge.EmbeddingJob, len(batch))
-		for k, id := range batch {
-			js[k] = knowledge.EmbeddingJob{OrgID: searchOrg, EntryID: id, Generation: 1}
-		}
-		if err := h.Process(ctx, js); err != nil {
-			b.Fatal(err)
-		}
-	}
+	embedPending(b, bd.db.Pool, searchOrg)
 	if _, err := ops.IndexAll(ctx); err != nil {
 		b.Fatal(err)
 	}

@@ -7,14 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/ratelimit"
 	kt "github.com/agentfleet/orchestrator/apps/mcp/internal/tools/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
-	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
 	"github.com/agentfleet/orchestrator/packages/testenv"
 )
 
@@ -45,24 +41,7 @@ func BenchmarkRowSecurityMCP(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	rows, err := d.Pool.Query(ctx, "SELECT id FROM knowledge WHERE org_id = $1 AND embedding_status = 'pending'", org)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-	if err != nil {
-		b.Fatal(err)
-	}
-	h := jobs.NewEmbedHandler(d.Pool, embed.NewLocal(), jobs.HandlerOptions{})
-	for part := range slices.Chunk(ids, 64) {
-		js := make([]knowledge.EmbeddingJob, len(part))
-		for k, id := range part {
-			js[k] = knowledge.EmbeddingJob{OrgID: org, EntryID: id, Generation: 1}
-		}
-		if err := h.Process(ctx, js); err != nil {
-			b.Fatal(err)
-		}
-	}
+	embedPending(b, d.Pool, org)
 	if _, err := ops.IndexAll(ctx); err != nil {
 		b.Fatal(err)
 	}

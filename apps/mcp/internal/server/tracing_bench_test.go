@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -15,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
@@ -25,7 +22,6 @@ import (
 	"github.com/agentfleet/orchestrator/packages/appenv"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
-	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
 	"github.com/agentfleet/orchestrator/packages/tracing"
 )
 
@@ -113,24 +109,7 @@ func BenchmarkSearchTracing(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	rows, err := bd.db.Pool.Query(ctx, "SELECT id FROM knowledge WHERE org_id = $1 AND embedding_status = 'pending'", org)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-	if err != nil {
-		b.Fatal(err)
-	}
-	h := jobs.NewEmbedHandler(bd.db.Pool, embed.NewLocal(), jobs.HandlerOptions{})
-	for batch := range slices.Chunk(ids, 64) {
-		js := make([]knowledge.EmbeddingJob, len(batch))
-		for k, id := range batch {
-			js[k] = knowledge.EmbeddingJob{OrgID: org, EntryID: id, Generation: 1}
-		}
-		if err := h.Process(ctx, js); err != nil {
-			b.Fatal(err)
-		}
-	}
+	embedPending(b, bd.db.Pool, org)
 	if _, err := owner.IndexAll(ctx); err != nil {
 		b.Fatal(err)
 	}
