@@ -1,6 +1,8 @@
 // Package knowledge exposes the knowledge domain to agents as MCP tools
-// (store_knowledge, search_knowledge, supersede_knowledge) and resources
-// (knowledge://{id}, knowledge://tasks/{taskId}).
+// (store_knowledge, search_knowledge, supersede_knowledge, get_knowledge,
+// list_knowledge, forget_knowledge, link_knowledge, unlink_knowledge,
+// list_relations: the Tool* constants), resources (knowledge://{id},
+// knowledge://tasks/{taskId}, knowledge://stats) and argument completions.
 //
 // It is the edge: arguments arrive as untrusted JSON, are decoded strictly
 // (unknown properties refused), checked against the same limits the input
