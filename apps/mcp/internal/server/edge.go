@@ -195,6 +195,7 @@ func peekMessage(raw json.RawMessage) (rpcPeek, error) {
 	}
 	_ = unmarshalString(params["name"], &m.Params.Name)
 	_ = unmarshalString(params["uri"], &m.Params.URI)
+	m.Params.Arguments = params["arguments"]
 	return m, nil
 }
 

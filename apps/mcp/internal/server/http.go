@@ -134,8 +134,9 @@ type rpcPeek struct {
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
 	Params struct {
-		Name string `json:"name"`
-		URI  string `json:"uri"`
+		Name      string          `json:"name"`
+		URI       string          `json:"uri"`
+		Arguments json.RawMessage `json:"arguments"`
 	} `json:"params"`
 }
 
@@ -143,7 +144,8 @@ type rpcPeek struct {
 // authorization spec's way) when a request calls a tool or reads a resource
 // the token's scopes do not grant. The body is a JSON-RPC error naming the
 // missing scope, which the go-sdk client (and others) surface as the call's
-// error. The MCP middleware enforces the same rule again (stdio has no HTTP).
+// error. The check and the refusal's record are refuseScope's, which the MCP
+// middleware runs too (stdio has no HTTP).
 func (s *Server) scopeGate(metadataURL string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Body == nil {
@@ -174,29 +176,16 @@ func (s *Server) scopeGate(metadataURL string, next http.Handler) http.Handler {
 			return
 		}
 		for _, m := range msgs {
-			var what, scope, label string
-			switch m.Method {
-			case "tools/call":
-				what, scope, label = m.Params.Name, kt.ScopeOf(m.Params.Name), m.Params.Name
-			case "resources/read":
-				what, scope = "reading "+m.Params.URI, kt.ResourceScope
-			}
-			if scope == "" || p.HasScope(scope) {
+			if m.Method != "tools/call" && m.Method != "resources/read" {
 				continue
 			}
-			eb := scopeError(what, scope, p)
-			data, _ := json.Marshal(kt.ErrorPayload{Error: eb})
-			if label != "" {
-				s.metrics.toolCalls.WithLabelValues(label, eb.Code).Inc()
-				s.metrics.toolDuration.WithLabelValues(label, eb.Code).Observe(0)
-				s.logCall(r.Context(), "tool call", p, slogTool(label), kt.Outcome{Code: eb.Code}, 0)
-				s.auditTool(p, label, nil, nil, eb.Code, time.Now(), 0)
-			} else {
-				kind := kt.KindOfURI(m.Params.URI)
-				s.auditResource(p, kind, m.Params.URI, nil, eb.Code, time.Now(), 0)
-				s.metrics.resReads.WithLabelValues(kind, eb.Code).Inc()
-				s.logCall(r.Context(), "resource read", p, slogResource(kind), kt.Outcome{Code: eb.Code}, 0)
+			a := access{method: m.Method, name: m.Params.Name, uri: m.Params.URI, args: m.Params.Arguments}
+			eb, refused := s.refuseScope(r.Context(), p, a, time.Now())
+			if !refused {
+				continue
 			}
+			data, _ := json.Marshal(kt.ErrorPayload{Error: eb})
+			scope, what := eb.RequiredScope, a.what()
 			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="insufficient_scope", scope=%q%s, error_description=%q`,
 				scope, challengeMetadata(metadataURL), what+" needs the "+scope+" scope"))
 			w.Header().Set("Content-Type", "application/json")

@@ -98,18 +98,101 @@ func (s *Server) callMiddleware(resolve principalFunc) mcp.Middleware {
 	}
 }
 
-func (s *Server) toolCall(ctx context.Context, p *tenancy.Principal, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
-	name := req.(*mcp.CallToolRequest).Params.Name
-	scope := kt.ScopeOf(name)
-	label := name
-	if scope == "" {
-		label = "unknown"
+// access is a call that touches data, as the scope check and the call's
+// record see it: a tool call, a resource read or a completion.
+type access struct {
+	method string          // tools/call, resources/read or completion/complete
+	name   string          // the tool, or the argument completed
+	uri    string          // the resource read
+	args   json.RawMessage // a tool's arguments, audited for the entry ids they name
+}
+
+// scope is the scope the call needs ("" for a tool this server does not
+// define: the SDK answers it as unknown).
+func (a access) scope() string {
+	if a.method == "tools/call" {
+		return kt.ScopeOf(a.name)
 	}
+	return kt.ResourceScope
+}
+
+// what names the call in a refusal.
+func (a access) what() string {
+	switch a.method {
+	case "tools/call":
+		return a.name
+	case "resources/read":
+		return "reading " + a.uri
+	}
+	return a.method
+}
+
+// label is the tool name or resource kind the call is counted, logged and
+// audited under.
+func (a access) label() string {
+	switch a.method {
+	case "tools/call":
+		if kt.ScopeOf(a.name) == "" {
+			return "unknown"
+		}
+		return a.name
+	case "resources/read":
+		if strings.HasPrefix(a.uri, "knowledge://") {
+			return kt.KindOfURI(a.uri)
+		}
+		return "unknown"
+	}
+	return a.name
+}
+
+// refuseScope is the one scope check of a call that touches data, over
+// HTTP and stdio alike: when the token lacks the call's scope it records
+// the refusal (metrics, log, audit) like any answered call and returns the
+// body to answer. HTTP runs it in scopeGate, before the MCP layer, to
+// answer 403 with the OAuth challenge; the MCP middleware runs it again
+// for stdio, where nothing came before (over HTTP it then finds nothing
+// to refuse).
+func (s *Server) refuseScope(ctx context.Context, p *tenancy.Principal, a access, start time.Time) (kt.ErrorBody, bool) {
+	scope := a.scope()
+	if scope == "" || p.HasScope(scope) {
+		return kt.ErrorBody{}, false
+	}
+	body := scopeError(a.what(), scope, p)
+	s.record(ctx, p, a, nil, kt.Outcome{Code: body.Code}, start)
+	return body, true
+}
+
+// record counts, logs and audits one call by its outcome.
+func (s *Server) record(ctx context.Context, p *tenancy.Principal, a access, res mcp.Result, o kt.Outcome, start time.Time) {
+	d := time.Since(start)
+	label := a.label()
+	switch a.method {
+	case "tools/call":
+		req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: a.name, Arguments: a.args}}
+		s.auditTool(p, label, req, res, o.Code, start, d)
+		s.metrics.toolCalls.WithLabelValues(label, o.Code).Inc()
+		s.metrics.toolDuration.WithLabelValues(label, o.Code).Observe(d.Seconds())
+		s.logCall(ctx, "tool call", p, slog.String("tool", label), o, d)
+	case "resources/read":
+		s.auditResource(p, label, a.uri, res, o.Code, start, d)
+		s.metrics.resReads.WithLabelValues(label, o.Code).Inc()
+		s.metrics.resDuration.WithLabelValues(label, o.Code).Observe(d.Seconds())
+		s.logCall(ctx, "resource read", p, slog.String("resource", label), o, d)
+	default:
+		// Completion is typing, not a call an operator follows: DEBUG,
+		// neither counted nor audited.
+		s.logCallAt(ctx, slog.LevelDebug, "completion", p, slog.String("argument", label), o, d)
+	}
+}
+
+func (s *Server) toolCall(ctx context.Context, p *tenancy.Principal, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
+	params := req.(*mcp.CallToolRequest).Params
+	a := access{method: method, name: params.Name, args: params.Arguments}
 	start := time.Now()
 	var o kt.Outcome
 	var res mcp.Result
 	var err error
-	ctx, span := startCall(ctx, req, method, label, p, toolAttrs(label)...)
+	ctx, span := startCall(ctx, req, method, a.label(), p, toolAttrs(a.label())...)
 	defer func() { endCall(span, o.Code) }()
 	refuse := func(body kt.ErrorBody) {
 		o = kt.Outcome{Code: body.Code}
@@ -117,9 +200,11 @@ func (s *Server) toolCall(ctx context.Context, p *tenancy.Principal, method stri
 		res = &mcp.CallToolResult{IsError: true, StructuredContent: json.RawMessage(b),
 			Content: []mcp.Content{&mcp.TextContent{Text: body.Text()}}}
 	}
-	if scope != "" && !p.HasScope(scope) {
-		refuse(scopeError(name, scope, p))
-	} else if body, limited := s.rateLimit(ctx, p, scope); limited {
+	if body, refused := s.refuseScope(ctx, p, a, start); refused {
+		refuse(body)
+		return res, nil
+	}
+	if body, limited := s.rateLimit(ctx, p, a.scope()); limited {
 		refuse(body)
 	} else if release, ok := s.dbSlot(ctx); !ok {
 		refuse(busyError())
@@ -136,40 +221,31 @@ func (s *Server) toolCall(ctx context.Context, p *tenancy.Principal, method stri
 			o.Code = "ok"
 		}
 	}
-	d := time.Since(start)
-	s.auditTool(p, label, req, res, o.Code, start, d)
-	s.metrics.toolCalls.WithLabelValues(label, o.Code).Inc()
-	s.metrics.toolDuration.WithLabelValues(label, o.Code).Observe(d.Seconds())
-	s.logCall(ctx, "tool call", p, slog.String("tool", label), o, d)
+	s.record(ctx, p, a, res, o, start)
 	return res, err
 }
 
 func (s *Server) resourceRead(ctx context.Context, p *tenancy.Principal, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
-	uri := req.(*mcp.ReadResourceRequest).Params.URI
-	kind := "unknown"
-	if strings.HasPrefix(uri, "knowledge://") {
-		kind = kt.KindOfURI(uri)
-	}
+	a := access{method: method, uri: req.(*mcp.ReadResourceRequest).Params.URI}
 	start := time.Now()
 	var o kt.Outcome
 	var res mcp.Result
 	var err error
-	ctx, span := startCall(ctx, req, method, kind, p, attrResourceURI.String(uri), attrOperation.String(memoryOperation(kt.ResourceScope)))
+	ctx, span := startCall(ctx, req, method, a.label(), p, attrResourceURI.String(a.uri), attrOperation.String(memoryOperation(kt.ResourceScope)))
 	defer func() { endCall(span, o.Code) }()
-	if !p.HasScope(kt.ResourceScope) {
-		body := scopeError("reading "+uri, kt.ResourceScope, p)
+	refuse := func(code int64, body kt.ErrorBody) {
 		o = kt.Outcome{Code: body.Code}
 		data, _ := json.Marshal(kt.ErrorPayload{Error: body})
-		err = &jsonrpc.Error{Code: kt.ErrorCodeForbidden, Message: body.Text(), Data: data}
-	} else if body, limited := s.rateLimit(ctx, p, kt.ResourceScope); limited {
-		o = kt.Outcome{Code: body.Code}
-		data, _ := json.Marshal(kt.ErrorPayload{Error: body})
-		err = &jsonrpc.Error{Code: kt.ErrorCodeRateLimited, Message: body.Text(), Data: data}
+		err = &jsonrpc.Error{Code: code, Message: body.Text(), Data: data}
+	}
+	if body, refused := s.refuseScope(ctx, p, a, start); refused {
+		refuse(kt.ErrorCodeForbidden, body)
+		return res, err
+	}
+	if body, limited := s.rateLimit(ctx, p, kt.ResourceScope); limited {
+		refuse(kt.ErrorCodeRateLimited, body)
 	} else if release, ok := s.dbSlot(ctx); !ok {
-		body := busyError()
-		o = kt.Outcome{Code: body.Code}
-		data, _ := json.Marshal(kt.ErrorPayload{Error: body})
-		err = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: body.Text(), Data: data}
+		refuse(jsonrpc.CodeInternalError, busyError())
 	} else {
 		s.metrics.inflightCalls.Inc()
 		cctx, cancel := context.WithTimeout(kt.WithOutcome(ctx, &o), s.cfg.CallTimeout)
@@ -182,26 +258,22 @@ func (s *Server) resourceRead(ctx context.Context, p *tenancy.Principal, method 
 				// The SDK's answer for a URI no template matches: in the
 				// code of the client's protocol, as for a missing entry.
 				o.Code = "not_found"
-				err = kt.ResourceNotFound(req.(*mcp.ReadResourceRequest), uri)
+				err = kt.ResourceNotFound(req.(*mcp.ReadResourceRequest), a.uri)
 			} else {
 				o.Code = "ok"
 			}
 		}
 	}
-	d := time.Since(start)
-	s.auditResource(p, kind, uri, res, o.Code, start, d)
-	s.metrics.resReads.WithLabelValues(kind, o.Code).Inc()
-	s.metrics.resDuration.WithLabelValues(kind, o.Code).Observe(d.Seconds())
-	s.logCall(ctx, "resource read", p, slog.String("resource", kind), o, d)
+	s.record(ctx, p, a, res, o, start)
 	return res, err
 }
 
 // completion answers completion/complete: the values are ids, titles' ids
 // and tags of the caller's org, so it needs knowledge:read like a resource
 // read, and counts as a read for the rate limits (a client may ask on
-// every keystroke). It is logged at DEBUG, not INFO: it is typing, not a
-// call an operator follows.
+// every keystroke).
 func (s *Server) completion(ctx context.Context, p *tenancy.Principal, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
+	a := access{method: method, name: req.(*mcp.CompleteRequest).Params.Argument.Name}
 	start := time.Now()
 	var o kt.Outcome
 	var res mcp.Result
@@ -211,9 +283,11 @@ func (s *Server) completion(ctx context.Context, p *tenancy.Principal, method st
 		data, _ := json.Marshal(kt.ErrorPayload{Error: body})
 		err = &jsonrpc.Error{Code: code, Message: body.Text(), Data: data}
 	}
-	if !p.HasScope(kt.ResourceScope) {
-		refuse(kt.ErrorCodeForbidden, scopeError("completion/complete", kt.ResourceScope, p))
-	} else if body, limited := s.rateLimit(ctx, p, kt.ResourceScope); limited {
+	if body, refused := s.refuseScope(ctx, p, a, start); refused {
+		refuse(kt.ErrorCodeForbidden, body)
+		return res, err
+	}
+	if body, limited := s.rateLimit(ctx, p, kt.ResourceScope); limited {
 		refuse(kt.ErrorCodeRateLimited, body)
 	} else if release, ok := s.dbSlot(ctx); !ok {
 		refuse(jsonrpc.CodeInternalError, busyError())
@@ -229,7 +303,7 @@ func (s *Server) completion(ctx context.Context, p *tenancy.Principal, method st
 			}
 		}
 	}
-	s.logCallAt(ctx, slog.LevelDebug, "completion", p, slog.String("argument", req.(*mcp.CompleteRequest).Params.Argument.Name), o, time.Since(start))
+	s.record(ctx, p, a, res, o, start)
 	return res, err
 }
 
@@ -327,6 +401,3 @@ func (s *Server) logCallAt(ctx context.Context, level slog.Level, msg string, p 
 	}
 	s.logger.LogAttrs(ctx, level, msg, attrs...)
 }
-
-func slogTool(name string) slog.Attr     { return slog.String("tool", name) }
-func slogResource(kind string) slog.Attr { return slog.String("resource", kind) }
