@@ -16,6 +16,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/testenv"
+	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
 )
 
 // BenchmarkSearchRemoteEmbedder measures what a provider behind HTTP costs
@@ -34,11 +35,8 @@ func BenchmarkSearchRemoteEmbedder(b *testing.B) {
 	ctx := context.Background()
 	db := testenv.Postgres(b)
 	rd := testenv.LeaseRedis(b)
-	var c knowledge.Caller
-	if err := db.Pool.QueryRow(ctx, `WITH o AS (INSERT INTO orgs (name) VALUES ('o') RETURNING id)
-		INSERT INTO agents (org_id, name) SELECT id, 'a' FROM o RETURNING org_id, id`).Scan(&c.OrgID, &c.AgentID); err != nil {
-		b.Fatal(err)
-	}
+	a := testfactory.Agent(ctx, b, db.Pool, nil)
+	c := knowledge.Caller{OrgID: a.OrgID, AgentID: a.ID}
 	local := embed.NewLocal()
 	gen := newTextGen()
 	rng := mrand.New(mrand.NewPCG(1, 2))

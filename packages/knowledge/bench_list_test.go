@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/testenv"
+	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
 )
 
 // BenchmarkList measures list_knowledge's pages at depth: an org of
@@ -29,11 +30,8 @@ func BenchmarkList(b *testing.B) {
 	svc := knowledge.New(d.Pool, knowledge.Options{})
 	var callers []knowledge.Caller
 	for _, name := range []string{"big", "neighbour"} {
-		var c knowledge.Caller
-		if err := d.Pool.QueryRow(ctx, `WITH o AS (INSERT INTO orgs (name) VALUES ($1) RETURNING id)
-			INSERT INTO agents (org_id, name) SELECT id, 'a' FROM o RETURNING org_id, id`, name).Scan(&c.OrgID, &c.AgentID); err != nil {
-			b.Fatal(err)
-		}
+		a := testfactory.Agent(ctx, b, d.Pool, &testfactory.AgentOpts{OrgID: testfactory.Org(ctx, b, d.Pool, &testfactory.OrgOpts{Name: name}).ID})
+		c := knowledge.Caller{OrgID: a.OrgID, AgentID: a.ID}
 		t0 := time.Now()
 		if _, err := d.Pool.Exec(ctx, `INSERT INTO knowledge (org_id, title, body, tags, created_by_agent_id, created_at)
 			SELECT $1, 'entry ' || i, repeat('words of entry ' || i || ' ', 40),

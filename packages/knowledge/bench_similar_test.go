@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/testenv"
+	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
 )
 
 // BenchmarkStoreSimilar measures what store_knowledge's duplicate check
@@ -34,11 +35,8 @@ func BenchmarkStoreSimilar(b *testing.B) {
 	d := testenv.Postgres(b)
 	svc := knowledge.New(d.Pool, knowledge.Options{})
 	plain := knowledge.New(d.Pool, knowledge.Options{SkipSimilar: true})
-	var c knowledge.Caller
-	if err := d.Pool.QueryRow(ctx, `WITH o AS (INSERT INTO orgs (name) VALUES ('big') RETURNING id)
-		INSERT INTO agents (org_id, name) SELECT id, 'a' FROM o RETURNING org_id, id`).Scan(&c.OrgID, &c.AgentID); err != nil {
-		b.Fatal(err)
-	}
+	a := testfactory.Agent(ctx, b, d.Pool, nil)
+	c := knowledge.Caller{OrgID: a.OrgID, AgentID: a.ID}
 	gen := newTextGen()
 	rng := mrand.New(mrand.NewPCG(3, 4))
 	type entry struct{ title, body string }

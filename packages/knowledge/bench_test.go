@@ -27,6 +27,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/testenv"
+	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
 )
 
 // Benchmarks of the knowledge module. Run them with
@@ -496,14 +497,8 @@ func loadBench(b *testing.B, e benchEnv, n int) *benchDB {
 	}
 
 	mkOrg := func(name string) (uuid.UUID, uuid.UUID) {
-		var org, agent uuid.UUID
-		if err := pool.QueryRow(ctx, "INSERT INTO orgs (name) VALUES ($1) RETURNING id", name).Scan(&org); err != nil {
-			b.Fatal(err)
-		}
-		if err := pool.QueryRow(ctx, "INSERT INTO agents (org_id, name) VALUES ($1, 'bench') RETURNING id", org).Scan(&agent); err != nil {
-			b.Fatal(err)
-		}
-		return org, agent
+		org := testfactory.Org(ctx, b, pool, &testfactory.OrgOpts{Name: name})
+		return org.ID, testfactory.Agent(ctx, b, pool, &testfactory.AgentOpts{OrgID: org.ID, Name: "bench"}).ID
 	}
 	type part struct {
 		org, agent uuid.UUID
@@ -733,15 +728,9 @@ func BenchmarkStore(b *testing.B) {
 	svc := knowledge.New(db.Pool, knowledge.Options{})
 	gen := newTextGen()
 	var callers []knowledge.Caller
-	for i := range 8 {
-		var org, agent uuid.UUID
-		if err := db.Pool.QueryRow(ctx, "INSERT INTO orgs (name) VALUES ($1) RETURNING id", "o"+strconv.Itoa(i)).Scan(&org); err != nil {
-			b.Fatal(err)
-		}
-		if err := db.Pool.QueryRow(ctx, "INSERT INTO agents (org_id, name) VALUES ($1, 'a') RETURNING id", org).Scan(&agent); err != nil {
-			b.Fatal(err)
-		}
-		callers = append(callers, knowledge.Caller{OrgID: org, AgentID: agent})
+	for range 8 {
+		a := testfactory.Agent(ctx, b, db.Pool, nil)
+		callers = append(callers, knowledge.Caller{OrgID: a.OrgID, AgentID: a.ID})
 	}
 	const stores = 1500
 	for _, tc := range []struct {

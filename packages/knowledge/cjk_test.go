@@ -16,6 +16,7 @@ import (
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/testenv"
+	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
 )
 
 // Chinese, Japanese and Korean text (migration 00013): CJK runs are cut
@@ -453,26 +454,16 @@ func TestCJKMigrationReindexes(t *testing.T) {
 		t.Fatal(err)
 	}
 	type org struct {
-		id         uuid.UUID
+		id, agent  uuid.UUID
 		cjk, latin []uuid.UUID
 	}
 	var orgs []*org
 	insert := func(o *org, title, body string) uuid.UUID {
-		var id uuid.UUID
-		if err := d.Pool.QueryRow(ctx, `INSERT INTO knowledge (org_id, title, body, created_by_agent_id)
-			SELECT $1, $2, $3, a.id FROM agents a WHERE a.org_id = $1 RETURNING id`, o.id, title, body).Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		return id
+		return testfactory.Entry(ctx, t, d.Pool, &testfactory.EntryOpts{OrgID: o.id, AgentID: o.agent, Title: title, Body: body}).ID
 	}
 	mkOrg := func(name, cfg string) *org {
-		o := &org{}
-		if err := d.Pool.QueryRow(ctx, "INSERT INTO orgs (name) VALUES ($1) RETURNING id", name).Scan(&o.id); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := d.Pool.Exec(ctx, "INSERT INTO agents (org_id, name) VALUES ($1, 'a')", o.id); err != nil {
-			t.Fatal(err)
-		}
+		a := testfactory.Agent(ctx, t, d.Pool, &testfactory.AgentOpts{OrgID: testfactory.Org(ctx, t, d.Pool, &testfactory.OrgOpts{Name: name}).ID})
+		o := &org{id: a.OrgID, agent: a.ID}
 		if _, err := d.Pool.Exec(ctx, "INSERT INTO knowledge_search_stats (org_id, config) VALUES ($1, $2::regconfig)", o.id, cfg); err != nil {
 			t.Fatal(err)
 		}

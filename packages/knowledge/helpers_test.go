@@ -15,6 +15,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/testenv"
+	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
 )
 
 // bundle is what one test works with: a fresh migrated database, a leased
@@ -57,29 +58,17 @@ func setup(t testing.TB, opts ...option) *bundle {
 
 func (b *bundle) mkOrg(t testing.TB, name string) uuid.UUID {
 	t.Helper()
-	var id uuid.UUID
-	if err := b.pool.QueryRow(b.ctx, "INSERT INTO orgs (name) VALUES ($1) RETURNING id", name).Scan(&id); err != nil {
-		t.Fatal(err)
-	}
-	return id
+	return testfactory.Org(b.ctx, t, b.pool, &testfactory.OrgOpts{Name: name}).ID
 }
 
 func (b *bundle) mkAgent(t testing.TB, org uuid.UUID, name string) uuid.UUID {
 	t.Helper()
-	var id uuid.UUID
-	if err := b.pool.QueryRow(b.ctx, "INSERT INTO agents (org_id, name) VALUES ($1, $2) RETURNING id", org, name).Scan(&id); err != nil {
-		t.Fatal(err)
-	}
-	return id
+	return testfactory.Agent(b.ctx, t, b.pool, &testfactory.AgentOpts{OrgID: org, Name: name}).ID
 }
 
 func (b *bundle) mkTask(t *testing.T, org uuid.UUID) uuid.UUID {
 	t.Helper()
-	var id uuid.UUID
-	if err := b.pool.QueryRow(b.ctx, "INSERT INTO tasks (org_id, title) VALUES ($1, 'task') RETURNING id", org).Scan(&id); err != nil {
-		t.Fatal(err)
-	}
-	return id
+	return testfactory.Task(b.ctx, t, b.pool, &testfactory.TaskOpts{OrgID: org}).ID
 }
 
 func (b *bundle) setQuota(t *testing.T, org uuid.UUID, limit int64) {

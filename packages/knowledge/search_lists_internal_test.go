@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/testenv"
+	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
 )
 
 // The lexical statement computes the lists asked for (@lists): the one not
@@ -19,11 +20,8 @@ func TestRankingStatementRunsOnlyTheListsAsked(t *testing.T) {
 	t.Parallel()
 	db := testenv.Postgres(t)
 	ctx := context.Background()
-	var c Caller
-	if err := db.Pool.QueryRow(ctx, `WITH o AS (INSERT INTO orgs (name) VALUES ('o') RETURNING id)
-		INSERT INTO agents (org_id, name) SELECT id, 'a' FROM o RETURNING org_id, id`).Scan(&c.OrgID, &c.AgentID); err != nil {
-		t.Fatal(err)
-	}
+	ag := testfactory.Agent(ctx, t, db.Pool, nil)
+	c := Caller{OrgID: ag.OrgID, AgentID: ag.ID}
 	if _, err := db.Pool.Exec(ctx, `INSERT INTO knowledge (org_id, title, body, created_by_agent_id)
 		SELECT $1, 'vacuum note ' || i, 'dead rows and vacuum, entry ' || i, $2 FROM generate_series(1, 50) i`,
 		c.OrgID, c.AgentID); err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentfleet/orchestrator/packages/testenv"
+	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
 )
 
 // Each way to the candidates alone: the locality-sensitive keys find a
@@ -20,15 +21,11 @@ func TestSimilarCandidatesEachWay(t *testing.T) {
 	ctx := context.Background()
 	db := testenv.Postgres(t)
 	svc := New(db.Pool, Options{SkipSimilar: true})
-	mk := func(name string) Caller {
-		var c Caller
-		if err := db.Pool.QueryRow(ctx, `WITH o AS (INSERT INTO orgs (name) VALUES ($1) RETURNING id)
-			INSERT INTO agents (org_id, name) SELECT id, 'a' FROM o RETURNING org_id, id`, name).Scan(&c.OrgID, &c.AgentID); err != nil {
-			t.Fatal(err)
-		}
-		return c
+	mk := func() Caller {
+		a := testfactory.Agent(ctx, t, db.Pool, nil)
+		return Caller{OrgID: a.OrgID, AgentID: a.ID}
 	}
-	c, other := mk("org"), mk("other")
+	c, other := mk(), mk()
 	words := []string{"service", "config", "error", "timeout", "retry", "queue", "worker", "deploy", "cache", "proxy", "token", "schema"}
 	var ids []uuid.UUID
 	for i := range 12 {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/testenv"
+	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
 )
 
 // BenchmarkStats measures Service.Stats (ctl stats, knowledge://stats)
@@ -48,9 +49,7 @@ func BenchmarkStats(b *testing.B) {
 	}
 	orgs := make([]uuid.UUID, len(sizes))
 	for i, n := range sizes {
-		if err := db.Pool.QueryRow(ctx, "INSERT INTO orgs (name) VALUES ($1) RETURNING id", fmt.Sprint("org-", n)).Scan(&orgs[i]); err != nil {
-			b.Fatal(err)
-		}
+		orgs[i] = testfactory.Org(ctx, b, db.Pool, &testfactory.OrgOpts{Name: fmt.Sprint("org-", n)}).ID
 		if _, err := db.Pool.Exec(ctx, "INSERT INTO agents (org_id, name) SELECT $1, 'agent-' || a FROM generate_series(1, 20) a", orgs[i]); err != nil {
 			b.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentfleet/orchestrator/packages/testenv"
+	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
 )
 
 // These tests hold supersessions inside their transaction, between the
@@ -107,28 +108,10 @@ func newRaceEnv(t *testing.T) *raceEnv {
 	t.Helper()
 	db := testenv.Postgres(t)
 	e := &raceEnv{ctx: context.Background(), pool: db.Pool, svc: New(db.Pool, Options{})}
-	e.org = e.mkOrg(t)
-	e.agent = Caller{OrgID: e.org, AgentID: e.mkAgent(t, e.org)}
+	a := testfactory.Agent(e.ctx, t, e.pool, nil)
+	e.org, e.agent = a.OrgID, Caller{OrgID: a.OrgID, AgentID: a.ID}
 	t.Cleanup(func() { raceHooks.Delete(e.org) })
 	return e
-}
-
-func (e *raceEnv) mkOrg(t *testing.T) uuid.UUID {
-	t.Helper()
-	var id uuid.UUID
-	if err := e.pool.QueryRow(e.ctx, "INSERT INTO orgs (name) VALUES ($1) RETURNING id", "org-"+uuid.NewString()).Scan(&id); err != nil {
-		t.Fatal(err)
-	}
-	return id
-}
-
-func (e *raceEnv) mkAgent(t *testing.T, org uuid.UUID) uuid.UUID {
-	t.Helper()
-	var id uuid.UUID
-	if err := e.pool.QueryRow(e.ctx, "INSERT INTO agents (org_id, name) VALUES ($1, 'agent') RETURNING id", org).Scan(&id); err != nil {
-		t.Fatal(err)
-	}
-	return id
 }
 
 func (e *raceEnv) entries(t *testing.T, c Caller, n int) []uuid.UUID {
@@ -407,8 +390,8 @@ func TestSupersedeSerialisedPerOrg(t *testing.T) {
 
 	// Two orgs: each supersession registers under its own org, both held
 	// by one shared rendezvous.
-	other := Caller{OrgID: e.mkOrg(t)}
-	other.AgentID = e.mkAgent(t, other.OrgID)
+	oa := testfactory.Agent(e.ctx, t, e.pool, nil)
+	other := Caller{OrgID: oa.OrgID, AgentID: oa.ID}
 	t.Cleanup(func() { raceHooks.Delete(other.OrgID) })
 	mine, theirs := e.entries(t, e.agent, 2), e.entries(t, other, 2)
 	// Nothing serialises these, so a generous bound only matters on a

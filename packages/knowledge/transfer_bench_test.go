@@ -12,10 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/testenv"
+	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
 )
 
 // peakHeap samples the Go heap in use every 5 ms while f runs and returns
@@ -63,13 +62,8 @@ func BenchmarkExportImport(b *testing.B) {
 	}
 	ctx := context.Background()
 	db := testenv.Postgres(b)
-	var org, agent uuid.UUID
-	if err := db.Pool.QueryRow(ctx, "INSERT INTO orgs (name) VALUES ('bench') RETURNING id").Scan(&org); err != nil {
-		b.Fatal(err)
-	}
-	if err := db.Pool.QueryRow(ctx, "INSERT INTO agents (org_id, name) VALUES ($1, 'a') RETURNING id", org).Scan(&agent); err != nil {
-		b.Fatal(err)
-	}
+	a := testfactory.Agent(ctx, b, db.Pool, nil)
+	org, agent := a.OrgID, a.ID
 	start := time.Now()
 	if _, err := db.Pool.Exec(ctx, `
 		INSERT INTO knowledge (org_id, title, body, tags, created_by_agent_id, embedding, embedding_status, embedding_model, embedded_at, created_at)
@@ -112,10 +106,7 @@ func BenchmarkExportImport(b *testing.B) {
 					b.Fatalf("export: %+v %v", rep, err)
 				}
 				st, _ := os.Stat(file)
-				var org2 uuid.UUID
-				if err := db.Pool.QueryRow(ctx, "INSERT INTO orgs (name) VALUES ($1) RETURNING id", "target-"+uuid.NewString()).Scan(&org2); err != nil {
-					b.Fatal(err)
-				}
+				org2 := testfactory.Org(ctx, b, db.Pool, nil).ID
 				var irep *knowledge.ImportReport
 				t1 := time.Now()
 				ipeak := peakHeap(func() {

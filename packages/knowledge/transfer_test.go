@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/testenv"
+	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
 )
 
 func opener(b []byte) func() (io.ReadCloser, error) {
@@ -86,10 +87,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 		// Into an empty database, an org of another id.
 		db2 := testenv.Postgres(t)
 		svc2 := knowledge.New(db2.Pool, knowledge.Options{})
-		var org2 uuid.UUID
-		if err := db2.Pool.QueryRow(b.ctx, "INSERT INTO orgs (name) VALUES ('moved') RETURNING id").Scan(&org2); err != nil {
-			t.Fatal(err)
-		}
+		org2 := testfactory.Org(b.ctx, t, db2.Pool, &testfactory.OrgOpts{Name: "moved"}).ID
 		irep, err := svc2.Import(b.ctx, org2, opener(first), knowledge.ImportOptions{})
 		if err != nil {
 			t.Fatal(err)
