@@ -56,7 +56,7 @@ const (
 // multiply a large live heap (a full query vector cache, a burst of large
 // calls) as much as a small one; a floor costs at most minHeap and nothing
 // once the live heap is past it. This is what a heap "ballast" did, done
-// with the runtime's own knob (docs/benchmarks.md, "Issue 9, sixth pass").
+// with the runtime's own knob (docs/benchmarks.md, "MCP end to end").
 func PaceGC(ctx context.Context, minHeap int64) {
 	if minHeap <= 0 || !pacing.CompareAndSwap(false, true) {
 		return

@@ -155,7 +155,7 @@ const IndexVacuumEvery = 20000
 //     postings of a bulk load cost a heap visit each until Upkeep got to
 //     them, minutes later at a million entries: a 100k-entry org's search
 //     read 1,819 postings with as many heap visits, 24 of its 40 ms
-//     (docs/benchmarks.md, "Issue 9, fourth pass"). The table only grows
+//     (docs/benchmarks.md, "Why search is built so"). The table only grows
 //     between purges, so a vacuum reads only the pages written since the
 //     last one (5 s for all 44M postings of a million entries at once).
 //   - knowledge_index_queue: every indexed entry leaves a dead queue row,

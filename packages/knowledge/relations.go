@@ -21,7 +21,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
-// Limits of relations (issue 26).
+// Limits of relations.
 const (
 	// MaxRelationNote bounds a relation's note (runes).
 	MaxRelationNote = 500

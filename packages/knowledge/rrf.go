@@ -34,8 +34,9 @@ import (
 // decays slowly (rank 10: 0.87, rank 40: 0.61), so a score is mostly
 // evidence. Summing the parts equally instead let many entries matching
 // the query's common words in two lists outrank the one entry holding its
-// rare ones (issue 23: a report holding every query word ranked 21st of
-// 21), and let a weak model's vector list pull a strong full-text list
+// rare ones (a report holding every query word ranked 21st of 21:
+// TestSearchLongEntryFoundByItsBestPassage), and let a weak model's vector
+// list pull a strong full-text list
 // down. The evidence of each list:
 //
 //   - full text: coverage / the query's idf mass, capped at 1. Coverage is
@@ -138,7 +139,8 @@ var knownCalibrations = map[string]VectorCalibration{
 	// the best cosine of 20 nonsense queries was 0.455; hand-written
 	// paraphrases of operational notes score 0.40-0.88, median 0.73
 	// (apps/eval --dups). Fusion is insensitive to it within 0.005 nDCG@10
-	// from 0.25/0.75 to 0.5/0.85 (docs/benchmarks.md, "Issue 23").
+	// from 0.25/0.75 to 0.50/0.80 (docs/benchmarks.md, "Why the fusion is
+	// built so").
 	"use-lite-v1-pad768": {Floor: 0.47, Full: 0.8},
 }
 

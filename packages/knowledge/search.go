@@ -214,7 +214,7 @@ const (
 // latency-bound, not throughput-bound, until the pool is busy), with the
 // query embedded while the lexical statement runs. Three statements (a
 // list each) were 0.5-0.8 ms slower on two cores, at 5,000 and 100,000
-// entries (docs/benchmarks.md, "Issue 9, sixth pass"): the title list
+// entries (docs/benchmarks.md, "Why search is built so"): the title list
 // recomputed what the full-text list had. When the pool is busy, or with
 // SerialSearch, they run one after the other, which holds one connection
 // at a time.

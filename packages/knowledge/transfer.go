@@ -758,7 +758,7 @@ func (s *Service) importEntries(ctx context.Context, tx pgx.Tx, q *sqlc.Queries,
 		// The duplicate-check keys are written with the row, as Store
 		// does: left to Upkeep's backfill, each would be a rewrite of the
 		// row that every index takes again, the HNSW indexes included
-		// (13 minutes for 50,000 at a million rows, docs/benchmarks.md).
+		// (docs/benchmarks.md, "Upkeep after a bulk load").
 		rows = append(rows, []any{org, e.ID, e.Title, e.Body, tags, e.Confidence, e.Source, e.AuthorAgentID, e.ExpiresAt,
 			nil, e.CreatedAt, e.UpdatedAt, vec, status, model, at, // client_token: see exportEntry
 			wordsOf(org, e.Title, e.Body).keys})

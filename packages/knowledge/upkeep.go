@@ -27,7 +27,7 @@ import (
 // that first (UpkeepVectorIndexes): after a bulk load, the vector list of a
 // large org without one walks the shared index filtering by org, which
 // costs more than every other part of a search on unvacuumed tables
-// (docs/benchmarks.md, "Issue 9, fourth pass"), and the index is built
+// (docs/benchmarks.md, "Why search is built so"), and the index is built
 // from the heap whatever its visibility map says.
 //
 // Upkeep then reads each table's change counters (pg_stat, shared with
@@ -142,8 +142,9 @@ func (s *Service) Upkeep(ctx context.Context) (UpkeepReport, error) {
 	// before migration 00009, or loaded around the product; Store and
 	// Import write them). Each is a rewrite of the entry's row, which
 	// every index of the table takes again, the HNSW indexes included:
-	// 50,000 of them took 13 minutes at a million rows (docs/benchmarks.md,
-	// "Issue 9, fourth pass"). After the vacuums, so a bulk load's tables
+	// 50,000 of them left as many dead rows at a million rows and grew the
+	// table's indexes by 480 MB (docs/benchmarks.md, "Upkeep after a bulk
+	// load"). After the vacuums, so a bulk load's tables
 	// are vacuumed without waiting for them; the rows they rewrite are
 	// vacuumed by a later pass.
 	n, err := s.backfillSimilarKeys(ctx)

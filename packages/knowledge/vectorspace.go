@@ -279,7 +279,7 @@ func sharedMemoryShort(err error) bool {
 // 768 dimensions the fixed 1 GB this build used to get held the first
 // ~283,000 elements; the build then took 53-55 minutes on two vCPUs,
 // against 11 with room for the whole graph (4 GB; docs/benchmarks.md,
-// "Issue 9, ninth pass"). An hour is an Upkeep pass's deadline, which a
+// "Why search is built so"). An hour is an Upkeep pass's deadline, which a
 // wider model would pass, leaving an index that is never built. So the
 // memory is sized to the graph, up to a deployment's ceiling.
 //
