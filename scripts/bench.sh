@@ -7,9 +7,9 @@
 # Sizes are set by the environment variables each benchmark documents
 # (docs/benchmarks.md): KNOWLEDGE_BENCH_SIZES (default 10000,100000),
 # KNOWLEDGE_BENCH_TABLE, KNOWLEDGE_BENCH_SAMPLES, KNOWLEDGE_BENCH_KEEP,
-# KNOWLEDGE_BENCH_REUSE, KNOWLEDGE_BENCH_EXPLAIN. The scale (an org of
-# 100,000 entries in a table of 1,000,000 rows; about an hour to load and
-# index on 2 cores, ~15 GB of disk) is opt-in:
+# KNOWLEDGE_BENCH_REUSE, KNOWLEDGE_BENCH_EXPLAIN. The target scale (an org of
+# 100,000 entries in a table of 1,000,000 rows; about 35 minutes to load,
+# index and search on 2 cores, 17 GB of disk) is opt-in:
 #
 #   KNOWLEDGE_BENCH_SIZES=100000 KNOWLEDGE_BENCH_TABLE=1000000 KNOWLEDGE_BENCH_KEEP=1 \
 #     BENCH_TIMEOUT=0 BENCH_PKGS=./packages/knowledge/ go tool task bench

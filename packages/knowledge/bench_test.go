@@ -861,7 +861,7 @@ func BenchmarkSearch(b *testing.B) {
 // (at 1M rows the database is 17 GB and shared_buffers 128 MB); the first
 // mix measured after it used to take that cost alone, which made topical,
 // always first, look 1.5-3x slower than the others (docs/benchmarks.md,
-// "Issue 9, ninth pass"). Reported on its own, it is what the first
+// "Method"). Reported on its own, it is what the first
 // minute after such a step costs; the mixes after it measure the state.
 func firstSearches(b *testing.B, bd *benchDB, e benchEnv) {
 	ms := bd.mixes()
