@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# cluster-fault.sh: one Citus worker stopped under the MCP server (issue 29,
-# item 7, by hand: not yet an automated test). On the loopback cluster of
+# cluster-fault.sh: one Citus worker stopped under the MCP server (run by
+# hand: not yet an automated test). On the loopback cluster of
 # scripts/cluster.sh: two orgs whose shards are on different workers store
 # and search over MCP; the worker of the second is stopped (pg_ctl, fast);
 # both orgs are called again and the answers and their times printed; the

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # cluster-redis-fault.sh: one master of the loopback Redis Cluster (7002)
-# stopped under the MCP server and the worker (issue 29, item 7, by hand:
-# not yet an automated test). Stores (with client tokens) and searches go on
+# stopped under the MCP server and the worker (run by hand: not yet an
+# automated test). Stores (with client tokens) and searches go on
 # while it is down; it is started again and the script waits until every
 # entry of the run is embedded (the reconciler re-enqueues what could not be
 # enqueued), then prints the counts and the server's warnings.

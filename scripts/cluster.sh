@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cluster.sh starts (up) or stops (down) a Citus cluster and a Redis Cluster on
-# loopback for running and testing the product beyond one machine (issue 29):
+# loopback for running and testing the product beyond one machine:
 #
 #   PostgreSQL 15 + Citus: a coordinator (port 5440) and two workers (5441, 5442),
 #     each its own data directory under $CLUSTER_DIR/pg/<port>, with pgvector and

@@ -18,7 +18,7 @@
 -- only it reads run. The two share the org's statistics, the query's
 -- terms and the postings' scores: one statement computes both (a statement
 -- each was 0.5-0.8 ms slower a search on two cores; docs/benchmarks.md,
--- "Issue 9, sixth pass").
+-- "Why search is built so").
 --
 -- Plans are pinned by the statement's shape, not left to statistics: every
 -- read of a term's postings is an index range scan under a LIMIT (a

@@ -12,7 +12,7 @@
 -- (knowledge_vector_hnsw) builds its statement at run time instead, and
 -- planning it was about 1 ms of every call at 5,000 entries with chunks
 -- (the list 2.3-3.0 ms p50 through the function, 1.4-1.7 ms here;
--- docs/benchmarks.md, "Issue 9, seventh pass").
+-- docs/benchmarks.md, "Why search is built so").
 --
 -- One of three plans runs, chosen here from the org's size, its share of
 -- the table and the indexes that exist, never by the planner's statistics
