@@ -6,7 +6,6 @@ import (
 	"io"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge"
-	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 )
 
 // A model switch (docs/embeddings.md, "Model switch"): its progress, and
@@ -14,7 +13,7 @@ import (
 func init() {
 	register("embeddings switch-status", "a model switch's progress per org (EMBEDDINGS_NEXT_* names the next model)", func(fs *flag.FlagSet) func(e *env) error {
 		return func(e *env) error {
-			next, err := embed.NextFromEnv(e.getenv)
+			next, err := e.nextEmbedder()
 			if err != nil {
 				return err
 			}
@@ -22,7 +21,7 @@ func init() {
 			if err != nil {
 				return err
 			}
-			cur, err := embed.FromEnv(e.getenv)
+			cur, err := e.embedder()
 			if err != nil {
 				return err
 			}
@@ -44,7 +43,7 @@ func init() {
 	})
 	register("embeddings switch-finish", "end a model switch every org has cut over in: run with the next model configured as EMBEDDINGS_MODEL", func(fs *flag.FlagSet) func(e *env) error {
 		return func(e *env) error {
-			emb, err := embed.FromEnv(e.getenv)
+			emb, err := e.embedder()
 			if err != nil {
 				return err
 			}

@@ -8,7 +8,6 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge"
-	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
 )
 
@@ -23,7 +22,7 @@ func init() {
 			}
 			// The current model comes from the same configuration the
 			// worker and the MCP server read (EMBEDDER, EMBEDDINGS_*).
-			emb, err := embed.FromEnv(e.getenv)
+			emb, err := e.embedder()
 			if err != nil {
 				return err
 			}

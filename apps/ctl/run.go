@@ -15,7 +15,9 @@ import (
 
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/appenv"
+	"github.com/agentfleet/orchestrator/packages/appenv/knowledgeenv"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
+	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
 
@@ -48,6 +50,30 @@ func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(f
 // config reads ctl's settings the apps' one way (appenv); ctl's are plain
 // strings with defaults, so there is nothing to collect.
 func (e *env) config() *appenv.Env { return appenv.New(e.getenv) }
+
+// embedder is the configured embedder (EMBEDDER, EMBEDDINGS_*): the same
+// configuration the worker and the MCP server read.
+func (e *env) embedder() (embed.Embedder, error) {
+	c := e.config()
+	cfg := knowledgeenv.Embedder(c)
+	if err := c.Err(); err != nil {
+		return nil, err
+	}
+	return embed.New(cfg)
+}
+
+// nextEmbedder is a model switch's next model (EMBEDDINGS_NEXT_*).
+func (e *env) nextEmbedder() (embed.Embedder, error) {
+	c := e.config()
+	cfg := knowledgeenv.Next(c)
+	if err := c.Err(); err != nil {
+		return nil, err
+	}
+	if cfg == nil {
+		return nil, errors.New(knowledgeenv.EnvNextModel + " is not set: no model switch is configured")
+	}
+	return embed.New(*cfg)
+}
 
 // redisURL is REDIS_URL or the local default.
 func (e *env) redisURL() string { return e.config().String("REDIS_URL", db.DefaultRedisURL) }

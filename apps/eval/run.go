@@ -27,6 +27,7 @@ import (
 
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/appenv"
+	"github.com/agentfleet/orchestrator/packages/appenv/knowledgeenv"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
@@ -146,7 +147,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return errors.New("dataset: no query has a judgment in qrels/test.tsv")
 	}
 
-	emb, err := embed.FromEnv(getenv)
+	emb, err := newEmbedder(getenv)
 	if err != nil {
 		return err
 	}
@@ -654,4 +655,15 @@ func embedBudget(getenv func(string) string) (time.Duration, error) {
 		return 0, &usageError{fmt.Sprintf("%s=%q: a duration such as 1s", knowledge.EnvQueryEmbedBudget, v)}
 	}
 	return d, nil
+}
+
+// newEmbedder is the configured embedder (EMBEDDER, EMBEDDINGS_*), read as
+// the worker and the MCP server read it.
+func newEmbedder(getenv func(string) string) (embed.Embedder, error) {
+	e := appenv.New(getenv)
+	cfg := knowledgeenv.Embedder(e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return embed.New(cfg)
 }

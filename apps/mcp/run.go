@@ -17,6 +17,7 @@ import (
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/server"
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/appenv"
+	"github.com/agentfleet/orchestrator/packages/appenv/knowledgeenv"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
@@ -52,9 +53,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	cfg := server.ReadConfig(env)
 	// Logs go to stderr in both modes (stdout is the protocol in stdio mode).
 	logger := env.Logger("mcp", "MCP_", stderr)
-	allowModelChange := env.Bool(knowledge.EnvAllowModelChange, false)
+	allowModelChange := knowledgeenv.AllowModelChange(env)
 	minHeap := env.GCMinHeap(appenv.DefaultGCMinHeapMiB)
 	traceCfg := tracing.ReadConfig(env)
+	embedCfg, nextCfg := knowledgeenv.Embedder(env), knowledgeenv.Next(env)
 	if err := env.Err(); err != nil {
 		return err
 	}
@@ -78,7 +80,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	// The collector paced for a small live heap: about a millisecond off
 	// a call on two cores (appenv.PaceGC).
 	appenv.PaceGC(ctx, minHeap)
-	embedder, err := embed.FromEnv(getenv)
+	embedder, err := embed.New(embedCfg)
 	if err != nil {
 		return fmt.Errorf("embedder: %w", err)
 	}
@@ -90,11 +92,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		logger.Info("search embedder", "model", embedder.Model(), "dimensions", embedder.Dimensions())
 	}
 	// A model switch: orgs cut over are searched with the next model.
-	nextEmbedder, err := embed.NextFromEnv(getenv)
-	if err != nil {
-		return err
+	var nextEmbedder embed.Embedder
+	if nextCfg != nil {
+		if nextEmbedder, err = embed.New(*nextCfg); err != nil {
+			return fmt.Errorf("next embedder: %w", err)
+		}
 	}
-	if err := knowledge.CheckModelSwitch(embedder, nextEmbedder); err != nil {
+	if err := knowledgeenv.CheckModelSwitch(embedder, nextEmbedder); err != nil {
 		return err
 	}
 	chunk, err := knowledge.ChunkSettings(embedder.Model(), cfg.Chunk)
@@ -138,7 +142,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		if err := knowledge.CheckTextSearchConfig(ctx, pool, cfg.TextSearchConfig); err != nil {
 			return err
 		}
-		others, err := knowledge.CheckEmbeddingSpace(ctx, pool, embedder, allowModelChange)
+		others, err := knowledgeenv.CheckEmbeddingSpace(ctx, pool, embedder, allowModelChange)
 		if len(others) > 0 && err == nil {
 			logger.Warn("vectors of other models or widths are stored; search uses only the configured one's (re-embed with ctl reembed)",
 				"model", embedder.Model(), "dimensions", embedder.Dimensions(), "other", fmt.Sprint(others))

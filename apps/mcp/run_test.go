@@ -75,6 +75,7 @@ func TestRunRefusesBadConfiguration(t *testing.T) {
 		want string
 	}{
 		"bad ttl":              {nil, map[string]string{"MCP_TOKEN_CACHE_TTL": "1h"}, "MCP_TOKEN_CACHE_TTL"},
+		"bad addr":             {nil, map[string]string{"MCP_ADDR": "8080"}, "MCP_ADDR"},
 		"bad public url":       {nil, map[string]string{"MCP_PUBLIC_URL": "mcp.example.com"}, "MCP_PUBLIC_URL"},
 		"cosine floor alone":   {nil, map[string]string{"SEARCH_COSINE_FLOOR": "0.3"}, "SEARCH_COSINE_FULL"},
 		"cosine full <= floor": {nil, map[string]string{"SEARCH_COSINE_FLOOR": "0.3", "SEARCH_COSINE_FULL": "0.2"}, "SEARCH_COSINE_FULL"},
@@ -104,6 +105,21 @@ func TestRunRefusesBadConfiguration(t *testing.T) {
 		err := run(context.Background(), c.args, func(k string) string { return c.env[k] }, strings.NewReader(""), &out, &errb)
 		if err == nil || !strings.Contains(err.Error()+errb.String(), c.want) {
 			t.Errorf("%s: got %v (stderr %s), want an error about %s", name, err, errb.String(), c.want)
+		}
+	}
+}
+
+// Every bad variable of the process is named in one error, the server's
+// own and the embedder's alike: an operator fixes them in one go.
+func TestRunNamesEveryBadVariableAtOnce(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"MCP_ADDR": "localhost", "EMBEDDER": "openai", "EMBEDDINGS_MODEL": "m",
+		"EMBEDDINGS_DIMENSIONS": "9000", "SEARCH_COSINE_FLOOR": "2"}
+	var out, errb testenv.Buffer
+	err := run(context.Background(), nil, func(k string) string { return env[k] }, strings.NewReader(""), &out, &errb)
+	for _, want := range []string{`MCP_ADDR="localhost"`, `EMBEDDINGS_DIMENSIONS="9000"`, "SEARCH_COSINE_FLOOR"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("got %v, want every bad variable named, %s among them", err, want)
 		}
 	}
 }

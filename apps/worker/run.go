@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/appenv"
+	"github.com/agentfleet/orchestrator/packages/appenv/knowledgeenv"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
@@ -32,6 +33,8 @@ type config struct {
 	backlogInterval                    time.Duration
 	opts                               jobs.WorkerOptions
 	audit                              auditConfig
+	embedder                           embed.Config
+	next                               *embed.Config // a model switch's next model
 }
 
 func parseConfig(e *appenv.Env) config {
@@ -58,7 +61,7 @@ func parseConfig(e *appenv.Env) config {
 		TextSearchConfig:  e.String(knowledge.EnvTextSearchConfig, knowledge.DefaultTextSearchConfig),
 		VectorIndexMemory: int64(e.Int(knowledge.EnvVectorIndexMemory, knowledge.DefaultVectorIndexMemory>>20, 64, 1<<20)) << 20,
 	}
-	c.allowModelChange = e.Bool(knowledge.EnvAllowModelChange, false)
+	c.allowModelChange = knowledgeenv.AllowModelChange(e)
 	c.modelSwitch = switchConfig{
 		rate:     float64(e.Int("EMBEDDINGS_BACKFILL_RATE", 50, 1, 100000)),
 		interval: e.Duration("WORKER_BACKFILL_INTERVAL", 5*time.Second, 100*time.Millisecond, 0),
@@ -70,6 +73,7 @@ func parseConfig(e *appenv.Env) config {
 	}
 	c.backlogInterval = e.Duration("WORKER_BACKLOG_INTERVAL", 15*time.Second, 100*time.Millisecond, 0)
 	c.audit = parseAuditConfig(e)
+	c.embedder, c.next = knowledgeenv.Embedder(e), knowledgeenv.Next(e)
 	return c
 }
 
@@ -105,18 +109,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if traceCfg.Enabled() {
 		dbOpts = append(dbOpts, db.Tracer(tracing.PgxTracer()))
 	}
-	emb, err := embed.FromEnv(getenv)
+	emb, err := embed.New(cfg.embedder)
 	if err != nil {
 		return err
 	}
 	if cfg.opts.Chunk, err = knowledge.ChunkSettings(emb.Model(), cfg.opts.Chunk); err != nil {
 		return err
 	}
-	next, err := embed.NextFromEnv(getenv)
-	if err != nil {
-		return err
+	var next embed.Embedder
+	if cfg.next != nil {
+		if next, err = embed.New(*cfg.next); err != nil {
+			return err
+		}
 	}
-	if err := knowledge.CheckModelSwitch(emb, next); err != nil {
+	if err := knowledgeenv.CheckModelSwitch(emb, next); err != nil {
 		return err
 	}
 	// One Redis or a Redis Cluster (knowledge.ParseRedisURL).
@@ -165,7 +171,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err := knowledge.CheckTextSearchConfig(ctx, pool, cfg.opts.TextSearchConfig); err != nil {
 		return err
 	}
-	others, err := knowledge.CheckEmbeddingSpace(ctx, pool, emb, cfg.allowModelChange)
+	others, err := knowledgeenv.CheckEmbeddingSpace(ctx, pool, emb, cfg.allowModelChange)
 	if err != nil {
 		return err
 	}

@@ -36,21 +36,27 @@ func Vars(kv ...string) func(string) string {
 // New returns an Env reading through getenv.
 func New(getenv func(string) string) *Env { return &Env{getenv: getenv} }
 
-// Raw is the variable's value as set, for the packages that read their own
-// variables through a getenv function (embed.FromEnv).
+// Raw is the variable's value as set, untrimmed (a secret, or whether a
+// variable is set at all).
 func (e *Env) Raw(name string) string { return e.getenv(name) }
 
-// Fail records that name's value breaks rule.
+// Fail records that name's value breaks rule. A variable read twice (a
+// setting the next model inherits, knowledgeenv.Next) is reported once.
 func (e *Env) Fail(name, rule string) {
-	e.errs = append(e.errs, fmt.Errorf("%s=%q: %s", name, e.getenv(name), rule))
+	e.Add(fmt.Errorf("%s=%q: %s", name, e.getenv(name), rule))
 }
 
-// Add records an error that already names its variable (from a package
-// that reads its own variables, such as knowledge.VectorCalibrationFromEnv).
+// Add records an error that already names its variable.
 func (e *Env) Add(err error) {
-	if err != nil {
-		e.errs = append(e.errs, err)
+	if err == nil {
+		return
 	}
+	for _, seen := range e.errs {
+		if seen.Error() == err.Error() {
+			return
+		}
+	}
+	e.errs = append(e.errs, err)
 }
 
 // Err is every failure recorded, or nil.

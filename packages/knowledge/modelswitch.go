@@ -90,8 +90,8 @@ func CheckModelSwitch(current, next embed.Embedder) error {
 		return nil
 	}
 	if next.Model() == current.Model() {
-		return fmt.Errorf("%s=%s: the next model must be another model than %s (to change only the width, re-embed: ctl reembed)",
-			embed.EnvNextModel, next.Model(), embed.EnvModel)
+		return fmt.Errorf("the next model, %s, must be another model than the current one (to change only the width, re-embed: ctl reembed)",
+			next.Model())
 	}
 	return SpaceOf(next).validate()
 }
@@ -240,7 +240,7 @@ type SwitchCoverage struct {
 // (it reads every entry: for operators, not for every pass).
 func (s *Service) ModelSwitchCoverage(ctx context.Context, next embed.Embedder) ([]SwitchCoverage, error) {
 	if next == nil {
-		return nil, errors.New(embed.EnvNextModel + " is not set: no model switch is configured")
+		return nil, errors.New("no model switch is configured (no next model)")
 	}
 	rows, err := s.q.SwitchCoverage(ctx, next.Model())
 	if err != nil {
@@ -271,8 +271,8 @@ func (s *Service) FinishModelSwitch(ctx context.Context, next VectorSpace) (move
 	}
 	for _, c := range cov {
 		if c.WithVector > 0 && !c.Switched {
-			return 0, fmt.Errorf("org %s has not cut over to %s yet (%d of %d entries have its vectors): run the worker with %s set until it has",
-				c.OrgID, next, c.Covered, c.WithVector, embed.EnvNextModel)
+			return 0, fmt.Errorf("org %s has not cut over to %s yet (%d of %d entries have its vectors): run the worker with it as the next model until it has",
+				c.OrgID, next, c.Covered, c.WithVector)
 		}
 	}
 	for _, c := range cov {

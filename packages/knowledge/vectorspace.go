@@ -112,7 +112,7 @@ func (v VectorSpace) validate() error {
 		return errors.New("the embedder names no model")
 	}
 	if v.Dims < embed.MinDimensions || v.Dims > embed.MaxDimensions {
-		return fmt.Errorf("%s=%d: must be between %d and %d", embed.EnvDimensions, v.Dims, embed.MinDimensions, embed.MaxDimensions)
+		return fmt.Errorf("%d dimensions: must be between %d and %d", v.Dims, embed.MinDimensions, embed.MaxDimensions)
 	}
 	return nil
 }
@@ -314,10 +314,6 @@ func buildMemory(sp VectorSpace, n, server, ceiling int64) (mem int64, capped bo
 	return mem, capped && mem < need
 }
 
-// EnvAllowModelChange lets the MCP server and the worker start although
-// no stored vector is of the configured space (CheckEmbeddingSpace).
-const EnvAllowModelChange = "EMBEDDINGS_ALLOW_MODEL_CHANGE"
-
 // StoredSpace is a space some stored vectors are of.
 type StoredSpace struct {
 	VectorSpace
@@ -326,12 +322,11 @@ type StoredSpace struct {
 
 // CheckEmbeddingSpace compares the configured embedder with the vectors
 // stored, at the start of the MCP server and the worker. When vectors are
-// stored and none is of the configured model and width, it is an error
-// naming the setting and what is stored: search would compare the new
-// queries with none of them (a typo in EMBEDDINGS_MODEL, a changed
-// EMBEDDINGS_DIMENSIONS, another server behind EMBEDDINGS_BASE_URL) and
-// find nothing by meaning until every org is re-embedded. allowChange
-// (EMBEDDINGS_ALLOW_MODEL_CHANGE=true) accepts it, for a deliberate change
+// stored and none is of the configured model and width, it is a
+// *SpaceMismatchError: search would compare the new queries with none of
+// them (a typo in the model's name, a changed width, another server
+// behind the provider's URL) and find nothing by meaning until every org
+// is re-embedded. allowChange accepts it, for a deliberate change
 // followed by `ctl reembed`; once vectors of the new space are stored the
 // check passes without it. The other spaces stored next to the configured
 // one (a re-embed under way) are returned, for a warning. It reads the
@@ -358,18 +353,34 @@ func CheckEmbeddingSpace(ctx context.Context, pool *pgxpool.Pool, e embed.Embedd
 	if found || len(others) == 0 || allowChange {
 		return others, nil
 	}
-	stored := make([]string, len(others))
-	sameModel := false
-	for i, o := range others {
+	return others, &SpaceMismatchError{Want: want, Stored: others}
+}
+
+// SpaceMismatchError is CheckEmbeddingSpace's refusal: vectors are stored
+// and none is of the configured space. The apps word it with the settings
+// to change (knowledgeenv).
+type SpaceMismatchError struct {
+	Want   VectorSpace   // the configured embedder's
+	Stored []StoredSpace // what is stored instead
+}
+
+// SameModel says whether the configured model is stored at another width
+// (the width is the setting to look at), rather than another model.
+func (e *SpaceMismatchError) SameModel() bool {
+	for _, o := range e.Stored {
+		if o.Model == e.Want.Model {
+			return true
+		}
+	}
+	return false
+}
+
+func (e *SpaceMismatchError) Error() string {
+	stored := make([]string, len(e.Stored))
+	for i, o := range e.Stored {
 		stored[i] = fmt.Sprintf("%s in %d org(s)", o.VectorSpace, o.Orgs)
-		sameModel = sameModel || o.Model == want.Model
 	}
-	setting := embed.EnvModel + "=" + want.Model
-	if sameModel {
-		setting = fmt.Sprintf("%s=%d", embed.EnvDimensions, want.Dims)
-	}
-	return others, fmt.Errorf("%s: the configured embeddings are %s, but the stored vectors are %s: "+
-		"search compares vectors of one model and width only and would find nothing by meaning. "+
-		"Set %s and %s to what is stored, or, to change models, set %s=true and run `ctl reembed --org ORG --all` for every org (docs/embeddings.md)",
-		setting, want, strings.Join(stored, ", "), embed.EnvModel, embed.EnvDimensions, EnvAllowModelChange)
+	return fmt.Sprintf("the configured embeddings are %s, but the stored vectors are %s: "+
+		"search compares vectors of one model and width only and would find nothing by meaning",
+		e.Want, strings.Join(stored, ", "))
 }

@@ -2,142 +2,139 @@ package embed
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 )
 
-// Environment variables read by FromEnv.
+// Providers of Config.Provider.
 const (
-	EnvEmbedder       = "EMBEDDER"              // local (default) | openai
-	EnvPreset         = "EMBEDDINGS_PRESET"     // openai | ollama | vllm | tei | litellm: defaults for that server
-	EnvBaseURL        = "EMBEDDINGS_BASE_URL"   // default https://api.openai.com/v1
-	EnvAPIKey         = "EMBEDDINGS_API_KEY"    // optional bearer token
-	EnvModel          = "EMBEDDINGS_MODEL"      // required for openai
-	EnvDimensions     = "EMBEDDINGS_DIMENSIONS" // default 768; 64 to 3072
-	EnvSendDimensions = "EMBEDDINGS_SEND_DIMENSIONS"
-	EnvBatchSize      = "EMBEDDINGS_BATCH_SIZE" // inputs per request, default 64
-	EnvTimeout        = "EMBEDDINGS_TIMEOUT"    // per request, Go duration, default 30s
+	ProviderLocal  = "local"  // the hashing embedder, in process (the default)
+	ProviderOpenAI = "openai" // an OpenAI-compatible HTTP server
 )
 
-// FromEnv builds the configured embedder. The MCP server (query vectors) and
-// the worker (entry vectors) both call it with the same environment, so they
-// always use the same provider and model. A bad setting is an error naming
-// the variable, so a misconfigured process refuses to start instead of
-// writing vectors nobody can compare.
-func FromEnv(getenv func(string) string) (Embedder, error) {
-	kind := strings.ToLower(strings.TrimSpace(getenv(EnvEmbedder)))
-	presetName := strings.ToLower(strings.TrimSpace(getenv(EnvPreset)))
-	preset, known := Presets[presetName]
-	if presetName != "" && !known {
-		return nil, fmt.Errorf("%s=%q: must be one of %s", EnvPreset, getenv(EnvPreset), PresetNames())
-	}
-	switch kind {
-	case "", "local":
-		if presetName == "" {
-			return NewLocal(), nil
-		}
-		if kind == "local" {
-			return nil, fmt.Errorf("%s=%s: a preset is for an HTTP provider; set %s=openai or leave it unset", EnvPreset, presetName, EnvEmbedder)
-		}
-		// A preset names an HTTP provider: EMBEDDER=openai is implied.
-	case "openai":
-	default:
-		return nil, fmt.Errorf("%s=%q: must be local or openai", EnvEmbedder, getenv(EnvEmbedder))
-	}
+// Bounds and defaults of an HTTP provider's settings.
+const (
+	DefaultBatchSize = 64
+	MaxBatchSize     = 2048
+	DefaultTimeout   = 30 * time.Second
+)
 
+// Config chooses the embedder and configures it. Its zero value is the
+// local embedder; every other zero value is the documented default. The
+// MCP server (query vectors), the worker (entry vectors) and ctl build
+// theirs from the same configuration, so they always use the same
+// provider and model. The apps read it from their environment
+// (packages/appenv/knowledgeenv); this package never does.
+type Config struct {
+	// Provider is ProviderLocal (default) or ProviderOpenAI. A Preset
+	// implies ProviderOpenAI.
+	Provider string
+	// Preset names the kind of OpenAI-compatible server (Presets): it
+	// fills BaseURL, BatchSize and whether the width is sent, where those
+	// are not set.
+	Preset string
+	// BaseURL of the HTTP provider. Default: the preset's, else
+	// https://api.openai.com/v1.
+	BaseURL string
+	// APIKey is sent as a bearer token when not empty.
+	APIKey string
+	// Model of the HTTP provider. Required for ProviderOpenAI.
+	Model string
+	// Dimensions is the model's vector width, MinDimensions to
+	// MaxDimensions. Default: Dimensions.
+	Dimensions int
+	// SendDimensions says whether the width is sent with each request
+	// (OpenAIConfig.OmitDimensions). Default (nil): the preset's choice,
+	// and sent without a preset.
+	SendDimensions *bool
+	// BatchSize is the most inputs per request, 1 to MaxBatchSize.
+	// Default: the preset's, else DefaultBatchSize.
+	BatchSize int
+	// Timeout bounds one request. Default: DefaultTimeout.
+	Timeout time.Duration
+}
+
+// FieldError is a Config field whose value breaks a rule; the apps name
+// the setting the field was read from.
+type FieldError struct {
+	Field string // the Config field, e.g. "Dimensions"
+	Rule  string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Rule }
+
+// Validate reports every field that breaks a rule, each as a *FieldError
+// (errors.Join).
+func (c Config) Validate() error {
+	var errs []error
+	fail := func(field, rule string) { errs = append(errs, &FieldError{Field: field, Rule: rule}) }
+	preset, known := Presets[c.Preset]
+	if c.Preset != "" && !known {
+		fail("Preset", "must be one of "+PresetNames())
+	}
+	switch c.Provider {
+	case "":
+	case ProviderLocal:
+		if c.Preset != "" {
+			fail("Preset", "a preset is for an HTTP provider (openai), not the local embedder")
+		}
+	case ProviderOpenAI:
+	default:
+		fail("Provider", "must be local or openai")
+	}
+	if !c.http() {
+		return errors.Join(errs...)
+	}
+	if u := cmp.Or(c.BaseURL, preset.BaseURL); u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+		fail("BaseURL", "must be an http:// or https:// URL")
+	}
+	if c.Model == "" {
+		fail("Model", "is required for an HTTP provider (openai)")
+	}
+	if c.Dimensions != 0 && (c.Dimensions < MinDimensions || c.Dimensions > MaxDimensions) {
+		fail("Dimensions", fmt.Sprintf("must be between %d and %d (the model's vector width)", MinDimensions, MaxDimensions))
+	}
+	if c.BatchSize != 0 && (c.BatchSize < 1 || c.BatchSize > MaxBatchSize) {
+		fail("BatchSize", fmt.Sprintf("must be between 1 and %d", MaxBatchSize))
+	}
+	if c.Timeout < 0 {
+		fail("Timeout", "must be a positive duration")
+	}
+	return errors.Join(errs...)
+}
+
+// http says whether c is of an HTTP provider.
+func (c Config) http() bool {
+	return c.Provider == ProviderOpenAI || (c.Provider == "" && c.Preset != "")
+}
+
+// New returns the embedder c configures, or the first rule c breaks
+// (Validate reports them all).
+func New(c Config) (Embedder, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if !c.http() {
+		return NewLocal(), nil
+	}
+	preset, known := Presets[c.Preset]
 	cfg := OpenAIConfig{
-		BaseURL:        cmp.Or(strings.TrimSpace(getenv(EnvBaseURL)), preset.BaseURL),
-		APIKey:         getenv(EnvAPIKey),
-		Model:          strings.TrimSpace(getenv(EnvModel)),
+		BaseURL:        cmp.Or(c.BaseURL, preset.BaseURL),
+		APIKey:         c.APIKey,
+		Model:          c.Model,
+		Dimensions:     cmp.Or(c.Dimensions, Dimensions),
 		OmitDimensions: known && !preset.SendDimensions,
+		BatchSize:      cmp.Or(c.BatchSize, preset.BatchSize, DefaultBatchSize),
+		Timeout:        cmp.Or(c.Timeout, DefaultTimeout),
 	}
-	if cfg.BaseURL != "" && !strings.HasPrefix(cfg.BaseURL, "http://") && !strings.HasPrefix(cfg.BaseURL, "https://") {
-		return nil, fmt.Errorf("%s=%q: must be an http:// or https:// URL", EnvBaseURL, cfg.BaseURL)
+	if c.SendDimensions != nil {
+		cfg.OmitDimensions = !*c.SendDimensions
 	}
-	if cfg.Model == "" {
-		return nil, fmt.Errorf("%s is required when %s=openai", EnvModel, EnvEmbedder)
-	}
-	var err error
-	if cfg.Dimensions, err = intEnv(getenv, EnvDimensions, Dimensions); err != nil {
-		return nil, err
-	}
-	if cfg.Dimensions < MinDimensions || cfg.Dimensions > MaxDimensions {
-		return nil, fmt.Errorf("%s=%d: must be between %d and %d (the model's vector width)", EnvDimensions, cfg.Dimensions, MinDimensions, MaxDimensions)
-	}
-	if v := strings.TrimSpace(getenv(EnvSendDimensions)); v != "" {
-		send, err := strconv.ParseBool(v)
-		if err != nil {
-			return nil, fmt.Errorf("%s=%q: must be true or false", EnvSendDimensions, v)
-		}
-		cfg.OmitDimensions = !send
-	}
-	if cfg.BatchSize, err = intEnv(getenv, EnvBatchSize, cmp.Or(preset.BatchSize, 64)); err != nil {
-		return nil, err
-	}
-	if cfg.BatchSize < 1 || cfg.BatchSize > 2048 {
-		return nil, fmt.Errorf("%s=%d: must be between 1 and 2048", EnvBatchSize, cfg.BatchSize)
-	}
-	cfg.Timeout = 30 * time.Second
-	if v := strings.TrimSpace(getenv(EnvTimeout)); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return nil, fmt.Errorf("%s=%q: must be a positive duration such as 30s", EnvTimeout, v)
-		}
-		cfg.Timeout = d
-	}
-	c, err := NewOpenAI(cfg)
+	e, err := NewOpenAI(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("openai embedder: %w", err)
-	}
-	return c, nil
-}
-
-func intEnv(getenv func(string) string, name string, def int) (int, error) {
-	v := strings.TrimSpace(getenv(name))
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return 0, fmt.Errorf("%s=%q: must be an integer", name, v)
-	}
-	return n, nil
-}
-
-// The next model of a model switch (docs/embeddings.md, "Model switch"):
-// EMBEDDINGS_NEXT_MODEL names it; EMBEDDINGS_NEXT_DIMENSIONS,
-// _PRESET, _BASE_URL, _API_KEY, _SEND_DIMENSIONS, _BATCH_SIZE and _TIMEOUT
-// configure it like their EMBEDDINGS_ counterparts; the base URL, key,
-// batch size and timeout default to the current provider's (the same
-// server serving another model), the preset, dimensions and the
-// dimensions flag do not.
-const (
-	EnvNextPrefix = "EMBEDDINGS_NEXT_"
-	EnvNextModel  = "EMBEDDINGS_NEXT_MODEL"
-)
-
-// NextFromEnv builds the next model's embedder, or nil when no switch is
-// configured. It is always an HTTP provider (EMBEDDER=openai).
-func NextFromEnv(getenv func(string) string) (Embedder, error) {
-	if strings.TrimSpace(getenv(EnvNextModel)) == "" {
-		return nil, nil
-	}
-	own := map[string]bool{EnvPreset: true, EnvDimensions: true, EnvSendDimensions: true, EnvModel: true}
-	e, err := FromEnv(func(k string) string {
-		if k == EnvEmbedder {
-			return "openai"
-		}
-		if strings.HasPrefix(k, "EMBEDDINGS_") {
-			if v := getenv(EnvNextPrefix + strings.TrimPrefix(k, "EMBEDDINGS_")); v != "" || own[k] {
-				return v
-			}
-		}
-		return getenv(k)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("the next model (%s*): %w", EnvNextPrefix, err)
 	}
 	return e, nil
 }

@@ -36,9 +36,9 @@ type OpenAIConfig struct {
 	// models). The width of the answer is still checked.
 	OmitDimensions bool
 	// BatchSize is the largest number of inputs per request; bigger inputs
-	// are split. Default 64.
+	// are split. Default DefaultBatchSize.
 	BatchSize int
-	// Timeout bounds one HTTP request. Default 30s.
+	// Timeout bounds one HTTP request. Default DefaultTimeout.
 	Timeout time.Duration
 	// MaxAttempts bounds the attempts per request on 429, 5xx and network
 	// errors. Default 4.
@@ -85,13 +85,13 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 		return nil, fmt.Errorf("dimensions %d: must be positive", cfg.Dimensions)
 	}
 	if cfg.BatchSize == 0 {
-		cfg.BatchSize = 64
+		cfg.BatchSize = DefaultBatchSize
 	}
 	if cfg.BatchSize < 1 {
 		return nil, fmt.Errorf("batch size %d: must be positive", cfg.BatchSize)
 	}
 	if cfg.Timeout == 0 {
-		cfg.Timeout = 30 * time.Second
+		cfg.Timeout = DefaultTimeout
 	}
 	if cfg.MaxAttempts == 0 {
 		cfg.MaxAttempts = 4

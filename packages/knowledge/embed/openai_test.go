@@ -340,40 +340,41 @@ func TestParseRetryAfter(t *testing.T) {
 	}
 }
 
-func TestFromEnv(t *testing.T) {
+func TestNew(t *testing.T) {
 	t.Parallel()
-	env := vars
-	e, err := FromEnv(env())
+	e, err := New(Config{})
 	if err != nil || e.Model() != LocalModel {
 		t.Fatalf("default: %v %v", e, err)
 	}
-	e, err = FromEnv(env("EMBEDDER", "openai", "EMBEDDINGS_MODEL", "nomic-embed-text",
-		"EMBEDDINGS_BASE_URL", "http://127.0.0.1:11434/v1", "EMBEDDINGS_BATCH_SIZE", "16", "EMBEDDINGS_TIMEOUT", "5s",
-		"EMBEDDINGS_SEND_DIMENSIONS", "false"))
+	no := false
+	e, err = New(Config{Provider: ProviderOpenAI, Model: "nomic-embed-text", BaseURL: "http://127.0.0.1:11434/v1",
+		BatchSize: 16, Timeout: 5 * time.Second, SendDimensions: &no})
 	if err != nil {
 		t.Fatal(err)
 	}
 	o := e.(*OpenAI)
 	if o.Model() != "nomic-embed-text" || o.cfg.BatchSize != 16 || o.cfg.Timeout != 5*time.Second ||
-		!o.cfg.OmitDimensions || o.url != "http://127.0.0.1:11434/v1/embeddings" {
+		!o.cfg.OmitDimensions || o.url != "http://127.0.0.1:11434/v1/embeddings" || o.Dimensions() != Dimensions {
 		t.Fatalf("config %+v url %s", o.cfg, o.url)
 	}
 	for name, c := range map[string]struct {
-		env  func(string) string
+		cfg  Config
 		want string
 	}{
-		"unknown embedder": {env("EMBEDDER", "cohere"), "EMBEDDER"},
-		"no model":         {env("EMBEDDER", "openai"), "EMBEDDINGS_MODEL"},
-		"bad url":          {env("EMBEDDER", "openai", "EMBEDDINGS_MODEL", "m", "EMBEDDINGS_BASE_URL", "api.openai.com"), "EMBEDDINGS_BASE_URL"},
-		"dims 4096":        {env("EMBEDDER", "openai", "EMBEDDINGS_MODEL", "m", "EMBEDDINGS_DIMENSIONS", "4096"), "EMBEDDINGS_DIMENSIONS"},
-		"dims 32":          {env("EMBEDDER", "openai", "EMBEDDINGS_MODEL", "m", "EMBEDDINGS_DIMENSIONS", "32"), "EMBEDDINGS_DIMENSIONS"},
-		"dims text":        {env("EMBEDDER", "openai", "EMBEDDINGS_MODEL", "m", "EMBEDDINGS_DIMENSIONS", "x"), "EMBEDDINGS_DIMENSIONS"},
-		"batch 0":          {env("EMBEDDER", "openai", "EMBEDDINGS_MODEL", "m", "EMBEDDINGS_BATCH_SIZE", "0"), "EMBEDDINGS_BATCH_SIZE"},
-		"timeout":          {env("EMBEDDER", "openai", "EMBEDDINGS_MODEL", "m", "EMBEDDINGS_TIMEOUT", "30"), "EMBEDDINGS_TIMEOUT"},
-		"send dims":        {env("EMBEDDER", "openai", "EMBEDDINGS_MODEL", "m", "EMBEDDINGS_SEND_DIMENSIONS", "maybe"), "EMBEDDINGS_SEND_DIMENSIONS"},
+		"unknown provider": {Config{Provider: "cohere"}, "Provider"},
+		"no model":         {Config{Provider: ProviderOpenAI}, "Model"},
+		"bad url":          {Config{Provider: ProviderOpenAI, Model: "m", BaseURL: "api.openai.com"}, "BaseURL"},
+		"dims 4096":        {Config{Provider: ProviderOpenAI, Model: "m", Dimensions: 4096}, "Dimensions"},
+		"dims 32":          {Config{Provider: ProviderOpenAI, Model: "m", Dimensions: 32}, "Dimensions"},
+		"batch":            {Config{Provider: ProviderOpenAI, Model: "m", BatchSize: -1}, "BatchSize"},
+		"timeout":          {Config{Provider: ProviderOpenAI, Model: "m", Timeout: -1}, "Timeout"},
+		"unknown preset":   {Config{Preset: "cohere", Model: "m"}, "Preset"},
+		"local + preset":   {Config{Provider: ProviderLocal, Preset: "vllm", Model: "m"}, "Preset"},
+		"preset no model":  {Config{Preset: "vllm"}, "Model"},
 	} {
-		if _, err := FromEnv(c.env); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: got %v, want an error naming %s", name, err, c.want)
+		var fe *FieldError
+		if _, err := New(c.cfg); !errors.As(err, &fe) || fe.Field != c.want {
+			t.Errorf("%s: got %v, want an error about %s", name, err, c.want)
 		}
 	}
 }

@@ -137,9 +137,7 @@ func TestPresetsAgainstServersThatBehaveLikeThem(t *testing.T) {
 			t.Parallel()
 			srv := httptest.NewServer(s)
 			t.Cleanup(srv.Close)
-			e, err := FromEnv(func(k string) string {
-				return map[string]string{EnvPreset: s.name, EnvModel: "m", EnvBaseURL: srv.URL + "/v1"}[k]
-			})
+			e, err := New(Config{Preset: s.name, Model: "m", BaseURL: srv.URL + "/v1"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -178,10 +176,10 @@ func TestPresetsAgainstServersThatBehaveLikeThem(t *testing.T) {
 	}
 }
 
+// A preset fills what is not set; what is set wins.
 func TestPresetConfiguration(t *testing.T) {
 	t.Parallel()
-	env := vars
-	e, err := FromEnv(env(EnvPreset, "ollama", EnvModel, "nomic-embed-text"))
+	e, err := New(Config{Preset: "ollama", Model: "nomic-embed-text"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,32 +187,12 @@ func TestPresetConfiguration(t *testing.T) {
 	if o.url != "http://127.0.0.1:11434/v1/embeddings" || !o.cfg.OmitDimensions || o.cfg.BatchSize != 32 {
 		t.Fatalf("ollama: %s %+v", o.url, o.cfg)
 	}
-	e, err = FromEnv(env(EnvPreset, "tei", EnvModel, "bge", EnvBatchSize, "8", EnvSendDimensions, "true"))
+	yes := true
+	e, err = New(Config{Preset: "tei", Model: "bge", BatchSize: 8, SendDimensions: &yes})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if o := e.(*OpenAI); o.cfg.BatchSize != 8 || o.cfg.OmitDimensions {
 		t.Fatalf("explicit settings must win over the preset: %+v", o.cfg)
 	}
-	for name, c := range map[string]struct {
-		env  func(string) string
-		want string
-	}{
-		"unknown preset":  {env(EnvPreset, "cohere", EnvModel, "m"), EnvPreset},
-		"local + preset":  {env(EnvEmbedder, "local", EnvPreset, "vllm", EnvModel, "m"), EnvPreset},
-		"preset no model": {env(EnvPreset, "vllm"), EnvModel},
-	} {
-		if _, err := FromEnv(c.env); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: got %v, want an error naming %s", name, err, c.want)
-		}
-	}
-}
-
-// vars is a getenv over name, value pairs.
-func vars(kv ...string) func(string) string {
-	m := map[string]string{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		m[kv[i]] = kv[i+1]
-	}
-	return func(k string) string { return m[k] }
 }

@@ -4,44 +4,29 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge"
-	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
-// Reembed asks for new vectors for the entries of one org and returns how
-// many it set pending. all=false: only failed entries and ready entries whose
-// model differs from the current one (after a model change); all=true: every
-// entry. The current model is the one embed.FromEnv(os.Getenv) configures,
-// the same environment the worker and the MCP server read.
+// ReembedModel is ReembedSpace for a model of whatever width.
+func ReembedModel(ctx context.Context, pool *pgxpool.Pool, enq knowledge.Enqueuer, orgID uuid.UUID, model string, all bool) (int, error) {
+	return ReembedSpace(ctx, pool, enq, orgID, knowledge.VectorSpace{Model: model}, all)
+}
+
+// ReembedSpace asks for new vectors for the entries of one org and
+// returns how many it set pending. all=false: only failed entries and
+// ready entries of another model than space's, or of another width
+// (space.Dims > 0), after a model change; all=true: every entry.
 //
 // Each chosen entry gets a new generation (so jobs still in flight for the
 // old one do nothing), goes back to pending (its vector is cleared: the schema
 // ties 'ready' to a vector) and is enqueued. An enqueue that fails is
 // reported in the error but not undone: the entry is pending, so the
 // worker's reconciler enqueues it after its grace period.
-func Reembed(ctx context.Context, pool *pgxpool.Pool, enq knowledge.Enqueuer, orgID uuid.UUID, all bool) (int, error) {
-	e, err := embed.FromEnv(os.Getenv)
-	if err != nil {
-		return 0, err
-	}
-	return ReembedSpace(ctx, pool, enq, orgID, knowledge.SpaceOf(e), all)
-}
-
-// ReembedModel is Reembed with the current model given explicitly, of
-// whatever width.
-func ReembedModel(ctx context.Context, pool *pgxpool.Pool, enq knowledge.Enqueuer, orgID uuid.UUID, model string, all bool) (int, error) {
-	return ReembedSpace(ctx, pool, enq, orgID, knowledge.VectorSpace{Model: model}, all)
-}
-
-// ReembedSpace is Reembed with the current model and width given
-// explicitly: without all, ready entries of another model or of another
-// width (space.Dims > 0) are re-embedded.
 func ReembedSpace(ctx context.Context, pool *pgxpool.Pool, enq knowledge.Enqueuer, orgID uuid.UUID, space knowledge.VectorSpace, all bool) (int, error) {
 	rows, err := sqlc.New(pool).RequestReembed(ctx, sqlc.RequestReembedParams{OrgID: orgID, AllEntries: all, Model: space.Model, Dims: int32(space.Dims)})
 	if err != nil {

@@ -30,7 +30,7 @@ const (
 
 // SwitchOptions configure the backfill of a model switch.
 type SwitchOptions struct {
-	// Next is the model switched to (embed.NextFromEnv).
+	// Next is the model switched to (the apps read it: knowledgeenv.Next).
 	Next embed.Embedder
 	// Rate is the entries a second the passes embed, whichever worker
 	// runs them. Default 50.

@@ -3,6 +3,7 @@ package jobs_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
@@ -214,7 +215,8 @@ func TestModelsOfAnyWidthStoreEmbedAndSearch(t *testing.T) {
 			}
 			other, _ := embed.NewOpenAI(embed.OpenAIConfig{BaseURL: "http://127.0.0.1:1/v1", Model: "fake-" + itoa(dims), Dimensions: 768})
 			_, err = knowledge.CheckEmbeddingSpace(ctx, b.pool, other, false)
-			if err == nil || !strings.Contains(err.Error(), "EMBEDDINGS_DIMENSIONS=768") ||
+			var mismatch *knowledge.SpaceMismatchError
+			if !errors.As(err, &mismatch) || !mismatch.SameModel() ||
 				!strings.Contains(err.Error(), "fake-"+itoa(dims)+" ("+itoa(dims)+" dimensions)") {
 				t.Fatalf("another width: %v", err)
 			}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -133,6 +134,9 @@ func ReadConfig(e *appenv.Env) Config {
 	rate("MCP_RATE_AGENT_WRITES", &c.RateLimits.AgentWrites)
 	rate("MCP_RATE_ORG_READS", &c.RateLimits.OrgReads)
 	rate("MCP_RATE_ORG_WRITES", &c.RateLimits.OrgWrites)
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		e.Fail("MCP_ADDR", "must be host:port, such as 127.0.0.1:8080 (:0 picks a free port)")
+	}
 	if c.PublicURL != "" {
 		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			e.Fail("MCP_PUBLIC_URL", "must be an absolute http(s) URL such as https://mcp.example.com")
