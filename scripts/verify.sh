@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# verify.sh: gofmt and go vet over the whole workspace.
+# verify.sh: gofmt, go vet and staticcheck over the whole workspace.
+# staticcheck is pinned in tools/go.mod, as task and sqlc are.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 unformatted=$(gofmt -l $(git ls-files '*.go'; git ls-files --others --exclude-standard '*.go'))
@@ -9,4 +10,5 @@ if [ -n "$unformatted" ]; then
   exit 1
 fi
 go vet work
-echo "verify: gofmt and go vet clean"
+go tool staticcheck work
+echo "verify: gofmt, go vet and staticcheck clean"

@@ -48,7 +48,7 @@ func TestErasureLeavesNoTraceAnywhere(t *testing.T) {
 		// 12 secret entries a round, half alice's (forgotten), half bob's
 		// (purged with his agent); a third long; each a near-copy of the
 		// previous one, so store answers list secret entries as similar.
-		var alices, bobs []uuid.UUID
+		var alices []uuid.UUID
 		for i := range 12 {
 			c := alice
 			if i%2 == 1 {
@@ -66,8 +66,6 @@ func TestErasureLeavesNoTraceAnywhere(t *testing.T) {
 			}
 			if c == alice {
 				alices = append(alices, r.ID)
-			} else {
-				bobs = append(bobs, r.ID)
 			}
 		}
 

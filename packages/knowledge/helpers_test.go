@@ -178,8 +178,6 @@ func (r *recordingEnqueuer) all() []knowledge.EmbeddingJob {
 
 func ptr[T any](v T) *T { return &v }
 
-var future = time.Now().Add(24 * time.Hour)
-
 // indexAll runs the lexical indexer until the queue is empty, as the worker does.
 func (b *bundle) indexAll(t *testing.T) {
 	t.Helper()

@@ -187,7 +187,7 @@ func Propagator() propagation.TextMapPropagator {
 // computing them per span was most of the tracer's own cost. Call it
 // after Setup.
 func PgxTracer() pgx.QueryTracer {
-	return otelpgx.NewTracer(otelpgx.WithTrimSQLInSpanName(), otelpgx.WithDisableConnectionDetailsInAttributes())
+	return otelpgx.NewTracer(otelpgx.WithDisableConnectionDetailsInAttributes())
 }
 
 // InstrumentRedis adds a span per command (and pipeline) to rdb, with the
