@@ -59,3 +59,7 @@ require github.com/agentfleet/orchestrator/packages/appenv v0.0.0
 require github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
 
 replace github.com/agentfleet/orchestrator/packages/appenv => ../../packages/appenv
+
+require github.com/agentfleet/orchestrator/packages/errs v0.0.0
+
+replace github.com/agentfleet/orchestrator/packages/errs => ../../packages/errs

@@ -16,7 +16,7 @@ import (
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/appenv"
 	"github.com/agentfleet/orchestrator/packages/appenv/knowledgeenv"
-	"github.com/agentfleet/orchestrator/packages/knowledge"
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
@@ -214,7 +214,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // describe words an error for an operator.
 func describe(err error) string {
 	var ve *tenancy.ValidationError
-	var ke *knowledge.Error
+	var ke *errs.Error
 	switch {
 	case errors.As(err, &ve):
 		return "--" + ve.Field + ": " + ve.Rule

@@ -58,3 +58,7 @@ replace github.com/agentfleet/orchestrator/packages/tenancy => ../../packages/te
 require github.com/agentfleet/orchestrator/packages/appenv v0.0.0
 
 replace github.com/agentfleet/orchestrator/packages/appenv => ../../packages/appenv
+
+require github.com/agentfleet/orchestrator/packages/errs v0.0.0 // indirect
+
+replace github.com/agentfleet/orchestrator/packages/errs => ../../packages/errs

@@ -55,3 +55,7 @@ replace github.com/agentfleet/orchestrator/packages/testenv => ../../packages/te
 require github.com/agentfleet/orchestrator/packages/appenv v0.0.0
 
 replace github.com/agentfleet/orchestrator/packages/appenv => ../../packages/appenv
+
+require github.com/agentfleet/orchestrator/packages/errs v0.0.0
+
+replace github.com/agentfleet/orchestrator/packages/errs => ../../packages/errs

@@ -28,6 +28,7 @@ import (
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/appenv"
 	"github.com/agentfleet/orchestrator/packages/appenv/knowledgeenv"
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
@@ -380,7 +381,7 @@ func load(ctx context.Context, svc *knowledge.Service, c knowledge.Caller, docs 
 	for i, d := range docs {
 		g.Go(func() error {
 			r, err := svc.Store(gctx, c, storeInput(d))
-			if errors.Is(err, knowledge.ErrInvalidArgument) {
+			if errors.Is(err, errs.ErrInvalidArgument) {
 				fmt.Fprintf(os.Stderr, "eval: document %s refused: %v\n", d.ID, err)
 				return nil
 			}

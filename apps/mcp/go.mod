@@ -101,3 +101,7 @@ require (
 )
 
 replace github.com/agentfleet/orchestrator/packages/tracing => ../../packages/tracing
+
+require github.com/agentfleet/orchestrator/packages/errs v0.0.0
+
+replace github.com/agentfleet/orchestrator/packages/errs => ../../packages/errs

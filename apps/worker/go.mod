@@ -89,3 +89,7 @@ replace github.com/agentfleet/orchestrator/packages/appenv => ../../packages/app
 require github.com/agentfleet/orchestrator/packages/tracing v0.0.0
 
 replace github.com/agentfleet/orchestrator/packages/tracing => ../../packages/tracing
+
+require github.com/agentfleet/orchestrator/packages/errs v0.0.0 // indirect
+
+replace github.com/agentfleet/orchestrator/packages/errs => ../../packages/errs

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 )
 
@@ -104,9 +105,9 @@ func TestAsOf(t *testing.T) {
 
 	future := now.Add(time.Hour)
 	_, err = b.svc.Search(b.ctx, b.alice, knowledge.SearchInput{Query: "zebra", AsOf: &future})
-	wantCode(t, err, knowledge.CodeInvalidArgument, "asOf")
+	wantCode(t, err, errs.CodeInvalidArgument, "asOf")
 	_, err = b.svc.List(b.ctx, b.alice, knowledge.ListInput{AsOf: &future})
-	wantCode(t, err, knowledge.CodeInvalidArgument, "asOf")
+	wantCode(t, err, errs.CodeInvalidArgument, "asOf")
 }
 
 func sortIDs(ids []uuid.UUID) {

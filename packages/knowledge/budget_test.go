@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 )
 
@@ -35,7 +36,7 @@ func TestListCursorBoundToItsFilters(t *testing.T) {
 		"asOf another time": {Cursor: c, Tags: []string{"ops"}, AsOf: &past},
 	} {
 		_, err := b.svc.List(b.ctx, b.alice, in)
-		if e := wantCode(t, err, knowledge.CodeInvalidArgument, "cursor"); e != nil && !strings.Contains(e.Message, "other filters") {
+		if e := wantCode(t, err, errs.CodeInvalidArgument, "cursor"); e != nil && !strings.Contains(e.Message, "other filters") {
 			t.Errorf("%s: %v", name, e)
 		}
 	}
@@ -82,7 +83,7 @@ func TestListMaxTokens(t *testing.T) {
 		}
 	}
 	_, err = b.svc.List(b.ctx, b.alice, knowledge.ListInput{MaxTokens: 99})
-	wantCode(t, err, knowledge.CodeInvalidArgument, "maxTokens")
+	wantCode(t, err, errs.CodeInvalidArgument, "maxTokens")
 }
 
 // FitSearch keeps the best hits, shortens snippets first, and reports what

@@ -5,7 +5,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/agentfleet/orchestrator/packages/knowledge"
+	"github.com/agentfleet/orchestrator/packages/errs"
 )
 
 // Get (get_knowledge, knowledge://{id}) gives the supersession history
@@ -80,6 +80,6 @@ func TestGetGivesTheSupersessionChain(t *testing.T) {
 	if _, err := b.svc.Get(b.ctx, b.bob, other); err == nil {
 		t.Fatal("another org's entry must not be found")
 	} else {
-		wantCode(t, err, knowledge.CodeNotFound, "id")
+		wantCode(t, err, errs.CodeNotFound, "id")
 	}
 }

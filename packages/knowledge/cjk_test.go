@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/testenv"
 	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
@@ -407,7 +408,7 @@ func TestCJKStatisticsStayPerOrg(t *testing.T) {
 		}
 	}
 	_, err := b.svc.Get(b.ctx, b.eve, alices[0])
-	wantCode(t, err, knowledge.CodeNotFound, "id")
+	wantCode(t, err, errs.CodeNotFound, "id")
 }
 
 // indexAsOf12 indexes every queued entry of org as the indexer did at

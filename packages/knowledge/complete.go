@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -58,7 +59,7 @@ func (s *Service) Complete(ctx context.Context, c Caller, what, prefix string) (
 		// Tags are stored normalised (lowercase kebab-case).
 		values, err = s.q.CompleteTags(ctx, sqlc.CompleteTagsParams{OrgID: c.OrgID, TagPattern: likePrefix(strings.ToLower(strings.TrimSpace(prefix))), MaxValues: lim})
 	default:
-		return nil, false, InvalidArgument("argument", "cannot be completed (known: %s, %s, %s, %s)", CompleteEntry, CompleteTask, CompleteAgent, CompleteTag)
+		return nil, false, errs.InvalidArgument("argument", "cannot be completed (known: %s, %s, %s, %s)", CompleteEntry, CompleteTask, CompleteAgent, CompleteTag)
 	}
 	if err != nil {
 		return nil, false, mapErr(err, "")

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -31,7 +32,7 @@ func (s *Service) Correct(ctx context.Context, c Caller, oldID uuid.UUID, replac
 		return nil, err
 	}
 	if oldID == uuid.Nil {
-		return nil, InvalidArgument("oldId", "is required")
+		return nil, errs.InvalidArgument("oldId", "is required")
 	}
 	a, err := validateStore(c, replacement, s.opts.Now())
 	if err != nil {
@@ -39,7 +40,7 @@ func (s *Service) Correct(ctx context.Context, c Caller, oldID uuid.UUID, replac
 	}
 	if a.IfSimilar != "" {
 		// No duplicate check: the replacement replaces oldId by definition.
-		return nil, InReplacement(InvalidArgument("ifSimilar", "is not taken by a replacement (it replaces oldId whatever else looks like it)"))
+		return nil, InReplacement(errs.InvalidArgument("ifSimilar", "is not taken by a replacement (it replaces oldId whatever else looks like it)"))
 	}
 	if a.ClientToken != nil {
 		prev, err := s.replayFromDB(ctx, c, a)
@@ -103,7 +104,7 @@ func (s *Service) correctReplay(ctx context.Context, c Caller, oldID uuid.UUID, 
 // the path of the replacement's fields in supersede_knowledge (the client
 // token is an argument of the call itself).
 func InReplacement(err error) error {
-	var e *Error
+	var e *errs.Error
 	if errors.As(err, &e) && e.Field != "" && e.Field != "clientToken" {
 		c := *e
 		c.Field = "replacement." + e.Field

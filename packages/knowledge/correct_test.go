@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 )
 
@@ -46,11 +47,11 @@ func TestCorrectStoresAndSupersedesInOneTransaction(t *testing.T) {
 	foreign := b.store(t, b.eve, "other org", "not yours")
 	entries, quota = b.entries(t), b.quotaUsed(t, b.org)
 	_, err = b.svc.Correct(b.ctx, b.bob, foreign, knowledge.StoreInput{Title: "t", Body: "b"})
-	wantCode(t, err, knowledge.CodeNotFound, "oldId")
+	wantCode(t, err, errs.CodeNotFound, "oldId")
 	_, err = b.svc.Correct(b.ctx, b.bob, old, knowledge.StoreInput{Title: "t", Body: "b"})
-	wantCode(t, err, knowledge.CodeConflict, "oldId")
+	wantCode(t, err, errs.CodeConflict, "oldId")
 	_, err = b.svc.Correct(b.ctx, b.bob, old, knowledge.StoreInput{Title: "", Body: "b"})
-	wantCode(t, err, knowledge.CodeInvalidArgument, "replacement.title")
+	wantCode(t, err, errs.CodeInvalidArgument, "replacement.title")
 	if b.entries(t) != entries || b.quotaUsed(t, b.org) != quota {
 		t.Fatal("a failed correction stored or charged")
 	}
@@ -58,7 +59,7 @@ func TestCorrectStoresAndSupersedesInOneTransaction(t *testing.T) {
 	b.setQuota(t, b.org, int64(quota))
 	head := r.Stored.ID
 	_, err = b.svc.Correct(b.ctx, b.bob, head, knowledge.StoreInput{Title: "t", Body: "b"})
-	wantCode(t, err, knowledge.CodeQuotaExceeded, "")
+	wantCode(t, err, errs.CodeQuotaExceeded, "")
 	if e, _ := b.svc.Get(b.ctx, b.bob, head); e.HeadID != nil {
 		t.Fatal("the supersession was made though the store was refused")
 	}

@@ -8,6 +8,6 @@
 // same behaviour.
 //
 // Every call takes the caller's org explicitly; an id of another org behaves
-// exactly like an id that does not exist. Errors are *Error values with a
+// exactly like an id that does not exist. Errors are *errs.Error values with a
 // stable Code, mapped to the transport at the edge.
 package knowledge

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
@@ -208,7 +209,7 @@ func stateDiff(a, b []string) string {
 // retryable says the call may succeed if made again (the product's
 // "unavailable" under load).
 func retryable(err error) bool {
-	var ke *knowledge.Error
+	var ke *errs.Error
 	return errors.As(err, &ke) && ke.Retryable
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 )
 
@@ -64,7 +65,7 @@ func TestForgottenEntryNeverReplayed(t *testing.T) {
 			t.Fatalf("%s: retry answered %+v", step, r)
 		}
 		_, err = b.svc.Store(b.ctx, b.alice, knowledge.StoreInput{Title: title, Body: body, ClientToken: &madeTok})
-		e := wantCode(t, err, knowledge.CodeInvalidArgument, "clientToken")
+		e := wantCode(t, err, errs.CodeInvalidArgument, "clientToken")
 		if strings.Contains(e.Message, made.ID.String()) || strings.Contains(e.Message, "unseal") {
 			t.Fatalf("%s: the refusal names the forgotten entry: %s", step, e.Message)
 		}

@@ -8,50 +8,51 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
 
 // constraintErrors maps the schema's constraint names to domain errors. The
 // names are given by 00003_ratelimits.sql (not left to Postgres' defaults),
 // and TestConstraintErrorsNameTheSchemasConstraints pins each to the schema.
-var constraintErrors = map[string]*Error{
-	"task_knowledge_task_fkey":  {Code: CodeNotFound, Field: "taskRef.taskId", Message: "no such task in this org"},
-	"task_knowledge_entry_fkey": {Code: CodeNotFound, Field: "knowledgeId", Message: "no such entry in this org"},
-	"knowledge_author_fkey": {Code: CodeForbidden,
+var constraintErrors = map[string]*errs.Error{
+	"task_knowledge_task_fkey":  {Code: errs.CodeNotFound, Field: "taskRef.taskId", Message: "no such task in this org"},
+	"task_knowledge_entry_fkey": {Code: errs.CodeNotFound, Field: "knowledgeId", Message: "no such entry in this org"},
+	"knowledge_author_fkey": {Code: errs.CodeForbidden,
 		Message: "the calling agent is not an agent of this org"},
-	"task_knowledge_author_fkey": {Code: CodeForbidden,
+	"task_knowledge_author_fkey": {Code: errs.CodeForbidden,
 		Message: "the calling agent is not an agent of this org"},
-	"knowledge_supersessions_agent_fkey": {Code: CodeForbidden,
+	"knowledge_supersessions_agent_fkey": {Code: errs.CodeForbidden,
 		Message: "the calling agent is not an agent of this org"},
-	"knowledge_org_fkey":                   {Code: CodeNotFound, Message: "the caller's org does not exist"},
-	"org_quotas_org_fkey":                  {Code: CodeNotFound, Message: "the caller's org does not exist"},
-	"knowledge_relation_types_org_id_fkey": {Code: CodeNotFound, Field: "org", Message: "no such org"},
-	"knowledge_relations_author_fkey": {Code: CodeForbidden,
+	"knowledge_org_fkey":                   {Code: errs.CodeNotFound, Message: "the caller's org does not exist"},
+	"org_quotas_org_fkey":                  {Code: errs.CodeNotFound, Message: "the caller's org does not exist"},
+	"knowledge_relation_types_org_id_fkey": {Code: errs.CodeNotFound, Field: "org", Message: "no such org"},
+	"knowledge_relations_author_fkey": {Code: errs.CodeForbidden,
 		Message: "the calling agent is not an agent of this org"},
 }
 
 // mapErr is the one place where driver and dependency errors become domain
-// *Error values. notFoundField names the argument a pgx.ErrNoRows is about.
+// *errs.Error values. notFoundField names the argument a pgx.ErrNoRows is about.
 // Errors it does not know are returned wrapped as unavailable only when they
 // are clearly transient; others pass through (they are bugs, not input).
 func mapErr(err error, notFoundField string) error {
 	if err == nil {
 		return nil
 	}
-	var de *Error
+	var de *errs.Error
 	if errors.As(err, &de) {
 		return err
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
-		return &Error{Code: CodeNotFound, Field: notFoundField, Message: "not found in this org", Err: err}
+		return &errs.Error{Code: errs.CodeNotFound, Field: notFoundField, Message: "not found in this org", Err: err}
 	}
 	var qe *tenancy.QuotaError
 	if errors.As(err, &qe) {
-		return &Error{Code: CodeQuotaExceeded, Err: err, Message: fmt.Sprintf(
+		return &errs.Error{Code: errs.CodeQuotaExceeded, Err: err, Message: fmt.Sprintf(
 			"the org has stored %d entries of its %s quota of %d; an operator can raise it (ctl quota set), or forget entries no longer needed", qe.Used, qe.Resource, qe.Limit)}
 	}
 	if errors.Is(err, tenancy.ErrQuotaExceeded) {
-		return &Error{Code: CodeQuotaExceeded, Message: "the org has used its whole knowledge_stored quota", Err: err}
+		return &errs.Error{Code: errs.CodeQuotaExceeded, Message: "the org has used its whole knowledge_stored quota", Err: err}
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
@@ -62,18 +63,18 @@ func mapErr(err error, notFoundField string) error {
 		}
 		switch pgErr.Code {
 		case "23505":
-			return &Error{Code: CodeConflict, Message: "already exists: " + pgErr.Detail, Err: err}
+			return &errs.Error{Code: errs.CodeConflict, Message: "already exists: " + pgErr.Detail, Err: err}
 		case "23503":
-			return &Error{Code: CodeNotFound, Field: notFoundField, Message: "refers to something not in this org", Err: err}
+			return &errs.Error{Code: errs.CodeNotFound, Field: notFoundField, Message: "refers to something not in this org", Err: err}
 		case "23514", "22001", "22P02", "22021":
-			return &Error{Code: CodeInvalidArgument, Message: "refused by the database: " + pgErr.Message, Err: err}
+			return &errs.Error{Code: errs.CodeInvalidArgument, Message: "refused by the database: " + pgErr.Message, Err: err}
 		case "40001", "40P01", "55P03", "57014", "53300":
-			return &Error{Code: CodeUnavailable, Message: "the database asked to retry: " + pgErr.Message, Retryable: true, Err: err}
+			return &errs.Error{Code: errs.CodeUnavailable, Message: "the database asked to retry: " + pgErr.Message, Retryable: true, Err: err}
 		}
 		return err
 	}
 	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
-		return &Error{Code: CodeUnavailable, Message: "the database is unavailable", Retryable: true, Err: err}
+		return &errs.Error{Code: errs.CodeUnavailable, Message: "the database is unavailable", Retryable: true, Err: err}
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -65,16 +66,16 @@ func (s *Service) Forget(ctx context.Context, c Caller, id uuid.UUID, reason str
 		return nil, err
 	}
 	if id == uuid.Nil {
-		return nil, InvalidArgument("id", "is required")
+		return nil, errs.InvalidArgument("id", "is required")
 	}
 	reason = strings.TrimSpace(reason)
 	switch {
 	case reason == "":
-		return nil, InvalidArgument("reason", "is required (say why the entry is forgotten; it is kept in the tombstone)")
+		return nil, errs.InvalidArgument("reason", "is required (say why the entry is forgotten; it is kept in the tombstone)")
 	case !utf8.ValidString(reason):
-		return nil, InvalidArgument("reason", "must be valid UTF-8")
+		return nil, errs.InvalidArgument("reason", "must be valid UTF-8")
 	case utf8.RuneCountInString(reason) > MaxForgetReason:
-		return nil, InvalidArgument("reason", "must be at most %d characters", MaxForgetReason)
+		return nil, errs.InvalidArgument("reason", "must be at most %d characters", MaxForgetReason)
 	}
 	var res *ForgetResult
 	err := s.transientTx(ctx, func(tx pgx.Tx) error {
@@ -94,7 +95,7 @@ func (s *Service) Forget(ctx context.Context, c Caller, id uuid.UUID, reason str
 		}
 		row := rows[0]
 		if (row.CreatedByAgentID == nil || *row.CreatedByAgentID != c.AgentID) && !othersAllowed {
-			return &Error{Code: CodeForbidden, Field: "id",
+			return &errs.Error{Code: errs.CodeForbidden, Field: "id",
 				Message: "the calling agent did not write this entry; forgetting other agents' entries needs the knowledge:delete_others scope"}
 		}
 		var rep PurgeReport

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 )
 
@@ -110,7 +111,7 @@ func TestForgetErasesAndLeavesATombstone(t *testing.T) {
 	}
 	for _, c := range []knowledge.Caller{b.bob, b.eve} {
 		_, err := b.svc.Get(b.ctx, c, r.ID)
-		wantCode(t, err, knowledge.CodeNotFound, "id")
+		wantCode(t, err, errs.CodeNotFound, "id")
 	}
 
 	// Forgetting twice is fine and changes nothing.
@@ -123,12 +124,12 @@ func TestForgetErasesAndLeavesATombstone(t *testing.T) {
 	}
 	// To anyone else the id does not exist, even with delete_others.
 	_, err = b.svc.Forget(b.ctx, b.bob, r.ID, "x", true)
-	wantCode(t, err, knowledge.CodeNotFound, "id")
+	wantCode(t, err, errs.CodeNotFound, "id")
 	_, err = b.svc.Forget(b.ctx, b.eve, keep, "x", true)
-	wantCode(t, err, knowledge.CodeNotFound, "id")
+	wantCode(t, err, errs.CodeNotFound, "id")
 	// An id that is gone cannot be superseded.
 	_, err = b.svc.Supersede(b.ctx, b.alice, r.ID, keep)
-	wantCode(t, err, knowledge.CodeNotFound, "oldId")
+	wantCode(t, err, errs.CodeNotFound, "oldId")
 }
 
 func TestForgetRules(t *testing.T) {
@@ -147,11 +148,11 @@ func TestForgetRules(t *testing.T) {
 		{mine, "bad \xff utf8", "reason"},
 	} {
 		_, err := b.svc.Forget(b.ctx, b.bob, tc.id, tc.reason, false)
-		wantCode(t, err, knowledge.CodeInvalidArgument, tc.field)
+		wantCode(t, err, errs.CodeInvalidArgument, tc.field)
 	}
 	// Another agent's entry needs delete_others; refused, nothing changes.
 	_, err := b.svc.Forget(b.ctx, b.alice, mine, "not mine", false)
-	e := wantCode(t, err, knowledge.CodeForbidden, "id")
+	e := wantCode(t, err, errs.CodeForbidden, "id")
 	if !strings.Contains(e.Message, "knowledge:delete_others") {
 		t.Errorf("forbidden without naming the scope: %v", e)
 	}
@@ -248,12 +249,12 @@ func TestForgetConcurrentWithSupersede(t *testing.T) {
 				} else if o != n {
 					_, err = b.svc.Supersede(b.ctx, c, o, n)
 				}
-				code := knowledge.CodeOf(err)
+				code := errs.CodeOf(err)
 				mu.Lock()
 				counts[kind+":"+string(code)]++
 				mu.Unlock()
 				switch code {
-				case "", knowledge.CodeConflict, knowledge.CodeCycle, knowledge.CodeForbidden, knowledge.CodeNotFound:
+				case "", errs.CodeConflict, errs.CodeCycle, errs.CodeForbidden, errs.CodeNotFound:
 				default:
 					t.Errorf("%s: %v", kind, err)
 				}

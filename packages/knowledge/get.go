@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -22,7 +23,7 @@ func (s *Service) Get(ctx context.Context, c Caller, id uuid.UUID) (*Entry, erro
 		return nil, err
 	}
 	if id == uuid.Nil {
-		return nil, InvalidArgument("id", "is required")
+		return nil, errs.InvalidArgument("id", "is required")
 	}
 	row, err := s.q.GetEntry(ctx, sqlc.GetEntryParams{OrgID: c.OrgID, ID: id})
 	if errors.Is(err, pgx.ErrNoRows) && c.AgentID != uuid.Nil {

@@ -55,3 +55,7 @@ replace github.com/agentfleet/orchestrator/db => ../../db
 replace github.com/agentfleet/orchestrator/packages/tenancy => ../tenancy
 
 replace github.com/agentfleet/orchestrator/packages/testenv => ../testenv
+
+require github.com/agentfleet/orchestrator/packages/errs v0.0.0
+
+replace github.com/agentfleet/orchestrator/packages/errs => ../errs

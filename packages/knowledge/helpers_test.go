@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgvector/pgvector-go"
 
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/testenv"
@@ -141,10 +142,10 @@ func (b *bundle) embedPending(t *testing.T) {
 	}
 }
 
-// wantCode fails unless err is a *knowledge.Error with code and field.
-func wantCode(t *testing.T, err error, code knowledge.Code, field string) *knowledge.Error {
+// wantCode fails unless err is a *errs.Error with code and field.
+func wantCode(t *testing.T, err error, code errs.Code, field string) *errs.Error {
 	t.Helper()
-	var e *knowledge.Error
+	var e *errs.Error
 	if !errors.As(err, &e) {
 		t.Fatalf("want %s error on %q, got %v", code, field, err)
 	}

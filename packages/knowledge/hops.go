@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -48,7 +49,7 @@ func hopTypes(cat *catalogue, names []string) (out, in []string, err error) {
 		}
 		switch {
 		case r.t.ReadOnly:
-			return nil, nil, InvalidArgument(fmt.Sprintf("relationTypes[%d]", i),
+			return nil, nil, errs.InvalidArgument(fmt.Sprintf("relationTypes[%d]", i),
 				"%s is not followed by hops: a related entry that was superseded is answered as the head of its chain, and a superseded hit names its head (headId)", n)
 		case r.t.Symmetric:
 			out, in = append(out, r.t.Name), append(in, r.t.Name)

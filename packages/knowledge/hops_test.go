@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 )
 
@@ -186,7 +187,7 @@ func TestSearchHopsRefusals(t *testing.T) {
 	} {
 		b.store(t, b.alice, "q", "q") // a hit, so the types are resolved
 		_, err := b.svc.Search(b.ctx, b.alice, c.in)
-		wantCode(t, err, knowledge.CodeInvalidArgument, c.field)
+		wantCode(t, err, errs.CodeInvalidArgument, c.field)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -113,7 +114,7 @@ func (s *Service) storeIdempotent(ctx context.Context, c Caller, a *storeArgs) (
 			return nil, tokenReused(id)
 		}
 		if rec.State != "done" {
-			return nil, &Error{Code: CodeConflict, Field: "clientToken", Retryable: true,
+			return nil, &errs.Error{Code: errs.CodeConflict, Field: "clientToken", Retryable: true,
 				Message: "a call with this clientToken is still running; retry in a moment to get its answer"}
 		}
 		res, err := s.replayable(ctx, c, rec.Result)

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -78,7 +79,7 @@ func (s *Service) SetTextSearchConfig(ctx context.Context, org uuid.UUID, config
 	ctx = db.WithOrg(ctx, org)
 	config = strings.TrimSpace(config)
 	if config == "" {
-		return 0, InvalidArgument("config", "must name a text search configuration")
+		return 0, errs.InvalidArgument("config", "must name a text search configuration")
 	}
 	ok, err := s.q.TextSearchConfigExists(ctx, config)
 	if err != nil {
@@ -89,7 +90,7 @@ func (s *Service) SetTextSearchConfig(ctx context.Context, org uuid.UUID, config
 		if err != nil {
 			return 0, mapErr(err, "")
 		}
-		return 0, InvalidArgument("config", "%q is not a text search configuration of this server (it has: %s)",
+		return 0, errs.InvalidArgument("config", "%q is not a text search configuration of this server (it has: %s)",
 			config, strings.Join(names, ", "))
 	}
 	var queued int64

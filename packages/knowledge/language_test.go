@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/agentfleet/orchestrator/packages/knowledge"
+	"github.com/agentfleet/orchestrator/packages/errs"
 )
 
 func TestSetTextSearchConfigRebuildsOneOrgsIndex(t *testing.T) {
@@ -22,9 +22,9 @@ func TestSetTextSearchConfigRebuildsOneOrgsIndex(t *testing.T) {
 
 	// Bad names change nothing.
 	_, err := b.ops.SetTextSearchConfig(b.ctx, b.org, "klingon")
-	wantCode(t, err, knowledge.CodeInvalidArgument, "config")
+	wantCode(t, err, errs.CodeInvalidArgument, "config")
 	_, err = b.ops.SetTextSearchConfig(b.ctx, uuid.New(), "simple")
-	wantCode(t, err, knowledge.CodeNotFound, "org")
+	wantCode(t, err, errs.CodeNotFound, "org")
 	if st, _ := b.ops.SearchIndexStatus(b.ctx, b.org); st.TextSearchConfig != "english" || st.Indexed != 4 || st.Queued != 0 {
 		t.Fatalf("status after refused changes: %+v", st)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -94,20 +95,20 @@ func (s *Service) List(ctx context.Context, c Caller, in ListInput) (*ListResult
 		limit = DefaultListLimit
 	}
 	if limit < 1 || limit > MaxListLimit {
-		return nil, InvalidArgument("limit", "must be from 1 to %d (got %d)", MaxListLimit, limit)
+		return nil, errs.InvalidArgument("limit", "must be from 1 to %d (got %d)", MaxListLimit, limit)
 	}
 	if len(in.Tags) > MaxTags {
-		return nil, InvalidArgument("tags", "must have at most %d tags (got %d)", MaxTags, len(in.Tags))
+		return nil, errs.InvalidArgument("tags", "must have at most %d tags (got %d)", MaxTags, len(in.Tags))
 	}
 	tags, err := normaliseTags(in.Tags)
 	if err != nil {
 		return nil, err
 	}
 	if in.CreatedAfter != nil && in.CreatedBefore != nil && !in.CreatedAfter.Before(*in.CreatedBefore) {
-		return nil, InvalidArgument("createdBefore", "must be after createdAfter")
+		return nil, errs.InvalidArgument("createdBefore", "must be after createdAfter")
 	}
 	if in.MaxTokens != 0 && (in.MaxTokens < MinMaxTokens || in.MaxTokens > MaxMaxTokens) {
-		return nil, InvalidArgument("maxTokens", "must be from %d to %d (got %d)", MinMaxTokens, MaxMaxTokens, in.MaxTokens)
+		return nil, errs.InvalidArgument("maxTokens", "must be from %d to %d (got %d)", MinMaxTokens, MaxMaxTokens, in.MaxTokens)
 	}
 	filters := listFilters(tags, in)
 	key, err := s.listKey(ctx)
@@ -256,7 +257,7 @@ func sealCursor(key []byte, org uuid.UUID, filters [8]byte, at time.Time, id uui
 }
 
 func openCursor(key []byte, org uuid.UUID, filters [8]byte, cursor string) (time.Time, uuid.UUID, error) {
-	bad := InvalidArgument("cursor", "is not a cursor of this listing: pass nextCursor exactly as a previous list_knowledge answer of your organisation gave it, or omit it for the first page")
+	bad := errs.InvalidArgument("cursor", "is not a cursor of this listing: pass nextCursor exactly as a previous list_knowledge answer of your organisation gave it, or omit it for the first page")
 	b, err := base64.RawURLEncoding.DecodeString(cursor)
 	if err != nil || len(b) != cursorPayload+16 {
 		return time.Time{}, uuid.Nil, bad
@@ -267,7 +268,7 @@ func openCursor(key []byte, org uuid.UUID, filters [8]byte, cursor string) (time
 		return time.Time{}, uuid.Nil, bad
 	}
 	if [8]byte(b[40:48]) != filters {
-		return time.Time{}, uuid.Nil, InvalidArgument("cursor", "was made for a listing with other filters: pass the same tags, authorAgentId, taskId, createdAfter, createdBefore, includeSuperseded, includeExpired and asOf as the call that gave it (limit and maxTokens may change), or omit cursor to start a new listing")
+		return time.Time{}, uuid.Nil, errs.InvalidArgument("cursor", "was made for a listing with other filters: pass the same tags, authorAgentId, taskId, createdAfter, createdBefore, includeSuperseded, includeExpired and asOf as the call that gave it (limit and maxTokens may change), or omit cursor to start a new listing")
 	}
 	at := time.UnixMicro(int64(binary.BigEndian.Uint64(b[16:24]))).UTC()
 	return at, uuid.UUID(b[24:40]), nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 )
 
@@ -151,7 +152,7 @@ func TestListRefusesForeignAndForgedCursors(t *testing.T) {
 		"bad tag":              {b.alice, knowledge.ListInput{Tags: []string{"c++"}}, "tags[0]"},
 	} {
 		_, err := b.svc.List(b.ctx, tc.caller, tc.in)
-		wantCode(t, err, knowledge.CodeInvalidArgument, tc.field)
+		wantCode(t, err, errs.CodeInvalidArgument, tc.field)
 		_ = name
 	}
 	if r2, err := b.svc.List(b.ctx, b.alice, knowledge.ListInput{Limit: 1, Cursor: c}); err != nil || len(r2.Hits) != 1 || r2.Hits[0].ID == r.Hits[0].ID {

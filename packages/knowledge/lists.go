@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/errs"
 )
 
 // ListHit is one entry of one ranked list: its id and the list's own
@@ -49,7 +50,7 @@ func (s *Service) SearchLists(ctx context.Context, c Caller, in SearchInput, dep
 		return n.SearchLists(ctx, c, in, depth) // the org has cut over to the next model
 	}
 	if depth < 1 || depth > MaxListDepth {
-		return nil, InvalidArgument("depth", "must be between 1 and %d (got %d)", MaxListDepth, depth)
+		return nil, errs.InvalidArgument("depth", "must be between 1 and %d (got %d)", MaxListDepth, depth)
 	}
 	in.Limit = 0
 	a, err := validateSearch(c, in)

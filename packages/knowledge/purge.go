@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
@@ -36,7 +37,7 @@ func (p PurgeScope) check() error {
 		n++
 	}
 	if n != 1 {
-		return InvalidArgument("scope", "give exactly one of --entry, --agent, --all")
+		return errs.InvalidArgument("scope", "give exactly one of --entry, --agent, --all")
 	}
 	return nil
 }

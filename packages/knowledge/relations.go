@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -127,11 +128,11 @@ func (c *catalogue) resolve(field, name string, writable bool) (typeRef, error) 
 	}
 	r, ok := c.byName[name]
 	if !ok {
-		return typeRef{}, InvalidArgument(field, "unknown relation type %q; known: %s (an operator adds an org's own with ctl relation-type add)",
+		return typeRef{}, errs.InvalidArgument(field, "unknown relation type %q; known: %s (an operator adds an org's own with ctl relation-type add)",
 			name, strings.Join(c.names(writable), ", "))
 	}
 	if writable && r.t.ReadOnly {
-		return typeRef{}, InvalidArgument(field, "%s is derived from supersession and read only: use supersede_knowledge to record that one entry replaces another", name)
+		return typeRef{}, errs.InvalidArgument(field, "%s is derived from supersession and read only: use supersede_knowledge to record that one entry replaces another", name)
 	}
 	return r, nil
 }
@@ -151,10 +152,10 @@ func (c *catalogue) symmetric(stored string) bool {
 
 func checkTypeName(field, name string) error {
 	if name == "" {
-		return InvalidArgument(field, "is required: a relation type such as RELATES_TO or DEPENDS_ON")
+		return errs.InvalidArgument(field, "is required: a relation type such as RELATES_TO or DEPENDS_ON")
 	}
 	if len(name) < 2 || len(name) > 48 || !RelationTypePattern.MatchString(name) {
-		return InvalidArgument(field, "must be UPPER_SNAKE_CASE, 2 to 48 characters (got %s)", quoteType(name))
+		return errs.InvalidArgument(field, "must be UPPER_SNAKE_CASE, 2 to 48 characters (got %s)", quoteType(name))
 	}
 	return nil
 }
@@ -216,20 +217,20 @@ func (s *Service) RelationTypes(ctx context.Context, c Caller) ([]RelationType, 
 func (s *Service) AddRelationType(ctx context.Context, org uuid.UUID, name, inverse string, symmetric bool) (*RelationType, error) {
 	ctx = db.WithOrg(ctx, org)
 	if org == uuid.Nil {
-		return nil, InvalidArgument("org", "is required")
+		return nil, errs.InvalidArgument("org", "is required")
 	}
 	if err := checkTypeName("name", name); err != nil {
 		return nil, err
 	}
 	switch {
 	case symmetric && inverse != "" && inverse != name:
-		return nil, InvalidArgument("inverse", "give --inverse or --symmetric, not both")
+		return nil, errs.InvalidArgument("inverse", "give --inverse or --symmetric, not both")
 	case symmetric:
 		inverse = name
 	case inverse == "":
-		return nil, InvalidArgument("inverse", "is required unless the type is --symmetric")
+		return nil, errs.InvalidArgument("inverse", "is required unless the type is --symmetric")
 	case inverse == name:
-		return nil, InvalidArgument("inverse", "equals the name: use --symmetric for a type that reads the same from both ends")
+		return nil, errs.InvalidArgument("inverse", "equals the name: use --symmetric for a type that reads the same from both ends")
 	}
 	if err := checkTypeName("inverse", inverse); err != nil {
 		return nil, err
@@ -246,7 +247,7 @@ func (s *Service) AddRelationType(ctx context.Context, org uuid.UUID, name, inve
 		}
 		for _, n := range []struct{ field, v string }{{"name", name}, {"inverse", inverse}} {
 			if r, ok := cat.byName[n.v]; ok {
-				return &Error{Code: CodeConflict, Field: n.field, Message: fmt.Sprintf(
+				return &errs.Error{Code: errs.CodeConflict, Field: n.field, Message: fmt.Sprintf(
 					"%s is already in the org's catalogue (type %s, inverse %s)", n.v, r.t.Name, r.t.Inverse)}
 			}
 		}
@@ -311,11 +312,11 @@ func (s *Service) checkLinkArgs(c Caller, from, to uuid.UUID) error {
 	}
 	switch {
 	case from == uuid.Nil:
-		return InvalidArgument("fromId", "is required")
+		return errs.InvalidArgument("fromId", "is required")
 	case to == uuid.Nil:
-		return InvalidArgument("toId", "is required")
+		return errs.InvalidArgument("toId", "is required")
 	case from == to:
-		return InvalidArgument("toId", "must differ from fromId: an entry cannot be related to itself")
+		return errs.InvalidArgument("toId", "must differ from fromId: an entry cannot be related to itself")
 	}
 	return nil
 }
@@ -341,11 +342,11 @@ func (s *Service) Link(ctx context.Context, c Caller, in LinkInput) (*RelationCh
 	if in.Note != "" {
 		switch {
 		case !utf8.ValidString(in.Note) || strings.ContainsRune(in.Note, 0):
-			return nil, InvalidArgument("note", "must be valid UTF-8 text without NUL bytes")
+			return nil, errs.InvalidArgument("note", "must be valid UTF-8 text without NUL bytes")
 		case strings.TrimSpace(in.Note) == "":
-			return nil, InvalidArgument("note", "must not be blank (leave it out instead)")
+			return nil, errs.InvalidArgument("note", "must not be blank (leave it out instead)")
 		case utf8.RuneCountInString(in.Note) > MaxRelationNote:
-			return nil, InvalidArgument("note", "must be at most %d characters", MaxRelationNote)
+			return nil, errs.InvalidArgument("note", "must be at most %d characters", MaxRelationNote)
 		}
 		note = &in.Note
 	}
@@ -396,12 +397,12 @@ func (s *Service) Link(ctx context.Context, c Caller, in LinkInput) (*RelationCh
 			n     int64
 		}{{"fromId", n.ACount}, {"toId", n.BCount}} {
 			if e.n >= MaxRelationsPerEntry {
-				return &Error{Code: CodeConflict, Field: e.field, Message: fmt.Sprintf(
+				return &errs.Error{Code: errs.CodeConflict, Field: e.field, Message: fmt.Sprintf(
 					"the entry already has %d open relations, the per-entry cap; unlink some (unlink_knowledge) before adding more", e.n)}
 			}
 		}
 		// Neither: impossible under the locks; refuse rather than guess.
-		return &Error{Code: CodeConflict, Retryable: true, Message: "changed concurrently; retry"}
+		return &errs.Error{Code: errs.CodeConflict, Retryable: true, Message: "changed concurrently; retry"}
 	})
 	if err != nil {
 		return nil, mapErr(err, "")
@@ -451,7 +452,7 @@ func (s *Service) Unlink(ctx context.Context, c Caller, fromID, toID uuid.UUID, 
 		}
 		last, err := q.LastClosedRelation(ctx, sqlc.LastClosedRelationParams{OrgID: c.OrgID, FromID: st.from, Type: ref.t.Name, ToID: st.to})
 		if errors.Is(err, pgx.ErrNoRows) {
-			return &Error{Code: CodeNotFound, Field: "type", Message: fmt.Sprintf("no %s relation from fromId to toId (list_relations shows an entry's relations)", typ)}
+			return &errs.Error{Code: errs.CodeNotFound, Field: "type", Message: fmt.Sprintf("no %s relation from fromId to toId (list_relations shows an entry's relations)", typ)}
 		}
 		if err != nil {
 			return err
@@ -479,10 +480,10 @@ func lockEnds(ctx context.Context, q *sqlc.Queries, org, from, to uuid.UUID) err
 		found[r.ID] = true
 	}
 	if !found[from] {
-		return &Error{Code: CodeNotFound, Field: "fromId", Message: "no such entry in this org"}
+		return &errs.Error{Code: errs.CodeNotFound, Field: "fromId", Message: "no such entry in this org"}
 	}
 	if !found[to] {
-		return &Error{Code: CodeNotFound, Field: "toId", Message: "no such entry in this org"}
+		return &errs.Error{Code: errs.CodeNotFound, Field: "toId", Message: "no such entry in this org"}
 	}
 	return nil
 }
@@ -586,14 +587,14 @@ func (s *Service) Relations(ctx context.Context, c Caller, in RelationsInput) (*
 		return nil, err
 	}
 	if in.ID == uuid.Nil {
-		return nil, InvalidArgument("id", "is required")
+		return nil, errs.InvalidArgument("id", "is required")
 	}
 	limit := in.Limit
 	switch {
 	case limit == 0:
 		limit = DefaultRelationsLimit
 	case limit < 1 || limit > MaxRelationsLimit:
-		return nil, InvalidArgument("limit", "must be from 1 to %d (got %d)", MaxRelationsLimit, limit)
+		return nil, errs.InvalidArgument("limit", "must be from 1 to %d (got %d)", MaxRelationsLimit, limit)
 	}
 	asOf, err := checkAsOf(in.AsOf, s.opts.Now())
 	if err != nil {
@@ -608,7 +609,7 @@ func (s *Service) Relations(ctx context.Context, c Caller, in RelationsInput) (*
 	case DirIn:
 		p.WantIn = true
 	default:
-		return nil, InvalidArgument("direction", "must be one of: out, in, both (got %s)", quoteType(in.Direction))
+		return nil, errs.InvalidArgument("direction", "must be one of: out, in, both (got %s)", quoteType(in.Direction))
 	}
 	cat, err := s.catalogueOf(ctx, s.q, c.OrgID)
 	if err != nil {
@@ -617,7 +618,7 @@ func (s *Service) Relations(ctx context.Context, c Caller, in RelationsInput) (*
 	p.SymTypes = nonNil(cat.sym)
 	if in.Types != nil {
 		if len(in.Types) > 16 {
-			return nil, InvalidArgument("types", "must have at most 16 types (got %d)", len(in.Types))
+			return nil, errs.InvalidArgument("types", "must have at most 16 types (got %d)", len(in.Types))
 		}
 		p.OutTypes, p.InTypes = []string{}, []string{}
 		for i, n := range in.Types {
@@ -646,7 +647,7 @@ func (s *Service) Relations(ctx context.Context, c Caller, in RelationsInput) (*
 	if in.Cursor != "" {
 		cur, err := decodeRelCursor(in.Cursor)
 		if err != nil || cur.ID != in.ID || cur.Filter != filter {
-			return nil, InvalidArgument("cursor", "is not a cursor of this listing (pass back nextCursor unchanged, with the same id, direction, types, asOf and includeClosed)")
+			return nil, errs.InvalidArgument("cursor", "is not a cursor of this listing (pass back nextCursor unchanged, with the same id, direction, types, asOf and includeClosed)")
 		}
 		p.AfterTime, p.AfterKey = &cur.Time, cur.Key
 	}

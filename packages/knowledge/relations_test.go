@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 )
 
@@ -115,52 +116,52 @@ func TestLinkRefusals(t *testing.T) {
 	x := b.store(t, b.eve, "X", "x") // another org
 
 	_, err := b.svc.Link(b.ctx, b.alice, knowledge.LinkInput{FromID: a, ToID: c, Type: "BLOCKS"})
-	e := wantCode(t, err, knowledge.CodeInvalidArgument, "type")
+	e := wantCode(t, err, errs.CodeInvalidArgument, "type")
 	if !strings.Contains(e.Message, "RELATES_TO") || !strings.Contains(e.Message, "DEPENDS_ON") {
 		t.Fatalf("unknown type message names no known types: %s", e.Message)
 	}
 	_, err = b.svc.Link(b.ctx, b.alice, knowledge.LinkInput{FromID: a, ToID: c, Type: "relates_to"})
-	wantCode(t, err, knowledge.CodeInvalidArgument, "type")
+	wantCode(t, err, errs.CodeInvalidArgument, "type")
 	_, err = b.svc.Link(b.ctx, b.alice, knowledge.LinkInput{FromID: a, ToID: a, Type: "RELATES_TO"})
-	wantCode(t, err, knowledge.CodeInvalidArgument, "toId")
+	wantCode(t, err, errs.CodeInvalidArgument, "toId")
 	for _, ro := range []string{"SUPERSEDES", "SUPERSEDED_BY"} {
 		_, err = b.svc.Link(b.ctx, b.alice, knowledge.LinkInput{FromID: a, ToID: c, Type: ro})
-		if e := wantCode(t, err, knowledge.CodeInvalidArgument, "type"); !strings.Contains(e.Message, "supersede_knowledge") {
+		if e := wantCode(t, err, errs.CodeInvalidArgument, "type"); !strings.Contains(e.Message, "supersede_knowledge") {
 			t.Fatalf("read-only type: %s", e.Message)
 		}
 	}
 	_, err = b.svc.Link(b.ctx, b.alice, knowledge.LinkInput{FromID: a, ToID: c, Type: "RELATES_TO", Note: strings.Repeat("n", 501)})
-	wantCode(t, err, knowledge.CodeInvalidArgument, "note")
+	wantCode(t, err, errs.CodeInvalidArgument, "note")
 
 	// Tenancy: another org's id is not_found, for every call and both ends.
 	_, err = b.svc.Link(b.ctx, b.alice, knowledge.LinkInput{FromID: a, ToID: x, Type: "RELATES_TO"})
-	wantCode(t, err, knowledge.CodeNotFound, "toId")
+	wantCode(t, err, errs.CodeNotFound, "toId")
 	_, err = b.svc.Link(b.ctx, b.alice, knowledge.LinkInput{FromID: x, ToID: a, Type: "RELATES_TO"})
-	wantCode(t, err, knowledge.CodeNotFound, "fromId")
+	wantCode(t, err, errs.CodeNotFound, "fromId")
 	_, err = b.svc.Link(b.ctx, b.alice, knowledge.LinkInput{FromID: a, ToID: uuid.New(), Type: "RELATES_TO"})
-	wantCode(t, err, knowledge.CodeNotFound, "toId")
+	wantCode(t, err, errs.CodeNotFound, "toId")
 	_, err = b.svc.Unlink(b.ctx, b.alice, a, x, "RELATES_TO")
-	wantCode(t, err, knowledge.CodeNotFound, "toId")
+	wantCode(t, err, errs.CodeNotFound, "toId")
 	_, err = b.svc.Relations(b.ctx, b.alice, knowledge.RelationsInput{ID: x})
-	wantCode(t, err, knowledge.CodeNotFound, "id")
+	wantCode(t, err, errs.CodeNotFound, "id")
 	b.link(t, b.alice, a, "RELATES_TO", c)
 	_, err = b.svc.Relations(b.ctx, b.eve, knowledge.RelationsInput{ID: a})
-	wantCode(t, err, knowledge.CodeNotFound, "id")
+	wantCode(t, err, errs.CodeNotFound, "id")
 	_, err = b.svc.Link(b.ctx, b.eve, knowledge.LinkInput{FromID: x, ToID: a, Type: "RELATES_TO"})
-	wantCode(t, err, knowledge.CodeNotFound, "toId")
+	wantCode(t, err, errs.CodeNotFound, "toId")
 
 	// Unlinking what was never linked.
 	_, err = b.svc.Unlink(b.ctx, b.alice, a, c, "DEPENDS_ON")
-	wantCode(t, err, knowledge.CodeNotFound, "type")
+	wantCode(t, err, errs.CodeNotFound, "type")
 	// Bad list arguments.
 	_, err = b.svc.Relations(b.ctx, b.alice, knowledge.RelationsInput{ID: a, Direction: "up"})
-	wantCode(t, err, knowledge.CodeInvalidArgument, "direction")
+	wantCode(t, err, errs.CodeInvalidArgument, "direction")
 	_, err = b.svc.Relations(b.ctx, b.alice, knowledge.RelationsInput{ID: a, Types: []string{"RELATES_TO", "NOPE"}})
-	wantCode(t, err, knowledge.CodeInvalidArgument, "types[1]")
+	wantCode(t, err, errs.CodeInvalidArgument, "types[1]")
 	_, err = b.svc.Relations(b.ctx, b.alice, knowledge.RelationsInput{ID: a, Limit: 101})
-	wantCode(t, err, knowledge.CodeInvalidArgument, "limit")
+	wantCode(t, err, errs.CodeInvalidArgument, "limit")
 	_, err = b.svc.Relations(b.ctx, b.alice, knowledge.RelationsInput{ID: a, AsOf: ptr(time.Now().Add(time.Hour))})
-	wantCode(t, err, knowledge.CodeInvalidArgument, "asOf")
+	wantCode(t, err, errs.CodeInvalidArgument, "asOf")
 	if n := b.count(t, "SELECT count(*) FROM knowledge_relations"); n != 1 {
 		t.Fatalf("refusals wrote relations: %d rows", n)
 	}
@@ -264,7 +265,7 @@ func TestRelationsPaging(t *testing.T) {
 		cursor = r.NextCursor
 		// A cursor is refused with other filters.
 		_, err = b.svc.Relations(b.ctx, b.alice, knowledge.RelationsInput{ID: hub, Limit: 3, Cursor: cursor})
-		wantCode(t, err, knowledge.CodeInvalidArgument, "cursor")
+		wantCode(t, err, errs.CodeInvalidArgument, "cursor")
 	}
 	if len(seen) != len(want) {
 		t.Fatalf("paged %d of %d", len(seen), len(want))
@@ -315,7 +316,7 @@ func TestRelationCap(t *testing.T) {
 	}
 	b.link(t, b.alice, spoke, "DEPENDS_ON", hub) // the 1,000th
 	_, err := b.svc.Link(b.ctx, b.alice, knowledge.LinkInput{FromID: last, ToID: hub, Type: "DEPENDS_ON"})
-	wantCode(t, err, knowledge.CodeConflict, "toId")
+	wantCode(t, err, errs.CodeConflict, "toId")
 	// An existing relation is still answered, and a closed one frees a place.
 	if r := b.link(t, b.alice, spoke, "DEPENDS_ON", hub); !r.Existed {
 		t.Fatalf("existing relation at the cap: %+v", r)
@@ -375,9 +376,9 @@ func TestForgetAndPurgeEraseRelations(t *testing.T) {
 		t.Fatalf("tombstone read: %+v %v", e, err)
 	}
 	_, err = b.svc.Link(b.ctx, b.bob, knowledge.LinkInput{FromID: c, ToID: a, Type: "RELATES_TO"})
-	wantCode(t, err, knowledge.CodeNotFound, "toId")
+	wantCode(t, err, errs.CodeNotFound, "toId")
 	_, err = b.svc.Relations(b.ctx, b.bob, knowledge.RelationsInput{ID: a})
-	wantCode(t, err, knowledge.CodeNotFound, "id")
+	wantCode(t, err, errs.CodeNotFound, "id")
 
 	rep, err := b.ops.Purge(b.ctx, b.org, knowledge.PurgeScope{Entry: d}, true)
 	if err != nil || rep.Relations != 2 {
@@ -414,12 +415,12 @@ func TestOrgRelationTypes(t *testing.T) {
 		{"RELATES_TO", "X_Y", "name"},
 	} {
 		_, err := b.ops.AddRelationType(b.ctx, b.org, bad.name, bad.inv, false)
-		wantCode(t, err, knowledge.CodeConflict, bad.field)
+		wantCode(t, err, errs.CodeConflict, bad.field)
 	}
 	_, err := b.ops.AddRelationType(b.ctx, b.org, "blocks", "X_Y", false)
-	wantCode(t, err, knowledge.CodeInvalidArgument, "name")
+	wantCode(t, err, errs.CodeInvalidArgument, "name")
 	_, err = b.ops.AddRelationType(b.ctx, b.org, "GATES", "", false)
-	wantCode(t, err, knowledge.CodeInvalidArgument, "inverse")
+	wantCode(t, err, errs.CodeInvalidArgument, "inverse")
 
 	a := b.store(t, b.alice, "A", "a")
 	c := b.store(t, b.alice, "C", "c")
@@ -437,7 +438,7 @@ func TestOrgRelationTypes(t *testing.T) {
 	x := b.store(t, b.eve, "X", "x")
 	y := b.store(t, b.eve, "Y", "y")
 	_, err = b.svc.Link(b.ctx, b.eve, knowledge.LinkInput{FromID: x, ToID: y, Type: "BLOCKS"})
-	wantCode(t, err, knowledge.CodeInvalidArgument, "type")
+	wantCode(t, err, errs.CodeInvalidArgument, "type")
 	types, err := b.svc.RelationTypes(b.ctx, b.alice)
 	if err != nil || len(types) != len(knowledge.BuiltinRelationTypes)+2 {
 		t.Fatalf("catalogue: %d types, %v", len(types), err)
@@ -479,7 +480,7 @@ func TestRelationsRace(t *testing.T) {
 				default:
 					_, err = b.svc.Link(b.ctx, b.bob, knowledge.LinkInput{FromID: x, ToID: y, Type: typ})
 				}
-				if err != nil && knowledge.CodeOf(err) != knowledge.CodeNotFound {
+				if err != nil && errs.CodeOf(err) != errs.CodeNotFound {
 					mu.Lock()
 					unexpected = append(unexpected, err)
 					mu.Unlock()
@@ -525,5 +526,5 @@ func TestTaskRunnerLinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = b.svc.Link(b.ctx, knowledge.Caller{OrgID: b.other}, knowledge.LinkInput{FromID: step2, ToID: step1, Type: "DERIVED_FROM"})
-	wantCode(t, err, knowledge.CodeNotFound, "fromId")
+	wantCode(t, err, errs.CodeNotFound, "fromId")
 }

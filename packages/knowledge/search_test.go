@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 )
 
@@ -351,7 +352,7 @@ func TestSearchValidation(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := b.svc.Search(b.ctx, b.alice, tc.in)
-			wantCode(t, err, knowledge.CodeInvalidArgument, tc.field)
+			wantCode(t, err, errs.CodeInvalidArgument, tc.field)
 		})
 	}
 	// Edges that are allowed.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
 )
@@ -224,7 +225,7 @@ func TestIfSimilarSkip(t *testing.T) {
 	// Below SkipThreshold (or nothing similar) it stores, and here the
 	// quota refuses it.
 	_, err := b.svc.Store(b.ctx, b.bob, knowledge.StoreInput{Title: "Go build cache", Body: "The CI runners clean the Go build cache nightly.", IfSimilar: knowledge.IfSimilarSkip})
-	wantCode(t, err, knowledge.CodeQuotaExceeded, "")
+	wantCode(t, err, errs.CodeQuotaExceeded, "")
 	// Another org's entry is never similar: eve's copy is stored.
 	r, err := b.svc.Store(b.ctx, b.eve, knowledge.StoreInput{Title: escalationTitle, Body: escalationBody, IfSimilar: knowledge.IfSimilarSkip})
 	if err != nil || r.Skipped || r.ID == first || len(r.Similar) != 0 {
@@ -264,7 +265,7 @@ func TestIfSimilarBadValue(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	_, err := b.svc.Store(b.ctx, b.alice, knowledge.StoreInput{Title: "t", Body: "b", IfSimilar: "merge"})
-	e := wantCode(t, err, knowledge.CodeInvalidArgument, "ifSimilar")
+	e := wantCode(t, err, errs.CodeInvalidArgument, "ifSimilar")
 	if !strings.Contains(e.Message, "store") || !strings.Contains(e.Message, "skip") || !strings.Contains(e.Message, "merge") {
 		t.Fatalf("message: %q", e.Message)
 	}
@@ -272,7 +273,7 @@ func TestIfSimilarBadValue(t *testing.T) {
 		t.Fatal("a refused store stored something")
 	}
 	_, err = b.svc.Correct(b.ctx, b.alice, uuid.New(), knowledge.StoreInput{Title: "t", Body: "b", IfSimilar: knowledge.IfSimilarSkip})
-	wantCode(t, err, knowledge.CodeInvalidArgument, "replacement.ifSimilar")
+	wantCode(t, err, errs.CodeInvalidArgument, "replacement.ifSimilar")
 }
 
 // The in-process (local) embedder's vectors hash character trigrams: the

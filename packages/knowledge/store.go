@@ -10,6 +10,7 @@ import (
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
@@ -233,14 +234,14 @@ func (s *Service) forgottenToken(ctx context.Context, c Caller, a *storeArgs) er
 	case err != nil:
 		return mapErr(err, "")
 	}
-	return &Error{Code: CodeInvalidArgument, Field: "clientToken",
+	return &errs.Error{Code: errs.CodeInvalidArgument, Field: "clientToken",
 		Message: "made an entry that has since been forgotten; it is not stored again under this clientToken (use a new clientToken to store it anew)"}
 }
 
-func tokenReused(id uuid.UUID) *Error {
+func tokenReused(id uuid.UUID) *errs.Error {
 	msg := "was already used with different arguments; use a new clientToken for a new entry"
 	if id != uuid.Nil {
 		msg = "was already used with different arguments (it made entry " + id.String() + "); use a new clientToken for a new entry"
 	}
-	return &Error{Code: CodeInvalidArgument, Field: "clientToken", Message: msg}
+	return &errs.Error{Code: errs.CodeInvalidArgument, Field: "clientToken", Message: msg}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 )
 
@@ -66,7 +67,7 @@ func TestStoreValidation(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := b.svc.Store(b.ctx, b.alice, tc.in)
-			e := wantCode(t, err, knowledge.CodeInvalidArgument, tc.field)
+			e := wantCode(t, err, errs.CodeInvalidArgument, tc.field)
 			if e.Message == "" || !strings.HasPrefix(e.Error(), tc.field+": ") {
 				t.Fatalf("error should name the field and the rule: %q", e.Error())
 			}
@@ -78,7 +79,7 @@ func TestStoreValidation(t *testing.T) {
 	if n := b.count(t, "SELECT count(*) FROM org_quotas"); n != 0 {
 		t.Fatalf("bad input touched the quota")
 	}
-	if _, err := b.svc.Store(b.ctx, knowledge.Caller{OrgID: b.org}, ok); knowledge.CodeOf(err) != knowledge.CodeInvalidArgument {
+	if _, err := b.svc.Store(b.ctx, knowledge.Caller{OrgID: b.org}, ok); errs.CodeOf(err) != errs.CodeInvalidArgument {
 		t.Fatalf("a caller without agent must be refused, got %v", err)
 	}
 }
@@ -134,9 +135,9 @@ func TestStoreAndGet(t *testing.T) {
 	}
 	// Org isolation: the id does not exist for another org.
 	_, err = b.svc.Get(b.ctx, b.eve, r.ID)
-	wantCode(t, err, knowledge.CodeNotFound, "id")
+	wantCode(t, err, errs.CodeNotFound, "id")
 	_, err = b.svc.Get(b.ctx, b.alice, uuid.New())
-	wantCode(t, err, knowledge.CodeNotFound, "id")
+	wantCode(t, err, errs.CodeNotFound, "id")
 }
 
 func TestStoreUnknownTaskWritesNothing(t *testing.T) {
@@ -146,7 +147,7 @@ func TestStoreUnknownTaskWritesNothing(t *testing.T) {
 	for _, id := range []uuid.UUID{uuid.New(), foreign} {
 		_, err := b.svc.Store(b.ctx, b.alice, knowledge.StoreInput{Title: "t", Body: "b",
 			TaskRef: &knowledge.TaskRef{TaskID: id, Kind: knowledge.LinkReferences}})
-		wantCode(t, err, knowledge.CodeNotFound, "taskRef.taskId")
+		wantCode(t, err, errs.CodeNotFound, "taskRef.taskId")
 	}
 	if n := b.entries(t); n != 0 {
 		t.Fatalf("%d entries written", n)
@@ -177,7 +178,7 @@ func TestStoreQuota(t *testing.T) {
 	b.setQuota(t, b.org, 1)
 	b.store(t, b.alice, "one", "body")
 	_, err := b.svc.Store(b.ctx, b.alice, knowledge.StoreInput{Title: "two", Body: "body"})
-	wantCode(t, err, knowledge.CodeQuotaExceeded, "")
+	wantCode(t, err, errs.CodeQuotaExceeded, "")
 	if n := b.entries(t); n != 1 {
 		t.Fatalf("%d entries", n)
 	}
@@ -205,13 +206,13 @@ func TestStoreQuotaRace(t *testing.T) {
 			_, err := b.svc.Store(b.ctx, b.alice, knowledge.StoreInput{Title: "t", Body: strings.Repeat("b", i+1)})
 			mu.Lock()
 			defer mu.Unlock()
-			switch knowledge.CodeOf(err) {
+			switch errs.CodeOf(err) {
 			case "":
 				if err == nil {
 					ok++
 					return
 				}
-			case knowledge.CodeQuotaExceeded:
+			case errs.CodeQuotaExceeded:
 				over++
 				return
 			}
@@ -252,7 +253,7 @@ func TestIdempotentReplay(t *testing.T) {
 	other := in
 	other.Body = "c"
 	_, err = b.svc.Store(b.ctx, b.alice, other)
-	wantCode(t, err, knowledge.CodeInvalidArgument, "clientToken")
+	wantCode(t, err, errs.CodeInvalidArgument, "clientToken")
 	// The same token of another agent is another key.
 	if r, err := b.svc.Store(b.ctx, b.bob, knowledge.StoreInput{Title: "t", Body: "b", ClientToken: &tok}); err != nil || r.Replayed {
 		t.Fatalf("bob's token is his own: %+v %v", r, err)
@@ -266,7 +267,7 @@ func TestIdempotentReplay(t *testing.T) {
 	}
 	b.redis.Client.FlushDB(b.ctx)
 	_, err = b.svc.Store(b.ctx, b.alice, other)
-	wantCode(t, err, knowledge.CodeInvalidArgument, "clientToken")
+	wantCode(t, err, errs.CodeInvalidArgument, "clientToken")
 	if n, used := b.entries(t), b.quotaUsed(t, b.org); n != 2 || used != 2 {
 		t.Fatalf("%d entries and %d quota units; want 2 (alice's and bob's)", n, used)
 	}
@@ -282,7 +283,7 @@ func TestIdempotenceFailedStoreReleasesToken(t *testing.T) {
 	in := knowledge.StoreInput{Title: "t", Body: "b", ClientToken: &tok,
 		TaskRef: &knowledge.TaskRef{TaskID: uuid.New(), Kind: knowledge.LinkReferences}}
 	_, err := b.svc.Store(b.ctx, b.alice, in)
-	wantCode(t, err, knowledge.CodeNotFound, "taskRef.taskId")
+	wantCode(t, err, errs.CodeNotFound, "taskRef.taskId")
 	// The token is free again: a corrected call with it succeeds.
 	in.TaskRef = nil
 	if r, err := b.svc.Store(b.ctx, b.alice, in); err != nil || r.Replayed {
@@ -319,11 +320,11 @@ func TestIdempotenceConcurrent(t *testing.T) {
 					r, err := b.svc.Store(b.ctx, b.alice, knowledge.StoreInput{Title: "same", Body: "same", ClientToken: &tok})
 					mu.Lock()
 					defer mu.Unlock()
-					var ke *knowledge.Error
+					var ke *errs.Error
 					switch {
 					case err == nil:
 						ids[r.ID]++
-					case asErr(err, &ke) && ke.Code == knowledge.CodeConflict && ke.Retryable && ke.Field == "clientToken":
+					case asErr(err, &ke) && ke.Code == errs.CodeConflict && ke.Retryable && ke.Field == "clientToken":
 						retry++
 					default:
 						t.Errorf("unexpected: %v", err)
@@ -372,7 +373,7 @@ func TestStoreCallerOfAnotherOrg(t *testing.T) {
 	// An agent id that is not an agent of the org (a token can never carry
 	// one, but a task runner could pass anything).
 	_, err := b.svc.Store(b.ctx, knowledge.Caller{OrgID: b.org, AgentID: b.eve.AgentID}, knowledge.StoreInput{Title: "t", Body: "b"})
-	wantCode(t, err, knowledge.CodeForbidden, "")
+	wantCode(t, err, errs.CodeForbidden, "")
 	if n := b.entries(t); n != 0 {
 		t.Fatal("written")
 	}
@@ -382,8 +383,8 @@ func TestStoreCallerOfAnotherOrg(t *testing.T) {
 	_ = context.Background
 }
 
-func asErr(err error, target **knowledge.Error) bool {
-	e, ok := err.(*knowledge.Error)
+func asErr(err error, target **errs.Error) bool {
+	e, ok := err.(*errs.Error)
 	if ok {
 		*target = e
 	}

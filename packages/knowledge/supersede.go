@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -57,11 +58,11 @@ func (s *Service) Supersede(ctx context.Context, c Caller, oldID, newID uuid.UUI
 	}
 	switch {
 	case oldID == uuid.Nil:
-		return nil, InvalidArgument("oldId", "is required")
+		return nil, errs.InvalidArgument("oldId", "is required")
 	case newID == uuid.Nil:
-		return nil, InvalidArgument("newId", "is required")
+		return nil, errs.InvalidArgument("newId", "is required")
 	case oldID == newID:
-		return nil, InvalidArgument("newId", "must differ from oldId: an entry cannot supersede itself")
+		return nil, errs.InvalidArgument("newId", "must differ from oldId: an entry cannot supersede itself")
 	}
 	var res *SupersedeResult
 	err := s.supersessionTx(ctx, func(tx pgx.Tx) error {
@@ -111,20 +112,20 @@ func supersedeTx(ctx context.Context, q *sqlc.Queries, c Caller, oldID, newID uu
 		}
 	}
 	if old == nil {
-		return nil, &Error{Code: CodeNotFound, Field: "oldId", Message: "no such entry in this org"}
+		return nil, &errs.Error{Code: errs.CodeNotFound, Field: "oldId", Message: "no such entry in this org"}
 	}
 	if nw == nil {
-		return nil, &Error{Code: CodeNotFound, Field: "newId", Message: "no such entry in this org"}
+		return nil, &errs.Error{Code: errs.CodeNotFound, Field: "newId", Message: "no such entry in this org"}
 	}
 	if !createdBy(old, c.AgentID) && !createdBy(nw, c.AgentID) {
-		return nil, &Error{Code: CodeForbidden,
+		return nil, &errs.Error{Code: errs.CodeForbidden,
 			Message: "the calling agent created neither oldId nor newId; superseding other agents' entries needs the knowledge:write_others scope, which cannot be issued yet"}
 	}
 	if old.SupersededBy != nil {
 		if *old.SupersededBy == newID {
 			return &SupersedeResult{OldID: oldID, NewID: newID, HeadID: *old.HeadID, AlreadySuperseded: true}, nil
 		}
-		return nil, &Error{Code: CodeConflict, Field: "oldId", Message: fmt.Sprintf(
+		return nil, &errs.Error{Code: errs.CodeConflict, Field: "oldId", Message: fmt.Sprintf(
 			"is already superseded by %s; the current head of its chain is %s (supersede that one instead)",
 			*old.SupersededBy, *old.HeadID)}
 	}
@@ -133,7 +134,7 @@ func supersedeTx(ctx context.Context, q *sqlc.Queries, c Caller, oldID, newID uu
 		head = *nw.HeadID
 	}
 	if head == oldID {
-		return nil, &Error{Code: CodeCycle, Field: "newId", Message: fmt.Sprintf(
+		return nil, &errs.Error{Code: errs.CodeCycle, Field: "newId", Message: fmt.Sprintf(
 			"would make a cycle: %s is itself already superseded, through its chain, by oldId %s", newID, oldID)}
 	}
 	if afterChecks != nil {
@@ -149,7 +150,7 @@ func supersedeTx(ctx context.Context, q *sqlc.Queries, c Caller, oldID, newID uu
 		return nil, err
 	}
 	if n != 1 { // impossible under the locks; refuse rather than half-write
-		return nil, &Error{Code: CodeConflict, Field: "oldId", Retryable: true, Message: "changed concurrently; retry"}
+		return nil, &errs.Error{Code: errs.CodeConflict, Field: "oldId", Retryable: true, Message: "changed concurrently; retry"}
 	}
 	moved, err := q.MoveHeads(ctx, sqlc.MoveHeadsParams{OrgID: c.OrgID, OldHead: &oldID, NewHead: &head})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/testenv"
 	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
 )
@@ -232,8 +233,8 @@ func (e *raceEnv) checkChains(t *testing.T, org uuid.UUID) map[uuid.UUID]uuid.UU
 	return heads
 }
 
-func codeOf(err error) Code {
-	var e *Error
+func codeOf(err error) errs.Code {
+	var e *errs.Error
 	if errors.As(err, &e) {
 		return e.Code
 	}
@@ -253,24 +254,24 @@ func TestSupersedeRaceTwoChainCycle(t *testing.T) {
 		a, b, c, h := ids[0], ids[1], ids[2], ids[3]
 		e.supersede(t, e.agent, c, a)
 		e.supersede(t, e.agent, b, h)
-		errs := e.pair(t, i%2 == 1, [2]uuid.UUID{a, b}, [2]uuid.UUID{h, c})
+		got := e.pair(t, i%2 == 1, [2]uuid.UUID{a, b}, [2]uuid.UUID{h, c})
 		ok, cycles := 0, 0
-		for _, err := range errs {
+		for _, err := range got {
 			switch {
 			case err == nil:
 				ok++
-			case codeOf(err) == CodeCycle:
+			case codeOf(err) == errs.CodeCycle:
 				cycles++
 			default:
 				t.Fatalf("unexpected error: %v", err)
 			}
 		}
 		if ok != 1 || cycles != 1 {
-			t.Fatalf("A by B: %v; H by C: %v; want exactly one success and one cycle refusal", errs[0], errs[1])
+			t.Fatalf("A by B: %v; H by C: %v; want exactly one success and one cycle refusal", got[0], got[1])
 		}
 		heads := e.checkChains(t, e.org)
 		want := h // A by B won: C -> A -> B -> H
-		if errs[0] != nil {
+		if got[0] != nil {
 			want = a // H by C won: B -> H -> C -> A
 		}
 		for _, id := range ids {
@@ -349,20 +350,20 @@ func TestSupersedeRaceThreeChainCycle(t *testing.T) {
 	for i := range 3 {
 		e.supersede(t, e.agent, x[i], y[i])
 	}
-	errs, _ := e.concurrently(t, e.agent,
+	got, _ := e.concurrently(t, e.agent,
 		[2]uuid.UUID{y[0], x[1]}, [2]uuid.UUID{y[1], x[2]}, [2]uuid.UUID{y[2], x[0]})
 	ok := 0
-	for _, err := range errs {
+	for _, err := range got {
 		switch {
 		case err == nil:
 			ok++
-		case codeOf(err) == CodeCycle:
+		case codeOf(err) == errs.CodeCycle:
 		default:
 			t.Fatalf("unexpected error: %v", err)
 		}
 	}
 	if ok != 2 {
-		t.Fatalf("want two successes and one cycle refusal: %v", errs)
+		t.Fatalf("want two successes and one cycle refusal: %v", got)
 	}
 	e.checkChains(t, e.org)
 }

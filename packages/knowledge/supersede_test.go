@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/agentfleet/orchestrator/packages/knowledge"
+	"github.com/agentfleet/orchestrator/packages/errs"
 )
 
 func TestSupersedeRules(t *testing.T) {
@@ -23,21 +23,21 @@ func TestSupersedeRules(t *testing.T) {
 	foreign := b.store(t, b.eve, "eve's", "eve")
 
 	_, err := b.svc.Supersede(b.ctx, b.alice, a, a)
-	wantCode(t, err, knowledge.CodeInvalidArgument, "newId")
+	wantCode(t, err, errs.CodeInvalidArgument, "newId")
 	_, err = b.svc.Supersede(b.ctx, b.alice, uuid.Nil, a)
-	wantCode(t, err, knowledge.CodeInvalidArgument, "oldId")
+	wantCode(t, err, errs.CodeInvalidArgument, "oldId")
 	_, err = b.svc.Supersede(b.ctx, b.alice, uuid.New(), a)
-	wantCode(t, err, knowledge.CodeNotFound, "oldId")
+	wantCode(t, err, errs.CodeNotFound, "oldId")
 	_, err = b.svc.Supersede(b.ctx, b.alice, a, uuid.New())
-	wantCode(t, err, knowledge.CodeNotFound, "newId")
+	wantCode(t, err, errs.CodeNotFound, "newId")
 	// Org isolation: another org's id is just not found, both ways.
 	_, err = b.svc.Supersede(b.ctx, b.alice, a, foreign)
-	wantCode(t, err, knowledge.CodeNotFound, "newId")
+	wantCode(t, err, errs.CodeNotFound, "newId")
 	_, err = b.svc.Supersede(b.ctx, b.eve, foreign, a)
-	wantCode(t, err, knowledge.CodeNotFound, "newId")
+	wantCode(t, err, errs.CodeNotFound, "newId")
 	// Ownership: alice created neither of bob's entries.
 	_, err = b.svc.Supersede(b.ctx, b.alice, bobs, bobs2)
-	e := wantCode(t, err, knowledge.CodeForbidden, "")
+	e := wantCode(t, err, errs.CodeForbidden, "")
 	if !strings.Contains(e.Message, "knowledge:write_others") {
 		t.Fatalf("forbidden must name the future scope: %q", e.Message)
 	}
@@ -74,14 +74,14 @@ func TestSupersedeRules(t *testing.T) {
 	// Already superseded by another entry: conflict naming the head.
 	d := b.store(t, b.alice, "d", "d")
 	_, err = b.svc.Supersede(b.ctx, b.alice, a, d)
-	e = wantCode(t, err, knowledge.CodeConflict, "oldId")
+	e = wantCode(t, err, errs.CodeConflict, "oldId")
 	if !strings.Contains(e.Message, c.String()) {
 		t.Fatalf("conflict must name the head %s: %q", c, e.Message)
 	}
 	// Cycles: c by a (a's head is c), c by b.
 	for _, n := range []uuid.UUID{a, bb} {
 		_, err = b.svc.Supersede(b.ctx, b.alice, c, n)
-		wantCode(t, err, knowledge.CodeCycle, "newId")
+		wantCode(t, err, errs.CodeCycle, "newId")
 	}
 	// Superseding by a superseded entry links to its head.
 	r, err = b.svc.Supersede(b.ctx, b.alice, d, a)
@@ -104,9 +104,9 @@ func TestSupersedeConcurrentRandom(t *testing.T) {
 	b := setup(t)
 	const rounds, entries, workers, attempts = 4, 40, 20, 12
 	var (
-		mu   sync.Mutex
-		okN  int
-		errs = map[knowledge.Code]int{}
+		mu      sync.Mutex
+		okN     int
+		refused = map[errs.Code]int{}
 	)
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
@@ -138,13 +138,13 @@ func TestSupersedeConcurrentRandom(t *testing.T) {
 					}
 					r, err := b.svc.Supersede(b.ctx, c, o, n)
 					mu.Lock()
-					switch code := knowledge.CodeOf(err); {
+					switch code := errs.CodeOf(err); {
 					case err == nil && r.AlreadySuperseded:
-						errs["repeat"]++
+						refused["repeat"]++
 					case err == nil:
 						okN++
-					case code == knowledge.CodeConflict || code == knowledge.CodeCycle || code == knowledge.CodeForbidden:
-						errs[code]++
+					case code == errs.CodeConflict || code == errs.CodeCycle || code == errs.CodeForbidden:
+						refused[code]++
 					default:
 						t.Errorf("unexpected: %v", err)
 					}
@@ -155,7 +155,7 @@ func TestSupersedeConcurrentRandom(t *testing.T) {
 		close(start)
 		wg.Wait()
 	}
-	t.Logf("%d supersessions, refused: %v", okN, errs)
+	t.Logf("%d supersessions, refused: %v", okN, refused)
 
 	checkChains(t, b) // forget_test.go
 	if n := b.count(t, "SELECT count(*) FROM knowledge WHERE org_id = $1 AND superseded_by IS NOT NULL", b.org); n != okN {

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -75,7 +76,7 @@ func (s *Service) TaskKnowledge(ctx context.Context, c Caller, taskID uuid.UUID,
 		return nil, err
 	}
 	if taskID == uuid.Nil {
-		return nil, InvalidArgument("taskId", "is required")
+		return nil, errs.InvalidArgument("taskId", "is required")
 	}
 	var k *string
 	switch kind {
@@ -84,14 +85,14 @@ func (s *Service) TaskKnowledge(ctx context.Context, c Caller, taskID uuid.UUID,
 		ks := string(kind)
 		k = &ks
 	default:
-		return nil, InvalidArgument("kind", "must be one of: references, produced, or empty for all (got %q)", string(kind))
+		return nil, errs.InvalidArgument("kind", "must be one of: references, produced, or empty for all (got %q)", string(kind))
 	}
 	ok, err := s.q.TaskExists(ctx, sqlc.TaskExistsParams{OrgID: c.OrgID, ID: taskID})
 	if err != nil {
 		return nil, mapErr(err, "")
 	}
 	if !ok {
-		return nil, &Error{Code: CodeNotFound, Field: "taskId", Message: "no such task in this org"}
+		return nil, &errs.Error{Code: errs.CodeNotFound, Field: "taskId", Message: "no such task in this org"}
 	}
 	rows, err := s.q.ListTaskKnowledge(ctx, sqlc.ListTaskKnowledgeParams{OrgID: c.OrgID, TaskID: taskID, Kind: k})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 )
 
@@ -51,17 +52,17 @@ func TestTaskLinks(t *testing.T) {
 
 	// Bad input and org isolation.
 	_, err = b.svc.LinkTask(b.ctx, runner, a, knowledge.TaskRef{TaskID: task, Kind: "made"})
-	wantCode(t, err, knowledge.CodeInvalidArgument, "taskRef.kind")
+	wantCode(t, err, errs.CodeInvalidArgument, "taskRef.kind")
 	_, err = b.svc.LinkTask(b.ctx, runner, uuid.Nil, knowledge.TaskRef{TaskID: task, Kind: knowledge.LinkProduced})
-	wantCode(t, err, knowledge.CodeInvalidArgument, "knowledgeId")
+	wantCode(t, err, errs.CodeInvalidArgument, "knowledgeId")
 	_, err = b.svc.LinkTask(b.ctx, runner, a, knowledge.TaskRef{TaskID: foreignTask, Kind: knowledge.LinkProduced})
-	wantCode(t, err, knowledge.CodeNotFound, "taskRef.taskId")
+	wantCode(t, err, errs.CodeNotFound, "taskRef.taskId")
 	_, err = b.svc.LinkTask(b.ctx, runner, foreign, knowledge.TaskRef{TaskID: task, Kind: knowledge.LinkProduced})
-	wantCode(t, err, knowledge.CodeNotFound, "knowledgeId")
+	wantCode(t, err, errs.CodeNotFound, "knowledgeId")
 	_, err = b.svc.TaskKnowledge(b.ctx, runner, foreignTask, "")
-	wantCode(t, err, knowledge.CodeNotFound, "taskId")
+	wantCode(t, err, errs.CodeNotFound, "taskId")
 	_, err = b.svc.TaskKnowledge(b.ctx, runner, task, "made")
-	wantCode(t, err, knowledge.CodeInvalidArgument, "kind")
+	wantCode(t, err, errs.CodeInvalidArgument, "kind")
 	if n := b.count(t, "SELECT count(*) FROM task_knowledge"); n != 2 {
 		t.Fatalf("%d links", n)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
@@ -372,7 +373,7 @@ func (s *Service) Import(ctx context.Context, org uuid.UUID, open func() (io.Rea
 		}
 		if err := tenancy.ConsumeQuotaN(ctx, tx, org, tenancy.ResourceKnowledgeStored, rep.Entries, o.IgnoreQuota); err != nil {
 			if errors.Is(err, tenancy.ErrQuotaExceeded) {
-				return &Error{Code: CodeQuotaExceeded, Field: "ignore-quota",
+				return &errs.Error{Code: errs.CodeQuotaExceeded, Field: "ignore-quota",
 					Message: fmt.Sprintf("the org's knowledge_stored quota has no room for the %d new entries (nothing imported; raise the quota or pass --ignore-quota)", rep.Entries), Err: err}
 			}
 			return err
@@ -385,12 +386,12 @@ func (s *Service) Import(ctx context.Context, org uuid.UUID, open func() (io.Rea
 			return err
 		}
 		if bad > 0 {
-			return InvalidArgument("file", "the file's supersession chains contradict the org's (%d entries would name a wrong head); nothing imported", bad)
+			return errs.InvalidArgument("file", "the file's supersession chains contradict the org's (%d entries would name a wrong head); nothing imported", bad)
 		}
 		return nil
 	})
 	if err != nil {
-		var ke *Error
+		var ke *errs.Error
 		if errors.As(err, &ke) || errors.Is(err, ErrNewerFormat) {
 			return rep, err
 		}
@@ -535,11 +536,11 @@ func (s *Service) importPass(ctx context.Context, tx pgx.Tx, org uuid.UUID, open
 			Version int    `json:"version"`
 		}
 		if err := json.Unmarshal(b, &k); err != nil {
-			return InvalidArgument("file", "line %d is not JSON: %v", line, err)
+			return errs.InvalidArgument("file", "line %d is not JSON: %v", line, err)
 		}
 		if !sawHeader {
 			if k.Kind != "header" || k.Format != ExportFormat {
-				return InvalidArgument("file", "line 1 is not the header of a %s export", ExportFormat)
+				return errs.InvalidArgument("file", "line 1 is not the header of a %s export", ExportFormat)
 			}
 			if k.Version > ExportVersion {
 				return fmt.Errorf("%w: version %d, this program reads up to %d (use a newer ctl)", ErrNewerFormat, k.Version, ExportVersion)
@@ -547,7 +548,7 @@ func (s *Service) importPass(ctx context.Context, tx pgx.Tx, org uuid.UUID, open
 			sawHeader = true
 			continue
 		}
-		bad := func(err error) error { return InvalidArgument("file", "line %d (%s): %v", line, k.Kind, err) }
+		bad := func(err error) error { return errs.InvalidArgument("file", "line %d (%s): %v", line, k.Kind, err) }
 		switch k.Kind {
 		case "agent":
 			if pass != 1 {
@@ -570,7 +571,7 @@ func (s *Service) importPass(ctx context.Context, tx pgx.Tx, org uuid.UUID, open
 				return err
 			}
 			if !exists {
-				return InvalidArgument("file", "line %d: agent %s's name %q is taken in this org by another agent; rename one of them first", line, a.ID, a.Name)
+				return errs.InvalidArgument("file", "line %d: agent %s's name %q is taken in this org by another agent; rename one of them first", line, a.ID, a.Name)
 			}
 			rep.skip("agent: already present")
 		case "task":
@@ -670,7 +671,7 @@ func (s *Service) importPass(ctx context.Context, tx pgx.Tx, org uuid.UUID, open
 		return fmt.Errorf("read the file: %w", err)
 	}
 	if !sawHeader {
-		return InvalidArgument("file", "the file is empty")
+		return errs.InvalidArgument("file", "the file is empty")
 	}
 	for len(entries) > 0 || len(chains) > 0 || len(edges) > 0 || len(links) > 0 || len(rels) > 0 {
 		if err := flush(); err != nil {
@@ -729,7 +730,7 @@ func (s *Service) importEntries(ctx context.Context, tx pgx.Tx, q *sqlc.Queries,
 	if gone, err := q.ForgottenAmong(ctx, sqlc.ForgottenAmongParams{OrgID: org, Ids: ids}); err != nil {
 		return err
 	} else if len(gone) > 0 {
-		return InvalidArgument("file", "holds %d entries forgotten in this org (first: %s); forgotten entries stay erased: remove their lines, and the lines naming them, from the file", len(gone), gone[0])
+		return errs.InvalidArgument("file", "holds %d entries forgotten in this org (first: %s); forgotten entries stay erased: remove their lines, and the lines naming them, from the file", len(gone), gone[0])
 	}
 	rows := make([][]any, 0, len(batch))
 	for _, e := range batch {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/testenv"
 	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
@@ -147,7 +148,7 @@ func TestImportRespectsQuotaAndVersion(t *testing.T) {
 	file, _ := b.export(t, b.svc, b.org, false)
 	b.setQuota(t, b.other, 3)
 	_, err := b.ops.Import(b.ctx, b.other, opener(file), knowledge.ImportOptions{})
-	wantCode(t, err, knowledge.CodeQuotaExceeded, "ignore-quota")
+	wantCode(t, err, errs.CodeQuotaExceeded, "ignore-quota")
 	if n := b.count(t, "SELECT count(*) FROM knowledge WHERE org_id = $1", b.other); n != 0 {
 		t.Fatalf("a refused import left %d entries", n)
 	}
@@ -173,7 +174,7 @@ func TestImportRespectsQuotaAndVersion(t *testing.T) {
 	}
 	broken := []byte(strings.SplitN(string(file), "\n", 2)[0] + "\n{not json\n")
 	_, err = b.ops.Import(b.ctx, b.other, opener(broken), knowledge.ImportOptions{})
-	wantCode(t, err, knowledge.CodeInvalidArgument, "file")
+	wantCode(t, err, errs.CodeInvalidArgument, "file")
 }
 
 // TestImportClientTokensNeverClash: client tokens are 60-second
@@ -235,7 +236,7 @@ func TestImportRefusesForgottenEntries(t *testing.T) {
 	}
 	before := b.entries(t)
 	_, err := b.ops.Import(b.ctx, b.org, opener(file), knowledge.ImportOptions{})
-	e := wantCode(t, err, knowledge.CodeInvalidArgument, "file")
+	e := wantCode(t, err, errs.CodeInvalidArgument, "file")
 	if !strings.Contains(e.Message, gone.String()) || !strings.Contains(e.Message, "forgotten") {
 		t.Errorf("refusal: %v", e)
 	}
@@ -266,7 +267,7 @@ func TestImportRefusesUnknownRelationTypes(t *testing.T) {
 	}
 	target := b.mkOrg(t, "target")
 	_, err := b.ops.Import(b.ctx, target, opener([]byte(strings.Join(kept, "\n"))), knowledge.ImportOptions{})
-	if e := wantCode(t, err, knowledge.CodeInvalidArgument, "file"); !strings.Contains(e.Message, "BLOCKS") {
+	if e := wantCode(t, err, errs.CodeInvalidArgument, "file"); !strings.Contains(e.Message, "BLOCKS") {
 		t.Fatalf("message: %s", e.Message)
 	}
 	if n := b.count(t, "SELECT count(*) FROM knowledge WHERE org_id = $1", target); n != 0 {

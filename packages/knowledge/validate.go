@@ -13,6 +13,8 @@ import (
 
 	"github.com/go-playground/validator/v10"
 	"github.com/google/uuid"
+
+	"github.com/agentfleet/orchestrator/packages/errs"
 )
 
 // Limits of the SPEC, in Unicode characters (runes) where they are lengths.
@@ -119,7 +121,7 @@ func validateStore(c Caller, in StoreInput, now time.Time) (*storeArgs, error) {
 		return nil, err
 	}
 	if len(in.Tags) > MaxTags {
-		return nil, InvalidArgument("tags", "must have at most %d tags (got %d)", MaxTags, len(in.Tags))
+		return nil, errs.InvalidArgument("tags", "must have at most %d tags (got %d)", MaxTags, len(in.Tags))
 	}
 	tags, err := normaliseTags(in.Tags)
 	if err != nil {
@@ -128,7 +130,7 @@ func validateStore(c Caller, in StoreInput, now time.Time) (*storeArgs, error) {
 	a.Tags = tags
 	if in.ExpiresAt != nil {
 		if !in.ExpiresAt.After(now) {
-			return nil, InvalidArgument("expiresAt", "must be strictly in the future (got %s, now is %s)",
+			return nil, errs.InvalidArgument("expiresAt", "must be strictly in the future (got %s, now is %s)",
 				in.ExpiresAt.UTC().Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339Nano))
 		}
 		// Postgres keeps microseconds: round now so a replay compares equal.
@@ -136,14 +138,14 @@ func validateStore(c Caller, in StoreInput, now time.Time) (*storeArgs, error) {
 		a.ExpiresAt = &e
 	}
 	if in.ClientToken != nil && *in.ClientToken == uuid.Nil {
-		return nil, InvalidArgument("clientToken", "must be a non-nil UUID")
+		return nil, errs.InvalidArgument("clientToken", "must be a non-nil UUID")
 	}
 	switch in.IfSimilar {
 	case "", IfSimilarStore:
 	case IfSimilarSkip:
 		a.IfSimilar = IfSimilarSkip
 	default:
-		return nil, InvalidArgument("ifSimilar", "must be %s or %s (got %q)", IfSimilarStore, IfSimilarSkip, clipRunes(in.IfSimilar, 40))
+		return nil, errs.InvalidArgument("ifSimilar", "must be %s or %s (got %q)", IfSimilarStore, IfSimilarSkip, clipRunes(in.IfSimilar, 40))
 	}
 	return a, nil
 }
@@ -168,7 +170,7 @@ func validateSearch(c Caller, in SearchInput) (*searchArgs, error) {
 		return nil, err
 	}
 	if len(in.Tags) > MaxTags {
-		return nil, InvalidArgument("tags", "must have at most %d tags (got %d)", MaxTags, len(in.Tags))
+		return nil, errs.InvalidArgument("tags", "must have at most %d tags (got %d)", MaxTags, len(in.Tags))
 	}
 	// The same normalisation as Store, so a search for "Go_Lang" finds what
 	// was stored as "go-lang"; a tag that can never match is refused.
@@ -178,7 +180,7 @@ func validateSearch(c Caller, in SearchInput) (*searchArgs, error) {
 	}
 	a.Tags = tags
 	if a.RelationTypes != nil && a.Hops == 0 {
-		return nil, InvalidArgument("relationTypes", "only applies with hops 1 or 2 (the relations followed from the hits)")
+		return nil, errs.InvalidArgument("relationTypes", "only applies with hops 1 or 2 (the relations followed from the hits)")
 	}
 	for i, n := range a.RelationTypes {
 		if err := checkTypeName(fmt.Sprintf("relationTypes[%d]", i), n); err != nil {
@@ -198,7 +200,7 @@ func checkAsOf(asOf *time.Time, now time.Time) (*time.Time, error) {
 		return nil, nil
 	}
 	if asOf.After(now) {
-		return nil, InvalidArgument("asOf", "must not be in the future (got %s; now is %s)", asOf.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+		return nil, errs.InvalidArgument("asOf", "must not be in the future (got %s; now is %s)", asOf.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
 	}
 	t := asOf.UTC()
 	return &t, nil
@@ -206,10 +208,10 @@ func checkAsOf(asOf *time.Time, now time.Time) (*time.Time, error) {
 
 func checkCaller(c Caller, needAgent bool) error {
 	if c.OrgID == uuid.Nil {
-		return &Error{Code: CodeInvalidArgument, Message: "the caller has no org"}
+		return &errs.Error{Code: errs.CodeInvalidArgument, Message: "the caller has no org"}
 	}
 	if needAgent && c.AgentID == uuid.Nil {
-		return &Error{Code: CodeInvalidArgument, Message: "the caller has no agent"}
+		return &errs.Error{Code: errs.CodeInvalidArgument, Message: "the caller has no agent"}
 	}
 	return nil
 }
@@ -248,14 +250,14 @@ func normaliseTags(in []string) ([]string, error) {
 	for i, raw := range in {
 		field := fmt.Sprintf("tags[%d]", i)
 		if !utf8.ValidString(raw) || strings.ContainsRune(raw, 0) {
-			return nil, InvalidArgument(field, "must be valid UTF-8 text without NUL bytes")
+			return nil, errs.InvalidArgument(field, "must be valid UTF-8 text without NUL bytes")
 		}
 		t := NormaliseTag(raw)
 		if n := utf8.RuneCountInString(t); n > MaxTagChars {
-			return nil, InvalidArgument(field, "must be at most %d characters (got %d)", MaxTagChars, n)
+			return nil, errs.InvalidArgument(field, "must be at most %d characters (got %d)", MaxTagChars, n)
 		}
 		if !kebab.MatchString(t) {
-			return nil, InvalidArgument(field, "%q is not kebab-case even after normalisation (%q): use a-z and 0-9 in words joined by single '-'", raw, t)
+			return nil, errs.InvalidArgument(field, "%q is not kebab-case even after normalisation (%q): use a-z and 0-9 in words joined by single '-'", raw, t)
 		}
 		if !seen[t] {
 			seen[t] = true
@@ -265,7 +267,7 @@ func normaliseTags(in []string) ([]string, error) {
 	return out, nil
 }
 
-// structErr turns the first validator error into an *Error naming the field
+// structErr turns the first validator error into an *errs.Error naming the field
 // (dotted path of json names, e.g. "taskRef.kind") and the rule.
 func structErr(err error) error {
 	if err == nil {
@@ -280,7 +282,7 @@ func structErr(err error) error {
 	if _, rest, ok := strings.Cut(field, "."); ok {
 		field = rest // drop the struct's own name
 	}
-	return &Error{Code: CodeInvalidArgument, Field: field, Message: ruleMessage(fe), Err: err}
+	return &errs.Error{Code: errs.CodeInvalidArgument, Field: field, Message: ruleMessage(fe), Err: err}
 }
 
 func ruleMessage(fe validator.FieldError) string {

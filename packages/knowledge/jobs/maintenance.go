@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 )
 
@@ -122,7 +123,7 @@ func (f *failureLog) report(ctx context.Context, log *slog.Logger, what string, 
 	args := []any{"error", err, "failed_passes", f.failing}
 	// The domain's errors say what an agent may know ("the database is
 	// unavailable"); the operator needs the driver's error behind it.
-	var de *knowledge.Error
+	var de *errs.Error
 	if errors.As(err, &de) && de.Err != nil {
 		args = append(args, "cause", de.Err)
 	}

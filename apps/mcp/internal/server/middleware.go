@@ -14,7 +14,7 @@ import (
 
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/authn"
 	kt "github.com/agentfleet/orchestrator/apps/mcp/internal/tools/knowledge"
-	domain "github.com/agentfleet/orchestrator/packages/knowledge"
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
 
@@ -328,7 +328,7 @@ func (s *Server) rateLimit(ctx context.Context, p *tenancy.Principal, scope stri
 		whose = "this org's (all its agents together)"
 	}
 	return kt.ErrorBody{
-		Code:         string(domain.CodeRateLimited),
+		Code:         string(errs.CodeRateLimited),
 		Message:      fmt.Sprintf("%s limit of %d %s a minute is used up; retry in %d ms", whose, d.PerMinute, noun, ms),
 		Retryable:    true,
 		RetryAfterMs: ms,
@@ -361,7 +361,7 @@ func (s *Server) dbSlot(ctx context.Context) (release func(), ok bool) {
 // busyError answers a call that found no database connection in time.
 func busyError() kt.ErrorBody {
 	return kt.ErrorBody{
-		Code:         string(domain.CodeUnavailable),
+		Code:         string(errs.CodeUnavailable),
 		Message:      "every database connection of this server is busy; retry later",
 		Retryable:    true,
 		RetryAfterMs: 1000,
@@ -371,7 +371,7 @@ func busyError() kt.ErrorBody {
 // scopeError is the answer to a call the token lacks the scope for.
 func scopeError(what, scope string, p *tenancy.Principal) kt.ErrorBody {
 	return kt.ErrorBody{
-		Code:          string(domain.CodeForbidden),
+		Code:          string(errs.CodeForbidden),
 		Message:       "insufficient_scope: " + what + " needs the " + scope + " scope; this token has " + strings.Join(p.Scopes, ", ") + " (ask an operator for a token with " + scope + ")",
 		RequiredScope: scope,
 	}
@@ -386,7 +386,7 @@ func (s *Server) logCall(ctx context.Context, msg string, p *tenancy.Principal, 
 // logCallAt is logCall at level, raised to WARN when the call failed on
 // the server's side.
 func (s *Server) logCallAt(ctx context.Context, level slog.Level, msg string, p *tenancy.Principal, what slog.Attr, o kt.Outcome, d time.Duration) {
-	if o.Code == string(domain.CodeUnavailable) || o.Code == "protocol_error" {
+	if o.Code == string(errs.CodeUnavailable) || o.Code == "protocol_error" {
 		level = slog.LevelWarn
 	}
 	attrs := []slog.Attr{

@@ -9,7 +9,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/google/uuid"
 
-	domain "github.com/agentfleet/orchestrator/packages/knowledge"
+	"github.com/agentfleet/orchestrator/packages/errs"
 )
 
 // outputSchema is the outputSchema of a tool whose answers are Out (a
@@ -89,9 +89,9 @@ var outputTypeSchemas = map[reflect.Type]*jsonschema.Schema{
 // errors").
 func errorCodes() []any {
 	return []any{
-		string(domain.CodeInvalidArgument), string(domain.CodeNotFound), string(domain.CodeForbidden),
-		string(domain.CodeConflict), string(domain.CodeCycle), string(domain.CodeQuotaExceeded),
-		string(domain.CodeRateLimited), string(domain.CodeUnavailable),
+		string(errs.CodeInvalidArgument), string(errs.CodeNotFound), string(errs.CodeForbidden),
+		string(errs.CodeConflict), string(errs.CodeCycle), string(errs.CodeQuotaExceeded),
+		string(errs.CodeRateLimited), string(errs.CodeUnavailable),
 	}
 }
 

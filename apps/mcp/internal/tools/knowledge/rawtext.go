@@ -8,7 +8,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
-	domain "github.com/agentfleet/orchestrator/packages/knowledge"
+	"github.com/agentfleet/orchestrator/packages/errs"
 )
 
 // checkRawText refuses string values whose raw JSON text is not valid
@@ -29,7 +29,7 @@ func checkRawText(path string, raw json.RawMessage) error {
 	switch raw[0] {
 	case '"':
 		if !validJSONText(raw) {
-			return domain.InvalidArgument(nameOr(path), "must be valid UTF-8 text (it has bytes or \\u escapes that are not: invalid bytes, overlong forms or unpaired surrogates)")
+			return errs.InvalidArgument(nameOr(path), "must be valid UTF-8 text (it has bytes or \\u escapes that are not: invalid bytes, overlong forms or unpaired surrogates)")
 		}
 	case '{':
 		dec := json.NewDecoder(bytes.NewReader(raw))

@@ -7,6 +7,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentfleet/orchestrator/packages/errs"
 	domain "github.com/agentfleet/orchestrator/packages/knowledge"
 )
 
@@ -81,7 +82,7 @@ func checkEnds(from, to string) error {
 		return err
 	}
 	if *f == *t {
-		return domain.InvalidArgument("toId", "must differ from fromId: an entry cannot be related to itself")
+		return errs.InvalidArgument("toId", "must differ from fromId: an entry cannot be related to itself")
 	}
 	return nil
 }
@@ -193,10 +194,10 @@ func (a *RelationsArgs) check() error {
 	switch a.Direction {
 	case "", domain.DirOut, domain.DirIn, domain.DirBoth:
 	default:
-		return domain.InvalidArgument("direction", "must be one of: out, in, both (got %s)", quoteShort(a.Direction))
+		return errs.InvalidArgument("direction", "must be one of: out, in, both (got %s)", quoteShort(a.Direction))
 	}
 	if len(a.Types) > 16 {
-		return domain.InvalidArgument("types", "must have at most 16 types (got %d)", len(a.Types))
+		return errs.InvalidArgument("types", "must have at most 16 types (got %d)", len(a.Types))
 	}
 	if err := checkIntRange("limit", a.Limit, 1, domain.MaxRelationsLimit); err != nil {
 		return err

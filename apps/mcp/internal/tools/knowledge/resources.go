@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/authn"
+	"github.com/agentfleet/orchestrator/packages/errs"
 	domain "github.com/agentfleet/orchestrator/packages/knowledge"
 )
 
@@ -98,7 +99,7 @@ func (t *toolset) readResource(ctx context.Context, req *mcp.ReadResourceRequest
 func (t *toolset) read(ctx context.Context, uri string) (any, error) {
 	p := authn.PrincipalFrom(ctx)
 	if p == nil || !p.HasScope(ResourceScope) {
-		return nil, &domain.Error{Code: domain.CodeForbidden, Message: "reading knowledge resources needs the " + ResourceScope + " scope"}
+		return nil, &errs.Error{Code: errs.CodeForbidden, Message: "reading knowledge resources needs the " + ResourceScope + " scope"}
 	}
 	c, err := callerFrom(ctx)
 	if err != nil {
@@ -106,7 +107,7 @@ func (t *toolset) read(ctx context.Context, uri string) (any, error) {
 	}
 	rest, ok := strings.CutPrefix(uri, uriScheme)
 	if !ok {
-		return nil, domain.InvalidArgument("uri", "must start with %s", uriScheme)
+		return nil, errs.InvalidArgument("uri", "must start with %s", uriScheme)
 	}
 	if taskID, ok := strings.CutPrefix(rest, "tasks/"); ok {
 		id, err := parseUUID("taskId", taskID, true)
@@ -139,15 +140,15 @@ func (t *toolset) resourceError(ctx context.Context, req *mcp.ReadResourceReques
 		t.logger.ErrorContext(ctx, "resource read failed", "resource", KindOfURI(uri), "err", err)
 	}
 	setOutcome(ctx, body.Code, body.Field)
-	if body.Code == string(domain.CodeNotFound) {
+	if body.Code == string(errs.CodeNotFound) {
 		return ResourceNotFound(req, uri)
 	}
 	data, _ := json.Marshal(ErrorPayload{Error: body})
 	code := int64(jsonrpc.CodeInternalError)
 	switch {
-	case errors.Is(err, domain.ErrInvalidArgument):
+	case errors.Is(err, errs.ErrInvalidArgument):
 		code = jsonrpc.CodeInvalidParams
-	case errors.Is(err, domain.ErrForbidden):
+	case errors.Is(err, errs.ErrForbidden):
 		code = ErrorCodeForbidden
 	}
 	return &jsonrpc.Error{Code: code, Message: body.Text(), Data: data}

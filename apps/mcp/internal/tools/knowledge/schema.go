@@ -10,7 +10,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/google/uuid"
 
-	domain "github.com/agentfleet/orchestrator/packages/knowledge"
+	"github.com/agentfleet/orchestrator/packages/errs"
 )
 
 // inputSchema infers the schema of T from its json and jsonschema tags,
@@ -55,23 +55,23 @@ func lengthSchema(s *jsonschema.Schema, min, max int) {
 }
 
 // Edge checks, named after the rule they enforce. They return
-// *domain.Error values with code invalid_argument.
+// *errs.Error values with code invalid_argument.
 
 var uuidRe = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
 func parseUUID(field, v string, required bool) (*uuid.UUID, error) {
 	if v == "" {
 		if required {
-			return nil, domain.InvalidArgument(field, "is required: a UUID such as 0b7e4c3a-5f1d-4c8e-9a2b-1d3e5f7a9c0b")
+			return nil, errs.InvalidArgument(field, "is required: a UUID such as 0b7e4c3a-5f1d-4c8e-9a2b-1d3e5f7a9c0b")
 		}
 		return nil, nil
 	}
 	if !uuidRe.MatchString(v) {
-		return nil, domain.InvalidArgument(field, "must be a UUID in the 8-4-4-4-12 hex form (got %s)", quoteShort(v))
+		return nil, errs.InvalidArgument(field, "must be a UUID in the 8-4-4-4-12 hex form (got %s)", quoteShort(v))
 	}
 	id, err := uuid.Parse(v)
 	if err != nil {
-		return nil, domain.InvalidArgument(field, "must be a UUID (got %s)", quoteShort(v))
+		return nil, errs.InvalidArgument(field, "must be a UUID (got %s)", quoteShort(v))
 	}
 	return &id, nil
 }
@@ -82,7 +82,7 @@ func parseTime(field, v string) (*time.Time, error) {
 	}
 	t, err := time.Parse(time.RFC3339Nano, v)
 	if err != nil {
-		return nil, domain.InvalidArgument(field, "must be an RFC 3339 date-time such as 2030-01-02T15:04:05Z (got %s)", quoteShort(v))
+		return nil, errs.InvalidArgument(field, "must be an RFC 3339 date-time such as 2030-01-02T15:04:05Z (got %s)", quoteShort(v))
 	}
 	return &t, nil
 }
@@ -93,23 +93,23 @@ func parseTime(field, v string) (*time.Time, error) {
 func checkText(field, v string, min, max int) error {
 	n := utf8.RuneCountInString(v)
 	if n == 0 && min > 0 {
-		return domain.InvalidArgument(field, "is required: %d to %d characters", min, max)
+		return errs.InvalidArgument(field, "is required: %d to %d characters", min, max)
 	}
 	if min > 0 && strings.TrimSpace(v) == "" {
-		return domain.InvalidArgument(field, "must not be blank")
+		return errs.InvalidArgument(field, "must not be blank")
 	}
 	if n < min || n > max {
-		return domain.InvalidArgument(field, "must be %d to %d characters (got %d)", min, max, n)
+		return errs.InvalidArgument(field, "must be %d to %d characters (got %d)", min, max, n)
 	}
 	if strings.ContainsRune(v, 0) {
-		return domain.InvalidArgument(field, "must not contain NUL characters")
+		return errs.InvalidArgument(field, "must not contain NUL characters")
 	}
 	return nil
 }
 
 func checkIntRange(field string, v *int, min, max int) error {
 	if v != nil && (*v < min || *v > max) {
-		return domain.InvalidArgument(field, "must be an integer from %d to %d (got %d)", min, max, *v)
+		return errs.InvalidArgument(field, "must be an integer from %d to %d (got %d)", min, max, *v)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentfleet/orchestrator/packages/errs"
 	domain "github.com/agentfleet/orchestrator/packages/knowledge"
 )
 
@@ -112,7 +113,7 @@ func (a *SearchArgs) check() error {
 		return err
 	}
 	if len(a.Tags) > maxTags {
-		return domain.InvalidArgument("tags", "must have at most %d tags (got %d)", maxTags, len(a.Tags))
+		return errs.InvalidArgument("tags", "must have at most %d tags (got %d)", maxTags, len(a.Tags))
 	}
 	for i, tag := range a.Tags {
 		if err := checkText(fmt.Sprintf("tags[%d]", i), tag, 1, maxTagLength); err != nil {
@@ -120,7 +121,7 @@ func (a *SearchArgs) check() error {
 		}
 	}
 	if a.MinScore != nil && (math.IsNaN(*a.MinScore) || *a.MinScore < 0 || *a.MinScore > 1) {
-		return domain.InvalidArgument("minScore", "must be a number from 0 to 1 (got %v)", *a.MinScore)
+		return errs.InvalidArgument("minScore", "must be a number from 0 to 1 (got %v)", *a.MinScore)
 	}
 	if _, err := parseTime("asOf", a.AsOf); err != nil {
 		return err
@@ -132,7 +133,7 @@ func (a *SearchArgs) check() error {
 		return err
 	}
 	if len(a.RelationTypes) > 16 {
-		return domain.InvalidArgument("relationTypes", "must have at most 16 types (got %d)", len(a.RelationTypes))
+		return errs.InvalidArgument("relationTypes", "must have at most 16 types (got %d)", len(a.RelationTypes))
 	}
 	return checkIntRange("efSearch", a.EfSearch, minEfSearch, maxEfSearch)
 }

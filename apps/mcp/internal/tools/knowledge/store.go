@@ -8,6 +8,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentfleet/orchestrator/packages/errs"
 	domain "github.com/agentfleet/orchestrator/packages/knowledge"
 )
 
@@ -96,7 +97,7 @@ func (a *StoreArgs) check() error {
 		return err
 	}
 	if len(a.Tags) > maxTags {
-		return domain.InvalidArgument("tags", "must have at most %d tags (got %d)", maxTags, len(a.Tags))
+		return errs.InvalidArgument("tags", "must have at most %d tags (got %d)", maxTags, len(a.Tags))
 	}
 	for i, tag := range a.Tags {
 		field := fmt.Sprintf("tags[%d]", i)
@@ -115,7 +116,7 @@ func (a *StoreArgs) check() error {
 		return err
 	}
 	if exp != nil && !exp.After(time.Now()) {
-		return domain.InvalidArgument("expiresAt", "must be strictly in the future (got %s)", exp.UTC().Format(time.RFC3339))
+		return errs.InvalidArgument("expiresAt", "must be strictly in the future (got %s)", exp.UTC().Format(time.RFC3339))
 	}
 	if a.TaskRef != nil {
 		if _, err := parseUUID("taskRef.taskId", a.TaskRef.TaskID, true); err != nil {
@@ -124,9 +125,9 @@ func (a *StoreArgs) check() error {
 		switch domain.LinkKind(a.TaskRef.Kind) {
 		case domain.LinkReferences, domain.LinkProduced:
 		case "":
-			return domain.InvalidArgument("taskRef.kind", "is required: references or produced")
+			return errs.InvalidArgument("taskRef.kind", "is required: references or produced")
 		default:
-			return domain.InvalidArgument("taskRef.kind", "must be references or produced (got %s)", quoteShort(a.TaskRef.Kind))
+			return errs.InvalidArgument("taskRef.kind", "must be references or produced (got %s)", quoteShort(a.TaskRef.Kind))
 		}
 	}
 	if _, err := parseUUID("clientToken", a.ClientToken, false); err != nil {

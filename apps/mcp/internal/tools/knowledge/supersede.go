@@ -6,6 +6,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentfleet/orchestrator/packages/errs"
 	domain "github.com/agentfleet/orchestrator/packages/knowledge"
 )
 
@@ -71,18 +72,18 @@ func (a *SupersedeArgs) check() error {
 	}
 	switch {
 	case a.Replacement != nil && a.NewID != "":
-		return domain.InvalidArgument("replacement", "give newId or replacement, not both")
+		return errs.InvalidArgument("replacement", "give newId or replacement, not both")
 	case a.Replacement != nil:
 		return domain.InReplacement(a.Replacement.store(a.ClientToken).check())
 	case a.ClientToken != "":
-		return domain.InvalidArgument("clientToken", "only goes with replacement (superseding with newId is idempotent by itself)")
+		return errs.InvalidArgument("clientToken", "only goes with replacement (superseding with newId is idempotent by itself)")
 	}
 	newID, err := parseUUID("newId", a.NewID, true)
 	if err != nil {
-		return domain.InvalidArgument("newId", "is required unless replacement is given: a UUID such as 0b7e4c3a-5f1d-4c8e-9a2b-1d3e5f7a9c0b")
+		return errs.InvalidArgument("newId", "is required unless replacement is given: a UUID such as 0b7e4c3a-5f1d-4c8e-9a2b-1d3e5f7a9c0b")
 	}
 	if *oldID == *newID {
-		return domain.InvalidArgument("newId", "must differ from oldId: an entry cannot supersede itself")
+		return errs.InvalidArgument("newId", "must differ from oldId: an entry cannot supersede itself")
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/authn"
+	"github.com/agentfleet/orchestrator/packages/errs"
 	domain "github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
@@ -121,7 +122,7 @@ func callerFrom(ctx context.Context) (domain.Caller, error) {
 	p := authn.PrincipalFrom(ctx)
 	if p == nil {
 		// The server always sets a principal; reaching this is a wiring bug.
-		return domain.Caller{}, &domain.Error{Code: domain.CodeForbidden, Message: "no verified token for this call"}
+		return domain.Caller{}, &errs.Error{Code: errs.CodeForbidden, Message: "no verified token for this call"}
 	}
 	return domain.Caller{OrgID: p.OrgID, AgentID: p.AgentID}, nil
 }
@@ -203,10 +204,10 @@ func decodeArgs[In any, PIn interface {
 	gdec := json.NewDecoder(bytes.NewReader(raw))
 	gdec.UseNumber()
 	if err := gdec.Decode(&generic); err != nil {
-		return nil, domain.InvalidArgument("arguments", "are not valid JSON")
+		return nil, errs.InvalidArgument("arguments", "are not valid JSON")
 	}
 	if _, ok := generic.(map[string]any); !ok {
-		return nil, domain.InvalidArgument("arguments", "must be a JSON object")
+		return nil, errs.InvalidArgument("arguments", "must be a JSON object")
 	}
 	if err := unknownProperty("", generic, s); err != nil {
 		return nil, err
@@ -217,7 +218,7 @@ func decodeArgs[In any, PIn interface {
 		return nil, decodeError(err, s)
 	}
 	if dec.More() {
-		return nil, domain.InvalidArgument("arguments", "must be one JSON object")
+		return nil, errs.InvalidArgument("arguments", "must be one JSON object")
 	}
 	return in, nil
 }
@@ -245,7 +246,7 @@ func unknownProperty(path string, v any, s *jsonschema.Schema) error {
 			}
 			ps, ok := s.Properties[k]
 			if !ok {
-				return domain.InvalidArgument(p, "is not an argument of this tool (known here: %s)", strings.Join(propertyNames(s), ", "))
+				return errs.InvalidArgument(p, "is not an argument of this tool (known here: %s)", strings.Join(propertyNames(s), ", "))
 			}
 			if err := unknownProperty(p, v[k], ps); err != nil {
 				return err
@@ -268,20 +269,20 @@ func decodeError(err error, s *jsonschema.Schema) error {
 	if errors.As(err, &te) {
 		field := te.Field
 		if field == "" {
-			return domain.InvalidArgument("arguments", "must be a JSON object (got %s)", te.Value)
+			return errs.InvalidArgument("arguments", "must be a JSON object (got %s)", te.Value)
 		}
-		return domain.InvalidArgument(field, "must be %s (got %s)", describeType(s, field), strings.TrimPrefix(te.Value, "number "))
+		return errs.InvalidArgument(field, "must be %s (got %s)", describeType(s, field), strings.TrimPrefix(te.Value, "number "))
 	}
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
 		name = strings.Trim(name, `"`)
-		return domain.InvalidArgument(name, "is not an argument of this tool (known: %s)", strings.Join(propertyNames(s), ", "))
+		return errs.InvalidArgument(name, "is not an argument of this tool (known: %s)", strings.Join(propertyNames(s), ", "))
 	}
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		return domain.InvalidArgument("arguments", "are not valid JSON")
+		return errs.InvalidArgument("arguments", "are not valid JSON")
 	}
-	return domain.InvalidArgument("arguments", "cannot be decoded: %s", msg)
+	return errs.InvalidArgument("arguments", "cannot be decoded: %s", msg)
 }
 
 // describeType names the JSON type the schema wants at a dotted path.
@@ -364,21 +365,21 @@ const unavailableRetryAfterMs = 5000
 // keep their code, field and message; anything else becomes "unavailable"
 // with a generic message (the detail is logged, never sent).
 func Describe(err error) (ErrorBody, bool) {
-	var de *domain.Error
+	var de *errs.Error
 	if errors.As(err, &de) && de.Code != "" {
 		b := ErrorBody{Code: string(de.Code), Field: de.Field, Message: de.Message, Retryable: de.Retryable}
-		if de.Code == domain.CodeUnavailable {
+		if de.Code == errs.CodeUnavailable {
 			b.RetryAfterMs = unavailableRetryAfterMs
 		}
 		return b, true
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return ErrorBody{Code: string(domain.CodeUnavailable), Message: "the call did not finish in time; retry later", Retryable: true, RetryAfterMs: unavailableRetryAfterMs}, false
+		return ErrorBody{Code: string(errs.CodeUnavailable), Message: "the call did not finish in time; retry later", Retryable: true, RetryAfterMs: unavailableRetryAfterMs}, false
 	}
 	if errors.Is(err, context.Canceled) {
-		return ErrorBody{Code: string(domain.CodeUnavailable), Message: "the call was cancelled", Retryable: true}, false
+		return ErrorBody{Code: string(errs.CodeUnavailable), Message: "the call was cancelled", Retryable: true}, false
 	}
-	return ErrorBody{Code: string(domain.CodeUnavailable), Message: "the knowledge service failed on this call; retry later", Retryable: true, RetryAfterMs: unavailableRetryAfterMs}, false
+	return ErrorBody{Code: string(errs.CodeUnavailable), Message: "the knowledge service failed on this call; retry later", Retryable: true, RetryAfterMs: unavailableRetryAfterMs}, false
 }
 
 // Text renders an error body for the text content: "code: field: message".

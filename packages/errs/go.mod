@@ -1,0 +1,3 @@
+module github.com/agentfleet/orchestrator/packages/errs
+
+go 1.26.0
