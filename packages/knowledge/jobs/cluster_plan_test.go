@@ -21,6 +21,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
+	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
 )
 
 // The cluster tests run against the coordinator of a Citus cluster
@@ -144,14 +145,8 @@ func TestClusterRouterPlans(t *testing.T) {
 		t.Fatalf("CLUSTER_DATABASE_URL is not a Citus coordinator (citus extension: %v, %v)", citus, err)
 	}
 
-	var org, agent uuid.UUID
-	if err := owner.QueryRow(ctx, "INSERT INTO orgs (name) VALUES ($1) RETURNING id", "plans-"+uuid.NewString()).Scan(&org); err != nil {
-		t.Fatal(err)
-	}
-	if err := owner.QueryRow(ctx, "INSERT INTO agents (org_id, name) VALUES ($1, 'planner') RETURNING id", org).Scan(&agent); err != nil {
-		t.Fatal(err)
-	}
-	c := knowledge.Caller{OrgID: org, AgentID: agent}
+	a := testfactory.Agent(ctx, t, owner, &testfactory.AgentOpts{Name: "planner"})
+	org, c := a.OrgID, knowledge.Caller{OrgID: a.OrgID, AgentID: a.ID}
 	emb := embed.NewLocal()
 	enq := &clusterEnqueuer{}
 	svc := knowledge.New(app, knowledge.Options{Embedder: emb, Enqueuer: enq})

@@ -18,6 +18,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
 	"github.com/agentfleet/orchestrator/packages/testenv"
+	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
 )
 
 // fakeEmbedder wraps the local embedder with scripted failures, latency and
@@ -102,13 +103,8 @@ func setup(t testing.TB) *bundle {
 	b := &bundle{pool: pg.Pool, redis: opt, rdb: r, client: asynq.NewClient(opt), insp: asynq.NewInspector(opt)}
 	t.Cleanup(func() { b.client.Close(); b.insp.Close() })
 	b.enq = jobs.NewEnqueuer(b.client)
-	ctx := context.Background()
-	if err := b.pool.QueryRow(ctx, "INSERT INTO orgs (name) VALUES ('org-'||gen_random_uuid()) RETURNING id").Scan(&b.org); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.pool.QueryRow(ctx, "INSERT INTO agents (org_id, name) VALUES ($1, 'agent') RETURNING id", b.org).Scan(&b.agent); err != nil {
-		t.Fatal(err)
-	}
+	a := testfactory.Agent(context.Background(), t, b.pool, nil)
+	b.org, b.agent = a.OrgID, a.ID
 	return b
 }
 
@@ -116,14 +112,8 @@ func setup(t testing.TB) *bundle {
 // another package's concern) and returns its job, without enqueuing it.
 func (b *bundle) insert(t testing.TB, title, body string) knowledge.EmbeddingJob {
 	t.Helper()
-	j := knowledge.EmbeddingJob{OrgID: b.org}
-	err := b.pool.QueryRow(context.Background(),
-		"INSERT INTO knowledge (org_id, title, body, created_by_agent_id) VALUES ($1, $2, $3, $4) RETURNING id, embedding_generation",
-		b.org, title, body, b.agent).Scan(&j.EntryID, &j.Generation)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return j
+	e := testfactory.Entry(context.Background(), t, b.pool, &testfactory.EntryOpts{OrgID: b.org, AgentID: b.agent, Title: title, Body: body})
+	return knowledge.EmbeddingJob{OrgID: e.OrgID, EntryID: e.ID, Generation: e.Generation}
 }
 
 // store is insert followed by the enqueue the Service does after commit.

@@ -7,11 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
+	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
 )
 
 // recorder is an Observer that keeps the indexer and upkeep passes.
@@ -135,12 +134,8 @@ func TestWorkerIndexesAndKeepsTablesUp(t *testing.T) {
 		b.org, b.agent, n); err != nil {
 		t.Fatal(err)
 	}
-	var target uuid.UUID
-	if err := tx.QueryRow(ctx, `INSERT INTO knowledge (org_id, title, body, created_by_agent_id)
-		VALUES ($1, 'tachyon emitter calibration', 'align the tachyon emitter before the warp test', $2) RETURNING id`,
-		b.org, b.agent).Scan(&target); err != nil {
-		t.Fatal(err)
-	}
+	target := testfactory.Entry(ctx, t, tx, &testfactory.EntryOpts{OrgID: b.org, AgentID: b.agent,
+		Title: "tachyon emitter calibration", Body: "align the tachyon emitter before the warp test"}).ID
 	var queued int
 	if err := tx.QueryRow(ctx, queuedSQL, b.org).Scan(&queued); err != nil {
 		t.Fatal(err)
