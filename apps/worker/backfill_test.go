@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
 	"github.com/agentfleet/orchestrator/packages/testenv"
+	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
 )
 
 // TestRunSwitchesModels: with EMBEDDINGS_NEXT_MODEL set, the worker
@@ -25,13 +28,10 @@ func TestRunSwitchesModels(t *testing.T) {
 	r := testenv.LeaseRedis(t)
 	ctx := context.Background()
 	// Two entries with vectors of the current (local) model.
-	var org string
-	if err := pg.Pool.QueryRow(ctx, `WITH o AS (INSERT INTO orgs (name) VALUES ('o') RETURNING id),
-		k AS (INSERT INTO knowledge (org_id, title, body, embedding, embedding_status, embedding_model, embedded_at)
-		      SELECT id, 'title ' || g, repeat('body ', 1000), array_fill(0.1::real, ARRAY[768])::vector, 'ready', 'local-hash-v1', now()
-		      FROM o, generate_series(1, 2) g RETURNING org_id)
-		SELECT org_id::text FROM k LIMIT 1`).Scan(&org); err != nil {
-		t.Fatal(err)
+	org := testfactory.Org(ctx, t, pg.Pool, nil).ID
+	for g := 1; g <= 2; g++ {
+		testfactory.Entry(ctx, t, pg.Pool, &testfactory.EntryOpts{OrgID: org, Title: fmt.Sprintf("title %d", g),
+			Body: strings.Repeat("body ", 1000), Embedding: slices.Repeat([]float32{0.1}, 768), Model: "local-hash-v1"})
 	}
 	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		var in struct{ Input []string }

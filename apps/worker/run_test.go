@@ -5,17 +5,18 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
 	"github.com/agentfleet/orchestrator/packages/appenv"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
 	"github.com/agentfleet/orchestrator/packages/testenv"
+	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
 )
 
 func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -28,20 +29,10 @@ func TestRunEmbedsServesMetricsAndStops(t *testing.T) {
 	pg := testenv.Postgres(t)
 	r := testenv.LeaseRedis(t)
 	ctx := context.Background()
-	var org, agent uuid.UUID
-	if err := pg.Pool.QueryRow(ctx, "INSERT INTO orgs (name) VALUES ('w') RETURNING id").Scan(&org); err != nil {
-		t.Fatal(err)
-	}
-	if err := pg.Pool.QueryRow(ctx, "INSERT INTO agents (org_id, name) VALUES ($1, 'a') RETURNING id", org).Scan(&agent); err != nil {
-		t.Fatal(err)
-	}
+	agent := testfactory.Agent(ctx, t, pg.Pool, nil)
 	insert := func(title string) knowledge.EmbeddingJob {
-		j := knowledge.EmbeddingJob{OrgID: org}
-		if err := pg.Pool.QueryRow(ctx, "INSERT INTO knowledge (org_id, title, body, created_by_agent_id) VALUES ($1, $2, 'body', $3) RETURNING id, embedding_generation",
-			org, title, agent).Scan(&j.EntryID, &j.Generation); err != nil {
-			t.Fatal(err)
-		}
-		return j
+		e := testfactory.Entry(ctx, t, pg.Pool, &testfactory.EntryOpts{OrgID: agent.OrgID, AgentID: agent.ID, Title: title})
+		return knowledge.EmbeddingJob{OrgID: e.OrgID, EntryID: e.ID, Generation: e.Generation}
 	}
 	stored, lost := insert("stored"), insert("lost")
 	client := asynq.NewClient(asynq.RedisClientOpt{Addr: r.Options.Addr, DB: r.DB, Password: r.Options.Password})
@@ -95,7 +86,7 @@ func TestRunEmbedsServesMetricsAndStops(t *testing.T) {
 		var queued int
 		var config *string
 		if err := pg.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM knowledge_index_queue),
-			(SELECT config::text FROM knowledge_search_stats WHERE org_id = $1)`, org).Scan(&queued, &config); err != nil {
+			(SELECT config::text FROM knowledge_search_stats WHERE org_id = $1)`, agent.OrgID).Scan(&queued, &config); err != nil {
 			t.Fatal(err)
 		}
 		if queued == 0 && config != nil {
@@ -233,12 +224,8 @@ func TestRunRefusesEmbeddingsNoStoredVectorIsOf(t *testing.T) {
 	t.Parallel()
 	pg := testenv.Postgres(t)
 	r := testenv.LeaseRedis(t)
-	if _, err := pg.Pool.Exec(context.Background(), `
-		WITH o AS (INSERT INTO orgs (name) VALUES ('o') RETURNING id)
-		INSERT INTO knowledge (org_id, title, body, embedding, embedding_status, embedding_model, embedded_at)
-		SELECT id, 't', 'b', array_fill(0.1::real, ARRAY[768])::vector, 'ready', 'local-hash-v1', now() FROM o`); err != nil {
-		t.Fatal(err)
-	}
+	testfactory.Entry(context.Background(), t, pg.Pool, &testfactory.EntryOpts{Title: "t", Body: "b",
+		Embedding: slices.Repeat([]float32{0.1}, 768), Model: "local-hash-v1"})
 	env := map[string]string{
 		"DATABASE_URL":          pg.URL,
 		"REDIS_URL":             r.URL,
