@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 	"github.com/agentfleet/orchestrator/packages/testenv"
+	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
 )
 
 type cli struct {
@@ -223,16 +227,14 @@ func TestReembed(t *testing.T) {
 	c := &cli{t: t, url: d.OperatorURL(), owner: d.URL}
 	org := c.ok("org", "create", "--name", "acme")["id"].(string)
 	// One entry ready under another model, one failed, one ready under the current model.
-	for _, q := range []string{
-		`INSERT INTO knowledge (org_id, title, body, embedding_status, embedding, embedding_model, embedded_at)
-		 VALUES ($1, 'old model', 'b', 'ready', array_fill(0.1::real, ARRAY[768])::vector, 'some-old-model', now())`,
-		`INSERT INTO knowledge (org_id, title, body, embedding_status, embedding_error) VALUES ($1, 'failed', 'b', 'failed', 'boom')`,
-		`INSERT INTO knowledge (org_id, title, body, embedding_status, embedding, embedding_model, embedded_at)
-		 VALUES ($1, 'current', 'b', 'ready', array_fill(0.1::real, ARRAY[768])::vector, 'local-hash-v1', now())`,
+	vec := slices.Repeat([]float32{0.1}, 768)
+	for _, o := range []testfactory.EntryOpts{
+		{Title: "old model", Body: "b", Embedding: vec, Model: "some-old-model"},
+		{Title: "failed", Body: "b", EmbeddingError: "boom"},
+		{Title: "current", Body: "b", Embedding: vec, Model: "local-hash-v1"},
 	} {
-		if _, err := d.Pool.Exec(ctx, q, org); err != nil {
-			t.Fatal(err)
-		}
+		o.OrgID = uuid.MustParse(org)
+		testfactory.Entry(ctx, t, d.Pool, &o)
 	}
 	if code := run(ctx, []string{"reembed", "--org", org, "--json"}, getenv, &out, &errb); code != 0 {
 		t.Fatalf("reembed: %d %s %s", code, out.String(), errb.String())

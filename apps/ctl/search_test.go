@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
 )
 
 func TestSearchLanguageAndStatus(t *testing.T) {
@@ -17,9 +21,9 @@ func TestSearchLanguageAndStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	if _, err := pool.Exec(context.Background(),
-		`INSERT INTO knowledge (org_id, title, body) SELECT $1, 'note ' || i, 'body ' || i FROM generate_series(1, 3) i`, org); err != nil {
-		t.Fatal(err)
+	for i := 1; i <= 3; i++ {
+		testfactory.Entry(context.Background(), t, pool, &testfactory.EntryOpts{OrgID: uuid.MustParse(org),
+			Title: fmt.Sprint("note ", i), Body: fmt.Sprint("body ", i)})
 	}
 	if st := c.ok("search", "status", "--org", org); st["queued"].(float64) != 3 || st["textSearchConfig"] != "" {
 		t.Fatalf("status before indexing: %v", st)
