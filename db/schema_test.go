@@ -11,26 +11,21 @@ import (
 
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/testenv"
+	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
 )
 
 type ids struct{ org, agent, task, entry uuid.UUID }
 
+// seed writes an org named name with an agent, a task and an entry of that
+// agent.
 func seed(t *testing.T, pool *pgxpool.Pool, name string) ids {
 	t.Helper()
 	ctx := context.Background()
-	var x ids
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(pool.QueryRow(ctx, "INSERT INTO orgs (name) VALUES ($1) RETURNING id", name).Scan(&x.org))
-	must(pool.QueryRow(ctx, "INSERT INTO agents (org_id, name) VALUES ($1, 'a') RETURNING id", x.org).Scan(&x.agent))
-	must(pool.QueryRow(ctx, "INSERT INTO tasks (org_id, title) VALUES ($1, 't') RETURNING id", x.org).Scan(&x.task))
-	must(pool.QueryRow(ctx, "INSERT INTO knowledge (org_id, title, body, created_by_agent_id) VALUES ($1, 't', 'b', $2) RETURNING id",
-		x.org, x.agent).Scan(&x.entry))
-	return x
+	org := testfactory.Org(ctx, t, pool, &testfactory.OrgOpts{Name: name}).ID
+	agent := testfactory.Agent(ctx, t, pool, &testfactory.AgentOpts{OrgID: org}).ID
+	return ids{org: org, agent: agent,
+		task:  testfactory.Task(ctx, t, pool, &testfactory.TaskOpts{OrgID: org}).ID,
+		entry: testfactory.Entry(ctx, t, pool, &testfactory.EntryOpts{OrgID: org, AgentID: agent}).ID}
 }
 
 func pgCode(err error) string {
