@@ -7,12 +7,14 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 	"github.com/agentfleet/orchestrator/packages/testenv"
+	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
 )
 
 // testenv.Buffer is a goroutine-safe bytes.Buffer.
@@ -87,12 +89,8 @@ func TestRunRefusesBadConfiguration(t *testing.T) {
 	// Vectors of the local model are stored; a server configured with
 	// another model of another width refuses to start, naming both.
 	stored := testenv.Postgres(t)
-	if _, err := stored.Pool.Exec(context.Background(), `
-		WITH o AS (INSERT INTO orgs (name) VALUES ('o') RETURNING id)
-		INSERT INTO knowledge (org_id, title, body, embedding, embedding_status, embedding_model, embedded_at)
-		SELECT id, 't', 'b', array_fill(0.1::real, ARRAY[768])::vector, 'ready', 'local-hash-v1', now() FROM o`); err != nil {
-		t.Fatal(err)
-	}
+	testfactory.Entry(context.Background(), t, stored.Pool, &testfactory.EntryOpts{Title: "t", Body: "b",
+		Embedding: slices.Repeat([]float32{0.1}, 768), Model: "local-hash-v1"})
 	cases["stored vectors of another model"] = struct {
 		args []string
 		env  map[string]string
@@ -184,19 +182,7 @@ func TestRunStartsWithDependenciesDownAndRecovers(t *testing.T) {
 	t.Parallel()
 	d := testenv.Postgres(t)
 	r := testenv.LeaseRedis(t)
-	ten := tenancy.New(d.Pool)
-	org, err := ten.CreateOrg(context.Background(), "acme")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ag, err := ten.CreateAgent(context.Background(), org.ID, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := ten.IssueToken(context.Background(), org.ID, ag.ID, []string{tenancy.ScopeKnowledgeRead, tenancy.ScopeKnowledgeWrite}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := testfactory.Token(context.Background(), t, d.Pool, &testfactory.TokenOpts{Scopes: []string{tenancy.ScopeKnowledgeRead, tenancy.ScopeKnowledgeWrite}})
 	pgProxy := newProxy(t, "")
 	pgURL, pgTarget := withHost(t, d.URL, pgProxy.addr)
 	pgProxy.target = pgTarget
@@ -240,7 +226,7 @@ func TestRunStartsWithDependenciesDownAndRecovers(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer "+tok.Token)
+		req.Header.Set("Authorization", "Bearer "+tok.Text)
 		res, err := (&http.Client{Timeout: 20 * time.Second}).Do(req)
 		if err != nil {
 			t.Fatal(err)
