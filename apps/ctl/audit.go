@@ -32,114 +32,132 @@ func timeFlag(name, v string, now time.Time) (*time.Time, error) {
 	return nil, usagef("--%s: %q is not a time (2026-11-24T10:00:00Z or 2026-11-24) nor a positive duration before now (24h)", name, v)
 }
 
-func init() {
-	register("audit", "who did what: --org ORG [--agent A] [--entry ID] [--tool T] [--since T] [--until T] [--limit N] (newest first)", func(fs *flag.FlagSet) func(e *env) error {
-		org := fs.String("org", "", "org id")
-		agent := fs.String("agent", "", "only this agent's calls (agent id)")
-		entry := fs.String("entry", "", "only calls that touched this entry (entry id)")
-		tool := fs.String("tool", "", "only this tool (store_knowledge, ...) or resource kind (knowledge_entry, task_knowledge, org_stats)")
-		since := fs.String("since", "", "from this time on: RFC 3339, a date, or a duration before now (24h)")
-		until := fs.String("until", "", "before this time: RFC 3339, a date, or a duration before now")
-		limit := fs.Int("limit", 100, fmt.Sprintf("at most this many records (1..%d)", tenancy.MaxAuditLimit))
-		return func(e *env) error {
-			orgID, err := uuidFlag("org", *org)
-			if err != nil {
-				return err
-			}
-			f := tenancy.AuditFilter{Name: *tool, Limit: *limit}
-			for _, opt := range []struct {
-				name, v string
-				dst     **uuid.UUID
-			}{{"agent", *agent, &f.AgentID}, {"entry", *entry, &f.EntryID}} {
-				if opt.v == "" {
-					continue
-				}
-				id, err := uuidFlag(opt.name, opt.v)
-				if err != nil {
-					return err
-				}
-				*opt.dst = &id
-			}
-			if *limit < 1 || *limit > tenancy.MaxAuditLimit {
-				return usagef("--limit: %d is not between 1 and %d", *limit, tenancy.MaxAuditLimit)
-			}
-			if len(*tool) > 64 || strings.TrimSpace(*tool) != *tool {
-				return usagef("--tool: %q is not a tool or resource name", *tool)
-			}
-			now := time.Now()
-			if f.Since, err = timeFlag("since", *since, now); err != nil {
-				return err
-			}
-			if f.Until, err = timeFlag("until", *until, now); err != nil {
-				return err
-			}
-			if f.Since != nil && f.Until != nil && !f.Until.After(*f.Since) {
-				return usagef("--until: must be after --since")
-			}
-			t, err := e.tenancy()
-			if err != nil {
-				return err
-			}
-			events, err := t.Audit(e.ctx, orgID, f)
-			if err != nil {
-				return err
-			}
-			return e.print(map[string]any{"events": events}, func(w io.Writer) {
-				if len(events) == 0 {
-					fmt.Fprintln(w, "no records")
-				}
-				for _, ev := range events {
-					agent, token := "-", "-"
-					if ev.AgentID != nil {
-						agent = ev.AgentID.String()
-					}
-					if ev.TokenID != nil {
-						token = ev.TokenID.String()
-					}
-					fmt.Fprintf(w, "%s  %-8s %-20s %-16s %8.1f ms  agent %s  token %s",
-						ev.At.UTC().Format("2006-01-02T15:04:05.000Z"), ev.Kind, ev.Name, ev.Outcome, float64(ev.DurationUs)/1000, agent, token)
-					if ev.QueryLength != nil {
-						fmt.Fprintf(w, "  query %d chars #%x", *ev.QueryLength, []byte(ev.QueryHash))
-					}
-					if len(ev.EntryIDs) > 0 {
-						ids := make([]string, len(ev.EntryIDs))
-						for i, id := range ev.EntryIDs {
-							ids[i] = id.String()
-						}
-						fmt.Fprintf(w, "  entries %s", strings.Join(ids, ","))
-					}
-					fmt.Fprintln(w)
-				}
-			})
+type auditFlags struct {
+	orgFlags
+	agent, entry, tool, since, until string
+	limit                            int
+}
+
+func (f *auditFlags) define(fs *flag.FlagSet) {
+	f.orgFlags.define(fs)
+	fs.StringVar(&f.agent, "agent", "", "only this agent's calls (agent id)")
+	fs.StringVar(&f.entry, "entry", "", "only calls that touched this entry (entry id)")
+	fs.StringVar(&f.tool, "tool", "", "only this tool (store_knowledge, ...) or resource kind (knowledge_entry, task_knowledge, org_stats)")
+	fs.StringVar(&f.since, "since", "", "from this time on: RFC 3339, a date, or a duration before now (24h)")
+	fs.StringVar(&f.until, "until", "", "before this time: RFC 3339, a date, or a duration before now")
+	fs.IntVar(&f.limit, "limit", 100, fmt.Sprintf("at most this many records (1..%d)", tenancy.MaxAuditLimit))
+}
+
+// filter is the flags as a tenancy.AuditFilter, times relative to now.
+func (f *auditFlags) filter(now time.Time) (tenancy.AuditFilter, error) {
+	af := tenancy.AuditFilter{Name: f.tool, Limit: f.limit}
+	for _, opt := range []struct {
+		name, v string
+		dst     **uuid.UUID
+	}{{"agent", f.agent, &af.AgentID}, {"entry", f.entry, &af.EntryID}} {
+		if opt.v == "" {
+			continue
 		}
-	})
+		id, err := uuidFlag(opt.name, opt.v)
+		if err != nil {
+			return af, err
+		}
+		*opt.dst = &id
+	}
+	if f.limit < 1 || f.limit > tenancy.MaxAuditLimit {
+		return af, usagef("--limit: %d is not between 1 and %d", f.limit, tenancy.MaxAuditLimit)
+	}
+	if len(f.tool) > 64 || strings.TrimSpace(f.tool) != f.tool {
+		return af, usagef("--tool: %q is not a tool or resource name", f.tool)
+	}
+	var err error
+	if af.Since, err = timeFlag("since", f.since, now); err != nil {
+		return af, err
+	}
+	if af.Until, err = timeFlag("until", f.until, now); err != nil {
+		return af, err
+	}
+	if af.Since != nil && af.Until != nil && !af.Until.After(*af.Since) {
+		return af, usagef("--until: must be after --since")
+	}
+	return af, nil
+}
+
+func runAudit(e *env, f *auditFlags) error {
+	orgID, err := f.orgID()
+	if err != nil {
+		return err
+	}
+	af, err := f.filter(time.Now())
+	if err != nil {
+		return err
+	}
+	t, err := e.tenancy()
+	if err != nil {
+		return err
+	}
+	events, err := t.Audit(e.ctx, orgID, af)
+	if err != nil {
+		return err
+	}
+	return e.print(map[string]any{"events": events}, func(w io.Writer) { printAudit(w, events) })
+}
+
+func printAudit(w io.Writer, events []tenancy.AuditEvent) {
+	if len(events) == 0 {
+		fmt.Fprintln(w, "no records")
+	}
+	for _, ev := range events {
+		agent, token := "-", "-"
+		if ev.AgentID != nil {
+			agent = ev.AgentID.String()
+		}
+		if ev.TokenID != nil {
+			token = ev.TokenID.String()
+		}
+		fmt.Fprintf(w, "%s  %-8s %-20s %-16s %8.1f ms  agent %s  token %s",
+			ev.At.UTC().Format("2006-01-02T15:04:05.000Z"), ev.Kind, ev.Name, ev.Outcome, float64(ev.DurationUs)/1000, agent, token)
+		if ev.QueryLength != nil {
+			fmt.Fprintf(w, "  query %d chars #%x", *ev.QueryLength, []byte(ev.QueryHash))
+		}
+		if len(ev.EntryIDs) > 0 {
+			ids := make([]string, len(ev.EntryIDs))
+			for i, id := range ev.EntryIDs {
+				ids[i] = id.String()
+			}
+			fmt.Fprintf(w, "  entries %s", strings.Join(ids, ","))
+		}
+		fmt.Fprintln(w)
+	}
 }
 
 // The retention as the operator runs it (docs/operators.md, "Days and
 // retention"): the worker drops the days past AUDIT_RETENTION on its own;
 // this is for a deployment that runs the retention from its scheduler, or
 // wants a shorter one at once.
-func init() {
-	register("audit-prune", "drop the audit trail's days older than --older-than (default 90d; days, or a Go duration of at least 1h), of every org", func(fs *flag.FlagSet) func(e *env) error {
-		olderThan := fs.String("older-than", "90d", "the retention: days (90d) or a Go duration (2160h), at least 1h")
-		return func(e *env) error {
-			d, err := retentionFlag(*olderThan)
-			if err != nil {
-				return err
-			}
-			t, err := e.tenancy()
-			if err != nil {
-				return err
-			}
-			cutoff := time.Now().Add(-d)
-			n, err := t.PruneAudit(e.ctx, cutoff)
-			if err != nil {
-				return err
-			}
-			return e.print(map[string]any{"dropped": n, "before": cutoff.UTC()}, func(w io.Writer) {
-				fmt.Fprintf(w, "dropped %d records: the days that ended before %s\n", n, cutoff.UTC().Format(time.RFC3339))
-			})
-		}
+
+type auditPruneFlags struct{ olderThan string }
+
+func (f *auditPruneFlags) define(fs *flag.FlagSet) {
+	fs.StringVar(&f.olderThan, "older-than", "90d", "the retention: days (90d) or a Go duration (2160h), at least 1h")
+}
+
+func runAuditPrune(e *env, f *auditPruneFlags) error {
+	d, err := retentionFlag(f.olderThan)
+	if err != nil {
+		return err
+	}
+	t, err := e.tenancy()
+	if err != nil {
+		return err
+	}
+	cutoff := time.Now().Add(-d)
+	n, err := t.PruneAudit(e.ctx, cutoff)
+	if err != nil {
+		return err
+	}
+	return e.print(map[string]any{"dropped": n, "before": cutoff.UTC()}, func(w io.Writer) {
+		fmt.Fprintf(w, "dropped %d records: the days that ended before %s\n", n, cutoff.UTC().Format(time.RFC3339))
 	})
 }
 

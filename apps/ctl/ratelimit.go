@@ -14,113 +14,131 @@ import (
 // ctl ratelimit: the operators' rate limit settings (docs/mcp.md, "Rate
 // limits"). The rules of a setting live in tenancy; here flags become a
 // tenancy.RateLimit.
-func init() {
-	target := func(fs *flag.FlagSet) func() (uuid.UUID, tenancy.RateLimit, error) {
-		org := fs.String("org", "", "org id")
-		agent := fs.String("agent", "", "agent id: a limit for this agent alone")
-		each := fs.Bool("each-agent", false, "a limit for each agent of the org that has none of its own")
-		kind := fs.String("kind", "", "read (search, get, resources) or write (store, supersede)")
-		return func() (uuid.UUID, tenancy.RateLimit, error) {
-			orgID, err := uuidFlag("org", *org)
-			if err != nil {
-				return orgID, tenancy.RateLimit{}, err
-			}
-			l := tenancy.RateLimit{Scope: tenancy.RateScopeOrg, Kind: *kind}
-			switch {
-			case *agent != "" && *each:
-				return orgID, l, usagef("--agent and --each-agent exclude each other")
-			case *agent != "":
-				id, err := uuidFlag("agent", *agent)
-				if err != nil {
-					return orgID, l, err
-				}
-				l.Scope, l.AgentID = tenancy.RateScopeAgent, &id
-			case *each:
-				l.Scope = tenancy.RateScopeAgent
-			}
-			if *kind == "" {
-				return orgID, l, usagef("--kind is required: read or write")
-			}
-			return orgID, l, nil
-		}
+
+// rateTargetFlags say which setting: the org's, an agent's, or each agent's,
+// of one kind.
+type rateTargetFlags struct {
+	orgFlags
+	agent, kind string
+	each        bool
+}
+
+func (f *rateTargetFlags) define(fs *flag.FlagSet) {
+	f.orgFlags.define(fs)
+	fs.StringVar(&f.agent, "agent", "", "agent id: a limit for this agent alone")
+	fs.BoolVar(&f.each, "each-agent", false, "a limit for each agent of the org that has none of its own")
+	fs.StringVar(&f.kind, "kind", "", "read (search, get, resources) or write (store, supersede)")
+}
+
+func (f *rateTargetFlags) target() (uuid.UUID, tenancy.RateLimit, error) {
+	orgID, err := f.orgID()
+	if err != nil {
+		return orgID, tenancy.RateLimit{}, err
 	}
-	register("ratelimit set", "set a rate limit: --org ORG [--agent AGENT | --each-agent] --kind read|write --per-minute N|unlimited", func(fs *flag.FlagSet) func(e *env) error {
-		parse := target(fs)
-		per := fs.String("per-minute", "", "calls a minute, or unlimited")
-		return func(e *env) error {
-			orgID, l, err := parse()
-			if err != nil {
-				return err
-			}
-			switch *per {
-			case "":
-				return usagef("--per-minute is required: calls a minute, or unlimited")
-			case "unlimited":
-			default:
-				n, err := strconv.Atoi(*per)
-				if err != nil {
-					return usagef("--per-minute must be a whole number of calls a minute, or unlimited (got %q)", *per)
-				}
-				l.PerMinute = &n
-			}
-			t, err := e.tenancy()
-			if err != nil {
-				return err
-			}
-			out, err := t.SetRateLimit(e.ctx, orgID, l)
-			if err != nil {
-				return err
-			}
-			return e.print(out, func(w io.Writer) { printRateLimit(w, *out) })
+	l := tenancy.RateLimit{Scope: tenancy.RateScopeOrg, Kind: f.kind}
+	switch {
+	case f.agent != "" && f.each:
+		return orgID, l, usagef("--agent and --each-agent exclude each other")
+	case f.agent != "":
+		id, err := uuidFlag("agent", f.agent)
+		if err != nil {
+			return orgID, l, err
+		}
+		l.Scope, l.AgentID = tenancy.RateScopeAgent, &id
+	case f.each:
+		l.Scope = tenancy.RateScopeAgent
+	}
+	if f.kind == "" {
+		return orgID, l, usagef("--kind is required: read or write")
+	}
+	return orgID, l, nil
+}
+
+type rateLimitSetFlags struct {
+	rateTargetFlags
+	per string
+}
+
+func (f *rateLimitSetFlags) define(fs *flag.FlagSet) {
+	f.rateTargetFlags.define(fs)
+	fs.StringVar(&f.per, "per-minute", "", "calls a minute, or unlimited")
+}
+
+// perMinute is --per-minute: nil for unlimited.
+func (f *rateLimitSetFlags) perMinute() (*int, error) {
+	switch f.per {
+	case "":
+		return nil, usagef("--per-minute is required: calls a minute, or unlimited")
+	case "unlimited":
+		return nil, nil
+	}
+	n, err := strconv.Atoi(f.per)
+	if err != nil {
+		return nil, usagef("--per-minute must be a whole number of calls a minute, or unlimited (got %q)", f.per)
+	}
+	return &n, nil
+}
+
+func runRateLimitSet(e *env, f *rateLimitSetFlags) error {
+	orgID, l, err := f.target()
+	if err != nil {
+		return err
+	}
+	if l.PerMinute, err = f.perMinute(); err != nil {
+		return err
+	}
+	t, err := e.tenancy()
+	if err != nil {
+		return err
+	}
+	out, err := t.SetRateLimit(e.ctx, orgID, l)
+	if err != nil {
+		return err
+	}
+	return e.print(out, func(w io.Writer) { printRateLimit(w, *out) })
+}
+
+func runRateLimitClear(e *env, f *rateTargetFlags) error {
+	orgID, l, err := f.target()
+	if err != nil {
+		return err
+	}
+	t, err := e.tenancy()
+	if err != nil {
+		return err
+	}
+	removed, err := t.ClearRateLimit(e.ctx, orgID, l)
+	if err != nil {
+		return err
+	}
+	return e.print(map[string]bool{"removed": removed}, func(w io.Writer) {
+		if removed {
+			fmt.Fprintln(w, "removed; the server's default applies")
+		} else {
+			fmt.Fprintln(w, "there was no such setting; the server's default applies")
 		}
 	})
-	register("ratelimit clear", "remove a rate limit (the server's default applies again): --org ORG [--agent AGENT | --each-agent] --kind read|write", func(fs *flag.FlagSet) func(e *env) error {
-		parse := target(fs)
-		return func(e *env) error {
-			orgID, l, err := parse()
-			if err != nil {
-				return err
-			}
-			t, err := e.tenancy()
-			if err != nil {
-				return err
-			}
-			removed, err := t.ClearRateLimit(e.ctx, orgID, l)
-			if err != nil {
-				return err
-			}
-			return e.print(map[string]bool{"removed": removed}, func(w io.Writer) {
-				if removed {
-					fmt.Fprintln(w, "removed; the server's default applies")
-				} else {
-					fmt.Fprintln(w, "there was no such setting; the server's default applies")
-				}
-			})
+}
+
+func runRateLimitShow(e *env, f *orgFlags) error {
+	orgID, err := f.orgID()
+	if err != nil {
+		return err
+	}
+	t, err := e.tenancy()
+	if err != nil {
+		return err
+	}
+	ls, err := t.RateLimits(e.ctx, orgID)
+	if err != nil {
+		return err
+	}
+	return e.print(map[string]any{"rateLimits": ls}, func(w io.Writer) {
+		if len(ls) == 0 {
+			fmt.Fprintln(w, "no settings: the server's defaults (MCP_RATE_*) apply")
 		}
-	})
-	register("ratelimit show", "show an org's rate limit settings: --org ORG", func(fs *flag.FlagSet) func(e *env) error {
-		org := fs.String("org", "", "org id")
-		return func(e *env) error {
-			orgID, err := uuidFlag("org", *org)
-			if err != nil {
-				return err
-			}
-			t, err := e.tenancy()
-			if err != nil {
-				return err
-			}
-			ls, err := t.RateLimits(e.ctx, orgID)
-			if err != nil {
-				return err
-			}
-			return e.print(map[string]any{"rateLimits": ls}, func(w io.Writer) {
-				if len(ls) == 0 {
-					fmt.Fprintln(w, "no settings: the server's defaults (MCP_RATE_*) apply")
-				}
-				for _, l := range ls {
-					printRateLimit(w, l)
-				}
-			})
+		for _, l := range ls {
+			printRateLimit(w, l)
 		}
 	})
 }

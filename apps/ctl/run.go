@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -117,37 +116,6 @@ func (e *env) print(v any, text func(w io.Writer)) error {
 	return nil
 }
 
-// command is one leaf of the command tree, e.g. "org create".
-type command struct {
-	summary string
-	flags   func(fs *flag.FlagSet) func(e *env) error
-}
-
-var commands = map[string]command{}
-
-// positional names the commands that take one argument besides flags.
-var positional = map[string]bool{"import": true}
-
-func register(name, summary string, flags func(fs *flag.FlagSet) func(e *env) error) {
-	commands[name] = command{summary: summary, flags: flags}
-}
-
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: ctl <command> [flags] [--json]")
-	fmt.Fprintln(w, "\ncommands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-16s %s\n", n, commands[n].summary)
-	}
-	fmt.Fprintln(w, "\nenvironment: DATABASE_URL (the operator's role, default "+db.DefaultOperatorURL+"),")
-	fmt.Fprintln(w, "  OWNER_DATABASE_URL (migrate: the schema owner, default "+db.DefaultOwnerURL+"),")
-	fmt.Fprintln(w, "  DB_APP_ROLE, DB_OPERATOR_ROLE (migrate: the roles it makes and grants), REDIS_URL (reembed)")
-}
-
 // run is the testable main: it returns the exit code.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
@@ -157,29 +125,25 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		return exitOK
 	}
-	name, rest := args[0], args[1:]
-	cmd, ok := commands[name]
-	if !ok && len(args) > 1 {
-		name, rest = args[0]+" "+args[1], args[2:]
-		cmd, ok = commands[name]
-	}
-	if !ok {
+	cmd, rest := lookup(args)
+	if cmd == nil {
 		fmt.Fprintf(stderr, "ctl: unknown command %q\n\n", strings.Join(args[:min(2, len(args))], " "))
 		usage(stderr)
 		return exitUsage
 	}
+	name := cmd.name
 	fs := flag.NewFlagSet("ctl "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	e := &env{ctx: ctx, getenv: getenv, stdout: stdout, stderr: stderr, stdin: os.Stdin}
 	fs.BoolVar(&e.json, "json", false, "print JSON for scripts")
-	exec := cmd.flags(fs)
+	exec := cmd.newRun(fs)
 	if err := fs.Parse(rest); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
 		return exitUsage
 	}
-	if fs.NArg() > 0 && positional[name] {
+	if fs.NArg() > 0 && cmd.arg {
 		// The flag package stops at the first non-flag: flags after the
 		// argument (import FILE --json) are parsed on their own.
 		e.arg = fs.Arg(0)

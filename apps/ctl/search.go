@@ -11,66 +11,71 @@ import (
 // The lexical index of an org: which text search configuration (language)
 // it is built with, how far the indexer is, and moving an org to another
 // language (packages/knowledge/language.go says how that is served).
-func init() {
-	register("search status", "an org's search indexes: --org ORG (language, entries indexed and queued, its own vector indexes)", func(fs *flag.FlagSet) func(e *env) error {
-		org := fs.String("org", "", "org id")
-		return func(e *env) error {
-			orgID, err := uuidFlag("org", *org)
-			if err != nil {
-				return err
-			}
-			svc, err := e.knowledge()
-			if err != nil {
-				return err
-			}
-			st, err := svc.SearchIndexStatus(e.ctx, orgID)
-			if err != nil {
-				return err
-			}
-			return e.print(st, func(w io.Writer) {
-				cfg := st.TextSearchConfig
-				if cfg == "" {
-					cfg = "(none yet: the deployment's on first index)"
-				}
-				fmt.Fprintf(w, "language %s, %d entries indexed, %d queued\n", cfg, st.Indexed, st.Queued)
-				if len(st.VectorIndexes) == 0 {
-					fmt.Fprintf(w, "vector index of its own: none (Upkeep builds one for an org of %d entries or more that is at most half of the table; until then its vector list uses the shared index or scans its vectors)\n",
-						knowledge.OrgVectorIndexMinDocs)
-				}
-				for _, ix := range st.VectorIndexes {
-					state := "valid"
-					if !ix.Valid {
-						state = "not valid yet: being built, or a failed build that Upkeep drops and builds again"
-					}
-					fmt.Fprintf(w, "vector index of its own: %s (%s)\n", ix.Name, state)
-				}
-			})
+
+func runSearchStatus(e *env, f *orgFlags) error {
+	orgID, err := f.orgID()
+	if err != nil {
+		return err
+	}
+	svc, err := e.knowledge()
+	if err != nil {
+		return err
+	}
+	st, err := svc.SearchIndexStatus(e.ctx, orgID)
+	if err != nil {
+		return err
+	}
+	return e.print(st, func(w io.Writer) { printSearchStatus(w, st) })
+}
+
+func printSearchStatus(w io.Writer, st *knowledge.SearchIndexStatus) {
+	cfg := st.TextSearchConfig
+	if cfg == "" {
+		cfg = "(none yet: the deployment's on first index)"
+	}
+	fmt.Fprintf(w, "language %s, %d entries indexed, %d queued\n", cfg, st.Indexed, st.Queued)
+	if len(st.VectorIndexes) == 0 {
+		fmt.Fprintf(w, "vector index of its own: none (Upkeep builds one for an org of %d entries or more that is at most half of the table; until then its vector list uses the shared index or scans its vectors)\n",
+			knowledge.OrgVectorIndexMinDocs)
+	}
+	for _, ix := range st.VectorIndexes {
+		state := "valid"
+		if !ix.Valid {
+			state = "not valid yet: being built, or a failed build that Upkeep drops and builds again"
 		}
-	})
-	register("search language", "rebuild an org's lexical index in another text search configuration: --org ORG --config NAME", func(fs *flag.FlagSet) func(e *env) error {
-		org := fs.String("org", "", "org id")
-		config := fs.String("config", "", "PostgreSQL text search configuration, e.g. english, german, french, simple")
-		return func(e *env) error {
-			orgID, err := uuidFlag("org", *org)
-			if err != nil {
-				return err
-			}
-			if *config == "" {
-				return usagef("--config is required (a text search configuration such as english, german, simple)")
-			}
-			svc, err := e.knowledge()
-			if err != nil {
-				return err
-			}
-			n, err := svc.SetTextSearchConfig(e.ctx, orgID, *config)
-			if err != nil {
-				return err
-			}
-			out := map[string]any{"orgId": orgID, "textSearchConfig": *config, "queued": n}
-			return e.print(out, func(w io.Writer) {
-				fmt.Fprintf(w, "%d entries queued for the indexer (the worker rebuilds the index in %s)\n", n, *config)
-			})
-		}
+		fmt.Fprintf(w, "vector index of its own: %s (%s)\n", ix.Name, state)
+	}
+}
+
+type searchLanguageFlags struct {
+	orgFlags
+	config string
+}
+
+func (f *searchLanguageFlags) define(fs *flag.FlagSet) {
+	f.orgFlags.define(fs)
+	fs.StringVar(&f.config, "config", "", "PostgreSQL text search configuration, e.g. english, german, french, simple")
+}
+
+func runSearchLanguage(e *env, f *searchLanguageFlags) error {
+	orgID, err := f.orgID()
+	if err != nil {
+		return err
+	}
+	if f.config == "" {
+		return usagef("--config is required (a text search configuration such as english, german, simple)")
+	}
+	svc, err := e.knowledge()
+	if err != nil {
+		return err
+	}
+	n, err := svc.SetTextSearchConfig(e.ctx, orgID, f.config)
+	if err != nil {
+		return err
+	}
+	out := map[string]any{"orgId": orgID, "textSearchConfig": f.config, "queued": n}
+	return e.print(out, func(w io.Writer) {
+		fmt.Fprintf(w, "%d entries queued for the indexer (the worker rebuilds the index in %s)\n", n, f.config)
 	})
 }
 
