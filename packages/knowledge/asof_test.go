@@ -94,11 +94,11 @@ func TestAsOf(t *testing.T) {
 		}
 	}
 	// Paging under asOf stays within it.
-	p1, err := b.svc.List(b.ctx, b.alice, knowledge.ListInput{AsOf: ptr(h(7)), Limit: 1})
+	p1, err := b.svc.List(b.ctx, b.alice, knowledge.ListInput{AsOf: ptr(h(7)), Limit: new(1)})
 	if err != nil || len(p1.Hits) != 1 || p1.NextCursor == "" {
 		t.Fatalf("page 1: %+v %v", p1, err)
 	}
-	p2, err := b.svc.List(b.ctx, b.alice, knowledge.ListInput{AsOf: ptr(h(7)), Limit: 1, Cursor: p1.NextCursor})
+	p2, err := b.svc.List(b.ctx, b.alice, knowledge.ListInput{AsOf: ptr(h(7)), Limit: new(1), Cursor: p1.NextCursor})
 	if err != nil || len(p2.Hits) != 1 || p2.NextCursor != "" || p2.Hits[0].ID == p1.Hits[0].ID {
 		t.Fatalf("page 2: %+v %v", p2, err)
 	}

@@ -20,7 +20,7 @@ func TestListCursorBoundToItsFilters(t *testing.T) {
 	for range 3 {
 		b.store(t, b.alice, "a", "b", "ops")
 	}
-	r, err := b.svc.List(b.ctx, b.alice, knowledge.ListInput{Limit: 1, Tags: []string{"OPS"}})
+	r, err := b.svc.List(b.ctx, b.alice, knowledge.ListInput{Limit: new(1), Tags: []string{"OPS"}})
 	if err != nil || r.NextCursor == "" {
 		t.Fatalf("%+v %v", r, err)
 	}
@@ -41,7 +41,7 @@ func TestListCursorBoundToItsFilters(t *testing.T) {
 		}
 	}
 	// The same filters (tags normalised alike), another limit and a budget: accepted.
-	r2, err := b.svc.List(b.ctx, b.alice, knowledge.ListInput{Cursor: c, Tags: []string{"ops"}, Limit: 5, MaxTokens: 5000})
+	r2, err := b.svc.List(b.ctx, b.alice, knowledge.ListInput{Cursor: c, Tags: []string{"ops"}, Limit: new(5), MaxTokens: new(5000)})
 	if err != nil || len(r2.Hits) != 2 {
 		t.Fatalf("same filters: %+v %v", r2, err)
 	}
@@ -64,7 +64,7 @@ func TestListMaxTokens(t *testing.T) {
 	}
 	whole := knowledge.EstimateTokens(full)
 	for _, budget := range []int{whole, whole * 2 / 3, whole / 3, 150, 100} {
-		r, err := b.svc.List(b.ctx, b.alice, knowledge.ListInput{MaxTokens: budget})
+		r, err := b.svc.List(b.ctx, b.alice, knowledge.ListInput{MaxTokens: new(budget)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,11 +78,11 @@ func TestListMaxTokens(t *testing.T) {
 		if len(r.Hits) == 0 || (len(r.Hits) > 1 && got > budget) {
 			t.Errorf("budget %d: %d hits, about %d tokens", budget, len(r.Hits), got)
 		}
-		if ids := b.listAll(t, b.alice, knowledge.ListInput{MaxTokens: budget, Limit: 5}); !slices.Equal(ids, want) {
+		if ids := b.listAll(t, b.alice, knowledge.ListInput{MaxTokens: new(budget), Limit: new(5)}); !slices.Equal(ids, want) {
 			t.Errorf("budget %d: paging gave %v, want %v", budget, ids, want)
 		}
 	}
-	_, err = b.svc.List(b.ctx, b.alice, knowledge.ListInput{MaxTokens: 99})
+	_, err = b.svc.List(b.ctx, b.alice, knowledge.ListInput{MaxTokens: new(99)})
 	wantCode(t, err, errs.CodeInvalidArgument, "maxTokens")
 }
 

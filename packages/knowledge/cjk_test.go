@@ -187,7 +187,7 @@ func TestCJKTermsLatinUnchanged(t *testing.T) {
 // comes from the lexical lists.
 func searchCJK(t *testing.T, b *bundle, c knowledge.Caller, q string) (ft, ttl []uuid.UUID, all map[uuid.UUID]knowledge.Hit) {
 	t.Helper()
-	r, err := b.svc.Search(b.ctx, c, knowledge.SearchInput{Query: q, Limit: 50, MinScore: ptr(0.0)})
+	r, err := b.svc.Search(b.ctx, c, knowledge.SearchInput{Query: q, Limit: new(50), MinScore: ptr(0.0)})
 	if err != nil {
 		t.Fatalf("search %q: %v", q, err)
 	}

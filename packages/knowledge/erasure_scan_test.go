@@ -109,7 +109,7 @@ func TestErasureLeavesNoTraceAnywhere(t *testing.T) {
 				if n%2 == 0 {
 					q = secretWord(n % 12)
 				}
-				_, err := b.svc.Search(ctx, alice, knowledge.SearchInput{Query: q, Limit: 10})
+				_, err := b.svc.Search(ctx, alice, knowledge.SearchInput{Query: q, Limit: new(10)})
 				fail("search", err)
 			}
 		}()

@@ -14,7 +14,7 @@ import (
 // entries: for the tests of its plans (vectorplan_test.go). It answers the
 // ids in rank order.
 func (s *Service) RunVectorStatement(ctx context.Context, conn *pgx.Conn, c Caller, vec pgvector.Vector, efSearch int, tableDocs int64) ([]uuid.UUID, error) {
-	a, err := validateSearch(c, SearchInput{Query: "vector", EfSearch: efSearch})
+	a, err := validateSearch(c, SearchInput{Query: "vector", EfSearch: new(efSearch)})
 	if err != nil {
 		return nil, err
 	}

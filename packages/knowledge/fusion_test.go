@@ -109,7 +109,7 @@ func TestSearchLongEntryFoundByItsBestPassage(t *testing.T) {
 		if indexed {
 			b.indexAll(t) // first scored in the queue's tail, then from the index
 		}
-		r := b.search(t, b.alice, knowledge.SearchInput{Query: "zebra migration llama backfill", Limit: 50, MinScore: ptr(0.0)})
+		r := b.search(t, b.alice, knowledge.SearchInput{Query: "zebra migration llama backfill", Limit: new(50), MinScore: ptr(0.0)})
 		if len(r.Hits) == 0 || r.Hits[0].ID != ids[0] {
 			t.Fatalf("indexed %v: the report must rank first: %+v", indexed, r.Hits)
 		}

@@ -101,7 +101,7 @@ func TestSearchHopsFollowRelations(t *testing.T) {
 
 	// Bounds: at most limit entries added.
 	q.Tags = nil
-	q.Limit = 1
+	q.Limit = new(1)
 	if res := b.hopSearch(t, b.bob, q); len(res.Hits) != 2 {
 		t.Fatalf("limit 1 with hops: %d hits, want the hit and one added", len(res.Hits))
 	}
@@ -202,7 +202,7 @@ func TestSearchHopsBoundEdges(t *testing.T) {
 		b.link(t, b.alice, o, "PART_OF", hit)
 	}
 	b.indexAll(t)
-	res := b.hopSearch(t, b.bob, knowledge.SearchInput{Query: "zanzibar", Hops: 1, Limit: 50})
+	res := b.hopSearch(t, b.bob, knowledge.SearchInput{Query: "zanzibar", Hops: 1, Limit: new(50)})
 	if n := len(res.Hits) - 1; n != knowledge.HopEdgesPerEntry {
 		t.Fatalf("%d entries added, want the bound %d", n, knowledge.HopEdgesPerEntry)
 	}

@@ -35,14 +35,14 @@ type ListInput struct {
 	// IncludeSuperseded and IncludeExpired as in search.
 	IncludeSuperseded bool
 	IncludeExpired    bool
-	Limit             int    // 1..MaxListLimit, default DefaultListLimit
+	Limit             *int   // 1..MaxListLimit; nil: DefaultListLimit
 	Cursor            string // NextCursor of the previous page; "" for the first
 	// AsOf as in search: what the org knew then.
 	AsOf *time.Time
-	// MaxTokens, when not 0, trims the page to about that many tokens
-	// (budget.go): shorter snippets, then fewer hits (at least one), the
-	// next cursor after the last hit given.
-	MaxTokens int
+	// MaxTokens, when given (MinMaxTokens..MaxMaxTokens), trims the page
+	// to about that many tokens (budget.go): shorter snippets, then fewer
+	// hits (at least one), the next cursor after the last hit given.
+	MaxTokens *int
 }
 
 // ListResult is one page. NextCursor is empty on the last page.
@@ -90,15 +90,9 @@ func (s *Service) List(ctx context.Context, c Caller, in ListInput) (*ListResult
 	if err := checkCaller(c, false); err != nil {
 		return nil, err
 	}
-	limit := in.Limit
-	if limit == 0 {
-		limit = DefaultListLimit
-	}
-	if limit < 1 || limit > MaxListLimit {
-		return nil, errs.InvalidArgument("limit", "must be from 1 to %d (got %d)", MaxListLimit, limit)
-	}
-	if len(in.Tags) > MaxTags {
-		return nil, errs.InvalidArgument("tags", "must have at most %d tags (got %d)", MaxTags, len(in.Tags))
+	limit := valueOr(in.Limit, DefaultListLimit)
+	if err := checkRange("limit", limit, 1, MaxListLimit); err != nil {
+		return nil, err
 	}
 	tags, err := normaliseTags(in.Tags)
 	if err != nil {
@@ -107,8 +101,8 @@ func (s *Service) List(ctx context.Context, c Caller, in ListInput) (*ListResult
 	if in.CreatedAfter != nil && in.CreatedBefore != nil && !in.CreatedAfter.Before(*in.CreatedBefore) {
 		return nil, errs.InvalidArgument("createdBefore", "must be after createdAfter")
 	}
-	if in.MaxTokens != 0 && (in.MaxTokens < MinMaxTokens || in.MaxTokens > MaxMaxTokens) {
-		return nil, errs.InvalidArgument("maxTokens", "must be from %d to %d (got %d)", MinMaxTokens, MaxMaxTokens, in.MaxTokens)
+	if err := checkMaxTokens(in.MaxTokens); err != nil {
+		return nil, err
 	}
 	filters := listFilters(tags, in)
 	key, err := s.listKey(ctx)
@@ -172,7 +166,7 @@ func (s *Service) List(ctx context.Context, c Caller, in ListInput) (*ListResult
 			ExpiresAt: r.ExpiresAt, Superseded: r.HeadID != nil, HeadID: r.HeadID, EmbeddingStatus: r.EmbeddingStatus,
 		})
 	}
-	if dropped := fitList(out, in.MaxTokens); dropped > 0 {
+	if dropped := fitList(out, valueOr(in.MaxTokens, 0)); dropped > 0 {
 		// The next page starts after the last hit given, not the last
 		// read: the hits left out come first on it.
 		last := out.Hits[len(out.Hits)-1]

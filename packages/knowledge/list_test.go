@@ -69,7 +69,7 @@ func TestListPagesNewestFirstStableUnderInserts(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("pages after concurrent inserts: %d ids, want the %d listed at the start, in order", len(got), len(want))
 	}
-	if n := len(b.listAll(t, b.bob, knowledge.ListInput{Limit: 7})); n != 55 {
+	if n := len(b.listAll(t, b.bob, knowledge.ListInput{Limit: new(7)})); n != 55 {
 		t.Fatalf("listing everything in pages of 7: %d entries, want 55", n)
 	}
 }
@@ -129,7 +129,7 @@ func TestListRefusesForeignAndForgedCursors(t *testing.T) {
 	for range 3 {
 		b.store(t, b.alice, "a", "b")
 	}
-	r, err := b.svc.List(b.ctx, b.alice, knowledge.ListInput{Limit: 1})
+	r, err := b.svc.List(b.ctx, b.alice, knowledge.ListInput{Limit: new(1)})
 	if err != nil || r.NextCursor == "" {
 		t.Fatalf("%+v %v", r, err)
 	}
@@ -146,8 +146,10 @@ func TestListRefusesForeignAndForgedCursors(t *testing.T) {
 		"another org's cursor": {b.eve, knowledge.ListInput{Cursor: c}, "cursor"},
 		"altered cursor":       {b.alice, knowledge.ListInput{Cursor: string(flip)}, "cursor"},
 		"garbage cursor":       {b.alice, knowledge.ListInput{Cursor: "eyJvZmZzZXQiOjEwMH0"}, "cursor"},
-		"limit 101":            {b.alice, knowledge.ListInput{Limit: 101}, "limit"},
-		"limit -1":             {b.alice, knowledge.ListInput{Limit: -1}, "limit"},
+		"limit 101":            {b.alice, knowledge.ListInput{Limit: new(101)}, "limit"},
+		"limit -1":             {b.alice, knowledge.ListInput{Limit: new(-1)}, "limit"},
+		"limit 0":              {b.alice, knowledge.ListInput{Limit: new(0)}, "limit"},
+		"maxTokens 0":          {b.alice, knowledge.ListInput{MaxTokens: new(0)}, "maxTokens"},
 		"empty range":          {b.alice, knowledge.ListInput{CreatedAfter: &now, CreatedBefore: &earlier}, "createdBefore"},
 		"bad tag":              {b.alice, knowledge.ListInput{Tags: []string{"c++"}}, "tags[0]"},
 	} {
@@ -155,7 +157,7 @@ func TestListRefusesForeignAndForgedCursors(t *testing.T) {
 		wantCode(t, err, errs.CodeInvalidArgument, tc.field)
 		_ = name
 	}
-	if r2, err := b.svc.List(b.ctx, b.alice, knowledge.ListInput{Limit: 1, Cursor: c}); err != nil || len(r2.Hits) != 1 || r2.Hits[0].ID == r.Hits[0].ID {
+	if r2, err := b.svc.List(b.ctx, b.alice, knowledge.ListInput{Limit: new(1), Cursor: c}); err != nil || len(r2.Hits) != 1 || r2.Hits[0].ID == r.Hits[0].ID {
 		t.Fatalf("the genuine cursor: %+v %v", r2, err)
 	}
 }

@@ -52,7 +52,7 @@ func (s *Service) SearchLists(ctx context.Context, c Caller, in SearchInput, dep
 	if depth < 1 || depth > MaxListDepth {
 		return nil, errs.InvalidArgument("depth", "must be between 1 and %d (got %d)", MaxListDepth, depth)
 	}
-	in.Limit = 0
+	in.Limit = nil
 	a, err := validateSearch(c, in)
 	if err != nil {
 		return nil, err

@@ -41,8 +41,15 @@ const (
 	RelationSummaryFirst = 5
 )
 
+// The length of a relation type's name (the tables' CHECKs repeat it).
+const (
+	MinRelationTypeChars = 2
+	MaxRelationTypeChars = 48
+)
+
 // RelationTypePattern is the form of a relation type's name:
-// UPPER_SNAKE_CASE, 2 to 48 characters (the tables' CHECKs repeat it).
+// UPPER_SNAKE_CASE, MinRelationTypeChars to MaxRelationTypeChars
+// characters (the tables' CHECKs repeat it).
 var RelationTypePattern = regexp.MustCompile(`^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$`)
 
 // RelationType is one type of the catalogue: its name, the name read from
@@ -154,8 +161,8 @@ func checkTypeName(field, name string) error {
 	if name == "" {
 		return errs.InvalidArgument(field, "is required: a relation type such as RELATES_TO or DEPENDS_ON")
 	}
-	if len(name) < 2 || len(name) > 48 || !RelationTypePattern.MatchString(name) {
-		return errs.InvalidArgument(field, "must be UPPER_SNAKE_CASE, 2 to 48 characters (got %s)", quoteType(name))
+	if len(name) < MinRelationTypeChars || len(name) > MaxRelationTypeChars || !RelationTypePattern.MatchString(name) {
+		return errs.InvalidArgument(field, "must be UPPER_SNAKE_CASE, %d to %d characters (got %s)", MinRelationTypeChars, MaxRelationTypeChars, quoteType(name))
 	}
 	return nil
 }
@@ -535,7 +542,7 @@ type RelationsInput struct {
 	Types         []string // names as read from ID (an inverse name filters inbound relations)
 	AsOf          *time.Time
 	IncludeClosed bool
-	Limit         int // 0: DefaultRelationsLimit
+	Limit         *int // 1..MaxRelationsLimit; nil: DefaultRelationsLimit
 	Cursor        string
 }
 
@@ -589,12 +596,9 @@ func (s *Service) Relations(ctx context.Context, c Caller, in RelationsInput) (*
 	if in.ID == uuid.Nil {
 		return nil, errs.InvalidArgument("id", "is required")
 	}
-	limit := in.Limit
-	switch {
-	case limit == 0:
-		limit = DefaultRelationsLimit
-	case limit < 1 || limit > MaxRelationsLimit:
-		return nil, errs.InvalidArgument("limit", "must be from 1 to %d (got %d)", MaxRelationsLimit, limit)
+	limit := valueOr(in.Limit, DefaultRelationsLimit)
+	if err := checkRange("limit", limit, 1, MaxRelationsLimit); err != nil {
+		return nil, err
 	}
 	asOf, err := checkAsOf(in.AsOf, s.opts.Now())
 	if err != nil {
@@ -617,8 +621,8 @@ func (s *Service) Relations(ctx context.Context, c Caller, in RelationsInput) (*
 	}
 	p.SymTypes = nonNil(cat.sym)
 	if in.Types != nil {
-		if len(in.Types) > 16 {
-			return nil, errs.InvalidArgument("types", "must have at most 16 types (got %d)", len(in.Types))
+		if len(in.Types) > MaxRelationTypes {
+			return nil, errs.InvalidArgument("types", "must have at most %d types (got %d)", MaxRelationTypes, len(in.Types))
 		}
 		p.OutTypes, p.InTypes = []string{}, []string{}
 		for i, n := range in.Types {

@@ -158,7 +158,9 @@ func TestLinkRefusals(t *testing.T) {
 	wantCode(t, err, errs.CodeInvalidArgument, "direction")
 	_, err = b.svc.Relations(b.ctx, b.alice, knowledge.RelationsInput{ID: a, Types: []string{"RELATES_TO", "NOPE"}})
 	wantCode(t, err, errs.CodeInvalidArgument, "types[1]")
-	_, err = b.svc.Relations(b.ctx, b.alice, knowledge.RelationsInput{ID: a, Limit: 101})
+	_, err = b.svc.Relations(b.ctx, b.alice, knowledge.RelationsInput{ID: a, Limit: new(101)})
+	wantCode(t, err, errs.CodeInvalidArgument, "limit")
+	_, err = b.svc.Relations(b.ctx, b.alice, knowledge.RelationsInput{ID: a, Limit: new(0)})
 	wantCode(t, err, errs.CodeInvalidArgument, "limit")
 	_, err = b.svc.Relations(b.ctx, b.alice, knowledge.RelationsInput{ID: a, AsOf: ptr(time.Now().Add(time.Hour))})
 	wantCode(t, err, errs.CodeInvalidArgument, "asOf")
@@ -246,7 +248,7 @@ func TestRelationsPaging(t *testing.T) {
 	seen := map[uuid.UUID]bool{}
 	cursor := ""
 	for pages := 0; ; pages++ {
-		r, err := b.svc.Relations(b.ctx, b.alice, knowledge.RelationsInput{ID: hub, Limit: 3, Cursor: cursor, Types: []string{"HAS_PART"}})
+		r, err := b.svc.Relations(b.ctx, b.alice, knowledge.RelationsInput{ID: hub, Limit: new(3), Cursor: cursor, Types: []string{"HAS_PART"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -264,7 +266,7 @@ func TestRelationsPaging(t *testing.T) {
 		}
 		cursor = r.NextCursor
 		// A cursor is refused with other filters.
-		_, err = b.svc.Relations(b.ctx, b.alice, knowledge.RelationsInput{ID: hub, Limit: 3, Cursor: cursor})
+		_, err = b.svc.Relations(b.ctx, b.alice, knowledge.RelationsInput{ID: hub, Limit: new(3), Cursor: cursor})
 		wantCode(t, err, errs.CodeInvalidArgument, "cursor")
 	}
 	if len(seen) != len(want) {
@@ -281,7 +283,7 @@ func TestRelationsPaging(t *testing.T) {
 	seen = map[uuid.UUID]bool{}
 	cursor = ""
 	for pages := 0; ; pages++ {
-		r, err := b.svc.Relations(b.ctx, b.alice, knowledge.RelationsInput{ID: hub, Limit: 3, Cursor: cursor})
+		r, err := b.svc.Relations(b.ctx, b.alice, knowledge.RelationsInput{ID: hub, Limit: new(3), Cursor: cursor})
 		if err != nil {
 			t.Fatal(err)
 		}

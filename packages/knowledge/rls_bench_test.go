@@ -106,7 +106,7 @@ func BenchmarkRowSecurity(b *testing.B) {
 		}
 		for _, s := range sides {
 			t := time.Now()
-			if _, err := s.svc.Search(ctx, bd.alice, knowledge.SearchInput{Query: q, Limit: 10}); err != nil {
+			if _, err := s.svc.Search(ctx, bd.alice, knowledge.SearchInput{Query: q, Limit: new(10)}); err != nil {
 				b.Fatal(err)
 			}
 			*s.search = append(*s.search, time.Since(t))

@@ -62,6 +62,7 @@ func (s *Service) Search(ctx context.Context, c Caller, in SearchInput) (*Search
 	for _, h := range hits {
 		res.Hits = append(res.Hits, h.hit(bodies[h.ID].snippet(h, a.Query)))
 	}
+	FitSearch(res, a.MaxTokens)
 	return res, nil
 }
 

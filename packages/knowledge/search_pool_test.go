@@ -25,7 +25,7 @@ func TestSearchBestOldEntryBeatsManyNewerMatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.indexAll(t)
-	r := b.search(t, b.bob, knowledge.SearchInput{Query: "widget", Limit: 5})
+	r := b.search(t, b.bob, knowledge.SearchInput{Query: "widget", Limit: new(5)})
 	if len(r.Hits) == 0 || r.Hits[0].ID != best || r.Hits[0].FullTextRank != 1 || r.Hits[0].TitleRank != 1 {
 		t.Fatalf("want the best entry first at rank 1 of both lexical lists, got %+v", r.Hits[:min(len(r.Hits), 2)])
 	}

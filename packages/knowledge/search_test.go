@@ -109,13 +109,13 @@ func TestSearchHybrid(t *testing.T) {
 		t.Fatalf("eve sees %v", got)
 	}
 	// limit
-	r = b.search(t, b.bob, knowledge.SearchInput{Query: "pool", Limit: 1})
+	r = b.search(t, b.bob, knowledge.SearchInput{Query: "pool", Limit: new(1)})
 	if len(r.Hits) != 1 {
 		t.Fatalf("limit 1 gave %d hits", len(r.Hits))
 	}
 	// efSearch extremes are accepted and still find the entry.
 	for _, ef := range []int{1, 200} {
-		r = b.search(t, b.bob, knowledge.SearchInput{Query: "banana bread", EfSearch: ef})
+		r = b.search(t, b.bob, knowledge.SearchInput{Query: "banana bread", EfSearch: new(ef)})
 		if len(r.Hits) == 0 || r.Hits[0].ID != c.bread {
 			t.Fatalf("efSearch %d: %v", ef, ids(r.Hits))
 		}
@@ -257,7 +257,7 @@ func TestSearchListsReachPastTheirFirstPart(t *testing.T) {
 	}
 
 	// Unfiltered, the 40 places go to titles holding the whole query.
-	r := b.search(t, b.alice, knowledge.SearchInput{Query: "zephyr gale", Limit: 40})
+	r := b.search(t, b.alice, knowledge.SearchInput{Query: "zephyr gale", Limit: new(40)})
 	for _, h := range r.Hits {
 		if h.TitleRank > 0 && (!other[h.ID] || !h.Signals.TitleContains) {
 			t.Fatalf("title rank %d: %q (contains %v), want a title holding the query", h.TitleRank, h.Title, h.Signals.TitleContains)
@@ -339,15 +339,20 @@ func TestSearchValidation(t *testing.T) {
 		{"query 2001 chars", with(func(in *knowledge.SearchInput) { in.Query = strings.Repeat("ü", 2001) }), "query"},
 		{"query NUL", with(func(in *knowledge.SearchInput) { in.Query = "a\x00" }), "query"},
 		{"query bad UTF-8", with(func(in *knowledge.SearchInput) { in.Query = "\xc3" }), "query"},
-		{"limit -1", with(func(in *knowledge.SearchInput) { in.Limit = -1 }), "limit"},
-		{"limit 51", with(func(in *knowledge.SearchInput) { in.Limit = 51 }), "limit"},
+		{"limit -1", with(func(in *knowledge.SearchInput) { in.Limit = new(-1) }), "limit"},
+		{"limit 0", with(func(in *knowledge.SearchInput) { in.Limit = new(0) }), "limit"},
+		{"limit 51", with(func(in *knowledge.SearchInput) { in.Limit = new(51) }), "limit"},
 		{"17 tags", with(func(in *knowledge.SearchInput) { in.Tags = tags17 }), "tags"},
 		{"bad tag", with(func(in *knowledge.SearchInput) { in.Tags = []string{"ok", "no!"} }), "tags[1]"},
 		{"minScore -0.1", with(func(in *knowledge.SearchInput) { in.MinScore = ptr(-0.1) }), "minScore"},
 		{"minScore 1.1", with(func(in *knowledge.SearchInput) { in.MinScore = ptr(1.1) }), "minScore"},
 		{"minScore NaN", with(func(in *knowledge.SearchInput) { in.MinScore = ptr(math.NaN()) }), "minScore"},
-		{"efSearch -1", with(func(in *knowledge.SearchInput) { in.EfSearch = -1 }), "efSearch"},
-		{"efSearch 201", with(func(in *knowledge.SearchInput) { in.EfSearch = 201 }), "efSearch"},
+		{"efSearch -1", with(func(in *knowledge.SearchInput) { in.EfSearch = new(-1) }), "efSearch"},
+		{"efSearch 0", with(func(in *knowledge.SearchInput) { in.EfSearch = new(0) }), "efSearch"},
+		{"efSearch 201", with(func(in *knowledge.SearchInput) { in.EfSearch = new(201) }), "efSearch"},
+		{"maxTokens 0", with(func(in *knowledge.SearchInput) { in.MaxTokens = new(0) }), "maxTokens"},
+		{"hops 3", with(func(in *knowledge.SearchInput) { in.Hops = 3 }), "hops"},
+		{"17 relation types", with(func(in *knowledge.SearchInput) { in.Hops, in.RelationTypes = 1, make([]string, 17) }), "relationTypes"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -357,8 +362,8 @@ func TestSearchValidation(t *testing.T) {
 	}
 	// Edges that are allowed.
 	for _, in := range []knowledge.SearchInput{
-		{Query: strings.Repeat("ü", 2000), Limit: 50, EfSearch: 200, MinScore: ptr(1.0)},
-		{Query: "x", Limit: 1, EfSearch: 1, MinScore: ptr(0.0), Tags: []string{"a"}},
+		{Query: strings.Repeat("ü", 2000), Limit: new(50), EfSearch: new(200), MinScore: ptr(1.0)},
+		{Query: "x", Limit: new(1), EfSearch: new(1), MinScore: ptr(0.0), Tags: []string{"a"}},
 	} {
 		if _, err := b.svc.Search(b.ctx, b.alice, in); err != nil {
 			t.Fatalf("%v", err)

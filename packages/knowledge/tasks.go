@@ -13,11 +13,6 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
-type linkArgs struct {
-	KnowledgeID uuid.UUID   `json:"knowledgeId" validate:"required"`
-	TaskRef     taskRefArgs `json:"taskRef"`
-}
-
 // LinkTask links an entry to a task of the caller's org (task runners).
 // Linking twice is idempotent: the existing link is returned. An entry or a
 // task of another org is not found. The caller's agent is recorded when it
@@ -27,8 +22,10 @@ func (s *Service) LinkTask(ctx context.Context, c Caller, knowledgeID uuid.UUID,
 	if err := checkCaller(c, false); err != nil {
 		return nil, err
 	}
-	a := linkArgs{KnowledgeID: knowledgeID, TaskRef: taskRefArgs{TaskID: ref.TaskID, Kind: string(ref.Kind)}}
-	if err := structErr(validate.Struct(&a)); err != nil {
+	if knowledgeID == uuid.Nil {
+		return nil, errs.InvalidArgument("knowledgeId", "is required")
+	}
+	if err := ref.check(); err != nil {
 		return nil, err
 	}
 	var agent *uuid.UUID

@@ -41,7 +41,7 @@ type StoreInput struct {
 	Title       string
 	Body        string
 	Tags        []string
-	Confidence  *int       // nil: 80
+	Confidence  *int       // MinConfidence..MaxConfidence; nil: DefaultConf
 	ExpiresAt   *time.Time // must be strictly in the future
 	TaskRef     *TaskRef
 	ClientToken *uuid.UUID // idempotence key
@@ -87,15 +87,17 @@ type StoreResult struct {
 	Skipped bool `json:"skipped,omitempty"`
 }
 
-// SearchInput is the search_knowledge call. Zero values mean defaults.
+// SearchInput is the search_knowledge call. A nil pointer is an argument
+// not given (its default); a pointer to 0 is an explicit 0, refused where
+// the range excludes it.
 type SearchInput struct {
 	Query             string
-	Limit             int // 0: 10
+	Limit             *int // 1..MaxLimit; nil: DefaultLimit
 	Tags              []string
 	IncludeSuperseded bool
 	IncludeExpired    bool
-	MinScore          *float64
-	EfSearch          int // 0: 64
+	MinScore          *float64 // 0..1; nil: DefaultMinScore
+	EfSearch          *int     // 1..MaxEfSearch; nil: DefaultEfSearch
 	// AsOf, when set, answers what the org knew then: entries created at
 	// or before it, superseded or expired only if they were by then.
 	// Forgotten entries stay forgotten. Must not be in the future.
@@ -106,6 +108,9 @@ type SearchInput struct {
 	// open ones, or with AsOf those valid then.
 	Hops          int
 	RelationTypes []string
+	// MaxTokens, when given (MinMaxTokens..MaxMaxTokens), trims the answer
+	// to about that many tokens (budget.go, FitSearch).
+	MaxTokens *int
 }
 
 // Hit is one search result.

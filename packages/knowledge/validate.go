@@ -1,86 +1,48 @@
 package knowledge
 
 import (
-	"errors"
 	"fmt"
-	"math"
-	"reflect"
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"regexp"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/go-playground/validator/v10"
 	"github.com/google/uuid"
-
-	"github.com/agentfleet/orchestrator/packages/errs"
 )
 
 // Limits of the SPEC, in Unicode characters (runes) where they are lengths.
+// The MCP tools' schemas and descriptions are built from them.
 const (
 	MaxTitleChars   = 200
 	MaxBodyChars    = 32000
 	MaxTags         = 16
 	MaxTagChars     = 64
+	MinConfidence   = 0
+	MaxConfidence   = 100
 	DefaultConf     = 80
 	MaxQueryChars   = 2000
 	DefaultLimit    = 10
 	MaxLimit        = 50
 	DefaultEfSearch = 64
 	MaxEfSearch     = 200
+	// MaxRelationTypes bounds a filter of relation types (search's
+	// relationTypes, list_relations' types).
+	MaxRelationTypes = 16
 )
 
 var kebab = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 
-// validate is built once: validator caches struct metadata and is safe for
-// concurrent use. Field names are the MCP argument names (json tags), so an
-// error names what the agent sent.
-var validate = newValidator()
-
-func newValidator() *validator.Validate {
-	v := validator.New(validator.WithRequiredStructEnabled())
-	v.RegisterTagNameFunc(func(f reflect.StructField) string {
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" {
-			return ""
-		}
-		return name
-	})
-	must := func(err error) {
-		if err != nil {
-			panic(err)
-		}
-	}
-	// text: valid UTF-8 without NUL bytes (Postgres refuses NUL in text, and
-	// invalid UTF-8 would be cut in two by any snippet).
-	must(v.RegisterValidation("text", func(fl validator.FieldLevel) bool {
-		s := fl.Field().String()
-		return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
-	}))
-	// notblank: present and not only white space.
-	must(v.RegisterValidation("notblank", func(fl validator.FieldLevel) bool {
-		return strings.TrimSpace(fl.Field().String()) != ""
-	}))
-	must(v.RegisterValidation("kebab", func(fl validator.FieldLevel) bool {
-		return kebab.MatchString(fl.Field().String())
-	}))
-	must(v.RegisterValidation("finite", func(fl validator.FieldLevel) bool {
-		f := fl.Field().Float()
-		return !math.IsNaN(f) && !math.IsInf(f, 0)
-	}))
-	return v
-}
-
 // storeArgs is StoreInput after defaults and tag normalisation; it is also
-// what the idempotence fingerprint is computed from.
+// what the idempotence fingerprint is computed from (its JSON).
 type storeArgs struct {
-	Title       string       `json:"title" validate:"text,notblank,max=200"`
-	Body        string       `json:"body" validate:"text,notblank,max=32000"`
-	Tags        []string     `json:"tags" validate:"max=16"`
-	Confidence  int          `json:"confidence" validate:"min=0,max=100"`
+	Title       string       `json:"title"`
+	Body        string       `json:"body"`
+	Tags        []string     `json:"tags"`
+	Confidence  int          `json:"confidence"`
 	ExpiresAt   *time.Time   `json:"expiresAt,omitempty"`
-	TaskRef     *taskRefArgs `json:"taskRef,omitempty" validate:"omitempty"`
+	TaskRef     *taskRefArgs `json:"taskRef,omitempty"`
 	ClientToken *uuid.UUID   `json:"clientToken,omitempty"`
 	// IfSimilar is IfSimilarSkip or "" (store): the default leaves the
 	// idempotence fingerprint as it was before the argument existed.
@@ -88,21 +50,23 @@ type storeArgs struct {
 }
 
 type taskRefArgs struct {
-	TaskID uuid.UUID `json:"taskId" validate:"required"`
-	Kind   string    `json:"kind" validate:"oneof=references produced"`
+	TaskID uuid.UUID `json:"taskId"`
+	Kind   string    `json:"kind"`
 }
 
+// searchArgs is SearchInput after defaults and tag normalisation.
 type searchArgs struct {
-	Query             string   `json:"query" validate:"text,notblank,max=2000"`
-	Limit             int      `json:"limit" validate:"min=1,max=50"`
-	Tags              []string `json:"tags" validate:"max=16"`
-	IncludeSuperseded bool     `json:"includeSuperseded"`
-	IncludeExpired    bool     `json:"includeExpired"`
-	MinScore          *float64 `json:"minScore" validate:"omitempty,finite,min=0,max=1"`
-	EfSearch          int      `json:"efSearch" validate:"min=1,max=200"`
+	Query             string
+	Limit             int
+	Tags              []string
+	IncludeSuperseded bool
+	IncludeExpired    bool
+	MinScore          *float64
+	EfSearch          int
 	AsOf              *time.Time
-	Hops              int      `json:"hops" validate:"min=0,max=2"`
-	RelationTypes     []string `json:"relationTypes" validate:"max=16"`
+	Hops              int
+	RelationTypes     []string
+	MaxTokens         int // 0: no budget
 }
 
 // validateStore checks and normalises a store call. It does no I/O.
@@ -110,24 +74,21 @@ func validateStore(c Caller, in StoreInput, now time.Time) (*storeArgs, error) {
 	if err := checkCaller(c, true); err != nil {
 		return nil, err
 	}
-	a := &storeArgs{Title: in.Title, Body: in.Body, Confidence: DefaultConf, ClientToken: in.ClientToken}
-	if in.Confidence != nil {
-		a.Confidence = *in.Confidence
-	}
-	if in.TaskRef != nil {
-		a.TaskRef = &taskRefArgs{TaskID: in.TaskRef.TaskID, Kind: string(in.TaskRef.Kind)}
-	}
-	if err := structErr(validate.Struct(a)); err != nil {
+	a := &storeArgs{Title: in.Title, Body: in.Body, Confidence: valueOr(in.Confidence, DefaultConf), ClientToken: in.ClientToken}
+	if err := checkText("title", in.Title, MaxTitleChars); err != nil {
 		return nil, err
 	}
-	if len(in.Tags) > MaxTags {
-		return nil, errs.InvalidArgument("tags", "must have at most %d tags (got %d)", MaxTags, len(in.Tags))
+	if err := checkText("body", in.Body, MaxBodyChars); err != nil {
+		return nil, err
 	}
 	tags, err := normaliseTags(in.Tags)
 	if err != nil {
 		return nil, err
 	}
 	a.Tags = tags
+	if err := checkRange("confidence", a.Confidence, MinConfidence, MaxConfidence); err != nil {
+		return nil, err
+	}
 	if in.ExpiresAt != nil {
 		if !in.ExpiresAt.After(now) {
 			return nil, errs.InvalidArgument("expiresAt", "must be strictly in the future (got %s, now is %s)",
@@ -136,6 +97,12 @@ func validateStore(c Caller, in StoreInput, now time.Time) (*storeArgs, error) {
 		// Postgres keeps microseconds: round now so a replay compares equal.
 		e := in.ExpiresAt.UTC().Round(time.Microsecond)
 		a.ExpiresAt = &e
+	}
+	if in.TaskRef != nil {
+		if err := in.TaskRef.check(); err != nil {
+			return nil, err
+		}
+		a.TaskRef = &taskRefArgs{TaskID: in.TaskRef.TaskID, Kind: string(in.TaskRef.Kind)}
 	}
 	if in.ClientToken != nil && *in.ClientToken == uuid.Nil {
 		return nil, errs.InvalidArgument("clientToken", "must be a non-nil UUID")
@@ -150,27 +117,37 @@ func validateStore(c Caller, in StoreInput, now time.Time) (*storeArgs, error) {
 	return a, nil
 }
 
+// check is the rule of a task link asked for with a new entry (its errors
+// name the taskRef argument's fields).
+func (r *TaskRef) check() error {
+	if r.TaskID == uuid.Nil {
+		return errs.InvalidArgument("taskRef.taskId", "is required")
+	}
+	switch r.Kind {
+	case LinkReferences, LinkProduced:
+	case "":
+		return errs.InvalidArgument("taskRef.kind", "is required: %s or %s", LinkReferences, LinkProduced)
+	default:
+		return errs.InvalidArgument("taskRef.kind", "must be one of: %s, %s (got %q)", LinkReferences, LinkProduced, clipRunes(string(r.Kind), 40))
+	}
+	return nil
+}
+
 // validateSearch checks a search call and applies its defaults.
 func validateSearch(c Caller, in SearchInput) (*searchArgs, error) {
 	if err := checkCaller(c, false); err != nil {
 		return nil, err
 	}
 	a := &searchArgs{
-		Query: in.Query, Limit: in.Limit, IncludeSuperseded: in.IncludeSuperseded,
-		IncludeExpired: in.IncludeExpired, MinScore: in.MinScore, EfSearch: in.EfSearch,
-		Hops: in.Hops, RelationTypes: in.RelationTypes,
+		Query: in.Query, Limit: valueOr(in.Limit, DefaultLimit), IncludeSuperseded: in.IncludeSuperseded,
+		IncludeExpired: in.IncludeExpired, MinScore: in.MinScore, EfSearch: valueOr(in.EfSearch, DefaultEfSearch),
+		Hops: in.Hops, RelationTypes: in.RelationTypes, MaxTokens: valueOr(in.MaxTokens, 0),
 	}
-	if a.Limit == 0 {
-		a.Limit = DefaultLimit
-	}
-	if a.EfSearch == 0 {
-		a.EfSearch = DefaultEfSearch
-	}
-	if err := structErr(validate.Struct(a)); err != nil {
+	if err := checkText("query", in.Query, MaxQueryChars); err != nil {
 		return nil, err
 	}
-	if len(in.Tags) > MaxTags {
-		return nil, errs.InvalidArgument("tags", "must have at most %d tags (got %d)", MaxTags, len(in.Tags))
+	if err := checkRange("limit", a.Limit, 1, MaxLimit); err != nil {
+		return nil, err
 	}
 	// The same normalisation as Store, so a search for "Go_Lang" finds what
 	// was stored as "go-lang"; a tag that can never match is refused.
@@ -179,6 +156,18 @@ func validateSearch(c Caller, in SearchInput) (*searchArgs, error) {
 		return nil, err
 	}
 	a.Tags = tags
+	if m := a.MinScore; m != nil && !(*m >= 0 && *m <= 1) { // NaN too
+		return nil, errs.InvalidArgument("minScore", "must be from 0 to 1 (got %v)", *m)
+	}
+	if err := checkMaxTokens(in.MaxTokens); err != nil {
+		return nil, err
+	}
+	if err := checkRange("hops", a.Hops, 0, MaxHops); err != nil {
+		return nil, err
+	}
+	if len(a.RelationTypes) > MaxRelationTypes {
+		return nil, errs.InvalidArgument("relationTypes", "must have at most %d types (got %d)", MaxRelationTypes, len(a.RelationTypes))
+	}
 	if a.RelationTypes != nil && a.Hops == 0 {
 		return nil, errs.InvalidArgument("relationTypes", "only applies with hops 1 or 2 (the relations followed from the hits)")
 	}
@@ -187,10 +176,54 @@ func validateSearch(c Caller, in SearchInput) (*searchArgs, error) {
 			return nil, err
 		}
 	}
+	if err := checkRange("efSearch", a.EfSearch, 1, MaxEfSearch); err != nil {
+		return nil, err
+	}
 	if a.AsOf, err = checkAsOf(in.AsOf, time.Now()); err != nil {
 		return nil, err
 	}
 	return a, nil
+}
+
+// checkText is the rule of a required text argument: valid UTF-8 without
+// NUL (PostgreSQL refuses NUL in text, and invalid UTF-8 would be cut in
+// two by any snippet), not blank, at most max characters.
+func checkText(field, v string, max int) error {
+	switch {
+	case !utf8.ValidString(v) || strings.ContainsRune(v, 0):
+		return errs.InvalidArgument(field, "must be valid UTF-8 text without NUL bytes")
+	case strings.TrimSpace(v) == "":
+		return errs.InvalidArgument(field, "is required and must not be blank")
+	}
+	if n := utf8.RuneCountInString(v); n > max {
+		return errs.InvalidArgument(field, "must be at most %d characters (got %d)", max, n)
+	}
+	return nil
+}
+
+// checkRange is the rule of an integer argument from min to max.
+func checkRange(field string, v, min, max int) error {
+	if v < min || v > max {
+		return errs.InvalidArgument(field, "must be from %d to %d (got %d)", min, max, v)
+	}
+	return nil
+}
+
+// checkMaxTokens is the rule of an answer's token budget: not given, or
+// from MinMaxTokens to MaxMaxTokens.
+func checkMaxTokens(v *int) error {
+	if v == nil {
+		return nil
+	}
+	return checkRange("maxTokens", *v, MinMaxTokens, MaxMaxTokens)
+}
+
+// valueOr is *v, or def when the argument was not given.
+func valueOr[T any](v *T, def T) T {
+	if v == nil {
+		return def
+	}
+	return *v
 }
 
 // checkAsOf refuses an asOf in the future: the answer would change as time
@@ -241,10 +274,15 @@ func NormaliseTag(t string) string {
 	return b.String()
 }
 
-// normaliseTags normalises every tag, drops duplicates (first occurrence
-// wins, order kept) and refuses what is still not kebab-case, naming the
-// tag by its index in the caller's array.
+// normaliseTags is the rule of a tag list, the same for storing, searching
+// and listing: at most MaxTags tags, each at most MaxTagChars characters
+// and kebab-case once normalised. It normalises every tag, drops
+// duplicates (first occurrence wins, order kept) and names a bad tag by its
+// index in the caller's array.
 func normaliseTags(in []string) ([]string, error) {
+	if len(in) > MaxTags {
+		return nil, errs.InvalidArgument("tags", "must have at most %d tags (got %d)", MaxTags, len(in))
+	}
 	out := make([]string, 0, len(in))
 	seen := make(map[string]bool, len(in))
 	for i, raw := range in {
@@ -253,7 +291,7 @@ func normaliseTags(in []string) ([]string, error) {
 			return nil, errs.InvalidArgument(field, "must be valid UTF-8 text without NUL bytes")
 		}
 		t := NormaliseTag(raw)
-		if n := utf8.RuneCountInString(t); n > MaxTagChars {
+		if n := max(utf8.RuneCountInString(raw), utf8.RuneCountInString(t)); n > MaxTagChars {
 			return nil, errs.InvalidArgument(field, "must be at most %d characters (got %d)", MaxTagChars, n)
 		}
 		if !kebab.MatchString(t) {
@@ -265,50 +303,4 @@ func normaliseTags(in []string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// structErr turns the first validator error into an *errs.Error naming the field
-// (dotted path of json names, e.g. "taskRef.kind") and the rule.
-func structErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	var ves validator.ValidationErrors
-	if !errors.As(err, &ves) || len(ves) == 0 {
-		return err
-	}
-	fe := ves[0]
-	field := fe.Namespace()
-	if _, rest, ok := strings.Cut(field, "."); ok {
-		field = rest // drop the struct's own name
-	}
-	return &errs.Error{Code: errs.CodeInvalidArgument, Field: field, Message: ruleMessage(fe), Err: err}
-}
-
-func ruleMessage(fe validator.FieldError) string {
-	kind := fe.Kind()
-	switch fe.Tag() {
-	case "text":
-		return "must be valid UTF-8 text without NUL bytes"
-	case "notblank":
-		return "is required and must not be blank"
-	case "required":
-		return "is required"
-	case "finite":
-		return "must be a finite number"
-	case "oneof":
-		return fmt.Sprintf("must be one of: %s (got %q)", strings.ReplaceAll(fe.Param(), " ", ", "), fmt.Sprint(fe.Value()))
-	case "max":
-		switch kind {
-		case reflect.String:
-			return fmt.Sprintf("must be at most %s characters (got %d)", fe.Param(), utf8.RuneCountInString(fe.Value().(string)))
-		case reflect.Slice:
-			return fmt.Sprintf("must have at most %s items (got %d)", fe.Param(), reflect.ValueOf(fe.Value()).Len())
-		default:
-			return fmt.Sprintf("must be at most %s (got %v)", fe.Param(), fe.Value())
-		}
-	case "min":
-		return fmt.Sprintf("must be at least %s (got %v)", fe.Param(), fe.Value())
-	}
-	return "breaks the rule " + fe.Tag()
 }

@@ -307,7 +307,7 @@ func BenchmarkMCPEndToEnd(b *testing.B) {
 					}
 					continue
 				}
-				r, err := bd.svc.Search(ctx, caller, knowledge.SearchInput{Query: query(i, path), Limit: 10})
+				r, err := bd.svc.Search(ctx, caller, knowledge.SearchInput{Query: query(i, path), Limit: new(10)})
 				if err != nil {
 					b.Fatal(err)
 				}

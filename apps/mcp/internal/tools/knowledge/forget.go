@@ -27,7 +27,7 @@ You may forget entries you wrote; forgetting other agents' entries needs the kno
 
 Returns the tombstone (id, state "forgotten", createdByAgentId, createdAt, forgottenByAgentId, forgottenAt, reason, relations: how many open relations it had), alreadyForgotten: true when it was forgotten before (nothing changed; safe to retry), and relinked, headsAgain and taskLinks: how its chain and task links were repaired.
 
-Errors: invalid_argument (id not a UUID, reason missing or over 500 characters), not_found (no entry of your org has this id), forbidden (not your entry and no knowledge:delete_others scope), unavailable (retry later).`,
+Errors: invalid_argument (id not a UUID, reason missing or over ` + itoa(domain.MaxForgetReason) + ` characters), not_found (no entry of your org has this id), forbidden (not your entry and no knowledge:delete_others scope), unavailable (retry later).`,
 		InputSchema: inputSchema[ForgetArgs](func(p map[string]*jsonschema.Schema) {
 			uuidSchema(p["id"])
 			lengthSchema(p["reason"], 1, domain.MaxForgetReason)
@@ -42,13 +42,11 @@ Errors: invalid_argument (id not a UUID, reason missing or over 500 characters),
 	}
 }
 
-func (a *ForgetArgs) check() error {
-	_, err := parseUUID("id", a.ID, true)
-	return err // reason: the domain's rule (trimmed, 1..500)
-}
-
 func (t *toolset) forget(ctx context.Context, c domain.Caller, a *ForgetArgs) (*domain.ForgetResult, error) {
-	id, _ := parseUUID("id", a.ID, true)
+	id, err := parseID("id", a.ID)
+	if err != nil {
+		return nil, err
+	}
 	p := authn.PrincipalFrom(ctx)
-	return t.svc.Forget(ctx, c, *id, a.Reason, p != nil && p.HasScope(tenancy.ScopeKnowledgeDeleteOthers))
+	return t.svc.Forget(ctx, c, id, a.Reason, p != nil && p.HasScope(tenancy.ScopeKnowledgeDeleteOthers))
 }

@@ -21,7 +21,7 @@ func getTool() *mcp.Tool {
 	return &mcp.Tool{
 		Name:  ToolGet,
 		Title: "Get knowledge",
-		Description: `Read one whole knowledge entry of your organisation: title, the full body (search hits carry only a snippet), tags, confidence, expiresAt, the author agent, timestamps and embeddingStatus; its supersession state (supersededBy: its direct successor; headId: the current head of its chain, which you should read and cite instead when set) and chain (every recorded replacement leading to it, "predecessor", and from it to the head, "successor", each with oldId, newId, byAgentId and at); its task links; and relations: a summary of its typed relations (open: how many, byType: counts by type as read from this entry, first: the newest 5 with the other entry's id, title and state; list_relations pages through all). The same as reading the resource knowledge://{id}.
+		Description: `Read one whole knowledge entry of your organisation: title, the full body (search hits carry only a snippet), tags, confidence, expiresAt, the author agent, timestamps and embeddingStatus; its supersession state (supersededBy: its direct successor; headId: the current head of its chain, which you should read and cite instead when set) and chain (every recorded replacement leading to it, "predecessor", and from it to the head, "successor", each with oldId, newId, byAgentId and at); its task links; and relations: a summary of its typed relations (open: how many, byType: counts by type as read from this entry, first: the newest ` + itoa(domain.RelationSummaryFirst) + ` with the other entry's id, title and state; list_relations pages through all). The same as reading the resource knowledge://{id}.
 
 Errors: invalid_argument (id is not a UUID), not_found (no entry of your organisation has this id), unavailable (retry later).`,
 		InputSchema: inputSchema[GetArgs](func(p map[string]*jsonschema.Schema) {
@@ -41,14 +41,12 @@ Errors: invalid_argument (id is not a UUID), not_found (no entry of your organis
 	}
 }
 
-func (a *GetArgs) check() error {
-	_, err := parseUUID("id", a.ID, true)
-	return err
-}
-
 func (t *toolset) get(ctx context.Context, c domain.Caller, a *GetArgs) (*domain.Entry, error) {
-	id, _ := parseUUID("id", a.ID, true)
-	e, err := t.svc.Get(ctx, c, *id)
+	id, err := parseID("id", a.ID)
+	if err != nil {
+		return nil, err
+	}
+	e, err := t.svc.Get(ctx, c, id)
 	if err == nil && e.TaskLinks == nil {
 		e.TaskLinks = []domain.TaskLink{}
 	}

@@ -18,9 +18,9 @@ type ListArgs struct {
 	CreatedBefore     string   `json:"createdBefore,omitempty" jsonschema:"Only entries created strictly before this RFC 3339 date-time."`
 	IncludeSuperseded bool     `json:"includeSuperseded,omitempty" jsonschema:"Also list entries replaced by newer ones (they name their chain's head). Default false."`
 	IncludeExpired    bool     `json:"includeExpired,omitempty" jsonschema:"Also list entries whose expiresAt has passed. Default false."`
-	Limit             *int     `json:"limit,omitempty" jsonschema:"Entries per page, 1 to 100. Default 20."`
+	Limit             *int     `json:"limit,omitempty"`
 	Cursor            string   `json:"cursor,omitempty" jsonschema:"nextCursor of the previous page, exactly as given; omit for the first page."`
-	MaxTokens         *int     `json:"maxTokens,omitempty" jsonschema:"Approximate budget for the whole page, in tokens (estimated as 4 bytes of its JSON a token), from 100 to 1000000: snippets are shortened, then fewer hits given (at least one; nextCursor then continues right after the last one given), until it fits; the answer then says truncated: true. Omit for no budget."`
+	MaxTokens         *int     `json:"maxTokens,omitempty"`
 	AsOf              string   `json:"asOf,omitempty" jsonschema:"List as the organisation knew it at this past RFC 3339 date-time: only entries created by then, superseded or expired only if they were by then (forgotten entries stay forgotten)."`
 }
 
@@ -34,9 +34,7 @@ Returns hits (id, title, a snippet of the body's beginning, tags, confidence, cr
 
 Errors: invalid_argument (names the argument: a bad UUID, date-time, tag, limit, maxTokens or cursor), unavailable (retry later).`,
 		InputSchema: inputSchema[ListArgs](func(p map[string]*jsonschema.Schema) {
-			tags := p["tags"]
-			tags.MaxItems = iptr(maxTags)
-			lengthSchema(tags.Items, 1, maxTagLength)
+			tagsSchema(p["tags"])
 			uuidSchema(p["authorAgentId"])
 			uuidSchema(p["taskId"])
 			p["createdAfter"].Format = "date-time"
@@ -44,10 +42,10 @@ Errors: invalid_argument (names the argument: a bad UUID, date-time, tag, limit,
 			p["asOf"].Format = "date-time"
 			p["includeSuperseded"].Default = []byte("false")
 			p["includeExpired"].Default = []byte("false")
-			l := p["limit"]
-			l.Minimum, l.Maximum, l.Default = fptr(1), fptr(domain.MaxListLimit), []byte("20")
-			mt := p["maxTokens"]
-			mt.Minimum, mt.Maximum = fptr(domain.MinMaxTokens), fptr(domain.MaxMaxTokens)
+			intSchema(p["limit"], 1, domain.MaxListLimit, domain.DefaultListLimit)
+			describe(p, "limit", "Entries per page, 1 to %d. Default %d.", domain.MaxListLimit, domain.DefaultListLimit)
+			intSchema(p["maxTokens"], domain.MinMaxTokens, domain.MaxMaxTokens)
+			describe(p, "maxTokens", "Approximate budget for the whole page, in tokens (estimated as %d bytes of its JSON a token), from %d to %d: snippets are shortened, then fewer hits given (at least one; nextCursor then continues right after the last one given), until it fits; the answer then says truncated: true. Omit for no budget.", domain.BytesPerToken, domain.MinMaxTokens, domain.MaxMaxTokens)
 		}),
 		// Read-only, so neither destructive nor with effects to repeat; every
 		// hint is given explicitly (clients differ in their defaults).
@@ -61,31 +59,16 @@ Errors: invalid_argument (names the argument: a bad UUID, date-time, tag, limit,
 	}
 }
 
-func (a *ListArgs) check() error {
-	if err := checkIntRange("limit", a.Limit, 1, domain.MaxListLimit); err != nil {
-		return err
-	}
-	if err := checkIntRange("maxTokens", a.MaxTokens, domain.MinMaxTokens, domain.MaxMaxTokens); err != nil {
-		return err
-	}
-	_, err := a.input()
-	return err
-}
-
-// input parses the typed arguments; the rules are the domain's.
+// input decodes the arguments into the domain's input; the rules are the
+// domain's (Service.List).
 func (a *ListArgs) input() (domain.ListInput, error) {
-	in := domain.ListInput{Tags: a.Tags, IncludeSuperseded: a.IncludeSuperseded, IncludeExpired: a.IncludeExpired, Cursor: a.Cursor}
-	if a.Limit != nil {
-		in.Limit = *a.Limit
-	}
-	if a.MaxTokens != nil {
-		in.MaxTokens = *a.MaxTokens
-	}
+	in := domain.ListInput{Tags: a.Tags, IncludeSuperseded: a.IncludeSuperseded, IncludeExpired: a.IncludeExpired, Cursor: a.Cursor,
+		Limit: a.Limit, MaxTokens: a.MaxTokens}
 	var err error
-	if in.AuthorAgentID, err = parseUUID("authorAgentId", a.AuthorAgentID, false); err != nil {
+	if in.AuthorAgentID, err = parseUUID("authorAgentId", a.AuthorAgentID); err != nil {
 		return in, err
 	}
-	if in.TaskID, err = parseUUID("taskId", a.TaskID, false); err != nil {
+	if in.TaskID, err = parseUUID("taskId", a.TaskID); err != nil {
 		return in, err
 	}
 	if in.CreatedAfter, err = parseTime("createdAfter", a.CreatedAfter); err != nil {

@@ -3,13 +3,36 @@ package knowledge
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentfleet/orchestrator/packages/errs"
 	domain "github.com/agentfleet/orchestrator/packages/knowledge"
 )
+
+// relationsPerEntry is MaxRelationsPerEntry as the descriptions write it.
+var relationsPerEntry = groupThousands(domain.MaxRelationsPerEntry)
+
+// groupThousands writes n with a comma between thousands (1,000).
+func groupThousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// parseEnds decodes a relation's two ends.
+func parseEnds(from, to string) (uuid.UUID, uuid.UUID, error) {
+	f, err := parseID("fromId", from)
+	if err != nil {
+		return f, uuid.Nil, err
+	}
+	t, err := parseID("toId", to)
+	return f, t, err
+}
 
 // typeNames is the built-in catalogue, for descriptions.
 func typeNames() string {
@@ -31,8 +54,14 @@ func typeNames() string {
 }
 
 func relationTypeSchema(s *jsonschema.Schema) {
-	lengthSchema(s, 2, 48)
+	lengthSchema(s, domain.MinRelationTypeChars, domain.MaxRelationTypeChars)
 	s.Pattern = domain.RelationTypePattern.String()
+}
+
+// relationTypesSchema states the limits of a filter of relation types.
+func relationTypesSchema(s *jsonschema.Schema) {
+	s.MaxItems = iptr(domain.MaxRelationTypes)
+	relationTypeSchema(s.Items)
 }
 
 // LinkArgs are the arguments of link_knowledge.
@@ -40,7 +69,7 @@ type LinkArgs struct {
 	FromID      string `json:"fromId" jsonschema:"The entry the relation goes from."`
 	ToID        string `json:"toId" jsonschema:"The entry it goes to."`
 	Type        string `json:"type" jsonschema:"The relation type, UPPER_SNAKE_CASE, read from fromId: a catalogue type or its inverse name (fromId REQUIRED_BY toId is toId DEPENDS_ON fromId)."`
-	Note        string `json:"note,omitempty" jsonschema:"Why the entries are related, at most 500 characters."`
+	Note        string `json:"note,omitempty"`
 	ClientToken string `json:"clientToken,omitempty" jsonschema:"Optional UUID; linking is idempotent by itself (a repeat answers the open relation with existed: true), so it is only checked to be a UUID."`
 }
 
@@ -52,14 +81,15 @@ func linkTool() *mcp.Tool {
 
 Types (name / inverse): ` + typeNames() + `. Your organisation may have its own (an operator adds them); an unknown type is refused with the list of known ones.
 
-Returns the relation (id, fromId, toId, type, inverse, note, createdByAgentId, validFrom) and existed: true when the same relation was already open (nothing changed; safe to retry). An entry may be an end of at most 1,000 open relations.
+Returns the relation (id, fromId, toId, type, inverse, note, createdByAgentId, validFrom) and existed: true when the same relation was already open (nothing changed; safe to retry). An entry may be an end of at most ` + relationsPerEntry + ` open relations.
 
-Errors: invalid_argument (not UUIDs, fromId = toId, a type that is not UPPER_SNAKE_CASE or unknown, SUPERSEDES / SUPERSEDED_BY: use supersede_knowledge, a note over 500 characters), not_found (an id is not an entry of your organisation), conflict (an end already has 1,000 open relations), unavailable (retry later).`,
+Errors: invalid_argument (not UUIDs, fromId = toId, a type that is not UPPER_SNAKE_CASE or unknown, SUPERSEDES / SUPERSEDED_BY: use supersede_knowledge, a note over ` + itoa(domain.MaxRelationNote) + ` characters), not_found (an id is not an entry of your organisation), conflict (an end already has ` + relationsPerEntry + ` open relations), unavailable (retry later).`,
 		InputSchema: inputSchema[LinkArgs](func(p map[string]*jsonschema.Schema) {
 			uuidSchema(p["fromId"])
 			uuidSchema(p["toId"])
 			relationTypeSchema(p["type"])
 			lengthSchema(p["note"], 1, domain.MaxRelationNote)
+			describe(p, "note", "Why the entries are related, at most %d characters.", domain.MaxRelationNote)
 			uuidSchema(p["clientToken"])
 		}),
 		Annotations: &mcp.ToolAnnotations{
@@ -72,38 +102,16 @@ Errors: invalid_argument (not UUIDs, fromId = toId, a type that is not UPPER_SNA
 	}
 }
 
-func checkEnds(from, to string) error {
-	f, err := parseUUID("fromId", from, true)
-	if err != nil {
-		return err
-	}
-	t, err := parseUUID("toId", to, true)
-	if err != nil {
-		return err
-	}
-	if *f == *t {
-		return errs.InvalidArgument("toId", "must differ from fromId: an entry cannot be related to itself")
-	}
-	return nil
-}
-
-func (a *LinkArgs) check() error {
-	if err := checkEnds(a.FromID, a.ToID); err != nil {
-		return err
-	}
-	if a.Note != "" {
-		if err := checkText("note", a.Note, 1, domain.MaxRelationNote); err != nil {
-			return err
-		}
-	}
-	_, err := parseUUID("clientToken", a.ClientToken, false)
-	return err
-}
-
 func (t *toolset) link(ctx context.Context, c domain.Caller, a *LinkArgs) (*domain.RelationChange, error) {
-	from, _ := parseUUID("fromId", a.FromID, true)
-	to, _ := parseUUID("toId", a.ToID, true)
-	return t.svc.Link(ctx, c, domain.LinkInput{FromID: *from, ToID: *to, Type: a.Type, Note: a.Note})
+	from, to, err := parseEnds(a.FromID, a.ToID)
+	if err != nil {
+		return nil, err
+	}
+	// Linking is idempotent by itself: clientToken is only decoded.
+	if _, err := parseUUID("clientToken", a.ClientToken); err != nil {
+		return nil, err
+	}
+	return t.svc.Link(ctx, c, domain.LinkInput{FromID: from, ToID: to, Type: a.Type, Note: a.Note})
 }
 
 // UnlinkArgs are the arguments of unlink_knowledge.
@@ -137,12 +145,12 @@ Errors: invalid_argument (not UUIDs, fromId = toId, a bad or unknown type), not_
 	}
 }
 
-func (a *UnlinkArgs) check() error { return checkEnds(a.FromID, a.ToID) }
-
 func (t *toolset) unlink(ctx context.Context, c domain.Caller, a *UnlinkArgs) (*domain.RelationChange, error) {
-	from, _ := parseUUID("fromId", a.FromID, true)
-	to, _ := parseUUID("toId", a.ToID, true)
-	return t.svc.Unlink(ctx, c, *from, *to, a.Type)
+	from, to, err := parseEnds(a.FromID, a.ToID)
+	if err != nil {
+		return nil, err
+	}
+	return t.svc.Unlink(ctx, c, from, to, a.Type)
 }
 
 // RelationsArgs are the arguments of list_relations.
@@ -152,7 +160,7 @@ type RelationsArgs struct {
 	Types         []string `json:"types,omitempty" jsonschema:"Only these types, named as read from the entry (an inverse name such as FIXED_BY lists the entries that fix it)."`
 	AsOf          string   `json:"asOf,omitempty" jsonschema:"The relations valid at this past RFC 3339 date-time."`
 	IncludeClosed bool     `json:"includeClosed,omitempty" jsonschema:"Also relations closed since (with asOf: closed by then). Default false."`
-	Limit         *int     `json:"limit,omitempty" jsonschema:"Relations per page, 1 to 100. Default 20."`
+	Limit         *int     `json:"limit,omitempty"`
 	Cursor        string   `json:"cursor,omitempty" jsonschema:"nextCursor of the previous page, exactly as given, with the same other arguments."`
 }
 
@@ -167,15 +175,13 @@ Pass nextCursor back as cursor, with the same arguments, for the next page.
 Errors: invalid_argument (names the argument: a bad UUID, direction, type, date-time, limit or cursor), not_found (id is not an entry of your organisation), unavailable (retry later).`,
 		InputSchema: inputSchema[RelationsArgs](func(p map[string]*jsonschema.Schema) {
 			uuidSchema(p["id"])
-			p["direction"].Enum = []any{"out", "in", "both"}
-			p["direction"].Default = []byte(`"both"`)
-			ts := p["types"]
-			ts.MaxItems = iptr(16)
-			relationTypeSchema(ts.Items)
+			p["direction"].Enum = []any{domain.DirOut, domain.DirIn, domain.DirBoth}
+			p["direction"].Default = []byte(`"` + domain.DirBoth + `"`)
+			relationTypesSchema(p["types"])
 			p["asOf"].Format = "date-time"
 			p["includeClosed"].Default = []byte("false")
-			l := p["limit"]
-			l.Minimum, l.Maximum, l.Default = fptr(1), fptr(domain.MaxRelationsLimit), []byte("20")
+			intSchema(p["limit"], 1, domain.MaxRelationsLimit, domain.DefaultRelationsLimit)
+			describe(p, "limit", "Relations per page, 1 to %d. Default %d.", domain.MaxRelationsLimit, domain.DefaultRelationsLimit)
 		}),
 		Annotations: &mcp.ToolAnnotations{
 			Title:           "List relations",
@@ -187,31 +193,14 @@ Errors: invalid_argument (names the argument: a bad UUID, direction, type, date-
 	}
 }
 
-func (a *RelationsArgs) check() error {
-	if _, err := parseUUID("id", a.ID, true); err != nil {
-		return err
-	}
-	switch a.Direction {
-	case "", domain.DirOut, domain.DirIn, domain.DirBoth:
-	default:
-		return errs.InvalidArgument("direction", "must be one of: out, in, both (got %s)", quoteShort(a.Direction))
-	}
-	if len(a.Types) > 16 {
-		return errs.InvalidArgument("types", "must have at most 16 types (got %d)", len(a.Types))
-	}
-	if err := checkIntRange("limit", a.Limit, 1, domain.MaxRelationsLimit); err != nil {
-		return err
-	}
-	_, err := parseTime("asOf", a.AsOf)
-	return err
-}
-
 func (t *toolset) relations(ctx context.Context, c domain.Caller, a *RelationsArgs) (*domain.RelationsResult, error) {
-	id, _ := parseUUID("id", a.ID, true)
-	in := domain.RelationsInput{ID: *id, Direction: a.Direction, Types: a.Types, IncludeClosed: a.IncludeClosed, Cursor: a.Cursor}
-	if a.Limit != nil {
-		in.Limit = *a.Limit
+	id, err := parseID("id", a.ID)
+	if err != nil {
+		return nil, err
 	}
-	in.AsOf, _ = parseTime("asOf", a.AsOf)
+	in := domain.RelationsInput{ID: id, Direction: a.Direction, Types: a.Types, IncludeClosed: a.IncludeClosed, Cursor: a.Cursor, Limit: a.Limit}
+	if in.AsOf, err = parseTime("asOf", a.AsOf); err != nil {
+		return nil, err
+	}
 	return t.svc.Relations(ctx, c, in)
 }

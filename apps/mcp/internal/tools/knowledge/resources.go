@@ -110,25 +110,21 @@ func (t *toolset) read(ctx context.Context, uri string) (any, error) {
 		return nil, errs.InvalidArgument("uri", "must start with %s", uriScheme)
 	}
 	if taskID, ok := strings.CutPrefix(rest, "tasks/"); ok {
-		id, err := parseUUID("taskId", taskID, true)
+		id, err := parseID("taskId", taskID)
 		if err != nil {
 			return nil, err
 		}
-		entries, err := t.svc.TaskKnowledge(ctx, c, *id, "")
+		entries, err := t.svc.TaskKnowledge(ctx, c, id, "")
 		if err != nil {
 			return nil, err
 		}
-		res := TaskKnowledgeResult{TaskID: *id, Entries: make([]TaskEntryLink, 0, len(entries))}
+		res := TaskKnowledgeResult{TaskID: id, Entries: make([]TaskEntryLink, 0, len(entries))}
 		for _, e := range entries {
 			res.Entries = append(res.Entries, TaskEntryLink{URI: uriScheme + e.ID.String(), TaskEntry: e})
 		}
 		return res, nil
 	}
-	id, err := parseUUID("id", rest, true)
-	if err != nil {
-		return nil, err
-	}
-	return t.get(ctx, c, &GetArgs{ID: id.String()}) // get_knowledge answers the same
+	return t.get(ctx, c, &GetArgs{ID: rest}) // get_knowledge answers the same
 }
 
 // resourceError maps an error to the JSON-RPC error of resources/read: not

@@ -2,21 +2,22 @@ package knowledge
 
 import (
 	"fmt"
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"regexp"
-	"strings"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/google/uuid"
 
-	"github.com/agentfleet/orchestrator/packages/errs"
+	domain "github.com/agentfleet/orchestrator/packages/knowledge"
 )
 
 // inputSchema infers the schema of T from its json and jsonschema tags,
 // makes optional properties plain types (no "null" alternative: omit the
-// property instead), then lets constrain add the limits. The result is what
-// tools/list shows; the same constants drive the edge checks.
+// property instead), then lets constrain add the limits from the domain's
+// constants. The result is what tools/list shows.
 func inputSchema[T any](constrain func(props map[string]*jsonschema.Schema)) *jsonschema.Schema {
 	s, err := jsonschema.For[T](nil)
 	if err != nil {
@@ -41,7 +42,12 @@ func dropNull(s *jsonschema.Schema) {
 }
 
 func fptr(v float64) *float64 { return &v }
-func iptr(v int) *int         { return &v }
+
+// itoa and ftoa write the domain's numbers into descriptions as JSON
+// writes them.
+func itoa(v int) string     { return strconv.Itoa(v) }
+func ftoa(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+func iptr(v int) *int       { return &v }
 
 // Shared schema fragments.
 func uuidSchema(s *jsonschema.Schema) {
@@ -54,16 +60,37 @@ func lengthSchema(s *jsonschema.Schema, min, max int) {
 	s.MinLength, s.MaxLength = iptr(min), iptr(max)
 }
 
-// Edge checks, named after the rule they enforce. They return
-// *errs.Error values with code invalid_argument.
+// tagsSchema states the limits of a list of tags (storing, searching and
+// listing alike).
+func tagsSchema(s *jsonschema.Schema) {
+	s.MaxItems = iptr(domain.MaxTags)
+	lengthSchema(s.Items, 1, domain.MaxTagChars)
+}
+
+// intSchema states an integer's range and, when it has one, its default.
+func intSchema(s *jsonschema.Schema, min, max int, def ...int) {
+	s.Minimum, s.Maximum = fptr(float64(min)), fptr(float64(max))
+	if len(def) == 1 {
+		s.Default = []byte(strconv.Itoa(def[0]))
+	}
+}
+
+// describe sets a property's description where the text states a limit of
+// the domain: built from its constants, it cannot say another number than
+// the rule it describes.
+func describe(p map[string]*jsonschema.Schema, name, format string, args ...any) {
+	p[name].Description = fmt.Sprintf(format, args...)
+}
+
+// Decoding of the arguments that JSON carries as strings. An argument not
+// given decodes to its zero value; whether it is required, like every
+// other rule on the values, is the domain's.
 
 var uuidRe = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
-func parseUUID(field, v string, required bool) (*uuid.UUID, error) {
+// parseUUID decodes an optional UUID: nil when not given.
+func parseUUID(field, v string) (*uuid.UUID, error) {
 	if v == "" {
-		if required {
-			return nil, errs.InvalidArgument(field, "is required: a UUID such as 0b7e4c3a-5f1d-4c8e-9a2b-1d3e5f7a9c0b")
-		}
 		return nil, nil
 	}
 	if !uuidRe.MatchString(v) {
@@ -76,6 +103,17 @@ func parseUUID(field, v string, required bool) (*uuid.UUID, error) {
 	return &id, nil
 }
 
+// parseID decodes an entry's or a task's id: uuid.Nil when not given,
+// which the domain refuses as a missing id.
+func parseID(field, v string) (uuid.UUID, error) {
+	id, err := parseUUID(field, v)
+	if id == nil {
+		return uuid.Nil, err
+	}
+	return *id, nil
+}
+
+// parseTime decodes an optional RFC 3339 date-time: nil when not given.
 func parseTime(field, v string) (*time.Time, error) {
 	if v == "" {
 		return nil, nil
@@ -85,33 +123,6 @@ func parseTime(field, v string) (*time.Time, error) {
 		return nil, errs.InvalidArgument(field, "must be an RFC 3339 date-time such as 2030-01-02T15:04:05Z (got %s)", quoteShort(v))
 	}
 	return &t, nil
-}
-
-// checkText enforces a length in characters (Unicode code points, as the
-// schema's minLength/maxLength count them) and refuses NUL characters,
-// which PostgreSQL text cannot hold.
-func checkText(field, v string, min, max int) error {
-	n := utf8.RuneCountInString(v)
-	if n == 0 && min > 0 {
-		return errs.InvalidArgument(field, "is required: %d to %d characters", min, max)
-	}
-	if min > 0 && strings.TrimSpace(v) == "" {
-		return errs.InvalidArgument(field, "must not be blank")
-	}
-	if n < min || n > max {
-		return errs.InvalidArgument(field, "must be %d to %d characters (got %d)", min, max, n)
-	}
-	if strings.ContainsRune(v, 0) {
-		return errs.InvalidArgument(field, "must not contain NUL characters")
-	}
-	return nil
-}
-
-func checkIntRange(field string, v *int, min, max int) error {
-	if v != nil && (*v < min || *v > max) {
-		return errs.InvalidArgument(field, "must be an integer from %d to %d (got %d)", min, max, *v)
-	}
-	return nil
 }
 
 // quoteShort quotes v for an error message, cut to 60 characters so an

@@ -2,6 +2,7 @@ package knowledge
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -9,54 +10,131 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	domain "github.com/agentfleet/orchestrator/packages/knowledge"
 )
 
-// TestSchemasAndEdgeChecksAgree feeds the same arguments to the advertised
-// schema (validated by jsonschema-go, as a client would) and to the edge
-// decoding and checks: both must accept or both refuse. Rules the schema
-// cannot state (blank text, NUL, expiry in the future, oldId = newId) are
-// edge-only and listed as such. Kebab-case after normalisation is the
-// domain's rule alone (the server's tests see it refused as tags[i]).
-func TestSchemasAndEdgeChecksAgree(t *testing.T) {
+// TestSchemasStateTheDomainsLimits pins the limits tools/list advertises,
+// and the descriptions that state them, to the domain's constants: the
+// domain alone checks the arguments, and the schema tells clients the same
+// rules.
+func TestSchemasStateTheDomainsLimits(t *testing.T) {
+	prop := func(tool *mcp.Tool, path ...string) *jsonschema.Schema {
+		s := tool.InputSchema.(*jsonschema.Schema)
+		for _, p := range path {
+			if p == "[]" {
+				s = s.Items
+				continue
+			}
+			s = s.Properties[p]
+		}
+		return s
+	}
+	num := func(f *float64) int {
+		if f == nil {
+			return -1
+		}
+		return int(*f)
+	}
+	val := func(i *int) int {
+		if i == nil {
+			return -1
+		}
+		return *i
+	}
+	def := func(s *jsonschema.Schema) int {
+		n, err := strconv.Atoi(string(s.Default))
+		if err != nil {
+			return -1
+		}
+		return n
+	}
+	store, search, list, supersede := storeTool(), searchTool(), listTool(), supersedeTool()
+	link, forget, relations := linkTool(), forgetTool(), relationsTool()
+	cases := []struct {
+		what      string
+		got, want int
+	}{
+		{"store title maxLength", val(prop(store, "title").MaxLength), domain.MaxTitleChars},
+		{"store body maxLength", val(prop(store, "body").MaxLength), domain.MaxBodyChars},
+		{"store tags maxItems", val(prop(store, "tags").MaxItems), domain.MaxTags},
+		{"store tag maxLength", val(prop(store, "tags", "[]").MaxLength), domain.MaxTagChars},
+		{"store confidence minimum", num(prop(store, "confidence").Minimum), domain.MinConfidence},
+		{"store confidence maximum", num(prop(store, "confidence").Maximum), domain.MaxConfidence},
+		{"store confidence default", def(prop(store, "confidence")), domain.DefaultConf},
+		{"replacement title maxLength", val(prop(supersede, "replacement", "title").MaxLength), domain.MaxTitleChars},
+		{"replacement confidence default", def(prop(supersede, "replacement", "confidence")), domain.DefaultConf},
+		{"search query maxLength", val(prop(search, "query").MaxLength), domain.MaxQueryChars},
+		{"search limit maximum", num(prop(search, "limit").Maximum), domain.MaxLimit},
+		{"search limit default", def(prop(search, "limit")), domain.DefaultLimit},
+		{"search tags maxItems", val(prop(search, "tags").MaxItems), domain.MaxTags},
+		{"search efSearch maximum", num(prop(search, "efSearch").Maximum), domain.MaxEfSearch},
+		{"search efSearch default", def(prop(search, "efSearch")), domain.DefaultEfSearch},
+		{"search maxTokens minimum", num(prop(search, "maxTokens").Minimum), domain.MinMaxTokens},
+		{"search maxTokens maximum", num(prop(search, "maxTokens").Maximum), domain.MaxMaxTokens},
+		{"search hops maximum", num(prop(search, "hops").Maximum), domain.MaxHops},
+		{"search relationTypes maxItems", val(prop(search, "relationTypes").MaxItems), domain.MaxRelationTypes},
+		{"search relation type maxLength", val(prop(search, "relationTypes", "[]").MaxLength), domain.MaxRelationTypeChars},
+		{"list limit maximum", num(prop(list, "limit").Maximum), domain.MaxListLimit},
+		{"list limit default", def(prop(list, "limit")), domain.DefaultListLimit},
+		{"list maxTokens maximum", num(prop(list, "maxTokens").Maximum), domain.MaxMaxTokens},
+		{"link note maxLength", val(prop(link, "note").MaxLength), domain.MaxRelationNote},
+		{"link type minLength", val(prop(link, "type").MinLength), domain.MinRelationTypeChars},
+		{"forget reason maxLength", val(prop(forget, "reason").MaxLength), domain.MaxForgetReason},
+		{"relations limit maximum", num(prop(relations, "limit").Maximum), domain.MaxRelationsLimit},
+		{"relations limit default", def(prop(relations, "limit")), domain.DefaultRelationsLimit},
+		{"relations types maxItems", val(prop(relations, "types").MaxItems), domain.MaxRelationTypes},
+	}
+	for _, c := range cases {
+		if c.got != c.want {
+			t.Errorf("%s: %d, want %d", c.what, c.got, c.want)
+		}
+	}
+	says := []struct {
+		what, text string
+		limits     []int
+	}{
+		{"store title", prop(store, "title").Description, []int{domain.MaxTitleChars}},
+		{"store body", prop(store, "body").Description, []int{domain.MaxBodyChars}},
+		{"store tags", prop(store, "tags").Description, []int{domain.MaxTags}},
+		{"store confidence", prop(store, "confidence").Description, []int{domain.MinConfidence, domain.MaxConfidence, domain.DefaultConf}},
+		{"search limit", prop(search, "limit").Description, []int{domain.MaxLimit, domain.DefaultLimit}},
+		{"search efSearch", prop(search, "efSearch").Description, []int{domain.MaxEfSearch, domain.DefaultEfSearch}},
+		{"search maxTokens", prop(search, "maxTokens").Description, []int{domain.MinMaxTokens, domain.MaxMaxTokens}},
+		{"list limit", prop(list, "limit").Description, []int{domain.MaxListLimit, domain.DefaultListLimit}},
+		{"link note", prop(link, "note").Description, []int{domain.MaxRelationNote}},
+		{"forget", forget.Description, []int{domain.MaxForgetReason}},
+	}
+	for _, s := range says {
+		for _, n := range s.limits {
+			if !strings.Contains(s.text, strconv.Itoa(n)) {
+				t.Errorf("%s's description does not state %d: %q", s.what, n, s.text)
+			}
+		}
+	}
+}
+
+// TestSchemasAcceptValidArguments: arguments the domain takes pass the
+// advertised schema as a client validates it (jsonschema-go), so a client
+// that checks before calling is never stopped by a wrong limit.
+func TestSchemasAcceptValidArguments(t *testing.T) {
 	id, id2 := uuid.NewString(), uuid.NewString()
 	future := time.Now().Add(time.Hour).Format(time.RFC3339)
 	cases := []struct {
-		tool     *mcp.Tool
-		args     string
-		valid    bool
-		edgeOnly bool
+		tool *mcp.Tool
+		args string
 	}{
-		{storeTool(), `{"title":"t","body":"b"}`, true, false},
-		{storeTool(), `{"title":"t","body":"b","tags":["A-b","c"],"confidence":0,"expiresAt":"` + future + `","taskRef":{"taskId":"` + id + `","kind":"references"},"clientToken":"` + id2 + `"}`, true, false},
-		{storeTool(), `{"body":"b"}`, false, false},
-		{storeTool(), `{"title":"","body":"b"}`, false, false},
-		{storeTool(), `{"title":"` + strings.Repeat("é", 201) + `","body":"b"}`, false, false},
-		{storeTool(), `{"title":"t","body":"` + strings.Repeat("x", 32001) + `"}`, false, false},
-		{storeTool(), `{"title":"t","body":"b","tags":[` + strings.Repeat(`"a",`, 16) + `"a"]}`, false, false},
-		{storeTool(), `{"title":"t","body":"b","tags":[""]}`, false, false},
-		{storeTool(), `{"title":"t","body":"b","tags":["` + strings.Repeat("a", 65) + `"]}`, false, false},
-		{storeTool(), `{"title":"t","body":"b","confidence":101}`, false, false},
-		{storeTool(), `{"title":"t","body":"b","confidence":1.5}`, false, false},
-		{storeTool(), `{"title":"t","body":"b","taskRef":{"taskId":"` + id + `","kind":"x"}}`, false, false},
-		{storeTool(), `{"title":"t","body":"b","taskRef":{"taskId":"nope","kind":"produced"}}`, false, false},
-		{storeTool(), `{"title":"t","body":"b","clientToken":"` + strings.ReplaceAll(id, "-", "") + `"}`, false, false},
-		{storeTool(), `{"title":"t","body":"b","x":1}`, false, false},
-		{storeTool(), `{"title":"t","body":"b","taskRef":{"taskId":"` + id + `","kind":"produced","x":1}}`, false, false},
-		{storeTool(), `{"title":"  ","body":"b"}`, false, true},
-		{storeTool(), `{"title":"t","body":"b","expiresAt":"2001-01-01T00:00:00Z"}`, false, true},
-		{searchTool(), `{"query":"q","limit":50,"tags":["x"],"includeSuperseded":true,"includeExpired":false,"minScore":0.5,"efSearch":200}`, true, false},
-		{searchTool(), `{}`, false, false},
-		{searchTool(), `{"query":"q","limit":0}`, false, false},
-		{searchTool(), `{"query":"q","minScore":-0.1}`, false, false},
-		{searchTool(), `{"query":"q","efSearch":0}`, false, false},
-		{searchTool(), `{"query":"` + strings.Repeat("q", 2001) + `"}`, false, false},
-		{supersedeTool(), `{"oldId":"` + id + `","newId":"` + id2 + `"}`, true, false},
-		{supersedeTool(), `{"oldId":"` + id + `"}`, false, false},
-		{supersedeTool(), `{"oldId":"` + id + `","newId":"` + id + `"}`, false, true},
+		{storeTool(), `{"title":"t","body":"b"}`},
+		{storeTool(), `{"title":"` + strings.Repeat("é", domain.MaxTitleChars) + `","body":"b","tags":["A-b","c"],"confidence":0,"expiresAt":"` + future + `","taskRef":{"taskId":"` + id + `","kind":"references"},"clientToken":"` + id2 + `","ifSimilar":"skip"}`},
+		{searchTool(), `{"query":"q","limit":50,"tags":["x"],"includeSuperseded":true,"includeExpired":false,"minScore":0.5,"efSearch":200,"maxTokens":100,"hops":2,"relationTypes":["FIXED_BY"]}`},
+		{supersedeTool(), `{"oldId":"` + id + `","newId":"` + id2 + `"}`},
+		{supersedeTool(), `{"oldId":"` + id + `","replacement":{"title":"t","body":"b","confidence":100},"clientToken":"` + id2 + `"}`},
+		{listTool(), `{"limit":100,"maxTokens":1000000,"authorAgentId":"` + id + `"}`},
+		{linkTool(), `{"fromId":"` + id + `","toId":"` + id2 + `","type":"DEPENDS_ON","note":"n"}`},
+		{relationsTool(), `{"id":"` + id + `","direction":"in","types":["FIXES"],"limit":1}`},
 	}
 	for _, c := range cases {
-		s := c.tool.InputSchema.(*jsonschema.Schema)
-		rs, err := s.Resolve(nil)
+		rs, err := c.tool.InputSchema.(*jsonschema.Schema).Resolve(nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,33 +142,8 @@ func TestSchemasAndEdgeChecksAgree(t *testing.T) {
 		if err := json.Unmarshal([]byte(c.args), &inst); err != nil {
 			t.Fatal(err)
 		}
-		schemaOK := rs.Validate(inst) == nil
-		edgeOK := edgeAccepts(c.tool.Name, json.RawMessage(c.args))
-		wantSchema := c.valid || c.edgeOnly
-		if schemaOK != wantSchema || edgeOK != c.valid {
-			t.Errorf("%s %.80s: schema accepts %v (want %v), edge accepts %v (want %v)", c.tool.Name, c.args, schemaOK, wantSchema, edgeOK, c.valid)
+		if err := rs.Validate(inst); err != nil {
+			t.Errorf("%s %.80s: %v", c.tool.Name, c.args, err)
 		}
 	}
-}
-
-func edgeAccepts(tool string, raw json.RawMessage) bool {
-	var err error
-	switch tool {
-	case ToolStore:
-		var a *StoreArgs
-		if a, err = decodeArgs[StoreArgs](raw, storeTool().InputSchema.(*jsonschema.Schema)); err == nil {
-			err = a.check()
-		}
-	case ToolSearch:
-		var a *SearchArgs
-		if a, err = decodeArgs[SearchArgs](raw, searchTool().InputSchema.(*jsonschema.Schema)); err == nil {
-			err = a.check()
-		}
-	case ToolSupersede:
-		var a *SupersedeArgs
-		if a, err = decodeArgs[SupersedeArgs](raw, supersedeTool().InputSchema.(*jsonschema.Schema)); err == nil {
-			err = a.check()
-		}
-	}
-	return err == nil
 }

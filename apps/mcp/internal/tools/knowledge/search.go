@@ -2,47 +2,35 @@ package knowledge
 
 import (
 	"context"
-	"fmt"
-	"math"
-	"strconv"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentfleet/orchestrator/packages/errs"
 	domain "github.com/agentfleet/orchestrator/packages/knowledge"
 )
 
-// Limits of search_knowledge (SPEC.md).
-const (
-	maxQuery    = domain.MaxQueryChars
-	minLimit    = 1
-	maxLimit    = domain.MaxLimit
-	minEfSearch = 1
-	maxEfSearch = domain.MaxEfSearch
-)
-
-// SearchArgs are the arguments of search_knowledge.
+// SearchArgs are the arguments of search_knowledge. Descriptions that
+// state a limit are set in searchTool, from the domain's constants.
 type SearchArgs struct {
-	Query             string   `json:"query" jsonschema:"What you want to know, in natural language or keywords (1 to 2000 characters)."`
-	Limit             *int     `json:"limit,omitempty" jsonschema:"How many hits at most, 1 to 50. Default 10."`
-	Tags              []string `json:"tags,omitempty" jsonschema:"Only hits that carry all of these tags (up to 16; compared lowercased)."`
+	Query             string   `json:"query"`
+	Limit             *int     `json:"limit,omitempty"`
+	Tags              []string `json:"tags,omitempty"`
 	IncludeSuperseded bool     `json:"includeSuperseded,omitempty" jsonschema:"Also return entries that were replaced by newer ones; each such hit names the current replacement in headId. Default false."`
 	IncludeExpired    bool     `json:"includeExpired,omitempty" jsonschema:"Also return entries whose expiresAt has passed. Default false."`
-	MinScore          *float64 `json:"minScore,omitempty"` // described in searchTool: minScoreDescription names the domain's default
-	EfSearch          *int     `json:"efSearch,omitempty" jsonschema:"Advanced: the HNSW probe width of the vector search, 1 to 200, default 64. Raise it only when you expect relevant hits that are not returned."`
-	MaxTokens         *int     `json:"maxTokens,omitempty" jsonschema:"Approximate budget for the whole answer, in tokens (estimated as 4 bytes of its JSON a token), from 100 to 1000000: snippets are shortened, then the lowest-ranked hits left out, until it fits; the answer then says truncated: true and omittedHits. Omit for no budget."`
+	MinScore          *float64 `json:"minScore,omitempty"`
+	EfSearch          *int     `json:"efSearch,omitempty"`
+	MaxTokens         *int     `json:"maxTokens,omitempty"`
 	AsOf              string   `json:"asOf,omitempty" jsonschema:"Answer as the organisation knew it at this past RFC 3339 date-time: only entries created by then, superseded or expired only if they were by then (forgotten entries stay forgotten). superseded and headId still say what replaced a hit since."`
-	Hops              *int     `json:"hops,omitempty" jsonschema:"Also return the entries related to the hits (link_knowledge) up to this many relations away, 0 to 2. Default 0."`
+	Hops              *int     `json:"hops,omitempty"`
 	RelationTypes     []string `json:"relationTypes,omitempty" jsonschema:"With hops: follow only these relation types, named as read from the hit (e.g. FIXED_BY: the entries that fix it). Default: every type."`
 }
 
 // The domain's gate and score bands as JSON, for the schema and the
 // descriptions: the edge states them, the domain applies and measures them.
 var (
-	defaultMinScore = strconv.FormatFloat(domain.DefaultMinScore, 'f', -1, 64)
-	scoreStrong     = strconv.FormatFloat(domain.ScoreStrong, 'f', -1, 64)
-	scoreWeak       = strconv.FormatFloat(domain.ScoreWeak, 'f', -1, 64)
+	defaultMinScore = ftoa(domain.DefaultMinScore)
+	scoreStrong     = ftoa(domain.ScoreStrong)
+	scoreWeak       = ftoa(domain.ScoreWeak)
 )
 
 // searchDescription tells agents how to read a score (the calibrated
@@ -71,27 +59,25 @@ func searchTool() *mcp.Tool {
 		Title:       "Search knowledge",
 		Description: searchDescription,
 		InputSchema: inputSchema[SearchArgs](func(p map[string]*jsonschema.Schema) {
-			lengthSchema(p["query"], 1, maxQuery)
-			l := p["limit"]
-			l.Minimum, l.Maximum, l.Default = fptr(minLimit), fptr(maxLimit), []byte("10")
-			tags := p["tags"]
-			tags.MaxItems = iptr(maxTags)
-			lengthSchema(tags.Items, 1, maxTagLength)
+			lengthSchema(p["query"], 1, domain.MaxQueryChars)
+			describe(p, "query", "What you want to know, in natural language or keywords (1 to %d characters).", domain.MaxQueryChars)
+			intSchema(p["limit"], 1, domain.MaxLimit, domain.DefaultLimit)
+			describe(p, "limit", "How many hits at most, 1 to %d. Default %d.", domain.MaxLimit, domain.DefaultLimit)
+			tagsSchema(p["tags"])
+			describe(p, "tags", "Only hits that carry all of these tags (up to %d; compared lowercased).", domain.MaxTags)
 			p["includeSuperseded"].Default = []byte("false")
 			p["includeExpired"].Default = []byte("false")
 			m := p["minScore"]
 			m.Minimum, m.Maximum = fptr(0), fptr(1)
 			m.Description, m.Default = minScoreDescription, []byte(defaultMinScore)
-			e := p["efSearch"]
-			e.Minimum, e.Maximum, e.Default = fptr(minEfSearch), fptr(maxEfSearch), []byte("64")
+			intSchema(p["efSearch"], 1, domain.MaxEfSearch, domain.DefaultEfSearch)
+			describe(p, "efSearch", "Advanced: the HNSW probe width of the vector search, 1 to %d, default %d. Raise it only when you expect relevant hits that are not returned.", domain.MaxEfSearch, domain.DefaultEfSearch)
 			p["asOf"].Format = "date-time"
-			mt := p["maxTokens"]
-			mt.Minimum, mt.Maximum = fptr(domain.MinMaxTokens), fptr(domain.MaxMaxTokens)
-			h := p["hops"]
-			h.Minimum, h.Maximum, h.Default = fptr(0), fptr(domain.MaxHops), []byte("0")
-			rt := p["relationTypes"]
-			rt.MaxItems = iptr(16)
-			relationTypeSchema(rt.Items)
+			intSchema(p["maxTokens"], domain.MinMaxTokens, domain.MaxMaxTokens)
+			describe(p, "maxTokens", "Approximate budget for the whole answer, in tokens (estimated as %d bytes of its JSON a token), from %d to %d: snippets are shortened, then the lowest-ranked hits left out, until it fits; the answer then says truncated: true and omittedHits. Omit for no budget.", domain.BytesPerToken, domain.MinMaxTokens, domain.MaxMaxTokens)
+			intSchema(p["hops"], 0, domain.MaxHops, 0)
+			describe(p, "hops", "Also return the entries related to the hits (link_knowledge) up to this many relations away, 0 to %d. Default 0.", domain.MaxHops)
+			relationTypesSchema(p["relationTypes"])
 		}),
 		// Read-only, so neither destructive nor with effects to repeat; every
 		// hint is given explicitly (clients differ in their defaults).
@@ -105,39 +91,6 @@ func searchTool() *mcp.Tool {
 	}
 }
 
-func (a *SearchArgs) check() error {
-	if err := checkText("query", a.Query, 1, maxQuery); err != nil {
-		return err
-	}
-	if err := checkIntRange("limit", a.Limit, minLimit, maxLimit); err != nil {
-		return err
-	}
-	if len(a.Tags) > maxTags {
-		return errs.InvalidArgument("tags", "must have at most %d tags (got %d)", maxTags, len(a.Tags))
-	}
-	for i, tag := range a.Tags {
-		if err := checkText(fmt.Sprintf("tags[%d]", i), tag, 1, maxTagLength); err != nil {
-			return err
-		}
-	}
-	if a.MinScore != nil && (math.IsNaN(*a.MinScore) || *a.MinScore < 0 || *a.MinScore > 1) {
-		return errs.InvalidArgument("minScore", "must be a number from 0 to 1 (got %v)", *a.MinScore)
-	}
-	if _, err := parseTime("asOf", a.AsOf); err != nil {
-		return err
-	}
-	if err := checkIntRange("maxTokens", a.MaxTokens, domain.MinMaxTokens, domain.MaxMaxTokens); err != nil {
-		return err
-	}
-	if err := checkIntRange("hops", a.Hops, 0, domain.MaxHops); err != nil {
-		return err
-	}
-	if len(a.RelationTypes) > 16 {
-		return errs.InvalidArgument("relationTypes", "must have at most 16 types (got %d)", len(a.RelationTypes))
-	}
-	return checkIntRange("efSearch", a.EfSearch, minEfSearch, maxEfSearch)
-}
-
 func (t *toolset) search(ctx context.Context, c domain.Caller, a *SearchArgs) (*domain.SearchResult, error) {
 	in := domain.SearchInput{
 		Query:             a.Query,
@@ -146,23 +99,20 @@ func (t *toolset) search(ctx context.Context, c domain.Caller, a *SearchArgs) (*
 		IncludeExpired:    a.IncludeExpired,
 		MinScore:          a.MinScore,
 		RelationTypes:     a.RelationTypes,
+		Limit:             a.Limit,
+		EfSearch:          a.EfSearch,
+		MaxTokens:         a.MaxTokens,
 	}
 	if a.Hops != nil {
 		in.Hops = *a.Hops
 	}
-	if a.Limit != nil {
-		in.Limit = *a.Limit
+	var err error
+	if in.AsOf, err = parseTime("asOf", a.AsOf); err != nil {
+		return nil, err
 	}
-	if a.EfSearch != nil {
-		in.EfSearch = *a.EfSearch
-	}
-	in.AsOf, _ = parseTime("asOf", a.AsOf) // checked
 	res, err := t.svc.Search(ctx, c, in)
 	if err == nil && res.Hits == nil {
 		res.Hits = []domain.Hit{} // "hits": [] rather than null
-	}
-	if err == nil && a.MaxTokens != nil {
-		domain.FitSearch(res, *a.MaxTokens)
 	}
 	return res, err
 }

@@ -2,11 +2,11 @@ package knowledge
 
 import (
 	"context"
+	"github.com/agentfleet/orchestrator/packages/errs"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentfleet/orchestrator/packages/errs"
 	domain "github.com/agentfleet/orchestrator/packages/knowledge"
 )
 
@@ -25,7 +25,7 @@ type ReplacementArgs struct {
 	Title      string       `json:"title" jsonschema:"As in store_knowledge."`
 	Body       string       `json:"body" jsonschema:"As in store_knowledge."`
 	Tags       []string     `json:"tags,omitempty" jsonschema:"As in store_knowledge."`
-	Confidence *int         `json:"confidence,omitempty" jsonschema:"As in store_knowledge. Default 80."`
+	Confidence *int         `json:"confidence,omitempty"`
 	ExpiresAt  string       `json:"expiresAt,omitempty" jsonschema:"As in store_knowledge."`
 	TaskRef    *TaskRefArgs `json:"taskRef,omitempty" jsonschema:"As in store_knowledge."`
 }
@@ -53,7 +53,9 @@ Errors: invalid_argument (not UUIDs, oldId = newId, both or neither of newId and
 			uuidSchema(p["oldId"])
 			uuidSchema(p["newId"])
 			uuidSchema(p["clientToken"])
-			entrySchema(p["replacement"].Properties)
+			r := p["replacement"].Properties
+			entrySchema(r)
+			describe(r, "confidence", "As in store_knowledge. Default %d.", domain.DefaultConf)
 		}), "newId", "replacement"),
 		Annotations: &mcp.ToolAnnotations{
 			Title:           "Supersede knowledge",
@@ -65,40 +67,33 @@ Errors: invalid_argument (not UUIDs, oldId = newId, both or neither of newId and
 	}
 }
 
-func (a *SupersedeArgs) check() error {
-	oldID, err := parseUUID("oldId", a.OldID, true)
+// supersede calls Correct (with replacement) or Supersede (with newId):
+// exactly one of the two is this tool's own rule; every other is the
+// domain's.
+func (t *toolset) supersede(ctx context.Context, c domain.Caller, a *SupersedeArgs) (*domain.CorrectResult, error) {
+	oldID, err := parseID("oldId", a.OldID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	switch {
 	case a.Replacement != nil && a.NewID != "":
-		return errs.InvalidArgument("replacement", "give newId or replacement, not both")
+		return nil, errs.InvalidArgument("replacement", "give newId or replacement, not both")
 	case a.Replacement != nil:
-		return domain.InReplacement(a.Replacement.store(a.ClientToken).check())
-	case a.ClientToken != "":
-		return errs.InvalidArgument("clientToken", "only goes with replacement (superseding with newId is idempotent by itself)")
-	}
-	newID, err := parseUUID("newId", a.NewID, true)
-	if err != nil {
-		return errs.InvalidArgument("newId", "is required unless replacement is given: a UUID such as 0b7e4c3a-5f1d-4c8e-9a2b-1d3e5f7a9c0b")
-	}
-	if *oldID == *newID {
-		return errs.InvalidArgument("newId", "must differ from oldId: an entry cannot supersede itself")
-	}
-	return nil
-}
-
-func (t *toolset) supersede(ctx context.Context, c domain.Caller, a *SupersedeArgs) (*domain.CorrectResult, error) {
-	oldID, _ := parseUUID("oldId", a.OldID, true)
-	if a.Replacement != nil {
 		in, err := a.Replacement.store(a.ClientToken).input()
 		if err != nil {
 			return nil, domain.InReplacement(err)
 		}
-		return t.svc.Correct(ctx, c, *oldID, in)
+		return t.svc.Correct(ctx, c, oldID, in)
+	case a.ClientToken != "":
+		return nil, errs.InvalidArgument("clientToken", "only goes with replacement (superseding with newId is idempotent by itself)")
+	case a.NewID == "":
+		return nil, errs.InvalidArgument("newId", "is required unless replacement is given: a UUID such as 0b7e4c3a-5f1d-4c8e-9a2b-1d3e5f7a9c0b")
 	}
-	newID, _ := parseUUID("newId", a.NewID, true)
-	r, err := t.svc.Supersede(ctx, c, *oldID, *newID)
+	newID, err := parseID("newId", a.NewID)
+	if err != nil {
+		return nil, err
+	}
+	r, err := t.svc.Supersede(ctx, c, oldID, newID)
 	if err != nil {
 		return nil, err
 	}

@@ -127,29 +127,24 @@ func callerFrom(ctx context.Context) (domain.Caller, error) {
 	return domain.Caller{OrgID: p.OrgID, AgentID: p.AgentID}, nil
 }
 
-// handler is a typed tool handler: it gets the caller and the decoded,
-// checked arguments and returns the structured result.
+// handler is a typed tool handler: it gets the caller and the decoded
+// arguments, turns them into the domain's input (parsing UUIDs and
+// date-times) and returns the structured result.
 type handler[In, Out any] func(ctx context.Context, c domain.Caller, in *In) (Out, error)
-
-// checker is implemented by every args struct: the edge checks of the
-// rules the schema advertises, with errors naming the argument.
-type checker interface{ check() error }
 
 // addTool registers a tool whose arguments decode into In. The go-sdk's own
 // schema validation is not used (mcp.Server.AddTool, not mcp.AddTool): the
-// edge decodes strictly and checks every rule itself, so every refusal has
-// our code and names the argument; the schema is what clients see, and a
-// test keeps both in step.
+// edge decodes strictly (JSON types, unknown properties, UUIDs, date-times)
+// and the domain rules on the values, so every refusal has our code and
+// names the argument. The schema is what clients see; its limits and the
+// descriptions that state them are built from the domain's constants.
 //
 // The schema is handed to the go-sdk already marshaled: on every tools/call
 // of a client speaking a protocol version with standard headers, the go-sdk
 // marshals the tool's input schema again to look for x-mcp-header
 // annotations, and marshaling a *jsonschema.Schema by reflection was 0.17 s
 // of the 0.67 s the MCP layer itself spent in BenchmarkMCPEndToEnd (pprof).
-func addTool[In any, PIn interface {
-	*In
-	checker
-}, Out any](srv *mcp.Server, t *toolset, tool *mcp.Tool, h handler[In, Out]) {
+func addTool[In, Out any](srv *mcp.Server, t *toolset, tool *mcp.Tool, h handler[In, Out]) {
 	schema := tool.InputSchema.(*jsonschema.Schema)
 	tool.InputSchema = rawSchema(tool.Name, schema)
 	out, ok := tool.OutputSchema.(*jsonschema.Schema)
@@ -158,10 +153,7 @@ func addTool[In any, PIn interface {
 	}
 	tool.OutputSchema = rawSchema(tool.Name, out)
 	srv.AddTool(tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		in, err := decodeArgs[In, PIn](req.Params.Arguments, schema)
-		if err == nil {
-			err = PIn(in).check()
-		}
+		in, err := decodeArgs[In](req.Params.Arguments, schema)
 		var out Out
 		if err == nil {
 			var c domain.Caller
@@ -187,10 +179,7 @@ func addTool[In any, PIn interface {
 }
 
 // decodeArgs decodes raw strictly into a new In.
-func decodeArgs[In any, PIn interface {
-	*In
-	checker
-}](raw json.RawMessage, s *jsonschema.Schema) (*In, error) {
+func decodeArgs[In any](raw json.RawMessage, s *jsonschema.Schema) (*In, error) {
 	in := new(In)
 	if len(raw) == 0 || string(raw) == "null" {
 		return in, nil
