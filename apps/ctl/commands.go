@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
+	"unicode"
 
 	"github.com/google/uuid"
 
@@ -22,6 +24,29 @@ type command struct {
 	// (import FILE), in env.arg.
 	arg    bool
 	newRun func(fs *flag.FlagSet) func(e *env) error
+	// fields maps the domain's field names in errors (errs.Error.Field) to
+	// this command's flags where the flag is not the field in kebab case:
+	// the domain names its own fields, and flag names live here only.
+	fields map[string]string
+}
+
+// flagOf is the flag (with its dashes) that sets the domain's field: the
+// command's own mapping, else the field in kebab case (perMinute is
+// --per-minute, ignoreQuota --ignore-quota).
+func (c *command) flagOf(field string) string {
+	if f, ok := c.fields[field]; ok {
+		return "--" + f
+	}
+	var b strings.Builder
+	b.WriteString("--")
+	for _, r := range field {
+		if unicode.IsUpper(r) {
+			b.WriteByte('-')
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // commands is ctl's command tree; each run is a named function of its
@@ -37,7 +62,8 @@ var commands = []command{
 	{name: "token create", summary: "issue a token: --org ORG --agent AGENT --scopes S1,S2 [--ttl 720h]", newRun: bind(runTokenCreate)},
 	{name: "token revoke", summary: "revoke a token: --id ID [--org ORG]", newRun: bind(runTokenRevoke)},
 	{name: "token list", summary: "list an org's tokens (never their text): --org ORG", newRun: bind(runTokenList)},
-	{name: "quota set", summary: "set a quota: --org ORG --knowledge-stored N|unlimited", newRun: bind(runQuotaSet)},
+	{name: "quota set", summary: "set a quota: --org ORG --knowledge-stored N|unlimited", newRun: bind(runQuotaSet),
+		fields: map[string]string{"limit": "knowledge-stored"}},
 	{name: "quota show", summary: "show an org's quotas: --org ORG", newRun: bind(runQuotaShow)},
 	{name: "task create", summary: "create a task (stand-in for the orchestrator): --org ORG --title T", newRun: bind(runTaskCreate)},
 	{name: "dev bootstrap", summary: "for local development: make sure an org and agent exist, issue a read+write token", newRun: bind(runDevBootstrap)},

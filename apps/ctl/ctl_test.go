@@ -262,3 +262,21 @@ func TestReembed(t *testing.T) {
 		t.Fatalf("reembed of an unknown org: exit %d", code)
 	}
 }
+
+// The domain names its fields; ctl words them as its flags.
+func TestFlagOfDomainField(t *testing.T) {
+	quotaSet, _ := lookup([]string{"quota", "set"})
+	for _, tc := range []struct {
+		cmd         *command
+		field, want string
+	}{
+		{&command{}, "name", "--name"},
+		{&command{}, "perMinute", "--per-minute"},
+		{&command{}, "ignoreQuota", "--ignore-quota"},
+		{quotaSet, "limit", "--knowledge-stored"},
+	} {
+		if got := tc.cmd.flagOf(tc.field); got != tc.want {
+			t.Errorf("%q: flag %q, want %q", tc.field, got, tc.want)
+		}
+	}
+}

@@ -53,25 +53,25 @@ func (f *purgeFlags) define(fs *flag.FlagSet) {
 }
 
 // scope is what --entry, --agent and --all erase, and its name in what
-// ctl prints.
+// ctl prints. The rule that a purge names exactly one is the domain's
+// (PurgeScope.Validate); ctl only words it in flags.
 func (f *purgeFlags) scope() (scope knowledge.PurgeScope, name string, err error) {
-	n := 0
 	if f.entry != "" {
 		if scope.Entry, err = uuidFlag("entry", f.entry); err != nil {
 			return scope, "", err
 		}
-		name, n = "entry "+scope.Entry.String(), n+1
+		name = "entry " + scope.Entry.String()
 	}
 	if f.agent != "" {
 		if scope.Agent, err = uuidFlag("agent", f.agent); err != nil {
 			return scope, "", err
 		}
-		name, n = "agent "+scope.Agent.String(), n+1
+		name = "agent " + scope.Agent.String()
 	}
 	if f.all {
-		scope.All, name, n = true, "all", n+1
+		scope.All, name = true, "all"
 	}
-	if n != 1 {
+	if err := scope.Validate(); err != nil {
 		return scope, "", usagef("give exactly one of --entry, --agent, --all")
 	}
 	return scope, name, nil

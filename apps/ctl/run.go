@@ -166,24 +166,25 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			fmt.Fprintf(stderr, "ctl %s: %v\n", name, err)
 			return exitUsage
 		}
-		fmt.Fprintf(stderr, "ctl %s: %v\n", name, describe(err))
+		fmt.Fprintf(stderr, "ctl %s: %v\n", name, describe(cmd, err))
 		if e.json {
-			json.NewEncoder(stdout).Encode(map[string]string{"error": describe(err)})
+			json.NewEncoder(stdout).Encode(map[string]string{"error": describe(cmd, err)})
 		}
 		return exitError
 	}
 	return exitOK
 }
 
-// describe words an error for an operator.
-func describe(err error) string {
+// describe words an error for an operator: a domain error's field, in the
+// domain's words, becomes the flag of cmd that sets it.
+func describe(cmd *command, err error) string {
 	var ve *tenancy.ValidationError
 	var ke *errs.Error
 	switch {
 	case errors.As(err, &ve):
-		return "--" + ve.Field + ": " + ve.Rule
+		return cmd.flagOf(ve.Field) + ": " + ve.Rule
 	case errors.As(err, &ke) && ke.Field != "":
-		return "--" + ke.Field + ": " + ke.Message
+		return cmd.flagOf(ke.Field) + ": " + ke.Message
 	default:
 		return err.Error()
 	}

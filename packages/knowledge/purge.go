@@ -25,7 +25,10 @@ type PurgeScope struct {
 	All   bool      // every entry of the org
 }
 
-func (p PurgeScope) check() error {
+// Validate checks that the scope names exactly one of Entry, Agent, All.
+// PurgeWith checks it too; a caller that builds a scope from its own input
+// (ctl purge's flags) calls it first to refuse before doing anything.
+func (p PurgeScope) Validate() error {
 	n := 0
 	if p.Entry != uuid.Nil {
 		n++
@@ -37,7 +40,7 @@ func (p PurgeScope) check() error {
 		n++
 	}
 	if n != 1 {
-		return errs.InvalidArgument("scope", "give exactly one of --entry, --agent, --all")
+		return errs.InvalidArgument("scope", "give exactly one of entry, agent, all")
 	}
 	return nil
 }
@@ -108,7 +111,7 @@ func (s *Service) Purge(ctx context.Context, org uuid.UUID, scope PurgeScope, dr
 func (s *Service) PurgeWith(ctx context.Context, org uuid.UUID, scope PurgeScope, o PurgeOptions) (*PurgeReport, error) {
 	ctx = db.WithOrg(ctx, org)
 	dryRun := o.DryRun
-	if err := scope.check(); err != nil {
+	if err := scope.Validate(); err != nil {
 		return nil, err
 	}
 	rep := &PurgeReport{DryRun: dryRun}

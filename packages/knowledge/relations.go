@@ -231,13 +231,13 @@ func (s *Service) AddRelationType(ctx context.Context, org uuid.UUID, name, inve
 	}
 	switch {
 	case symmetric && inverse != "" && inverse != name:
-		return nil, errs.InvalidArgument("inverse", "give --inverse or --symmetric, not both")
+		return nil, errs.InvalidArgument("inverse", "give an inverse or a symmetric type, not both")
 	case symmetric:
 		inverse = name
 	case inverse == "":
-		return nil, errs.InvalidArgument("inverse", "is required unless the type is --symmetric")
+		return nil, errs.InvalidArgument("inverse", "is required unless the type is symmetric")
 	case inverse == name:
-		return nil, errs.InvalidArgument("inverse", "equals the name: use --symmetric for a type that reads the same from both ends")
+		return nil, errs.InvalidArgument("inverse", "equals the name: a type that reads the same from both ends is symmetric")
 	}
 	if err := checkTypeName("inverse", inverse); err != nil {
 		return nil, err
