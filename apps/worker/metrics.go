@@ -188,8 +188,9 @@ var _ jobs.Observer = (*metrics)(nil)
 func (m *metrics) refreshBacklog(ctx context.Context, pool *pgxpool.Pool, interval time.Duration, log *slog.Logger) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	outbox := knowledge.NewOutbox(pool)
 	for {
-		b, err := jobs.Backlog(ctx, pool)
+		b, err := outbox.Backlog(ctx)
 		if err == nil {
 			m.pending.Set(float64(b.Pending))
 			m.oldest.Set(b.Oldest.Seconds())

@@ -8,7 +8,9 @@
 // entry's embedding_status = 'pending' is the outbox. After the store commits,
 // an entry task goes onto the "embeddings" queue with a TaskID derived from
 // the entry and its generation, in a group; the worker's aggregator folds a
-// group into one batch task, which is one provider call. Every write is
+// group into one batch task, which is one provider call. The package writes
+// no table itself: it reads and writes entries through knowledge.Outbox (the
+// knowledge package is the one writer of its tables), whose every write is
 // conditional on the entry still being pending at the job's generation, so
 // late, repeated and concurrent jobs are harmless. The reconciler re-enqueues
 // entries still pending after a grace period, so an enqueue lost between

@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge"
-	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
 // PruneArchived deletes the org's archived embedding tasks that no longer
@@ -58,18 +57,10 @@ func PruneArchived(ctx context.Context, pool *pgxpool.Pool, insp *asynq.Inspecto
 			break
 		}
 	}
-	q := sqlc.New(pool)
+	outbox := knowledge.NewOutbox(pool)
 	deleted := 0
 	for _, c := range cands {
-		p := sqlc.ListCurrentJobsParams{
-			OrgIds:      make([]uuid.UUID, len(c.jobs)),
-			Ids:         make([]uuid.UUID, len(c.jobs)),
-			Generations: make([]int32, len(c.jobs)),
-		}
-		for i, j := range c.jobs {
-			p.OrgIds[i], p.Ids[i], p.Generations[i] = j.OrgID, j.EntryID, j.Generation
-		}
-		current, err := q.ListCurrentJobs(ctx, p)
+		current, err := outbox.Current(ctx, c.jobs)
 		if err != nil {
 			return deleted, fmt.Errorf("read entries of task %s: %w", c.id, err)
 		}

@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge"
-	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
 // ReconcilerOptions tune the reconciler; zero values mean the defaults.
@@ -33,10 +32,10 @@ type ReconcilerOptions struct {
 // period: the enqueue after the store's commit failed or never ran (crash),
 // or Redis lost the task (flush, failover without persistence).
 type Reconciler struct {
-	q    *sqlc.Queries
-	enq  *Enqueuer
-	insp *asynq.Inspector
-	opts ReconcilerOptions
+	outbox *knowledge.Outbox
+	enq    *Enqueuer
+	insp   *asynq.Inspector
+	opts   ReconcilerOptions
 }
 
 // NewReconciler returns a reconciler enqueuing through enq; insp resolves
@@ -57,24 +56,21 @@ func NewReconciler(pool *pgxpool.Pool, enq *Enqueuer, insp *asynq.Inspector, opt
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Reconciler{q: sqlc.New(pool), enq: enq, insp: insp, opts: opts}
+	return &Reconciler{outbox: knowledge.NewOutbox(pool), enq: enq, insp: insp, opts: opts}
 }
 
 // RunOnce makes one pass and returns how many entries it enqueued.
 func (r *Reconciler) RunOnce(ctx context.Context) (int, error) {
-	rows, err := r.q.ListStalePending(ctx, sqlc.ListStalePendingParams{
-		Before: time.Now().Add(-r.opts.Grace), MaxRows: int32(r.opts.MaxPerPass),
-	})
+	stale, err := r.outbox.Stale(ctx, time.Now().Add(-r.opts.Grace), r.opts.MaxPerPass)
 	if err != nil {
 		return 0, fmt.Errorf("list stale pending entries: %w", err)
 	}
 	n := 0
-	for _, row := range rows {
-		job := knowledge.EmbeddingJob{OrgID: row.OrgID, EntryID: row.ID, Generation: row.EmbeddingGeneration}
+	for _, job := range stale {
 		res, err := r.enq.requeue(ctx, r.insp, job, r.opts.Cooldown)
 		if err != nil {
 			r.opts.Observer.Requeued(n)
-			return n, fmt.Errorf("re-enqueue %s: %w", row.ID, err)
+			return n, fmt.Errorf("re-enqueue %s: %w", job.EntryID, err)
 		}
 		if res == requeued {
 			n++
@@ -82,7 +78,7 @@ func (r *Reconciler) RunOnce(ctx context.Context) (int, error) {
 	}
 	r.opts.Observer.Requeued(n)
 	if n > 0 {
-		r.opts.Logger.Info("reconciler re-enqueued pending entries", "count", n, "stale", len(rows))
+		r.opts.Logger.Info("reconciler re-enqueued pending entries", "count", n, "stale", len(stale))
 	}
 	return n, nil
 }
@@ -101,19 +97,4 @@ func (r *Reconciler) Run(ctx context.Context, interval time.Duration) {
 		case <-t.C:
 		}
 	}
-}
-
-// BacklogInfo is the size and age of the embeddings outbox.
-type BacklogInfo struct {
-	Pending int64
-	Oldest  time.Duration // age of the oldest pending request; 0 when none
-}
-
-// Backlog reads the outbox's size and age (the worker's backlog gauges).
-func Backlog(ctx context.Context, pool *pgxpool.Pool) (BacklogInfo, error) {
-	r, err := sqlc.New(pool).PendingBacklog(ctx)
-	if err != nil {
-		return BacklogInfo{}, err
-	}
-	return BacklogInfo{Pending: r.Pending, Oldest: time.Duration(r.OldestSeconds * float64(time.Second))}, nil
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge"
-	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
 // ReembedModel is ReembedSpace for a model of whatever width.
@@ -28,13 +27,12 @@ func ReembedModel(ctx context.Context, pool *pgxpool.Pool, enq knowledge.Enqueue
 // reported in the error but not undone: the entry is pending, so the
 // worker's reconciler enqueues it after its grace period.
 func ReembedSpace(ctx context.Context, pool *pgxpool.Pool, enq knowledge.Enqueuer, orgID uuid.UUID, space knowledge.VectorSpace, all bool) (int, error) {
-	rows, err := sqlc.New(pool).RequestReembed(ctx, sqlc.RequestReembedParams{OrgID: orgID, AllEntries: all, Model: space.Model, Dims: int32(space.Dims)})
+	rows, err := knowledge.NewOutbox(pool).RequestReembed(ctx, orgID, space, all)
 	if err != nil {
-		return 0, fmt.Errorf("request re-embed: %w", err)
+		return 0, err
 	}
 	var errs []error
-	for _, r := range rows {
-		job := knowledge.EmbeddingJob{OrgID: r.OrgID, EntryID: r.ID, Generation: r.EmbeddingGeneration}
+	for _, job := range rows {
 		if err := enq.EnqueueEmbedding(ctx, job); err != nil {
 			errs = append(errs, err)
 		}

@@ -1,0 +1,407 @@
+package knowledge
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/pgvector/pgvector-go"
+
+	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
+)
+
+// The embeddings pipeline's calls (packages/knowledge/jobs, apps/worker,
+// `ctl reembed`). An entry's embedding_status = 'pending' is the outbox of
+// the embeddings queue and embedding_generation names the request a job was
+// made for; this package is the only writer of the knowledge tables, so the
+// pipeline reads and writes them here. Every write is conditional on
+// (pending, generation): a late or repeated job never overwrites newer data.
+
+// Outbox is the pipeline's view of the knowledge tables: the entries waiting
+// for vectors, and the writes that end their wait. Its statements see every
+// org (the worker serves all of them): give it a pool of a role exempt from
+// row-level security (the worker's, the operator's). It is safe for
+// concurrent use.
+type Outbox struct {
+	pool *pgxpool.Pool
+	q    *sqlc.Queries
+}
+
+// NewOutbox returns the outbox of pool (from db.Open, which registers
+// pgvector's types).
+func NewOutbox(pool *pgxpool.Pool) *Outbox {
+	return &Outbox{pool: pool, q: sqlc.New(pool)}
+}
+
+// PendingEntry is an entry that still waits for the vectors of its job's
+// generation, with the text to embed.
+type PendingEntry struct {
+	Job         EmbeddingJob
+	Title, Body string
+	RequestedAt time.Time
+}
+
+// Pending returns the entries of jobs that still wait for exactly their
+// job's generation; jobs whose entry is gone, re-requested since or done are
+// left out (stale). On a Citus cluster it reads one org at a time, each
+// statement routed to the one worker that holds the org (docs/operators.md,
+// "Running on a cluster").
+func (o *Outbox) Pending(ctx context.Context, jobs []EmbeddingJob) ([]PendingEntry, error) {
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	citus, err := db.IsCitus(ctx, o.pool)
+	if err != nil {
+		return nil, fmt.Errorf("load entries: %w", err)
+	}
+	runs := [][]EmbeddingJob{jobs}
+	if citus {
+		runs = nil
+		for _, g := range orgRuns(len(jobs), func(i int) uuid.UUID { return jobs[i].OrgID }) {
+			runs = append(runs, pick(jobs, g))
+		}
+	}
+	var out []PendingEntry
+	for _, run := range runs {
+		rows, err := o.q.ListJobEntries(ctx, sqlc.ListJobEntriesParams(jobArrays(run)))
+		if err != nil {
+			return nil, fmt.Errorf("load entries: %w", err)
+		}
+		for _, r := range rows {
+			out = append(out, PendingEntry{
+				Job:   EmbeddingJob{OrgID: r.OrgID, EntryID: r.ID, Generation: r.EmbeddingGeneration},
+				Title: r.Title, Body: r.Body, RequestedAt: r.EmbeddingRequestedAt,
+			})
+		}
+	}
+	return out, nil
+}
+
+// MaxEmbeddingErrorChars bounds the reason MarkFailed keeps on an entry.
+const MaxEmbeddingErrorChars = 1000
+
+// MarkFailed marks job's entry failed with reason (cut to
+// MaxEmbeddingErrorChars), if it is still pending at the job's generation;
+// marked says whether it was.
+func (o *Outbox) MarkFailed(ctx context.Context, job EmbeddingJob, reason string) (marked bool, err error) {
+	msg := clipRunes(reason, MaxEmbeddingErrorChars)
+	n, err := o.q.MarkEmbeddingFailed(ctx, sqlc.MarkEmbeddingFailedParams{
+		Error: &msg, OrgID: job.OrgID, ID: job.EntryID, Generation: job.Generation,
+	})
+	if err != nil {
+		return false, fmt.Errorf("mark %s failed: %w", job.EntryID, err)
+	}
+	return n == 1, nil
+}
+
+// Writing vectors waits for no row lock (lock order: docs/operators.md,
+// "Lock order"). A row another transaction holds (a purge or forget erasing
+// it, a supersession, upkeep) is skipped and tried again after a back-off
+// that doubles from writeBackoff, writeAttempts times in all; rows still
+// held then fail the write with a retryable error (the task comes back; the
+// writes are conditional on the generation, so nothing is written twice).
+const (
+	writeAttempts = 6
+	writeBackoff  = 50 * time.Millisecond
+)
+
+// VectorsWritten is what WriteVectors did.
+type VectorsWritten struct {
+	Ready int // entries given their vectors
+	Stale int // entries no longer pending at their job's generation: nothing written
+	// Lags are, for each entry made ready, the time from its embedding
+	// request (the store, or the re-embed) to its vectors being written.
+	Lags []time.Duration
+}
+
+// WriteVectors writes vecs[i], the vectors of model for entries[i] (the
+// first the entry's own, the others its later chunks, replacing any left
+// over), each only while the entry is still pending at its job's
+// generation; the others are counted stale. It never waits for a row lock
+// (see writeAttempts). On a Citus cluster it writes one transaction per org,
+// each on its org's worker. What was written before an error is counted in
+// the result returned with it.
+func (o *Outbox) WriteVectors(ctx context.Context, model string, entries []PendingEntry, vecs []EntryVectors) (VectorsWritten, error) {
+	var out VectorsWritten
+	// (org, id) order: the order the lock statement takes them in.
+	order := make([]int, len(entries))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		x, y := entries[a].Job, entries[b].Job
+		if c := bytes.Compare(x.OrgID[:], y.OrgID[:]); c != 0 {
+			return c
+		}
+		return bytes.Compare(x.EntryID[:], y.EntryID[:])
+	})
+	citus, err := db.IsCitus(ctx, o.pool)
+	if err != nil {
+		return out, fmt.Errorf("write vectors: %w", err)
+	}
+	if !citus {
+		return out, o.writeRun(ctx, model, entries, vecs, order, &out)
+	}
+	// No distributed transaction, and a row lock statement may not span
+	// shards.
+	for _, g := range orgRuns(len(order), func(i int) uuid.UUID { return entries[order[i]].Job.OrgID }) {
+		if err := o.writeRun(ctx, model, entries, vecs, pick(order, g), &out); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// writeRun writes the vectors of the entries named by order (indexes into
+// entries, in (org, id) order), retrying the ones another transaction
+// holds, and counts in out the ready and the stale among them.
+func (o *Outbox) writeRun(ctx context.Context, model string, entries []PendingEntry, vecs []EntryVectors, order []int, out *VectorsWritten) error {
+	total := len(order)
+	var written int
+	wait := writeBackoff
+	for attempt := 1; ; attempt++ {
+		n, lags, busy, err := o.writeOnce(ctx, model, entries, vecs, order)
+		if err != nil && !IsTransientTx(err) {
+			return err
+		}
+		if err == nil {
+			written += n
+			out.Lags = append(out.Lags, lags...)
+			if len(busy) == 0 {
+				break
+			}
+			order = busy
+		}
+		if attempt >= writeAttempts {
+			out.Ready += written
+			if err != nil {
+				return fmt.Errorf("write vectors: %w", err)
+			}
+			return fmt.Errorf("write vectors: %d entries held by another transaction (a purge or forget in progress?) after %d attempts; the task is retried", len(busy), attempt)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
+	out.Ready += written
+	out.Stale += total - written
+	return nil
+}
+
+// writeOnce writes, in one transaction, the vectors of the entries named
+// by idx (indexes into entries, in (org, id) order) it can lock without
+// waiting. busy: the indexes of entries still pending at their generation
+// that another transaction holds.
+func (o *Outbox) writeOnce(ctx context.Context, model string, entries []PendingEntry, vecs []EntryVectors, idx []int) (written int, lags []time.Duration, busy []int, err error) {
+	jobsOf := func(idx []int) []EmbeddingJob {
+		js := make([]EmbeddingJob, len(idx))
+		for k, i := range idx {
+			js[k] = entries[i].Job
+		}
+		return js
+	}
+	err = pgx.BeginFunc(ctx, o.pool, func(tx pgx.Tx) error {
+		written, lags, busy = 0, nil, nil
+		q := o.q.WithTx(tx)
+		locked, err := q.LockPendingForEmbedding(ctx, sqlc.LockPendingForEmbeddingParams(jobArrays(jobsOf(idx))))
+		if err != nil {
+			return fmt.Errorf("lock entries: %w", err)
+		}
+		have := make(map[[2]uuid.UUID]bool, len(locked))
+		for _, l := range locked {
+			have[[2]uuid.UUID{l.OrgID, l.ID}] = true
+		}
+		var skipped []int
+		for _, i := range idx {
+			j := entries[i].Job
+			if !have[[2]uuid.UUID{j.OrgID, j.EntryID}] {
+				skipped = append(skipped, i)
+				continue
+			}
+			lag, ok, err := writeEntryVectors(ctx, q, model, j, vecs[i])
+			if err != nil {
+				return err
+			}
+			if ok {
+				written++
+				if lag != nil {
+					lags = append(lags, *lag)
+				}
+			}
+		}
+		if len(skipped) == 0 {
+			return nil
+		}
+		// Skipped: held by another transaction, or no longer pending at the
+		// job's generation (erased, re-embedded, done). Only the first are
+		// tried again.
+		still, err := q.ListJobEntries(ctx, sqlc.ListJobEntriesParams(jobArrays(jobsOf(skipped))))
+		if err != nil {
+			return fmt.Errorf("load skipped entries: %w", err)
+		}
+		pending := make(map[[2]uuid.UUID]bool, len(still))
+		for _, r := range still {
+			pending[[2]uuid.UUID{r.OrgID, r.ID}] = true
+		}
+		for _, i := range skipped {
+			if j := entries[i].Job; pending[[2]uuid.UUID{j.OrgID, j.EntryID}] {
+				busy = append(busy, i)
+			}
+		}
+		return nil
+	})
+	return written, lags, busy, err
+}
+
+// writeEntryVectors writes one locked entry's vectors: its own, then its
+// later chunks (written only with the entry's vector, the row being still
+// the job's), replacing any left over. ok is false when the entry was not
+// pending at the job's generation (nothing written); lag is the
+// request-to-ready time, nil when unknown.
+func writeEntryVectors(ctx context.Context, q *sqlc.Queries, model string, j EmbeddingJob, ev EntryVectors) (lag *time.Duration, ok bool, err error) {
+	v := pgvector.NewVector(ev.Vecs[0])
+	res, err := q.MarkEmbeddingReady(ctx, sqlc.MarkEmbeddingReadyParams{
+		Embedding: &v, Model: &model, OrgID: j.OrgID, ID: j.EntryID, Generation: j.Generation,
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, nil // cannot happen while locked pending; stale either way
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("write vector of %s: %w", j.EntryID, err)
+	}
+	if err := q.DeleteChunks(ctx, sqlc.DeleteChunksParams{OrgID: j.OrgID, EntryID: j.EntryID, EmbeddingModel: model}); err != nil {
+		return nil, false, fmt.Errorf("clear chunks of %s: %w", j.EntryID, err)
+	}
+	for c := 1; c < len(ev.Vecs); c++ {
+		sp := ev.Spans[c]
+		if err := q.InsertChunk(ctx, sqlc.InsertChunkParams{
+			OrgID: j.OrgID, EntryID: j.EntryID, Chunk: int32(c), StartChar: int32(sp.Start), EndChar: int32(sp.End),
+			EmbeddingModel: model, Embedding: pgvector.NewVector(ev.Vecs[c]),
+		}); err != nil {
+			return nil, false, fmt.Errorf("write chunk %d of %s: %w", c, j.EntryID, err)
+		}
+	}
+	if res.EmbeddedAt == nil {
+		return nil, true, nil
+	}
+	d := res.EmbeddedAt.Sub(res.EmbeddingRequestedAt)
+	return &d, true, nil
+}
+
+// RequestReembed asks for new vectors for the entries of org and returns
+// their jobs, to enqueue. Without all, only failed entries and ready
+// entries of another model than space's or, when space.Dims > 0, of another
+// width; with all, every entry. Each chosen entry gets a new generation (so
+// jobs still in flight for the old one do nothing) and goes back to pending,
+// its vector cleared (the schema ties 'ready' to a vector).
+func (o *Outbox) RequestReembed(ctx context.Context, org uuid.UUID, space VectorSpace, all bool) ([]EmbeddingJob, error) {
+	rows, err := o.q.RequestReembed(ctx, sqlc.RequestReembedParams{OrgID: org, AllEntries: all, Model: space.Model, Dims: int32(space.Dims)})
+	if err != nil {
+		return nil, fmt.Errorf("request re-embed: %w", err)
+	}
+	jobs := make([]EmbeddingJob, len(rows))
+	for i, r := range rows {
+		jobs[i] = EmbeddingJob{OrgID: r.OrgID, EntryID: r.ID, Generation: r.EmbeddingGeneration}
+	}
+	return jobs, nil
+}
+
+// Current returns the jobs that still name their entry's current
+// generation, in any status: a job whose entry is gone or was re-requested
+// since has nothing left to say.
+func (o *Outbox) Current(ctx context.Context, jobs []EmbeddingJob) ([]EmbeddingJob, error) {
+	rows, err := o.q.ListCurrentJobs(ctx, sqlc.ListCurrentJobsParams(jobArrays(jobs)))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]EmbeddingJob, len(rows))
+	for i, r := range rows {
+		out[i] = EmbeddingJob{OrgID: r.OrgID, EntryID: r.ID, Generation: r.EmbeddingGeneration}
+	}
+	return out, nil
+}
+
+// Stale returns the jobs of entries pending since before before, the
+// oldest first, at most max: those whose enqueue failed or whose task was
+// lost, for the reconciler to enqueue again. Across orgs.
+func (o *Outbox) Stale(ctx context.Context, before time.Time, max int) ([]EmbeddingJob, error) {
+	rows, err := o.q.ListStalePending(ctx, sqlc.ListStalePendingParams{Before: before, MaxRows: int32(max)})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]EmbeddingJob, len(rows))
+	for i, r := range rows {
+		out[i] = EmbeddingJob{OrgID: r.OrgID, EntryID: r.ID, Generation: r.EmbeddingGeneration}
+	}
+	return out, nil
+}
+
+// Backlog is the size and age of the outbox.
+type Backlog struct {
+	Pending int64
+	Oldest  time.Duration // age of the oldest pending request; 0 when none
+}
+
+// Backlog reads the outbox's size and age, across orgs (the worker's
+// backlog gauges).
+func (o *Outbox) Backlog(ctx context.Context) (Backlog, error) {
+	r, err := o.q.PendingBacklog(ctx)
+	if err != nil {
+		return Backlog{}, err
+	}
+	return Backlog{Pending: r.Pending, Oldest: time.Duration(r.OldestSeconds * float64(time.Second))}, nil
+}
+
+// jobIDs is the column arrays the job statements take (unnest).
+type jobIDs struct {
+	OrgIds      []uuid.UUID
+	Ids         []uuid.UUID
+	Generations []int32
+}
+
+func jobArrays(jobs []EmbeddingJob) jobIDs {
+	p := jobIDs{
+		OrgIds:      make([]uuid.UUID, len(jobs)),
+		Ids:         make([]uuid.UUID, len(jobs)),
+		Generations: make([]int32, len(jobs)),
+	}
+	for i, j := range jobs {
+		p.OrgIds[i], p.Ids[i], p.Generations[i] = j.OrgID, j.EntryID, j.Generation
+	}
+	return p
+}
+
+// orgRuns groups the indexes 0..n-1 by org (first seen first).
+func orgRuns(n int, org func(int) uuid.UUID) [][]int {
+	var runs [][]int
+	at := map[uuid.UUID]int{}
+	for i := range n {
+		o := org(i)
+		k, ok := at[o]
+		if !ok {
+			k = len(runs)
+			at[o] = k
+			runs = append(runs, nil)
+		}
+		runs[k] = append(runs[k], i)
+	}
+	return runs
+}
+
+func pick[T any](xs []T, idx []int) []T {
+	out := make([]T, len(idx))
+	for k, i := range idx {
+		out[k] = xs[i]
+	}
+	return out
+}
