@@ -160,7 +160,7 @@ func (s *Service) Stats(ctx context.Context, org uuid.UUID, topTags int) (*OrgSt
 		for i, t := range tags {
 			st.TopTags[i] = TagCount{Tag: t.Tag, Entries: t.Entries}
 		}
-		agents, err := tenancy.ListAgentsTx(ctx, tx, org)
+		agents, err := tenancy.ListAgentsOn(ctx, tx, org)
 		if err != nil {
 			return err
 		}
@@ -168,10 +168,10 @@ func (s *Service) Stats(ctx context.Context, org uuid.UUID, topTags int) (*OrgSt
 		for _, a := range agents {
 			st.AgentNames[a.ID.String()] = a.Name
 		}
-		if st.Quotas, err = tenancy.QuotasTx(ctx, tx, org); err != nil {
+		if st.Quotas, err = tenancy.QuotasOn(ctx, tx, org); err != nil {
 			return err
 		}
-		if st.RateLimits, err = tenancy.RateLimitsTx(ctx, tx, org); err != nil {
+		if st.RateLimits, err = tenancy.RateLimitsOn(ctx, tx, org); err != nil {
 			return err
 		}
 		ix, err := q.StatsIndex(ctx, sqlc.StatsIndexParams{OrgID: org, MaxRows: statsMaxQueued + 1})

@@ -180,7 +180,7 @@ func (s *Service) Export(ctx context.Context, org uuid.UUID, w io.Writer, o Expo
 		if err := enc.Encode(exportHeader{Kind: "header", Format: ExportFormat, Version: ExportVersion, Vectors: o.Vectors}); err != nil {
 			return err
 		}
-		agents, err := tenancy.ListAgentsTx(ctx, tx, org)
+		agents, err := tenancy.ListAgentsOn(ctx, tx, org)
 		if err != nil {
 			return err
 		}

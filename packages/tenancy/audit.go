@@ -152,7 +152,7 @@ func (s *Service) WriteAudit(ctx context.Context, events []AuditEvent) error {
 	return err
 }
 
-// queue is a sqlc.DBTX that queues statements into a batch.
+// queue is a DB that queues statements into a batch.
 type queue struct{ b *pgx.Batch }
 
 func (q *queue) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
@@ -249,9 +249,10 @@ func (s *Service) PruneAudit(ctx context.Context, before time.Time) (int64, erro
 	return n, nil
 }
 
-// QuotasTx is Quotas inside the caller's transaction, for an org known to
-// exist (knowledge's Stats reads it in its snapshot).
-func QuotasTx(ctx context.Context, db sqlc.DBTX, orgID uuid.UUID) ([]Quota, error) {
+// QuotasOn is Quotas read through db (the caller's transaction or
+// snapshot), for an org known to exist (knowledge's Stats reads it in its
+// snapshot).
+func QuotasOn(ctx context.Context, db DB, orgID uuid.UUID) ([]Quota, error) {
 	rows, err := sqlc.New(db).ListQuotas(ctx, orgID)
 	if err != nil {
 		return nil, err
@@ -268,8 +269,9 @@ func QuotasTx(ctx context.Context, db sqlc.DBTX, orgID uuid.UUID) ([]Quota, erro
 	return out, nil
 }
 
-// RateLimitsTx is RateLimits inside the caller's transaction.
-func RateLimitsTx(ctx context.Context, db sqlc.DBTX, orgID uuid.UUID) ([]RateLimit, error) {
+// RateLimitsOn is RateLimits read through db (the caller's transaction or
+// snapshot).
+func RateLimitsOn(ctx context.Context, db DB, orgID uuid.UUID) ([]RateLimit, error) {
 	rows, err := sqlc.New(db).ListRateLimits(ctx, orgID)
 	if err != nil {
 		return nil, err

@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
-
-	"github.com/agentfleet/orchestrator/packages/tenancy/internal/sqlc"
 )
 
 // QuotaError is a quota that refused units: what the limit is and how much
@@ -28,8 +26,8 @@ func (e *QuotaError) Unwrap() error { return ErrQuotaExceeded }
 // quotaError reads the quota that refused n units of resource (inside the
 // refusing transaction, so the figures are the ones it saw). When they
 // cannot be read, the refusal is still ErrQuotaExceeded.
-func quotaError(ctx context.Context, db sqlc.DBTX, orgID uuid.UUID, resource string, n int64) error {
-	qs, err := QuotasTx(ctx, db, orgID)
+func quotaError(ctx context.Context, db DB, orgID uuid.UUID, resource string, n int64) error {
+	qs, err := QuotasOn(ctx, db, orgID)
 	if err == nil {
 		for _, q := range qs {
 			if q.Resource == resource && q.Limit != nil {

@@ -104,7 +104,7 @@ func (s *Service) RateLimits(ctx context.Context, orgID uuid.UUID) ([]RateLimit,
 	if _, err := s.q().GetOrg(ctx, orgID); err != nil {
 		return nil, mapErr(err, "org "+orgID.String())
 	}
-	return RateLimitsTx(ctx, s.pool, orgID)
+	return RateLimitsOn(ctx, s.pool, orgID)
 }
 
 // RateLimitsFor returns the settings that can apply to one agent's calls:

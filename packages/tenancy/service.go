@@ -255,7 +255,7 @@ func (s *Service) Quotas(ctx context.Context, orgID uuid.UUID) ([]Quota, error) 
 	if _, err := s.q().GetOrg(ctx, orgID); err != nil {
 		return nil, mapErr(err, "org "+orgID.String())
 	}
-	return QuotasTx(ctx, s.pool, orgID)
+	return QuotasOn(ctx, s.pool, orgID)
 }
 
 // ConsumeQuota takes one unit of resource for orgID inside tx, so the unit is
@@ -322,7 +322,7 @@ func ConsumeQuotaN(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, resource str
 
 // ListTasksPage returns up to max of the org's tasks that knowledge is linked
 // to, with ids after after (keyset paging for an export).
-func ListTasksPage(ctx context.Context, db sqlc.DBTX, orgID, after uuid.UUID, max int) ([]Task, error) {
+func ListTasksPage(ctx context.Context, db DB, orgID, after uuid.UUID, max int) ([]Task, error) {
 	rows, err := sqlc.New(db).ListTasksPage(ctx, sqlc.ListTasksPageParams{OrgID: orgID, After: after, MaxRows: int32(max)})
 	if err != nil {
 		return nil, err
@@ -334,8 +334,8 @@ func ListTasksPage(ctx context.Context, db sqlc.DBTX, orgID, after uuid.UUID, ma
 	return out, nil
 }
 
-// ListAgentsTx is ListAgents inside a transaction (an export's snapshot).
-func ListAgentsTx(ctx context.Context, db sqlc.DBTX, orgID uuid.UUID) ([]Agent, error) {
+// ListAgentsOn is ListAgents read through db (an export's snapshot).
+func ListAgentsOn(ctx context.Context, db DB, orgID uuid.UUID) ([]Agent, error) {
 	rows, err := sqlc.New(db).ListAgents(ctx, orgID)
 	if err != nil {
 		return nil, err
@@ -356,7 +356,7 @@ func ImportAgent(ctx context.Context, tx pgx.Tx, a Agent) (bool, error) {
 }
 
 // AgentExists tells whether the org has the agent.
-func AgentExists(ctx context.Context, db sqlc.DBTX, orgID, id uuid.UUID) (bool, error) {
+func AgentExists(ctx context.Context, db DB, orgID, id uuid.UUID) (bool, error) {
 	return sqlc.New(db).AgentExists(ctx, sqlc.AgentExistsParams{OrgID: orgID, ID: id})
 }
 
