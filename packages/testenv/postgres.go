@@ -178,13 +178,27 @@ func Postgres(t testing.TB) *Database {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	admin := adminConn(ctx, t)
+	d, err := OpenPostgres(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.close(t.Logf) })
+	return d
+}
+
+// OpenPostgres is Postgres for code that has no testing.TB (an Example
+// function): the caller closes the database, which drops it.
+func OpenPostgres(ctx context.Context) (*Database, error) {
+	admin, err := adminConn(ctx)
+	if err != nil {
+		return nil, err
+	}
 	defer admin.Close(context.Background())
 	tpl, err := ensureTemplate(ctx, admin, DatabaseURL())
 	if err != nil {
-		t.Fatalf("testenv: %v", err)
+		return nil, fmt.Errorf("testenv: %w", err)
 	}
-	return createDatabase(ctx, t, admin, tpl)
+	return createDatabase(ctx, admin, tpl)
 }
 
 // EmptyPostgres creates a fresh database with no schema at all (for testing
@@ -193,23 +207,49 @@ func EmptyPostgres(t testing.TB) *Database {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	admin := adminConn(ctx, t)
+	admin, err := adminConn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer admin.Close(context.Background())
-	return createDatabase(ctx, t, admin, "template0")
+	d, err := createDatabase(ctx, admin, "template0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.close(t.Logf) })
+	return d
 }
 
-func adminConn(ctx context.Context, t testing.TB) *pgx.Conn {
-	t.Helper()
+// Close closes the database's pool and drops the database (a database of
+// Postgres or EmptyPostgres is closed when its test ends).
+func (d *Database) Close() {
+	d.close(func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) })
+}
+
+func (d *Database) close(logf func(format string, args ...any)) {
+	d.Pool.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, DatabaseURL())
+	if err != nil {
+		logf("testenv: drop %s: %v", d.Name, err)
+		return
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{d.Name}.Sanitize()+" WITH (FORCE)"); err != nil {
+		logf("testenv: drop %s: %v", d.Name, err)
+	}
+}
+
+func adminConn(ctx context.Context) (*pgx.Conn, error) {
 	admin, err := pgx.Connect(ctx, DatabaseURL())
 	if err != nil {
-		t.Fatalf("testenv: cannot reach PostgreSQL at %s (run `go tool task setup`): %v", DatabaseURL(), err)
+		return nil, fmt.Errorf("testenv: cannot reach PostgreSQL at %s (run `go tool task setup`): %w", DatabaseURL(), err)
 	}
-	return admin
+	return admin, nil
 }
 
-func createDatabase(ctx context.Context, t testing.TB, admin *pgx.Conn, tpl string) *Database {
-	t.Helper()
-	base := DatabaseURL()
+func createDatabase(ctx context.Context, admin *pgx.Conn, tpl string) (*Database, error) {
 	name := "knowledge_test_" + randomHex(6)
 	var err error
 	// Cloning can collide with another backend briefly connected to the
@@ -222,31 +262,17 @@ func createDatabase(ctx context.Context, t testing.TB, admin *pgx.Conn, tpl stri
 		time.Sleep(100 * time.Millisecond)
 	}
 	if err != nil {
-		t.Fatalf("testenv: create database: %v", err)
+		return nil, fmt.Errorf("testenv: create database: %w", err)
 	}
-	u, err := urlFor(base, name)
+	u, err := urlFor(DatabaseURL(), name)
 	if err != nil {
-		t.Fatalf("testenv: %v", err)
+		return nil, fmt.Errorf("testenv: %w", err)
 	}
 	pool, err := db.Open(ctx, u)
 	if err != nil {
-		t.Fatalf("testenv: %v", err)
+		return nil, fmt.Errorf("testenv: %w", err)
 	}
-	t.Cleanup(func() {
-		pool.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Logf("testenv: drop %s: %v", name, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
-			t.Logf("testenv: drop %s: %v", name, err)
-		}
-	})
-	return &Database{Name: name, URL: u, Pool: pool}
+	return &Database{Name: name, URL: u, Pool: pool}, nil
 }
 
 func randomHex(n int) string {
