@@ -10,7 +10,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentfleet/orchestrator/apps/mcp/internal/authn"
 	"github.com/agentfleet/orchestrator/packages/errs"
 	domain "github.com/agentfleet/orchestrator/packages/knowledge"
 )
@@ -96,11 +95,9 @@ func (t *toolset) readResource(ctx context.Context, req *mcp.ReadResourceRequest
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: resourceMIMEType, Text: string(b)}}}, nil
 }
 
+// read answers a resource read; the server's middleware has checked the
+// token's scope (ResourceScope), as for every call.
 func (t *toolset) read(ctx context.Context, uri string) (any, error) {
-	p := authn.PrincipalFrom(ctx)
-	if p == nil || !p.HasScope(ResourceScope) {
-		return nil, &errs.Error{Code: errs.CodeForbidden, Message: "reading knowledge resources needs the " + ResourceScope + " scope"}
-	}
 	c, err := callerFrom(ctx)
 	if err != nil {
 		return nil, err

@@ -49,7 +49,9 @@ const (
 	ToolRelations = "list_relations"
 )
 
-// toolScopes maps every tool to the scope it needs.
+// toolScopes maps every tool to the scope it needs. The server checks it,
+// once, before a call reaches a handler (HTTP and stdio alike); handlers
+// do not check it again.
 var toolScopes = map[string]string{
 	ToolStore:     tenancy.ScopeKnowledgeWrite,
 	ToolSearch:    tenancy.ScopeKnowledgeRead,
