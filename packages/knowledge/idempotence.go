@@ -16,12 +16,16 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
-// Lifetimes of the idempotence key. The answer is kept 60 s (SPEC). The
-// "running" marker lives shorter: if the process dies mid-call, a retry is
-// refused as "still running" for at most this long, and is then answered
-// from Postgres (the unique client token).
+// ReplayWindow is how long a store's answer is kept for a retry with the
+// same client token (SPEC): a repeat within it is answered as a replay.
+const ReplayWindow = 60 * time.Second
+
+// Lifetimes of the idempotence key: the answer's, and the "running"
+// marker's, shorter: if the process dies mid-call, a retry is refused as
+// "still running" for at most this long, and is then answered from
+// Postgres (the unique client token).
 const (
-	idemAnswerTTL  = 60 * time.Second
+	idemAnswerTTL  = ReplayWindow
 	idemRunningTTL = 15 * time.Second
 )
 

@@ -169,7 +169,7 @@ func validateSearch(c Caller, in SearchInput) (*searchArgs, error) {
 		return nil, errs.InvalidArgument("relationTypes", "must have at most %d types (got %d)", MaxRelationTypes, len(a.RelationTypes))
 	}
 	if a.RelationTypes != nil && a.Hops == 0 {
-		return nil, errs.InvalidArgument("relationTypes", "only applies with hops 1 or 2 (the relations followed from the hits)")
+		return nil, errs.InvalidArgument("relationTypes", "only applies with hops 1 to %d (the relations followed from the hits)", MaxHops)
 	}
 	for i, n := range a.RelationTypes {
 		if err := checkTypeName(fmt.Sprintf("relationTypes[%d]", i), n); err != nil {

@@ -39,7 +39,7 @@ var (
 // sent with every tools/list: every sentence costs every agent tokens.
 var searchDescription = `Search what the agents of your organisation have learned. Use it before starting work on a topic, before storing something (to avoid duplicates), and whenever you need facts about systems, decisions or past fixes.
 
-Three ranked lists (meaning: embeddings, which with the server's default local embedder compare shared words, not paraphrases; words: full text; title) are fused. Hits come best first: id, title, snippet (up to 240 characters of the body around the first match; the whole entry is at knowledge://{id}), tags, confidence (the author's 0-100 certainty), createdAt, expiresAt, score, signals.
+Three ranked lists (meaning: embeddings, which with the server's default local embedder compare shared words, not paraphrases; words: full text; title) are fused. Hits come best first: id, title, snippet (up to ` + itoa(domain.SnippetChars) + ` characters of the body around the first match; the whole entry is at knowledge://{id}), tags, confidence (the author's ` + itoa(domain.MinConfidence) + `-` + itoa(domain.MaxConfidence) + ` certainty), createdAt, expiresAt, score, signals.
 
 score (0-1) is calibrated evidence, comparable across queries, org sizes and embedding models: ` + scoreStrong + ` or more: the hit answers the query (it holds the query's informative words, or means the same); ` + scoreWeak + ` to ` + scoreStrong + `: a partial match, read it; under ` + scoreWeak + `: weak, it shares some words or a vague likeness. One list at full evidence gives 0.63, lists agreeing add up to 1. Hits with almost no evidence are dropped (minScore, default ` + defaultMinScore + `), so no hits means nothing relevant is stored: try other words before concluding. signals are the raw evidence: cosine (meaning), bm25 (words), titleBm25, titleContains (title holds the whole query); vectorRank, fullTextRank, titleRank: place in each list (absent: not in it).
 
@@ -47,7 +47,7 @@ embeddingStatus "pending": not yet in the meaning list (joins within seconds); "
 
 Superseded entries are hidden unless includeSuperseded; then superseded: true and headId names the replacement, which you should prefer.
 
-hops 1 or 2 adds entries related to the hits (a runbook that FIXES a hit, the benchmark a hit DEPENDS_ON), even ones sharing no word with the query, within the same filters: each has via (fromId: the entry it was reached from, type: the relation as read from it, hops) and scores half of that entry's score per hop; at most limit are added.`
+hops 1 or ` + itoa(domain.MaxHops) + ` adds entries related to the hits (a runbook that FIXES a hit, the benchmark a hit DEPENDS_ON), even ones sharing no word with the query, within the same filters: each has via (fromId: the entry it was reached from, type: the relation as read from it, hops) and scores half of that entry's score per hop; at most limit are added.`
 
 // minScoreDescription: see searchDescription.
 var minScoreDescription = "Drop hits scoring below this, 0 to 1. The default (" + defaultMinScore +

@@ -18,7 +18,7 @@ type StoreArgs struct {
 	Confidence  *int         `json:"confidence,omitempty"`
 	ExpiresAt   string       `json:"expiresAt,omitempty" jsonschema:"When this stops being true, as an RFC 3339 date-time strictly in the future. Expired entries are left out of search by default. Omit for knowledge that does not expire."`
 	TaskRef     *TaskRefArgs `json:"taskRef,omitempty" jsonschema:"Links the new entry to an orchestration task of your org."`
-	ClientToken string       `json:"clientToken,omitempty" jsonschema:"A UUID you choose to make retries safe: a repeat with the same clientToken within 60 seconds returns the first answer (replayed: true) and stores nothing new."`
+	ClientToken string       `json:"clientToken,omitempty"`
 	IfSimilar   string       `json:"ifSimilar,omitempty"`
 }
 
@@ -48,6 +48,7 @@ Errors come back as isError results starting with a code: invalid_argument (name
 			describe(p, "tags", "Up to %d kebab-case tags such as postgres or ci-flakes. They are normalised for you (lowercased; spaces and underscores become hyphens); a tag that is still not kebab-case after that (such as c++) is refused.", domain.MaxTags)
 			describe(p, "confidence", "How sure you are, %d to %d. Default %d.", domain.MinConfidence, domain.MaxConfidence, domain.DefaultConf)
 			uuidSchema(p["clientToken"])
+			describe(p, "clientToken", "A UUID you choose to make retries safe: a repeat with the same clientToken within %d seconds returns the first answer (replayed: true) and stores nothing new.", int(domain.ReplayWindow.Seconds()))
 			p["ifSimilar"].Enum = []any{domain.IfSimilarStore, domain.IfSimilarSkip}
 			p["ifSimilar"].Default = []byte(`"` + domain.IfSimilarStore + `"`)
 			describe(p, "ifSimilar", "What to do when an existing entry of your organisation already says this: %s (default) stores yours and lists the look-alikes in similar; %s stores nothing when one scores at least %s and answers that entry, with skipped: true.",
