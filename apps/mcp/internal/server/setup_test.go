@@ -23,6 +23,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 	"github.com/agentfleet/orchestrator/packages/testenv"
+	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
 )
 
 // bundle is one test's world: a fresh database, a leased Redis database, a
@@ -168,41 +169,31 @@ var allScopes = tenancy.Catalogue
 
 func (b *bundle) org(name string) uuid.UUID {
 	b.t.Helper()
-	o, err := b.tenancy.CreateOrg(context.Background(), name)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	return o.ID
+	return testfactory.Org(context.Background(), b.t, b.db.Pool, &testfactory.OrgOpts{Name: name}).ID
 }
 
 func (b *bundle) agent(org uuid.UUID, name string, scopes []string, ttl time.Duration) agent {
 	b.t.Helper()
-	ctx := context.Background()
-	a, err := b.tenancy.CreateAgent(ctx, org, name)
-	if err != nil {
-		b.t.Fatal(err)
-	}
+	a := testfactory.Agent(context.Background(), b.t, b.db.Pool, &testfactory.AgentOpts{OrgID: org, Name: name})
 	return b.token(agent{org: org, id: a.ID}, scopes, ttl)
 }
 
-// token issues another token for a.
+// token issues another token for a (ttl 0: no expiry).
 func (b *bundle) token(a agent, scopes []string, ttl time.Duration) agent {
 	b.t.Helper()
-	tok, err := b.tenancy.IssueToken(context.Background(), a.org, a.id, scopes, ttl)
-	if err != nil {
-		b.t.Fatal(err)
+	var expires *time.Time
+	if ttl > 0 {
+		e := time.Now().Add(ttl)
+		expires = &e
 	}
-	a.tokenID, a.token = tok.ID, tok.Token
+	tok := testfactory.Token(context.Background(), b.t, b.db.Pool, &testfactory.TokenOpts{OrgID: a.org, AgentID: a.id, Scopes: scopes, ExpiresAt: expires})
+	a.tokenID, a.token = tok.ID, tok.Text
 	return a
 }
 
 func (b *bundle) task(org uuid.UUID) uuid.UUID {
 	b.t.Helper()
-	tk, err := b.tenancy.CreateTask(context.Background(), org, "a task")
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	return tk.ID
+	return testfactory.Task(context.Background(), b.t, b.db.Pool, &testfactory.TaskOpts{OrgID: org, Title: "a task"}).ID
 }
 
 // bearer adds the Authorization header to every request.
