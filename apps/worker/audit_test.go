@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 	"github.com/agentfleet/orchestrator/packages/testenv"
+	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
 )
 
 // TestPruneAuditLoop: the worker's retention drops the days past
@@ -22,10 +23,7 @@ func TestPruneAuditLoop(t *testing.T) {
 	ctx := context.Background()
 	d := testenv.Postgres(t)
 	ten := tenancy.New(d.Pool)
-	org, err := ten.CreateOrg(ctx, "acme")
-	if err != nil {
-		t.Fatal(err)
-	}
+	org := testfactory.Org(ctx, t, d.Pool, nil)
 	agent := uuid.New()
 	var events []tenancy.AuditEvent
 	for _, age := range []time.Duration{time.Minute, 47 * time.Hour, 73 * time.Hour, 300 * 24 * time.Hour} {
