@@ -3,6 +3,8 @@ package testenv
 import (
 	"context"
 	"testing"
+
+	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
 )
 
 func TestPostgresIsMigratedAndIsolated(t *testing.T) {
@@ -12,9 +14,7 @@ func TestPostgresIsMigratedAndIsolated(t *testing.T) {
 		t.Fatalf("two tests got the same database %s", a.Name)
 	}
 	ctx := context.Background()
-	if _, err := a.Pool.Exec(ctx, "INSERT INTO orgs (name) VALUES ('only-in-a')"); err != nil {
-		t.Fatal(err)
-	}
+	testfactory.Org(ctx, t, a.Pool, nil)
 	var n int
 	if err := b.Pool.QueryRow(ctx, "SELECT count(*) FROM orgs").Scan(&n); err != nil {
 		t.Fatal(err)
