@@ -79,82 +79,92 @@ func EnsureRoles(ctx context.Context, pool *pgxpool.Pool, r Roles) error {
 	if err := ensureRole(ctx, pool, r.Operator, true); err != nil {
 		return err
 	}
-	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		// One grant run at a time: GRANT on the same objects from two
-		// sessions can fail with "tuple concurrently updated".
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext('knowledge_grants'))"); err != nil {
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return grant(ctx, tx, pool, r) })
+}
+
+// grant (re)grants each role its privileges, in one transaction.
+func grant(ctx context.Context, tx pgx.Tx, pool *pgxpool.Pool, r Roles) error {
+	// One grant run at a time: GRANT on the same objects from two
+	// sessions can fail with "tuple concurrently updated".
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext('knowledge_grants'))"); err != nil {
+		return err
+	}
+	// On a Citus coordinator a grant is DDL on every shard: one
+	// connection a worker, so grants on distributed and reference
+	// tables can follow each other in one transaction (db/citus.go).
+	if citus, err := IsCitus(ctx, pool); err != nil {
+		return err
+	} else if citus {
+		if _, err := tx.Exec(ctx, "SET LOCAL citus.multi_shard_modify_mode TO sequential"); err != nil {
 			return err
 		}
-		// On a Citus coordinator a grant is DDL on every shard: one
-		// connection a worker, so grants on distributed and reference
-		// tables can follow each other in one transaction (db/citus.go).
-		if citus, err := IsCitus(ctx, pool); err != nil {
-			return err
-		} else if citus {
-			if _, err := tx.Exec(ctx, "SET LOCAL citus.multi_shard_modify_mode TO sequential"); err != nil {
-				return err
-			}
+	}
+	app, op := pgx.Identifier{r.App}.Sanitize(), pgx.Identifier{r.Operator}.Sanitize()
+	stmts := fixedGrants(app, op)
+	// Every other table (the audit days excepted: they are reached
+	// only through audit_events, whose grants apply to them), read and
+	// written row by row; never TRUNCATE.
+	tables, err := names(ctx, tx, `
+		SELECT c.relname FROM pg_class c
+		WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'p')
+		  AND NOT c.relispartition
+		  AND c.relname NOT IN ('goose_db_version', 'audit_events', 'audit_keys', 'knowledge_secrets')
+		ORDER BY 1`)
+	if err != nil {
+		return err
+	}
+	for _, t := range tables {
+		stmts = append(stmts, "GRANT SELECT, INSERT, UPDATE, DELETE ON "+pgx.Identifier{t}.Sanitize()+" TO "+app+", "+op)
+	}
+	// The audit days that exist: nothing directly, whatever an
+	// earlier grant said.
+	days, err := names(ctx, tx, `
+		SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+		WHERE i.inhparent = 'public.audit_events'::regclass ORDER BY 1`)
+	if err != nil {
+		return err
+	}
+	for _, d := range days {
+		stmts = append(stmts, "REVOKE ALL ON "+pgx.Identifier{d}.Sanitize()+" FROM "+app+", "+op)
+	}
+	for _, s := range stmts {
+		if _, err := tx.Exec(ctx, s); err != nil {
+			return fmt.Errorf("grants (%s): %w", s, err)
 		}
-		app, op := pgx.Identifier{r.App}.Sanitize(), pgx.Identifier{r.Operator}.Sanitize()
-		stmts := []string{
-			"GRANT USAGE ON SCHEMA public TO " + app + ", " + op,
-			"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO " + app + ", " + op,
-			// The migrations' record: read by the apps' start-up check.
-			"GRANT SELECT ON goose_db_version TO " + app + ", " + op,
-			"REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON goose_db_version FROM " + app + ", " + op,
-			// The audit trail: append and read for the application, read
-			// for the operator; days are made and dropped by functions.
-			"REVOKE ALL ON audit_events FROM " + app + ", " + op,
-			"GRANT SELECT, INSERT ON audit_events TO " + app,
-			"GRANT SELECT ON audit_events TO " + op,
-			"GRANT EXECUTE ON FUNCTION audit_ensure_partitions(timestamptz, timestamptz) TO " + app + ", " + op,
-			"REVOKE EXECUTE ON FUNCTION audit_drop_partitions_before(timestamptz) FROM " + app,
-			"GRANT EXECUTE ON FUNCTION audit_drop_partitions_before(timestamptz) TO " + op,
-			// Keys made by the migrations: read only.
-			"REVOKE ALL ON audit_keys, knowledge_secrets FROM " + app + ", " + op,
-			"GRANT SELECT ON audit_keys, knowledge_secrets TO " + app + ", " + op,
-		}
-		// Every other table (the audit days excepted: they are reached
-		// only through audit_events, whose grants apply to them), read and
-		// written row by row; never TRUNCATE.
-		rows, err := tx.Query(ctx, `
-			SELECT c.relname FROM pg_class c
-			WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'p')
-			  AND NOT c.relispartition
-			  AND c.relname NOT IN ('goose_db_version', 'audit_events', 'audit_keys', 'knowledge_secrets')
-			ORDER BY 1`)
-		if err != nil {
-			return err
-		}
-		tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			return err
-		}
-		for _, t := range tables {
-			stmts = append(stmts, "GRANT SELECT, INSERT, UPDATE, DELETE ON "+pgx.Identifier{t}.Sanitize()+" TO "+app+", "+op)
-		}
-		// The audit days that exist: nothing directly, whatever an
-		// earlier grant said.
-		rows, err = tx.Query(ctx, `
-			SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-			WHERE i.inhparent = 'public.audit_events'::regclass ORDER BY 1`)
-		if err != nil {
-			return err
-		}
-		days, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			return err
-		}
-		for _, d := range days {
-			stmts = append(stmts, "REVOKE ALL ON "+pgx.Identifier{d}.Sanitize()+" FROM "+app+", "+op)
-		}
-		for _, s := range stmts {
-			if _, err := tx.Exec(ctx, s); err != nil {
-				return fmt.Errorf("grants (%s): %w", s, err)
-			}
-		}
-		return nil
-	})
+	}
+	return nil
+}
+
+// fixedGrants are the grants on the objects the migrations name, to the
+// application (app) and the operator (op), both sanitized identifiers.
+func fixedGrants(app, op string) []string {
+	return []string{
+		"GRANT USAGE ON SCHEMA public TO " + app + ", " + op,
+		"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO " + app + ", " + op,
+		// The migrations' record: read by the apps' start-up check.
+		"GRANT SELECT ON goose_db_version TO " + app + ", " + op,
+		"REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON goose_db_version FROM " + app + ", " + op,
+		// The audit trail: append and read for the application, read
+		// for the operator; days are made and dropped by functions.
+		"REVOKE ALL ON audit_events FROM " + app + ", " + op,
+		"GRANT SELECT, INSERT ON audit_events TO " + app,
+		"GRANT SELECT ON audit_events TO " + op,
+		"GRANT EXECUTE ON FUNCTION audit_ensure_partitions(timestamptz, timestamptz) TO " + app + ", " + op,
+		"REVOKE EXECUTE ON FUNCTION audit_drop_partitions_before(timestamptz) FROM " + app,
+		"GRANT EXECUTE ON FUNCTION audit_drop_partitions_before(timestamptz) TO " + op,
+		// Keys made by the migrations: read only.
+		"REVOKE ALL ON audit_keys, knowledge_secrets FROM " + app + ", " + op,
+		"GRANT SELECT ON audit_keys, knowledge_secrets TO " + app + ", " + op,
+	}
+}
+
+// names runs a catalog query of one text column and returns its rows.
+func names(ctx context.Context, tx pgx.Tx, sql string) ([]string, error) {
+	rows, err := tx.Query(ctx, sql)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
 // ensureRole makes role (LOGIN, bypassing RLS when operator) if missing and
