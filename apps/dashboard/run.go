@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hibiken/asynq"
 	"github.com/hibiken/asynqmon"
 
 	"github.com/agentfleet/orchestrator/db"
@@ -41,83 +42,117 @@ const (
 // -insecure-no-auth does the same). Without a password and without the
 // explicit insecure switch it refuses to start.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("dashboard", flag.ContinueOnError)
-	fs.SetOutput(stdout)
-	insecure := fs.Bool("insecure-no-auth", false, "serve without credentials (never on a shared network)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	env := appenv.New(getenv)
-	*insecure = env.Bool("DASHBOARD_INSECURE_NO_AUTH", false) || *insecure
-	readOnly := env.Bool("DASHBOARD_READONLY", false)
-	user := env.String("DASHBOARD_USER", DefaultUser)
-	password := getenv("DASHBOARD_PASSWORD") // as set: spaces may be part of it
-	addr := env.String("DASHBOARD_ADDR", DefaultAddr)
-	redisURL := env.String("REDIS_URL", db.DefaultRedisURL)
-	root := env.String("DASHBOARD_ROOT_PATH", "/")
-	if !strings.HasPrefix(root, "/") || strings.ContainsAny(root, "?#\"\\ ") {
-		env.Fail("DASHBOARD_ROOT_PATH", "must be a URL path starting with / (e.g. /asynq)")
-	}
-	var trusted []string
-	for _, o := range strings.Split(getenv("DASHBOARD_TRUSTED_ORIGINS"), ",") {
-		if o = strings.TrimSpace(o); o != "" {
-			trusted = append(trusted, o)
-		}
-	}
-	log := env.Logger("dashboard", "DASHBOARD_", stdout)
-	if err := env.Err(); err != nil {
-		return err
-	}
-	if password == "" && !*insecure {
-		return errors.New("DASHBOARD_PASSWORD is not set: refusing to serve the queue dashboard without credentials " +
-			"(set DASHBOARD_USER and DASHBOARD_PASSWORD, or DASHBOARD_INSECURE_NO_AUTH=true on a machine of your own)")
-	}
-	// One Redis or a Redis Cluster (knowledge.ParseRedisURL).
-	rcfg, err := knowledge.ParseRedisURL(redisURL)
+	cfg, err := readConfig(args, getenv, stdout)
 	if err != nil {
-		return fmt.Errorf("REDIS_URL: %w", err)
+		return err
 	}
-	redisOpt := rcfg.Asynq()
-	root = strings.TrimSuffix(root, "/") // "" for the host root, as asynqmon keeps it
-
 	mon := asynqmon.New(asynqmon.Options{
-		RootPath: root + "/", RedisConnOpt: redisOpt, ReadOnly: readOnly,
+		RootPath: cfg.root + "/", RedisConnOpt: cfg.redis, ReadOnly: cfg.readOnly,
 		// One line per task instead of a batch's whole JSON (jobs/format.go).
 		PayloadFormatter: asynqmon.PayloadFormatterFunc(jobs.FormatPayload),
 		ResultFormatter:  asynqmon.ResultFormatterFunc(jobs.FormatResult),
 	})
 	defer mon.Close()
-	pg, err := buildPage(mon, root)
+	h, err := handler(mon, cfg)
 	if err != nil {
 		return err
 	}
-	// Outside in: access log; security headers on every answer; refusal of
-	// cross-origin writes before anything else (credentials or not, a forged
-	// request never reaches Redis); public assets; credentials; asynqmon with
-	// its index cleaned of third-party links.
-	app := pg.rewriteIndex(mon, root)
-	var h http.Handler = app
-	if password != "" {
-		h = publicOrAuth(app, basicAuth(app, user, password, log), root)
-	}
-	h, err = crossOrigin(h, trusted, log)
-	if err != nil {
-		return err
-	}
-	h = accessLog(pg.secure(h), log)
-	ln, err := net.Listen("tcp", addr)
+	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return fmt.Errorf("DASHBOARD_ADDR: %w", err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	mode := "basic auth user " + user
-	if password == "" {
+	mode := "basic auth user " + cfg.user
+	if cfg.password == "" {
 		mode = "NO AUTHENTICATION (insecure mode)"
 	}
-	fmt.Fprintf(stdout, "dashboard on http://%s%s/ (%s)\n", ln.Addr(), root, mode)
+	fmt.Fprintf(stdout, "dashboard on http://%s%s/ (%s)\n", ln.Addr(), cfg.root, mode)
+	return serve(ctx, ln, h)
+}
+
+// config is what the dashboard is started with.
+type config struct {
+	readOnly       bool
+	user, password string
+	addr           string
+	redis          asynq.RedisConnOpt
+	root           string // "" for the host root, as asynqmon keeps it
+	trusted        []string
+	log            *slog.Logger
+}
+
+// readConfig reads the flags and the environment, every bad value named
+// at once.
+func readConfig(args []string, getenv func(string) string, stdout io.Writer) (config, error) {
+	fs := flag.NewFlagSet("dashboard", flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	insecure := fs.Bool("insecure-no-auth", false, "serve without credentials (never on a shared network)")
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	if fs.NArg() > 0 {
+		return config{}, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	env := appenv.New(getenv)
+	*insecure = env.Bool("DASHBOARD_INSECURE_NO_AUTH", false) || *insecure
+	cfg := config{
+		readOnly: env.Bool("DASHBOARD_READONLY", false),
+		user:     env.String("DASHBOARD_USER", DefaultUser),
+		password: getenv("DASHBOARD_PASSWORD"), // as set: spaces may be part of it
+		addr:     env.String("DASHBOARD_ADDR", DefaultAddr),
+	}
+	redisURL := env.String("REDIS_URL", db.DefaultRedisURL)
+	root := env.String("DASHBOARD_ROOT_PATH", "/")
+	if !strings.HasPrefix(root, "/") || strings.ContainsAny(root, "?#\"\\ ") {
+		env.Fail("DASHBOARD_ROOT_PATH", "must be a URL path starting with / (e.g. /asynq)")
+	}
+	for _, o := range strings.Split(getenv("DASHBOARD_TRUSTED_ORIGINS"), ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			cfg.trusted = append(cfg.trusted, o)
+		}
+	}
+	cfg.log = env.Logger("dashboard", "DASHBOARD_", stdout)
+	if err := env.Err(); err != nil {
+		return config{}, err
+	}
+	if cfg.password == "" && !*insecure {
+		return config{}, errors.New("DASHBOARD_PASSWORD is not set: refusing to serve the queue dashboard without credentials " +
+			"(set DASHBOARD_USER and DASHBOARD_PASSWORD, or DASHBOARD_INSECURE_NO_AUTH=true on a machine of your own)")
+	}
+	// One Redis or a Redis Cluster (knowledge.ParseRedisURL).
+	rcfg, err := knowledge.ParseRedisURL(redisURL)
+	if err != nil {
+		return config{}, fmt.Errorf("REDIS_URL: %w", err)
+	}
+	cfg.redis = rcfg.Asynq()
+	cfg.root = strings.TrimSuffix(root, "/")
+	return cfg, nil
+}
+
+// handler wraps asynqmon, outside in: access log; security headers on
+// every answer; refusal of cross-origin writes before anything else
+// (credentials or not, a forged request never reaches Redis); public
+// assets; credentials; asynqmon with its index cleaned of third-party
+// links.
+func handler(mon *asynqmon.HTTPHandler, cfg config) (http.Handler, error) {
+	pg, err := buildPage(mon, cfg.root)
+	if err != nil {
+		return nil, err
+	}
+	app := pg.rewriteIndex(mon, cfg.root)
+	var h http.Handler = app
+	if cfg.password != "" {
+		h = publicOrAuth(app, basicAuth(app, cfg.user, cfg.password, cfg.log), cfg.root)
+	}
+	h, err = crossOrigin(h, cfg.trusted, cfg.log)
+	if err != nil {
+		return nil, err
+	}
+	return accessLog(pg.secure(h), cfg.log), nil
+}
+
+// serve serves h on ln until ctx is done, then shuts down within 5 s.
+func serve(ctx context.Context, ln net.Listener, h http.Handler) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
