@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
 
@@ -27,7 +28,7 @@ func runDevBootstrap(e *env, f *devBootstrapFlags) error {
 		return err
 	}
 	org, err := t.CreateOrg(e.ctx, f.orgName)
-	if errors.Is(err, tenancy.ErrConflict) {
+	if errors.Is(err, errs.ErrConflict) {
 		orgs, lerr := t.ListOrgs(e.ctx)
 		if lerr != nil {
 			return lerr
@@ -42,7 +43,7 @@ func runDevBootstrap(e *env, f *devBootstrapFlags) error {
 		return err
 	}
 	agent, err := t.CreateAgent(e.ctx, org.ID, f.agentName)
-	if errors.Is(err, tenancy.ErrConflict) {
+	if errors.Is(err, errs.ErrConflict) {
 		agents, lerr := t.ListAgents(e.ctx, org.ID)
 		if lerr != nil {
 			return lerr

@@ -178,11 +178,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // describe words an error for an operator: a domain error's field, in the
 // domain's words, becomes the flag of cmd that sets it.
 func describe(cmd *command, err error) string {
-	var ve *tenancy.ValidationError
 	var ke *errs.Error
 	switch {
-	case errors.As(err, &ve):
-		return cmd.flagOf(ve.Field) + ": " + ve.Rule
 	case errors.As(err, &ke) && ke.Field != "":
 		return cmd.flagOf(ke.Field) + ": " + ke.Message
 	default:

@@ -3,13 +3,11 @@ package knowledge
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/agentfleet/orchestrator/packages/errs"
-	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
 
 // constraintErrors maps the schema's constraint names to domain errors. The
@@ -45,14 +43,6 @@ func mapErr(err error, notFoundField string) error {
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return &errs.Error{Code: errs.CodeNotFound, Field: notFoundField, Message: "not found in this org", Err: err}
-	}
-	var qe *tenancy.QuotaError
-	if errors.As(err, &qe) {
-		return &errs.Error{Code: errs.CodeQuotaExceeded, Err: err, Message: fmt.Sprintf(
-			"the org has stored %d entries of its %s quota of %d; an operator can raise it (ctl quota set), or forget entries no longer needed", qe.Used, qe.Resource, qe.Limit)}
-	}
-	if errors.Is(err, tenancy.ErrQuotaExceeded) {
-		return &errs.Error{Code: errs.CodeQuotaExceeded, Message: "the org has used its whole knowledge_stored quota", Err: err}
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {

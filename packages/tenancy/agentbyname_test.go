@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/agentfleet/orchestrator/packages/tenancy"
+	"github.com/agentfleet/orchestrator/packages/errs"
 )
 
 func TestAgentByName(t *testing.T) {
@@ -20,14 +20,13 @@ func TestAgentByName(t *testing.T) {
 	if err != nil || created || a.ID != b.agent.ID {
 		t.Fatalf("existing agent: %+v created=%v err=%v", a, created, err)
 	}
-	if _, _, err := b.svc.AgentByName(ctx, b.org.ID, "user-123", false); !errors.Is(err, tenancy.ErrNotFound) {
+	if _, _, err := b.svc.AgentByName(ctx, b.org.ID, "user-123", false); !errors.Is(err, errs.ErrNotFound) {
 		t.Fatalf("missing agent without create: %v, want ErrNotFound", err)
 	}
-	if _, _, err := b.svc.AgentByName(ctx, uuid.New(), "user-123", true); !errors.Is(err, tenancy.ErrNotFound) {
+	if _, _, err := b.svc.AgentByName(ctx, uuid.New(), "user-123", true); !errors.Is(err, errs.ErrNotFound) {
 		t.Fatalf("agent of an org that does not exist: %v, want ErrNotFound", err)
 	}
-	var ve *tenancy.ValidationError
-	if _, _, err := b.svc.AgentByName(ctx, b.org.ID, "", true); !errors.As(err, &ve) {
+	if _, _, err := b.svc.AgentByName(ctx, b.org.ID, "", true); !errors.Is(err, errs.ErrInvalidArgument) {
 		t.Fatalf("empty name: %v", err)
 	}
 

@@ -1,7 +1,6 @@
 package tenancy
 
 import (
-	"errors"
 	"time"
 
 	"github.com/google/uuid"
@@ -27,24 +26,11 @@ var Catalogue = []string{ScopeKnowledgeRead, ScopeKnowledgeWrite, ScopeKnowledge
 // Quota resources.
 const ResourceKnowledgeStored = "knowledge_stored"
 
-var (
-	// ErrUnauthenticated: the token is missing, malformed, unknown, revoked or expired.
-	ErrUnauthenticated = errors.New("invalid or expired token")
-	// ErrNotFound: the org, agent or token does not exist.
-	ErrNotFound = errors.New("not found")
-	// ErrQuotaExceeded: the org has used its whole quota of a resource.
-	ErrQuotaExceeded = errors.New("quota exceeded")
-	// ErrConflict: a name is already taken.
-	ErrConflict = errors.New("already exists")
-)
-
-// ValidationError names the argument at fault and the rule it broke.
-type ValidationError struct {
-	Field string
-	Rule  string
-}
-
-func (e *ValidationError) Error() string { return e.Field + ": " + e.Rule }
+// Errors are *errs.Error values (packages/errs): invalid_argument naming
+// the argument at fault, not_found for an org, agent or token that does not
+// exist, conflict for a name already taken, quota_exceeded, and
+// unauthenticated for a token that is missing, malformed, unknown, revoked
+// or expired. Test them with errors.Is(err, errs.ErrNotFound) and friends.
 
 // Principal is who a verified token speaks for.
 type Principal struct {

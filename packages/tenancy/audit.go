@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/tenancy/internal/sqlc"
 )
 
@@ -67,7 +68,8 @@ func (h HexBytes) MarshalText() ([]byte, error) { return []byte(hex.EncodeToStri
 type QueryHasher struct{ key []byte }
 
 // QueryHasher reads the key from the database.
-func (s *Service) QueryHasher(ctx context.Context) (*QueryHasher, error) {
+func (s *Service) QueryHasher(ctx context.Context) (_ *QueryHasher, err error) {
+	defer errs.Wrap(&err, "tenancy.QueryHasher")
 	key, err := s.q().AuditKey(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("audit key: %w", err)
@@ -91,7 +93,8 @@ func (h *QueryHasher) Hash(q string) []byte {
 // day without a partition (the first call after midnight beyond the days
 // made ahead, a clock far off) makes the days it needs and is written
 // again.
-func (s *Service) WriteAudit(ctx context.Context, events []AuditEvent) error {
+func (s *Service) WriteAudit(ctx context.Context, events []AuditEvent) (err error) {
+	defer errs.Wrap(&err, "tenancy.WriteAudit")
 	if len(events) == 0 {
 		return nil
 	}
@@ -138,7 +141,7 @@ func (s *Service) WriteAudit(ctx context.Context, events []AuditEvent) error {
 		}
 		return s.pool.Pool.SendBatch(ctx, b).Close()
 	}
-	err := write()
+	err = write()
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23514" && pgErr.ConstraintName == "" {
 		// "no partition of relation audit_events found for row"
@@ -174,7 +177,8 @@ const AuditDaysAhead = 7
 
 // EnsureAuditDays makes the audit trail's day partitions (UTC) from from's
 // day to to's day that are missing, and returns how many it made.
-func (s *Service) EnsureAuditDays(ctx context.Context, from, to time.Time) (int, error) {
+func (s *Service) EnsureAuditDays(ctx context.Context, from, to time.Time) (_ int, err error) {
+	defer errs.Wrap(&err, "tenancy.EnsureAuditDays")
 	n, err := s.q().EnsureAuditDays(ctx, sqlc.EnsureAuditDaysParams{FromAt: from, ToAt: to})
 	if err != nil {
 		return 0, fmt.Errorf("audit days: %w", err)
@@ -193,20 +197,21 @@ type AuditFilter struct {
 }
 
 // Audit returns an org's records, newest first. An org that does not exist
-// is ErrNotFound.
-func (s *Service) Audit(ctx context.Context, orgID uuid.UUID, f AuditFilter) ([]AuditEvent, error) {
+// is not_found.
+func (s *Service) Audit(ctx context.Context, orgID uuid.UUID, f AuditFilter) (_ []AuditEvent, err error) {
+	defer errs.Wrap(&err, "tenancy.Audit")
 	ctx = db.WithOrg(ctx, orgID)
 	if f.Limit == 0 {
 		f.Limit = 100
 	}
 	if f.Limit < 1 || f.Limit > MaxAuditLimit {
-		return nil, &ValidationError{Field: "limit", Rule: fmt.Sprintf("must be between 1 and %d", MaxAuditLimit)}
+		return nil, errs.InvalidArgument("limit", "must be between 1 and %d", MaxAuditLimit)
 	}
 	if f.Since != nil && f.Until != nil && !f.Until.After(*f.Since) {
-		return nil, &ValidationError{Field: "until", Rule: "must be after since"}
+		return nil, errs.InvalidArgument("until", "must be after since")
 	}
 	if len(f.Name) > 64 {
-		return nil, &ValidationError{Field: "tool", Rule: "at most 64 characters"}
+		return nil, errs.InvalidArgument("tool", "at most 64 characters")
 	}
 	if _, err := s.q().GetOrg(ctx, orgID); err != nil {
 		return nil, mapErr(err, "org "+orgID.String())
@@ -216,7 +221,6 @@ func (s *Service) Audit(ctx context.Context, orgID uuid.UUID, f AuditFilter) ([]
 		name = &f.Name
 	}
 	var rows []sqlc.AuditEvent
-	var err error
 	if f.EntryID != nil {
 		rows, err = s.q().ListAuditEventsForEntry(ctx, sqlc.ListAuditEventsForEntryParams{
 			OrgID: orgID, AgentID: f.AgentID, EntryID: *f.EntryID, Name: name, Since: f.Since, Until: f.Until, MaxRows: int32(f.Limit)})
@@ -241,7 +245,8 @@ func (s *Service) Audit(ctx context.Context, orgID uuid.UUID, f AuditFilter) ([]
 // held. A record is never deleted on its own: a day leaves whole, through
 // audit_drop_partitions_before, which only the operator's role (and the
 // schema's owner) may run.
-func (s *Service) PruneAudit(ctx context.Context, before time.Time) (int64, error) {
+func (s *Service) PruneAudit(ctx context.Context, before time.Time) (_ int64, err error) {
+	defer errs.Wrap(&err, "tenancy.PruneAudit")
 	n, err := s.q().DropAuditDaysBefore(ctx, before)
 	if err != nil {
 		return 0, fmt.Errorf("audit retention: %w", err)

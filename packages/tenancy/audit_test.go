@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
 
@@ -65,12 +66,12 @@ func TestAuditFilterRules(t *testing.T) {
 		"until": {Since: &now, Until: &now},
 	} {
 		_, err := b.svc.Audit(ctx, b.org.ID, f)
-		var ve *tenancy.ValidationError
-		if !errors.As(err, &ve) || ve.Field != field {
+		var ve *errs.Error
+		if !errors.As(err, &ve) || ve.Code != errs.CodeInvalidArgument || ve.Field != field {
 			t.Errorf("%s: %v", field, err)
 		}
 	}
-	if _, err := b.svc.Audit(ctx, uuid.New(), tenancy.AuditFilter{}); !errors.Is(err, tenancy.ErrNotFound) {
+	if _, err := b.svc.Audit(ctx, uuid.New(), tenancy.AuditFilter{}); !errors.Is(err, errs.ErrNotFound) {
 		t.Errorf("unknown org: %v", err)
 	}
 }

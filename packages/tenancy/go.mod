@@ -32,3 +32,7 @@ replace github.com/agentfleet/orchestrator/db => ../../db
 require github.com/agentfleet/orchestrator/packages/testenv v0.0.0
 
 replace github.com/agentfleet/orchestrator/packages/testenv => ../testenv
+
+require github.com/agentfleet/orchestrator/packages/errs v0.0.0
+
+replace github.com/agentfleet/orchestrator/packages/errs => ../errs

@@ -5,35 +5,24 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
+
+	"github.com/agentfleet/orchestrator/packages/errs"
 )
 
-// QuotaError is a quota that refused units: what the limit is and how much
-// of it is used, so that the refusal says what to ask an operator for. It
-// wraps ErrQuotaExceeded.
-type QuotaError struct {
-	Resource string
-	Limit    int64 // the org's limit
-	Used     int64 // units used when the call was refused
-	Asked    int64 // units the call needed
-}
-
-func (e *QuotaError) Error() string {
-	return fmt.Sprintf("%s: %d of the limit of %d used, %d more do not fit: %v", e.Resource, e.Used, e.Limit, e.Asked, ErrQuotaExceeded)
-}
-
-func (e *QuotaError) Unwrap() error { return ErrQuotaExceeded }
-
-// quotaError reads the quota that refused n units of resource (inside the
-// refusing transaction, so the figures are the ones it saw). When they
-// cannot be read, the refusal is still ErrQuotaExceeded.
-func quotaError(ctx context.Context, db DB, orgID uuid.UUID, resource string, n int64) error {
+// quotaError is a quota that refused units of resource, worded with what
+// the limit is and how much of it is used (read inside the refusing
+// transaction, so the figures are the ones it saw), so that the refusal
+// says what to ask an operator for. When they cannot be read, the refusal
+// says less.
+func quotaError(ctx context.Context, db DB, orgID uuid.UUID, resource string) error {
 	qs, err := QuotasOn(ctx, db, orgID)
 	if err == nil {
 		for _, q := range qs {
 			if q.Resource == resource && q.Limit != nil {
-				return &QuotaError{Resource: resource, Limit: *q.Limit, Used: q.Used, Asked: n}
+				return &errs.Error{Code: errs.CodeQuotaExceeded, Message: fmt.Sprintf(
+					"the org has stored %d entries of its %s quota of %d; an operator can raise it (ctl quota set), or forget entries no longer needed", q.Used, resource, *q.Limit)}
 			}
 		}
 	}
-	return fmt.Errorf("%s: %d more do not fit: %w", resource, n, ErrQuotaExceeded)
+	return &errs.Error{Code: errs.CodeQuotaExceeded, Message: "the org has used its whole " + resource + " quota"}
 }

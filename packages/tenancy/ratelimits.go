@@ -2,11 +2,11 @@ package tenancy
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/google/uuid"
 
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/tenancy/internal/sqlc"
 )
 
@@ -44,23 +44,24 @@ func checkRateLimit(l RateLimit) error {
 	switch l.Scope {
 	case RateScopeOrg:
 		if l.AgentID != nil {
-			return &ValidationError{Field: "agent", Rule: "must not be given for an org-wide limit (scope org)"}
+			return errs.InvalidArgument("agent", "must not be given for an org-wide limit (scope org)")
 		}
 	case RateScopeAgent:
 	default:
-		return &ValidationError{Field: "scope", Rule: fmt.Sprintf("must be %s or %s (got %q)", RateScopeOrg, RateScopeAgent, l.Scope)}
+		return errs.InvalidArgument("scope", "must be %s or %s (got %q)", RateScopeOrg, RateScopeAgent, l.Scope)
 	}
 	if l.Kind != RateRead && l.Kind != RateWrite {
-		return &ValidationError{Field: "kind", Rule: fmt.Sprintf("must be %s or %s (got %q)", RateRead, RateWrite, l.Kind)}
+		return errs.InvalidArgument("kind", "must be %s or %s (got %q)", RateRead, RateWrite, l.Kind)
 	}
 	if l.PerMinute != nil && (*l.PerMinute < 1 || *l.PerMinute > MaxRatePerMinute) {
-		return &ValidationError{Field: "per-minute", Rule: fmt.Sprintf("must be from 1 to %d calls a minute, or unlimited (got %d)", MaxRatePerMinute, *l.PerMinute)}
+		return errs.InvalidArgument("per-minute", "must be from 1 to %d calls a minute, or unlimited (got %d)", MaxRatePerMinute, *l.PerMinute)
 	}
 	return nil
 }
 
 // SetRateLimit sets one rate limit of an org (see RateLimit).
-func (s *Service) SetRateLimit(ctx context.Context, orgID uuid.UUID, l RateLimit) (*RateLimit, error) {
+func (s *Service) SetRateLimit(ctx context.Context, orgID uuid.UUID, l RateLimit) (_ *RateLimit, err error) {
+	defer errs.Wrap(&err, "tenancy.SetRateLimit")
 	ctx = db.WithOrg(ctx, orgID)
 	if err := checkRateLimit(l); err != nil {
 		return nil, err
@@ -87,7 +88,8 @@ func (s *Service) SetRateLimit(ctx context.Context, orgID uuid.UUID, l RateLimit
 
 // ClearRateLimit removes a setting, so the server's default applies again.
 // It reports whether there was one.
-func (s *Service) ClearRateLimit(ctx context.Context, orgID uuid.UUID, l RateLimit) (bool, error) {
+func (s *Service) ClearRateLimit(ctx context.Context, orgID uuid.UUID, l RateLimit) (_ bool, err error) {
+	defer errs.Wrap(&err, "tenancy.ClearRateLimit")
 	ctx = db.WithOrg(ctx, orgID)
 	l.PerMinute = nil
 	if err := checkRateLimit(l); err != nil {
@@ -99,7 +101,8 @@ func (s *Service) ClearRateLimit(ctx context.Context, orgID uuid.UUID, l RateLim
 
 // RateLimits lists an org's settings (the server's defaults apply to the
 // rest).
-func (s *Service) RateLimits(ctx context.Context, orgID uuid.UUID) ([]RateLimit, error) {
+func (s *Service) RateLimits(ctx context.Context, orgID uuid.UUID) (_ []RateLimit, err error) {
+	defer errs.Wrap(&err, "tenancy.RateLimits")
 	ctx = db.WithOrg(ctx, orgID)
 	if _, err := s.q().GetOrg(ctx, orgID); err != nil {
 		return nil, mapErr(err, "org "+orgID.String())
@@ -109,7 +112,8 @@ func (s *Service) RateLimits(ctx context.Context, orgID uuid.UUID) ([]RateLimit,
 
 // RateLimitsFor returns the settings that can apply to one agent's calls:
 // the org's own, the org's default for each agent, and the agent's.
-func (s *Service) RateLimitsFor(ctx context.Context, orgID, agentID uuid.UUID) ([]RateLimit, error) {
+func (s *Service) RateLimitsFor(ctx context.Context, orgID, agentID uuid.UUID) (_ []RateLimit, err error) {
+	defer errs.Wrap(&err, "tenancy.RateLimitsFor")
 	ctx = db.WithOrg(ctx, orgID)
 	rows, err := s.q().RateLimitsFor(ctx, sqlc.RateLimitsForParams{OrgID: orgID, AgentID: &agentID})
 	if err != nil {

@@ -3,7 +3,6 @@ package tenancy
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -14,26 +13,29 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/tenancy/internal/sqlc"
 )
 
 func (s *Service) q() *sqlc.Queries { return sqlc.New(s.pool) }
 
-// mapErr turns driver errors into the package's sentinels in one place.
+// mapErr turns driver errors into the vocabulary's in one place; what names
+// the row looked up or written ("org <id>"). Others pass through, and the
+// service boundary (errs.Wrap) makes them internal.
 func mapErr(err error, what string) error {
 	if err == nil {
 		return nil
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("%s: %w", what, ErrNotFound)
+		return &errs.Error{Code: errs.CodeNotFound, Message: what + ": not found", Err: err}
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code {
 		case "23505":
-			return fmt.Errorf("%s: %w", what, ErrConflict)
+			return &errs.Error{Code: errs.CodeConflict, Message: what + ": already exists", Err: err}
 		case "23503":
-			return fmt.Errorf("%s: %w", what, ErrNotFound)
+			return &errs.Error{Code: errs.CodeNotFound, Message: what + ": not found", Err: err}
 		}
 	}
 	return err
@@ -41,19 +43,20 @@ func mapErr(err error, what string) error {
 
 func checkName(field, v string, max int) error {
 	if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
-		return &ValidationError{Field: field, Rule: "must be valid UTF-8 text without NUL bytes"}
+		return errs.InvalidArgument(field, "must be valid UTF-8 text without NUL bytes")
 	}
 	if strings.TrimSpace(v) == "" {
-		return &ValidationError{Field: field, Rule: "is required"}
+		return errs.InvalidArgument(field, "is required")
 	}
 	if n := utf8.RuneCountInString(v); n > max {
-		return &ValidationError{Field: field, Rule: fmt.Sprintf("must be at most %d characters (got %d)", max, n)}
+		return errs.InvalidArgument(field, "must be at most %d characters (got %d)", max, n)
 	}
 	return nil
 }
 
 // CreateOrg creates an org; names are unique.
-func (s *Service) CreateOrg(ctx context.Context, name string) (*Org, error) {
+func (s *Service) CreateOrg(ctx context.Context, name string) (_ *Org, err error) {
+	defer errs.Wrap(&err, "tenancy.CreateOrg")
 	if err := checkName("name", name, 200); err != nil {
 		return nil, err
 	}
@@ -65,7 +68,8 @@ func (s *Service) CreateOrg(ctx context.Context, name string) (*Org, error) {
 }
 
 // ListOrgs lists every org.
-func (s *Service) ListOrgs(ctx context.Context) ([]Org, error) {
+func (s *Service) ListOrgs(ctx context.Context) (_ []Org, err error) {
+	defer errs.Wrap(&err, "tenancy.ListOrgs")
 	rows, err := s.q().ListOrgs(ctx)
 	if err != nil {
 		return nil, err
@@ -78,7 +82,8 @@ func (s *Service) ListOrgs(ctx context.Context) ([]Org, error) {
 }
 
 // CreateAgent creates an agent in an org; names are unique per org.
-func (s *Service) CreateAgent(ctx context.Context, orgID uuid.UUID, name string) (*Agent, error) {
+func (s *Service) CreateAgent(ctx context.Context, orgID uuid.UUID, name string) (_ *Agent, err error) {
+	defer errs.Wrap(&err, "tenancy.CreateAgent")
 	ctx = db.WithOrg(ctx, orgID)
 	if err := checkName("name", name, 200); err != nil {
 		return nil, err
@@ -91,7 +96,8 @@ func (s *Service) CreateAgent(ctx context.Context, orgID uuid.UUID, name string)
 }
 
 // ListAgents lists the agents of an org.
-func (s *Service) ListAgents(ctx context.Context, orgID uuid.UUID) ([]Agent, error) {
+func (s *Service) ListAgents(ctx context.Context, orgID uuid.UUID) (_ []Agent, err error) {
+	defer errs.Wrap(&err, "tenancy.ListAgents")
 	ctx = db.WithOrg(ctx, orgID)
 	if _, err := s.q().GetOrg(ctx, orgID); err != nil {
 		return nil, mapErr(err, "org "+orgID.String())
@@ -117,33 +123,34 @@ func ParseScopes(list string) ([]string, error) {
 			continue
 		}
 		if !slices.Contains(Catalogue, s) {
-			return nil, &ValidationError{Field: "scopes", Rule: fmt.Sprintf("%q is not a known scope (known: %s)", s, strings.Join(Catalogue, ", "))}
+			return nil, errs.InvalidArgument("scopes", "%q is not a known scope (known: %s)", s, strings.Join(Catalogue, ", "))
 		}
 		if !slices.Contains(out, s) {
 			out = append(out, s)
 		}
 	}
 	if len(out) == 0 {
-		return nil, &ValidationError{Field: "scopes", Rule: "at least one scope is required (known: " + strings.Join(Catalogue, ", ") + ")"}
+		return nil, errs.InvalidArgument("scopes", "at least one scope is required (known: %s)", strings.Join(Catalogue, ", "))
 	}
 	// delete_others widens delete (whose tool it unlocks); alone it would
 	// be a token that can forget nothing.
 	if slices.Contains(out, ScopeKnowledgeDeleteOthers) && !slices.Contains(out, ScopeKnowledgeDelete) {
-		return nil, &ValidationError{Field: "scopes", Rule: ScopeKnowledgeDeleteOthers + " widens " + ScopeKnowledgeDelete + ": give both"}
+		return nil, errs.InvalidArgument("scopes", "%s widens %s: give both", ScopeKnowledgeDeleteOthers, ScopeKnowledgeDelete)
 	}
 	return out, nil
 }
 
 // IssueToken creates a token for an agent. The token's text is returned once;
 // only a hash of its secret is stored. ttl 0 means no expiry.
-func (s *Service) IssueToken(ctx context.Context, orgID, agentID uuid.UUID, scopes []string, ttl time.Duration) (*IssuedToken, error) {
+func (s *Service) IssueToken(ctx context.Context, orgID, agentID uuid.UUID, scopes []string, ttl time.Duration) (_ *IssuedToken, err error) {
+	defer errs.Wrap(&err, "tenancy.IssueToken")
 	ctx = db.WithOrg(ctx, orgID)
-	scopes, err := ParseScopes(strings.Join(scopes, ","))
+	scopes, err = ParseScopes(strings.Join(scopes, ","))
 	if err != nil {
 		return nil, err
 	}
 	if ttl < 0 {
-		return nil, &ValidationError{Field: "ttl", Rule: "must not be negative"}
+		return nil, errs.InvalidArgument("ttl", "must not be negative")
 	}
 	if _, err := s.q().GetAgent(ctx, sqlc.GetAgentParams{OrgID: orgID, ID: agentID}); err != nil {
 		return nil, mapErr(err, "agent "+agentID.String()+" in org "+orgID.String())
@@ -172,7 +179,8 @@ func toToken(t sqlc.AgentToken) Token {
 }
 
 // ListTokens lists an org's tokens, never their text.
-func (s *Service) ListTokens(ctx context.Context, orgID uuid.UUID) ([]Token, error) {
+func (s *Service) ListTokens(ctx context.Context, orgID uuid.UUID) (_ []Token, err error) {
+	defer errs.Wrap(&err, "tenancy.ListTokens")
 	ctx = db.WithOrg(ctx, orgID)
 	if _, err := s.q().GetOrg(ctx, orgID); err != nil {
 		return nil, mapErr(err, "org "+orgID.String())
@@ -190,7 +198,8 @@ func (s *Service) ListTokens(ctx context.Context, orgID uuid.UUID) ([]Token, err
 
 // RevokeToken revokes a token by id (optionally checked against an org). It
 // is idempotent: revoking twice keeps the first time.
-func (s *Service) RevokeToken(ctx context.Context, orgID *uuid.UUID, id uuid.UUID) (*Token, error) {
+func (s *Service) RevokeToken(ctx context.Context, orgID *uuid.UUID, id uuid.UUID) (_ *Token, err error) {
+	defer errs.Wrap(&err, "tenancy.RevokeToken")
 	if orgID != nil {
 		ctx = db.WithOrg(ctx, *orgID)
 	}
@@ -203,9 +212,10 @@ func (s *Service) RevokeToken(ctx context.Context, orgID *uuid.UUID, id uuid.UUI
 }
 
 // VerifyToken checks a bearer token and returns who it speaks for. Every
-// failure (malformed, unknown, wrong secret, revoked, expired) wraps
-// ErrUnauthenticated and says nothing more to the caller.
-func (s *Service) VerifyToken(ctx context.Context, raw string) (*Principal, error) {
+// failure (malformed, unknown, wrong secret, revoked, expired) is
+// unauthenticated and says nothing more to the caller.
+func (s *Service) VerifyToken(ctx context.Context, raw string) (_ *Principal, err error) {
+	defer errs.Wrap(&err, "tenancy.VerifyToken")
 	tok, err := parseToken(raw)
 	if err != nil {
 		return nil, err
@@ -213,19 +223,19 @@ func (s *Service) VerifyToken(ctx context.Context, raw string) (*Principal, erro
 	ctx = db.WithOrg(ctx, tok.org)
 	row, err := s.q().GetToken(ctx, sqlc.GetTokenParams{OrgID: tok.org, ID: tok.id})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("unknown token: %w", ErrUnauthenticated)
+		return nil, unauthenticated("unknown token")
 	}
 	if err != nil {
 		return nil, err
 	}
 	if !tok.matches(row.SecretHash) {
-		return nil, fmt.Errorf("wrong secret: %w", ErrUnauthenticated)
+		return nil, unauthenticated("wrong secret")
 	}
 	if row.RevokedAt != nil {
-		return nil, fmt.Errorf("revoked token: %w", ErrUnauthenticated)
+		return nil, unauthenticated("revoked token")
 	}
 	if row.ExpiresAt != nil && !time.Now().Before(*row.ExpiresAt) {
-		return nil, fmt.Errorf("expired token: %w", ErrUnauthenticated)
+		return nil, unauthenticated("expired token")
 	}
 	// last_used_at is advisory: a failure to record it must not refuse the call.
 	_ = s.q().TouchToken(ctx, sqlc.TouchTokenParams{OrgID: tok.org, ID: tok.id})
@@ -233,13 +243,14 @@ func (s *Service) VerifyToken(ctx context.Context, raw string) (*Principal, erro
 }
 
 // SetQuota sets (or, with nil, lifts) an org's limit on a resource.
-func (s *Service) SetQuota(ctx context.Context, orgID uuid.UUID, resource string, limit *int64) (*Quota, error) {
+func (s *Service) SetQuota(ctx context.Context, orgID uuid.UUID, resource string, limit *int64) (_ *Quota, err error) {
+	defer errs.Wrap(&err, "tenancy.SetQuota")
 	ctx = db.WithOrg(ctx, orgID)
 	if resource != ResourceKnowledgeStored {
-		return nil, &ValidationError{Field: "resource", Rule: fmt.Sprintf("%q is not a known quota (known: %s)", resource, ResourceKnowledgeStored)}
+		return nil, errs.InvalidArgument("resource", "%q is not a known quota (known: %s)", resource, ResourceKnowledgeStored)
 	}
 	if limit != nil && *limit < 0 {
-		return nil, &ValidationError{Field: "limit", Rule: "must be 0 or more"}
+		return nil, errs.InvalidArgument("limit", "must be 0 or more")
 	}
 	q, err := s.q().SetQuota(ctx, sqlc.SetQuotaParams{OrgID: orgID, Resource: resource, LimitValue: limit})
 	if err != nil {
@@ -250,7 +261,8 @@ func (s *Service) SetQuota(ctx context.Context, orgID uuid.UUID, resource string
 
 // Quotas lists an org's quotas. A resource without a row is unlimited and
 // unused, and is listed as such.
-func (s *Service) Quotas(ctx context.Context, orgID uuid.UUID) ([]Quota, error) {
+func (s *Service) Quotas(ctx context.Context, orgID uuid.UUID) (_ []Quota, err error) {
+	defer errs.Wrap(&err, "tenancy.Quotas")
 	ctx = db.WithOrg(ctx, orgID)
 	if _, err := s.q().GetOrg(ctx, orgID); err != nil {
 		return nil, mapErr(err, "org "+orgID.String())
@@ -259,18 +271,19 @@ func (s *Service) Quotas(ctx context.Context, orgID uuid.UUID) ([]Quota, error) 
 }
 
 // ConsumeQuota takes one unit of resource for orgID inside tx, so the unit is
-// only spent if tx commits. It returns an error wrapping ErrQuotaExceeded when
-// the limit is reached; concurrent callers can never exceed the limit.
+// only spent if tx commits. It returns a quota_exceeded error when the limit is
+// reached; concurrent callers can never exceed the limit.
 func ConsumeQuota(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, resource string) error {
 	_, err := sqlc.New(tx).ConsumeQuota(ctx, sqlc.ConsumeQuotaParams{OrgID: orgID, Resource: resource})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return quotaError(ctx, tx, orgID, resource, 1)
+		return quotaError(ctx, tx, orgID, resource)
 	}
 	return err
 }
 
 // CreateTask creates a task: a stand-in for the orchestrator, which owns tasks.
-func (s *Service) CreateTask(ctx context.Context, orgID uuid.UUID, title string) (*Task, error) {
+func (s *Service) CreateTask(ctx context.Context, orgID uuid.UUID, title string) (_ *Task, err error) {
+	defer errs.Wrap(&err, "tenancy.CreateTask")
 	ctx = db.WithOrg(ctx, orgID)
 	if err := checkName("title", title, 500); err != nil {
 		return nil, err
@@ -296,7 +309,8 @@ func ReleaseQuota(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, resource stri
 // returns how many it revoked (a purge of the org). Servers that cache token
 // checks accept a revoked token until their cache expires (the MCP server:
 // MCP_TOKEN_CACHE_TTL, at most 30 s).
-func (s *Service) RevokeOrgTokens(ctx context.Context, orgID uuid.UUID) (int64, error) {
+func (s *Service) RevokeOrgTokens(ctx context.Context, orgID uuid.UUID) (_ int64, err error) {
+	defer errs.Wrap(&err, "tenancy.RevokeOrgTokens")
 	ctx = db.WithOrg(ctx, orgID)
 	n, err := s.q().RevokeOrgTokens(ctx, orgID)
 	if err != nil {
@@ -307,15 +321,14 @@ func (s *Service) RevokeOrgTokens(ctx context.Context, orgID uuid.UUID) (int64, 
 
 // ConsumeQuotaN takes n units of resource for orgID inside tx, all or none
 // (an import). force counts them even past the limit (an operator's
-// --ignore-quota). It returns an error wrapping ErrQuotaExceeded when they do
-// not fit.
+// --ignore-quota). It returns a quota_exceeded error when they do not fit.
 func ConsumeQuotaN(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, resource string, n int64, force bool) error {
 	if n <= 0 {
 		return nil
 	}
 	_, err := sqlc.New(tx).ConsumeQuotaN(ctx, sqlc.ConsumeQuotaNParams{OrgID: orgID, Resource: resource, N: n, Force: force})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return quotaError(ctx, tx, orgID, resource, n)
+		return quotaError(ctx, tx, orgID, resource)
 	}
 	return err
 }
@@ -370,10 +383,11 @@ func ImportTask(ctx context.Context, tx pgx.Tx, t Task) (bool, error) {
 // AgentByName returns the agent of the org with that name (names are unique
 // in an org). With create, a missing agent is made; created says so. A
 // missing agent without create, or an org that does not exist, is
-// ErrNotFound. It is how an OAuth access token's subject becomes an agent
+// not_found. It is how an OAuth access token's subject becomes an agent
 // (apps/mcp/internal/oauth): the operator provisions agents by name, or
 // lets the first token of a subject create its agent.
 func (s *Service) AgentByName(ctx context.Context, orgID uuid.UUID, name string, create bool) (a *Agent, created bool, err error) {
+	defer errs.Wrap(&err, "tenancy.AgentByName")
 	ctx = db.WithOrg(ctx, orgID)
 	if err := checkName("name", name, 200); err != nil {
 		return nil, false, err

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 	"github.com/agentfleet/orchestrator/packages/testenv"
 )
@@ -106,7 +107,7 @@ func TestVerifyRefusesBadTokens(t *testing.T) {
 		"expired":      expired.Token,
 	}
 	for name, raw := range cases {
-		if _, err := b.svc.VerifyToken(ctx, raw); !errors.Is(err, tenancy.ErrUnauthenticated) {
+		if _, err := b.svc.VerifyToken(ctx, raw); !errors.Is(err, errs.ErrUnauthenticated) {
 			t.Errorf("%s: got %v, want ErrUnauthenticated", name, err)
 		}
 	}
@@ -123,28 +124,28 @@ func TestIssueTokenRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var verr *tenancy.ValidationError
-	if _, err := b.svc.IssueToken(ctx, b.org.ID, b.agent.ID, []string{"knowledge:write_others"}, 0); !errors.As(err, &verr) || verr.Field != "scopes" {
+	var verr *errs.Error
+	if _, err := b.svc.IssueToken(ctx, b.org.ID, b.agent.ID, []string{"knowledge:write_others"}, 0); !errors.As(err, &verr) || verr.Code != errs.CodeInvalidArgument || verr.Field != "scopes" {
 		t.Fatalf("future scope issued: %v", err)
 	}
-	if _, err := b.svc.IssueToken(ctx, b.org.ID, b.agent.ID, nil, 0); !errors.As(err, &verr) {
+	if _, err := b.svc.IssueToken(ctx, b.org.ID, b.agent.ID, nil, 0); !errors.Is(err, errs.ErrInvalidArgument) {
 		t.Fatalf("empty scopes issued: %v", err)
 	}
 	// The agent exists, but in another org: not found.
-	if _, err := b.svc.IssueToken(ctx, other.ID, b.agent.ID, []string{"knowledge:read"}, 0); !errors.Is(err, tenancy.ErrNotFound) {
+	if _, err := b.svc.IssueToken(ctx, other.ID, b.agent.ID, []string{"knowledge:read"}, 0); !errors.Is(err, errs.ErrNotFound) {
 		t.Fatalf("cross-org agent: %v", err)
 	}
 	var n int
 	if err := b.db.Pool.QueryRow(ctx, "SELECT count(*) FROM agent_tokens").Scan(&n); err != nil || n != 0 {
 		t.Fatalf("refused issues wrote %d tokens (%v)", n, err)
 	}
-	if _, err := b.svc.CreateOrg(ctx, "acme"); !errors.Is(err, tenancy.ErrConflict) {
+	if _, err := b.svc.CreateOrg(ctx, "acme"); !errors.Is(err, errs.ErrConflict) {
 		t.Fatalf("duplicate org: %v", err)
 	}
 	if _, err := b.svc.CreateOrg(ctx, strings.Repeat("é", 201)); !errors.As(err, &verr) || verr.Field != "name" {
 		t.Fatalf("long name: %v", err)
 	}
-	if _, err := b.svc.CreateAgent(ctx, uuid.New(), "x"); !errors.Is(err, tenancy.ErrNotFound) {
+	if _, err := b.svc.CreateAgent(ctx, uuid.New(), "x"); !errors.Is(err, errs.ErrNotFound) {
 		t.Fatalf("agent in unknown org: %v", err)
 	}
 }
@@ -155,7 +156,7 @@ func TestRevokeIsIdempotentAndScopedByOrg(t *testing.T) {
 	ctx := context.Background()
 	tok, _ := b.svc.IssueToken(ctx, b.org.ID, b.agent.ID, []string{"knowledge:read"}, 0)
 	other, _ := b.svc.CreateOrg(ctx, "other")
-	if _, err := b.svc.RevokeToken(ctx, &other.ID, tok.ID); !errors.Is(err, tenancy.ErrNotFound) {
+	if _, err := b.svc.RevokeToken(ctx, &other.ID, tok.ID); !errors.Is(err, errs.ErrNotFound) {
 		t.Fatalf("revoke through another org: %v", err)
 	}
 	first, err := b.svc.RevokeToken(ctx, &b.org.ID, tok.ID)
@@ -166,7 +167,7 @@ func TestRevokeIsIdempotentAndScopedByOrg(t *testing.T) {
 	if err != nil || !second.RevokedAt.Equal(*first.RevokedAt) {
 		t.Fatalf("second revoke moved the time: %v %v", second, err)
 	}
-	if _, err := b.svc.RevokeToken(ctx, nil, uuid.New()); !errors.Is(err, tenancy.ErrNotFound) {
+	if _, err := b.svc.RevokeToken(ctx, nil, uuid.New()); !errors.Is(err, errs.ErrNotFound) {
 		t.Fatalf("unknown token: %v", err)
 	}
 }
@@ -193,7 +194,7 @@ func TestConsumeQuotaRace(t *testing.T) {
 			switch {
 			case err == nil:
 				ok.Add(1)
-			case errors.Is(err, tenancy.ErrQuotaExceeded):
+			case errors.Is(err, errs.ErrQuotaExceeded):
 				refused.Add(1)
 			default:
 				t.Error(err)

@@ -5,10 +5,11 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
-	"fmt"
 	"strings"
 
 	"github.com/google/uuid"
+
+	"github.com/agentfleet/orchestrator/packages/errs"
 )
 
 // tokenPrefix marks our tokens so secret scanners and humans recognise them.
@@ -46,14 +47,20 @@ func (t *token) matches(stored []byte) bool {
 	return subtle.ConstantTimeCompare(t.hash(), stored) == 1
 }
 
+// unauthenticated is a refused token. The reason is for the logs of the
+// server that asked; its caller learns only that the token was refused.
+func unauthenticated(reason string) error {
+	return &errs.Error{Code: errs.CodeUnauthenticated, Message: reason + ": invalid or expired token"}
+}
+
 func parseToken(raw string) (*token, error) {
 	rest, ok := strings.CutPrefix(raw, tokenPrefix)
 	if !ok {
-		return nil, fmt.Errorf("malformed token: %w", ErrUnauthenticated)
+		return nil, unauthenticated("malformed token")
 	}
 	b, err := base64.RawURLEncoding.DecodeString(rest)
 	if err != nil || len(b) != 64 {
-		return nil, fmt.Errorf("malformed token: %w", ErrUnauthenticated)
+		return nil, unauthenticated("malformed token")
 	}
 	t := &token{}
 	copy(t.org[:], b[:16])

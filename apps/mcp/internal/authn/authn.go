@@ -20,6 +20,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
 
@@ -111,7 +112,7 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*tenancy.Principal, 
 	lctx, cancel := context.WithTimeout(ctx, v.timeout)
 	p, err := v.v.VerifyToken(lctx, raw)
 	cancel()
-	if errors.Is(err, tenancy.ErrUnauthenticated) {
+	if errors.Is(err, errs.ErrUnauthenticated) {
 		return nil, ErrInvalidToken
 	}
 	if err != nil {
@@ -196,7 +197,7 @@ func PrincipalFrom(ctx context.Context) *tenancy.Principal {
 // Dispatch sends each token to the verifier that can judge it: the OAuth
 // validator for tokens IsOAuth says are its own (JWT access tokens of the
 // configured issuer), the tenancy tokens (kn_...) otherwise. Both answer
-// alike: a refusal wraps tenancy.ErrUnauthenticated, anything else is an
+// alike: a refusal wraps errs.ErrUnauthenticated, anything else is an
 // outage, so the cache, the deadline and the HTTP answers above are one.
 type Dispatch struct {
 	Own     TokenVerifier

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
 
@@ -42,7 +43,7 @@ func TestCacheBoundsRevocationAndHonoursExpiry(t *testing.T) {
 		t.Fatalf("%d look-ups within the TTL, want 1", f.calls)
 	}
 	// Revoked: the cached answer lasts until the TTL, then the refusal shows.
-	f.p, f.err = nil, fmt.Errorf("revoked token: %w", tenancy.ErrUnauthenticated)
+	f.p, f.err = nil, fmt.Errorf("revoked token: %w", errs.ErrUnauthenticated)
 	now = now.Add(4 * time.Second)
 	if _, err := v.Verify(ctx, "tok"); err != nil {
 		t.Fatalf("within TTL: %v", err)

@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
 
@@ -88,7 +89,7 @@ func (v *Validator) Issuer() string { return v.cfg.Issuer }
 // refuse is a refusal: the same 401 as any bad token, the reason logged.
 func (v *Validator) refuse(ctx context.Context, reason string, args ...any) error {
 	v.logger.InfoContext(ctx, "oauth token refused", append([]any{"reason", reason}, args...)...)
-	return fmt.Errorf("oauth: %s: %w", reason, tenancy.ErrUnauthenticated)
+	return fmt.Errorf("oauth: %s: %w", reason, errs.ErrUnauthenticated)
 }
 
 // LooksLikeJWT tells whether raw has the shape of a compact JWS (three
@@ -98,7 +99,7 @@ func LooksLikeJWT(raw string) bool {
 }
 
 // VerifyToken validates raw and returns who it speaks for. A refusal wraps
-// tenancy.ErrUnauthenticated; ErrUnavailable means it could not be judged.
+// errs.ErrUnauthenticated; ErrUnavailable means it could not be judged.
 func (v *Validator) VerifyToken(ctx context.Context, raw string) (*tenancy.Principal, error) {
 	aud := v.audience.Load()
 	if aud == nil || *aud == "" {
@@ -153,15 +154,15 @@ func (v *Validator) VerifyToken(ctx context.Context, raw string) (*tenancy.Princ
 		return nil, v.refuse(ctx, "claim "+v.cfg.AgentClaim+" (the agent) is missing or empty")
 	}
 	agent, created, err := v.agents.AgentByName(ctx, orgID, name, v.cfg.CreateAgents)
-	var ve *tenancy.ValidationError
+	var ve *errs.Error
 	switch {
-	case errors.Is(err, tenancy.ErrNotFound) && v.cfg.CreateAgents:
+	case errors.Is(err, errs.ErrNotFound) && v.cfg.CreateAgents:
 		return nil, v.refuse(ctx, "the org does not exist", "org", orgID.String())
-	case errors.Is(err, tenancy.ErrNotFound):
+	case errors.Is(err, errs.ErrNotFound):
 		return nil, v.refuse(ctx, "no agent of the org has this name (create it with ctl agent create, or set MCP_OAUTH_CREATE_AGENTS=true)",
 			"org", orgID.String(), "agent_name", name)
-	case errors.As(err, &ve):
-		return nil, v.refuse(ctx, "claim "+v.cfg.AgentClaim+" is not a usable agent name: "+ve.Rule, "org", orgID.String())
+	case errors.As(err, &ve) && ve.Code == errs.CodeInvalidArgument:
+		return nil, v.refuse(ctx, "claim "+v.cfg.AgentClaim+" is not a usable agent name: "+ve.Message, "org", orgID.String())
 	case err != nil:
 		return nil, fmt.Errorf("%w: agent look-up: %v", ErrUnavailable, err)
 	}

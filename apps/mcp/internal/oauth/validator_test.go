@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/oauth/oauthtest"
 	"github.com/agentfleet/orchestrator/packages/appenv"
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
 
@@ -35,13 +36,13 @@ func (f *fakeAgents) AgentByName(_ context.Context, org uuid.UUID, name string, 
 		return nil, false, f.err
 	}
 	if org != f.org {
-		return nil, false, tenancy.ErrNotFound
+		return nil, false, errs.ErrNotFound
 	}
 	if id, ok := f.byName[name]; ok {
 		return &tenancy.Agent{ID: id, OrgID: org, Name: name}, false, nil
 	}
 	if !create {
-		return nil, false, tenancy.ErrNotFound
+		return nil, false, errs.ErrNotFound
 	}
 	id := uuid.New()
 	f.byName[name] = id
@@ -90,7 +91,7 @@ func (f *fixture) claims(extra oauthtest.Claims) oauthtest.Claims {
 
 func refused(t *testing.T, name string, err error) {
 	t.Helper()
-	if !errors.Is(err, tenancy.ErrUnauthenticated) {
+	if !errors.Is(err, errs.ErrUnauthenticated) {
 		t.Errorf("%s: err %v, want a refusal (ErrUnauthenticated)", name, err)
 	}
 }
