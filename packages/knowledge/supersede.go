@@ -12,9 +12,10 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
-// maxSupersedeAttempts bounds the retries of a supersession transaction
-// that Postgres aborted as a deadlock or serialisation failure.
-const maxSupersedeAttempts = 5
+// maxRaceAttempts bounds the runs of a transaction that changes a
+// supersession chain (txRetryingRaces) when Postgres aborts it as a
+// deadlock or serialisation failure.
+const maxRaceAttempts = 5
 
 // Supersede marks oldID as superseded by newID (supersede_knowledge).
 //
@@ -41,7 +42,7 @@ const maxSupersedeAttempts = 5
 // Two supersessions that would together make a cycle or a stale head
 // (T1: A by B with head(B) = H; T2: H by C with head(C) = A) therefore
 // deadlock instead, Postgres aborts one, and it is retried against the
-// committed state (up to maxSupersedeAttempts times), where the check sees
+// committed state (up to maxRaceAttempts times), where the check sees
 // the other's result.
 //
 // Supersessions are additionally serialised per org with a
@@ -65,7 +66,7 @@ func (s *Service) Supersede(ctx context.Context, c Caller, oldID, newID uuid.UUI
 		return nil, errs.InvalidArgument("newId", "must differ from oldId: an entry cannot supersede itself")
 	}
 	var res *SupersedeResult
-	err := s.supersessionTx(ctx, func(tx pgx.Tx) error {
+	err := s.txRetryingRaces(ctx, func(tx pgx.Tx) error {
 		var err error
 		res, err = supersedeTx(ctx, sqlc.New(tx), c, oldID, newID, testHookAfterChecks)
 		return err
@@ -76,13 +77,15 @@ func (s *Service) Supersede(ctx context.Context, c Caller, oldID, newID uuid.UUI
 	return res, nil
 }
 
-// supersessionTx runs f in a transaction, again (up to
-// maxSupersedeAttempts) when the transaction lost a deadlock or a
-// serialisation race (see Supersede), and returns f's last error as is.
-func (s *Service) supersessionTx(ctx context.Context, f func(pgx.Tx) error) error {
+// txRetryingRaces runs f in a transaction, again at once (up to
+// maxRaceAttempts) when the transaction lost a deadlock or a serialisation
+// race, and returns f's last error as is. The calls that change a
+// supersession chain run in it (Supersede, Correct): see Supersede for why
+// a lost race is retried and not answered.
+func (s *Service) txRetryingRaces(ctx context.Context, f func(pgx.Tx) error) error {
 	for attempt := 1; ; attempt++ {
 		err := pgx.BeginFunc(ctx, s.pool, f)
-		if err == nil || !isRetryableTx(err) || attempt >= maxSupersedeAttempts {
+		if err == nil || !isRetryableTx(err) || attempt >= maxRaceAttempts {
 			return err
 		}
 	}
