@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 )
@@ -130,53 +129,12 @@ func perTermCheck(ctx context.Context, exact *knowledge.Service, c knowledge.Cal
 	return &out, nil
 }
 
-// termsOverBoundSQL mirrors the term selection and the read bound of
-// search_candidates.sql (picked): a query's distinct body terms as the
-// org's text search configuration analyses them, its MaxQueryTerms with the
-// highest body idf (lowest body df, then by term), each looked up in the
-// body and the title field, and read PerTermPostings deep scaled by its idf
-// relative to the query's most informative term in that field, at least
-// MinTermPostings. It reads only the term statistics, so it is cheap.
-const termsOverBoundSQL = `
-WITH st AS (SELECT config, docs::float8 AS docs FROM knowledge_search_stats WHERE org_id = $1),
-q AS (SELECT u.i, u.text FROM unnest($2::text[]) WITH ORDINALITY AS u (text, i)),
-terms AS (
-    SELECT DISTINCT q.i, a.term
-    FROM q CROSS JOIN st
-    CROSS JOIN LATERAL knowledge_terms(st.config, '', q.text) AS a (field, term, tf, len)
-    WHERE a.field = 'b'
-),
-dfs AS (
-    SELECT t.i, t.term, coalesce(b.df, 0) AS df_b, coalesce(tt.df, 0) AS df_t,
-           ln(1 + (st.docs - coalesce(b.df, 0) + 0.5) / (coalesce(b.df, 0) + 0.5)) AS idf_b,
-           ln(1 + (st.docs - coalesce(tt.df, 0) + 0.5) / (coalesce(tt.df, 0) + 0.5)) AS idf_t
-    FROM terms t CROSS JOIN st
-    LEFT JOIN knowledge_term_stats b ON b.org_id = $1 AND b.field = 'b' AND b.term = t.term
-    LEFT JOIN knowledge_term_stats tt ON tt.org_id = $1 AND tt.field = 't' AND tt.term = t.term
-),
-picked AS (
-    SELECT d.*, row_number() OVER (PARTITION BY d.i ORDER BY d.df_b, d.term) AS pick FROM dfs d
-),
-reads AS (
-    SELECT p.*,
-           greatest($5::int, ceil($3::int * least(1, p.idf_b / coalesce(max(p.idf_b) FILTER (WHERE p.df_b > 0) OVER (PARTITION BY p.i), p.idf_b)))) AS reads_b,
-           greatest($5::int, ceil($3::int * least(1, p.idf_t / coalesce(max(p.idf_t) FILTER (WHERE p.df_t > 0) OVER (PARTITION BY p.i), p.idf_t)))) AS reads_t
-    FROM picked p WHERE p.pick <= $4
-)
-SELECT count(*)::int,
-       count(*) FILTER (WHERE df_b > reads_b OR df_t > reads_t)::int,
-       count(DISTINCT i) FILTER (WHERE df_b > reads_b OR df_t > reads_t)::int,
-       coalesce(max(greatest(df_b, df_t)), 0)::int
-FROM reads`
-
 // termsOverBound counts the looked-up query terms over the bound.
-func termsOverBound(ctx context.Context, pool *pgxpool.Pool, org uuid.UUID, queries []Query) (TermsOverBound, error) {
+func termsOverBound(ctx context.Context, svc *knowledge.Service, org uuid.UUID, queries []Query) (TermsOverBound, error) {
 	texts := make([]string, len(queries))
 	for i, q := range queries {
 		texts[i] = queryText(q.Text)
 	}
-	var t TermsOverBound
-	err := pool.QueryRow(ctx, termsOverBoundSQL, org, texts, knowledge.PerTermPostings, knowledge.MaxQueryTerms, knowledge.MinTermPostings).
-		Scan(&t.QueryTerms, &t.OverBound, &t.Queries, &t.MaxDF)
-	return t, err
+	t, err := svc.CountTermsOverBound(ctx, org, texts)
+	return TermsOverBound(t), err
 }

@@ -228,7 +228,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return fmt.Errorf("embed: %w", err)
 	}
 	rep.EmbedSeconds = time.Since(start).Seconds()
-	if rep.Embeddings, err = embeddingStatus(ctx, pool, caller.OrgID); err != nil {
+	if rep.Embeddings, err = embeddingStatus(ctx, svc, caller.OrgID); err != nil {
 		return err
 	}
 
@@ -260,7 +260,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 	}
 	rep.Rows, rep.NoVector = rows, noVector
-	if rep.Coverage, err = coverage(ctx, pool, caller.OrgID, queries, bounded); err != nil {
+	if rep.Coverage, err = coverage(ctx, svc, caller.OrgID, queries, bounded); err != nil {
 		return fmt.Errorf("coverage: %w", err)
 	}
 	if cfg.perTermCheck {
@@ -269,7 +269,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		if rep.PerTermCheck, err = perTermCheck(ctx, exact, caller, ds, queries, docOf, cfg.depth, bounded); err != nil {
 			return err
 		}
-		if rep.PerTermCheck.Terms, err = termsOverBound(ctx, pool, caller.OrgID, queries); err != nil {
+		if rep.PerTermCheck.Terms, err = termsOverBound(ctx, svc, caller.OrgID, queries); err != nil {
 			return fmt.Errorf("terms over the bound: %w", err)
 		}
 	}
@@ -422,21 +422,18 @@ func embedAll(ctx context.Context, pool *pgxpool.Pool, emb embed.Embedder, org u
 
 // embeddingStatus counts the org's entries by embedding status, so a run
 // whose vectors did not all arrive says so next to its figures.
-func embeddingStatus(ctx context.Context, pool *pgxpool.Pool, org uuid.UUID) (map[string]int, error) {
-	rows, err := pool.Query(ctx, "SELECT embedding_status, count(*)::int FROM knowledge WHERE org_id = $1 GROUP BY 1", org)
+func embeddingStatus(ctx context.Context, svc *knowledge.Service, org uuid.UUID) (map[string]int, error) {
+	st, err := svc.Stats(ctx, org, 0)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]int{}
-	for rows.Next() {
-		var s string
-		var n int
-		if err := rows.Scan(&s, &n); err != nil {
-			return nil, err
+	for status, n := range map[string]int64{"pending": st.Embeddings.Pending, "ready": st.Embeddings.Ready, "failed": st.Embeddings.Failed} {
+		if n > 0 { // as a count by status: the statuses no entry has are left out
+			out[status] = int(n)
 		}
-		out[s] = n
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // queryText makes a dataset query acceptable to Search, which refuses
