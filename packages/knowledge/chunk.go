@@ -69,8 +69,8 @@ var chunkModels = []struct {
 const DefaultChunkChars = 2000
 
 // DefaultMaxInputChars is the most characters of one text the embeddings
-// worker sends (jobs.HandlerOptions.MaxInputChars's default), a net under
-// the chunks.
+// worker sends (jobs.HandlerOptions.MaxInputChars's default) and a model
+// switch's backfill sends, a net under the chunks.
 const DefaultMaxInputChars = 8000
 
 // ChunkOptionsFor is the default cut for a model: its chunk size from the

@@ -60,9 +60,19 @@ local v = redis.call('GET', KEYS[1])
 if v and string.find(v, ARGV[1], 1, true) then return redis.call('DEL', KEYS[1]) end
 return 0`)
 
-// IdempotenceKey is the Redis key of a store's client token.
+// IdempotenceKey is the Redis key of a store's client token:
+// idemKeyPrefix(org, agent) and the token.
 func IdempotenceKey(org, agent, token uuid.UUID) string {
-	return fmt.Sprintf("idem:k.store:%s:%s:%s", org, agent, token)
+	return idemKeyPrefix(org, agent) + token.String()
+}
+
+// idemKeyPrefix is the prefix of the store idempotence keys of org's agent,
+// or of all of org's with agent uuid.Nil: a purge and an erasure scan them.
+func idemKeyPrefix(org, agent uuid.UUID) string {
+	if agent == uuid.Nil {
+		return "idem:k.store:" + org.String() + ":"
+	}
+	return "idem:k.store:" + org.String() + ":" + agent.String() + ":"
 }
 
 // fingerprint identifies the normalised arguments of a store call, so the
@@ -186,7 +196,7 @@ func (s *Service) forgetIdempotenceRecords(ctx context.Context, org uuid.UUID, i
 		return 0, nil
 	}
 	var n int64
-	err := ScanKeys(ctx, s.opts.Redis, fmt.Sprintf("idem:k.store:%s:*", org), func(ctx context.Context, c redis.Cmdable, key string) error {
+	err := ScanKeys(ctx, s.opts.Redis, idemKeyPrefix(org, uuid.Nil)+"*", func(ctx context.Context, c redis.Cmdable, key string) error {
 		v, err := c.Get(ctx, key).Bytes()
 		if err != nil {
 			return nil // expired meanwhile

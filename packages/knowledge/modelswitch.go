@@ -160,7 +160,7 @@ func (s *Service) Backfill(ctx context.Context, next embed.Embedder, o BackfillO
 		for i, r := range rows {
 			texts[i] = EntryText{Title: r.Title, Body: r.Body}
 		}
-		vecs, err := EmbedEntries(ctx, next, o.Chunk, 8000, texts)
+		vecs, err := EmbedEntries(ctx, next, o.Chunk, DefaultMaxInputChars, texts)
 		if err != nil {
 			return rep, fmt.Errorf("backfill with %s: %w", next.Model(), err)
 		}

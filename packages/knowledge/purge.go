@@ -476,10 +476,10 @@ func (s *Service) purgeIdempotenceKeys(ctx context.Context, org uuid.UUID, scope
 	for _, id := range rep.IDs {
 		erased[id] = true
 	}
-	prefix := fmt.Sprintf("idem:k.store:%s:", org)
+	prefix := idemKeyPrefix(org, uuid.Nil)
 	agentPrefix := ""
 	if scope.Agent != uuid.Nil {
-		agentPrefix = prefix + scope.Agent.String() + ":"
+		agentPrefix = idemKeyPrefix(org, scope.Agent)
 	}
 	var n int64
 	err := ScanKeys(ctx, s.opts.Redis, prefix+"*", func(ctx context.Context, c redis.Cmdable, key string) error {
