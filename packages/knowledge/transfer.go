@@ -176,140 +176,11 @@ func (s *Service) Export(ctx context.Context, org uuid.UUID, w io.Writer, o Expo
 	enc.SetEscapeHTML(false)
 	rep := &ExportReport{}
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		q := sqlc.New(tx)
-		if err := enc.Encode(exportHeader{Kind: "header", Format: ExportFormat, Version: ExportVersion, Vectors: o.Vectors}); err != nil {
-			return err
-		}
-		agents, err := tenancy.ListAgentsOn(ctx, tx, org)
-		if err != nil {
-			return err
-		}
-		for _, a := range agents {
-			if err := enc.Encode(exportAgent{Kind: "agent", ID: a.ID, Name: a.Name, CreatedAt: utc(a.CreatedAt)}); err != nil {
+		x := &exporter{ctx: ctx, tx: tx, q: sqlc.New(tx), org: org, enc: enc, o: o, rep: rep}
+		// The file's order (see above): what a line names comes before it.
+		for _, section := range []func() error{x.header, x.agents, x.relationTypes, x.tasks, x.entries, x.supersessions, x.taskLinks, x.relations} {
+			if err := section(); err != nil {
 				return err
-			}
-			rep.Agents++
-		}
-		types, err := q.ExportRelationTypes(ctx, org)
-		if err != nil {
-			return err
-		}
-		for _, t := range types {
-			if err := enc.Encode(exportRelationType{Kind: "relationType", Name: t.Name, Inverse: t.Inverse}); err != nil {
-				return err
-			}
-			rep.RelationTypes++
-		}
-		for after := uuid.Nil; ; {
-			tasks, err := tenancy.ListTasksPage(ctx, tx, org, after, o.PageSize)
-			if err != nil {
-				return err
-			}
-			for _, t := range tasks {
-				if err := enc.Encode(exportTask{Kind: "task", ID: t.ID, Title: t.Title, CreatedAt: utc(t.CreatedAt)}); err != nil {
-					return err
-				}
-				rep.Tasks++
-				after = t.ID
-			}
-			if len(tasks) < o.PageSize {
-				break
-			}
-		}
-		afterAt, afterID := time.Time{}, uuid.Nil
-		for {
-			rows, err := q.ExportEntries(ctx, sqlc.ExportEntriesParams{OrgID: org, AfterAt: afterAt, AfterID: afterID, MaxRows: int32(o.PageSize)})
-			if err != nil {
-				return err
-			}
-			vecs := map[uuid.UUID]sqlc.ExportEntryVectorsRow{}
-			if o.Vectors && len(rows) > 0 {
-				ids := make([]uuid.UUID, len(rows))
-				for i, r := range rows {
-					ids[i] = r.ID
-				}
-				vs, err := q.ExportEntryVectors(ctx, sqlc.ExportEntryVectorsParams{OrgID: org, Ids: ids})
-				if err != nil {
-					return err
-				}
-				for _, v := range vs {
-					vecs[v.ID] = v
-				}
-			}
-			for _, r := range rows {
-				e := exportEntry{Kind: "entry", ID: r.ID, Title: r.Title, Body: r.Body, Tags: r.Tags, Confidence: r.Confidence,
-					Source: r.Source, AuthorAgentID: r.CreatedByAgentID, ExpiresAt: utcp(r.ExpiresAt),
-					SupersededBy: r.SupersededBy, HeadID: r.HeadID, SupersededAt: utcp(r.SupersededAt),
-					CreatedAt: utc(r.CreatedAt), UpdatedAt: utc(r.UpdatedAt)}
-				if e.Tags == nil {
-					e.Tags = []string{}
-				}
-				if v, ok := vecs[r.ID]; ok && v.Embedding != nil && v.EmbeddingModel != nil {
-					e.Embedding = &exportVector{Model: *v.EmbeddingModel, EmbeddedAt: utcp(v.EmbeddedAt), Vector: v.Embedding.Slice()}
-					rep.Vectors++
-				}
-				if err := enc.Encode(e); err != nil {
-					return err
-				}
-				rep.Entries++
-				afterAt, afterID = r.CreatedAt, r.ID
-			}
-			if o.Progress != nil && len(rows) > 0 {
-				o.Progress(rep.Entries)
-			}
-			if len(rows) < o.PageSize {
-				break
-			}
-		}
-		for after := uuid.Nil; ; {
-			rows, err := q.ExportSupersessions(ctx, sqlc.ExportSupersessionsParams{OrgID: org, After: after, MaxRows: int32(o.PageSize)})
-			if err != nil {
-				return err
-			}
-			for _, r := range rows {
-				if err := enc.Encode(exportSupersession{Kind: "supersession", OldID: r.OldID, NewID: r.NewID, AgentID: r.AgentID, CreatedAt: utc(r.CreatedAt)}); err != nil {
-					return err
-				}
-				rep.Supersessions++
-				after = r.OldID
-			}
-			if len(rows) < o.PageSize {
-				break
-			}
-		}
-		p := sqlc.ExportTaskLinksParams{OrgID: org, MaxRows: int32(o.PageSize)}
-		for {
-			rows, err := q.ExportTaskLinks(ctx, p)
-			if err != nil {
-				return err
-			}
-			for _, r := range rows {
-				if err := enc.Encode(exportLink{Kind: "taskLink", TaskID: r.TaskID, EntryID: r.KnowledgeID, LinkKind: r.Kind,
-					AuthorAgentID: r.CreatedByAgentID, CreatedAt: utc(r.CreatedAt)}); err != nil {
-					return err
-				}
-				rep.TaskLinks++
-				p.AfterTask, p.AfterEntry, p.AfterKind = r.TaskID, r.KnowledgeID, r.Kind
-			}
-			if len(rows) < o.PageSize {
-				break
-			}
-		}
-		for after := uuid.Nil; ; {
-			rows, err := q.ExportRelations(ctx, sqlc.ExportRelationsParams{OrgID: org, After: after, MaxRows: int32(o.PageSize)})
-			if err != nil {
-				return err
-			}
-			for _, r := range rows {
-				if err := enc.Encode(exportRelation{Kind: "relation", ID: r.ID, FromID: r.FromID, ToID: r.ToID, Type: r.Type, Note: r.Note,
-					AuthorAgentID: r.CreatedByAgentID, ValidFrom: utc(r.ValidFrom), ValidTo: utcp(r.ValidTo), ClosedByAgentID: r.ClosedByAgentID}); err != nil {
-					return err
-				}
-				rep.Relations++
-				after = r.ID
-			}
-			if len(rows) < o.PageSize {
-				break
 			}
 		}
 		return bw.Flush()
@@ -318,6 +189,192 @@ func (s *Service) Export(ctx context.Context, org uuid.UUID, w io.Writer, o Expo
 		return rep, mapErr(err, "")
 	}
 	return rep, nil
+}
+
+// exporter writes the sections of one export, in its snapshot.
+type exporter struct {
+	ctx context.Context
+	tx  pgx.Tx
+	q   *sqlc.Queries
+	org uuid.UUID
+	enc *json.Encoder
+	o   ExportOptions
+	rep *ExportReport
+}
+
+// exportPages writes a keyset-paged list: page reads up to size rows after
+// a cursor (the zero cursor: from the start), write encodes one row and
+// returns the cursor after it, and a page shorter than size is the last.
+// done, when set, is called after each page that had rows.
+func exportPages[R, C any](size int, page func(after C) ([]R, error), write func(R) (C, error), done func()) error {
+	var after C
+	for {
+		rows, err := page(after)
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			if after, err = write(r); err != nil {
+				return err
+			}
+		}
+		if done != nil && len(rows) > 0 {
+			done()
+		}
+		if len(rows) < size {
+			return nil
+		}
+	}
+}
+
+// encode writes one line and counts it in n.
+func (x *exporter) encode(line any, n *int64) error {
+	if err := x.enc.Encode(line); err != nil {
+		return err
+	}
+	*n++
+	return nil
+}
+
+func (x *exporter) header() error {
+	return x.enc.Encode(exportHeader{Kind: "header", Format: ExportFormat, Version: ExportVersion, Vectors: x.o.Vectors})
+}
+
+func (x *exporter) agents() error {
+	agents, err := tenancy.ListAgentsOn(x.ctx, x.tx, x.org)
+	if err != nil {
+		return err
+	}
+	for _, a := range agents {
+		if err := x.encode(exportAgent{Kind: "agent", ID: a.ID, Name: a.Name, CreatedAt: utc(a.CreatedAt)}, &x.rep.Agents); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (x *exporter) relationTypes() error {
+	types, err := x.q.ExportRelationTypes(x.ctx, x.org)
+	if err != nil {
+		return err
+	}
+	for _, t := range types {
+		if err := x.encode(exportRelationType{Kind: "relationType", Name: t.Name, Inverse: t.Inverse}, &x.rep.RelationTypes); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (x *exporter) tasks() error {
+	return exportPages(x.o.PageSize,
+		func(after uuid.UUID) ([]tenancy.Task, error) {
+			return tenancy.ListTasksPage(x.ctx, x.tx, x.org, after, x.o.PageSize)
+		},
+		func(t tenancy.Task) (uuid.UUID, error) {
+			return t.ID, x.encode(exportTask{Kind: "task", ID: t.ID, Title: t.Title, CreatedAt: utc(t.CreatedAt)}, &x.rep.Tasks)
+		}, nil)
+}
+
+// entryCursor is the entries' keyset: oldest first.
+type entryCursor struct {
+	at time.Time
+	id uuid.UUID
+}
+
+// exportedEntry is an entry row with its vector, when the export takes
+// vectors and the entry has one.
+type exportedEntry struct {
+	sqlc.ExportEntriesRow
+	vec *sqlc.ExportEntryVectorsRow
+}
+
+func (x *exporter) entries() error {
+	return exportPages(x.o.PageSize, x.entryPage, x.entry, func() {
+		if x.o.Progress != nil {
+			x.o.Progress(x.rep.Entries)
+		}
+	})
+}
+
+// entryPage reads a page of entries and, with Vectors, their vectors.
+func (x *exporter) entryPage(after entryCursor) ([]exportedEntry, error) {
+	rows, err := x.q.ExportEntries(x.ctx, sqlc.ExportEntriesParams{OrgID: x.org, AfterAt: after.at, AfterID: after.id, MaxRows: int32(x.o.PageSize)})
+	if err != nil {
+		return nil, err
+	}
+	page := make([]exportedEntry, len(rows))
+	for i, r := range rows {
+		page[i].ExportEntriesRow = r
+	}
+	if !x.o.Vectors || len(rows) == 0 {
+		return page, nil
+	}
+	ids := make([]uuid.UUID, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	vs, err := x.q.ExportEntryVectors(x.ctx, sqlc.ExportEntryVectorsParams{OrgID: x.org, Ids: ids})
+	if err != nil {
+		return nil, err
+	}
+	vecs := make(map[uuid.UUID]*sqlc.ExportEntryVectorsRow, len(vs))
+	for i := range vs {
+		vecs[vs[i].ID] = &vs[i]
+	}
+	for i := range page {
+		page[i].vec = vecs[page[i].ID]
+	}
+	return page, nil
+}
+
+func (x *exporter) entry(r exportedEntry) (entryCursor, error) {
+	e := exportEntry{Kind: "entry", ID: r.ID, Title: r.Title, Body: r.Body, Tags: r.Tags, Confidence: r.Confidence,
+		Source: r.Source, AuthorAgentID: r.CreatedByAgentID, ExpiresAt: utcp(r.ExpiresAt),
+		SupersededBy: r.SupersededBy, HeadID: r.HeadID, SupersededAt: utcp(r.SupersededAt),
+		CreatedAt: utc(r.CreatedAt), UpdatedAt: utc(r.UpdatedAt)}
+	if e.Tags == nil {
+		e.Tags = []string{}
+	}
+	if v := r.vec; v != nil && v.Embedding != nil && v.EmbeddingModel != nil {
+		e.Embedding = &exportVector{Model: *v.EmbeddingModel, EmbeddedAt: utcp(v.EmbeddedAt), Vector: v.Embedding.Slice()}
+		x.rep.Vectors++
+	}
+	return entryCursor{at: r.CreatedAt, id: r.ID}, x.encode(e, &x.rep.Entries)
+}
+
+func (x *exporter) supersessions() error {
+	return exportPages(x.o.PageSize,
+		func(after uuid.UUID) ([]sqlc.ExportSupersessionsRow, error) {
+			return x.q.ExportSupersessions(x.ctx, sqlc.ExportSupersessionsParams{OrgID: x.org, After: after, MaxRows: int32(x.o.PageSize)})
+		},
+		func(r sqlc.ExportSupersessionsRow) (uuid.UUID, error) {
+			return r.OldID, x.encode(exportSupersession{Kind: "supersession", OldID: r.OldID, NewID: r.NewID, AgentID: r.AgentID, CreatedAt: utc(r.CreatedAt)}, &x.rep.Supersessions)
+		}, nil)
+}
+
+func (x *exporter) taskLinks() error {
+	return exportPages(x.o.PageSize,
+		func(after sqlc.ExportTaskLinksParams) ([]sqlc.ExportTaskLinksRow, error) {
+			after.OrgID, after.MaxRows = x.org, int32(x.o.PageSize)
+			return x.q.ExportTaskLinks(x.ctx, after)
+		},
+		func(r sqlc.ExportTaskLinksRow) (sqlc.ExportTaskLinksParams, error) {
+			return sqlc.ExportTaskLinksParams{AfterTask: r.TaskID, AfterEntry: r.KnowledgeID, AfterKind: r.Kind},
+				x.encode(exportLink{Kind: "taskLink", TaskID: r.TaskID, EntryID: r.KnowledgeID, LinkKind: r.Kind,
+					AuthorAgentID: r.CreatedByAgentID, CreatedAt: utc(r.CreatedAt)}, &x.rep.TaskLinks)
+		}, nil)
+}
+
+func (x *exporter) relations() error {
+	return exportPages(x.o.PageSize,
+		func(after uuid.UUID) ([]sqlc.ExportRelationsRow, error) {
+			return x.q.ExportRelations(x.ctx, sqlc.ExportRelationsParams{OrgID: x.org, After: after, MaxRows: int32(x.o.PageSize)})
+		},
+		func(r sqlc.ExportRelationsRow) (uuid.UUID, error) {
+			return r.ID, x.encode(exportRelation{Kind: "relation", ID: r.ID, FromID: r.FromID, ToID: r.ToID, Type: r.Type, Note: r.Note,
+				AuthorAgentID: r.CreatedByAgentID, ValidFrom: utc(r.ValidFrom), ValidTo: utcp(r.ValidTo), ClosedByAgentID: r.ClosedByAgentID}, &x.rep.Relations)
+		}, nil)
 }
 
 // ImportOptions are the optional settings of Import.
@@ -415,117 +472,12 @@ func (s *Service) importPass(ctx context.Context, tx pgx.Tx, org uuid.UUID, open
 		return err
 	}
 	defer f.Close()
-	q := sqlc.New(tx)
+	im := &importer{s: s, ctx: ctx, tx: tx, q: sqlc.New(tx), org: org, pass: pass, o: o, rep: rep}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 16<<20) // an entry with a vector is ~10 KB; a body at most 32,000 characters
-	var entries []exportEntry
-	var chains []exportEntry
-	var edges []exportSupersession
-	var links []exportLink
-	var rels []exportRelation
-	var cat *catalogue // the org's, read when pass 2 meets its first relation
-	var read int64
-	flush := func() error {
-		switch {
-		case len(entries) > 0:
-			if err := s.importEntries(ctx, tx, q, org, entries, rep); err != nil {
-				return err
-			}
-			read += int64(len(entries))
-			if o.Progress != nil {
-				o.Progress(read)
-			}
-			entries = entries[:0]
-		case len(chains) > 0:
-			p := sqlc.ImportChainsParams{OrgID: org}
-			for _, e := range chains {
-				p.Ids = append(p.Ids, e.ID)
-				p.SupersededBy = append(p.SupersededBy, *e.SupersededBy)
-				p.HeadIds = append(p.HeadIds, *e.HeadID)
-				p.SupersededAt = append(p.SupersededAt, *e.SupersededAt)
-			}
-			n, err := q.ImportChains(ctx, p)
-			if err != nil {
-				return err
-			}
-			rep.Chains += n
-			if k := int64(len(chains)) - n; k > 0 {
-				rep.Skipped["chain: entry already superseded in the org (its chain is kept)"] += k
-			}
-			chains = chains[:0]
-		}
-		if len(edges) > 0 {
-			p := sqlc.ImportSupersessionsParams{OrgID: org}
-			for _, e := range edges {
-				p.OldIds, p.NewIds = append(p.OldIds, e.OldID), append(p.NewIds, e.NewID)
-				p.AgentIds, p.CreatedAts = append(p.AgentIds, e.AgentID), append(p.CreatedAts, e.CreatedAt)
-			}
-			n, err := q.ImportSupersessions(ctx, p)
-			if err != nil {
-				return err
-			}
-			rep.Supersessions += n
-			if k := int64(len(edges)) - n; k > 0 {
-				rep.Skipped["supersession: already present"] += k
-			}
-			edges = edges[:0]
-		}
-		if len(links) > 0 {
-			p := sqlc.ImportTaskLinksParams{OrgID: org}
-			for _, l := range links {
-				a := uuid.Nil
-				if l.AuthorAgentID != nil {
-					a = *l.AuthorAgentID
-				}
-				p.TaskIds, p.KnowledgeIds = append(p.TaskIds, l.TaskID), append(p.KnowledgeIds, l.EntryID)
-				p.Kinds, p.AgentIds, p.CreatedAts = append(p.Kinds, l.LinkKind), append(p.AgentIds, a), append(p.CreatedAts, l.CreatedAt)
-			}
-			n, err := q.ImportTaskLinks(ctx, p)
-			if err != nil {
-				return err
-			}
-			rep.TaskLinks += n
-			if k := int64(len(links)) - n; k > 0 {
-				rep.Skipped["taskLink: already present"] += k
-			}
-			links = links[:0]
-		}
-		if len(rels) > 0 {
-			p := sqlc.ImportRelationsParams{OrgID: org}
-			for _, r := range rels {
-				note, author, closer, to := "", uuid.Nil, uuid.Nil, ""
-				if r.Note != nil {
-					note = *r.Note
-				}
-				if r.AuthorAgentID != nil {
-					author = *r.AuthorAgentID
-				}
-				if r.ClosedByAgentID != nil {
-					closer = *r.ClosedByAgentID
-				}
-				if r.ValidTo != nil {
-					to = r.ValidTo.UTC().Format(time.RFC3339Nano)
-				}
-				p.Ids, p.FromIds, p.ToIds, p.Types = append(p.Ids, r.ID), append(p.FromIds, r.FromID), append(p.ToIds, r.ToID), append(p.Types, r.Type)
-				p.Notes, p.Authors, p.Closers = append(p.Notes, note), append(p.Authors, author), append(p.Closers, closer)
-				p.ValidFroms, p.ValidTos = append(p.ValidFroms, r.ValidFrom), append(p.ValidTos, to)
-			}
-			n, err := q.ImportRelations(ctx, p)
-			if err != nil {
-				return err
-			}
-			rep.Relations += n
-			if k := int64(len(rels)) - n; k > 0 {
-				rep.Skipped["relation: already present"] += k
-			}
-			rels = rels[:0]
-		}
-		return nil
-	}
-	line := 0
 	sawHeader := false
 	for sc.Scan() {
-		line++
+		im.line++
 		b := sc.Bytes()
 		if len(b) == 0 {
 			continue
@@ -536,134 +488,22 @@ func (s *Service) importPass(ctx context.Context, tx pgx.Tx, org uuid.UUID, open
 			Version int    `json:"version"`
 		}
 		if err := json.Unmarshal(b, &k); err != nil {
-			return errs.InvalidArgument("file", "line %d is not JSON: %v", line, err)
+			return errs.InvalidArgument("file", "line %d is not JSON: %v", im.line, err)
 		}
 		if !sawHeader {
-			if k.Kind != "header" || k.Format != ExportFormat {
-				return errs.InvalidArgument("file", "line 1 is not the header of a %s export", ExportFormat)
-			}
-			if k.Version > ExportVersion {
-				return fmt.Errorf("%w: version %d, this program reads up to %d (use a newer ctl)", ErrNewerFormat, k.Version, ExportVersion)
+			if err := checkHeader(k.Kind, k.Format, k.Version); err != nil {
+				return err
 			}
 			sawHeader = true
 			continue
 		}
-		bad := func(err error) error { return errs.InvalidArgument("file", "line %d (%s): %v", line, k.Kind, err) }
-		switch k.Kind {
-		case "agent":
-			if pass != 1 {
-				continue
-			}
-			var a exportAgent
-			if err := json.Unmarshal(b, &a); err != nil {
-				return bad(err)
-			}
-			ok, err := tenancy.ImportAgent(ctx, tx, tenancy.Agent{OrgID: org, ID: a.ID, Name: a.Name, CreatedAt: a.CreatedAt})
-			if err != nil {
-				return bad(err)
-			}
-			if ok {
-				rep.Agents++
-				continue
-			}
-			exists, err := tenancy.AgentExists(ctx, tx, org, a.ID)
-			if err != nil {
-				return err
-			}
-			if !exists {
-				return errs.InvalidArgument("file", "line %d: agent %s's name %q is taken in this org by another agent; rename one of them first", line, a.ID, a.Name)
-			}
-			rep.skip("agent: already present")
-		case "task":
-			if pass != 1 {
-				continue
-			}
-			var t exportTask
-			if err := json.Unmarshal(b, &t); err != nil {
-				return bad(err)
-			}
-			ok, err := tenancy.ImportTask(ctx, tx, tenancy.Task{OrgID: org, ID: t.ID, Title: t.Title, CreatedAt: t.CreatedAt})
-			if err != nil {
-				return bad(err)
-			}
-			if ok {
-				rep.Tasks++
-			} else {
-				rep.skip("task: already present")
-			}
-		case "entry":
-			var e exportEntry
-			if err := json.Unmarshal(b, &e); err != nil {
-				return bad(err)
-			}
-			if pass == 1 {
-				entries = append(entries, e)
-			} else if e.SupersededBy != nil {
-				if e.HeadID == nil || e.SupersededAt == nil {
-					return bad(errors.New("supersededBy without headId and supersededAt"))
-				}
-				chains = append(chains, e)
-			}
-		case "supersession":
-			if pass != 2 {
-				continue
-			}
-			var e exportSupersession
-			if err := json.Unmarshal(b, &e); err != nil {
-				return bad(err)
-			}
-			edges = append(edges, e)
-		case "relationType":
-			if pass != 1 {
-				continue
-			}
-			var t exportRelationType
-			if err := json.Unmarshal(b, &t); err != nil {
-				return bad(err)
-			}
-			added, err := s.importRelationType(ctx, q, org, t)
-			if err != nil {
-				return bad(err)
-			}
-			if added {
-				rep.RelationTypes++
-			} else {
-				rep.skip("relationType: already present")
-			}
-		case "relation":
-			if pass != 2 {
-				continue
-			}
-			var r exportRelation
-			if err := json.Unmarshal(b, &r); err != nil {
-				return bad(err)
-			}
-			if cat == nil {
-				if cat, err = s.catalogueOf(ctx, q, org); err != nil {
-					return err
-				}
-			}
-			if ref, ok := cat.byName[r.Type]; !ok || ref.reversed || ref.t.ReadOnly {
-				return bad(fmt.Errorf("relation type %q is not a type of this org's catalogue (the file's relationType lines add the org's own)", r.Type))
-			}
-			rels = append(rels, r)
-		case "taskLink":
-			if pass != 2 {
-				continue
-			}
-			var l exportLink
-			if err := json.Unmarshal(b, &l); err != nil {
-				return bad(err)
-			}
-			links = append(links, l)
-		default:
-			if pass == 1 {
-				rep.skip(fmt.Sprintf("unknown kind %q", k.Kind))
-			}
+		im.kind = k.Kind
+		if err := im.record(b); err != nil {
+			return err
 		}
-		if len(entries) >= importBatch || len(chains) >= importBatch || len(edges) >= importBatch || len(links) >= importBatch || len(rels) >= importBatch {
-			if err := flush(); err != nil {
-				return bad(err)
+		if im.full() {
+			if err := im.flush(); err != nil {
+				return im.bad(err)
 			}
 		}
 	}
@@ -673,12 +513,337 @@ func (s *Service) importPass(ctx context.Context, tx pgx.Tx, org uuid.UUID, open
 	if !sawHeader {
 		return errs.InvalidArgument("file", "the file is empty")
 	}
-	for len(entries) > 0 || len(chains) > 0 || len(edges) > 0 || len(links) > 0 || len(rels) > 0 {
-		if err := flush(); err != nil {
+	return im.flush()
+}
+
+// checkHeader refuses a file whose first line is not the header of an
+// export of a version this code reads.
+func checkHeader(kind, format string, version int) error {
+	if kind != "header" || format != ExportFormat {
+		return errs.InvalidArgument("file", "line 1 is not the header of a %s export", ExportFormat)
+	}
+	if version > ExportVersion {
+		return fmt.Errorf("%w: version %d, this program reads up to %d (use a newer ctl)", ErrNewerFormat, version, ExportVersion)
+	}
+	return nil
+}
+
+// importer is one pass of an import: where it is in the file, and the
+// records it holds back to write a batch at a time.
+type importer struct {
+	s    *Service
+	ctx  context.Context
+	tx   pgx.Tx
+	q    *sqlc.Queries
+	org  uuid.UUID
+	pass int
+	o    ImportOptions
+	rep  *ImportReport
+
+	line int    // of the record being read
+	kind string // its kind
+	read int64  // entries read so far (Progress)
+
+	entries []exportEntry
+	chains  []exportEntry // entries with a successor
+	edges   []exportSupersession
+	links   []exportLink
+	rels    []exportRelation
+	cat     *catalogue // the org's, read when pass 2 meets its first relation
+}
+
+// recordDecoder reads the lines of one kind: pass is the pass that reads
+// them (0: both), read decodes one and writes it or holds it back.
+type recordDecoder struct {
+	pass int
+	read func(im *importer, line []byte) error
+}
+
+// importDecoders are the record kinds of the file (the exportX types) and
+// how an import reads each.
+var importDecoders = map[string]recordDecoder{
+	"agent":        {1, (*importer).agent},
+	"task":         {1, (*importer).task},
+	"relationType": {1, (*importer).relationType},
+	"entry":        {0, (*importer).entry},
+	"supersession": {2, (*importer).supersession},
+	"taskLink":     {2, (*importer).taskLink},
+	"relation":     {2, (*importer).relation},
+}
+
+// record reads one line after the header. A kind this code does not know
+// is skipped (counted once, in pass 1): a later format may add kinds.
+func (im *importer) record(b []byte) error {
+	d, ok := importDecoders[im.kind]
+	if !ok {
+		if im.pass == 1 {
+			im.rep.skip(fmt.Sprintf("unknown kind %q", im.kind))
+		}
+		return nil
+	}
+	if d.pass != 0 && d.pass != im.pass {
+		return nil
+	}
+	return d.read(im, b)
+}
+
+// bad refuses the file at the current line.
+func (im *importer) bad(err error) error {
+	return errs.InvalidArgument("file", "line %d (%s): %v", im.line, im.kind, err)
+}
+
+// decodeLine decodes one line into a record of its kind.
+func decodeLine[T any](im *importer, b []byte) (T, error) {
+	var v T
+	if err := json.Unmarshal(b, &v); err != nil {
+		return v, im.bad(err)
+	}
+	return v, nil
+}
+
+func (im *importer) agent(b []byte) error {
+	a, err := decodeLine[exportAgent](im, b)
+	if err != nil {
+		return err
+	}
+	ok, err := tenancy.ImportAgent(im.ctx, im.tx, tenancy.Agent{OrgID: im.org, ID: a.ID, Name: a.Name, CreatedAt: a.CreatedAt})
+	if err != nil {
+		return im.bad(err)
+	}
+	if ok {
+		im.rep.Agents++
+		return nil
+	}
+	exists, err := tenancy.AgentExists(im.ctx, im.tx, im.org, a.ID)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		return errs.InvalidArgument("file", "line %d: agent %s's name %q is taken in this org by another agent; rename one of them first", im.line, a.ID, a.Name)
+	}
+	im.rep.skip("agent: already present")
+	return nil
+}
+
+func (im *importer) task(b []byte) error {
+	t, err := decodeLine[exportTask](im, b)
+	if err != nil {
+		return err
+	}
+	ok, err := tenancy.ImportTask(im.ctx, im.tx, tenancy.Task{OrgID: im.org, ID: t.ID, Title: t.Title, CreatedAt: t.CreatedAt})
+	if err != nil {
+		return im.bad(err)
+	}
+	im.count(ok, &im.rep.Tasks, "task: already present")
+	return nil
+}
+
+func (im *importer) relationType(b []byte) error {
+	t, err := decodeLine[exportRelationType](im, b)
+	if err != nil {
+		return err
+	}
+	added, err := im.s.importRelationType(im.ctx, im.q, im.org, t)
+	if err != nil {
+		return im.bad(err)
+	}
+	im.count(added, &im.rep.RelationTypes, "relationType: already present")
+	return nil
+}
+
+// count counts a record added in n, or skipped for reason.
+func (im *importer) count(added bool, n *int64, reason string) {
+	if added {
+		*n++
+	} else {
+		im.rep.skip(reason)
+	}
+}
+
+// entry holds back an entry (pass 1) or, when it has a successor, its
+// chain (pass 2: the successor may come later in the file).
+func (im *importer) entry(b []byte) error {
+	e, err := decodeLine[exportEntry](im, b)
+	if err != nil {
+		return err
+	}
+	if im.pass == 1 {
+		im.entries = append(im.entries, e)
+	} else if e.SupersededBy != nil {
+		if e.HeadID == nil || e.SupersededAt == nil {
+			return im.bad(errors.New("supersededBy without headId and supersededAt"))
+		}
+		im.chains = append(im.chains, e)
+	}
+	return nil
+}
+
+func (im *importer) supersession(b []byte) error {
+	e, err := decodeLine[exportSupersession](im, b)
+	if err != nil {
+		return err
+	}
+	im.edges = append(im.edges, e)
+	return nil
+}
+
+func (im *importer) taskLink(b []byte) error {
+	l, err := decodeLine[exportLink](im, b)
+	if err != nil {
+		return err
+	}
+	im.links = append(im.links, l)
+	return nil
+}
+
+// relation holds back a relation of a type of the org's catalogue (its
+// own types came in pass 1).
+func (im *importer) relation(b []byte) error {
+	r, err := decodeLine[exportRelation](im, b)
+	if err != nil {
+		return err
+	}
+	if im.cat == nil {
+		if im.cat, err = im.s.catalogueOf(im.ctx, im.q, im.org); err != nil {
+			return err
+		}
+	}
+	if ref, ok := im.cat.byName[r.Type]; !ok || ref.reversed || ref.t.ReadOnly {
+		return im.bad(fmt.Errorf("relation type %q is not a type of this org's catalogue (the file's relationType lines add the org's own)", r.Type))
+	}
+	im.rels = append(im.rels, r)
+	return nil
+}
+
+// full tells whether a batch held back has reached importBatch.
+func (im *importer) full() bool {
+	return max(len(im.entries), len(im.chains), len(im.edges), len(im.links), len(im.rels)) >= importBatch
+}
+
+// flush writes the records held back: entries or chains, then edges,
+// links and relations (what a record names is written before it).
+func (im *importer) flush() error {
+	for _, f := range []func() error{im.flushEntries, im.flushChains, im.flushEdges, im.flushLinks, im.flushRelations} {
+		if err := f(); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// added counts the n of total records a batch wrote in into, and the
+// others as skipped for reason.
+func (im *importer) added(n int64, total int, into *int64, reason string) {
+	*into += n
+	if k := int64(total) - n; k > 0 {
+		im.rep.Skipped[reason] += k
+	}
+}
+
+func (im *importer) flushEntries() error {
+	if len(im.entries) == 0 {
+		return nil
+	}
+	if err := im.s.importEntries(im.ctx, im.tx, im.q, im.org, im.entries, im.rep); err != nil {
+		return err
+	}
+	im.read += int64(len(im.entries))
+	if im.o.Progress != nil {
+		im.o.Progress(im.read)
+	}
+	im.entries = im.entries[:0]
+	return nil
+}
+
+func (im *importer) flushChains() error {
+	if len(im.chains) == 0 {
+		return nil
+	}
+	p := sqlc.ImportChainsParams{OrgID: im.org}
+	for _, e := range im.chains {
+		p.Ids = append(p.Ids, e.ID)
+		p.SupersededBy = append(p.SupersededBy, *e.SupersededBy)
+		p.HeadIds = append(p.HeadIds, *e.HeadID)
+		p.SupersededAt = append(p.SupersededAt, *e.SupersededAt)
+	}
+	n, err := im.q.ImportChains(im.ctx, p)
+	if err != nil {
+		return err
+	}
+	im.added(n, len(im.chains), &im.rep.Chains, "chain: entry already superseded in the org (its chain is kept)")
+	im.chains = im.chains[:0]
+	return nil
+}
+
+func (im *importer) flushEdges() error {
+	if len(im.edges) == 0 {
+		return nil
+	}
+	p := sqlc.ImportSupersessionsParams{OrgID: im.org}
+	for _, e := range im.edges {
+		p.OldIds, p.NewIds = append(p.OldIds, e.OldID), append(p.NewIds, e.NewID)
+		p.AgentIds, p.CreatedAts = append(p.AgentIds, e.AgentID), append(p.CreatedAts, e.CreatedAt)
+	}
+	n, err := im.q.ImportSupersessions(im.ctx, p)
+	if err != nil {
+		return err
+	}
+	im.added(n, len(im.edges), &im.rep.Supersessions, "supersession: already present")
+	im.edges = im.edges[:0]
+	return nil
+}
+
+func (im *importer) flushLinks() error {
+	if len(im.links) == 0 {
+		return nil
+	}
+	p := sqlc.ImportTaskLinksParams{OrgID: im.org}
+	for _, l := range im.links {
+		p.TaskIds, p.KnowledgeIds = append(p.TaskIds, l.TaskID), append(p.KnowledgeIds, l.EntryID)
+		p.Kinds, p.AgentIds, p.CreatedAts = append(p.Kinds, l.LinkKind), append(p.AgentIds, orNil(l.AuthorAgentID)), append(p.CreatedAts, l.CreatedAt)
+	}
+	n, err := im.q.ImportTaskLinks(im.ctx, p)
+	if err != nil {
+		return err
+	}
+	im.added(n, len(im.links), &im.rep.TaskLinks, "taskLink: already present")
+	im.links = im.links[:0]
+	return nil
+}
+
+func (im *importer) flushRelations() error {
+	if len(im.rels) == 0 {
+		return nil
+	}
+	p := sqlc.ImportRelationsParams{OrgID: im.org}
+	for _, r := range im.rels {
+		note, to := "", ""
+		if r.Note != nil {
+			note = *r.Note
+		}
+		if r.ValidTo != nil {
+			to = r.ValidTo.UTC().Format(time.RFC3339Nano)
+		}
+		p.Ids, p.FromIds, p.ToIds, p.Types = append(p.Ids, r.ID), append(p.FromIds, r.FromID), append(p.ToIds, r.ToID), append(p.Types, r.Type)
+		p.Notes, p.Authors, p.Closers = append(p.Notes, note), append(p.Authors, orNil(r.AuthorAgentID)), append(p.Closers, orNil(r.ClosedByAgentID))
+		p.ValidFroms, p.ValidTos = append(p.ValidFroms, r.ValidFrom), append(p.ValidTos, to)
+	}
+	n, err := im.q.ImportRelations(im.ctx, p)
+	if err != nil {
+		return err
+	}
+	im.added(n, len(im.rels), &im.rep.Relations, "relation: already present")
+	im.rels = im.rels[:0]
+	return nil
+}
+
+// orNil is *id, or uuid.Nil for none (the import statements' arrays hold
+// no NULL).
+func orNil(id *uuid.UUID) uuid.UUID {
+	if id == nil {
+		return uuid.Nil
+	}
+	return *id
 }
 
 // importRelationType adds an org's own relation type from a file, unless
