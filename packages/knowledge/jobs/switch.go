@@ -24,8 +24,9 @@ const (
 	// SwitchQueue holds the backfill passes, apart from the embeddings
 	// queue so they never wait behind (or hold up) fresh entries' batches.
 	SwitchQueue = "embeddings-switch"
-	// TypeSwitchBackfill is one backfill pass.
-	TypeSwitchBackfill = "embeddings:switch-backfill"
+	// TypeSwitchBackfill is one backfill pass, named like the pipeline's
+	// other task types (TypeEmbedEntry, TypeEmbedBatch).
+	TypeSwitchBackfill = "knowledge:switch_backfill"
 )
 
 // SwitchOptions configure the backfill of a model switch.
@@ -97,7 +98,23 @@ type SwitchPassResult struct {
 	Seconds  float64                    `json:"seconds"`
 }
 
-// switchHandler runs backfill passes.
+// NewSwitchBackfillTask returns the task of one backfill pass toward o.Next,
+// on SwitchQueue. It is unique (type, queue and payload) while it is queued
+// or running, so across all workers one pass runs at a time; the payload
+// names the next model, so a pass queued before the configuration changed
+// is not run against another model.
+func NewSwitchBackfillTask(o SwitchOptions) (*asynq.Task, error) {
+	o = o.withDefaults()
+	payload, err := json.Marshal(switchPayload{NextModel: o.Next.Model(), NextDimensions: o.Next.Dimensions()})
+	if err != nil {
+		return nil, err
+	}
+	return asynq.NewTask(TypeSwitchBackfill, payload,
+		asynq.Queue(SwitchQueue), asynq.Unique(o.passTimeout()+time.Minute), asynq.Timeout(o.passTimeout()),
+		asynq.Retention(o.Retention), asynq.MaxRetry(3)), nil
+}
+
+// switchHandler runs backfill passes (TypeSwitchBackfill).
 type switchHandler struct {
 	svc  *knowledge.Service
 	opts SwitchOptions
@@ -155,16 +172,13 @@ func (h *switchHandler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 	return nil
 }
 
-// offerPasses enqueues a backfill pass every Interval until ctx ends. The
-// task is unique (type, queue and payload) while it is queued or running,
-// so across all workers one pass runs at a time; an offer meanwhile is
+// offerPasses enqueues a backfill pass (NewSwitchBackfillTask) every
+// Interval until ctx ends; an offer while a pass is queued or running is
 // dropped.
 func offerPasses(ctx context.Context, client *asynq.Client, o SwitchOptions, log *slog.Logger) {
-	payload, _ := json.Marshal(switchPayload{NextModel: o.Next.Model(), NextDimensions: o.Next.Dimensions()})
+	task, _ := NewSwitchBackfillTask(o) // plain data: cannot fail
 	for {
-		_, err := client.EnqueueContext(ctx, asynq.NewTask(TypeSwitchBackfill, payload),
-			asynq.Queue(SwitchQueue), asynq.Unique(o.passTimeout()+time.Minute), asynq.Timeout(o.passTimeout()),
-			asynq.Retention(o.Retention), asynq.MaxRetry(3))
+		_, err := client.EnqueueContext(ctx, task)
 		if err != nil && !errors.Is(err, asynq.ErrDuplicateTask) && ctx.Err() == nil {
 			log.Warn("model switch: could not queue a backfill pass; retrying", "err", err)
 		}
