@@ -605,47 +605,15 @@ func (s *Service) Relations(ctx context.Context, c Caller, in RelationsInput) (*
 		return nil, err
 	}
 	p := sqlc.ListRelationsParams{OrgID: c.OrgID, ID: in.ID, AsOf: asOf, IncludeClosed: in.IncludeClosed, MaxRows: int32(limit) + 1}
-	switch in.Direction {
-	case "", DirBoth:
-		p.WantOut, p.WantIn = true, true
-	case DirOut:
-		p.WantOut = true
-	case DirIn:
-		p.WantIn = true
-	default:
-		return nil, errs.InvalidArgument("direction", "must be one of: out, in, both (got %s)", quoteType(in.Direction))
+	if err := wantDirection(&p, in.Direction); err != nil {
+		return nil, err
 	}
 	cat, err := s.catalogueOf(ctx, s.q, c.OrgID)
 	if err != nil {
 		return nil, err
 	}
-	p.SymTypes = nonNil(cat.sym)
-	if in.Types != nil {
-		if len(in.Types) > MaxRelationTypes {
-			return nil, errs.InvalidArgument("types", "must have at most %d types (got %d)", MaxRelationTypes, len(in.Types))
-		}
-		p.OutTypes, p.InTypes = []string{}, []string{}
-		for i, n := range in.Types {
-			r, err := cat.resolve(fmt.Sprintf("types[%d]", i), n, false)
-			if err != nil {
-				return nil, err
-			}
-			switch {
-			case r.t.Name == RelSupersedes && !r.reversed:
-				p.WantSupersedes = p.WantOut
-			case r.t.Name == RelSupersedes:
-				p.WantSupersededBy = p.WantIn
-			case r.t.Symmetric:
-				p.OutTypes = append(p.OutTypes, r.t.Name)
-				p.InTypes = append(p.InTypes, r.t.Name)
-			case r.reversed:
-				p.InTypes = append(p.InTypes, r.t.Name)
-			default:
-				p.OutTypes = append(p.OutTypes, r.t.Name)
-			}
-		}
-	} else {
-		p.WantSupersedes, p.WantSupersededBy = p.WantOut, p.WantIn
+	if err := wantTypes(&p, cat, in.Types); err != nil {
+		return nil, err
 	}
 	filter := relFilterDigest(in, asOf)
 	if in.Cursor != "" {
@@ -665,18 +633,76 @@ func (s *Service) Relations(ctx context.Context, c Caller, in RelationsInput) (*
 			return nil, mapErr(err, "id")
 		}
 	}
+	return relationsPage(cat, rows, limit, relCursor{ID: in.ID, Filter: filter}, s.opts.Now()), nil
+}
+
+// wantDirection sets the ends of the relations a listing reads from its
+// direction ("" is both).
+func wantDirection(p *sqlc.ListRelationsParams, dir string) error {
+	switch dir {
+	case "", DirBoth:
+		p.WantOut, p.WantIn = true, true
+	case DirOut:
+		p.WantOut = true
+	case DirIn:
+		p.WantIn = true
+	default:
+		return errs.InvalidArgument("direction", "must be one of: out, in, both (got %s)", quoteType(dir))
+	}
+	return nil
+}
+
+// wantTypes sets the types a listing reads, each named from the entry's
+// end (an inverse name reads the type's incoming relations; nil: every
+// type, supersession included), after wantDirection.
+func wantTypes(p *sqlc.ListRelationsParams, cat *catalogue, types []string) error {
+	p.SymTypes = nonNil(cat.sym)
+	if types == nil {
+		p.WantSupersedes, p.WantSupersededBy = p.WantOut, p.WantIn
+		return nil
+	}
+	if len(types) > MaxRelationTypes {
+		return errs.InvalidArgument("types", "must have at most %d types (got %d)", MaxRelationTypes, len(types))
+	}
+	p.OutTypes, p.InTypes = []string{}, []string{}
+	for i, n := range types {
+		r, err := cat.resolve(fmt.Sprintf("types[%d]", i), n, false)
+		if err != nil {
+			return err
+		}
+		switch {
+		case r.t.Name == RelSupersedes && !r.reversed:
+			p.WantSupersedes = p.WantOut
+		case r.t.Name == RelSupersedes:
+			p.WantSupersededBy = p.WantIn
+		case r.t.Symmetric:
+			p.OutTypes = append(p.OutTypes, r.t.Name)
+			p.InTypes = append(p.InTypes, r.t.Name)
+		case r.reversed:
+			p.InTypes = append(p.InTypes, r.t.Name)
+		default:
+			p.OutTypes = append(p.OutTypes, r.t.Name)
+		}
+	}
+	return nil
+}
+
+// relationsPage is the first limit rows (of limit+1 read) as relations,
+// with the cursor after the last when there are more (next holds the
+// cursor's entry and filter).
+func relationsPage(cat *catalogue, rows []sqlc.ListRelationsRow, limit int, next relCursor, now time.Time) *RelationsResult {
 	res := &RelationsResult{Relations: make([]Relation, 0, min(len(rows), limit))}
-	now := s.opts.Now()
 	for i, r := range rows {
 		if i == limit {
 			last := rows[i-1]
-			res.NextCursor = encodeRelCursor(relCursor{ID: in.ID, Filter: filter, Time: last.ValidFrom, Key: last.Key})
+			next.Time, next.Key = last.ValidFrom, last.Key
+			res.NextCursor = encodeRelCursor(next)
 			break
 		}
 		res.Relations = append(res.Relations, readRelation(cat, r.Key, r.Type, r.Dir, r.OtherID, r.Title, r.SupersededBy, r.ExpiresAt,
 			r.Note, r.CreatedByAgentID, r.ValidFrom, r.ValidTo, now))
 	}
-	return res, nil
+	return res
 }
 
 // readRelation names a stored relation as read from one of its ends.
