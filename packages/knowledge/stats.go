@@ -95,55 +95,7 @@ func (s *Service) Stats(ctx context.Context, org uuid.UUID, topTags int) (*OrgSt
 		if err != nil {
 			return err
 		}
-		st.Embeddings.ReadyByModel = map[string]int64{}
-		var heads int64
-		for _, c := range counts {
-			switch c.Kind {
-			case "state":
-				if c.Key == "head" {
-					heads = c.N
-				} else {
-					st.Superseded = c.N
-				}
-			case "status":
-				switch c.Key {
-				case "pending":
-					st.Embeddings.Pending = c.N
-				case "ready":
-					st.Embeddings.Ready = c.N
-				case "failed":
-					st.Embeddings.Failed = c.N
-				}
-			case "model":
-				st.Embeddings.ReadyByModel[c.Key] = c.N
-			case "relation":
-				st.RelationsByType = append(st.RelationsByType, RelationCount{Type: c.Key, Count: c.N})
-				st.OpenRelations += c.N
-			case "agent":
-				a := AgentCount{Entries: c.N}
-				if id, err := uuid.Parse(c.Key); err == nil {
-					a.AgentID = &id
-				}
-				st.PerAgent = append(st.PerAgent, a)
-			}
-		}
-		sort.Slice(st.PerAgent, func(i, j int) bool {
-			a, b := st.PerAgent[i], st.PerAgent[j]
-			if a.Entries != b.Entries {
-				return a.Entries > b.Entries
-			}
-			return a.AgentID != nil && (b.AgentID == nil || a.AgentID.String() < b.AgentID.String())
-		})
-		if st.PerAgent == nil {
-			st.PerAgent = []AgentCount{}
-		}
-		sort.Slice(st.RelationsByType, func(i, j int) bool {
-			a, b := st.RelationsByType[i], st.RelationsByType[j]
-			return a.Count > b.Count || (a.Count == b.Count && a.Type < b.Type)
-		})
-		if st.RelationsByType == nil {
-			st.RelationsByType = []RelationCount{}
-		}
+		heads := st.addCounts(counts)
 		clock, err := q.StatsClock(ctx, org)
 		if err != nil {
 			return err
@@ -160,18 +112,7 @@ func (s *Service) Stats(ctx context.Context, org uuid.UUID, topTags int) (*OrgSt
 		for i, t := range tags {
 			st.TopTags[i] = TagCount{Tag: t.Tag, Entries: t.Entries}
 		}
-		agents, err := tenancy.ListAgentsOn(ctx, tx, org)
-		if err != nil {
-			return err
-		}
-		st.AgentNames = make(map[string]string, len(agents))
-		for _, a := range agents {
-			st.AgentNames[a.ID.String()] = a.Name
-		}
-		if st.Quotas, err = tenancy.QuotasOn(ctx, tx, org); err != nil {
-			return err
-		}
-		if st.RateLimits, err = tenancy.RateLimitsOn(ctx, tx, org); err != nil {
+		if err := st.addTenancy(ctx, tx, org); err != nil {
 			return err
 		}
 		ix, err := q.StatsIndex(ctx, sqlc.StatsIndexParams{OrgID: org, MaxRows: statsMaxQueued + 1})
@@ -187,6 +128,82 @@ func (s *Service) Stats(ctx context.Context, org uuid.UUID, topTags int) (*OrgSt
 	}
 	st.ElapsedMs = float64(time.Since(start).Microseconds()) / 1000
 	return st, nil
+}
+
+// addCounts fills st from the org's counters (StatsCounts: entries by
+// state, embeddings by status and model, relations by type, entries by
+// author), each list largest first, and returns the head entries counted
+// (expired ones included).
+func (st *OrgStats) addCounts(counts []sqlc.StatsCountsRow) (heads int64) {
+	st.Embeddings.ReadyByModel = map[string]int64{}
+	for _, c := range counts {
+		switch c.Kind {
+		case "state":
+			if c.Key == "head" {
+				heads = c.N
+			} else {
+				st.Superseded = c.N
+			}
+		case "status":
+			switch c.Key {
+			case "pending":
+				st.Embeddings.Pending = c.N
+			case "ready":
+				st.Embeddings.Ready = c.N
+			case "failed":
+				st.Embeddings.Failed = c.N
+			}
+		case "model":
+			st.Embeddings.ReadyByModel[c.Key] = c.N
+		case "relation":
+			st.RelationsByType = append(st.RelationsByType, RelationCount{Type: c.Key, Count: c.N})
+			st.OpenRelations += c.N
+		case "agent":
+			a := AgentCount{Entries: c.N}
+			if id, err := uuid.Parse(c.Key); err == nil {
+				a.AgentID = &id
+			}
+			st.PerAgent = append(st.PerAgent, a)
+		}
+	}
+	sort.Slice(st.PerAgent, func(i, j int) bool {
+		a, b := st.PerAgent[i], st.PerAgent[j]
+		if a.Entries != b.Entries {
+			return a.Entries > b.Entries
+		}
+		return a.AgentID != nil && (b.AgentID == nil || a.AgentID.String() < b.AgentID.String())
+	})
+	if st.PerAgent == nil {
+		st.PerAgent = []AgentCount{}
+	}
+	sort.Slice(st.RelationsByType, func(i, j int) bool {
+		a, b := st.RelationsByType[i], st.RelationsByType[j]
+		return a.Count > b.Count || (a.Count == b.Count && a.Type < b.Type)
+	})
+	if st.RelationsByType == nil {
+		st.RelationsByType = []RelationCount{}
+	}
+	return heads
+}
+
+// addTenancy fills st's agent names, quotas and rate limits, read in the
+// same transaction as the rest (tenancy's tables).
+func (st *OrgStats) addTenancy(ctx context.Context, tx pgx.Tx, org uuid.UUID) error {
+	agents, err := tenancy.ListAgentsOn(ctx, tx, org)
+	if err != nil {
+		return err
+	}
+	st.AgentNames = make(map[string]string, len(agents))
+	for _, a := range agents {
+		st.AgentNames[a.ID.String()] = a.Name
+	}
+	if st.Quotas, err = tenancy.QuotasOn(ctx, tx, org); err != nil {
+		return err
+	}
+	if st.RateLimits, err = tenancy.RateLimitsOn(ctx, tx, org); err != nil {
+		return err
+	}
+	return nil
 }
 
 // CompactCounts folds the counters' pending deltas (of every org) into
