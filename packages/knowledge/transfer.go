@@ -16,6 +16,7 @@ import (
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/transferfmt"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
 
@@ -36,102 +37,13 @@ import (
 // the worker embeds it with the target's model; with them, ready entries
 // keep their vector and model.
 
-// ExportFormat and ExportVersion name the file format. An import refuses a
-// newer version: its meaning may have changed.
+// ExportFormat and ExportVersion name the file format
+// (internal/transferfmt). An import refuses a newer version: its meaning
+// may have changed.
 const (
-	ExportFormat  = "agentfleet-knowledge"
-	ExportVersion = 1
+	ExportFormat  = transferfmt.Format
+	ExportVersion = transferfmt.Version
 )
-
-type exportHeader struct {
-	Kind    string `json:"kind"` // "header"
-	Format  string `json:"format"`
-	Version int    `json:"version"`
-	Vectors bool   `json:"vectors"`
-}
-
-type exportAgent struct {
-	Kind      string    `json:"kind"` // "agent"
-	ID        uuid.UUID `json:"id"`
-	Name      string    `json:"name"`
-	CreatedAt time.Time `json:"createdAt"`
-}
-
-type exportTask struct {
-	Kind      string    `json:"kind"` // "task"
-	ID        uuid.UUID `json:"id"`
-	Title     string    `json:"title"`
-	CreatedAt time.Time `json:"createdAt"`
-}
-
-type exportVector struct {
-	Model      string     `json:"model"`
-	EmbeddedAt *time.Time `json:"embeddedAt,omitempty"`
-	Vector     []float32  `json:"vector"`
-}
-
-type exportEntry struct {
-	Kind          string     `json:"kind"` // "entry"
-	ID            uuid.UUID  `json:"id"`
-	Title         string     `json:"title"`
-	Body          string     `json:"body"`
-	Tags          []string   `json:"tags"`
-	Confidence    int16      `json:"confidence"`
-	Source        string     `json:"source"`
-	AuthorAgentID *uuid.UUID `json:"authorAgentId"`
-	ExpiresAt     *time.Time `json:"expiresAt"`
-	// ClientToken is read from files of earlier exports and ignored: a
-	// client token is a 60-second idempotence key, not knowledge, and
-	// importing it could clash with another entry of the agent holding the
-	// same token in the target org (the unique org, agent, token key), so
-	// exports no longer write it and imports store none.
-	ClientToken  *uuid.UUID    `json:"clientToken,omitempty"`
-	SupersededBy *uuid.UUID    `json:"supersededBy"`
-	HeadID       *uuid.UUID    `json:"headId"`
-	SupersededAt *time.Time    `json:"supersededAt"`
-	CreatedAt    time.Time     `json:"createdAt"`
-	UpdatedAt    time.Time     `json:"updatedAt"`
-	Embedding    *exportVector `json:"embedding,omitempty"`
-}
-
-type exportSupersession struct {
-	Kind      string    `json:"kind"` // "supersession"
-	OldID     uuid.UUID `json:"oldId"`
-	NewID     uuid.UUID `json:"newId"`
-	AgentID   uuid.UUID `json:"agentId"`
-	CreatedAt time.Time `json:"createdAt"`
-}
-
-type exportLink struct {
-	Kind          string     `json:"kind"` // "taskLink"
-	TaskID        uuid.UUID  `json:"taskId"`
-	EntryID       uuid.UUID  `json:"entryId"`
-	LinkKind      string     `json:"linkKind"`
-	AuthorAgentID *uuid.UUID `json:"authorAgentId"`
-	CreatedAt     time.Time  `json:"createdAt"`
-}
-
-// exportRelationType is an org's own relation type (ctl relation-type add).
-type exportRelationType struct {
-	Kind    string `json:"kind"` // "relationType"
-	Name    string `json:"name"`
-	Inverse string `json:"inverse"`
-}
-
-// exportRelation is one relation, open or closed (its history), as stored:
-// type is the catalogue name, fromId and toId in stored order.
-type exportRelation struct {
-	Kind            string     `json:"kind"` // "relation"
-	ID              uuid.UUID  `json:"id"`
-	FromID          uuid.UUID  `json:"fromId"`
-	ToID            uuid.UUID  `json:"toId"`
-	Type            string     `json:"type"`
-	Note            *string    `json:"note,omitempty"`
-	AuthorAgentID   *uuid.UUID `json:"authorAgentId"`
-	ValidFrom       time.Time  `json:"validFrom"`
-	ValidTo         *time.Time `json:"validTo"`
-	ClosedByAgentID *uuid.UUID `json:"closedByAgentId,omitempty"`
-}
 
 // ExportOptions are the optional settings of Export.
 type ExportOptions struct {
@@ -237,7 +149,7 @@ func (x *exporter) encode(line any, n *int64) error {
 }
 
 func (x *exporter) header() error {
-	return x.enc.Encode(exportHeader{Kind: "header", Format: ExportFormat, Version: ExportVersion, Vectors: x.o.Vectors})
+	return x.enc.Encode(transferfmt.Header{Kind: transferfmt.KindHeader, Format: ExportFormat, Version: ExportVersion, Vectors: x.o.Vectors})
 }
 
 func (x *exporter) agents() error {
@@ -246,7 +158,7 @@ func (x *exporter) agents() error {
 		return err
 	}
 	for _, a := range agents {
-		if err := x.encode(exportAgent{Kind: "agent", ID: a.ID, Name: a.Name, CreatedAt: utc(a.CreatedAt)}, &x.rep.Agents); err != nil {
+		if err := x.encode(transferfmt.Agent{Kind: transferfmt.KindAgent, ID: a.ID, Name: a.Name, CreatedAt: utc(a.CreatedAt)}, &x.rep.Agents); err != nil {
 			return err
 		}
 	}
@@ -259,7 +171,7 @@ func (x *exporter) relationTypes() error {
 		return err
 	}
 	for _, t := range types {
-		if err := x.encode(exportRelationType{Kind: "relationType", Name: t.Name, Inverse: t.Inverse}, &x.rep.RelationTypes); err != nil {
+		if err := x.encode(transferfmt.RelationType{Kind: transferfmt.KindRelationType, Name: t.Name, Inverse: t.Inverse}, &x.rep.RelationTypes); err != nil {
 			return err
 		}
 	}
@@ -272,7 +184,7 @@ func (x *exporter) tasks() error {
 			return tenancy.ListTasksPage(x.ctx, x.tx, x.org, after, x.o.PageSize)
 		},
 		func(t tenancy.Task) (uuid.UUID, error) {
-			return t.ID, x.encode(exportTask{Kind: "task", ID: t.ID, Title: t.Title, CreatedAt: utc(t.CreatedAt)}, &x.rep.Tasks)
+			return t.ID, x.encode(transferfmt.Task{Kind: transferfmt.KindTask, ID: t.ID, Title: t.Title, CreatedAt: utc(t.CreatedAt)}, &x.rep.Tasks)
 		}, nil)
 }
 
@@ -329,7 +241,7 @@ func (x *exporter) entryPage(after entryCursor) ([]exportedEntry, error) {
 }
 
 func (x *exporter) entry(r exportedEntry) (entryCursor, error) {
-	e := exportEntry{Kind: "entry", ID: r.ID, Title: r.Title, Body: r.Body, Tags: r.Tags, Confidence: r.Confidence,
+	e := transferfmt.Entry{Kind: transferfmt.KindEntry, ID: r.ID, Title: r.Title, Body: r.Body, Tags: r.Tags, Confidence: r.Confidence,
 		Source: r.Source, AuthorAgentID: r.CreatedByAgentID, ExpiresAt: utcp(r.ExpiresAt),
 		SupersededBy: r.SupersededBy, HeadID: r.HeadID, SupersededAt: utcp(r.SupersededAt),
 		CreatedAt: utc(r.CreatedAt), UpdatedAt: utc(r.UpdatedAt)}
@@ -337,7 +249,7 @@ func (x *exporter) entry(r exportedEntry) (entryCursor, error) {
 		e.Tags = []string{}
 	}
 	if v := r.vec; v != nil && v.Embedding != nil && v.EmbeddingModel != nil {
-		e.Embedding = &exportVector{Model: *v.EmbeddingModel, EmbeddedAt: utcp(v.EmbeddedAt), Vector: v.Embedding.Slice()}
+		e.Embedding = &transferfmt.Vector{Model: *v.EmbeddingModel, EmbeddedAt: utcp(v.EmbeddedAt), Vector: v.Embedding.Slice()}
 		x.rep.Vectors++
 	}
 	return entryCursor{at: r.CreatedAt, id: r.ID}, x.encode(e, &x.rep.Entries)
@@ -349,7 +261,7 @@ func (x *exporter) supersessions() error {
 			return x.q.ExportSupersessions(x.ctx, sqlc.ExportSupersessionsParams{OrgID: x.org, After: after, MaxRows: int32(x.o.PageSize)})
 		},
 		func(r sqlc.ExportSupersessionsRow) (uuid.UUID, error) {
-			return r.OldID, x.encode(exportSupersession{Kind: "supersession", OldID: r.OldID, NewID: r.NewID, AgentID: r.AgentID, CreatedAt: utc(r.CreatedAt)}, &x.rep.Supersessions)
+			return r.OldID, x.encode(transferfmt.Supersession{Kind: transferfmt.KindSupersession, OldID: r.OldID, NewID: r.NewID, AgentID: r.AgentID, CreatedAt: utc(r.CreatedAt)}, &x.rep.Supersessions)
 		}, nil)
 }
 
@@ -361,7 +273,7 @@ func (x *exporter) taskLinks() error {
 		},
 		func(r sqlc.ExportTaskLinksRow) (sqlc.ExportTaskLinksParams, error) {
 			return sqlc.ExportTaskLinksParams{AfterTask: r.TaskID, AfterEntry: r.KnowledgeID, AfterKind: r.Kind},
-				x.encode(exportLink{Kind: "taskLink", TaskID: r.TaskID, EntryID: r.KnowledgeID, LinkKind: r.Kind,
+				x.encode(transferfmt.TaskLink{Kind: transferfmt.KindTaskLink, TaskID: r.TaskID, EntryID: r.KnowledgeID, LinkKind: r.Kind,
 					AuthorAgentID: r.CreatedByAgentID, CreatedAt: utc(r.CreatedAt)}, &x.rep.TaskLinks)
 		}, nil)
 }
@@ -372,7 +284,7 @@ func (x *exporter) relations() error {
 			return x.q.ExportRelations(x.ctx, sqlc.ExportRelationsParams{OrgID: x.org, After: after, MaxRows: int32(x.o.PageSize)})
 		},
 		func(r sqlc.ExportRelationsRow) (uuid.UUID, error) {
-			return r.ID, x.encode(exportRelation{Kind: "relation", ID: r.ID, FromID: r.FromID, ToID: r.ToID, Type: r.Type, Note: r.Note,
+			return r.ID, x.encode(transferfmt.Relation{Kind: transferfmt.KindRelation, ID: r.ID, FromID: r.FromID, ToID: r.ToID, Type: r.Type, Note: r.Note,
 				AuthorAgentID: r.CreatedByAgentID, ValidFrom: utc(r.ValidFrom), ValidTo: utcp(r.ValidTo), ClosedByAgentID: r.ClosedByAgentID}, &x.rep.Relations)
 		}, nil)
 }
@@ -401,7 +313,7 @@ func (r *ImportReport) skip(reason string) { r.Skipped[reason]++ }
 
 // ErrNewerFormat is returned for a file of a format version this code does
 // not know.
-var ErrNewerFormat = errors.New("the file is of a newer format version")
+var ErrNewerFormat = transferfmt.ErrNewerFormat
 
 // Import reads an export into org, in one transaction: all of it or
 // nothing. It reads the file twice (open is called twice): first agents,
@@ -491,7 +403,7 @@ func (s *Service) importPass(ctx context.Context, tx pgx.Tx, org uuid.UUID, open
 			return errs.InvalidArgument("file", "line %d is not JSON: %v", im.line, err)
 		}
 		if !sawHeader {
-			if err := checkHeader(k.Kind, k.Format, k.Version); err != nil {
+			if err := transferfmt.CheckHeader(k.Kind, k.Format, k.Version); err != nil {
 				return err
 			}
 			sawHeader = true
@@ -516,18 +428,6 @@ func (s *Service) importPass(ctx context.Context, tx pgx.Tx, org uuid.UUID, open
 	return im.flush()
 }
 
-// checkHeader refuses a file whose first line is not the header of an
-// export of a version this code reads.
-func checkHeader(kind, format string, version int) error {
-	if kind != "header" || format != ExportFormat {
-		return errs.InvalidArgument("file", "line 1 is not the header of a %s export", ExportFormat)
-	}
-	if version > ExportVersion {
-		return fmt.Errorf("%w: version %d, this program reads up to %d (use a newer ctl)", ErrNewerFormat, version, ExportVersion)
-	}
-	return nil
-}
-
 // importer is one pass of an import: where it is in the file, and the
 // records it holds back to write a batch at a time.
 type importer struct {
@@ -544,11 +444,11 @@ type importer struct {
 	kind string // its kind
 	read int64  // entries read so far (Progress)
 
-	entries []exportEntry
-	chains  []exportEntry // entries with a successor
-	edges   []exportSupersession
-	links   []exportLink
-	rels    []exportRelation
+	entries []transferfmt.Entry
+	chains  []transferfmt.Entry // entries with a successor
+	edges   []transferfmt.Supersession
+	links   []transferfmt.TaskLink
+	rels    []transferfmt.Relation
 	cat     *catalogue // the org's, read when pass 2 meets its first relation
 }
 
@@ -559,16 +459,16 @@ type recordDecoder struct {
 	read func(im *importer, line []byte) error
 }
 
-// importDecoders are the record kinds of the file (the exportX types) and
+// importDecoders are the record kinds of the file (internal/transferfmt) and
 // how an import reads each.
 var importDecoders = map[string]recordDecoder{
-	"agent":        {1, (*importer).agent},
-	"task":         {1, (*importer).task},
-	"relationType": {1, (*importer).relationType},
-	"entry":        {0, (*importer).entry},
-	"supersession": {2, (*importer).supersession},
-	"taskLink":     {2, (*importer).taskLink},
-	"relation":     {2, (*importer).relation},
+	transferfmt.KindAgent:        {1, (*importer).agent},
+	transferfmt.KindTask:         {1, (*importer).task},
+	transferfmt.KindRelationType: {1, (*importer).relationType},
+	transferfmt.KindEntry:        {0, (*importer).entry},
+	transferfmt.KindSupersession: {2, (*importer).supersession},
+	transferfmt.KindTaskLink:     {2, (*importer).taskLink},
+	transferfmt.KindRelation:     {2, (*importer).relation},
 }
 
 // record reads one line after the header. A kind this code does not know
@@ -602,7 +502,7 @@ func decodeLine[T any](im *importer, b []byte) (T, error) {
 }
 
 func (im *importer) agent(b []byte) error {
-	a, err := decodeLine[exportAgent](im, b)
+	a, err := decodeLine[transferfmt.Agent](im, b)
 	if err != nil {
 		return err
 	}
@@ -626,7 +526,7 @@ func (im *importer) agent(b []byte) error {
 }
 
 func (im *importer) task(b []byte) error {
-	t, err := decodeLine[exportTask](im, b)
+	t, err := decodeLine[transferfmt.Task](im, b)
 	if err != nil {
 		return err
 	}
@@ -639,7 +539,7 @@ func (im *importer) task(b []byte) error {
 }
 
 func (im *importer) relationType(b []byte) error {
-	t, err := decodeLine[exportRelationType](im, b)
+	t, err := decodeLine[transferfmt.RelationType](im, b)
 	if err != nil {
 		return err
 	}
@@ -663,7 +563,7 @@ func (im *importer) count(added bool, n *int64, reason string) {
 // entry holds back an entry (pass 1) or, when it has a successor, its
 // chain (pass 2: the successor may come later in the file).
 func (im *importer) entry(b []byte) error {
-	e, err := decodeLine[exportEntry](im, b)
+	e, err := decodeLine[transferfmt.Entry](im, b)
 	if err != nil {
 		return err
 	}
@@ -679,7 +579,7 @@ func (im *importer) entry(b []byte) error {
 }
 
 func (im *importer) supersession(b []byte) error {
-	e, err := decodeLine[exportSupersession](im, b)
+	e, err := decodeLine[transferfmt.Supersession](im, b)
 	if err != nil {
 		return err
 	}
@@ -688,7 +588,7 @@ func (im *importer) supersession(b []byte) error {
 }
 
 func (im *importer) taskLink(b []byte) error {
-	l, err := decodeLine[exportLink](im, b)
+	l, err := decodeLine[transferfmt.TaskLink](im, b)
 	if err != nil {
 		return err
 	}
@@ -699,7 +599,7 @@ func (im *importer) taskLink(b []byte) error {
 // relation holds back a relation of a type of the org's catalogue (its
 // own types came in pass 1).
 func (im *importer) relation(b []byte) error {
-	r, err := decodeLine[exportRelation](im, b)
+	r, err := decodeLine[transferfmt.Relation](im, b)
 	if err != nil {
 		return err
 	}
@@ -849,7 +749,7 @@ func orNil(id *uuid.UUID) uuid.UUID {
 // importRelationType adds an org's own relation type from a file, unless
 // the org has it already (the same name and inverse); a name or inverse
 // the org's catalogue uses otherwise refuses the file.
-func (s *Service) importRelationType(ctx context.Context, q *sqlc.Queries, org uuid.UUID, t exportRelationType) (bool, error) {
+func (s *Service) importRelationType(ctx context.Context, q *sqlc.Queries, org uuid.UUID, t transferfmt.RelationType) (bool, error) {
 	if err := checkTypeName("name", t.Name); err != nil {
 		return false, err
 	}
@@ -875,7 +775,7 @@ func (s *Service) importRelationType(ctx context.Context, q *sqlc.Queries, org u
 }
 
 // importEntries copies the entries of a batch that the org does not have.
-func (s *Service) importEntries(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, org uuid.UUID, batch []exportEntry, rep *ImportReport) error {
+func (s *Service) importEntries(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, org uuid.UUID, batch []transferfmt.Entry, rep *ImportReport) error {
 	ids := make([]uuid.UUID, len(batch))
 	for i, e := range batch {
 		ids[i] = e.ID
@@ -926,7 +826,7 @@ func (s *Service) importEntries(ctx context.Context, tx pgx.Tx, q *sqlc.Queries,
 		// row that every index takes again, the HNSW indexes included
 		// (docs/benchmarks.md, "Upkeep after a bulk load").
 		rows = append(rows, []any{org, e.ID, e.Title, e.Body, tags, e.Confidence, e.Source, e.AuthorAgentID, e.ExpiresAt,
-			nil, e.CreatedAt, e.UpdatedAt, vec, status, model, at, // client_token: see exportEntry
+			nil, e.CreatedAt, e.UpdatedAt, vec, status, model, at, // client_token: see transferfmt.Entry
 			wordsOf(org, e.Title, e.Body).keys})
 	}
 	if len(rows) == 0 {
