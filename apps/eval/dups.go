@@ -182,14 +182,46 @@ func runDups(ctx context.Context, pool *pgxpool.Pool, emb embed.Embedder, ds *Da
 // without the check, alternately, so the two store latencies compare on
 // the same machine state.
 func dupStudy(ctx context.Context, pool *pgxpool.Pool, emb embed.Embedder, svc, plain *knowledge.Service, long, short knowledge.Caller, docs []Doc, concurrency int, progress func(string, ...any)) (*DupReport, error) {
-	rng := rand.New(rand.NewPCG(dupSeed, 1))
+	loaded, held, realPair := holdOut(docs)
+	d := &dupRun{ctx: ctx, pool: pool, emb: emb, svc: svc, plain: plain, concurrency: concurrency, progress: progress,
+		rng: rand.New(rand.NewPCG(dupSeed, 1)), rep: &DupReport{Threshold: knowledge.SimilarThreshold, Checks: map[string]int{}}}
+	for _, org := range []struct {
+		name  string
+		c     knowledge.Caller
+		shape func(Doc) Doc
+	}{{"long", long, func(d Doc) Doc { return d }}, {"short", short, shortDoc}} {
+		if err := d.org(org.name, org.c, org.shape, loaded, held, realPair); err != nil {
+			return nil, err
+		}
+	}
+	rep := d.rep
+	var right, listings, found, positives int
+	for _, c := range rep.Categories {
+		listings += c.Listings
+		right += c.Listings - c.Wrong
+		if c.Positive {
+			found += c.Found
+			positives += c.Probes
+		}
+	}
+	rep.Precision = ratio(right, listings)
+	rep.Recall = ratio(found, positives)
+	with, without := Percentiles(d.storeTimes), Percentiles(d.plainTimes)
+	rep.StoreP50Ms, rep.StoreP99Ms = with.P50, with.P99
+	rep.PlainP50Ms, rep.PlainP99Ms = without.P50, without.P99
+	return rep, nil
+}
+
+// holdOut splits the documents into those loaded and those held out as
+// probes: the second of each same-title pair (realPair names its loaded
+// twin), and every dupHoldout-th document without a twin.
+func holdOut(docs []Doc) (loaded, held []Doc, realPair map[string]string) {
 	byTitle := map[string][]int{}
 	for i, d := range docs {
 		k := strings.ToLower(strings.TrimSpace(d.Title))
 		byTitle[k] = append(byTitle[k], i)
 	}
-	var loaded, held []Doc
-	realPair := map[string]string{} // held-out doc id -> its loaded twin
+	realPair = map[string]string{} // held-out doc id -> its loaded twin
 	for i, d := range docs {
 		twins := byTitle[strings.ToLower(strings.TrimSpace(d.Title))]
 		switch {
@@ -202,123 +234,146 @@ func dupStudy(ctx context.Context, pool *pgxpool.Pool, emb embed.Embedder, svc, 
 			loaded = append(loaded, d)
 		}
 	}
-	rep := &DupReport{Threshold: knowledge.SimilarThreshold, Checks: map[string]int{}}
-	var storeTimes, plainTimes []time.Duration
-	for _, org := range []struct {
-		name  string
-		c     knowledge.Caller
-		shape func(Doc) Doc
-	}{{"long", long, func(d Doc) Doc { return d }}, {"short", short, shortDoc}} {
-		in := make([]Doc, len(loaded))
-		for i, d := range loaded {
-			in[i] = org.shape(d)
+	return loaded, held, realPair
+}
+
+// dupRun is one run of the duplicate study: what it stores through, and
+// what it has measured so far.
+type dupRun struct {
+	ctx         context.Context
+	pool        *pgxpool.Pool
+	emb         embed.Embedder
+	svc, plain  *knowledge.Service
+	concurrency int
+	progress    func(string, ...any)
+	rng         *rand.Rand
+
+	rep                    *DupReport
+	storeTimes, plainTimes []time.Duration
+}
+
+// org loads the documents into one org, in its shape, and runs its probes.
+func (d *dupRun) org(name string, c knowledge.Caller, shape func(Doc) Doc, loaded, held []Doc, realPair map[string]string) error {
+	in := make([]Doc, len(loaded))
+	for i, doc := range loaded {
+		in[i] = shape(doc)
+	}
+	d.progress("dups: storing %d documents into the %s org", len(in), name)
+	docOf, _, err := load(d.ctx, d.svc, c, in, d.concurrency)
+	if err != nil {
+		return err
+	}
+	// The vectors the stores could not make within the budget (all of
+	// them with an in-process embedder), as the worker would: the
+	// check compares by meaning with ready entries only.
+	if err := embedAll(d.ctx, d.pool, d.emb, c.OrgID, docOf, d.concurrency); err != nil {
+		return err
+	}
+	if name == "long" {
+		d.rep.LongDocs = len(docOf)
+	} else {
+		d.rep.ShortDocs = len(docOf)
+	}
+	if _, err := d.svc.IndexAll(d.ctx); err != nil {
+		return err
+	}
+	entryOf := make(map[string]uuid.UUID, len(docOf))
+	for id, doc := range docOf {
+		entryOf[doc] = id
+	}
+	probes := dupProbes(d.rng, name, in, held, shape, entryOf, realPair)
+	if name == "long" {
+		d.rep.LongProbes = len(probes)
+	}
+	d.progress("dups: %d probes into the %s org", len(probes), name)
+	cats := map[string]*DupCategory{}
+	scores := map[string][]float64{}
+	for _, p := range probes {
+		cat := cats[p.kind]
+		if cat == nil {
+			cat = &DupCategory{Org: name, Kind: p.kind, Positive: p.positive}
+			cats[p.kind] = cat
 		}
-		progress("dups: storing %d documents into the %s org", len(in), org.name)
-		docOf, _, err := load(ctx, svc, org.c, in, concurrency)
+		best, err := d.probe(name, c, p, cat)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		// The vectors the stores could not make within the budget (all of
-		// them with an in-process embedder), as the worker would: the
-		// check compares by meaning with ready entries only.
-		if err := embedAll(ctx, pool, emb, org.c.OrgID, docOf, concurrency); err != nil {
-			return nil, err
-		}
-		if org.name == "long" {
-			rep.LongDocs = len(docOf)
-		} else {
-			rep.ShortDocs = len(docOf)
-		}
-		if _, err := svc.IndexAll(ctx); err != nil {
-			return nil, err
-		}
-		entryOf := make(map[string]uuid.UUID, len(docOf))
-		for id, doc := range docOf {
-			entryOf[doc] = id
-		}
-		probes := dupProbes(rng, org.name, in, held, org.shape, entryOf, realPair)
-		if org.name == "long" {
-			rep.LongProbes = len(probes)
-		}
-		progress("dups: %d probes into the %s org", len(probes), org.name)
-		cats := map[string]*DupCategory{}
-		scores := map[string][]float64{}
-		for _, p := range probes {
-			cat := cats[p.kind]
-			if cat == nil {
-				cat = &DupCategory{Org: org.name, Kind: p.kind, Positive: p.positive}
-				cats[p.kind] = cat
-			}
-			start := time.Now()
-			r, err := svc.Store(ctx, org.c, p.in)
-			if err != nil {
-				return nil, fmt.Errorf("probe %s: %w", p.kind, err)
-			}
-			if org.name == "long" {
-				storeTimes = append(storeTimes, time.Since(start))
-				start := time.Now()
-				pr, err := plain.Store(ctx, org.c, p.in)
-				if err != nil {
-					return nil, err
-				}
-				plainTimes = append(plainTimes, time.Since(start))
-				if _, err := plain.Forget(ctx, org.c, pr.ID, "duplicate study probe", false); err != nil {
-					return nil, err
-				}
-			}
-			rep.Checks[r.SimilarCheck]++
-			cat.Probes++
-			cat.Listings += len(r.Similar)
-			best := -1.0
-			for _, s := range r.Similar {
-				if p.positive && s.ID == p.source {
-					cat.Found++
-					best = s.Score
-					continue
-				}
-				cat.Wrong++
-				if len(rep.WrongExamples) < 20 {
-					rep.WrongExamples = append(rep.WrongExamples, fmt.Sprintf("%s/%s %.2f: %q listed %q", org.name, p.kind, s.Score, cut(p.in.Title, 60), cut(s.Title, 60)))
-				}
-				if !p.positive {
-					best = max(best, s.Score)
-				}
-			}
-			if best >= 0 {
-				scores[p.kind] = append(scores[p.kind], best)
-			}
-			if _, err := svc.Forget(ctx, org.c, r.ID, "duplicate study probe", false); err != nil {
-				return nil, err
-			}
-		}
-		kinds := make([]string, 0, len(cats))
-		for k := range cats {
-			kinds = append(kinds, k)
-		}
-		slices.Sort(kinds)
-		for _, k := range kinds {
-			c := cats[k]
-			s := scores[k]
-			slices.Sort(s)
-			c.ScoreP10, c.ScoreP50, c.ScoreP90 = nearestRank(s, 0.1), nearestRank(s, 0.5), nearestRank(s, 0.9)
-			rep.Categories = append(rep.Categories, *c)
+		if best >= 0 {
+			scores[p.kind] = append(scores[p.kind], best)
 		}
 	}
-	var right, listings, found, positives int
-	for _, c := range rep.Categories {
-		listings += c.Listings
-		right += c.Listings - c.Wrong
-		if c.Positive {
-			found += c.Found
-			positives += c.Probes
+	kinds := make([]string, 0, len(cats))
+	for k := range cats {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	for _, k := range kinds {
+		cats[k].setScores(scores[k])
+		d.rep.Categories = append(d.rep.Categories, *cats[k])
+	}
+	return nil
+}
+
+// probe stores one probe (in the long org, also through plain, timing
+// both), tallies what its store listed into cat, forgets it, and returns
+// its best score (tally).
+func (d *dupRun) probe(org string, c knowledge.Caller, p dupProbe, cat *DupCategory) (float64, error) {
+	start := time.Now()
+	r, err := d.svc.Store(d.ctx, c, p.in)
+	if err != nil {
+		return 0, fmt.Errorf("probe %s: %w", p.kind, err)
+	}
+	if org == "long" {
+		d.storeTimes = append(d.storeTimes, time.Since(start))
+		start := time.Now()
+		pr, err := d.plain.Store(d.ctx, c, p.in)
+		if err != nil {
+			return 0, err
+		}
+		d.plainTimes = append(d.plainTimes, time.Since(start))
+		if _, err := d.plain.Forget(d.ctx, c, pr.ID, "duplicate study probe", false); err != nil {
+			return 0, err
 		}
 	}
-	rep.Precision = ratio(right, listings)
-	rep.Recall = ratio(found, positives)
-	with, without := Percentiles(storeTimes), Percentiles(plainTimes)
-	rep.StoreP50Ms, rep.StoreP99Ms = with.P50, with.P99
-	rep.PlainP50Ms, rep.PlainP99Ms = without.P50, without.P99
-	return rep, nil
+	d.rep.Checks[r.SimilarCheck]++
+	best := tally(cat, r.Similar, p.source, org+"/"+p.kind, p.in.Title, &d.rep.WrongExamples)
+	if _, err := d.svc.Forget(d.ctx, c, r.ID, "duplicate study probe", false); err != nil {
+		return 0, err
+	}
+	return best, nil
+}
+
+// tally counts a probe's listings into cat: a positive probe that lists
+// its source found it, every other listing is wrong (the first 20 wrong
+// ones of a study are kept in examples, labelled). It returns the probe's
+// best score: its source's for a positive, the highest listing's for a
+// negative, -1 for none.
+func tally(cat *DupCategory, similar []knowledge.Similar, source uuid.UUID, label, title string, examples *[]string) float64 {
+	cat.Probes++
+	cat.Listings += len(similar)
+	best := -1.0
+	for _, s := range similar {
+		if cat.Positive && s.ID == source {
+			cat.Found++
+			best = s.Score
+			continue
+		}
+		cat.Wrong++
+		if len(*examples) < 20 {
+			*examples = append(*examples, fmt.Sprintf("%s %.2f: %q listed %q", label, s.Score, cut(title, 60), cut(s.Title, 60)))
+		}
+		if !cat.Positive {
+			best = max(best, s.Score)
+		}
+	}
+	return best
+}
+
+// setScores sets the category's score percentiles from its probes' best
+// scores.
+func (c *DupCategory) setScores(s []float64) {
+	slices.Sort(s)
+	c.ScoreP10, c.ScoreP50, c.ScoreP90 = nearestRank(s, 0.1), nearestRank(s, 0.5), nearestRank(s, 0.9)
 }
 
 // dupProbes builds the probes of one org (docs: the org's loaded

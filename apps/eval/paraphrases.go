@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -124,50 +123,18 @@ func paraphraseStudy(ctx context.Context, pool *pgxpool.Pool, emb embed.Embedder
 	var scores [2][]float64
 	for i, it := range items {
 		for k, probe := range []paraNote{it.Paraphrase, it.Distinct} {
-			cat := cats[k]
-			r, err := svc.Store(ctx, c, knowledge.StoreInput{Title: probe.Title, Body: probe.Body})
+			best, err := rep.probe(ctx, svc, c, probe, cats[k], entryOf[i], it.Topic)
 			if err != nil {
-				return nil, fmt.Errorf("probe %s/%s: %w", it.Topic, cat.Kind, err)
-			}
-			rep.Checks[r.SimilarCheck]++
-			cat.Probes++
-			cat.Listings += len(r.Similar)
-			best := -1.0
-			for j, s := range r.Similar {
-				right := cat.Positive && s.ID == entryOf[i]
-				if j == 0 && s.Score >= knowledge.SkipThreshold {
-					if right {
-						rep.SkipRight++
-					} else {
-						rep.SkipWrong++
-					}
-				}
-				if right {
-					cat.Found++
-					best = s.Score
-					continue
-				}
-				cat.Wrong++
-				if len(rep.WrongExamples) < 20 {
-					rep.WrongExamples = append(rep.WrongExamples, fmt.Sprintf("%s/%s %.2f: %q listed %q", it.Topic, cat.Kind, s.Score, cut(probe.Title, 60), cut(s.Title, 60)))
-				}
-				if !cat.Positive {
-					best = max(best, s.Score)
-				}
+				return nil, err
 			}
 			if best >= 0 {
 				scores[k] = append(scores[k], best)
-			}
-			if _, err := svc.Forget(ctx, c, r.ID, "paraphrase study probe", false); err != nil {
-				return nil, err
 			}
 		}
 	}
 	var right, listings int
 	for k, cat := range cats {
-		s := scores[k]
-		slices.Sort(s)
-		cat.ScoreP10, cat.ScoreP50, cat.ScoreP90 = nearestRank(s, 0.1), nearestRank(s, 0.5), nearestRank(s, 0.9)
+		cat.setScores(scores[k])
 		rep.Categories = append(rep.Categories, *cat)
 		listings += cat.Listings
 		right += cat.Listings - cat.Wrong
@@ -175,6 +142,29 @@ func paraphraseStudy(ctx context.Context, pool *pgxpool.Pool, emb embed.Embedder
 	rep.Precision = ratio(right, listings)
 	rep.Recall = ratio(cats[0].Found, cats[0].Probes)
 	return rep, nil
+}
+
+// probe stores one probe of a note (source: the note's entry), tallies
+// what its store listed into cat, counts whether ifSimilar: skip would
+// have answered it right, forgets it, and returns its best score (tally).
+func (rep *ParaphraseReport) probe(ctx context.Context, svc *knowledge.Service, c knowledge.Caller, probe paraNote, cat *DupCategory, source uuid.UUID, topic string) (float64, error) {
+	r, err := svc.Store(ctx, c, knowledge.StoreInput{Title: probe.Title, Body: probe.Body})
+	if err != nil {
+		return 0, fmt.Errorf("probe %s/%s: %w", topic, cat.Kind, err)
+	}
+	rep.Checks[r.SimilarCheck]++
+	if len(r.Similar) > 0 && r.Similar[0].Score >= knowledge.SkipThreshold {
+		if cat.Positive && r.Similar[0].ID == source {
+			rep.SkipRight++
+		} else {
+			rep.SkipWrong++
+		}
+	}
+	best := tally(cat, r.Similar, source, topic+"/"+cat.Kind, probe.Title, &rep.WrongExamples)
+	if _, err := svc.Forget(ctx, c, r.ID, "paraphrase study probe", false); err != nil {
+		return 0, err
+	}
+	return best, nil
 }
 
 // Text prints the study.
