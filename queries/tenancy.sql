@@ -79,7 +79,7 @@ WHERE org_id = @org_id AND revoked_at IS NULL;
 
 -- name: ConsumeQuotaN :one
 -- Takes n units at once (an import): all or none, never past the limit
--- unless @force (an operator's --ignore-quota, which still counts them).
+-- unless @force (an import's IgnoreQuota, which still counts them).
 INSERT INTO org_quotas AS q (org_id, resource, used, updated_at)
 VALUES (@org_id, @resource, @n::bigint, now())
 ON CONFLICT (org_id, resource) DO UPDATE SET used = q.used + @n::bigint, updated_at = excluded.updated_at

@@ -342,8 +342,8 @@ func (s *Service) Import(ctx context.Context, org uuid.UUID, open func() (io.Rea
 		}
 		if err := tenancy.ConsumeQuotaN(ctx, tx, org, tenancy.ResourceKnowledgeStored, rep.Entries, o.IgnoreQuota); err != nil {
 			if errors.Is(err, errs.ErrQuotaExceeded) {
-				return &errs.Error{Code: errs.CodeQuotaExceeded, Field: "ignore-quota",
-					Message: fmt.Sprintf("the org's knowledge_stored quota has no room for the %d new entries (nothing imported; raise the quota or pass --ignore-quota)", rep.Entries), Err: err}
+				return &errs.Error{Code: errs.CodeQuotaExceeded, Field: "ignoreQuota",
+					Message: fmt.Sprintf("the org's knowledge_stored quota has no room for the %d new entries (nothing imported; raise the quota, or import ignoring it)", rep.Entries), Err: err}
 			}
 			return err
 		}

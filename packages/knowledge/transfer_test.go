@@ -148,7 +148,7 @@ func TestImportRespectsQuotaAndVersion(t *testing.T) {
 	file, _ := b.export(t, b.svc, b.org, false)
 	b.setQuota(t, b.other, 3)
 	_, err := b.ops.Import(b.ctx, b.other, opener(file), knowledge.ImportOptions{})
-	wantCode(t, err, errs.CodeQuotaExceeded, "ignore-quota")
+	wantCode(t, err, errs.CodeQuotaExceeded, "ignoreQuota")
 	if n := b.count(t, "SELECT count(*) FROM knowledge WHERE org_id = $1", b.other); n != 0 {
 		t.Fatalf("a refused import left %d entries", n)
 	}

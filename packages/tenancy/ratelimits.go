@@ -54,7 +54,7 @@ func checkRateLimit(l RateLimit) error {
 		return errs.InvalidArgument("kind", "must be %s or %s (got %q)", RateRead, RateWrite, l.Kind)
 	}
 	if l.PerMinute != nil && (*l.PerMinute < 1 || *l.PerMinute > MaxRatePerMinute) {
-		return errs.InvalidArgument("per-minute", "must be from 1 to %d calls a minute, or unlimited (got %d)", MaxRatePerMinute, *l.PerMinute)
+		return errs.InvalidArgument("perMinute", "must be from 1 to %d calls a minute, or unlimited (got %d)", MaxRatePerMinute, *l.PerMinute)
 	}
 	return nil
 }

@@ -320,8 +320,8 @@ func (s *Service) RevokeOrgTokens(ctx context.Context, orgID uuid.UUID) (_ int64
 }
 
 // ConsumeQuotaN takes n units of resource for orgID inside tx, all or none
-// (an import). force counts them even past the limit (an operator's
-// --ignore-quota). It returns a quota_exceeded error when they do not fit.
+// (an import). force counts them even past the limit (an import's
+// IgnoreQuota). It returns a quota_exceeded error when they do not fit.
 func ConsumeQuotaN(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, resource string, n int64, force bool) error {
 	if n <= 0 {
 		return nil

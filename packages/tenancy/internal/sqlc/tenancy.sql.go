@@ -80,7 +80,7 @@ type ConsumeQuotaNRow struct {
 }
 
 // Takes n units at once (an import): all or none, never past the limit
-// unless @force (an operator's --ignore-quota, which still counts them).
+// unless @force (an import's IgnoreQuota, which still counts them).
 func (q *Queries) ConsumeQuotaN(ctx context.Context, arg ConsumeQuotaNParams) (ConsumeQuotaNRow, error) {
 	row := q.db.QueryRow(ctx, consumeQuotaN,
 		arg.OrgID,
