@@ -204,16 +204,11 @@ func (s *Server) toolCall(ctx context.Context, p *tenancy.Principal, method stri
 		refuse(body)
 		return res, nil
 	}
-	if body, limited := s.rateLimit(ctx, p, a.scope()); limited {
-		refuse(body)
-	} else if release, ok := s.dbSlot(ctx); !ok {
-		refuse(busyError())
+	if release, _, body := s.admit(ctx, p, a.scope()); body != nil {
+		refuse(*body)
 	} else {
 		s.metrics.inflightCalls.Inc()
-		cctx, cancel := context.WithTimeout(kt.WithOutcome(ctx, &o), s.cfg.CallTimeout)
-		res, err = next(cctx, method, req)
-		cancel()
-		release()
+		res, err = s.run(ctx, &o, method, req, next, release)
 		s.metrics.inflightCalls.Dec()
 		if err != nil {
 			o.Code = "protocol_error"
@@ -233,25 +228,15 @@ func (s *Server) resourceRead(ctx context.Context, p *tenancy.Principal, method 
 	var err error
 	ctx, span := startCall(ctx, req, method, a.label(), p, attrResourceURI.String(a.uri), attrOperation.String(memoryOperation(kt.ResourceScope)))
 	defer func() { endCall(span, o.Code) }()
-	refuse := func(code int64, body kt.ErrorBody) {
-		o = kt.Outcome{Code: body.Code}
-		data, _ := json.Marshal(kt.ErrorPayload{Error: body})
-		err = &jsonrpc.Error{Code: code, Message: body.Text(), Data: data}
-	}
 	if body, refused := s.refuseScope(ctx, p, a, start); refused {
-		refuse(kt.ErrorCodeForbidden, body)
-		return res, err
+		o.Code = body.Code
+		return nil, rpcError(kt.ErrorCodeForbidden, body)
 	}
-	if body, limited := s.rateLimit(ctx, p, kt.ResourceScope); limited {
-		refuse(kt.ErrorCodeRateLimited, body)
-	} else if release, ok := s.dbSlot(ctx); !ok {
-		refuse(jsonrpc.CodeInternalError, busyError())
+	if release, code, body := s.admit(ctx, p, a.scope()); body != nil {
+		o, err = kt.Outcome{Code: body.Code}, rpcError(code, *body)
 	} else {
 		s.metrics.inflightCalls.Inc()
-		cctx, cancel := context.WithTimeout(kt.WithOutcome(ctx, &o), s.cfg.CallTimeout)
-		res, err = next(cctx, method, req)
-		cancel()
-		release()
+		res, err = s.run(ctx, &o, method, req, next, release)
 		s.metrics.inflightCalls.Dec()
 		if o.Code == "" {
 			if err != nil {
@@ -278,24 +263,14 @@ func (s *Server) completion(ctx context.Context, p *tenancy.Principal, method st
 	var o kt.Outcome
 	var res mcp.Result
 	var err error
-	refuse := func(code int64, body kt.ErrorBody) {
-		o = kt.Outcome{Code: body.Code}
-		data, _ := json.Marshal(kt.ErrorPayload{Error: body})
-		err = &jsonrpc.Error{Code: code, Message: body.Text(), Data: data}
-	}
 	if body, refused := s.refuseScope(ctx, p, a, start); refused {
-		refuse(kt.ErrorCodeForbidden, body)
-		return res, err
+		o.Code = body.Code
+		return nil, rpcError(kt.ErrorCodeForbidden, body)
 	}
-	if body, limited := s.rateLimit(ctx, p, kt.ResourceScope); limited {
-		refuse(kt.ErrorCodeRateLimited, body)
-	} else if release, ok := s.dbSlot(ctx); !ok {
-		refuse(jsonrpc.CodeInternalError, busyError())
+	if release, code, body := s.admit(ctx, p, a.scope()); body != nil {
+		o, err = kt.Outcome{Code: body.Code}, rpcError(code, *body)
 	} else {
-		cctx, cancel := context.WithTimeout(kt.WithOutcome(ctx, &o), s.cfg.CallTimeout)
-		res, err = next(cctx, method, req)
-		cancel()
-		release()
+		res, err = s.run(ctx, &o, method, req, next, release)
 		if o.Code == "" {
 			o.Code = "ok"
 			if err != nil {
@@ -305,6 +280,38 @@ func (s *Server) completion(ctx context.Context, p *tenancy.Principal, method st
 	}
 	s.record(ctx, p, a, res, o, start)
 	return res, err
+}
+
+// admit passes a call whose scope was checked through the caller's rate
+// limit and the wait for a database connection: it returns release, or
+// the refusal's body and its JSON-RPC code (for the methods that answer
+// errors; a tool answers an isError result).
+func (s *Server) admit(ctx context.Context, p *tenancy.Principal, scope string) (release func(), code int64, refusal *kt.ErrorBody) {
+	if body, limited := s.rateLimit(ctx, p, scope); limited {
+		return nil, kt.ErrorCodeRateLimited, &body
+	}
+	release, ok := s.dbSlot(ctx)
+	if !ok {
+		body := busyError()
+		return nil, jsonrpc.CodeInternalError, &body
+	}
+	return release, 0, nil
+}
+
+// run runs an admitted call within Config.CallTimeout, its handler filling
+// o, and then gives its database connection back.
+func (s *Server) run(ctx context.Context, o *kt.Outcome, method string, req mcp.Request, next mcp.MethodHandler, release func()) (mcp.Result, error) {
+	defer release()
+	cctx, cancel := context.WithTimeout(kt.WithOutcome(ctx, o), s.cfg.CallTimeout)
+	defer cancel()
+	return next(cctx, method, req)
+}
+
+// rpcError is a refusal as the JSON-RPC error of a method that has no
+// isError result, the body in its data.
+func rpcError(code int64, body kt.ErrorBody) error {
+	data, _ := json.Marshal(kt.ErrorPayload{Error: body})
+	return &jsonrpc.Error{Code: code, Message: body.Text(), Data: data}
 }
 
 // rateLimit takes one call needing scope from the caller's rate limits
