@@ -64,12 +64,6 @@ func (f *auditFlags) filter(now time.Time) (tenancy.AuditFilter, error) {
 		}
 		*opt.dst = &id
 	}
-	if f.limit < 1 || f.limit > tenancy.MaxAuditLimit {
-		return af, usagef("--limit: %d is not between 1 and %d", f.limit, tenancy.MaxAuditLimit)
-	}
-	if len(f.tool) > 64 || strings.TrimSpace(f.tool) != f.tool {
-		return af, usagef("--tool: %q is not a tool or resource name", f.tool)
-	}
 	var err error
 	if af.Since, err = timeFlag("since", f.since, now); err != nil {
 		return af, err
@@ -77,8 +71,10 @@ func (f *auditFlags) filter(now time.Time) (tenancy.AuditFilter, error) {
 	if af.Until, err = timeFlag("until", f.until, now); err != nil {
 		return af, err
 	}
-	if af.Since != nil && af.Until != nil && !af.Until.After(*af.Since) {
-		return af, usagef("--until: must be after --since")
+	// The filter's rules are tenancy's; a filter they refuse is a wrong
+	// command line.
+	if err := af.Validate(); err != nil {
+		return af, &usageError{err}
 	}
 	return af, nil
 }

@@ -72,7 +72,8 @@ var commands = []command{
 	{name: "ratelimit clear", summary: "remove a rate limit (the server's default applies again): --org ORG [--agent AGENT | --each-agent] --kind read|write", newRun: bind(runRateLimitClear)},
 	{name: "ratelimit show", summary: "show an org's rate limit settings: --org ORG", newRun: bind(runRateLimitShow)},
 
-	{name: "audit", summary: "who did what: --org ORG [--agent A] [--entry ID] [--tool T] [--since T] [--until T] [--limit N] (newest first)", newRun: bind(runAudit)},
+	{name: "audit", summary: "who did what: --org ORG [--agent A] [--entry ID] [--tool T] [--since T] [--until T] [--limit N] (newest first)", newRun: bind(runAudit),
+		fields: map[string]string{"name": "tool"}},
 	{name: "audit-prune", summary: "drop the audit trail's days older than --older-than (default 90d; days, or a Go duration of at least 1h), of every org", newRun: bind(runAuditPrune)},
 
 	{name: "stats", summary: "what an org holds: --org ORG [--top-tags N] (entries by state, embeddings, quota, rate limits, tags, authors)", newRun: bind(runStats)},

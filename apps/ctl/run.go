@@ -39,12 +39,14 @@ type env struct {
 	pool   *pgxpool.Pool
 }
 
-// usageError marks a wrong command line (exit 2).
-type usageError struct{ msg string }
+// usageError marks a wrong command line (exit 2): ctl's own words, or a
+// domain's refusal of the flags' values checked before the command runs.
+type usageError struct{ err error }
 
-func (e *usageError) Error() string { return e.msg }
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
 
-func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+func usagef(format string, args ...any) error { return &usageError{fmt.Errorf(format, args...)} }
 
 // config reads ctl's settings the apps' one way (appenv); ctl's are plain
 // strings with defaults, so there is nothing to collect.
@@ -163,7 +165,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err := exec(e); err != nil {
 		var ue *usageError
 		if errors.As(err, &ue) {
-			fmt.Fprintf(stderr, "ctl %s: %v\n", name, err)
+			fmt.Fprintf(stderr, "ctl %s: %v\n", name, describe(cmd, err))
 			return exitUsage
 		}
 		fmt.Fprintf(stderr, "ctl %s: %v\n", name, describe(cmd, err))

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -196,6 +197,27 @@ type AuditFilter struct {
 	Limit   int        // 1..MaxAuditLimit; 0: 100
 }
 
+// MaxAuditName is the longest tool or resource name a filter takes.
+const MaxAuditName = 64
+
+// Validate checks the filter's rules: Limit from 1 to MaxAuditLimit (Audit
+// reads 0 as 100 before checking), Until after Since, and Name a name: at
+// most MaxAuditName characters, no surrounding spaces. Audit checks them;
+// a caller that builds a filter from its own input (ctl audit's flags)
+// calls it first to refuse before doing anything.
+func (f AuditFilter) Validate() error {
+	if f.Limit < 1 || f.Limit > MaxAuditLimit {
+		return errs.InvalidArgument("limit", "must be between 1 and %d", MaxAuditLimit)
+	}
+	if f.Since != nil && f.Until != nil && !f.Until.After(*f.Since) {
+		return errs.InvalidArgument("until", "must be after since")
+	}
+	if len(f.Name) > MaxAuditName || strings.TrimSpace(f.Name) != f.Name {
+		return errs.InvalidArgument("name", "%q is not a tool or resource name (at most %d characters, no surrounding spaces)", f.Name, MaxAuditName)
+	}
+	return nil
+}
+
 // Audit returns an org's records, newest first. An org that does not exist
 // is not_found.
 func (s *Service) Audit(ctx context.Context, orgID uuid.UUID, f AuditFilter) (_ []AuditEvent, err error) {
@@ -204,14 +226,8 @@ func (s *Service) Audit(ctx context.Context, orgID uuid.UUID, f AuditFilter) (_ 
 	if f.Limit == 0 {
 		f.Limit = 100
 	}
-	if f.Limit < 1 || f.Limit > MaxAuditLimit {
-		return nil, errs.InvalidArgument("limit", "must be between 1 and %d", MaxAuditLimit)
-	}
-	if f.Since != nil && f.Until != nil && !f.Until.After(*f.Since) {
-		return nil, errs.InvalidArgument("until", "must be after since")
-	}
-	if len(f.Name) > 64 {
-		return nil, errs.InvalidArgument("tool", "at most 64 characters")
+	if err := f.Validate(); err != nil {
+		return nil, err
 	}
 	if _, err := s.q().GetOrg(ctx, orgID); err != nil {
 		return nil, mapErr(err, "org "+orgID.String())

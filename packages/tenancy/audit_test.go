@@ -64,6 +64,7 @@ func TestAuditFilterRules(t *testing.T) {
 	for field, f := range map[string]tenancy.AuditFilter{
 		"limit": {Limit: tenancy.MaxAuditLimit + 1},
 		"until": {Since: &now, Until: &now},
+		"name":  {Name: " store_knowledge"},
 	} {
 		_, err := b.svc.Audit(ctx, b.org.ID, f)
 		var ve *errs.Error
