@@ -37,6 +37,7 @@ const maxCompletionPrefix = 200
 // and pick the id. Nothing of another org is ever offered. hasMore says
 // more values match than were answered.
 func (s *Service) Complete(ctx context.Context, c Caller, what, prefix string) (values []string, hasMore bool, err error) {
+	defer wrapOp(&err, "knowledge.Complete")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := checkCaller(c, false); err != nil {
 		return nil, false, err

@@ -26,7 +26,8 @@ type CorrectResult struct {
 // quota, a bad task) nothing is stored. The replacement's rules are
 // Store's, its errors name "replacement.<argument>". With a client token a
 // retry answers the first result (Stored.Replayed, AlreadySuperseded).
-func (s *Service) Correct(ctx context.Context, c Caller, oldID uuid.UUID, replacement StoreInput) (*CorrectResult, error) {
+func (s *Service) Correct(ctx context.Context, c Caller, oldID uuid.UUID, replacement StoreInput) (_ *CorrectResult, err error) {
+	defer wrapOp(&err, "knowledge.Correct")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := checkCaller(c, true); err != nil {
 		return nil, err

@@ -3,6 +3,8 @@ package knowledge
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -29,10 +31,11 @@ var constraintErrors = map[string]*errs.Error{
 		Message: "the calling agent is not an agent of this org"},
 }
 
-// mapErr is the one place where driver and dependency errors become domain
-// *errs.Error values. notFoundField names the argument a pgx.ErrNoRows is about.
-// Errors it does not know are returned wrapped as unavailable only when they
-// are clearly transient; others pass through (they are bugs, not input).
+// mapErr is the one place where driver and dependency errors become
+// *errs.Error values. notFoundField names the argument a pgx.ErrNoRows is
+// about. A database that cannot be reached, or asks for a retry, is
+// unavailable (retryable). Errors it does not know pass through, and the
+// service boundary (wrapOp) makes them internal: they are bugs, not input.
 func mapErr(err error, notFoundField string) error {
 	if err == nil {
 		return nil
@@ -67,9 +70,26 @@ func mapErr(err error, notFoundField string) error {
 		return &errs.Error{Code: errs.CodeUnavailable, Message: "the database is unavailable", Retryable: true, Err: err}
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
+		return err // the caller's: only the edge that set the deadline can word it
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	if errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) {
+		// The database cannot be reached or dropped the connection.
+		return &errs.Error{Code: errs.CodeUnavailable, Message: "the database is unavailable", Retryable: true, Err: err}
 	}
 	return err
+}
+
+// wrapOp is deferred by every exported method of Service: a driver error
+// no inner call mapped is mapped here, and the operation is recorded
+// (errs.Wrap), so that an error the vocabulary does not know reaches the
+// edge as internal, naming the operation that failed.
+func wrapOp(errp *error, op string) {
+	if *errp != nil {
+		*errp = mapErr(*errp, "")
+		errs.Wrap(errp, op)
+	}
 }
 
 // IsTransientTx reports a transaction failure that running the whole

@@ -2,8 +2,14 @@ package knowledge
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/testenv"
 )
 
@@ -22,6 +28,38 @@ func TestConstraintErrorsNameTheSchemasConstraints(t *testing.T) {
 		}
 		if n != 1 {
 			t.Errorf("constraint %s: %d in the schema, want 1", name, n)
+		}
+	}
+}
+
+// A database that cannot be reached is unavailable (retryable), whichever
+// call meets it first; an error the vocabulary does not know is internal
+// and names the operation; a deadline stays the caller's to word.
+func TestBoundaryClassifiesErrors(t *testing.T) {
+	t.Parallel()
+	_, connErr := pgx.Connect(context.Background(), "postgres://nobody@127.0.0.1:1/none?connect_timeout=2")
+	if connErr == nil {
+		t.Fatal("connected to port 1")
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+		code errs.Code
+	}{
+		{"connect refused", connErr, errs.CodeUnavailable},
+		{"connection dropped", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), errs.CodeUnavailable},
+		{"a bug", errors.New("assignment to entry in nil map"), errs.CodeInternal},
+		{"deadline", context.DeadlineExceeded, errs.CodeInternal},
+		{"no rows", pgx.ErrNoRows, errs.CodeNotFound},
+	} {
+		err := tc.err
+		wrapOp(&err, "knowledge.Test")
+		if errs.CodeOf(err) != tc.code || errs.OpOf(err) != "knowledge.Test" || !errors.Is(err, tc.err) {
+			t.Errorf("%s: code %q op %q (is cause: %v), want %q", tc.name, errs.CodeOf(err), errs.OpOf(err), errors.Is(err, tc.err), tc.code)
+		}
+		var e *errs.Error
+		if errors.As(err, &e); e.Retryable != (tc.code == errs.CodeUnavailable) {
+			t.Errorf("%s: retryable %v", tc.name, e.Retryable)
 		}
 	}
 }

@@ -60,7 +60,8 @@ type ForgetResult struct {
 // a forgotten entry again answers the tombstone with AlreadyForgotten, to
 // its author and to whoever forgot it; to anyone else a forgotten id is
 // not found, like an id that never existed or belongs to another org.
-func (s *Service) Forget(ctx context.Context, c Caller, id uuid.UUID, reason string, othersAllowed bool) (*ForgetResult, error) {
+func (s *Service) Forget(ctx context.Context, c Caller, id uuid.UUID, reason string, othersAllowed bool) (_ *ForgetResult, err error) {
+	defer wrapOp(&err, "knowledge.Forget")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := checkCaller(c, true); err != nil {
 		return nil, err
@@ -78,7 +79,7 @@ func (s *Service) Forget(ctx context.Context, c Caller, id uuid.UUID, reason str
 		return nil, errs.InvalidArgument("reason", "must be at most %d characters", MaxForgetReason)
 	}
 	var res *ForgetResult
-	err := s.transientTx(ctx, func(tx pgx.Tx) error {
+	err = s.transientTx(ctx, func(tx pgx.Tx) error {
 		res = nil
 		q := sqlc.New(tx)
 		rows, err := s.lockForErase(ctx, q, c.OrgID, []uuid.UUID{id}, true)

@@ -17,7 +17,8 @@ import (
 // resource): the entry, its supersession (direct successor, cached head,
 // the entries it directly replaced) and its task links. An id of another org
 // is not found, exactly like a missing one.
-func (s *Service) Get(ctx context.Context, c Caller, id uuid.UUID) (*Entry, error) {
+func (s *Service) Get(ctx context.Context, c Caller, id uuid.UUID) (_ *Entry, err error) {
+	defer wrapOp(&err, "knowledge.Get")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := checkCaller(c, false); err != nil {
 		return nil, err

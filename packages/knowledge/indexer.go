@@ -47,7 +47,8 @@ var indexBatchPositional = strings.NewReplacer("@org_id", "$1", "@max", "$2", "@
 // the same statement that writes the postings, so an entry is indexed
 // exactly once even with several workers, and a crash loses nothing (the
 // transaction rolls back, the rows stay queued).
-func (s *Service) IndexPending(ctx context.Context, org uuid.UUID, max int) (int, error) {
+func (s *Service) IndexPending(ctx context.Context, org uuid.UUID, max int) (_ int, err error) {
+	defer wrapOp(&err, "knowledge.IndexPending")
 	unscoped := ctx
 	ctx = db.WithOrg(ctx, org)
 	if max <= 0 {
@@ -97,7 +98,8 @@ func (s *Service) IndexPending(ctx context.Context, org uuid.UUID, max int) (int
 // other orgs are still indexed: one org's trouble (a row it cannot analyse,
 // a lock held too long) must not stall every org's index. The errors are
 // returned together at the end.
-func (s *Service) IndexAll(ctx context.Context) (int, error) {
+func (s *Service) IndexAll(ctx context.Context) (_ int, err error) {
+	defer wrapOp(&err, "knowledge.IndexAll")
 	total := 0
 	failed := map[uuid.UUID]error{}
 	// Indexed since the indexer's tables were last vacuumed (see

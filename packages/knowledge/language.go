@@ -50,7 +50,8 @@ type VectorIndexState struct {
 
 // SearchIndexStatus reports an org's lexical index and its own vector
 // indexes.
-func (s *Service) SearchIndexStatus(ctx context.Context, org uuid.UUID) (*SearchIndexStatus, error) {
+func (s *Service) SearchIndexStatus(ctx context.Context, org uuid.UUID) (_ *SearchIndexStatus, err error) {
+	defer wrapOp(&err, "knowledge.SearchIndexStatus")
 	ctx = db.WithOrg(ctx, org)
 	r, err := s.q.SearchIndexStatus(ctx, org)
 	if err != nil {
@@ -75,7 +76,8 @@ func (s *Service) SearchIndexStatus(ctx context.Context, org uuid.UUID) (*Search
 // still finds the newest TailEntries queued entries by words (scored on the
 // fly) and every entry through the vector list. Other orgs are untouched.
 // It returns how many entries were queued.
-func (s *Service) SetTextSearchConfig(ctx context.Context, org uuid.UUID, config string) (int64, error) {
+func (s *Service) SetTextSearchConfig(ctx context.Context, org uuid.UUID, config string) (_ int64, err error) {
+	defer wrapOp(&err, "knowledge.SetTextSearchConfig")
 	ctx = db.WithOrg(ctx, org)
 	config = strings.TrimSpace(config)
 	if config == "" {

@@ -85,7 +85,8 @@ var (
 // scan from the previous page's last entry, as fast at the 1,000th page as
 // at the first, and entries stored meanwhile (newer than any page already
 // served) neither shift nor repeat the pages after.
-func (s *Service) List(ctx context.Context, c Caller, in ListInput) (*ListResult, error) {
+func (s *Service) List(ctx context.Context, c Caller, in ListInput) (_ *ListResult, err error) {
+	defer wrapOp(&err, "knowledge.List")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := checkCaller(c, false); err != nil {
 		return nil, err

@@ -44,7 +44,8 @@ const MaxListDepth = 1000
 // SearchLists runs the search of in (its Limit is ignored) with each list
 // taken depth deep (1..MaxListDepth) and returns every list and the fusion.
 // The vector list is the raw list, before the calibration's floor.
-func (s *Service) SearchLists(ctx context.Context, c Caller, in SearchInput, depth int) (*Lists, error) {
+func (s *Service) SearchLists(ctx context.Context, c Caller, in SearchInput, depth int) (_ *Lists, err error) {
+	defer wrapOp(&err, "knowledge.SearchLists")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	if n := s.servedByNext(ctx, c.OrgID); n != nil {
 		return n.SearchLists(ctx, c, in, depth) // the org has cut over to the next model

@@ -124,7 +124,8 @@ type BackfillReport struct {
 // from the first entry still without a vector). Several workers may run it
 // at once: they may embed an entry twice, and the second write does
 // nothing.
-func (s *Service) Backfill(ctx context.Context, next embed.Embedder, o BackfillOptions) (BackfillReport, error) {
+func (s *Service) Backfill(ctx context.Context, next embed.Embedder, o BackfillOptions) (_ BackfillReport, err error) {
+	defer wrapOp(&err, "knowledge.Backfill")
 	var rep BackfillReport
 	if err := CheckModelSwitch(s.opts.Embedder, next); err != nil {
 		return rep, err
@@ -238,7 +239,8 @@ type SwitchCoverage struct {
 
 // ModelSwitchCoverage reports every org's progress in the switch to next
 // (it reads every entry: for operators, not for every pass).
-func (s *Service) ModelSwitchCoverage(ctx context.Context, next embed.Embedder) ([]SwitchCoverage, error) {
+func (s *Service) ModelSwitchCoverage(ctx context.Context, next embed.Embedder) (_ []SwitchCoverage, err error) {
+	defer wrapOp(&err, "knowledge.ModelSwitchCoverage")
 	if next == nil {
 		return nil, errors.New("no model switch is configured (no next model)")
 	}
@@ -262,6 +264,7 @@ func (s *Service) ModelSwitchCoverage(ctx context.Context, next embed.Embedder) 
 // org, from the chunks table until an entry is moved, from its row after.
 // It refuses while an org is not cut over, and is safe to run again.
 func (s *Service) FinishModelSwitch(ctx context.Context, next VectorSpace) (moved int64, err error) {
+	defer wrapOp(&err, "knowledge.FinishModelSwitch")
 	if err := next.validate(); err != nil {
 		return 0, err
 	}

@@ -92,7 +92,8 @@ const purgeBatch = 500
 //
 // dryRun counts without writing. Entries of another org, or ids that do not
 // exist, are simply not found: the report says 0.
-func (s *Service) Purge(ctx context.Context, org uuid.UUID, scope PurgeScope, dryRun bool) (*PurgeReport, error) {
+func (s *Service) Purge(ctx context.Context, org uuid.UUID, scope PurgeScope, dryRun bool) (_ *PurgeReport, err error) {
+	defer wrapOp(&err, "knowledge.Purge")
 	return s.PurgeWith(ctx, org, scope, PurgeOptions{DryRun: dryRun})
 }
 
@@ -108,7 +109,8 @@ func (s *Service) Purge(ctx context.Context, org uuid.UUID, scope PurgeScope, dr
 // indexer: entries stored meanwhile may have been indexed, then erased by
 // a later batch, and the second reset leaves the index exactly what
 // indexing the remaining rows gives (docs/operators.md, "Purge").
-func (s *Service) PurgeWith(ctx context.Context, org uuid.UUID, scope PurgeScope, o PurgeOptions) (*PurgeReport, error) {
+func (s *Service) PurgeWith(ctx context.Context, org uuid.UUID, scope PurgeScope, o PurgeOptions) (_ *PurgeReport, err error) {
+	defer wrapOp(&err, "knowledge.PurgeWith")
 	ctx = db.WithOrg(ctx, org)
 	dryRun := o.DryRun
 	if err := scope.Validate(); err != nil {

@@ -37,10 +37,11 @@ SELECT EXISTS (
 // some indexed entry of org holds: by construction the full-text list
 // answers every such query, so a miss points at a bug. False for an org
 // with nothing indexed yet.
-func (s *Service) SharesAWord(ctx context.Context, org uuid.UUID, query string) (bool, error) {
+func (s *Service) SharesAWord(ctx context.Context, org uuid.UUID, query string) (_ bool, err error) {
+	defer wrapOp(&err, "knowledge.SharesAWord")
 	ctx = db.WithOrg(ctx, org)
 	var shares bool
-	err := s.pool.QueryRow(ctx, sharesAWordSQL, org, query).Scan(&shares)
+	err = s.pool.QueryRow(ctx, sharesAWordSQL, org, query).Scan(&shares)
 	return shares, err
 }
 
@@ -97,10 +98,11 @@ type TermsOverBound struct {
 
 // CountTermsOverBound counts, over queries searched in org, the terms read
 // partly (TermsOverBound).
-func (s *Service) CountTermsOverBound(ctx context.Context, org uuid.UUID, queries []string) (TermsOverBound, error) {
+func (s *Service) CountTermsOverBound(ctx context.Context, org uuid.UUID, queries []string) (_ TermsOverBound, err error) {
+	defer wrapOp(&err, "knowledge.CountTermsOverBound")
 	ctx = db.WithOrg(ctx, org)
 	var t TermsOverBound
-	err := s.pool.QueryRow(ctx, termsOverBoundSQL, org, queries, PerTermPostings, MaxQueryTerms, MinTermPostings).
+	err = s.pool.QueryRow(ctx, termsOverBoundSQL, org, queries, PerTermPostings, MaxQueryTerms, MinTermPostings).
 		Scan(&t.QueryTerms, &t.OverBound, &t.Queries, &t.MaxDF)
 	return t, err
 }

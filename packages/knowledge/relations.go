@@ -205,7 +205,8 @@ func (s *Service) catalogueOf(ctx context.Context, q *sqlc.Queries, org uuid.UUI
 
 // RelationTypes lists the catalogue of the caller's org: the built-in
 // types and the org's own.
-func (s *Service) RelationTypes(ctx context.Context, c Caller) ([]RelationType, error) {
+func (s *Service) RelationTypes(ctx context.Context, c Caller) (_ []RelationType, err error) {
+	defer wrapOp(&err, "knowledge.RelationTypes")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := checkCaller(c, false); err != nil {
 		return nil, err
@@ -221,7 +222,8 @@ func (s *Service) RelationTypes(ctx context.Context, c Caller) ([]RelationType, 
 // operators): name and its inverse, or a symmetric type (inverse "" or the
 // name itself). Neither name may already be a name or an inverse in the
 // org's catalogue (built-in or the org's), so every name means one thing.
-func (s *Service) AddRelationType(ctx context.Context, org uuid.UUID, name, inverse string, symmetric bool) (*RelationType, error) {
+func (s *Service) AddRelationType(ctx context.Context, org uuid.UUID, name, inverse string, symmetric bool) (_ *RelationType, err error) {
+	defer wrapOp(&err, "knowledge.AddRelationType")
 	ctx = db.WithOrg(ctx, org)
 	if org == uuid.Nil {
 		return nil, errs.InvalidArgument("org", "is required")
@@ -243,7 +245,7 @@ func (s *Service) AddRelationType(ctx context.Context, org uuid.UUID, name, inve
 		return nil, err
 	}
 	var out *RelationType
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := sqlc.New(tx)
 		if err := q.LockOrgRelationTypes(ctx, org.String()); err != nil {
 			return err
@@ -337,7 +339,8 @@ func (s *Service) checkLinkArgs(c Caller, from, to uuid.UUID) error {
 // field; an open relation of the same type between the same entries
 // answers it with Existed. Past MaxRelationsPerEntry open relations on
 // either end: conflict naming the end.
-func (s *Service) Link(ctx context.Context, c Caller, in LinkInput) (*RelationChange, error) {
+func (s *Service) Link(ctx context.Context, c Caller, in LinkInput) (_ *RelationChange, err error) {
+	defer wrapOp(&err, "knowledge.Link")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := s.checkLinkArgs(c, in.FromID, in.ToID); err != nil {
 		return nil, err
@@ -362,7 +365,7 @@ func (s *Service) Link(ctx context.Context, c Caller, in LinkInput) (*RelationCh
 		agent = &c.AgentID
 	}
 	var out *RelationChange
-	err := s.transientTx(ctx, func(tx pgx.Tx) error {
+	err = s.transientTx(ctx, func(tx pgx.Tx) error {
 		q := sqlc.New(tx)
 		cat, err := s.writableCatalogue(ctx, q, c.OrgID, in.Type)
 		if err != nil {
@@ -422,7 +425,8 @@ func (s *Service) Link(ctx context.Context, c Caller, in LinkInput) (*RelationCh
 // includeClosed or asOf still reads it. A relation closed before answers
 // AlreadyClosed; one that never existed is not_found on type. The ends
 // must be live entries of the org (not_found naming the field).
-func (s *Service) Unlink(ctx context.Context, c Caller, fromID, toID uuid.UUID, typ string) (*RelationChange, error) {
+func (s *Service) Unlink(ctx context.Context, c Caller, fromID, toID uuid.UUID, typ string) (_ *RelationChange, err error) {
+	defer wrapOp(&err, "knowledge.Unlink")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := s.checkLinkArgs(c, fromID, toID); err != nil {
 		return nil, err
@@ -435,7 +439,7 @@ func (s *Service) Unlink(ctx context.Context, c Caller, fromID, toID uuid.UUID, 
 		agent = &c.AgentID
 	}
 	var out *RelationChange
-	err := s.transientTx(ctx, func(tx pgx.Tx) error {
+	err = s.transientTx(ctx, func(tx pgx.Tx) error {
 		q := sqlc.New(tx)
 		cat, err := s.writableCatalogue(ctx, q, c.OrgID, typ)
 		if err != nil {
@@ -588,7 +592,8 @@ type relCursor struct {
 // SUPERSEDES / SUPERSEDED_BY relations. Keyset-paged: NextCursor
 // continues after the page's last relation; a cursor belongs to the entry
 // and filters that made it (else invalid_argument on cursor).
-func (s *Service) Relations(ctx context.Context, c Caller, in RelationsInput) (*RelationsResult, error) {
+func (s *Service) Relations(ctx context.Context, c Caller, in RelationsInput) (_ *RelationsResult, err error) {
+	defer wrapOp(&err, "knowledge.Relations")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := checkCaller(c, false); err != nil {
 		return nil, err

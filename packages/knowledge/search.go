@@ -32,7 +32,8 @@ import (
 // If it cannot be made (error, wrong width) or not within the budget, the
 // answer comes from the two lexical lists, with VectorSearch false and a
 // Notice saying why: a degraded answer beats none.
-func (s *Service) Search(ctx context.Context, c Caller, in SearchInput) (*SearchResult, error) {
+func (s *Service) Search(ctx context.Context, c Caller, in SearchInput) (_ *SearchResult, err error) {
+	defer wrapOp(&err, "knowledge.Search")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	if n := s.servedByNext(ctx, c.OrgID); n != nil {
 		return n.Search(ctx, c, in) // the org has cut over to the next model

@@ -79,14 +79,15 @@ type AgentCount struct {
 // Stats reads org's statistics (docs/operators.md; latency by org size in
 // docs/benchmarks.md). The org is not checked: callers pass an org that
 // exists (a token's, or one ctl looked up).
-func (s *Service) Stats(ctx context.Context, org uuid.UUID, topTags int) (*OrgStats, error) {
+func (s *Service) Stats(ctx context.Context, org uuid.UUID, topTags int) (_ *OrgStats, err error) {
+	defer wrapOp(&err, "knowledge.Stats")
 	ctx = db.WithOrg(ctx, org)
 	if topTags <= 0 {
 		topTags = 10
 	}
 	start := time.Now()
 	st := &OrgStats{OrgID: org}
-	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		q := sqlc.New(tx)
 		if err := q.StatsConfig(ctx); err != nil {
 			return err
@@ -210,7 +211,8 @@ func (st *OrgStats) addTenancy(ctx context.Context, tx pgx.Tx, org uuid.UUID) er
 // their totals, batch rows at a time, until none is left or ctx ends; the
 // worker's upkeep calls it. It returns how many counters it changed. Readers
 // are exact either way: it only keeps the deltas they sum short.
-func (s *Service) CompactCounts(ctx context.Context, batch int) (int64, error) {
+func (s *Service) CompactCounts(ctx context.Context, batch int) (_ int64, err error) {
+	defer wrapOp(&err, "knowledge.CompactCounts")
 	if batch <= 0 {
 		batch = 10_000
 	}

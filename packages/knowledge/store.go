@@ -26,7 +26,8 @@ var errTokenTaken = errors.New("client token already used")
 // caller) and the task edge if asked; any failure rolls all of it back, so a
 // failed store consumes nothing. After commit the entry is handed to the
 // Enqueuer. With a ClientToken the call is idempotent (see idempotence.go).
-func (s *Service) Store(ctx context.Context, c Caller, in StoreInput) (*StoreResult, error) {
+func (s *Service) Store(ctx context.Context, c Caller, in StoreInput) (_ *StoreResult, err error) {
+	defer wrapOp(&err, "knowledge.Store")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	a, err := validateStore(c, in, s.opts.Now())
 	if err != nil {

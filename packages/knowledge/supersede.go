@@ -52,7 +52,8 @@ const maxRaceAttempts = 5
 // and an attempt, into a short wait. Supersessions are rare next to stores
 // and searches (which never take it), each holds it for milliseconds, and
 // other orgs never wait. TestSupersedeSerialisedPerOrg pins the lock.
-func (s *Service) Supersede(ctx context.Context, c Caller, oldID, newID uuid.UUID) (*SupersedeResult, error) {
+func (s *Service) Supersede(ctx context.Context, c Caller, oldID, newID uuid.UUID) (_ *SupersedeResult, err error) {
+	defer wrapOp(&err, "knowledge.Supersede")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := checkCaller(c, true); err != nil {
 		return nil, err
@@ -66,7 +67,7 @@ func (s *Service) Supersede(ctx context.Context, c Caller, oldID, newID uuid.UUI
 		return nil, errs.InvalidArgument("newId", "must differ from oldId: an entry cannot supersede itself")
 	}
 	var res *SupersedeResult
-	err := s.txRetryingRaces(ctx, func(tx pgx.Tx) error {
+	err = s.txRetryingRaces(ctx, func(tx pgx.Tx) error {
 		var err error
 		res, err = supersedeTx(ctx, sqlc.New(tx), c, oldID, newID, testHookAfterChecks)
 		return err

@@ -17,7 +17,8 @@ import (
 // Linking twice is idempotent: the existing link is returned. An entry or a
 // task of another org is not found. The caller's agent is recorded when it
 // has one (task runners may call with AgentID = uuid.Nil).
-func (s *Service) LinkTask(ctx context.Context, c Caller, knowledgeID uuid.UUID, ref TaskRef) (*TaskLink, error) {
+func (s *Service) LinkTask(ctx context.Context, c Caller, knowledgeID uuid.UUID, ref TaskRef) (_ *TaskLink, err error) {
+	defer wrapOp(&err, "knowledge.LinkTask")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := checkCaller(c, false); err != nil {
 		return nil, err
@@ -67,7 +68,8 @@ type TaskEntry struct {
 // A task of another org is not found (field "taskId"); a task without links
 // gives an empty list. Superseded entries are listed too, naming their head,
 // so a task runner can follow to the current knowledge.
-func (s *Service) TaskKnowledge(ctx context.Context, c Caller, taskID uuid.UUID, kind LinkKind) ([]TaskEntry, error) {
+func (s *Service) TaskKnowledge(ctx context.Context, c Caller, taskID uuid.UUID, kind LinkKind) (_ []TaskEntry, err error) {
+	defer wrapOp(&err, "knowledge.TaskKnowledge")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := checkCaller(c, false); err != nil {
 		return nil, err

@@ -78,7 +78,8 @@ func utcp(t *time.Time) *time.Time {
 // Export writes org's knowledge to w. It reads one snapshot (a repeatable
 // read, read-only transaction), page by page with keyset paging, so its
 // memory does not grow with the org; w is buffered here.
-func (s *Service) Export(ctx context.Context, org uuid.UUID, w io.Writer, o ExportOptions) (*ExportReport, error) {
+func (s *Service) Export(ctx context.Context, org uuid.UUID, w io.Writer, o ExportOptions) (_ *ExportReport, err error) {
+	defer wrapOp(&err, "knowledge.Export")
 	ctx = db.WithOrg(ctx, org)
 	if o.PageSize <= 0 {
 		o.PageSize = 1000
@@ -87,7 +88,7 @@ func (s *Service) Export(ctx context.Context, org uuid.UUID, w io.Writer, o Expo
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
 	rep := &ExportReport{}
-	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		x := &exporter{ctx: ctx, tx: tx, q: sqlc.New(tx), org: org, enc: enc, o: o, rep: rep}
 		// The file's order (see above): what a line names comes before it.
 		for _, section := range []func() error{x.header, x.agents, x.relationTypes, x.tasks, x.entries, x.supersessions, x.taskLinks, x.relations} {
@@ -333,10 +334,11 @@ var ErrNewerFormat = transferfmt.ErrNewerFormat
 // vector are pending: the worker's reconciler enqueues them within its
 // grace period (WORKER_RECONCILE_GRACE); the lexical indexer picks them up
 // on its next pass.
-func (s *Service) Import(ctx context.Context, org uuid.UUID, open func() (io.ReadCloser, error), o ImportOptions) (*ImportReport, error) {
+func (s *Service) Import(ctx context.Context, org uuid.UUID, open func() (io.ReadCloser, error), o ImportOptions) (_ *ImportReport, err error) {
+	defer wrapOp(&err, "knowledge.Import")
 	ctx = db.WithOrg(ctx, org)
 	rep := &ImportReport{Skipped: map[string]int64{}}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := s.importPass(ctx, tx, org, open, 1, o, rep); err != nil {
 			return err
 		}

@@ -96,7 +96,8 @@ type UpkeepReport struct {
 
 // Upkeep runs the maintenance that is due (see above) and reports it. A
 // statement is cancelled when ctx ends; what it did by then is kept.
-func (s *Service) Upkeep(ctx context.Context) (UpkeepReport, error) {
+func (s *Service) Upkeep(ctx context.Context) (_ UpkeepReport, err error) {
+	defer wrapOp(&err, "knowledge.Upkeep")
 	var rep UpkeepReport
 	// The statistics' counters first (stats.go): cheap, and it keeps
 	// their deltas short whatever else the pass does.
@@ -160,9 +161,10 @@ func (s *Service) Upkeep(ctx context.Context) (UpkeepReport, error) {
 // large org's own (see below). Upkeep runs it; it is exported for a caller
 // that wants an org's vector index without waiting for the vacuums (the
 // benchmarks measure search in that state).
-func (s *Service) UpkeepVectorIndexes(ctx context.Context) (UpkeepReport, error) {
+func (s *Service) UpkeepVectorIndexes(ctx context.Context) (_ UpkeepReport, err error) {
+	defer wrapOp(&err, "knowledge.UpkeepVectorIndexes")
 	var rep UpkeepReport
-	err := s.orgVectorIndex(ctx, &rep)
+	err = s.orgVectorIndex(ctx, &rep)
 	return rep, err
 }
 

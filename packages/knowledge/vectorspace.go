@@ -127,6 +127,7 @@ func (v VectorSpace) validate() error {
 // look-ups when the index is there. Until the index is valid, the vector
 // list uses the exact scan of the org (search_candidates.sql).
 func (s *Service) EnsureVectorIndex(ctx context.Context) (built bool, err error) {
+	defer wrapOp(&err, "knowledge.EnsureVectorIndex")
 	names, err := s.ensureVectorIndexes(ctx)
 	return len(names) > 0, err
 }
