@@ -393,7 +393,7 @@ func (s *Server) logCall(ctx context.Context, msg string, p *tenancy.Principal, 
 // logCallAt is logCall at level, raised to WARN when the call failed on
 // the server's side.
 func (s *Server) logCallAt(ctx context.Context, level slog.Level, msg string, p *tenancy.Principal, what slog.Attr, o kt.Outcome, d time.Duration) {
-	if o.Code == string(errs.CodeUnavailable) || o.Code == "protocol_error" {
+	if o.Code == string(errs.CodeUnavailable) || o.Code == string(errs.CodeInternal) || o.Code == "protocol_error" {
 		level = slog.LevelWarn
 	}
 	attrs := []slog.Attr{

@@ -133,7 +133,7 @@ func (s *Server) newMCPServer(resolve principalFunc) *mcp.Server {
 		Logger: newSDKLogger(s.logger),
 		// Declares the completions capability: ids of the resource
 		// templates and of tool arguments, tags, agents (kt.Completion).
-		CompletionHandler: kt.Completion(s.deps.Knowledge),
+		CompletionHandler: kt.Completion(s.deps.Knowledge, kt.Options{Logger: s.logger}),
 		// Every answer is a tenant's: knowledge of one org, a tool list
 		// filtered by one token's scopes. The protocol's default cache
 		// scope is "public" (any intermediary may serve it to anyone);
@@ -151,7 +151,7 @@ func (s *Server) newMCPServer(resolve principalFunc) *mcp.Server {
 const instructions = `This server is the shared memory of your organisation's agent fleet.
 Search it (search_knowledge) before working on a topic; store what you learn (store_knowledge) so others can reuse it, and read the similar entries its answer lists; when knowledge changes, correct it with supersede_knowledge (the old entry stays as history); erase with forget_knowledge only what must not be read at all (a secret, personal data).
 Read a whole entry with get_knowledge or the resource knowledge://{id}, browse with list_knowledge, the entries linked to a task with knowledge://tasks/{taskId}, and what your organisation holds with knowledge://stats. search_knowledge and list_knowledge answer as of a past time with asOf.
-Tool errors start with a stable code (invalid_argument, not_found, forbidden, conflict, cycle, quota_exceeded, rate_limited, unavailable) followed by the argument at fault and the rule.`
+Tool errors start with a stable code (invalid_argument, not_found, forbidden, conflict, cycle, quota_exceeded, rate_limited, unavailable, internal) followed by the argument at fault and the rule.`
 
 // Start listens on the configured address and serves in the background. It
 // returns the bound address (useful with port 0).

@@ -76,15 +76,15 @@ func toolAttrs(name string) []attribute.KeyValue {
 
 // endCall records the outcome and ends the span. Refusals the caller can
 // fix (invalid_argument, not_found, forbidden, ...) are not the server's
-// errors and leave the status unset, as HTTP 4xx do; unavailable and
-// protocol errors set it to Error.
+// errors and leave the status unset, as HTTP 4xx do; unavailable, internal
+// and protocol errors set it to Error.
 func endCall(span trace.Span, code string) {
 	if span.IsRecording() {
 		span.SetAttributes(attrOutcome.String(code))
 		if code != "ok" {
 			span.SetAttributes(attrErrorType.String(code))
 		}
-		if code == "unavailable" || code == "protocol_error" {
+		if code == "unavailable" || code == "internal" || code == "protocol_error" {
 			span.SetStatus(codes.Error, code)
 		}
 	}

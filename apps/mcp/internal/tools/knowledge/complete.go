@@ -3,6 +3,7 @@ package knowledge
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -36,7 +37,10 @@ var completable = map[string]string{
 // knowledge:read scope. A reference this server has no values for (a
 // prompt: it has none; another scheme; an argument it does not complete)
 // answers no values, as MCP asks, rather than an error.
-func Completion(svc Service) func(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+func Completion(svc Service, opts Options) func(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
 	return func(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 		empty := &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}
 		p := req.Params
@@ -53,7 +57,10 @@ func Completion(svc Service) func(context.Context, *mcp.CompleteRequest) (*mcp.C
 		}
 		values, more, err := svc.Complete(ctx, c, what, p.Argument.Value)
 		if err != nil {
-			body, _ := Describe(err)
+			body, known := Describe(err)
+			if !known {
+				logFailure(ctx, opts.Logger, "completion failed", err, "completing", what)
+			}
 			setOutcome(ctx, body.Code, body.Field)
 			data, _ := json.Marshal(ErrorPayload{Error: body})
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: body.Text(), Data: data}

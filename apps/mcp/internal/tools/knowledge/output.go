@@ -91,7 +91,7 @@ func errorCodes() []any {
 	return []any{
 		string(errs.CodeInvalidArgument), string(errs.CodeNotFound), string(errs.CodeForbidden),
 		string(errs.CodeConflict), string(errs.CodeCycle), string(errs.CodeQuotaExceeded),
-		string(errs.CodeRateLimited), string(errs.CodeUnavailable),
+		string(errs.CodeRateLimited), string(errs.CodeUnavailable), string(errs.CodeInternal),
 	}
 }
 

@@ -130,7 +130,7 @@ func (t *toolset) read(ctx context.Context, uri string) (any, error) {
 func (t *toolset) resourceError(ctx context.Context, req *mcp.ReadResourceRequest, uri string, err error) error {
 	body, known := Describe(err)
 	if !known {
-		t.logger.ErrorContext(ctx, "resource read failed", "resource", KindOfURI(uri), "err", err)
+		logFailure(ctx, t.logger, "resource read failed", err, "resource", KindOfURI(uri))
 	}
 	setOutcome(ctx, body.Code, body.Field)
 	if body.Code == string(errs.CodeNotFound) {

@@ -352,12 +352,19 @@ type ErrorBody struct {
 // edge's Retry-After for an outage, in milliseconds.
 const unavailableRetryAfterMs = 5000
 
-// Describe maps any error of a call to the body agents see. Domain errors
-// keep their code, field and message; anything else becomes "unavailable"
-// with a generic message (the detail is logged, never sent).
-func Describe(err error) (ErrorBody, bool) {
+// internalMessage answers an error the vocabulary does not know: what went
+// wrong is logged with the operation that failed, never sent.
+const internalMessage = "the knowledge service failed on this call because of a fault on its side; it is logged for the operators, and the same call will fail again"
+
+// Describe maps any error of a call to the body agents see; it is where the
+// vocabulary's codes become MCP answers. An errs.Error keeps its code, field
+// and message. A call cut short by its deadline or cancelled is unavailable
+// (retryable). Anything else is internal: a bug or an unexpected failure,
+// not retryable, answered without its detail. known is false for the last
+// two: the caller logs them (logFailure).
+func Describe(err error) (body ErrorBody, known bool) {
 	var de *errs.Error
-	if errors.As(err, &de) && de.Code != "" {
+	if errors.As(err, &de) && de.Code != "" && de.Code != errs.CodeInternal {
 		b := ErrorBody{Code: string(de.Code), Field: de.Field, Message: de.Message, Retryable: de.Retryable}
 		if de.Code == errs.CodeUnavailable {
 			b.RetryAfterMs = unavailableRetryAfterMs
@@ -370,7 +377,13 @@ func Describe(err error) (ErrorBody, bool) {
 	if errors.Is(err, context.Canceled) {
 		return ErrorBody{Code: string(errs.CodeUnavailable), Message: "the call was cancelled", Retryable: true}, false
 	}
-	return ErrorBody{Code: string(errs.CodeUnavailable), Message: "the knowledge service failed on this call; retry later", Retryable: true, RetryAfterMs: unavailableRetryAfterMs}, false
+	return ErrorBody{Code: string(errs.CodeInternal), Message: internalMessage}, false
+}
+
+// logFailure logs an error Describe did not know, with the operation that
+// failed (errs.Wrap recorded it at the service boundary) and the cause.
+func logFailure(ctx context.Context, logger *slog.Logger, msg string, err error, args ...any) {
+	logger.ErrorContext(ctx, msg, append(args, "op", errs.OpOf(err), "err", err)...)
 }
 
 // Text renders an error body for the text content: "code: field: message".
@@ -392,7 +405,7 @@ func (b ErrorBody) Text() string {
 func (t *toolset) errorResult(ctx context.Context, tool string, err error) *mcp.CallToolResult {
 	body, known := Describe(err)
 	if !known {
-		t.logger.ErrorContext(ctx, "tool failed", "tool", tool, "err", err)
+		logFailure(ctx, t.logger, "tool failed", err, "tool", tool)
 	}
 	setOutcome(ctx, body.Code, body.Field)
 	b, _ := json.Marshal(ErrorPayload{Error: body})
