@@ -203,7 +203,7 @@ func (o *Outbox) writeRun(ctx context.Context, model string, entries []PendingEn
 // waiting. busy: the indexes of entries still pending at their generation
 // that another transaction holds.
 func (o *Outbox) writeOnce(ctx context.Context, model string, entries []PendingEntry, vecs []EntryVectors, idx []int) (written int, lags []time.Duration, busy []int, err error) {
-	jobsOf := func(idx []int) []EmbeddingJob {
+	picked := func(idx []int) []EmbeddingJob {
 		js := make([]EmbeddingJob, len(idx))
 		for k, i := range idx {
 			js[k] = entries[i].Job
@@ -213,7 +213,7 @@ func (o *Outbox) writeOnce(ctx context.Context, model string, entries []PendingE
 	err = pgx.BeginFunc(ctx, o.pool, func(tx pgx.Tx) error {
 		written, lags, busy = 0, nil, nil
 		q := o.q.WithTx(tx)
-		locked, err := q.LockPendingForEmbedding(ctx, sqlc.LockPendingForEmbeddingParams(jobArrays(jobsOf(idx))))
+		locked, err := q.LockPendingForEmbedding(ctx, sqlc.LockPendingForEmbeddingParams(jobArrays(picked(idx))))
 		if err != nil {
 			return fmt.Errorf("lock entries: %w", err)
 		}
@@ -245,7 +245,7 @@ func (o *Outbox) writeOnce(ctx context.Context, model string, entries []PendingE
 		// Skipped: held by another transaction, or no longer pending at the
 		// job's generation (erased, re-embedded, done). Only the first are
 		// tried again.
-		still, err := q.ListJobEntries(ctx, sqlc.ListJobEntriesParams(jobArrays(jobsOf(skipped))))
+		still, err := q.ListJobEntries(ctx, sqlc.ListJobEntriesParams(jobArrays(picked(skipped))))
 		if err != nil {
 			return fmt.Errorf("load skipped entries: %w", err)
 		}
@@ -309,11 +309,7 @@ func (o *Outbox) RequestReembed(ctx context.Context, org uuid.UUID, space Vector
 	if err != nil {
 		return nil, fmt.Errorf("request re-embed: %w", err)
 	}
-	jobs := make([]EmbeddingJob, len(rows))
-	for i, r := range rows {
-		jobs[i] = EmbeddingJob{OrgID: r.OrgID, EntryID: r.ID, Generation: r.EmbeddingGeneration}
-	}
-	return jobs, nil
+	return jobsOf(rows), nil
 }
 
 // Current returns the jobs that still name their entry's current
@@ -324,11 +320,7 @@ func (o *Outbox) Current(ctx context.Context, jobs []EmbeddingJob) ([]EmbeddingJ
 	if err != nil {
 		return nil, err
 	}
-	out := make([]EmbeddingJob, len(rows))
-	for i, r := range rows {
-		out[i] = EmbeddingJob{OrgID: r.OrgID, EntryID: r.ID, Generation: r.EmbeddingGeneration}
-	}
-	return out, nil
+	return jobsOf(rows), nil
 }
 
 // Stale returns the jobs of entries pending since before before, the
@@ -339,11 +331,7 @@ func (o *Outbox) Stale(ctx context.Context, before time.Time, max int) ([]Embedd
 	if err != nil {
 		return nil, err
 	}
-	out := make([]EmbeddingJob, len(rows))
-	for i, r := range rows {
-		out[i] = EmbeddingJob{OrgID: r.OrgID, EntryID: r.ID, Generation: r.EmbeddingGeneration}
-	}
-	return out, nil
+	return jobsOf(rows), nil
 }
 
 // Backlog is the size and age of the outbox.
@@ -360,6 +348,23 @@ func (o *Outbox) Backlog(ctx context.Context) (Backlog, error) {
 		return Backlog{}, err
 	}
 	return Backlog{Pending: r.Pending, Oldest: time.Duration(r.OldestSeconds * float64(time.Second))}, nil
+}
+
+// jobRow is the columns naming a job in the statements' rows.
+type jobRow = struct {
+	OrgID               uuid.UUID
+	ID                  uuid.UUID
+	EmbeddingGeneration int32
+}
+
+// jobsOf is the jobs of rows.
+func jobsOf[R ~jobRow](rows []R) []EmbeddingJob {
+	out := make([]EmbeddingJob, len(rows))
+	for i, r := range rows {
+		j := jobRow(r)
+		out[i] = EmbeddingJob{OrgID: j.OrgID, EntryID: j.ID, Generation: j.EmbeddingGeneration}
+	}
+	return out
 }
 
 // jobIDs is the column arrays the job statements take (unnest).

@@ -468,8 +468,8 @@ var importDecoders = map[string]recordDecoder{
 	transferfmt.KindTask:         {1, (*importer).task},
 	transferfmt.KindRelationType: {1, (*importer).relationType},
 	transferfmt.KindEntry:        {0, (*importer).entry},
-	transferfmt.KindSupersession: {2, (*importer).supersession},
-	transferfmt.KindTaskLink:     {2, (*importer).taskLink},
+	transferfmt.KindSupersession: {2, holdBack(func(im *importer) *[]transferfmt.Supersession { return &im.edges })},
+	transferfmt.KindTaskLink:     {2, holdBack(func(im *importer) *[]transferfmt.TaskLink { return &im.links })},
 	transferfmt.KindRelation:     {2, (*importer).relation},
 }
 
@@ -580,22 +580,18 @@ func (im *importer) entry(b []byte) error {
 	return nil
 }
 
-func (im *importer) supersession(b []byte) error {
-	e, err := decodeLine[transferfmt.Supersession](im, b)
-	if err != nil {
-		return err
+// holdBack is the decoder of a kind whose records are only held back, in
+// the batch that batch picks.
+func holdBack[T any](batch func(im *importer) *[]T) func(*importer, []byte) error {
+	return func(im *importer, b []byte) error {
+		v, err := decodeLine[T](im, b)
+		if err != nil {
+			return err
+		}
+		p := batch(im)
+		*p = append(*p, v)
+		return nil
 	}
-	im.edges = append(im.edges, e)
-	return nil
-}
-
-func (im *importer) taskLink(b []byte) error {
-	l, err := decodeLine[transferfmt.TaskLink](im, b)
-	if err != nil {
-		return err
-	}
-	im.links = append(im.links, l)
-	return nil
 }
 
 // relation holds back a relation of a type of the org's catalogue (its
@@ -633,13 +629,23 @@ func (im *importer) flush() error {
 	return nil
 }
 
-// added counts the n of total records a batch wrote in into, and the
-// others as skipped for reason.
-func (im *importer) added(n int64, total int, into *int64, reason string) {
+// flushBatch writes a batch held back with write, which returns how many
+// records it added: those are counted in into, the others as skipped for
+// reason (there already). The batch is emptied.
+func flushBatch[T any](im *importer, batch *[]T, into *int64, reason string, write func([]T) (int64, error)) error {
+	if len(*batch) == 0 {
+		return nil
+	}
+	n, err := write(*batch)
+	if err != nil {
+		return err
+	}
 	*into += n
-	if k := int64(total) - n; k > 0 {
+	if k := int64(len(*batch)) - n; k > 0 {
 		im.rep.Skipped[reason] += k
 	}
+	*batch = (*batch)[:0]
+	return nil
 }
 
 func (im *importer) flushEntries() error {
@@ -658,85 +664,57 @@ func (im *importer) flushEntries() error {
 }
 
 func (im *importer) flushChains() error {
-	if len(im.chains) == 0 {
-		return nil
-	}
-	p := sqlc.ImportChainsParams{OrgID: im.org}
-	for _, e := range im.chains {
-		p.Ids = append(p.Ids, e.ID)
-		p.SupersededBy = append(p.SupersededBy, *e.SupersededBy)
-		p.HeadIds = append(p.HeadIds, *e.HeadID)
-		p.SupersededAt = append(p.SupersededAt, *e.SupersededAt)
-	}
-	n, err := im.q.ImportChains(im.ctx, p)
-	if err != nil {
-		return err
-	}
-	im.added(n, len(im.chains), &im.rep.Chains, "chain: entry already superseded in the org (its chain is kept)")
-	im.chains = im.chains[:0]
-	return nil
+	return flushBatch(im, &im.chains, &im.rep.Chains, "chain: entry already superseded in the org (its chain is kept)", func(chains []transferfmt.Entry) (int64, error) {
+		p := sqlc.ImportChainsParams{OrgID: im.org}
+		for _, e := range chains {
+			p.Ids = append(p.Ids, e.ID)
+			p.SupersededBy = append(p.SupersededBy, *e.SupersededBy)
+			p.HeadIds = append(p.HeadIds, *e.HeadID)
+			p.SupersededAt = append(p.SupersededAt, *e.SupersededAt)
+		}
+		return im.q.ImportChains(im.ctx, p)
+	})
 }
 
 func (im *importer) flushEdges() error {
-	if len(im.edges) == 0 {
-		return nil
-	}
-	p := sqlc.ImportSupersessionsParams{OrgID: im.org}
-	for _, e := range im.edges {
-		p.OldIds, p.NewIds = append(p.OldIds, e.OldID), append(p.NewIds, e.NewID)
-		p.AgentIds, p.CreatedAts = append(p.AgentIds, e.AgentID), append(p.CreatedAts, e.CreatedAt)
-	}
-	n, err := im.q.ImportSupersessions(im.ctx, p)
-	if err != nil {
-		return err
-	}
-	im.added(n, len(im.edges), &im.rep.Supersessions, "supersession: already present")
-	im.edges = im.edges[:0]
-	return nil
+	return flushBatch(im, &im.edges, &im.rep.Supersessions, "supersession: already present", func(edges []transferfmt.Supersession) (int64, error) {
+		p := sqlc.ImportSupersessionsParams{OrgID: im.org}
+		for _, e := range edges {
+			p.OldIds, p.NewIds = append(p.OldIds, e.OldID), append(p.NewIds, e.NewID)
+			p.AgentIds, p.CreatedAts = append(p.AgentIds, e.AgentID), append(p.CreatedAts, e.CreatedAt)
+		}
+		return im.q.ImportSupersessions(im.ctx, p)
+	})
 }
 
 func (im *importer) flushLinks() error {
-	if len(im.links) == 0 {
-		return nil
-	}
-	p := sqlc.ImportTaskLinksParams{OrgID: im.org}
-	for _, l := range im.links {
-		p.TaskIds, p.KnowledgeIds = append(p.TaskIds, l.TaskID), append(p.KnowledgeIds, l.EntryID)
-		p.Kinds, p.AgentIds, p.CreatedAts = append(p.Kinds, l.LinkKind), append(p.AgentIds, orNil(l.AuthorAgentID)), append(p.CreatedAts, l.CreatedAt)
-	}
-	n, err := im.q.ImportTaskLinks(im.ctx, p)
-	if err != nil {
-		return err
-	}
-	im.added(n, len(im.links), &im.rep.TaskLinks, "taskLink: already present")
-	im.links = im.links[:0]
-	return nil
+	return flushBatch(im, &im.links, &im.rep.TaskLinks, "taskLink: already present", func(links []transferfmt.TaskLink) (int64, error) {
+		p := sqlc.ImportTaskLinksParams{OrgID: im.org}
+		for _, l := range links {
+			p.TaskIds, p.KnowledgeIds = append(p.TaskIds, l.TaskID), append(p.KnowledgeIds, l.EntryID)
+			p.Kinds, p.AgentIds, p.CreatedAts = append(p.Kinds, l.LinkKind), append(p.AgentIds, orNil(l.AuthorAgentID)), append(p.CreatedAts, l.CreatedAt)
+		}
+		return im.q.ImportTaskLinks(im.ctx, p)
+	})
 }
 
 func (im *importer) flushRelations() error {
-	if len(im.rels) == 0 {
-		return nil
-	}
-	p := sqlc.ImportRelationsParams{OrgID: im.org}
-	for _, r := range im.rels {
-		note, to := "", ""
-		if r.Note != nil {
-			note = *r.Note
+	return flushBatch(im, &im.rels, &im.rep.Relations, "relation: already present", func(rels []transferfmt.Relation) (int64, error) {
+		p := sqlc.ImportRelationsParams{OrgID: im.org}
+		for _, r := range rels {
+			note, to := "", ""
+			if r.Note != nil {
+				note = *r.Note
+			}
+			if r.ValidTo != nil {
+				to = r.ValidTo.UTC().Format(time.RFC3339Nano)
+			}
+			p.Ids, p.FromIds, p.ToIds, p.Types = append(p.Ids, r.ID), append(p.FromIds, r.FromID), append(p.ToIds, r.ToID), append(p.Types, r.Type)
+			p.Notes, p.Authors, p.Closers = append(p.Notes, note), append(p.Authors, orNil(r.AuthorAgentID)), append(p.Closers, orNil(r.ClosedByAgentID))
+			p.ValidFroms, p.ValidTos = append(p.ValidFroms, r.ValidFrom), append(p.ValidTos, to)
 		}
-		if r.ValidTo != nil {
-			to = r.ValidTo.UTC().Format(time.RFC3339Nano)
-		}
-		p.Ids, p.FromIds, p.ToIds, p.Types = append(p.Ids, r.ID), append(p.FromIds, r.FromID), append(p.ToIds, r.ToID), append(p.Types, r.Type)
-		p.Notes, p.Authors, p.Closers = append(p.Notes, note), append(p.Authors, orNil(r.AuthorAgentID)), append(p.Closers, orNil(r.ClosedByAgentID))
-		p.ValidFroms, p.ValidTos = append(p.ValidFroms, r.ValidFrom), append(p.ValidTos, to)
-	}
-	n, err := im.q.ImportRelations(im.ctx, p)
-	if err != nil {
-		return err
-	}
-	im.added(n, len(im.rels), &im.rep.Relations, "relation: already present")
-	im.rels = im.rels[:0]
-	return nil
+		return im.q.ImportRelations(im.ctx, p)
+	})
 }
 
 // orNil is *id, or uuid.Nil for none (the import statements' arrays hold
