@@ -31,15 +31,15 @@ func ReembedSpace(ctx context.Context, pool *pgxpool.Pool, enq knowledge.Enqueue
 	if err != nil {
 		return 0, err
 	}
-	var errs []error
+	var failed []error
 	for _, job := range rows {
 		if err := enq.EnqueueEmbedding(ctx, job); err != nil {
-			errs = append(errs, err)
+			failed = append(failed, err)
 		}
 	}
-	if len(errs) > 0 {
+	if len(failed) > 0 {
 		return len(rows), fmt.Errorf("%d entries set pending, %d not enqueued (the worker's reconciler will enqueue them): %w",
-			len(rows), len(errs), errors.Join(errs[0]))
+			len(rows), len(failed), errors.Join(failed...))
 	}
 	return len(rows), nil
 }
