@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/term"
 
+	"github.com/agentfleet/orchestrator/packages/appenv/knowledgeenv"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
@@ -107,7 +108,7 @@ func runPurge(e *env, f *purgeFlags) error {
 	if err != nil {
 		return err
 	}
-	svc := knowledge.New(pool, knowledge.Options{Redis: rdb, TextSearchConfig: e.config().String(knowledge.EnvTextSearchConfig, knowledge.DefaultTextSearchConfig)})
+	svc := knowledge.New(pool, knowledge.Options{Redis: rdb, TextSearchConfig: knowledgeenv.TextSearchConfig(e.config())})
 	if !f.dry && !f.yes {
 		if err := confirmPurge(e, svc, orgID, scope, scopeName); err != nil {
 			return err

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -133,7 +132,7 @@ func dropWords(rng *rand.Rand, t string, p float64) string {
 
 // runDups is eval --dups: the study on a scratch database, its report on
 // stdout.
-func runDups(ctx context.Context, pool *pgxpool.Pool, emb embed.Embedder, ds *Dataset, cfg config, stdout io.Writer, progress func(string, ...any)) error {
+func runDups(ctx context.Context, pool *pgxpool.Pool, emb embed.Embedder, ds *Dataset, cfg config, env settings, stdout io.Writer, progress func(string, ...any)) error {
 	long, err := newCaller(ctx, pool, "dups-long")
 	if err != nil {
 		return err
@@ -142,17 +141,9 @@ func runDups(ctx context.Context, pool *pgxpool.Pool, emb embed.Embedder, ds *Da
 	if err != nil {
 		return err
 	}
-	// The embed budget of the check (the answers' checks are counted).
-	budget, err := embedBudget(os.Getenv)
-	if err != nil {
-		return err
-	}
-	// The operator's calibration of the model, as the MCP server reads it
-	// (SEARCH_COSINE_FLOOR, SEARCH_COSINE_FULL): the meaning score's scale.
-	cal, err := knowledge.VectorCalibrationFromEnv(os.Getenv)
-	if err != nil {
-		return err
-	}
+	// The embed budget of the check (the answers' checks are counted), and
+	// the operator's calibration of the model: the meaning score's scale.
+	budget, cal := env.budget, env.calibration
 	svc := knowledge.New(pool, knowledge.Options{Embedder: emb, QueryEmbedBudget: budget, EmbedTimeout: budget, VectorCalibration: cal})
 	plain := knowledge.New(pool, knowledge.Options{Embedder: emb, QueryEmbedBudget: budget, VectorCalibration: cal, SkipSimilar: true})
 	para, err := paraphraseStudy(ctx, pool, emb, svc, cfg.concurrency, progress)

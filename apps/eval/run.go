@@ -148,7 +148,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return errors.New("dataset: no query has a judgment in qrels/test.tsv")
 	}
 
-	emb, err := newEmbedder(getenv)
+	env, err := readSettings(getenv)
+	if err != nil {
+		return err
+	}
+	emb, err := embed.New(env.embedder)
 	if err != nil {
 		return err
 	}
@@ -162,7 +166,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	rep.Embedder = emb.Model()
 
-	scratch, err := createScratch(ctx, appenv.New(getenv).String("TEST_DATABASE_URL", DefaultAdminURL))
+	scratch, err := createScratch(ctx, env.adminURL)
 	if err != nil {
 		return err
 	}
@@ -188,23 +192,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	if cfg.dups {
-		return runDups(ctx, pool, emb, ds, cfg, stdout, progress)
+		return runDups(ctx, pool, emb, ds, cfg, env, stdout, progress)
 	}
 	caller, err := newCaller(ctx, pool, "eval")
 	if err != nil {
 		return err
 	}
-	// The operator's calibration of the model, if set, as the MCP server
-	// reads it: the run then measures the deployment's scoring.
-	cal, err := knowledge.VectorCalibrationFromEnv(getenv)
-	if err != nil {
-		return err
-	}
-	budget, err := embedBudget(getenv)
-	if err != nil {
-		return err
-	}
-	opts := knowledge.Options{Embedder: emb, VectorCalibration: cal, QueryEmbedBudget: budget}
+	opts := knowledge.Options{Embedder: emb, VectorCalibration: env.calibration, QueryEmbedBudget: env.budget}
 	svc := knowledge.New(pool, opts)
 
 	progress("%s: storing %d documents into %s", ds.Name, len(ds.Docs), scratch.name)
@@ -281,8 +275,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	rep.Nonsense.Floor = knowledge.CalibrationFor(emb.Model()).Floor
-	if cal != nil {
-		rep.Nonsense.Floor = cal.Floor
+	if env.calibration != nil {
+		rep.Nonsense.Floor = env.calibration.Floor
 	}
 	progress("relevance gate: minScore 0, depth %d", gateDepth)
 	if rep.Gate, err = gateStudy(ctx, svc, caller, ds, queries, docOf); err != nil {
@@ -639,29 +633,29 @@ func defaultEmbedCache() string {
 	return filepath.Join(dir, "knowledge-eval")
 }
 
-// embedBudget is how long a search or a duplicate check waits for its
-// vector, as the MCP server reads it (SEARCH_EMBED_BUDGET; 0: the
-// product's default). A study of quality on a busy provider sets it high,
-// so that every query has its vector (the report counts those without).
-func embedBudget(getenv func(string) string) (time.Duration, error) {
-	v := getenv(knowledge.EnvQueryEmbedBudget)
-	if v == "" {
-		return 0, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return 0, &usageError{fmt.Sprintf("%s=%q: a duration such as 1s", knowledge.EnvQueryEmbedBudget, v)}
-	}
-	return d, nil
+// settings is eval's environment, read as the apps read theirs
+// (knowledgeenv): every bad variable is named at once.
+type settings struct {
+	adminURL string       // TEST_DATABASE_URL
+	embedder embed.Config // EMBEDDER, EMBEDDINGS_*
+	// calibration is the operator's calibration of the model, if set
+	// (SEARCH_COSINE_FLOOR, SEARCH_COSINE_FULL): the run then measures
+	// the deployment's scoring.
+	calibration *knowledge.VectorCalibration
+	// budget is how long a search or a duplicate check waits for its
+	// vector (SEARCH_EMBED_BUDGET; 0: the product's default). A study of
+	// quality on a busy provider sets it high, so that every query has
+	// its vector (the report counts those without).
+	budget time.Duration
 }
 
-// newEmbedder is the configured embedder (EMBEDDER, EMBEDDINGS_*), read as
-// the worker and the MCP server read it.
-func newEmbedder(getenv func(string) string) (embed.Embedder, error) {
+func readSettings(getenv func(string) string) (settings, error) {
 	e := appenv.New(getenv)
-	cfg := knowledgeenv.Embedder(e)
-	if err := e.Err(); err != nil {
-		return nil, err
+	s := settings{
+		adminURL:    e.String("TEST_DATABASE_URL", DefaultAdminURL),
+		embedder:    knowledgeenv.Embedder(e),
+		calibration: knowledgeenv.VectorCalibration(e),
+		budget:      knowledgeenv.QueryEmbedBudget(e),
 	}
-	return embed.New(cfg)
+	return s, e.Err()
 }

@@ -57,6 +57,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	minHeap := env.GCMinHeap(appenv.DefaultGCMinHeapMiB)
 	traceCfg := tracing.ReadConfig(env)
 	embedCfg, nextCfg := knowledgeenv.Embedder(env), knowledgeenv.Next(env)
+	// The worker's cut (a store whose text is one chunk writes the vector
+	// of its duplicate check as the entry's).
+	chunk := knowledgeenv.Chunk(env, embedCfg)
 	if err := env.Err(); err != nil {
 		return err
 	}
@@ -101,10 +104,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if err := knowledgeenv.CheckModelSwitch(embedder, nextEmbedder); err != nil {
 		return err
 	}
-	chunk, err := knowledge.ChunkSettings(embedder.Model(), cfg.Chunk)
-	if err != nil {
-		return err
-	}
 
 	// The process starts whatever its dependencies do: a supervisor may
 	// restart it during an outage, and it must then serve what it can,
@@ -139,7 +138,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		if err := db.CheckSchema(ctx, pool); err != nil {
 			return err
 		}
-		if err := knowledge.CheckTextSearchConfig(ctx, pool, cfg.TextSearchConfig); err != nil {
+		if err := knowledgeenv.CheckTextSearchConfig(ctx, pool, cfg.TextSearchConfig); err != nil {
 			return err
 		}
 		others, err := knowledgeenv.CheckEmbeddingSpace(ctx, pool, embedder, allowModelChange)

@@ -58,22 +58,18 @@ func parseConfig(e *appenv.Env) config {
 		IndexInterval:  e.Duration("WORKER_INDEX_INTERVAL", 500*time.Millisecond, 10*time.Millisecond, 0),
 		UpkeepInterval: e.Duration("WORKER_UPKEEP_INTERVAL", time.Minute, time.Second, 0),
 		// Checked against the database in run (checkTextSearchConfig).
-		TextSearchConfig:  e.String(knowledge.EnvTextSearchConfig, knowledge.DefaultTextSearchConfig),
-		VectorIndexMemory: int64(e.Int(knowledge.EnvVectorIndexMemory, knowledge.DefaultVectorIndexMemory>>20, 64, 1<<20)) << 20,
+		TextSearchConfig:  knowledgeenv.TextSearchConfig(e),
+		VectorIndexMemory: knowledgeenv.VectorIndexMemory(e),
 	}
 	c.allowModelChange = knowledgeenv.AllowModelChange(e)
 	c.modelSwitch = switchConfig{
 		rate:     float64(e.Int("EMBEDDINGS_BACKFILL_RATE", 50, 1, 100000)),
 		interval: e.Duration("WORKER_BACKFILL_INTERVAL", 5*time.Second, 100*time.Millisecond, 0),
 	}
-	// 0: the model's defaults (knowledge.ChunkOptionsFor), completed in run.
-	c.opts.Chunk = knowledge.ChunkOptions{
-		Chars:   e.Int(knowledge.EnvChunkChars, 0, knowledge.MinChunkChars, knowledge.MaxChunkChars),
-		Overlap: e.Int(knowledge.EnvChunkOverlap, -1, 0, knowledge.MaxChunkChars/2),
-	}
 	c.backlogInterval = e.Duration("WORKER_BACKLOG_INTERVAL", 15*time.Second, 100*time.Millisecond, 0)
 	c.audit = parseAuditConfig(e)
 	c.embedder, c.next = knowledgeenv.Embedder(e), knowledgeenv.Next(e)
+	c.opts.Chunk = knowledgeenv.Chunk(e, c.embedder)
 	return c
 }
 
@@ -111,9 +107,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	emb, err := embed.New(cfg.embedder)
 	if err != nil {
-		return err
-	}
-	if cfg.opts.Chunk, err = knowledge.ChunkSettings(emb.Model(), cfg.opts.Chunk); err != nil {
 		return err
 	}
 	var next embed.Embedder
@@ -168,7 +161,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err := db.CheckSchema(ctx, pool); err != nil {
 		return err
 	}
-	if err := knowledge.CheckTextSearchConfig(ctx, pool, cfg.opts.TextSearchConfig); err != nil {
+	if err := knowledgeenv.CheckTextSearchConfig(ctx, pool, cfg.opts.TextSearchConfig); err != nil {
 		return err
 	}
 	others, err := knowledgeenv.CheckEmbeddingSpace(ctx, pool, emb, cfg.allowModelChange)

@@ -36,7 +36,7 @@ type ChunkOptions struct {
 	Overlap int
 }
 
-// Limits of the chunk settings (EMBEDDINGS_CHUNK_CHARS, _OVERLAP).
+// Limits of the chunk settings.
 const (
 	MinChunkChars = 256
 	MaxChunkChars = 40000 // more than any entry: never cut
@@ -87,15 +87,10 @@ func ChunkOptionsFor(model string) ChunkOptions {
 	return ChunkOptions{Chars: chars, Overlap: chars / 8}
 }
 
-// The worker's chunk settings; unset, the model's defaults.
-const (
-	EnvChunkChars   = "EMBEDDINGS_CHUNK_CHARS"
-	EnvChunkOverlap = "EMBEDDINGS_CHUNK_OVERLAP"
-)
-
 // ChunkSettings completes the configured cut (Chars 0: the model's size;
 // Overlap < 0: an eighth of the size) and checks it: the overlap must be
-// under half the size, or chunks would barely advance.
+// under half the size, or chunks would barely advance
+// (*ChunkOverlapError).
 func ChunkSettings(model string, o ChunkOptions) (ChunkOptions, error) {
 	def := ChunkOptionsFor(model)
 	if o.Chars <= 0 {
@@ -105,9 +100,17 @@ func ChunkSettings(model string, o ChunkOptions) (ChunkOptions, error) {
 		o.Overlap = o.Chars / 8
 	}
 	if o.Overlap >= o.Chars/2 {
-		return o, fmt.Errorf("%s=%d: must be less than half of the chunk size (%s=%d)", EnvChunkOverlap, o.Overlap, EnvChunkChars, o.Chars)
+		return o, &ChunkOverlapError{o}
 	}
 	return o, nil
+}
+
+// ChunkOverlapError is ChunkSettings' refusal of an overlap of half the
+// chunk size or more.
+type ChunkOverlapError struct{ ChunkOptions }
+
+func (e *ChunkOverlapError) Error() string {
+	return fmt.Sprintf("chunk overlap %d: must be less than half of the chunk size (%d)", e.Overlap, e.Chars)
 }
 
 // Span is a chunk's part of the body: runes [Start, End).

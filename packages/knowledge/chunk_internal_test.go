@@ -1,6 +1,7 @@
 package knowledge
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"unicode"
@@ -76,7 +77,8 @@ func TestChunkSettings(t *testing.T) {
 	if o, err := ChunkSettings("m", ChunkOptions{Chars: 3000, Overlap: 0}); err != nil || o != (ChunkOptions{3000, 0}) {
 		t.Fatalf("explicit: %+v %v", o, err)
 	}
-	if _, err := ChunkSettings("m", ChunkOptions{Chars: 1000, Overlap: 500}); err == nil || !strings.Contains(err.Error(), EnvChunkOverlap) {
+	var oe *ChunkOverlapError
+	if _, err := ChunkSettings("m", ChunkOptions{Chars: 1000, Overlap: 500}); !errors.As(err, &oe) || oe.Chars != 1000 {
 		t.Fatalf("overlap of half the size: %v", err)
 	}
 }

@@ -19,7 +19,7 @@ import (
 // stemming: english, german, french, spanish, russian, simple, ... any the
 // server has, including custom ones), kept in knowledge_search_stats.config
 // and used for its entries and its queries alike. A new org gets the
-// deployment's (Options.TextSearchConfig, SEARCH_TEXT_CONFIG); an operator
+// deployment's (Options.TextSearchConfig); an operator
 // moves an org to another with SetTextSearchConfig (`ctl search language`).
 // Identifiers are matched whole whatever the language, and the vector list
 // serves any language the embedding model knows.
@@ -123,24 +123,18 @@ func (s *Service) SetTextSearchConfig(ctx context.Context, org uuid.UUID, config
 	return queued, nil
 }
 
-// EnvTextSearchConfig is the environment variable of the deployment's text
-// search configuration (Options.TextSearchConfig), read by every app that
-// builds a Service.
-const EnvTextSearchConfig = "SEARCH_TEXT_CONFIG"
-
 // CheckTextSearchConfig makes a misspelt configuration stop an app at start,
-// naming the variable and what the server has, instead of failing every
-// indexer pass of every new org.
+// naming what the server has, instead of failing every indexer pass of
+// every new org.
 func CheckTextSearchConfig(ctx context.Context, pool *pgxpool.Pool, name string) error {
 	q := sqlc.New(pool)
 	ok, err := q.TextSearchConfigExists(ctx, name)
 	if err != nil {
-		return fmt.Errorf("%s: checking %q: %w", EnvTextSearchConfig, name, err)
+		return fmt.Errorf("checking the text search configuration: %w", err)
 	}
 	if !ok {
 		names, _ := q.TextSearchConfigs(ctx)
-		return fmt.Errorf("%s=%q: not a text search configuration of the database (it has: %s)",
-			EnvTextSearchConfig, name, strings.Join(names, ", "))
+		return fmt.Errorf("not a text search configuration of the database (it has: %s)", strings.Join(names, ", "))
 	}
 	return nil
 }

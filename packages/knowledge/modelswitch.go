@@ -17,7 +17,7 @@ import (
 // A model switch without downtime (docs/embeddings.md, "Model switch"):
 //
 //   - The next model is configured next to the current one
-//     (EMBEDDINGS_NEXT_*, Options.NextEmbedder). Its vectors, an entry's
+//     (Options.NextEmbedder). Its vectors, an entry's
 //     first chunk included, are rows of knowledge_chunks: the entries' rows
 //     and the current model's searches are untouched.
 //   - The worker backfills them (Backfill): entries that have a vector of
@@ -259,8 +259,8 @@ func (s *Service) ModelSwitchCoverage(ctx context.Context, next embed.Embedder) 
 // org by org, in batches, each entry takes its next-model first chunk as
 // its own vector and its other models' vectors are deleted; then the orgs'
 // serving rows go, as next is about to be the configured model. Run it
-// after configuring next as EMBEDDINGS_MODEL (the MCP servers and workers
-// restarted without EMBEDDINGS_NEXT_*): searches are then of next in every
+// after configuring next as the current model (the MCP servers and workers
+// restarted without a next model): searches are then of next in every
 // org, from the chunks table until an entry is moved, from its row after.
 // It refuses while an org is not cut over, and is safe to run again.
 func (s *Service) FinishModelSwitch(ctx context.Context, next VectorSpace) (moved int64, err error) {

@@ -128,25 +128,3 @@ func TestSnippet(t *testing.T) {
 		}
 	})
 }
-
-func TestVectorCalibrationFromEnv(t *testing.T) {
-	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-	if c, err := knowledge.VectorCalibrationFromEnv(env(nil)); c != nil || err != nil {
-		t.Fatalf("unset: %v %v", c, err)
-	}
-	c, err := knowledge.VectorCalibrationFromEnv(env(map[string]string{"SEARCH_COSINE_FLOOR": "0.2", "SEARCH_COSINE_FULL": " 0.7 "}))
-	if err != nil || c.Floor != 0.2 || c.Full != 0.7 {
-		t.Fatalf("set: %v %v", c, err)
-	}
-	for _, m := range []map[string]string{
-		{"SEARCH_COSINE_FLOOR": "0.2"},
-		{"SEARCH_COSINE_FULL": "0.7"},
-		{"SEARCH_COSINE_FLOOR": "x", "SEARCH_COSINE_FULL": "0.7"},
-		{"SEARCH_COSINE_FLOOR": "0.7", "SEARCH_COSINE_FULL": "0.7"},
-		{"SEARCH_COSINE_FLOOR": "0.2", "SEARCH_COSINE_FULL": "1.5"},
-	} {
-		if _, err := knowledge.VectorCalibrationFromEnv(env(m)); err == nil {
-			t.Errorf("%v: want an error", m)
-		}
-	}
-}

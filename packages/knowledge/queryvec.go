@@ -40,8 +40,6 @@ const (
 	// or absent Redis costs a search this much at most, never a failure.
 	queryVectorRedisWait = 50 * time.Millisecond
 	queryVectorKeyPrefix = "knowledge:qvec:"
-	// EnvQueryEmbedBudget is the deployment's QueryEmbedBudget (mcp).
-	EnvQueryEmbedBudget = "SEARCH_EMBED_BUDGET"
 )
 
 type queryVectors struct {

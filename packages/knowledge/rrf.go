@@ -2,10 +2,8 @@ package knowledge
 
 import (
 	"cmp"
-	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
@@ -315,30 +313,4 @@ func bestFirst(aScore float64, aID uuid.UUID, bScore float64, bID uuid.UUID) int
 // limits from starving the fusion.
 func candidateCount(limit int) int {
 	return max(limit*4, 40)
-}
-
-// Environment variables of VectorCalibrationFromEnv.
-const (
-	EnvCosineFloor = "SEARCH_COSINE_FLOOR"
-	EnvCosineFull  = "SEARCH_COSINE_FULL"
-)
-
-// VectorCalibrationFromEnv reads an operator's calibration of the
-// embedding model (both variables, or neither: nil means CalibrationFor the
-// model). Measure a model's floor as the best cosine nonsense queries reach
-// in a real org (apps/eval prints it), and full as a close paraphrase's.
-func VectorCalibrationFromEnv(getenv func(string) string) (*VectorCalibration, error) {
-	floor, full := strings.TrimSpace(getenv(EnvCosineFloor)), strings.TrimSpace(getenv(EnvCosineFull))
-	if floor == "" && full == "" {
-		return nil, nil
-	}
-	var c VectorCalibration
-	var err error
-	if c.Floor, err = strconv.ParseFloat(floor, 64); err != nil || c.Floor < -1 || c.Floor >= 1 {
-		return nil, fmt.Errorf("%s=%q: must be a cosine in [-1, 1), set together with %s", EnvCosineFloor, floor, EnvCosineFull)
-	}
-	if c.Full, err = strconv.ParseFloat(full, 64); err != nil || c.Full <= c.Floor || c.Full > 1 {
-		return nil, fmt.Errorf("%s=%q: must be a cosine above %s and at most 1", EnvCosineFull, full, EnvCosineFloor)
-	}
-	return &c, nil
 }

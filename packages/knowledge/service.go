@@ -80,8 +80,7 @@ type Options struct {
 	// VectorIndexMemory is the most memory (bytes) an HNSW index build
 	// may take (maintenance_work_mem of its connection); a build takes what
 	// its graph needs up to that (vectorspace.go, buildMemory). Default:
-	// DefaultVectorIndexMemory. The worker reads it from
-	// EnvVectorIndexMemory.
+	// DefaultVectorIndexMemory.
 	VectorIndexMemory int64
 
 	// unboundedPostings reads every posting of every query term (no
@@ -96,9 +95,6 @@ type Options struct {
 // build's length, so it is a ceiling a database server must be able to
 // give, not a target.
 const DefaultVectorIndexMemory = 4 << 30
-
-// EnvVectorIndexMemory sets Options.VectorIndexMemory in the worker, in MB.
-const EnvVectorIndexMemory = "WORKER_VECTOR_INDEX_MEMORY_MB"
 
 func (o Options) vectorIndexMemory() int64 {
 	if o.VectorIndexMemory > 0 {

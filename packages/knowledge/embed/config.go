@@ -105,6 +105,15 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// ModelName is the model the embedder c configures names: Model, or
+// LocalModel for the local embedder.
+func (c Config) ModelName() string {
+	if c.http() {
+		return c.Model
+	}
+	return LocalModel
+}
+
 // http says whether c is of an HTTP provider.
 func (c Config) http() bool {
 	return c.Provider == ProviderOpenAI || (c.Provider == "" && c.Preset != "")

@@ -8,7 +8,7 @@ import (
 	"errors"
 )
 
-// Dimensions is the local embedder's width and EMBEDDINGS_DIMENSIONS'
+// Dimensions is the local embedder's width and Config.Dimensions'
 // default. The knowledge.embedding column takes any width from
 // MinDimensions to MaxDimensions (db/migrations/00008_embedding_width.sql):
 // a vector's model and width name its space, and search compares only

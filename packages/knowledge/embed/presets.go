@@ -10,8 +10,8 @@ import (
 )
 
 // Preset is what one kind of OpenAI-compatible server needs by default
-// (EMBEDDINGS_PRESET). Every field can still be overridden by its own
-// variable; a preset only fills what is not set.
+// (Config.Preset). Every field can still be overridden by its own
+// setting; a preset only fills what is not set.
 type Preset struct {
 	// BaseURL is where the server listens by default.
 	BaseURL string
@@ -24,7 +24,7 @@ type Preset struct {
 	BatchSize int
 }
 
-// Presets by EMBEDDINGS_PRESET value (docs/embeddings.md, "Providers",
+// Presets by Config.Preset value (docs/embeddings.md, "Providers",
 // says where each figure comes from).
 var Presets = map[string]Preset{
 	// OpenAI: up to 2,048 inputs and 300k tokens a request; 256 inputs of

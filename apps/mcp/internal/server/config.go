@@ -13,6 +13,7 @@ import (
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/ratelimit"
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/appenv"
+	"github.com/agentfleet/orchestrator/packages/appenv/knowledgeenv"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
@@ -65,15 +66,10 @@ type Config struct {
 	// embedding model's cosine scale for the calibrated score; nil: the
 	// measured or default one of the model (knowledge.CalibrationFor).
 	VectorCalibration *knowledge.VectorCalibration
-	// QueryEmbedBudget (SEARCH_EMBED_BUDGET, default 1s): how long a
-	// search waits for its query vector before answering from the lexical
-	// lists (knowledge.Options.QueryEmbedBudget).
+	// QueryEmbedBudget (SEARCH_EMBED_BUDGET; 0, unset: the service's
+	// default, 1s): how long a search waits for its query vector before
+	// answering from the lexical lists (knowledge.Options.QueryEmbedBudget).
 	QueryEmbedBudget time.Duration
-	// Chunk (EMBEDDINGS_CHUNK_CHARS, EMBEDDINGS_CHUNK_OVERLAP: the
-	// worker's cut, 0 and -1 for the model's defaults, completed in run):
-	// a store whose text is one chunk writes the vector of its duplicate
-	// check as the entry's (knowledge.Options.Chunk).
-	Chunk knowledge.ChunkOptions
 	// Audit tunes the audit trail's writer (audit.go).
 	Audit AuditConfig
 	// OAuth (MCP_OAUTH_*): JWT access tokens of an OAuth issuer beside
@@ -92,30 +88,24 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 // ReadConfig reads the configuration through e, which collects the errors.
 func ReadConfig(e *appenv.Env) Config {
 	c := Config{
-		Addr:             e.String("MCP_ADDR", DefaultAddr),
-		PublicURL:        strings.TrimRight(e.String("MCP_PUBLIC_URL", ""), "/"),
-		DatabaseURL:      e.String("DATABASE_URL", db.DefaultURL),
-		RedisURL:         e.String("REDIS_URL", db.DefaultRedisURL),
-		MaxBodyBytes:     int64(e.Int("MCP_MAX_BODY_BYTES", DefaultMaxBodyBytes, 64<<10, 64<<20)),
-		CallTimeout:      e.Duration("MCP_CALL_TIMEOUT", DefaultCallTimeout, time.Second, 10*time.Minute),
-		TokenCacheTTL:    e.Duration("MCP_TOKEN_CACHE_TTL", authn.DefaultCacheTTL, 0, authn.MaxCacheTTL),
-		TokenTimeout:     e.Duration("MCP_TOKEN_LOOKUP_TIMEOUT", authn.DefaultLookupTimeout, 50*time.Millisecond, 30*time.Second),
-		MaxInFlight:      e.Int("MCP_MAX_INFLIGHT", DefaultMaxInFlight, 1, 100000),
-		DBWait:           e.Duration("MCP_DB_WAIT", DefaultDBWait, 10*time.Millisecond, time.Minute),
-		RateLimits:       ratelimit.DefaultLimits(),
-		ShutdownTimeout:  e.Duration("MCP_SHUTDOWN_TIMEOUT", DefaultShutdownTimeout, time.Second, 10*time.Minute),
-		TextSearchConfig: e.String(knowledge.EnvTextSearchConfig, knowledge.DefaultTextSearchConfig),
-		QueryEmbedBudget: e.Duration(knowledge.EnvQueryEmbedBudget, knowledge.DefaultQueryEmbedBudget, 10*time.Millisecond, time.Minute),
-		Audit:            readAuditConfig(e),
-		OAuth:            oauth.ReadConfig(e),
-		Chunk: knowledge.ChunkOptions{
-			Chars:   e.Int(knowledge.EnvChunkChars, 0, knowledge.MinChunkChars, knowledge.MaxChunkChars),
-			Overlap: e.Int(knowledge.EnvChunkOverlap, -1, 0, knowledge.MaxChunkChars/2),
-		},
+		Addr:              e.String("MCP_ADDR", DefaultAddr),
+		PublicURL:         strings.TrimRight(e.String("MCP_PUBLIC_URL", ""), "/"),
+		DatabaseURL:       e.String("DATABASE_URL", db.DefaultURL),
+		RedisURL:          e.String("REDIS_URL", db.DefaultRedisURL),
+		MaxBodyBytes:      int64(e.Int("MCP_MAX_BODY_BYTES", DefaultMaxBodyBytes, 64<<10, 64<<20)),
+		CallTimeout:       e.Duration("MCP_CALL_TIMEOUT", DefaultCallTimeout, time.Second, 10*time.Minute),
+		TokenCacheTTL:     e.Duration("MCP_TOKEN_CACHE_TTL", authn.DefaultCacheTTL, 0, authn.MaxCacheTTL),
+		TokenTimeout:      e.Duration("MCP_TOKEN_LOOKUP_TIMEOUT", authn.DefaultLookupTimeout, 50*time.Millisecond, 30*time.Second),
+		MaxInFlight:       e.Int("MCP_MAX_INFLIGHT", DefaultMaxInFlight, 1, 100000),
+		DBWait:            e.Duration("MCP_DB_WAIT", DefaultDBWait, 10*time.Millisecond, time.Minute),
+		RateLimits:        ratelimit.DefaultLimits(),
+		ShutdownTimeout:   e.Duration("MCP_SHUTDOWN_TIMEOUT", DefaultShutdownTimeout, time.Second, 10*time.Minute),
+		TextSearchConfig:  knowledgeenv.TextSearchConfig(e),
+		VectorCalibration: knowledgeenv.VectorCalibration(e),
+		QueryEmbedBudget:  knowledgeenv.QueryEmbedBudget(e),
+		Audit:             readAuditConfig(e),
+		OAuth:             oauth.ReadConfig(e),
 	}
-	cal, err := knowledge.VectorCalibrationFromEnv(e.Raw)
-	e.Add(err)
-	c.VectorCalibration = cal
 	rate := func(name string, dst **int) {
 		switch v := e.String(name, ""); v {
 		case "":

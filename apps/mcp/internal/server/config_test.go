@@ -15,7 +15,7 @@ func TestConfigFromEnv(t *testing.T) {
 	t.Parallel()
 	env := appenv.Vars
 	c, err := server.ConfigFromEnv(env())
-	if err != nil || c.Addr != server.DefaultAddr || c.MaxInFlight != server.DefaultMaxInFlight || c.QueryEmbedBudget != time.Second {
+	if err != nil || c.Addr != server.DefaultAddr || c.MaxInFlight != server.DefaultMaxInFlight || c.QueryEmbedBudget != 0 { // 0: the service's default
 		t.Fatalf("defaults: %+v %v", c, err)
 	}
 	c, err = server.ConfigFromEnv(env("SEARCH_EMBED_BUDGET", "250ms", "MCP_RATE_ORG_READS", "unlimited", "MCP_RATE_AGENT_WRITES", "30"))
