@@ -108,7 +108,7 @@ func runPurge(e *env, f *purgeFlags) error {
 	if err != nil {
 		return err
 	}
-	svc := knowledge.New(pool, knowledge.Options{Redis: rdb, TextSearchConfig: knowledgeenv.TextSearchConfig(e.config())})
+	svc := knowledge.New(pool, knowledge.Options{Redis: rdb, Config: knowledge.Config{TextSearchConfig: knowledgeenv.TextSearchConfig(e.config())}})
 	if !f.dry && !f.yes {
 		if err := confirmPurge(e, svc, orgID, scope, scopeName); err != nil {
 			return err

@@ -144,8 +144,8 @@ func runDups(ctx context.Context, pool *pgxpool.Pool, emb embed.Embedder, ds *Da
 	// The embed budget of the check (the answers' checks are counted), and
 	// the operator's calibration of the model: the meaning score's scale.
 	budget, cal := env.budget, env.calibration
-	svc := knowledge.New(pool, knowledge.Options{Embedder: emb, QueryEmbedBudget: budget, EmbedTimeout: budget, VectorCalibration: cal})
-	plain := knowledge.New(pool, knowledge.Options{Embedder: emb, QueryEmbedBudget: budget, VectorCalibration: cal, SkipSimilar: true})
+	svc := knowledge.New(pool, knowledge.Options{Embedder: emb, Config: knowledge.Config{QueryEmbedBudget: budget, EmbedTimeout: budget, VectorCalibration: cal}})
+	plain := knowledge.New(pool, knowledge.Options{Embedder: emb, Config: knowledge.Config{QueryEmbedBudget: budget, VectorCalibration: cal}, Testing: knowledge.TestingKnobs{SkipSimilar: true}})
 	para, err := paraphraseStudy(ctx, pool, emb, svc, cfg.concurrency, progress)
 	if err != nil {
 		return err

@@ -198,7 +198,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	opts := knowledge.Options{Embedder: emb, VectorCalibration: env.calibration, QueryEmbedBudget: env.budget}
+	opts := knowledge.Options{Embedder: emb, Config: knowledge.Config{VectorCalibration: env.calibration, QueryEmbedBudget: env.budget}}
 	svc := knowledge.New(pool, opts)
 
 	progress("%s: storing %d documents into %s", ds.Name, len(ds.Docs), scratch.name)
@@ -259,7 +259,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	if cfg.perTermCheck {
 		progress("per-term check: the same queries reading every posting")
-		exact := knowledge.New(pool, opts.WithUnboundedPostings())
+		exactOpts := opts
+		exactOpts.Testing.UnboundedPostings = true
+		exact := knowledge.New(pool, exactOpts)
 		if rep.PerTermCheck, err = perTermCheck(ctx, exact, caller, ds, queries, docOf, cfg.depth, bounded); err != nil {
 			return err
 		}

@@ -195,11 +195,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		Enqueuer:     jobs.NewEnqueuer(queue),
 		Redis:        rdb,
 		Logger:       logger,
-		// The default for orgs not indexed yet; see server.Config.
-		TextSearchConfig:  cfg.TextSearchConfig,
-		VectorCalibration: cfg.VectorCalibration,
-		QueryEmbedBudget:  cfg.QueryEmbedBudget,
-		Chunk:             chunk,
+		Config: knowledge.Config{
+			TextSearchConfig:  cfg.TextSearchConfig, // the default for orgs not indexed yet; see server.Config
+			VectorCalibration: cfg.VectorCalibration,
+			QueryEmbedBudget:  cfg.QueryEmbedBudget,
+			Chunk:             chunk,
+		},
 	})
 	warm.Store(svc)
 	for _, c := range pool.AcquireAllIdle(ctx) { // made before the service existed

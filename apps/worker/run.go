@@ -200,7 +200,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 				continue
 			}
 			start := time.Now()
-			built, err := knowledge.New(pool, knowledge.Options{Embedder: e, Logger: log, VectorIndexMemory: cfg.opts.VectorIndexMemory}).EnsureVectorIndex(ctx)
+			built, err := knowledge.New(pool, knowledge.Options{Embedder: e, Logger: log, Config: knowledge.Config{VectorIndexMemory: cfg.opts.VectorIndexMemory}}).EnsureVectorIndex(ctx)
 			switch {
 			case err != nil && ctx.Err() == nil:
 				log.Error("vector index build failed; upkeep will try again", "model", e.Model(), "err", err)

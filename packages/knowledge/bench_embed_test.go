@@ -101,9 +101,9 @@ func BenchmarkSearchRemoteEmbedder(b *testing.B) {
 	// cache key are the local embedder's.
 	cal := knowledge.CalibrationFor(local.Model())
 	fast := provider(100 * time.Millisecond)
-	remote := knowledge.New(db.Pool, knowledge.Options{Embedder: fast, Redis: rd.Client, VectorCalibration: &cal})
-	replica := knowledge.New(db.Pool, knowledge.Options{Embedder: fast, Redis: rd.Client, VectorCalibration: &cal})
-	slow := knowledge.New(db.Pool, knowledge.Options{Embedder: provider(3 * time.Second), VectorCalibration: &cal})
+	remote := knowledge.New(db.Pool, knowledge.Options{Embedder: fast, Redis: rd.Client, Config: knowledge.Config{VectorCalibration: &cal}})
+	replica := knowledge.New(db.Pool, knowledge.Options{Embedder: fast, Redis: rd.Client, Config: knowledge.Config{VectorCalibration: &cal}})
+	slow := knowledge.New(db.Pool, knowledge.Options{Embedder: provider(3 * time.Second), Config: knowledge.Config{VectorCalibration: &cal}})
 	queries := make([]string, 200)
 	qrng := mrand.New(mrand.NewPCG(3, 4))
 	for i := range queries {

@@ -20,7 +20,7 @@ import (
 // BenchmarkStoreSimilar measures what store_knowledge's duplicate check
 // costs a store: an org of KNOWLEDGE_SIMILAR_BENCH_SIZE entries (default
 // 100,000; topical pseudo-text, indexed, keys filled in by Upkeep), then 400 stores,
-// alternately with the check and without it (Options.SkipSimilar), half of
+// alternately with the check and without it (Options.Testing.SkipSimilar), half of
 // them reworded copies of stored entries and half new text. Prints p50 and
 // p99 of each and how many copies found their source.
 func BenchmarkStoreSimilar(b *testing.B) {
@@ -34,7 +34,7 @@ func BenchmarkStoreSimilar(b *testing.B) {
 	}
 	d := testenv.Postgres(b)
 	svc := knowledge.New(d.Pool, knowledge.Options{})
-	plain := knowledge.New(d.Pool, knowledge.Options{SkipSimilar: true})
+	plain := knowledge.New(d.Pool, knowledge.Options{Testing: knowledge.TestingKnobs{SkipSimilar: true}})
 	a := testfactory.Agent(ctx, b, d.Pool, nil)
 	c := knowledge.Caller{OrgID: a.OrgID, AgentID: a.ID}
 	gen := newTextGen()

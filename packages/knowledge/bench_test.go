@@ -60,7 +60,7 @@ import (
 //     buffers (auto_explain), of two searches of each mix in each state: a
 //     fixed one and the slowest of the run.
 //   - KNOWLEDGE_BENCH_SERIAL=1: after Upkeep, also run each mix with
-//     Options.SerialSearch (the two statements one after the other), right
+//     Options.Testing.SerialSearch (the two statements one after the other), right
 //     after the default (fanned out on an idle pool), to compare them in one
 //     run.
 //
@@ -84,7 +84,7 @@ type benchEnv struct {
 	explain bool
 	// snapshot names a copy of the loaded database (see snapshot).
 	snapshot string
-	// serial also runs each mix with Options.SerialSearch (the statements
+	// serial also runs each mix with Options.Testing.SerialSearch (the statements
 	// one after the other), alternating with the default, for comparison.
 	serial bool
 }
@@ -831,7 +831,7 @@ func BenchmarkSearch(b *testing.B) {
 			time.Since(t0).Round(time.Millisecond), rep.Vacuumed, rep.Analyzed, rep.Built, rep.Dropped)
 		logTables(b, bd)
 		serial := *bd
-		serial.svc = knowledge.New(bd.pool, knowledge.Options{SerialSearch: true})
+		serial.svc = knowledge.New(bd.pool, knowledge.Options{Testing: knowledge.TestingKnobs{SerialSearch: true}})
 		b.Run(fmt.Sprintf("search/%s/after-upkeep/first", prefix), func(b *testing.B) {
 			firstSearches(b, bd, e)
 		})

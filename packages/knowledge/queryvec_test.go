@@ -82,7 +82,7 @@ func TestQueryVectorCacheIsSharedPerModel(t *testing.T) {
 	c := seed(t, b)
 	replica := func(model string, rc *redis.Client) (*knowledge.Service, *countingEmbedder) {
 		e := &countingEmbedder{Embedder: namedEmbedder{embed.NewLocal(), model}}
-		return knowledge.New(b.pool, knowledge.Options{Embedder: e, Redis: rc, VectorCalibration: ptr(knowledge.CalibrationFor("local-hash-v1"))}), e
+		return knowledge.New(b.pool, knowledge.Options{Embedder: e, Redis: rc, Config: knowledge.Config{VectorCalibration: ptr(knowledge.CalibrationFor("local-hash-v1"))}}), e
 	}
 	a, ea := replica("m1", b.redis.Client)
 	bb, eb := replica("m1", b.redis.Client)

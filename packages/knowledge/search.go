@@ -288,7 +288,7 @@ func (s *Service) rank(ctx context.Context, c Caller, a *searchArgs, depth int) 
 // on the last spare connections; the later one then waits for a
 // connection, as any query does when the pool is full.
 func (s *Service) fanOut() bool {
-	if s.opts.SerialSearch {
+	if s.opts.Testing.SerialSearch {
 		return false
 	}
 	st := s.pool.Stat()
@@ -404,7 +404,7 @@ func mergeCandidates(parts ...[]candidateRow) []candidateRow {
 
 // perTerm is n, or the unbounded read an evaluation asks for.
 func (s *Service) perTerm(n int) int {
-	if s.opts.unboundedPostings {
+	if s.opts.Testing.UnboundedPostings {
 		return math.MaxInt32
 	}
 	return n

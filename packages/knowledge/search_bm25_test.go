@@ -488,7 +488,7 @@ func TestIndexAllIsolatesAFailingOrg(t *testing.T) {
 func TestSearchFanOutAnswersAsOneStatement(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	serial := knowledge.New(b.pool, knowledge.Options{SerialSearch: true})
+	serial := knowledge.New(b.pool, knowledge.Options{Testing: knowledge.TestingKnobs{SerialSearch: true}})
 	// b.svc fans out: this test holds no other connection of its pool.
 	if n := b.pool.Stat().MaxConns(); n < 2 {
 		t.Fatalf("the test pool has %d connections: b.svc would not fan out", n)

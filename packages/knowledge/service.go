@@ -1,6 +1,7 @@
 package knowledge
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"time"
@@ -13,11 +14,16 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
-// Options are the optional dependencies of a Service; nil means the
-// documented default.
+// Options are what a Service is made with besides its pool: its
+// dependencies, its tuning (Config) and knobs for tests (Testing). Every
+// zero value is the documented default, so Options{} is a working service
+// with the local embedder.
 type Options struct {
 	// Embedder embeds search queries. Default: the local embedder.
 	Embedder embed.Embedder
+	// NextEmbedder is the next model of a model switch (modelswitch.go):
+	// an org that has cut over to it is searched with it. Default: none.
+	NextEmbedder embed.Embedder
 	// Enqueuer receives committed entries. Default: none (the reconciler
 	// of the worker picks pending entries up).
 	Enqueuer Enqueuer
@@ -29,10 +35,23 @@ type Options struct {
 	Redis redis.UniversalClient
 	// Logger. Default: slog.Default().
 	Logger *slog.Logger
-	// Now is the clock. Default: time.Now.
+	// Now is the clock of every time the service decides with (expiry,
+	// as-of reads, the times it records). Default: time.Now.
 	Now func() time.Time
+
+	// Config tunes the service (the apps read it from their environment:
+	// packages/appenv/knowledgeenv).
+	Config
+
+	// Testing holds knobs for tests, benchmarks and evaluations; a
+	// deployment leaves it zero.
+	Testing TestingKnobs
+}
+
+// Config tunes a Service; its zero value is the documented defaults.
+type Config struct {
 	// EmbedTimeout bounds the provider's call for a query embedding.
-	// Default: 5 s.
+	// Default: DefaultEmbedTimeout.
 	EmbedTimeout time.Duration
 	// QueryEmbedBudget is how long a search waits for its query embedding
 	// (queryvec.go): past it, a slow provider degrades the search to the
@@ -43,78 +62,62 @@ type Options struct {
 	// TextSearchConfig is the PostgreSQL text search configuration (stop
 	// words, stemming) an org's lexical index is built with when its first
 	// entry is indexed; the org keeps it (knowledge_search_stats.config),
-	// and its queries are analysed with the same. Default: "english".
+	// and its queries are analysed with the same. Default:
+	// DefaultTextSearchConfig.
 	TextSearchConfig string
 	// VectorCalibration maps the embedder's cosine similarities to evidence
 	// (see rrf.go). Default: CalibrationFor(Embedder.Model()).
 	VectorCalibration *VectorCalibration
-	// NextEmbedder is the next model of a model switch (modelswitch.go):
-	// an org that has cut over to it is searched with it. Default: none.
-	NextEmbedder embed.Embedder
-
-	// SerialSearch runs a search's two ranking statements (the lexical
-	// lists, the vector list) one after the other, always. By default a
-	// search runs them at once on two connections when the pool has two to
-	// spare (lower latency on an idle server), and one after the other
-	// otherwise (one connection at a time under load); both give the same
-	// answer.
-	SerialSearch bool
-
-	// Chunk is how the embeddings worker cuts bodies (EMBEDDINGS_CHUNK_CHARS
-	// and _OVERLAP, read by the MCP server too): a store whose text is one
-	// chunk writes the vector its duplicate check made as the entry's own,
-	// so the worker has nothing left to embed (similar.go). Default:
-	// ChunkOptionsFor(Embedder.Model()).
+	// Chunk is how the embeddings worker cuts bodies (the MCP server must
+	// cut alike): a store whose text is one chunk writes the vector its
+	// duplicate check made as the entry's own, so the worker has nothing
+	// left to embed (similar.go). Default: ChunkOptionsFor(Embedder.Model()).
 	Chunk ChunkOptions
-
-	// SkipSimilar turns off store's duplicate check (similar.go): for a
-	// benchmark that compares a store with and without it. Stores then
-	// answer similar: [].
-	SkipSimilar bool
-
-	// OrgVectorIndexMinDocs overrides the size from which Upkeep gives an
-	// org its own HNSW index (default OrgVectorIndexMinDocs; tests use
-	// small orgs).
-	OrgVectorIndexMinDocs int
-
 	// VectorIndexMemory is the most memory (bytes) an HNSW index build
 	// may take (maintenance_work_mem of its connection); a build takes what
 	// its graph needs up to that (vectorspace.go, buildMemory). Default:
 	// DefaultVectorIndexMemory.
 	VectorIndexMemory int64
+}
 
-	// unboundedPostings reads every posting of every query term (no
+// TestingKnobs change how a Service works for a test, a benchmark or an
+// evaluation; each answers as a deployment's would, or says how not.
+type TestingKnobs struct {
+	// SerialSearch runs a search's two ranking statements (the lexical
+	// lists, the vector list) one after the other, always. Otherwise a
+	// search runs them at once on two connections when the pool has two to
+	// spare (lower latency on an idle server), and one after the other
+	// when it has not (one connection at a time under load); both give the
+	// same answer.
+	SerialSearch bool
+	// SkipSimilar turns off store's duplicate check (similar.go), to
+	// compare a store with and without it. Stores then answer similar: [].
+	SkipSimilar bool
+	// UnboundedPostings reads every posting of every query term (no
 	// PerTermPostings bound): the exact reference an evaluation compares
-	// the bounded read with (WithUnboundedPostings).
-	unboundedPostings bool
+	// the bounded read with.
+	UnboundedPostings bool
+	// OrgVectorIndexMinDocs overrides the size from which Upkeep gives an
+	// org its own HNSW index (OrgVectorIndexMinDocs), for small test orgs.
+	OrgVectorIndexMinDocs int
 }
 
-// DefaultVectorIndexMemory is Options.VectorIndexMemory's default: room
-// for the graph of 1M entries of 768 dimensions (3.8 GB), or of 560,000 of
-// 1,536. A parallel build reserves it in shared memory (/dev/shm) for the
-// build's length, so it is a ceiling a database server must be able to
-// give, not a target.
-const DefaultVectorIndexMemory = 4 << 30
-
-func (o Options) vectorIndexMemory() int64 {
-	if o.VectorIndexMemory > 0 {
-		return o.VectorIndexMemory
-	}
-	return DefaultVectorIndexMemory
-}
+// Defaults of Config.
+const (
+	// DefaultEmbedTimeout bounds a query embedding's provider call.
+	DefaultEmbedTimeout = 5 * time.Second
+	// DefaultTextSearchConfig is the text search configuration of a
+	// deployment that sets none.
+	DefaultTextSearchConfig = "english"
+	// DefaultVectorIndexMemory is room for the graph of 1M entries of 768
+	// dimensions (3.8 GB), or of 560,000 of 1,536. A parallel build
+	// reserves it in shared memory (/dev/shm) for the build's length, so it
+	// is a ceiling a database server must be able to give, not a target.
+	DefaultVectorIndexMemory = 4 << 30
+)
 
 func (o Options) orgVectorIndexMinDocs() int {
-	if o.OrgVectorIndexMinDocs > 0 {
-		return o.OrgVectorIndexMinDocs
-	}
-	return OrgVectorIndexMinDocs
-}
-
-// WithUnboundedPostings returns o set to read every posting of every query
-// term, for evaluations measuring what PerTermPostings costs in quality.
-func (o Options) WithUnboundedPostings() Options {
-	o.unboundedPostings = true
-	return o
+	return cmp.Or(o.Testing.OrgVectorIndexMinDocs, OrgVectorIndexMinDocs)
 }
 
 // Service is the knowledge domain API. It is safe for concurrent use.
@@ -134,10 +137,6 @@ type Service struct {
 	listKeys  listKeyCache   // list cursor key (list.go)
 }
 
-// DefaultTextSearchConfig is the text search configuration of a
-// deployment that sets none.
-const DefaultTextSearchConfig = "english"
-
 // New returns a Service on pool. The pool must come from db.Open, which
 // registers pgvector's types on every connection.
 func New(pool *pgxpool.Pool, opts Options) *Service {
@@ -151,13 +150,14 @@ func New(pool *pgxpool.Pool, opts Options) *Service {
 		opts.Now = time.Now
 	}
 	if opts.EmbedTimeout <= 0 {
-		opts.EmbedTimeout = 5 * time.Second
+		opts.EmbedTimeout = DefaultEmbedTimeout
 	}
 	if opts.QueryEmbedBudget <= 0 {
 		opts.QueryEmbedBudget = DefaultQueryEmbedBudget
 	}
-	if opts.TextSearchConfig == "" {
-		opts.TextSearchConfig = DefaultTextSearchConfig
+	opts.TextSearchConfig = cmp.Or(opts.TextSearchConfig, DefaultTextSearchConfig)
+	if opts.VectorIndexMemory <= 0 {
+		opts.VectorIndexMemory = DefaultVectorIndexMemory
 	}
 	var next *Service
 	if opts.NextEmbedder != nil {

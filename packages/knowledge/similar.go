@@ -151,7 +151,7 @@ func (o similarOutcome) best() (Similar, bool) {
 // returned, and the answer's check says what was left: a store does not
 // fail for want of advice.
 func (s *Service) similarAsync(ctx context.Context, org uuid.UUID, title, body string, w entryWords) func(id uuid.UUID) similarOutcome {
-	if s.opts.SkipSimilar {
+	if s.opts.Testing.SkipSimilar {
 		return func(uuid.UUID) similarOutcome { return similarOutcome{list: []Similar{}, check: SimilarCheckNone} }
 	}
 	ctx, cancel := context.WithCancel(ctx)

@@ -20,7 +20,7 @@ func TestSimilarCandidatesEachWay(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testenv.Postgres(t)
-	svc := New(db.Pool, Options{SkipSimilar: true})
+	svc := New(db.Pool, Options{Testing: TestingKnobs{SkipSimilar: true}})
 	mk := func() Caller {
 		a := testfactory.Agent(ctx, t, db.Pool, nil)
 		return Caller{OrgID: a.OrgID, AgentID: a.ID}

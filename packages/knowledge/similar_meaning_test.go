@@ -176,7 +176,7 @@ func TestSimilarPastBudgetIsByWords(t *testing.T) {
 	b := setup(t, withConcepts(e, time.Second))
 	first := b.store(t, b.alice, escalationTitle, escalationBody) // with its vector
 	e.delay = 300 * time.Millisecond
-	slow := knowledge.New(b.pool, knowledge.Options{Embedder: e, QueryEmbedBudget: 20 * time.Millisecond, Enqueuer: b.enq})
+	slow := knowledge.New(b.pool, knowledge.Options{Embedder: e, Enqueuer: b.enq, Config: knowledge.Config{QueryEmbedBudget: 20 * time.Millisecond}})
 	start := time.Now()
 	r, err := slow.Store(b.ctx, b.bob, knowledge.StoreInput{Title: pageTitle, Body: pageBody})
 	if err != nil {
@@ -248,7 +248,7 @@ func TestIfSimilarSkipByWordsOnly(t *testing.T) {
 	b := setup(t, withConcepts(e, time.Second))
 	first := b.store(t, b.alice, escalationTitle, escalationBody)
 	e.delay = 300 * time.Millisecond
-	slow := knowledge.New(b.pool, knowledge.Options{Embedder: e, QueryEmbedBudget: 20 * time.Millisecond})
+	slow := knowledge.New(b.pool, knowledge.Options{Embedder: e, Config: knowledge.Config{QueryEmbedBudget: 20 * time.Millisecond}})
 	r, err := slow.Store(b.ctx, b.bob, knowledge.StoreInput{Title: escalationTitle, Body: escalationBody, IfSimilar: knowledge.IfSimilarSkip})
 	if err != nil || !r.Skipped || r.ID != first || r.SimilarCheck != knowledge.SimilarCheckWords {
 		t.Fatalf("copy: %+v, %v", r, err)

@@ -24,7 +24,7 @@ func TestUpkeepBuildsAnOrgVectorIndex(t *testing.T) {
 	t.Parallel()
 	var logs testenv.Buffer
 	b := setup(t, func(o *knowledge.Options) {
-		o.OrgVectorIndexMinDocs = 150
+		o.Testing.OrgVectorIndexMinDocs = 150
 		o.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
 	})
 	fill := func(c knowledge.Caller, n int, word string) {

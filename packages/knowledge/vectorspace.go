@@ -214,11 +214,11 @@ func (s *Service) buildVectorIndex(ctx context.Context, name, ddl string, sp Vec
 	if err != nil {
 		return false, mapErr(err, "")
 	}
-	mem, capped := buildMemory(sp, n, server, s.opts.vectorIndexMemory())
+	mem, capped := buildMemory(sp, n, server, s.opts.VectorIndexMemory)
 	log := s.log().With("index", name, "elements", n, "maintenance_work_mem_mb", mem>>20)
 	if capped {
 		log.Warn("vector index build: the graph does not fit in the memory allowed; the build will be several times slower",
-			"needed_mb", graphBytes(sp, n)>>20, "allowed_mb", s.opts.vectorIndexMemory()>>20)
+			"needed_mb", graphBytes(sp, n)>>20, "allowed_mb", s.opts.VectorIndexMemory>>20)
 	} else {
 		log.Info("vector index build")
 	}

@@ -25,7 +25,7 @@ func TestStoreToReadyFoundByVector(t *testing.T) {
 	// after its commit. Its duplicate check is off: with it, a store
 	// writes the vector the check made (knowledge's TestSimilarByMeaning),
 	// and this test is of the worker's way.
-	svc := knowledge.New(b.pool, knowledge.Options{Embedder: fake, Enqueuer: b.enq, SkipSimilar: true})
+	svc := knowledge.New(b.pool, knowledge.Options{Embedder: fake, Enqueuer: b.enq, Testing: knowledge.TestingKnobs{SkipSimilar: true}})
 	caller := knowledge.Caller{OrgID: b.org, AgentID: b.agent}
 	storeSvc := func(title, body string) knowledge.EmbeddingJob {
 		t.Helper()

@@ -184,8 +184,9 @@ func NewWorker(redis asynq.RedisConnOpt, pool *pgxpool.Pool, emb embed.Embedder,
 			MaxInputChars: opts.MaxInputChars, Chunk: opts.Chunk, Observer: opts.Observer, Logger: opts.Logger,
 		}),
 		svc: knowledge.New(pool, knowledge.Options{
-			Embedder: emb, Logger: opts.Logger, TextSearchConfig: opts.TextSearchConfig,
-			VectorIndexMemory: opts.VectorIndexMemory,
+			Embedder: emb,
+			Logger:   opts.Logger,
+			Config:   knowledge.Config{TextSearchConfig: opts.TextSearchConfig, VectorIndexMemory: opts.VectorIndexMemory},
 		}),
 	}
 }

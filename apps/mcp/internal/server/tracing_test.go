@@ -152,7 +152,7 @@ func TestTracesFollowACallThroughDatabaseRedisAndQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := tracedBundle(t, true, emb, knowledge.Options{QueryEmbedBudget: 10 * time.Millisecond})
+	b := tracedBundle(t, true, emb, knowledge.Options{Config: knowledge.Config{QueryEmbedBudget: 10 * time.Millisecond}})
 	rdb := b.redis
 	org := b.org("acme")
 	a := b.agent(org, "scout", allScopes, 0)
