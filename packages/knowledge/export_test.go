@@ -2,6 +2,7 @@ package knowledge
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -14,7 +15,7 @@ import (
 // entries: for the tests of its plans (vectorplan_test.go). It answers the
 // ids in rank order.
 func (s *Service) RunVectorStatement(ctx context.Context, conn *pgx.Conn, c Caller, vec pgvector.Vector, efSearch int, tableDocs int64) ([]uuid.UUID, error) {
-	a, err := validateSearch(c, SearchInput{Query: "vector", EfSearch: new(efSearch)})
+	a, err := validateSearch(c, SearchInput{Query: "vector", EfSearch: new(efSearch)}, time.Now())
 	if err != nil {
 		return nil, err
 	}

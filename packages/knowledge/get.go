@@ -50,7 +50,7 @@ func (s *Service) Get(ctx context.Context, c Caller, id uuid.UUID) (_ *Entry, er
 		return nil, mapErr(err, "id")
 	}
 	e := &Entry{
-		ID: row.ID, State: stateOf(row.SupersededBy, row.ExpiresAt, time.Now()), Title: row.Title, Body: row.Body, Tags: nonNil(row.Tags), Confidence: int(row.Confidence),
+		ID: row.ID, State: stateOf(row.SupersededBy, row.ExpiresAt, s.opts.Now()), Title: row.Title, Body: row.Body, Tags: nonNil(row.Tags), Confidence: int(row.Confidence),
 		Source: row.Source, CreatedByAgentID: row.CreatedByAgentID, ExpiresAt: row.ExpiresAt,
 		CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt,
 		EmbeddingStatus: row.EmbeddingStatus, EmbeddedAt: row.EmbeddedAt,

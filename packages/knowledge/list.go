@@ -120,7 +120,7 @@ func (s *Service) List(ctx context.Context, c Caller, in ListInput) (_ *ListResu
 		// Strictly before: no entry's id sorts below the nil UUID.
 		at, id = *in.CreatedBefore, uuid.Nil
 	}
-	asOf, err := checkAsOf(in.AsOf, time.Now())
+	asOf, err := checkAsOf(in.AsOf, s.opts.Now())
 	if err != nil {
 		return nil, err
 	}

@@ -54,7 +54,7 @@ func (s *Service) SearchLists(ctx context.Context, c Caller, in SearchInput, dep
 		return nil, errs.InvalidArgument("depth", "must be between 1 and %d (got %d)", MaxListDepth, depth)
 	}
 	in.Limit = nil
-	a, err := validateSearch(c, in)
+	a, err := validateSearch(c, in, s.opts.Now())
 	if err != nil {
 		return nil, err
 	}

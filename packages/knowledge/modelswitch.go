@@ -61,6 +61,8 @@ func (s *Service) servedByNext(ctx context.Context, org uuid.UUID) *Service {
 	c.mu.Lock()
 	e, ok := c.m[org]
 	c.mu.Unlock()
+	// Wall time, not the service's clock: the entry's age is how long ago
+	// the database was read.
 	if !ok || time.Since(e.at) > servedByTTL {
 		sp := SpaceOf(s.opts.NextEmbedder)
 		next, err := s.q.OrgServedBy(ctx, sqlc.OrgServedByParams{OrgID: org, Model: sp.Model, Dims: int32(sp.Dims)})

@@ -38,7 +38,7 @@ func (s *Service) Search(ctx context.Context, c Caller, in SearchInput) (_ *Sear
 	if n := s.servedByNext(ctx, c.OrgID); n != nil {
 		return n.Search(ctx, c, in) // the org has cut over to the next model
 	}
-	a, err := validateSearch(c, in)
+	a, err := validateSearch(c, in, s.opts.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -428,6 +428,8 @@ const tableDocsTTL = 30 * time.Second
 func (t *tableDocsCache) get(ctx context.Context, q *sqlc.Queries) (int64, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	// Wall time, not the service's clock: the cache's age is how long
+	// ago the table was counted.
 	if !t.read.IsZero() && time.Since(t.read) < tableDocsTTL {
 		return t.n, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pgvector/pgvector-go"
 
@@ -31,7 +32,7 @@ func TestRankingStatementRunsOnlyTheListsAsked(t *testing.T) {
 	if _, err := s.IndexAll(ctx); err != nil {
 		t.Fatal(err)
 	}
-	a, err := validateSearch(c, SearchInput{Query: "why are dead rows not vacuumed"})
+	a, err := validateSearch(c, SearchInput{Query: "why are dead rows not vacuumed"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

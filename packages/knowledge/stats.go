@@ -85,7 +85,7 @@ func (s *Service) Stats(ctx context.Context, org uuid.UUID, topTags int) (_ *Org
 	if topTags <= 0 {
 		topTags = 10
 	}
-	start := time.Now()
+	start := time.Now() // wall time: ElapsedMs measures the call, whatever the service's clock
 	st := &OrgStats{OrgID: org}
 	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		q := sqlc.New(tx)

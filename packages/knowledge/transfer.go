@@ -796,7 +796,7 @@ func (s *Service) importEntries(ctx context.Context, tx pgx.Tx, q *sqlc.Queries,
 			v := pgvector.NewVector(e.Embedding.Vector)
 			vec, model, at, status = &v, &e.Embedding.Model, e.Embedding.EmbeddedAt, EmbeddingReady
 			if at == nil {
-				now := time.Now()
+				now := s.opts.Now()
 				at = &now
 			}
 			rep.Vectors++

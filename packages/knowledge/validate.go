@@ -134,7 +134,7 @@ func (r *TaskRef) check() error {
 }
 
 // validateSearch checks a search call and applies its defaults.
-func validateSearch(c Caller, in SearchInput) (*searchArgs, error) {
+func validateSearch(c Caller, in SearchInput, now time.Time) (*searchArgs, error) {
 	if err := checkCaller(c, false); err != nil {
 		return nil, err
 	}
@@ -179,7 +179,7 @@ func validateSearch(c Caller, in SearchInput) (*searchArgs, error) {
 	if err := checkRange("efSearch", a.EfSearch, 1, MaxEfSearch); err != nil {
 		return nil, err
 	}
-	if a.AsOf, err = checkAsOf(in.AsOf, time.Now()); err != nil {
+	if a.AsOf, err = checkAsOf(in.AsOf, now); err != nil {
 		return nil, err
 	}
 	return a, nil
