@@ -43,28 +43,30 @@ func parseConfig(e *appenv.Env) config {
 		redisURL:    e.String("REDIS_URL", db.DefaultRedisURL),
 		metricsAddr: e.String("WORKER_METRICS_ADDR", DefaultMetricsAddr),
 	}
+	// Unset, a setting reads as 0: jobs' default (WorkerOptions,
+	// ReconcilerOptions, SwitchOptions), the one place each is written.
 	c.opts = jobs.WorkerOptions{
-		Concurrency:       e.Int("WORKER_CONCURRENCY", 4, 1, 256),
-		BatchSize:         e.Int("WORKER_BATCH_SIZE", 32, 1, 2048),
-		BatchGrace:        e.Duration("WORKER_BATCH_GRACE", time.Second, time.Second, 0),
-		BatchMaxDelay:     e.Duration("WORKER_BATCH_MAX_DELAY", 5*time.Second, time.Second, 0),
-		MaxRetry:          e.Int("WORKER_MAX_RETRY", 8, 1, 100),
-		ShutdownTimeout:   e.Duration("WORKER_SHUTDOWN_TIMEOUT", 20*time.Second, time.Millisecond, 0),
-		ReconcileInterval: e.Duration("WORKER_RECONCILE_INTERVAL", 30*time.Second, 100*time.Millisecond, 0),
+		Concurrency:       e.Int("WORKER_CONCURRENCY", 0, 1, 256),
+		BatchSize:         e.Int("WORKER_BATCH_SIZE", 0, 1, 2048),
+		BatchGrace:        e.Duration("WORKER_BATCH_GRACE", 0, time.Second, 0),
+		BatchMaxDelay:     e.Duration("WORKER_BATCH_MAX_DELAY", 0, time.Second, 0),
+		MaxRetry:          e.Int("WORKER_MAX_RETRY", 0, 1, 100),
+		ShutdownTimeout:   e.Duration("WORKER_SHUTDOWN_TIMEOUT", 0, time.Millisecond, 0),
+		ReconcileInterval: e.Duration("WORKER_RECONCILE_INTERVAL", 0, 100*time.Millisecond, 0),
 		Reconciler: jobs.ReconcilerOptions{
-			Grace:    e.Duration("WORKER_RECONCILE_GRACE", 2*time.Minute, 100*time.Millisecond, 0),
-			Cooldown: e.Duration("WORKER_RECONCILE_COOLDOWN", 15*time.Minute, time.Second, 0),
+			Grace:    e.Duration("WORKER_RECONCILE_GRACE", 0, 100*time.Millisecond, 0),
+			Cooldown: e.Duration("WORKER_RECONCILE_COOLDOWN", 0, time.Second, 0),
 		},
-		IndexInterval:  e.Duration("WORKER_INDEX_INTERVAL", 500*time.Millisecond, 10*time.Millisecond, 0),
-		UpkeepInterval: e.Duration("WORKER_UPKEEP_INTERVAL", time.Minute, time.Second, 0),
+		IndexInterval:  e.Duration("WORKER_INDEX_INTERVAL", 0, 10*time.Millisecond, 0),
+		UpkeepInterval: e.Duration("WORKER_UPKEEP_INTERVAL", 0, time.Second, 0),
 		// Checked against the database in run (checkTextSearchConfig).
 		TextSearchConfig:  knowledgeenv.TextSearchConfig(e),
 		VectorIndexMemory: knowledgeenv.VectorIndexMemory(e),
 	}
 	c.allowModelChange = knowledgeenv.AllowModelChange(e)
 	c.modelSwitch = switchConfig{
-		rate:     float64(e.Int("EMBEDDINGS_BACKFILL_RATE", 50, 1, 100000)),
-		interval: e.Duration("WORKER_BACKFILL_INTERVAL", 5*time.Second, 100*time.Millisecond, 0),
+		rate:     float64(e.Int("EMBEDDINGS_BACKFILL_RATE", 0, 1, 100000)),
+		interval: e.Duration("WORKER_BACKFILL_INTERVAL", 0, 100*time.Millisecond, 0),
 	}
 	c.backlogInterval = e.Duration("WORKER_BACKLOG_INTERVAL", 15*time.Second, 100*time.Millisecond, 0)
 	c.audit = parseAuditConfig(e)
@@ -184,10 +186,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	// (docs/embeddings.md, "Model switch").
 	if next != nil {
 		cfg.opts.Switch = &jobs.SwitchOptions{Next: next, Rate: cfg.modelSwitch.rate, Interval: cfg.modelSwitch.interval}
-		log.Info("model switch: backfilling", "next_model", next.Model(), "next_dimensions", next.Dimensions(),
-			"rate", cfg.modelSwitch.rate, "queue", jobs.SwitchQueue)
 	}
 	w := jobs.NewWorker(redisOpt, pool, emb, cfg.opts)
+	o := w.Options() // the defaults applied
+	if o.Switch != nil {
+		log.Info("model switch: backfilling", "next_model", next.Model(), "next_dimensions", next.Dimensions(),
+			"rate", o.Switch.Rate, "queue", jobs.SwitchQueue)
+	}
 	if err := w.Start(); err != nil {
 		return err
 	}
@@ -223,10 +228,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}()
 	log.Info("worker started", "model", emb.Model(), "queue", jobs.Queue,
 		"metrics", "http://"+ln.Addr().String()+"/metrics",
-		"concurrency", cfg.opts.Concurrency, "batch_size", cfg.opts.BatchSize, "batch_grace", cfg.opts.BatchGrace,
-		"index_interval", cfg.opts.IndexInterval, "upkeep_interval", cfg.opts.UpkeepInterval,
-		"text_search_config", cfg.opts.TextSearchConfig,
-		"chunk_chars", cfg.opts.Chunk.Chars, "chunk_overlap", cfg.opts.Chunk.Overlap)
+		"concurrency", o.Concurrency, "batch_size", o.BatchSize, "batch_grace", o.BatchGrace,
+		"index_interval", o.IndexInterval, "upkeep_interval", o.UpkeepInterval,
+		"text_search_config", o.TextSearchConfig,
+		"chunk_chars", o.Chunk.Chars, "chunk_overlap", o.Chunk.Overlap)
 
 	<-ctx.Done()
 	log.Info("worker stopping")

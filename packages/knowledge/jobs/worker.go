@@ -67,11 +67,11 @@ type WorkerOptions struct {
 	// lexical index is built with when the indexer meets the org's first
 	// entry (knowledge.Options.TextSearchConfig). It must be the MCP
 	// server's, which analyses queries of orgs not indexed yet with it.
-	// Default knowledge.DefaultTextSearchConfig.
+	// Default: knowledge.Config's.
 	TextSearchConfig string
 	// VectorIndexMemory is the most memory an HNSW index build of Upkeep
-	// may take (knowledge.Options.VectorIndexMemory). Default
-	// knowledge.DefaultVectorIndexMemory.
+	// may take (knowledge.Config.VectorIndexMemory). Default:
+	// knowledge.Config's.
 	VectorIndexMemory int64
 	// MaxInputChars: see HandlerOptions.
 	MaxInputChars int
@@ -125,9 +125,6 @@ func (o WorkerOptions) withDefaults() WorkerOptions {
 	}
 	if o.UpkeepTimeout <= 0 {
 		o.UpkeepTimeout = time.Hour
-	}
-	if o.TextSearchConfig == "" {
-		o.TextSearchConfig = knowledge.DefaultTextSearchConfig
 	}
 	if o.Observer == nil {
 		o.Observer = NopObserver{}
@@ -190,6 +187,9 @@ func NewWorker(redis asynq.RedisConnOpt, pool *pgxpool.Pool, emb embed.Embedder,
 		}),
 	}
 }
+
+// Options are the worker's options, the defaults applied.
+func (w *Worker) Options() WorkerOptions { return w.opts }
 
 // Start starts processing, reconciling, indexing and upkeep, and returns
 // at once.
