@@ -6,11 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
 	"github.com/hibiken/asynq"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/redis/go-redis/v9"
 
@@ -31,6 +33,83 @@ var errUsage = errors.New("usage")
 // drains in-flight calls) or stdin closes (stdio). In HTTP mode it prints
 // one line "mcp: serving http://ADDR/mcp" to stdout once listening.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	stdio, err := parseArgs(args, stderr)
+	if err != nil || stdio == nil {
+		return err // nil: --help
+	}
+	s, err := readSettings(getenv, stderr)
+	if err != nil {
+		return err
+	}
+	// Traces: off unless the OTEL_* variables ask for them (docs/operators.md).
+	stopTracing, err := tracing.Start(ctx, s.trace, "knowledge-mcp", server.Version, s.log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
+	// The collector paced for a small live heap: about a millisecond off
+	// a call on two cores (appenv.PaceGC).
+	appenv.PaceGC(ctx, s.minHeap)
+	emb, next, err := s.embedders()
+	if err != nil {
+		return err
+	}
+
+	// The process starts whatever its dependencies do: a supervisor may
+	// restart it during an outage, and it must then serve what it can,
+	// report not-ready on /readyz and recover by itself when they return,
+	// like a process that was running when they went down.
+	var warm atomic.Pointer[knowledge.Service]
+	pool, fatal, err := openDatabase(ctx, s, emb, &warm)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	rdb, err := openRedis(ctx, s)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	queue := asynq.NewClientFromRedisClient(rdb)
+	defer queue.Close()
+
+	svc := knowledge.New(pool, knowledge.Options{
+		Embedder:     emb,
+		NextEmbedder: next,
+		Enqueuer:     jobs.NewEnqueuer(queue),
+		Redis:        rdb,
+		Logger:       s.log,
+		Config:       s.knowledge,
+	})
+	warm.Store(svc)
+	for _, c := range pool.AcquireAllIdle(ctx) { // made before the service existed
+		_ = svc.WarmConn(ctx, c.Conn())
+		c.Release()
+	}
+	ten := tenancy.New(pool)
+	srv := server.New(s.cfg, server.Deps{
+		Knowledge:    svc,
+		Tokens:       ten,
+		Redis:        rdb,
+		RateSettings: ten,
+		DBSlots:      int(pool.Config().MaxConns),
+		Audit:        ten, // the audit trail (docs/operators.md)
+		Ready:        map[string]server.Pinger{"postgres": pool, "redis": redisPinger{rdb}},
+		Logger:       s.log,
+	})
+	if *stdio {
+		s.log.Info("mcp server on stdio")
+		return srv.ServeStdio(ctx, s.token, &mcp.IOTransport{
+			Reader: io.NopCloser(stdin),
+			Writer: nopWriteCloser{stdout},
+		})
+	}
+	return serveHTTP(ctx, srv, s, fatal, stdout)
+}
+
+// parseArgs reads the command line: whether to serve stdio, or nil after
+// --help.
+func parseArgs(args []string, stderr io.Writer) (*bool, error) {
 	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	stdio := fs.Bool("stdio", false, "serve MCP over stdin/stdout for the token in KNOWLEDGE_TOKEN instead of HTTP")
@@ -40,214 +119,174 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return nil
+			return nil, nil
 		}
-		return errUsage
+		return nil, errUsage
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "mcp: unexpected argument %q\n", fs.Arg(0))
 		fs.Usage()
-		return errUsage
+		return nil, errUsage
 	}
-	env := appenv.New(getenv)
-	cfg := server.ReadConfig(env)
-	// Logs go to stderr in both modes (stdout is the protocol in stdio mode).
-	logger := env.Logger("mcp", "MCP_", stderr)
-	allowModelChange := knowledgeenv.AllowModelChange(env)
-	minHeap := env.GCMinHeap(appenv.DefaultGCMinHeapMiB)
-	traceCfg := tracing.ReadConfig(env)
-	embedCfg, nextCfg := knowledgeenv.Embedder(env), knowledgeenv.Next(env)
-	// The worker's cut (a store whose text is one chunk writes the vector
-	// of its duplicate check as the entry's).
-	chunk := knowledgeenv.Chunk(env, embedCfg)
-	if err := env.Err(); err != nil {
-		return err
-	}
-	// Traces: off unless the OTEL_* variables ask for them (docs/operators.md).
-	stopTracing, err := tracing.Setup(ctx, traceCfg, "knowledge-mcp", server.Version)
-	if err != nil {
-		return err
-	}
-	if traceCfg.Enabled() {
-		logger.Info("tracing on", "exporter", traceCfg.Exporter, "endpoint", traceCfg.Endpoint)
-	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tracing.ShutdownTimeout)
-		defer cancel()
-		stopTracing(sctx)
-	}()
-	var dbOpts []db.Option
-	if traceCfg.Enabled() {
-		dbOpts = append(dbOpts, db.Tracer(tracing.PgxTracer()))
-	}
-	// The collector paced for a small live heap: about a millisecond off
-	// a call on two cores (appenv.PaceGC).
-	appenv.PaceGC(ctx, minHeap)
-	embedder, err := embed.New(embedCfg)
-	if err != nil {
-		return fmt.Errorf("embedder: %w", err)
-	}
-	if embedder.Model() == embed.LocalModel {
-		// Said plainly at start: the default finds shared words, not meanings.
-		logger.Info("search embedder: local (lexical: a hashing embedder matches shared words, not paraphrases; for meaning set EMBEDDINGS_PRESET and EMBEDDINGS_MODEL, docs/embeddings.md)",
-			"model", embedder.Model(), "dimensions", embedder.Dimensions())
-	} else {
-		logger.Info("search embedder", "model", embedder.Model(), "dimensions", embedder.Dimensions())
-	}
-	// A model switch: orgs cut over are searched with the next model.
-	var nextEmbedder embed.Embedder
-	if nextCfg != nil {
-		if nextEmbedder, err = embed.New(*nextCfg); err != nil {
-			return fmt.Errorf("next embedder: %w", err)
-		}
-	}
-	if err := knowledgeenv.CheckModelSwitch(embedder, nextEmbedder); err != nil {
-		return err
-	}
+	return stdio, nil
+}
 
-	// The process starts whatever its dependencies do: a supervisor may
-	// restart it during an outage, and it must then serve what it can,
-	// report not-ready on /readyz and recover by itself when they return,
-	// like a process that was running when they went down.
-	// Connections are warmed for search when they are made (the search
-	// statement planned, the dictionary loaded) and four are kept open, so
-	// a search rarely meets a cold one (knowledge.Service.WarmConn). The
-	// service needs the pool, so the hook finds it once it exists.
-	var warm atomic.Pointer[knowledge.Service]
-	pool, err := db.Connect(cfg.DatabaseURL, append(dbOpts, db.MinConns(4), db.AfterConnect(func(ctx context.Context, c *pgx.Conn) error {
+// settings is the process's environment, read at once: every bad
+// variable is named in one error (appenv).
+type settings struct {
+	cfg              server.Config
+	log              *slog.Logger
+	trace            tracing.Config
+	minHeap          int64
+	embedder         embed.Config
+	next             *embed.Config // a model switch's next model
+	knowledge        knowledge.Config
+	allowModelChange bool
+	token            string // KNOWLEDGE_TOKEN: stdio's caller
+}
+
+func readSettings(getenv func(string) string, stderr io.Writer) (settings, error) {
+	env := appenv.New(getenv)
+	s := settings{
+		cfg: server.ReadConfig(env),
+		// Logs go to stderr in both modes (stdout is the protocol in stdio mode).
+		log:              env.Logger("mcp", "MCP_", stderr),
+		trace:            tracing.ReadConfig(env),
+		minHeap:          env.GCMinHeap(appenv.DefaultGCMinHeapMiB),
+		embedder:         knowledgeenv.Embedder(env),
+		next:             knowledgeenv.Next(env),
+		allowModelChange: knowledgeenv.AllowModelChange(env),
+		token:            env.Raw("KNOWLEDGE_TOKEN"),
+	}
+	s.knowledge = knowledge.Config{
+		TextSearchConfig:  s.cfg.TextSearchConfig, // the default for orgs not indexed yet; see server.Config
+		VectorCalibration: s.cfg.VectorCalibration,
+		QueryEmbedBudget:  s.cfg.QueryEmbedBudget,
+		// The worker's cut (a store whose text is one chunk writes the
+		// vector of its duplicate check as the entry's).
+		Chunk: knowledgeenv.Chunk(env, s.embedder),
+	}
+	return s, env.Err()
+}
+
+// embedders are the search's (query vectors) and, during a model switch,
+// the next model's (orgs cut over are searched with it).
+func (s settings) embedders() (embed.Embedder, embed.Embedder, error) {
+	emb, next, err := knowledgeenv.NewEmbedders(s.embedder, s.next)
+	if err != nil {
+		return nil, nil, err
+	}
+	if emb.Model() == embed.LocalModel {
+		// Said plainly at start: the default finds shared words, not meanings.
+		s.log.Info("search embedder: local (lexical: a hashing embedder matches shared words, not paraphrases; for meaning set EMBEDDINGS_PRESET and EMBEDDINGS_MODEL, docs/embeddings.md)",
+			"model", emb.Model(), "dimensions", emb.Dimensions())
+	} else {
+		s.log.Info("search embedder", "model", emb.Model(), "dimensions", emb.Dimensions())
+	}
+	return emb, next, nil
+}
+
+// openDatabase makes the pool and checks the database against the
+// configuration (knowledgeenv.CheckDatabase). PostgreSQL down at start
+// is not an error: the check runs once it answers, and a configuration
+// error found then arrives on fatal, to stop the process.
+// Connections are warmed for search when they are made (the search
+// statement planned, the dictionary loaded) and four are kept open, so
+// a search rarely meets a cold one (knowledge.Service.WarmConn). The
+// service needs the pool, so the hook finds it in warm once it exists.
+func openDatabase(ctx context.Context, s settings, emb embed.Embedder, warm *atomic.Pointer[knowledge.Service]) (*pgxpool.Pool, <-chan error, error) {
+	opts := []db.Option{db.MinConns(4), db.AfterConnect(func(ctx context.Context, c *pgx.Conn) error {
 		if s := warm.Load(); s != nil {
 			return s.WarmConn(ctx, c)
 		}
 		return nil
-	}))...)
-	if err != nil {
-		return fmt.Errorf("DATABASE_URL: %w", err)
+	})}
+	if s.trace.Enabled() {
+		opts = append(opts, db.Tracer(tracing.PgxTracer()))
 	}
-	defer pool.Close()
-	// fatal carries a configuration error found once PostgreSQL answers.
+	pool, err := db.Connect(s.cfg.DatabaseURL, opts...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	check := func() error {
+		return knowledgeenv.CheckDatabase(ctx, pool, s.cfg.TextSearchConfig, emb, s.allowModelChange, s.log)
+	}
 	fatal := make(chan error, 1)
 	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	err = pool.Ping(pctx)
 	cancel()
-	// Configuration errors found in the database (a text search
-	// configuration that does not exist, an embedder none of the stored
-	// vectors is of: knowledge.CheckEmbeddingSpace).
-	checkDB := func() error {
-		// An unmigrated or too old database: the command that fixes it,
-		// not the first call's raw SQL error.
-		if err := db.CheckSchema(ctx, pool); err != nil {
-			return err
-		}
-		if err := knowledgeenv.CheckTextSearchConfig(ctx, pool, cfg.TextSearchConfig); err != nil {
-			return err
-		}
-		others, err := knowledgeenv.CheckEmbeddingSpace(ctx, pool, embedder, allowModelChange)
-		if len(others) > 0 && err == nil {
-			logger.Warn("vectors of other models or widths are stored; search uses only the configured one's (re-embed with ctl reembed)",
-				"model", embedder.Model(), "dimensions", embedder.Dimensions(), "other", fmt.Sprint(others))
-		}
-		return err
-	}
 	if err == nil {
-		if err := checkDB(); err != nil {
-			return err
+		if err := check(); err != nil {
+			pool.Close()
+			return nil, nil, err
 		}
-	} else {
-		logger.Warn("postgres unreachable at start: serving not-ready until it answers", "err", err)
-		go func() {
-			if db.Await(ctx, "postgres", pool.Ping, logger) != nil {
-				return
-			}
-			// The check could not run at start; a wrong setting is still
-			// a configuration error, so it stops the process.
-			if err := checkDB(); err != nil && ctx.Err() == nil {
-				fatal <- err
-			}
-		}()
+		return pool, fatal, nil
 	}
-	// One Redis or a Redis Cluster (redis+cluster://host:port,...;
-	// knowledge.ParseRedisURL).
-	rcfg, err := knowledge.ParseRedisURL(cfg.RedisURL)
+	s.log.Warn("postgres unreachable at start: serving not-ready until it answers", "err", err)
+	go func() {
+		if db.Await(ctx, "postgres", pool.Ping, s.log) != nil {
+			return
+		}
+		// The check could not run at start; a wrong setting is still a
+		// configuration error, so it stops the process.
+		if err := check(); err != nil && ctx.Err() == nil {
+			fatal <- err
+		}
+	}()
+	return pool, fatal, nil
+}
+
+// openRedis is the client of one Redis or a Redis Cluster
+// (redis+cluster://host:port,...; knowledge.ParseRedisURL). Redis down at
+// start is not an error: /readyz says so until it answers.
+func openRedis(ctx context.Context, s settings) (redis.UniversalClient, error) {
+	rcfg, err := knowledge.ParseRedisURL(s.cfg.RedisURL)
 	if err != nil {
-		return fmt.Errorf("REDIS_URL: %w", err)
+		return nil, fmt.Errorf("REDIS_URL: %w", err)
 	}
 	// Short timeouts: Redis is an accelerator (idempotence keys) and the
 	// queue's front door; a hung Redis must cost a call a second, not the
 	// call's whole deadline (the store then goes on against PostgreSQL).
 	rdb := rcfg.WithTimeouts(time.Second, time.Second, time.Second, 2*time.Second).Client()
-	defer rdb.Close()
-	if traceCfg.Enabled() {
+	if s.trace.Enabled() {
 		if err := tracing.InstrumentRedis(rdb); err != nil {
-			return err
+			rdb.Close()
+			return nil, err
 		}
 	}
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
 	if err := rdb.Ping(rctx).Err(); err != nil {
-		logger.Warn("redis unreachable at start: serving not-ready until it answers (stores go on without idempotence keys)", "err", err)
+		s.log.Warn("redis unreachable at start: serving not-ready until it answers (stores go on without idempotence keys)", "err", err)
 	}
-	cancel()
-	queue := asynq.NewClientFromRedisClient(rdb)
-	defer queue.Close()
+	return rdb, nil
+}
 
-	svc := knowledge.New(pool, knowledge.Options{
-		Embedder:     embedder,
-		NextEmbedder: nextEmbedder,
-		Enqueuer:     jobs.NewEnqueuer(queue),
-		Redis:        rdb,
-		Logger:       logger,
-		Config: knowledge.Config{
-			TextSearchConfig:  cfg.TextSearchConfig, // the default for orgs not indexed yet; see server.Config
-			VectorCalibration: cfg.VectorCalibration,
-			QueryEmbedBudget:  cfg.QueryEmbedBudget,
-			Chunk:             chunk,
-		},
-	})
-	warm.Store(svc)
-	for _, c := range pool.AcquireAllIdle(ctx) { // made before the service existed
-		_ = svc.WarmConn(ctx, c.Conn())
-		c.Release()
-	}
-	ten := tenancy.New(pool)
-	srv := server.New(cfg, server.Deps{
-		Knowledge:    svc,
-		Tokens:       ten,
-		Redis:        rdb,
-		RateSettings: ten,
-		DBSlots:      int(pool.Config().MaxConns),
-		Audit:        ten, // the audit trail (docs/operators.md)
-		Ready:        map[string]server.Pinger{"postgres": pool, "redis": redisPinger{rdb}},
-		Logger:       logger,
-	})
-
-	if *stdio {
-		logger.Info("mcp server on stdio")
-		return srv.ServeStdio(ctx, getenv("KNOWLEDGE_TOKEN"), &mcp.IOTransport{
-			Reader: io.NopCloser(stdin),
-			Writer: nopWriteCloser{stdout},
-		})
-	}
-
+// serveHTTP serves until ctx is done, then drains in-flight calls, or
+// until a configuration error found late arrives on fatal.
+func serveHTTP(ctx context.Context, srv *server.Server, s settings, fatal <-chan error, stdout io.Writer) error {
 	if _, err := srv.Start(ctx); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "mcp: serving %s%s\n", srv.URL(), server.PathMCP)
+	shutdown := func() error {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
+		defer cancel()
+		return srv.Shutdown(sctx)
+	}
 	select {
 	case <-srv.Done():
 		return srv.Err()
 	case err := <-fatal:
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
-		defer cancel()
-		srv.Shutdown(sctx)
+		shutdown()
 		return err
 	case <-ctx.Done():
 	}
-	logger.Info("shutting down: draining in-flight calls", "timeout", cfg.ShutdownTimeout.String())
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
+	s.log.Info("shutting down: draining in-flight calls", "timeout", s.cfg.ShutdownTimeout.String())
+	if err := shutdown(); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
-	logger.Info("stopped")
+	s.log.Info("stopped")
 	return nil
 }
 

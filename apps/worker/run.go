@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/agentfleet/orchestrator/db"
@@ -35,6 +38,18 @@ type config struct {
 	audit                              auditConfig
 	embedder                           embed.Config
 	next                               *embed.Config // a model switch's next model
+	trace                              tracing.Config
+	log                                *slog.Logger
+}
+
+// readConfig reads the worker's environment at once: every bad variable
+// is named in one error (appenv).
+func readConfig(getenv func(string) string, stdout io.Writer) (config, error) {
+	e := appenv.New(getenv)
+	c := parseConfig(e)
+	c.log = e.Logger("worker", "WORKER_", stdout)
+	c.trace = tracing.ReadConfig(e)
+	return c, e.Err()
 }
 
 func parseConfig(e *appenv.Env) config {
@@ -82,42 +97,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if len(args) > 0 {
 		return fmt.Errorf("unexpected arguments %q: the worker is configured by the environment (docs/embeddings.md)", args)
 	}
-	env := appenv.New(getenv)
-	cfg := parseConfig(env)
-	log := env.Logger("worker", "WORKER_", stdout)
-	traceCfg := tracing.ReadConfig(env)
-	if err := env.Err(); err != nil {
+	cfg, err := readConfig(getenv, stdout)
+	if err != nil {
 		return err
 	}
+	log := cfg.log
 	// Traces: off unless the OTEL_* variables ask for them; a batch's span
 	// links to the calls that stored its entries (docs/operators.md).
-	stopTracing, err := tracing.Setup(ctx, traceCfg, "knowledge-worker", "")
+	stopTracing, err := tracing.Start(ctx, cfg.trace, "knowledge-worker", "", log)
 	if err != nil {
 		return err
 	}
-	if traceCfg.Enabled() {
-		log.Info("tracing on", "exporter", traceCfg.Exporter, "endpoint", traceCfg.Endpoint)
-	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tracing.ShutdownTimeout)
-		defer cancel()
-		stopTracing(sctx)
-	}()
-	var dbOpts []db.Option
-	if traceCfg.Enabled() {
-		dbOpts = append(dbOpts, db.Tracer(tracing.PgxTracer()))
-	}
-	emb, err := embed.New(cfg.embedder)
+	defer stopTracing()
+	emb, next, err := knowledgeenv.NewEmbedders(cfg.embedder, cfg.next)
 	if err != nil {
-		return err
-	}
-	var next embed.Embedder
-	if cfg.next != nil {
-		if next, err = embed.New(*cfg.next); err != nil {
-			return err
-		}
-	}
-	if err := knowledgeenv.CheckModelSwitch(emb, next); err != nil {
 		return err
 	}
 	// One Redis or a Redis Cluster (knowledge.ParseRedisURL).
@@ -127,107 +120,32 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	redisOpt := rcfg.Asynq()
 	m := newMetrics()
-	cfg.opts.Observer = m
-	cfg.opts.Logger = log
-
-	// /healthz and /metrics answer while the worker waits for its
-	// dependencies below, so a supervisor sees a live process.
-	ln, err := net.Listen("tcp", cfg.metricsAddr)
+	metricsURL, stopMetrics, err := serveMetrics(cfg.metricsAddr, m)
 	if err != nil {
-		return fmt.Errorf("WORKER_METRICS_ADDR: %w", err)
+		return err
 	}
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go hs.Serve(ln)
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		hs.Shutdown(sctx)
-	}()
+	defer stopMetrics()
 
 	// A worker started during an outage waits for PostgreSQL and Redis,
 	// logging every attempt, instead of exiting: a supervisor restarting
 	// it in a loop would show nothing more, and it would come up late.
-	pool, err := db.Connect(cfg.databaseURL, dbOpts...)
-	if err != nil {
-		return fmt.Errorf("DATABASE_URL: %w", err)
+	pool, err := openDatabase(ctx, cfg, emb)
+	if err != nil || pool == nil {
+		return err // nil: stopped while waiting
 	}
 	defer pool.Close()
-	if err := db.Await(ctx, "postgres", pool.Ping, log); err != nil {
-		return nil // stopped while waiting
-	}
-	// An unmigrated or too old database: the command that fixes it, not
-	// the first batch's raw SQL error.
-	if err := db.CheckSchema(ctx, pool); err != nil {
-		return err
-	}
-	if err := knowledgeenv.CheckTextSearchConfig(ctx, pool, cfg.opts.TextSearchConfig); err != nil {
-		return err
-	}
-	others, err := knowledgeenv.CheckEmbeddingSpace(ctx, pool, emb, cfg.allowModelChange)
-	if err != nil {
-		return err
-	}
-	if len(others) > 0 {
-		log.Warn("vectors of other models or widths are stored; search uses only the configured one's (re-embed with ctl reembed)",
-			"model", emb.Model(), "dimensions", emb.Dimensions(), "other", fmt.Sprint(others))
-	}
-	rdb := asynq.NewClient(redisOpt)
-	err = db.Await(ctx, "redis", func(context.Context) error { return rdb.Ping() }, log)
-	rdb.Close()
-	if err != nil {
+	if err := awaitRedis(ctx, redisOpt, log); err != nil {
 		return nil // stopped while waiting
 	}
 
-	// A model switch: the next model's vectors are backfilled, by passes
-	// that are asynq tasks of their own queue, and covered orgs cut over
-	// (docs/embeddings.md, "Model switch").
-	if next != nil {
-		cfg.opts.Switch = &jobs.SwitchOptions{Next: next, Rate: cfg.modelSwitch.rate, Interval: cfg.modelSwitch.interval}
-	}
-	w := jobs.NewWorker(redisOpt, pool, emb, cfg.opts)
-	o := w.Options() // the defaults applied
-	if o.Switch != nil {
-		log.Info("model switch: backfilling", "next_model", next.Model(), "next_dimensions", next.Dimensions(),
-			"rate", o.Switch.Rate, "queue", jobs.SwitchQueue)
-	}
+	w := newWorker(cfg, redisOpt, pool, emb, next, m)
 	if err := w.Start(); err != nil {
 		return err
 	}
-	// The HNSW index of the configured model and width, built at start
-	// when missing (CONCURRENTLY: embedding and search go on meanwhile,
-	// search with exact scans); Upkeep's passes make sure of it again.
-	go func() {
-		for _, e := range []embed.Embedder{emb, next} {
-			if e == nil {
-				continue
-			}
-			start := time.Now()
-			built, err := knowledge.New(pool, knowledge.Options{Embedder: e, Logger: log, Config: knowledge.Config{VectorIndexMemory: cfg.opts.VectorIndexMemory}}).EnsureVectorIndex(ctx)
-			switch {
-			case err != nil && ctx.Err() == nil:
-				log.Error("vector index build failed; upkeep will try again", "model", e.Model(), "err", err)
-			case built:
-				log.Info("vector index built", "index", knowledge.SpaceOf(e).IndexName(), "model", e.Model(),
-					"dimensions", e.Dimensions(), "seconds", time.Since(start).Seconds())
-			}
-		}
-	}()
-	bctx, stopBacklog := context.WithCancel(ctx)
-	backlogDone := make(chan struct{})
-	go func() {
-		defer close(backlogDone)
-		m.refreshBacklog(bctx, pool, cfg.backlogInterval, log)
-	}()
-	auditDone := make(chan struct{})
-	go func() {
-		defer close(auditDone)
-		pruneAudit(bctx, tenancy.New(pool), cfg.audit, m, log)
-	}()
-	log.Info("worker started", "model", emb.Model(), "queue", jobs.Queue,
-		"metrics", "http://"+ln.Addr().String()+"/metrics",
+	go buildVectorIndexes(ctx, pool, cfg, emb, next)
+	stopLoops := startLoops(ctx, pool, cfg, m)
+	o := w.Options()
+	log.Info("worker started", "model", emb.Model(), "queue", jobs.Queue, "metrics", metricsURL,
 		"concurrency", o.Concurrency, "batch_size", o.BatchSize, "batch_grace", o.BatchGrace,
 		"index_interval", o.IndexInterval, "upkeep_interval", o.UpkeepInterval,
 		"text_search_config", o.TextSearchConfig,
@@ -235,10 +153,110 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 
 	<-ctx.Done()
 	log.Info("worker stopping")
-	stopBacklog()
-	<-backlogDone
-	<-auditDone
+	stopLoops()
 	w.Shutdown()
 	log.Info("worker stopped")
 	return nil
+}
+
+// serveMetrics serves /healthz and /metrics on addr from now on, so a
+// supervisor sees a live process while the worker waits for its
+// dependencies. It returns the metrics' URL and the server's stop.
+func serveMetrics(addr string, m *metrics) (string, func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("WORKER_METRICS_ADDR: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go hs.Serve(ln)
+	return "http://" + ln.Addr().String() + "/metrics", func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		hs.Shutdown(sctx)
+	}, nil
+}
+
+// openDatabase makes the pool, waits for PostgreSQL and checks it against
+// the configuration (knowledgeenv.CheckDatabase). It is nil, without an
+// error, when ctx ends while waiting.
+func openDatabase(ctx context.Context, cfg config, emb embed.Embedder) (*pgxpool.Pool, error) {
+	var opts []db.Option
+	if cfg.trace.Enabled() {
+		opts = append(opts, db.Tracer(tracing.PgxTracer()))
+	}
+	pool, err := db.Connect(cfg.databaseURL, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	if err := db.Await(ctx, "postgres", pool.Ping, cfg.log); err != nil {
+		pool.Close()
+		return nil, nil
+	}
+	if err := knowledgeenv.CheckDatabase(ctx, pool, cfg.opts.TextSearchConfig, emb, cfg.allowModelChange, cfg.log); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return pool, nil
+}
+
+// awaitRedis waits for Redis; an error means ctx ended first.
+func awaitRedis(ctx context.Context, opt asynq.RedisConnOpt, log *slog.Logger) error {
+	rdb := asynq.NewClient(opt)
+	defer rdb.Close()
+	return db.Await(ctx, "redis", func(context.Context) error { return rdb.Ping() }, log)
+}
+
+// newWorker is the worker of cfg; with a next model, it backfills the
+// next model's vectors, by passes that are asynq tasks of their own
+// queue, and covered orgs cut over (docs/embeddings.md, "Model switch").
+func newWorker(cfg config, redisOpt asynq.RedisConnOpt, pool *pgxpool.Pool, emb, next embed.Embedder, m *metrics) *jobs.Worker {
+	opts := cfg.opts
+	opts.Observer, opts.Logger = m, cfg.log
+	if next != nil {
+		opts.Switch = &jobs.SwitchOptions{Next: next, Rate: cfg.modelSwitch.rate, Interval: cfg.modelSwitch.interval}
+	}
+	w := jobs.NewWorker(redisOpt, pool, emb, opts)
+	if o := w.Options(); o.Switch != nil { // the defaults applied
+		cfg.log.Info("model switch: backfilling", "next_model", next.Model(), "next_dimensions", next.Dimensions(),
+			"rate", o.Switch.Rate, "queue", jobs.SwitchQueue)
+	}
+	return w
+}
+
+// buildVectorIndexes builds the HNSW index of the configured model and
+// width (and the next model's) when missing, CONCURRENTLY: embedding and
+// search go on meanwhile, search with exact scans; Upkeep's passes make
+// sure of it again.
+func buildVectorIndexes(ctx context.Context, pool *pgxpool.Pool, cfg config, embedders ...embed.Embedder) {
+	for _, e := range embedders {
+		if e == nil {
+			continue
+		}
+		start := time.Now()
+		svc := knowledge.New(pool, knowledge.Options{Embedder: e, Logger: cfg.log, Config: knowledge.Config{VectorIndexMemory: cfg.opts.VectorIndexMemory}})
+		built, err := svc.EnsureVectorIndex(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			cfg.log.Error("vector index build failed; upkeep will try again", "model", e.Model(), "err", err)
+		case built:
+			cfg.log.Info("vector index built", "index", knowledge.SpaceOf(e).IndexName(), "model", e.Model(),
+				"dimensions", e.Dimensions(), "seconds", time.Since(start).Seconds())
+		}
+	}
+}
+
+// startLoops starts the app's own loops (the backlog gauges, the audit
+// trail's pruning); the returned stop ends them and waits.
+func startLoops(ctx context.Context, pool *pgxpool.Pool, cfg config, m *metrics) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { m.refreshBacklog(ctx, pool, cfg.backlogInterval, cfg.log) })
+	wg.Go(func() { pruneAudit(ctx, tenancy.New(pool), cfg.audit, m, cfg.log) })
+	return func() {
+		cancel()
+		wg.Wait()
+	}
 }

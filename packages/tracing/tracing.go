@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"strings"
@@ -120,6 +121,24 @@ func Setup(ctx context.Context, cfg Config, service, version string) (shutdown f
 	}
 	Install(tp)
 	return tp.Shutdown, nil
+}
+
+// Start is an app's Setup: on, it logs that tracing is on, and the
+// returned stop flushes the last spans within ShutdownTimeout, even once
+// ctx is cancelled (call it when the app ends).
+func Start(ctx context.Context, cfg Config, service, version string, log *slog.Logger) (stop func(), err error) {
+	shutdown, err := Setup(ctx, cfg, service, version)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Enabled() {
+		log.Info("tracing on", "exporter", cfg.Exporter, "endpoint", cfg.Endpoint)
+	}
+	return func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ShutdownTimeout)
+		defer cancel()
+		shutdown(sctx)
+	}, nil
 }
 
 // NewProvider is the tracer provider Setup installs: cfg's exporter behind

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/appenv"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
@@ -43,4 +45,45 @@ func CheckEmbeddingSpace(ctx context.Context, pool *pgxpool.Pool, e embed.Embedd
 	}
 	return others, fmt.Errorf("%s: %w. Set %s and %s to what is stored, or, to change models, set %s=true and run `ctl reembed --org ORG --all` for every org (docs/embeddings.md)",
 		setting, err, EnvModel, EnvDimensions, EnvAllowModelChange)
+}
+
+// NewEmbedders builds the embedders cur and next configure (next nil: no
+// model switch) and checks that they can be configured together.
+func NewEmbedders(cur embed.Config, next *embed.Config) (embed.Embedder, embed.Embedder, error) {
+	e, err := embed.New(cur)
+	if err != nil {
+		return nil, nil, fmt.Errorf("embedder: %w", err)
+	}
+	if next == nil {
+		return e, nil, nil
+	}
+	n, err := embed.New(*next)
+	if err != nil {
+		return nil, nil, fmt.Errorf("next embedder: %w", err)
+	}
+	if err := CheckModelSwitch(e, n); err != nil {
+		return nil, nil, err
+	}
+	return e, n, nil
+}
+
+// CheckDatabase is the start check of an app of the knowledge module
+// against its database, once it answers: the schema is this build's (else
+// the command that fixes it, not the first call's raw SQL error), the
+// text search configuration exists, and stored vectors are of e's space
+// (CheckEmbeddingSpace; other spaces stored beside it, a re-embed under
+// way, are logged).
+func CheckDatabase(ctx context.Context, pool *pgxpool.Pool, textSearchConfig string, e embed.Embedder, allowChange bool, log *slog.Logger) error {
+	if err := db.CheckSchema(ctx, pool); err != nil {
+		return err
+	}
+	if err := CheckTextSearchConfig(ctx, pool, textSearchConfig); err != nil {
+		return err
+	}
+	others, err := CheckEmbeddingSpace(ctx, pool, e, allowChange)
+	if len(others) > 0 && err == nil {
+		log.Warn("vectors of other models or widths are stored; search uses only the configured one's (re-embed with ctl reembed)",
+			"model", e.Model(), "dimensions", e.Dimensions(), "other", fmt.Sprint(others))
+	}
+	return err
 }
