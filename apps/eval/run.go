@@ -124,73 +124,38 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	progress := func(format string, a ...any) { fmt.Fprintf(os.Stderr, "eval: "+format+"\n", a...) }
-
-	full, err := ReadBEIR(cfg.dir)
+	ds, variant, err := readDataset(cfg)
 	if err != nil {
-		return fmt.Errorf("dataset: %w", err)
+		return err
 	}
-	variant, err := full.Variant(cfg.variant)
-	if err != nil {
-		return &usageError{err.Error()}
-	}
-	ds := variant.Limit(cfg.limitQueries, cfg.limitDocs)
 	if cfg.export != "" {
 		return ds.WriteBEIR(cfg.export)
 	}
 	queries := ds.Judged()
+	if len(queries) == 0 {
+		return errors.New("dataset: no query has a judgment in qrels/test.tsv")
+	}
 	rep := &Report{
 		Variant: cfg.variant, Unanswerable: len(ds.Unanswerable),
 		Dataset: ds.Name, Path: cfg.dir, Commit: gitCommit(ctx), Date: time.Now().UTC().Format(time.RFC3339),
 		Docs: len(ds.Docs), Queries: len(queries), QueriesSkipped: len(variant.Queries) - len(variant.Judged()),
 		Limited: ds != variant, Depth: cfg.depth, Concurrency: cfg.concurrency,
 	}
-	if len(queries) == 0 {
-		return errors.New("dataset: no query has a judgment in qrels/test.tsv")
-	}
-
 	env, err := readSettings(getenv)
 	if err != nil {
 		return err
 	}
-	emb, err := embed.New(env.embedder)
+	emb, closeEmb, err := newEmbedder(env, cfg)
 	if err != nil {
 		return err
 	}
-	if _, local := emb.(embed.InProcess); !local && cfg.embedCache != "" {
-		c, err := withCache(emb, cfg.embedCache)
-		if err != nil {
-			return fmt.Errorf("--embed-cache: %w", err)
-		}
-		defer c.Close()
-		emb = c
-	}
+	defer closeEmb()
 	rep.Embedder = emb.Model()
-
-	scratch, err := createScratch(ctx, env.adminURL)
+	pool, dbName, closeDB, err := openScratch(ctx, env.adminURL, cfg.keep, rep, progress)
 	if err != nil {
 		return err
 	}
-	if cfg.keep {
-		rep.DatabaseURL = scratch.url
-	} else {
-		// Registered before the pool's Close, so it runs after it; detached
-		// from ctx so an interrupted run still cleans up.
-		defer func() {
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-			defer cancel()
-			if err := scratch.drop(dctx); err != nil {
-				progress("could not drop %s: %v", scratch.name, err)
-			}
-		}()
-	}
-	pool, err := db.Open(ctx, scratch.url)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	if _, err := db.Migrate(ctx, pool); err != nil {
-		return err
-	}
+	defer closeDB()
 	if cfg.dups {
 		return runDups(ctx, pool, emb, ds, cfg, env, stdout, progress)
 	}
@@ -199,14 +164,114 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	opts := knowledge.Options{Embedder: emb, Config: knowledge.Config{VectorCalibration: env.calibration, QueryEmbedBudget: env.budget}}
-	svc := knowledge.New(pool, opts)
+	r := &evalRun{pool: pool, dbName: dbName, opts: opts, svc: knowledge.New(pool, opts), emb: emb, caller: caller,
+		ds: ds, queries: queries, cfg: cfg, env: env, rep: rep, progress: progress}
+	if err := r.prepare(ctx); err != nil {
+		return err
+	}
+	if err := r.measure(ctx); err != nil {
+		return err
+	}
+	if cfg.json {
+		return rep.JSON(stdout)
+	}
+	return rep.Text(stdout)
+}
 
-	progress("%s: storing %d documents into %s", ds.Name, len(ds.Docs), scratch.name)
+// readDataset reads the collection, the variant asked for, and its part
+// (--limit-queries, --limit-docs).
+func readDataset(cfg config) (ds, variant *Dataset, err error) {
+	full, err := ReadBEIR(cfg.dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("dataset: %w", err)
+	}
+	if variant, err = full.Variant(cfg.variant); err != nil {
+		return nil, nil, &usageError{err.Error()}
+	}
+	return variant.Limit(cfg.limitQueries, cfg.limitDocs), variant, nil
+}
+
+// newEmbedder is the configured embedder, behind the cache of a
+// provider's vectors (--embed-cache) when it is not the local one.
+func newEmbedder(env settings, cfg config) (embed.Embedder, func(), error) {
+	emb, err := embed.New(env.embedder)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, local := emb.(embed.InProcess); local || cfg.embedCache == "" {
+		return emb, func() {}, nil
+	}
+	c, err := withCache(emb, cfg.embedCache)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--embed-cache: %w", err)
+	}
+	return c, func() { c.Close() }, nil
+}
+
+// openScratch creates the run's database, migrated, and returns its pool,
+// its name and the close that drops it (unless --keep: then the report
+// names it).
+func openScratch(ctx context.Context, adminURL string, keep bool, rep *Report, progress func(string, ...any)) (*pgxpool.Pool, string, func(), error) {
+	scratch, err := createScratch(ctx, adminURL)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	drop := func() {
+		if keep {
+			return
+		}
+		// Detached from ctx so an interrupted run still cleans up.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if err := scratch.drop(dctx); err != nil {
+			progress("could not drop %s: %v", scratch.name, err)
+		}
+	}
+	if keep {
+		rep.DatabaseURL = scratch.url
+	}
+	pool, err := db.Open(ctx, scratch.url)
+	if err != nil {
+		drop()
+		return nil, "", nil, err
+	}
+	if _, err := db.Migrate(ctx, pool); err != nil {
+		pool.Close()
+		drop()
+		return nil, "", nil, err
+	}
+	return pool, scratch.name, func() { pool.Close(); drop() }, nil
+}
+
+// evalRun is one quality run over a loaded scratch database.
+type evalRun struct {
+	pool     *pgxpool.Pool
+	dbName   string
+	opts     knowledge.Options
+	svc      *knowledge.Service
+	emb      embed.Embedder
+	caller   knowledge.Caller
+	ds       *Dataset
+	queries  []Query
+	docOf    map[uuid.UUID]string
+	cfg      config
+	env      settings
+	rep      *Report
+	progress func(string, ...any)
+}
+
+// prepare stores the collection and brings it where a deployment's would
+// be: indexed, embedded, with its vector index (and analysed with
+// --analyze).
+func (r *evalRun) prepare(ctx context.Context) error {
+	ds, rep, cfg, svc, progress := r.ds, r.rep, r.cfg, r.svc, r.progress
+	progress("%s: storing %d documents into %s", ds.Name, len(ds.Docs), r.dbName)
 	start := time.Now()
-	docOf, refused, err := load(ctx, svc, caller, ds.Docs, cfg.concurrency)
+	docOf, refused, err := load(ctx, svc, r.caller, ds.Docs, cfg.concurrency)
 	if err != nil {
 		return fmt.Errorf("load: %w", err)
 	}
+	r.docOf = docOf
 	rep.LoadSeconds, rep.Refused = time.Since(start).Seconds(), refused
 
 	progress("indexing")
@@ -216,13 +281,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	rep.IndexSeconds = time.Since(start).Seconds()
 
-	progress("embedding with %s", emb.Model())
+	progress("embedding with %s", r.emb.Model())
 	start = time.Now()
-	if err := embedAll(ctx, pool, emb, caller.OrgID, docOf, cfg.concurrency); err != nil {
+	if err := embedAll(ctx, r.pool, r.emb, r.caller.OrgID, docOf, cfg.concurrency); err != nil {
 		return fmt.Errorf("embed: %w", err)
 	}
 	rep.EmbedSeconds = time.Since(start).Seconds()
-	if rep.Embeddings, err = embeddingStatus(ctx, svc, caller.OrgID); err != nil {
+	if rep.Embeddings, err = embeddingStatus(ctx, svc, r.caller.OrgID); err != nil {
 		return err
 	}
 
@@ -238,11 +303,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 
 	if cfg.analyze {
 		progress("VACUUM ANALYZE")
-		if _, err := pool.Exec(ctx, "VACUUM ANALYZE"); err != nil {
+		if _, err := r.pool.Exec(ctx, "VACUUM ANALYZE"); err != nil {
 			return err
 		}
 	}
+	return nil
+}
 
+// measure scores the queries and fills the report's figures.
+func (r *evalRun) measure(ctx context.Context) error {
+	ds, queries, docOf, rep, cfg, svc, caller, pool, progress := r.ds, r.queries, r.docOf, r.rep, r.cfg, r.svc, r.caller, r.pool, r.progress
 	progress("scoring %d queries", len(queries))
 	rows, bounded, noVector, err := score(ctx, svc, caller, ds, queries, docOf, cfg.depth)
 	if err != nil {
@@ -259,7 +329,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	if cfg.perTermCheck {
 		progress("per-term check: the same queries reading every posting")
-		exactOpts := opts
+		exactOpts := r.opts
 		exactOpts.Testing.UnboundedPostings = true
 		exact := knowledge.New(pool, exactOpts)
 		if rep.PerTermCheck, err = perTermCheck(ctx, exact, caller, ds, queries, docOf, cfg.depth, bounded); err != nil {
@@ -276,21 +346,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if rep.Nonsense, err = nonsense(ctx, svc, caller); err != nil {
 		return err
 	}
-	rep.Nonsense.Floor = knowledge.CalibrationFor(emb.Model()).Floor
-	if env.calibration != nil {
-		rep.Nonsense.Floor = env.calibration.Floor
+	rep.Nonsense.Floor = knowledge.CalibrationFor(r.emb.Model()).Floor
+	if r.env.calibration != nil {
+		rep.Nonsense.Floor = r.env.calibration.Floor
 	}
 	progress("relevance gate: minScore 0, depth %d", gateDepth)
 	if rep.Gate, err = gateStudy(ctx, svc, caller, ds, queries, docOf); err != nil {
 		return err
 	}
-	if rep.Statistics, err = statistics(ctx, pool, cfg.analyze); err != nil {
-		return err
-	}
-	if cfg.json {
-		return rep.JSON(stdout)
-	}
-	return rep.Text(stdout)
+	rep.Statistics, err = statistics(ctx, pool, cfg.analyze)
+	return err
 }
 
 // scratch is the throwaway database of one run.
