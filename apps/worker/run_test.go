@@ -157,6 +157,19 @@ func TestRunEmbedsServesMetricsAndStops(t *testing.T) {
 	}
 }
 
+// Every bad variable of the worker is named in one error: its own, the
+// embedder's and the chunking's together.
+func TestRunNamesEveryBadVariableAtOnce(t *testing.T) {
+	t.Parallel()
+	err := run(context.Background(), nil, envOf(map[string]string{"WORKER_CONCURRENCY": "lots", "EMBEDDER": "openai",
+		"EMBEDDINGS_MODEL": "m", "EMBEDDINGS_DIMENSIONS": "9000", "EMBEDDINGS_CHUNK_OVERLAP": "30000"}), io.Discard)
+	for _, want := range []string{`WORKER_CONCURRENCY="lots"`, `EMBEDDINGS_DIMENSIONS="9000"`, "EMBEDDINGS_CHUNK_OVERLAP"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("got %v, want every bad variable named, %s among them", err, want)
+		}
+	}
+}
+
 func TestRunRefusesBadConfig(t *testing.T) {
 	t.Parallel()
 	for name, c := range map[string]struct {
