@@ -97,7 +97,7 @@ func readConfig(args []string, getenv func(string) string, stdout io.Writer) (co
 	cfg := config{
 		readOnly: env.Bool("DASHBOARD_READONLY", false),
 		user:     env.String("DASHBOARD_USER", DefaultUser),
-		password: getenv("DASHBOARD_PASSWORD"), // as set: spaces may be part of it
+		password: env.Raw("DASHBOARD_PASSWORD"), // as set: spaces may be part of it
 		addr:     env.String("DASHBOARD_ADDR", DefaultAddr),
 	}
 	redisURL := env.String("REDIS_URL", db.DefaultRedisURL)
@@ -105,7 +105,7 @@ func readConfig(args []string, getenv func(string) string, stdout io.Writer) (co
 	if !strings.HasPrefix(root, "/") || strings.ContainsAny(root, "?#\"\\ ") {
 		env.Fail("DASHBOARD_ROOT_PATH", "must be a URL path starting with / (e.g. /asynq)")
 	}
-	for _, o := range strings.Split(getenv("DASHBOARD_TRUSTED_ORIGINS"), ",") {
+	for _, o := range strings.Split(env.String("DASHBOARD_TRUSTED_ORIGINS", ""), ",") {
 		if o = strings.TrimSpace(o); o != "" {
 			cfg.trusted = append(cfg.trusted, o)
 		}
