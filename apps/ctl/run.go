@@ -48,8 +48,9 @@ func (e *usageError) Unwrap() error { return e.err }
 
 func usagef(format string, args ...any) error { return &usageError{fmt.Errorf(format, args...)} }
 
-// config reads ctl's settings the apps' one way (appenv); ctl's are plain
-// strings with defaults, so there is nothing to collect.
+// config reads ctl's settings the apps' one way (appenv). Each command
+// reads only what it needs: the URLs (plain strings with defaults), or the
+// embedder, whose bad values embedder and nextEmbedder report together.
 func (e *env) config() *appenv.Env { return appenv.New(e.getenv) }
 
 // embedder is the configured embedder (EMBEDDER, EMBEDDINGS_*): the same
