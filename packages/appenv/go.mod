@@ -3,12 +3,12 @@ module github.com/agentfleet/orchestrator/packages/appenv
 go 1.26.0
 
 require (
+	github.com/agentfleet/orchestrator/db v0.0.0
 	github.com/agentfleet/orchestrator/packages/knowledge v0.0.0
 	github.com/jackc/pgx/v5 v5.12.0
 )
 
 require (
-	github.com/agentfleet/orchestrator/db v0.0.0 // indirect
 	github.com/agentfleet/orchestrator/packages/errs v0.0.0 // indirect
 	github.com/agentfleet/orchestrator/packages/tenancy v0.0.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
