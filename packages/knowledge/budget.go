@@ -4,7 +4,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/snippet"
 )
 
 // Token budgets (search_knowledge and list_knowledge's maxTokens): an
@@ -75,19 +76,6 @@ func fitBudget(maxTokens, n, keep int, setSnippet func(chars int), keepFirst fun
 	return true, n - keep
 }
 
-// cutSnippet shortens s to at most chars characters, marking the cut with
-// an ellipsis as Snippet does.
-func cutSnippet(s string, chars int) string {
-	if chars <= 0 {
-		return ""
-	}
-	if utf8.RuneCountInString(s) <= chars {
-		return s
-	}
-	rs := []rune(s)
-	return string(rs[:chars-1]) + "…"
-}
-
 // FitSearch trims a search answer to about maxTokens (0: no budget):
 // shorter snippets first, then the lowest-ranked hits. It sets Truncated
 // and OmittedHits when it cut anything.
@@ -104,7 +92,7 @@ func FitSearch(res *SearchResult, maxTokens int) {
 	fitBudget(maxTokens, len(all), 0,
 		func(chars int) {
 			for i := range all {
-				all[i].Snippet = cutSnippet(orig[i], chars)
+				all[i].Snippet = snippet.Cut(orig[i], chars)
 			}
 		},
 		func(k int) { res.Hits, res.OmittedHits = all[:k], len(all)-k },
@@ -128,7 +116,7 @@ func fitList(res *ListResult, maxTokens int) (dropped int) {
 	_, dropped = fitBudget(maxTokens, len(all), min(len(all), 1),
 		func(chars int) {
 			for i := range all {
-				all[i].Snippet = cutSnippet(orig[i], chars)
+				all[i].Snippet = snippet.Cut(orig[i], chars)
 			}
 		},
 		func(k int) {

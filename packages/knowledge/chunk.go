@@ -10,6 +10,7 @@ import (
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/snippet"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -212,25 +213,6 @@ func wordStart(body []rune, at, limit int) int {
 	return at
 }
 
-// snippetIn is Snippet for a hit found by a chunk: centred on the first
-// match of the query inside the chunk's span (runes [from, to)), else on
-// the chunk's middle.
-func snippetIn(body, query string, from, to int) string {
-	rs := []rune(body)
-	if len(rs) <= SnippetChars || from < 0 || to > len(rs) || from >= to {
-		return Snippet(body, query)
-	}
-	part := string(rs[from:to])
-	at, n := find(strings.Map(unicode.ToLower, part), query, true)
-	if n > 0 {
-		at += from
-	} else {
-		at, n = (from+to)/2, 0
-	}
-	start, end, lead, trail := window(len(rs), at, n)
-	return lead + string(rs[start:end]) + trail
-}
-
 // hitBody is a hit's body and, when one of its later chunks is nearer the
 // query than its own vector, that chunk's span (else Start = -1).
 type hitBody struct {
@@ -239,12 +221,12 @@ type hitBody struct {
 }
 
 // snippet is the hit's snippet: centred on its nearest chunk when the hit
-// was found by the vector list through a later chunk, else Snippet's rule.
+// was found by the vector list through a later chunk, else snippet.Of's rule.
 func (b hitBody) snippet(h rankedHit, query string) string {
 	if h.VectorRank > 0 && b.near.Start >= 0 {
-		return snippetIn(b.body, query, b.near.Start, b.near.End)
+		return snippet.In(b.body, query, b.near.Start, b.near.End)
 	}
-	return Snippet(b.body, query)
+	return snippet.Of(b.body, query)
 }
 
 // bodies reads the bodies of the hits answered and, with a query vector,

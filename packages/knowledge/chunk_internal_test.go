@@ -82,25 +82,3 @@ func TestChunkSettings(t *testing.T) {
 		t.Fatalf("overlap of half the size: %v", err)
 	}
 }
-
-func TestSnippetCentredOnTheChunk(t *testing.T) {
-	t.Parallel()
-	body := "river " + strings.Repeat("filler ", 800) + "the zebra crossing at the river " + strings.Repeat("filler ", 200)
-	rs := []rune(body)
-	from := strings.Index(body, "the zebra") - 300
-	sp := Span{from, from + 600}
-	// Snippet alone centres on the first query word in the body ("river",
-	// at the start); the chunk's snippet on its match inside the chunk.
-	if s := Snippet(body, "river zebra"); strings.Contains(s, "zebra") {
-		t.Fatalf("plain snippet %q", s)
-	}
-	s := snippetIn(body, "river zebra", sp.Start, sp.End)
-	if !strings.Contains(s, "zebra crossing") || len([]rune(s)) > SnippetChars {
-		t.Fatalf("chunk snippet %q", s)
-	}
-	// No query word in the chunk: its middle.
-	s = snippetIn(body, "nothing here", 2000, 2600)
-	if want := string(rs[2300-SnippetChars/2+1 : 2300-SnippetChars/2+10]); !strings.Contains(s, want) {
-		t.Fatalf("middle of the chunk: %q", s)
-	}
-}

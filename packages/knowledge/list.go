@@ -14,6 +14,8 @@ import (
 
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/pgbatch"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/snippet"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -130,7 +132,7 @@ func (s *Service) List(ctx context.Context, c Caller, in ListInput) (_ *ListResu
 		at, id = *asOf, maxUUID
 	}
 	p := sqlc.ListEntriesParams{
-		SnippetChars: SnippetChars + 1, // one more: Snippet then knows it cut
+		SnippetChars: SnippetChars + 1, // one more: snippet.Of then knows it cut
 		OrgID:        c.OrgID, BeforeAt: at, BeforeID: id, CreatedAfter: listLast, Tags: tags,
 		IncludeSuperseded: in.IncludeSuperseded, IncludeExpired: in.IncludeExpired, AsOf: asOf,
 		MaxRows: int32(limit + 1), // one more: is there a next page?
@@ -145,8 +147,8 @@ func (s *Service) List(ctx context.Context, c Caller, in ListInput) (_ *ListResu
 		p.ByTask, p.TaskID = true, *in.TaskID
 	}
 	// The settings go in the same batch, hence the same implicit
-	// transaction, as the page's query (see pipeline in search.go).
-	q := sqlc.New(&pipeline{pool: s.pool})
+	// transaction, as the page's query (internal/pgbatch).
+	q := sqlc.New(pgbatch.New(s.pool))
 	if err := q.ListConfig(ctx); err != nil {
 		return nil, mapErr(err, "")
 	}
@@ -162,7 +164,7 @@ func (s *Service) List(ctx context.Context, c Caller, in ListInput) (_ *ListResu
 			break
 		}
 		out.Hits = append(out.Hits, ListedEntry{
-			ID: r.ID, Title: r.Title, Snippet: Snippet(r.BodyStart, ""), Tags: nonNil(r.Tags),
+			ID: r.ID, Title: r.Title, Snippet: snippet.Of(r.BodyStart, ""), Tags: nonNil(r.Tags),
 			Confidence: int(r.Confidence), CreatedByAgentID: r.CreatedByAgentID, CreatedAt: r.CreatedAt,
 			ExpiresAt: r.ExpiresAt, Superseded: r.HeadID != nil, HeadID: r.HeadID, EmbeddingStatus: r.EmbeddingStatus,
 		})

@@ -13,11 +13,12 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pgvector/pgvector-go"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/pgbatch"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/rank"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -42,7 +43,7 @@ func (s *Service) Search(ctx context.Context, c Caller, in SearchInput) (_ *Sear
 	if err != nil {
 		return nil, err
 	}
-	r, err := s.rank(ctx, c, a, candidateCount(a.Limit))
+	r, err := s.rank(ctx, c, a, rank.Depth(a.Limit))
 	if err != nil {
 		return nil, err
 	}
@@ -135,8 +136,8 @@ func vecArg(vec *pgvector.Vector) any {
 //go:embed sql/search_candidates.sql
 var searchCandidatesSQL string
 
-// searchCandidatesStmt is searchCandidatesSQL made positional once (namedSQL).
-var searchCandidatesStmt = &namedSQL{src: searchCandidatesSQL}
+// searchCandidatesStmt is searchCandidatesSQL made positional once (pgbatch.Named).
+var searchCandidatesStmt = pgbatch.NewNamed(searchCandidatesSQL)
 
 //go:embed sql/search_vector.sql
 var searchVectorSQL string
@@ -145,11 +146,11 @@ var searchVectorSQL string
 // template sql/search_vector.sql with the space's cast, width and model
 // written in as literals, so that a plan made once per connection can use
 // the space's partial HNSW indexes. A Service holds one for its embedder.
-func vectorStmt(sp VectorSpace) *namedSQL {
+func vectorStmt(sp VectorSpace) *pgbatch.Named {
 	typ, _ := sp.cast()
-	return &namedSQL{src: strings.NewReplacer(
+	return pgbatch.NewNamed(strings.NewReplacer(
 		"{{cast}}", typ, "{{dims}}", strconv.Itoa(sp.Dims), "{{model}}", quoteLiteral(sp.Model),
-	).Replace(searchVectorSQL)}
+	).Replace(searchVectorSQL))
 }
 
 // Bounds of the lexical lists (docs/knowledge.md, "Search").
@@ -277,7 +278,7 @@ func (s *Service) rank(ctx context.Context, c Caller, a *searchArgs, depth int) 
 		out.mass.Title = max(out.mass.Title, cands[i].QueryIdfTitle)
 		out.mass.OrgDocs = max(out.mass.OrgDocs, cands[i].OrgDocs)
 	}
-	for _, h := range fuse(plain, out.mass, *s.opts.VectorCalibration, minScore) {
+	for _, h := range rank.Fuse(plain, out.mass, *s.opts.VectorCalibration, minScore) {
 		out.hits = append(out.hits, rankedHit{fusedHit: h, row: byID[h.ID]})
 	}
 	return out, nil
@@ -298,17 +299,17 @@ func (s *Service) fanOut() bool {
 // candidates runs the ranking statement of lists on db (the pool, or one
 // connection): the vector list's (listVector), planned with its scans
 // pinned (SearchConfig), or the lexical one for the lexical lists asked.
-func (s *Service) candidates(ctx context.Context, db batchSender, c Caller, a *searchArgs, depth int, tableDocs int64, lists int, vec *pgvector.Vector) ([]candidateRow, error) {
+func (s *Service) candidates(ctx context.Context, db pgbatch.Sender, c Caller, a *searchArgs, depth int, tableDocs int64, lists int, vec *pgvector.Vector) ([]candidateRow, error) {
 	stmt, pin := searchCandidatesStmt, false
 	if lists == listVector {
 		stmt, pin = s.vecStmt, true
 	}
-	p := &pipeline{pool: db}
+	p := pgbatch.New(db)
 	// Queued, not sent: it goes in the same batch as the search below.
 	if err := sqlc.New(p).SearchConfig(ctx, sqlc.SearchConfigParams{EfSearch: strconv.Itoa(a.EfSearch), PinVectorPlan: pin}); err != nil {
 		return nil, mapErr(err, "")
 	}
-	rows, err := stmt.query(ctx, p, s.candidateArgs(c, a, depth, tableDocs, lists, vec))
+	rows, err := stmt.Query(ctx, p, s.candidateArgs(c, a, depth, tableDocs, lists, vec))
 	if err != nil {
 		return nil, mapErr(err, "")
 	}
@@ -446,56 +447,4 @@ func (t *tableDocsCache) get(ctx context.Context, q *sqlc.Queries) (int64, error
 func LikePattern(query string) string {
 	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 	return "%" + r.Replace(query) + "%"
-}
-
-// pipeline is a sqlc.DBTX that holds back every Exec and sends them with the
-// next Query as one pgx batch. A batch is one network round trip and, in the
-// extended protocol, ends with a single Sync, so its statements run in one
-// implicit transaction: the set_config(..., true) of SearchConfig applies to
-// the search statement and ends with it. This keeps both statements in sqlc
-// (a multi-statement string cannot carry parameters) without a BEGIN and a
-// COMMIT round trip. Exec answers an empty tag: errors surface on Query.
-type pipeline struct {
-	pool  batchSender // a pool, or one connection (WarmConn)
-	batch *pgx.Batch
-}
-
-// batchSender is what *pgxpool.Pool and *pgx.Conn have in common here.
-type batchSender interface {
-	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
-}
-
-func (p *pipeline) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	if p.batch == nil {
-		p.batch = &pgx.Batch{}
-	}
-	p.batch.Queue(sql, args...)
-	return pgconn.CommandTag{}, nil
-}
-
-func (p *pipeline) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	batch := p.batch
-	p.batch = &pgx.Batch{}
-	if batch == nil {
-		batch = &pgx.Batch{}
-	}
-	held := batch.Len()
-	batch.Queue(sql, args...)
-	br := p.pool.SendBatch(ctx, batch)
-	for range held {
-		if _, err := br.Exec(); err != nil {
-			br.Close()
-			return nil, err
-		}
-	}
-	rows, err := br.Query()
-	if err != nil {
-		br.Close()
-		return nil, err
-	}
-	return db.NewBatchRows(rows, br), nil
-}
-
-func (p *pipeline) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	return db.RowOfQuery(p.Query(ctx, sql, args...))
 }

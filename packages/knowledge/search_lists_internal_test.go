@@ -8,6 +8,7 @@ import (
 
 	"github.com/pgvector/pgvector-go"
 
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/pgbatch"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/testenv"
 	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
@@ -39,7 +40,7 @@ func TestRankingStatementRunsOnlyTheListsAsked(t *testing.T) {
 	vec := pgvector.NewVector(make([]float32, 768))
 	plan := func(lists int) string {
 		t.Helper()
-		p := &pipeline{pool: db.Pool}
+		p := pgbatch.New(db.Pool)
 		if err := sqlc.New(p).SearchConfig(ctx, sqlc.SearchConfigParams{EfSearch: "40"}); err != nil {
 			t.Fatal(err)
 		}

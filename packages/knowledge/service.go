@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/pgbatch"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -132,7 +133,7 @@ type Service struct {
 	next      *Service       // the next model's searches (modelswitch.go)
 	servedBy  servedByCache  // orgs cut over to it (modelswitch.go)
 	tableDocs tableDocsCache // see vectorPlan in search.go
-	vecStmt   *namedSQL      // the vector list's statement, of the embedder's space (search.go)
+	vecStmt   *pgbatch.Named // the vector list's statement, of the embedder's space (search.go)
 	qvec      *queryVectors  // query vector cache (queryvec.go)
 	listKeys  listKeyCache   // list cursor key (list.go)
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/pgbatch"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/rank"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -103,7 +105,7 @@ const (
 const similarBudget = 250 * time.Millisecond
 
 // MeaningScore puts the cosine of two entries' vectors on the duplicate
-// check's scale, with the model's calibration (rrf.go): below the cosine
+// check's scale, with the model's calibration (internal/rank): below the cosine
 // at which search's evidence is full (cal.Full, what the model gives a
 // close paraphrase) the score is under SimilarThreshold (not reported);
 // from there it rises linearly to 1 at cosine 1 (the same text), so it
@@ -111,7 +113,7 @@ const similarBudget = 250 * time.Millisecond
 // 1. A pair that search would not give full evidence is never reported
 // by meaning.
 func MeaningScore(cal VectorCalibration, cosine float64) float64 {
-	if cal.evidence(cosine) < 1 {
+	if cal.Evidence(cosine) < 1 {
 		return 0
 	}
 	full := cal.Full
@@ -121,7 +123,7 @@ func MeaningScore(cal VectorCalibration, cosine float64) float64 {
 	if full >= 1 {
 		return 1
 	}
-	return clamp01(SimilarThreshold + (1-SimilarThreshold)*(cosine-full)/(1-full))
+	return rank.Clamp01(SimilarThreshold + (1-SimilarThreshold)*(cosine-full)/(1-full))
 }
 
 // similarOutcome is the answer of the duplicate check.
@@ -262,12 +264,12 @@ func (s *Service) similarByVector(ctx context.Context, org uuid.UUID, vec []floa
 		return nil, err
 	}
 	a := &searchArgs{Tags: []string{}, EfSearch: DefaultEfSearch}
-	p := &pipeline{pool: s.pool}
+	p := pgbatch.New(s.pool)
 	if err := sqlc.New(p).SearchConfig(ctx, sqlc.SearchConfigParams{EfSearch: strconv.Itoa(a.EfSearch), PinVectorPlan: true}); err != nil {
 		return nil, err
 	}
 	pv := pgvector.NewVector(vec)
-	rows, err := s.vecStmt.query(ctx, p, s.candidateArgs(Caller{OrgID: org}, a, similarCandidates, tableDocs, listVector, &pv))
+	rows, err := s.vecStmt.Query(ctx, p, s.candidateArgs(Caller{OrgID: org}, a, similarCandidates, tableDocs, listVector, &pv))
 	if err != nil {
 		return nil, err
 	}
@@ -300,7 +302,7 @@ func mergeSimilar(lists ...[]Similar) []Similar {
 			out = append(out, x)
 		}
 	}
-	slices.SortFunc(out, func(a, b Similar) int { return bestFirst(a.Score, a.ID, b.Score, b.ID) })
+	slices.SortFunc(out, func(a, b Similar) int { return rank.BestFirst(a.Score, a.ID, b.Score, b.ID) })
 	if len(out) > MaxSimilar+1 {
 		out = out[:MaxSimilar+1]
 	}
@@ -312,15 +314,15 @@ func roundScore(v float64) float64 { return math.Round(v*1000) / 1000 }
 //go:embed sql/similar_candidates.sql
 var similarCandidatesSQL string
 
-// similarCandidatesStmt is similarCandidatesSQL made positional once (namedSQL).
-var similarCandidatesStmt = &namedSQL{src: similarCandidatesSQL}
+// similarCandidatesStmt is similarCandidatesSQL made positional once (pgbatch.Named).
+var similarCandidatesStmt = pgbatch.NewNamed(similarCandidatesSQL)
 
 // similarWith finds the head entries of org that look like title and body
 // (whose words are w), best first (MaxSimilar + 1 at most: one may be the
 // entry just stored). override replaces some of the statement's arguments
 // (tests take one way to the candidates away to test another).
 func (s *Service) similarWith(ctx context.Context, org uuid.UUID, title, body string, w entryWords, override pgx.NamedArgs) ([]Similar, error) {
-	p := &pipeline{pool: s.pool}
+	p := pgbatch.New(s.pool)
 	if err := sqlc.New(p).SimilarConfig(ctx); err != nil {
 		return nil, err
 	}
@@ -341,7 +343,7 @@ func (s *Service) similarWith(ctx context.Context, org uuid.UUID, title, body st
 	for k, v := range override {
 		args[k] = v
 	}
-	rows, err := similarCandidatesStmt.query(ctx, p, args)
+	rows, err := similarCandidatesStmt.Query(ctx, p, args)
 	if err != nil {
 		return nil, err
 	}
@@ -362,7 +364,7 @@ func (s *Service) similarWith(ctx context.Context, org uuid.UUID, title, body st
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	slices.SortFunc(out, func(a, b Similar) int { return bestFirst(a.Score, a.ID, b.Score, b.ID) })
+	slices.SortFunc(out, func(a, b Similar) int { return rank.BestFirst(a.Score, a.ID, b.Score, b.ID) })
 	if len(out) > MaxSimilar+1 {
 		out = out[:MaxSimilar+1]
 	}
@@ -547,7 +549,7 @@ const (
 func (s *Service) backfillSimilarKeys(ctx context.Context) (int, error) {
 	done := 0
 	for done < similarBackfillMax {
-		q := sqlc.New(&pipeline{pool: s.pool})
+		q := sqlc.New(pgbatch.New(s.pool))
 		if err := q.ListConfig(ctx); err != nil { // no sort, no scan: the partial index in order
 			return done, err
 		}

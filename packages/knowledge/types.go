@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/snippet"
 )
 
 // Caller is who makes a call: always taken from a verified token (or, for
@@ -112,6 +114,10 @@ type SearchInput struct {
 	// to about that many tokens (budget.go, FitSearch).
 	MaxTokens *int
 }
+
+// SnippetChars is the longest snippet of a hit, in characters (runes),
+// ellipses included.
+const SnippetChars = snippet.Chars
 
 // Hit is one search result.
 type Hit struct {

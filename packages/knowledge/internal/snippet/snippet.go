@@ -1,4 +1,7 @@
-package knowledge
+// Package snippet cuts the passage of a text a search hit shows: at most
+// Chars characters around the query's first match, with an ellipsis on
+// each side that was cut.
+package snippet
 
 import (
 	"strings"
@@ -6,18 +9,18 @@ import (
 	"unicode/utf8"
 )
 
-// SnippetChars is the longest snippet, in characters (runes), ellipses included.
-const SnippetChars = 240
+// Chars is the longest snippet, in characters (runes), ellipses included.
+const Chars = 240
 
 const ellipsis = '…'
 
-// Snippet cuts at most SnippetChars characters of body, centred on the first
+// Of cuts at most Chars characters of body, centred on the first
 // case-insensitive match of the whole query, else on the first word of the
 // query that occurs in body, else the start. It works on runes, so it never
 // cuts a character in two; an ellipsis marks each side that was cut.
-func Snippet(body, query string) string {
-	if len(body) <= SnippetChars {
-		return body // at most SnippetChars bytes: at most as many runes
+func Of(body, query string) string {
+	if len(body) <= Chars {
+		return body // at most Chars bytes: at most as many runes
 	}
 	if isASCII(body) {
 		// The common case, and worth its own path: a 32,000-character body
@@ -28,7 +31,7 @@ func Snippet(body, query string) string {
 		return lead + body[start:end] + trail
 	}
 	rs := []rune(body)
-	if len(rs) <= SnippetChars {
+	if len(rs) <= Chars {
 		return body
 	}
 	// Lowercasing rune by rune keeps rune offsets aligned with rs (a
@@ -84,16 +87,16 @@ func indexFold(lowerHaystack, needle string, runes bool) (int, int) {
 	return utf8.RuneCountInString(lowerHaystack[:i]), utf8.RuneCountInString(needle)
 }
 
-// window places SnippetChars runes of a text of total runes (more than
-// SnippetChars) centred on [at, at+n): the runes [start, end) and the
+// window places Chars runes of a text of total runes (more than
+// Chars) centred on [at, at+n): the runes [start, end) and the
 // ellipses that go before and after them (empty where nothing was cut).
 func window(total, at, n int) (start, end int, lead, trail string) {
-	start = at + n/2 - SnippetChars/2
-	if n >= SnippetChars {
+	start = at + n/2 - Chars/2
+	if n >= Chars {
 		start = at
 	}
-	start = max(0, min(start, total-SnippetChars))
-	end = start + SnippetChars
+	start = max(0, min(start, total-Chars))
+	end = start + Chars
 	if start > 0 {
 		start++ // room for the leading ellipsis
 		lead = string(ellipsis)
@@ -103,4 +106,36 @@ func window(total, at, n int) (start, end int, lead, trail string) {
 		trail = string(ellipsis)
 	}
 	return start, end, lead, trail
+}
+
+// In is Of for a hit found by a part of its body: centred on the first
+// match of the query inside the runes [from, to) of body, else on the
+// part's middle.
+func In(body, query string, from, to int) string {
+	rs := []rune(body)
+	if len(rs) <= Chars || from < 0 || to > len(rs) || from >= to {
+		return Of(body, query)
+	}
+	part := string(rs[from:to])
+	at, n := find(strings.Map(unicode.ToLower, part), query, true)
+	if n > 0 {
+		at += from
+	} else {
+		at, n = (from+to)/2, 0
+	}
+	start, end, lead, trail := window(len(rs), at, n)
+	return lead + string(rs[start:end]) + trail
+}
+
+// Cut shortens s to at most chars characters, marking the cut with an
+// ellipsis as Of does.
+func Cut(s string, chars int) string {
+	if chars <= 0 {
+		return ""
+	}
+	if utf8.RuneCountInString(s) <= chars {
+		return s
+	}
+	rs := []rune(s)
+	return string(rs[:chars-1]) + string(ellipsis)
 }

@@ -1,4 +1,4 @@
-package knowledge
+package pgbatch
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// namedSQL is a statement written with named arguments (@name, pgx's
+// Named is a statement written with named arguments (@name, pgx's
 // NamedArgs) that is rewritten to positional ones ($1, $2, ...) once, on
 // its first use, instead of on every call as pgx.NamedArgs does: the
 // search statement is long (most of it comments saying why its plans are
@@ -16,7 +16,7 @@ import (
 // about 0.1 ms of CPU a statement (pprof of BenchmarkMCPEndToEnd), CPU the
 // database's backends on the same cores wanted. pgx's own rewrite does the
 // work, so what is sent is what NamedArgs would send.
-type namedSQL struct {
+type Named struct {
 	src   string
 	once  sync.Once
 	sql   string   // src with positional arguments
@@ -24,11 +24,14 @@ type namedSQL struct {
 	err   error
 }
 
-// args are the statement to send and the positional arguments for the
+// NewNamed returns the statement src, written with @name arguments.
+func NewNamed(src string) *Named { return &Named{src: src} }
+
+// Args are the statement to send and the positional arguments for the
 // named ones. Every call must pass every name the statement uses (as with
 // NamedArgs, names it does not use are ignored); a missing one is an
 // error, not a silent NULL.
-func (n *namedSQL) args(named pgx.NamedArgs) (string, []any, error) {
+func (n *Named) Args(named pgx.NamedArgs) (string, []any, error) {
 	n.once.Do(func() {
 		// Rewrite with each argument's value being its own name: the
 		// rewritten arguments are then the names in positional order.
@@ -38,14 +41,14 @@ func (n *namedSQL) args(named pgx.NamedArgs) (string, []any, error) {
 		}
 		sql, args, err := self.RewriteQuery(context.Background(), nil, n.src, nil)
 		if err != nil {
-			n.err = fmt.Errorf("knowledge: rewrite named arguments: %w", err)
+			n.err = fmt.Errorf("pgbatch: rewrite named arguments: %w", err)
 			return
 		}
 		n.sql, n.names = sql, make([]string, len(args))
 		for i, a := range args {
 			name, ok := a.(string)
 			if !ok { // pgx gives nil for a name the map lacks
-				n.err = fmt.Errorf("knowledge: argument $%d of the statement is not passed", i+1)
+				n.err = fmt.Errorf("pgbatch: argument $%d of the statement is not passed", i+1)
 				return
 			}
 			n.names[i] = name
@@ -58,16 +61,16 @@ func (n *namedSQL) args(named pgx.NamedArgs) (string, []any, error) {
 	for i, name := range n.names {
 		v, ok := named[name]
 		if !ok {
-			return "", nil, fmt.Errorf("knowledge: named argument %q is not passed", name)
+			return "", nil, fmt.Errorf("pgbatch: named argument %q is not passed", name)
 		}
 		out[i] = v
 	}
 	return n.sql, out, nil
 }
 
-// query sends the statement with the named arguments on p.
-func (n *namedSQL) query(ctx context.Context, p *pipeline, named pgx.NamedArgs) (pgx.Rows, error) {
-	sql, pos, err := n.args(named)
+// Query sends the statement with the named arguments on p.
+func (n *Named) Query(ctx context.Context, p *Pipeline, named pgx.NamedArgs) (pgx.Rows, error) {
+	sql, pos, err := n.Args(named)
 	if err != nil {
 		return nil, err
 	}

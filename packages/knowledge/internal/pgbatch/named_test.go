@@ -1,4 +1,4 @@
-package knowledge
+package pgbatch
 
 import (
 	"slices"
@@ -8,16 +8,16 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// namedSQL sends what pgx.NamedArgs would: the same statement and the same
+// Named sends what pgx.NamedArgs would: the same statement and the same
 // arguments in the same order, however often a name is used; names the
 // statement does not use are ignored; a name it uses that a call lacks is
 // an error, not a NULL.
-func TestNamedSQLIsWhatNamedArgsSends(t *testing.T) {
+func TestNamedIsWhatNamedArgsSends(t *testing.T) {
 	const src = "SELECT @b::int, @a::text, @b::int -- @c is in a comment\nWHERE x = '@d'"
 	args := pgx.NamedArgs{"a": "one", "b": 2, "unused": 3}
-	n := &namedSQL{src: src}
+	n := NewNamed(src)
 	for range 2 { // the first call rewrites, the second reuses
-		sql, pos, err := n.args(args)
+		sql, pos, err := n.Args(args)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -29,10 +29,10 @@ func TestNamedSQLIsWhatNamedArgsSends(t *testing.T) {
 			t.Fatalf("got %q %v, NamedArgs sends %q %v", sql, pos, wantSQL, wantArgs)
 		}
 	}
-	if _, _, err := n.args(pgx.NamedArgs{"a": "one"}); err == nil || !strings.Contains(err.Error(), `"b"`) {
+	if _, _, err := n.Args(pgx.NamedArgs{"a": "one"}); err == nil || !strings.Contains(err.Error(), `"b"`) {
 		t.Fatalf("a call without b: want an error naming it, got %v", err)
 	}
-	if _, _, err := (&namedSQL{src: src}).args(pgx.NamedArgs{"b": 2}); err == nil {
+	if _, _, err := NewNamed(src).Args(pgx.NamedArgs{"b": 2}); err == nil {
 		t.Fatal("a first call without a: want an error")
 	}
 }

@@ -1,4 +1,4 @@
-package knowledge
+package rank
 
 import (
 	"math"
@@ -7,11 +7,11 @@ import (
 	"github.com/google/uuid"
 )
 
-// fuse: the evidence of each list weighs its RRF term, the strongest list
+// Fuse: the evidence of each list weighs its RRF term, the strongest list
 // leads; no evidence, no hit.
 func TestFuseCalibratesAndGates(t *testing.T) {
 	t.Parallel()
-	cal := VectorCalibration{Floor: 0.2, Full: 0.6}
+	cal := Calibration{Floor: 0.2, Full: 0.6}
 	mass := QueryIDF{Body: 4, Title: 2}
 	id := func(b byte) uuid.UUID { return uuid.UUID{b} }
 	cands := []Candidate{
@@ -24,11 +24,11 @@ func TestFuseCalibratesAndGates(t *testing.T) {
 		// Title only by words: a quarter of the title mass; vector at half.
 		{ID: id(4), VectorRank: 3, Cosine: 0.4, TitleRank: 2, TitleBM25: 0.5, TitleCoverage: 0.5},
 	}
-	got := fuse(cands, mass, cal, 0)
+	got := Fuse(cands, mass, cal, 0)
 	want := map[uuid.UUID]float64{
 		id(1): 1,
-		id(3): 0.5 * rrfTerm(2) / (1 + 2*agreement),
-		id(4): (0.5*rrfTerm(3) + agreement*0.25*rrfTerm(2)) / (1 + 2*agreement),
+		id(3): 0.5 * term(2) / (1 + 2*agreement),
+		id(4): (0.5*term(3) + agreement*0.25*term(2)) / (1 + 2*agreement),
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d hits, want %d: %+v", len(got), len(want), got)
@@ -45,11 +45,11 @@ func TestFuseCalibratesAndGates(t *testing.T) {
 		t.Errorf("full evidence must be plain RRF: %+v", got[0])
 	}
 	// minScore drops what is under it, keeps what is at or above it.
-	if g := fuse(cands, mass, cal, want[id(4)]); len(g) != 2 {
+	if g := Fuse(cands, mass, cal, want[id(4)]); len(g) != 2 {
 		t.Errorf("minScore %v kept %d hits, want 2", want[id(4)], len(g))
 	}
 	// A query none of whose words the org has (mass 0) gives no lexical evidence.
-	if g := fuse([]Candidate{{ID: id(5), FullTextRank: 1, BM25: 3}}, QueryIDF{}, cal, 0); len(g) != 0 {
+	if g := Fuse([]Candidate{{ID: id(5), FullTextRank: 1, BM25: 3}}, QueryIDF{}, cal, 0); len(g) != 0 {
 		t.Errorf("no idf mass, yet hits: %+v", g)
 	}
 }
@@ -59,7 +59,7 @@ func TestFuseCalibratesAndGates(t *testing.T) {
 // case that summing the lists' parts got wrong.
 func TestFuseStrongSingleListBeatsWeakAgreement(t *testing.T) {
 	t.Parallel()
-	cal := VectorCalibration{Floor: 0.2, Full: 0.75}
+	cal := Calibration{Floor: 0.2, Full: 0.75}
 	// Two rare words (idf 2.7 each) and two common ones (idf 0.02).
 	mass := QueryIDF{Body: 5.44, Title: 5.44, OrgDocs: 21}
 	strong := uuid.UUID{0xff}
@@ -68,7 +68,7 @@ func TestFuseStrongSingleListBeatsWeakAgreement(t *testing.T) {
 		cands = append(cands, Candidate{ID: uuid.UUID{byte(i + 1)}, FullTextRank: i + 2, BM25: 0.056, Coverage: 0.056,
 			VectorRank: i + 1, Cosine: 0.45 - float64(i)*0.002})
 	}
-	got := fuse(cands, mass, cal, 0)
+	got := Fuse(cands, mass, cal, 0)
 	if len(got) == 0 || got[0].ID != strong {
 		t.Fatalf("the entry holding the rare words must lead: %+v", got)
 	}
@@ -103,17 +103,55 @@ func TestQueryMassCapped(t *testing.T) {
 // hit when that is above the model's: hits at or below it leave the list.
 func TestFuseVectorFloorOfTheQuery(t *testing.T) {
 	t.Parallel()
-	cal := VectorCalibration{Floor: 0.2, Full: 0.9}
+	cal := Calibration{Floor: 0.2, Full: 0.9}
 	var cands []Candidate
 	for i := range 30 {
 		cands = append(cands, Candidate{ID: uuid.UUID{byte(i + 1)}, VectorRank: i + 1, Cosine: 0.8 - float64(i)*0.01})
 	}
-	got := fuse(cands, QueryIDF{}, cal, 0)
+	got := Fuse(cands, QueryIDF{}, cal, 0)
 	if len(got) != vectorRefRank-1 {
 		t.Fatalf("%d hits, want the %d above the query's own floor", len(got), vectorRefRank-1)
 	}
 	ref := cands[vectorRefRank-1].Cosine
-	if want := (cands[0].Cosine - ref) / (cal.Full - cal.Floor) * rrfTerm(1) / (1 + 2*agreement); math.Abs(got[0].Score-want) > 1e-12 {
+	if want := (cands[0].Cosine - ref) / (cal.Full - cal.Floor) * term(1) / (1 + 2*agreement); math.Abs(got[0].Score-want) > 1e-12 {
 		t.Errorf("best hit %v, want %v", got[0].Score, want)
+	}
+}
+
+// Each list brings four times the hits asked for, at least 40.
+func TestDepth(t *testing.T) {
+	t.Parallel()
+	if n := Depth(1); n != 40 {
+		t.Fatalf("Depth(1) = %d", n)
+	}
+	if n := Depth(50); n != 200 {
+		t.Fatalf("Depth(50) = %d", n)
+	}
+}
+
+func TestRRFScore(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		ranks []int
+		want  float64
+	}{
+		{[]int{1, 1, 1}, 1},
+		{[]int{1, 0, 0}, 1 / 1.6},
+		{[]int{0, 1, 1}, 1.3 / 1.6},
+		{[]int{2, 0, 0}, 61.0 / 62 / 1.6},
+		{[]int{1, 2, 3}, (1 + 0.3*(61.0/62+61.0/63)) / 1.6},
+		{[]int{40, 40, 40}, 61.0 / 100},
+		{[]int{0, 0, 0}, 0},
+	}
+	for _, c := range cases {
+		if got := RRFScore(c.ranks...); math.Abs(got-c.want) > 1e-15 {
+			t.Errorf("RRFScore(%v) = %v, want %v", c.ranks, got, c.want)
+		}
+	}
+	// Rank 1 in one list beats rank 2 in it; another list agreeing adds;
+	// the strongest list leads: two lists' rank 50 do not beat one's rank 1.
+	if RRFScore(1, 0, 0) <= RRFScore(2, 0, 0) || RRFScore(1, 1, 0) <= RRFScore(1, 0, 0) ||
+		RRFScore(0, 50, 50) >= RRFScore(1, 0, 0) {
+		t.Error("RRF order broken")
 	}
 }
