@@ -29,4 +29,4 @@ func (s *Service) RunVectorStatement(ctx context.Context, conn *pgx.Conn, c Call
 
 // OrgIndexDDL is the CREATE INDEX of the org's own HNSW index of the space,
 // as Upkeep builds it.
-func (v VectorSpace) OrgIndexDDL(org uuid.UUID) string { return v.indexDDL(v.OrgIndexName(org), &org) }
+func OrgIndexDDL(v VectorSpace, org uuid.UUID) string { return v.IndexDDL(v.OrgIndexName(org), &org) }

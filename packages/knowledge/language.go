@@ -12,6 +12,7 @@ import (
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/vecspace"
 )
 
 // How an org in another language is served: each org's lexical index is
@@ -57,7 +58,7 @@ func (s *Service) SearchIndexStatus(ctx context.Context, org uuid.UUID) (_ *Sear
 	if err != nil {
 		return nil, mapErr(err, "")
 	}
-	ixs, err := s.q.IndexesNamed(ctx, orgIndexPrefix(org))
+	ixs, err := s.q.IndexesNamed(ctx, vecspace.OrgIndexPrefix(org))
 	if err != nil {
 		return nil, mapErr(err, "")
 	}

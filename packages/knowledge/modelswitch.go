@@ -95,7 +95,7 @@ func CheckModelSwitch(current, next embed.Embedder) error {
 		return fmt.Errorf("the next model, %s, must be another model than the current one (to change only the width, re-embed: ctl reembed)",
 			next.Model())
 	}
-	return SpaceOf(next).validate()
+	return SpaceOf(next).Validate()
 }
 
 // BackfillOptions tune one Backfill pass.
@@ -267,7 +267,7 @@ func (s *Service) ModelSwitchCoverage(ctx context.Context, next embed.Embedder) 
 // It refuses while an org is not cut over, and is safe to run again.
 func (s *Service) FinishModelSwitch(ctx context.Context, next VectorSpace) (moved int64, err error) {
 	defer wrapOp(&err, "knowledge.FinishModelSwitch")
-	if err := next.validate(); err != nil {
+	if err := next.Validate(); err != nil {
 		return 0, err
 	}
 	cov, err := s.q.SwitchCoverage(ctx, next.Model)

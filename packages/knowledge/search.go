@@ -20,6 +20,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/pgbatch"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/rank"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/vecspace"
 )
 
 // Search runs the hybrid search (search_knowledge): three ranked lists
@@ -147,9 +148,9 @@ var searchVectorSQL string
 // written in as literals, so that a plan made once per connection can use
 // the space's partial HNSW indexes. A Service holds one for its embedder.
 func vectorStmt(sp VectorSpace) *pgbatch.Named {
-	typ, _ := sp.cast()
+	typ, _ := sp.Cast()
 	return pgbatch.NewNamed(strings.NewReplacer(
-		"{{cast}}", typ, "{{dims}}", strconv.Itoa(sp.Dims), "{{model}}", quoteLiteral(sp.Model),
+		"{{cast}}", typ, "{{dims}}", strconv.Itoa(sp.Dims), "{{model}}", vecspace.QuoteLiteral(sp.Model),
 	).Replace(searchVectorSQL))
 }
 

@@ -76,7 +76,7 @@ type Config struct {
 	Chunk ChunkOptions
 	// VectorIndexMemory is the most memory (bytes) an HNSW index build
 	// may take (maintenance_work_mem of its connection); a build takes what
-	// its graph needs up to that (vectorspace.go, buildMemory). Default:
+	// its graph needs up to that (vecspace.BuildMemory). Default:
 	// DefaultVectorIndexMemory.
 	VectorIndexMemory int64
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/vecspace"
 )
 
 // Upkeep is the table maintenance search depends on, done by the product
@@ -201,7 +202,7 @@ func (s *Service) orgVectorIndex(ctx context.Context, rep *UpkeepReport) error {
 		rep.Built = append(rep.Built, built...)
 		return nil // the space's indexes alone in a pass: a pass stays bounded
 	}
-	have, err := s.q.IndexesNamed(ctx, orgIndexesPrefix)
+	have, err := s.q.IndexesNamed(ctx, vecspace.OrgIndexesPrefix)
 	if err != nil {
 		return mapErr(err, "")
 	}
@@ -232,7 +233,7 @@ func (s *Service) orgVectorIndex(ctx context.Context, rep *UpkeepReport) error {
 		}
 		// The org's indexed entries stand for the index's elements (those
 		// with a vector of the space): a count would read the org's rows.
-		built, err := s.buildVectorIndex(ctx, name, sp.indexDDL(name, &o.OrgID), sp,
+		built, err := s.buildVectorIndex(ctx, name, sp.IndexDDL(name, &o.OrgID), sp,
 			func(context.Context, *sqlc.Queries) (int64, error) { return o.Docs, nil })
 		if err != nil {
 			return err

@@ -69,7 +69,7 @@ func TestUpkeepBuildsAnOrgVectorIndex(t *testing.T) {
 	if !slices.Equal(rep.Built, []string{name}) {
 		t.Fatalf("want %s built (org B is the majority: none for it), got %+v", name, rep)
 	}
-	// Each build was sized from its elements (vectorspace.go, buildMemory):
+	// Each build was sized from its elements (vecspace.BuildMemory):
 	// every entry for the model's index, no chunk, the org's 200.
 	builds := map[string]int64{}
 	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {

@@ -295,7 +295,7 @@ func TestVectorStatementRunsThePlanOfTheOrg(t *testing.T) {
 			}
 			// An index of its own: the function, whose plan names the org.
 			org := c.OrgID
-			if _, err := b.pool.Exec(ctx, sp.OrgIndexDDL(org)); err != nil {
+			if _, err := b.pool.Exec(ctx, knowledge.OrgIndexDDL(sp, org)); err != nil {
 				t.Fatal(err)
 			}
 			if got, plan := run(3000); !ran(plan, "Function Scan on knowledge_vector_hnsw") || !sameEntries(got, exact) {

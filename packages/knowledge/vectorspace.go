@@ -2,119 +2,27 @@ package knowledge
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/vecspace"
 )
 
-// A vector's space is its model and width. knowledge.embedding holds vectors
-// of any width from embed.MinDimensions to embed.MaxDimensions
-// (db/migrations/00008_embedding_width.sql); search compares only vectors of
-// the configured space, and each space has an HNSW index of its own: an
-// expression index on a cast to the space's width (HNSW needs a fixed
-// width), partial to the space's model and width:
-//
-//	CREATE INDEX CONCURRENTLY knowledge_hnsw_m_<hash> ON knowledge USING hnsw
-//	    ((embedding::vector(384)) vector_cosine_ops)
-//	    WHERE embedding_model = 'all-minilm' AND vector_dims(embedding) = 384
-//
-// Past 2,000 dimensions (vector's HNSW limit) the cast is to halfvec(N)
-// with halfvec_cosine_ops (limit 4,000): the index holds 16-bit floats, the
-// row keeps the 32-bit vector. The vector list's HNSW function orders by the
-// same cast under the same filters, so the planner uses that index; a large
-// org's own index (upkeep.go) is the same with org_id = the org added.
-type VectorSpace struct {
-	Model string
-	Dims  int
-}
+// VectorSpace is a vector's space: its model and width. Each space has
+// HNSW indexes of its own (internal/vecspace says how they are named and
+// built).
+type VectorSpace = vecspace.Space
 
 // SpaceOf is the space of the vectors an embedder makes.
 func SpaceOf(e embed.Embedder) VectorSpace {
 	return VectorSpace{Model: e.Model(), Dims: e.Dimensions()}
-}
-
-// halfvecFrom is the width from which a space's index is on halfvec.
-const halfvecFrom = 2001
-
-func (v VectorSpace) String() string { return fmt.Sprintf("%s (%d dimensions)", v.Model, v.Dims) }
-
-// hash names the space in index names (which are at most 63 bytes and
-// cannot hold a model's name).
-func (v VectorSpace) hash() string {
-	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d", v.Model, v.Dims)))
-	return hex.EncodeToString(h[:])
-}
-
-// IndexName is the space's HNSW index over every org.
-func (v VectorSpace) IndexName() string { return "knowledge_hnsw_m_" + v.hash()[:16] }
-
-// ChunkIndexName is the space's HNSW index of the chunks of long entries
-// (chunk.go), over every org.
-func (v VectorSpace) ChunkIndexName() string { return "knowledge_chunks_hnsw_m_" + v.hash()[:16] }
-
-// OrgIndexName is the space's HNSW index of one large org (upkeep.go).
-func (v VectorSpace) OrgIndexName(org uuid.UUID) string {
-	return orgIndexPrefix(org) + v.hash()[:8]
-}
-
-// orgIndexesPrefix begins the name of every org's own HNSW indexes;
-// orgIndexPrefix, of one org's, whatever their space.
-const orgIndexesPrefix = "knowledge_hnsw_org_"
-
-func orgIndexPrefix(org uuid.UUID) string {
-	return orgIndexesPrefix + strings.ReplaceAll(org.String(), "-", "") + "_"
-}
-
-// cast is the type the space's index is on; knowledge_vector_hnsw writes
-// the same (db/migrations/00008_embedding_width.sql).
-func (v VectorSpace) cast() (typ, opclass string) {
-	if v.Dims >= halfvecFrom {
-		return fmt.Sprintf("halfvec(%d)", v.Dims), "halfvec_cosine_ops"
-	}
-	return fmt.Sprintf("vector(%d)", v.Dims), "vector_cosine_ops"
-}
-
-// indexDDL is the CREATE INDEX of the space's index, or of an org's own
-// (org non-nil). Not through sqlc: DDL takes no parameters. The model is
-// written as a literal with its quotes doubled (standard_conforming_strings
-// is on since PostgreSQL 9.1, so a backslash is an ordinary character); the
-// width is an int and the org a uuid.UUID.
-func (v VectorSpace) indexDDL(name string, org *uuid.UUID) string {
-	return v.tableIndexDDL("knowledge", name, org)
-}
-
-// tableIndexDDL is indexDDL on knowledge or knowledge_chunks (same columns).
-func (v VectorSpace) tableIndexDDL(table, name string, org *uuid.UUID) string {
-	typ, opclass := v.cast()
-	where := fmt.Sprintf("embedding_model = %s AND vector_dims(embedding) = %d", quoteLiteral(v.Model), v.Dims)
-	if org != nil {
-		where = fmt.Sprintf("org_id = '%s'::uuid AND ", *org) + where
-	}
-	return fmt.Sprintf("CREATE INDEX CONCURRENTLY IF NOT EXISTS %s ON %s USING hnsw ((embedding::%s) %s) WHERE %s",
-		pgx.Identifier{name}.Sanitize(), table, typ, opclass, where)
-}
-
-func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
-
-// validate says whether vectors of the space can be stored.
-func (v VectorSpace) validate() error {
-	if v.Model == "" {
-		return errors.New("the embedder names no model")
-	}
-	if v.Dims < embed.MinDimensions || v.Dims > embed.MaxDimensions {
-		return fmt.Errorf("%d dimensions: must be between %d and %d", v.Dims, embed.MinDimensions, embed.MaxDimensions)
-	}
-	return nil
 }
 
 // EnsureVectorIndex makes sure the configured space's HNSW indexes (of the
@@ -135,7 +43,7 @@ func (s *Service) EnsureVectorIndex(ctx context.Context) (built bool, err error)
 // ensureVectorIndexes is EnsureVectorIndex, naming the indexes it built.
 func (s *Service) ensureVectorIndexes(ctx context.Context) (built []string, err error) {
 	sp := SpaceOf(s.opts.Embedder)
-	if err := sp.validate(); err != nil {
+	if err := sp.Validate(); err != nil {
 		return nil, err
 	}
 	space := sqlc.CountSpaceEntriesParams{Model: sp.Model, Dims: int32(sp.Dims)}
@@ -157,7 +65,7 @@ func (s *Service) ensureVectorIndexes(ctx context.Context) (built []string, err 
 		if st.Present && st.Valid {
 			continue
 		}
-		b, err := s.buildVectorIndex(ctx, ix.name, sp.tableIndexDDL(ix.table, ix.name, nil), sp, ix.elements)
+		b, err := s.buildVectorIndex(ctx, ix.name, sp.TableIndexDDL(ix.table, ix.name, nil), sp, ix.elements)
 		if err != nil {
 			return built, err
 		}
@@ -170,7 +78,7 @@ func (s *Service) ensureVectorIndexes(ctx context.Context) (built []string, err 
 
 // buildVectorIndex runs one index build on a connection of its own, with
 // the memory the build of its elements (vectors of sp, as many as elements
-// says) needs, for that connection only (buildMemory), dropping first an
+// says) needs, for that connection only (vecspace.BuildMemory), dropping first an
 // invalid index of that name a failed build left. It builds nothing (false)
 // while another worker builds one; elements is asked only by the worker
 // that builds (a count may read the table: not once a pass by every other
@@ -214,11 +122,11 @@ func (s *Service) buildVectorIndex(ctx context.Context, name, ddl string, sp Vec
 	if err != nil {
 		return false, mapErr(err, "")
 	}
-	mem, capped := buildMemory(sp, n, server, s.opts.VectorIndexMemory)
+	mem, capped := vecspace.BuildMemory(sp, n, server, s.opts.VectorIndexMemory)
 	log := s.log().With("index", name, "elements", n, "maintenance_work_mem_mb", mem>>20)
 	if capped {
 		log.Warn("vector index build: the graph does not fit in the memory allowed; the build will be several times slower",
-			"needed_mb", graphBytes(sp, n)>>20, "allowed_mb", s.opts.VectorIndexMemory>>20)
+			"needed_mb", vecspace.GraphBytes(sp, n)>>20, "allowed_mb", s.opts.VectorIndexMemory>>20)
 	} else {
 		log.Info("vector index build")
 	}
@@ -274,47 +182,6 @@ func sharedMemoryShort(err error) bool {
 	return errors.As(err, &pe) && (pe.Code == "53100" || pe.Code == "53200") && strings.Contains(pe.Message, "shared memory")
 }
 
-// An HNSW build is fast while its graph fits in maintenance_work_mem:
-// past that, pgvector writes the graph out and inserts every further
-// element through the index pages, several times slower. At 1M entries of
-// 768 dimensions the fixed 1 GB this build used to get held the first
-// ~283,000 elements; the build then took 53-55 minutes on two vCPUs,
-// against 11 with room for the whole graph (4 GB; docs/benchmarks.md,
-// "Why search is built so"). An hour is an Upkeep pass's deadline, which a
-// wider model would pass, leaving an index that is never built. So the
-// memory is sized to the graph, up to a deployment's ceiling.
-//
-// graphBytes is the memory pgvector 0.8's build takes for n elements of
-// sp: per element its vector as stored in the index (vector: 8 + 4 bytes
-// a dimension; halfvec: 8 + 2), the element (~130 bytes), its neighbour
-// lists (2m candidates of 16 bytes on layer 0, m on the ~1/m of upper
-// layers: ~560 bytes for m = 16) and allocation padding: 4d + 720 for a
-// vector, 3,800 bytes at 768 dimensions, so 1 GB holds ~283,000 elements.
-// Measured on the 1M-row benchmark: with 1 GB the build had fallen to a
-// sixth of its pace before its 300,000th element. A parallel build takes
-// a shared segment of maintenance_work_mem less 3 MB.
-func graphBytes(sp VectorSpace, n int64) int64 {
-	per := int64(8 + 4*sp.Dims)
-	if sp.Dims >= halfvecFrom {
-		per = int64(8 + 2*sp.Dims)
-	}
-	return n*(per+720) + 8<<20
-}
-
-// buildMemory is the maintenance_work_mem of a build of n elements: the
-// graph (graphBytes) plus a tenth, at least 64 MB and never less than the
-// server's own setting (a deployment that gives every build more keeps
-// it), at most ceiling; capped says the graph did not fit under it.
-func buildMemory(sp VectorSpace, n, server, ceiling int64) (mem int64, capped bool) {
-	need := graphBytes(sp, n) * 11 / 10
-	mem = max(need, 64<<20)
-	if mem > ceiling {
-		mem, capped = ceiling, true
-	}
-	mem = max(mem, server)
-	return mem, capped && mem < need
-}
-
 // StoredSpace is a space some stored vectors are of.
 type StoredSpace struct {
 	VectorSpace
@@ -334,7 +201,7 @@ type StoredSpace struct {
 // spaces with a loose index scan: milliseconds, whatever the table's size.
 func CheckEmbeddingSpace(ctx context.Context, pool *pgxpool.Pool, e embed.Embedder, allowChange bool) ([]StoredSpace, error) {
 	want := SpaceOf(e)
-	if err := want.validate(); err != nil {
+	if err := want.Validate(); err != nil {
 		return nil, err
 	}
 	rows, err := sqlc.New(pool).EmbeddingSpaces(ctx)
@@ -344,7 +211,7 @@ func CheckEmbeddingSpace(ctx context.Context, pool *pgxpool.Pool, e embed.Embedd
 	var others []StoredSpace
 	found := false
 	for _, r := range rows {
-		sp := StoredSpace{VectorSpace{r.Model, int(r.Dims)}, r.Orgs}
+		sp := StoredSpace{VectorSpace{Model: r.Model, Dims: int(r.Dims)}, r.Orgs}
 		if sp.VectorSpace == want {
 			found = true
 			continue
