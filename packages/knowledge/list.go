@@ -90,21 +90,8 @@ var (
 func (s *Service) List(ctx context.Context, c Caller, in ListInput) (_ *ListResult, err error) {
 	defer wrapOp(&err, "knowledge.List")
 	ctx = db.WithOrg(ctx, c.OrgID)
-	if err := checkCaller(c, false); err != nil {
-		return nil, err
-	}
-	limit := valueOr(in.Limit, DefaultListLimit)
-	if err := checkRange("limit", limit, 1, MaxListLimit); err != nil {
-		return nil, err
-	}
-	tags, err := normaliseTags(in.Tags)
+	limit, tags, err := checkList(c, in)
 	if err != nil {
-		return nil, err
-	}
-	if in.CreatedAfter != nil && in.CreatedBefore != nil && !in.CreatedAfter.Before(*in.CreatedBefore) {
-		return nil, errs.InvalidArgument("createdBefore", "must be after createdAfter")
-	}
-	if err := checkMaxTokens(in.MaxTokens); err != nil {
 		return nil, err
 	}
 	filters := listFilters(tags, in)
@@ -112,24 +99,9 @@ func (s *Service) List(ctx context.Context, c Caller, in ListInput) (_ *ListResu
 	if err != nil {
 		return nil, err
 	}
-	at, id := listFirst, maxUUID
-	if in.Cursor != "" {
-		if at, id, err = openCursor(key, c.OrgID, filters, in.Cursor); err != nil {
-			return nil, err
-		}
-	}
-	if in.CreatedBefore != nil && in.CreatedBefore.Before(at) {
-		// Strictly before: no entry's id sorts below the nil UUID.
-		at, id = *in.CreatedBefore, uuid.Nil
-	}
-	asOf, err := checkAsOf(in.AsOf, s.opts.Now())
+	at, id, asOf, err := listPosition(key, c.OrgID, filters, in, s.opts.Now())
 	if err != nil {
 		return nil, err
-	}
-	if asOf != nil && !at.Before(*asOf) {
-		// At or before asOf: every id sorts below the greatest UUID but
-		// that one, which gen_random_uuid never makes.
-		at, id = *asOf, maxUUID
 	}
 	p := sqlc.ListEntriesParams{
 		SnippetChars: SnippetChars + 1, // one more: snippet.Of then knows it cut
@@ -156,11 +128,76 @@ func (s *Service) List(ctx context.Context, c Caller, in ListInput) (_ *ListResu
 	if err != nil {
 		return nil, mapErr(err, "")
 	}
+	seal := func(at time.Time, id uuid.UUID) string { return sealCursor(key, c.OrgID, filters, at, id) }
+	out := listPage(rows, limit, seal)
+	if dropped := fitList(out, valueOr(in.MaxTokens, 0)); dropped > 0 {
+		// The next page starts after the last hit given, not the last
+		// read: the hits left out come first on it.
+		last := out.Hits[len(out.Hits)-1]
+		out.NextCursor = seal(last.CreatedAt, last.ID)
+	}
+	return out, nil
+}
+
+// checkList checks a listing's arguments and returns its limit and its
+// tags, normalised.
+func checkList(c Caller, in ListInput) (int, []string, error) {
+	if err := checkCaller(c, false); err != nil {
+		return 0, nil, err
+	}
+	limit := valueOr(in.Limit, DefaultListLimit)
+	if err := checkRange("limit", limit, 1, MaxListLimit); err != nil {
+		return 0, nil, err
+	}
+	tags, err := normaliseTags(in.Tags)
+	if err != nil {
+		return 0, nil, err
+	}
+	if in.CreatedAfter != nil && in.CreatedBefore != nil && !in.CreatedAfter.Before(*in.CreatedBefore) {
+		return 0, nil, errs.InvalidArgument("createdBefore", "must be after createdAfter")
+	}
+	if err := checkMaxTokens(in.MaxTokens); err != nil {
+		return 0, nil, err
+	}
+	return limit, tags, nil
+}
+
+// listPosition is where a page starts (strictly before at, id in the
+// listing's order): after the cursor's entry, or the first entry, moved
+// back to createdBefore and to asOf (checked against now) when they come
+// earlier; and the listing's asOf.
+func listPosition(key []byte, org uuid.UUID, filters [8]byte, in ListInput, now time.Time) (time.Time, uuid.UUID, *time.Time, error) {
+	at, id := listFirst, maxUUID
+	if in.Cursor != "" {
+		var err error
+		if at, id, err = openCursor(key, org, filters, in.Cursor); err != nil {
+			return at, id, nil, err
+		}
+	}
+	if in.CreatedBefore != nil && in.CreatedBefore.Before(at) {
+		// Strictly before: no entry's id sorts below the nil UUID.
+		at, id = *in.CreatedBefore, uuid.Nil
+	}
+	asOf, err := checkAsOf(in.AsOf, now)
+	if err != nil {
+		return at, id, nil, err
+	}
+	if asOf != nil && !at.Before(*asOf) {
+		// At or before asOf: every id sorts below the greatest UUID but
+		// that one, which gen_random_uuid never makes.
+		at, id = *asOf, maxUUID
+	}
+	return at, id, asOf, nil
+}
+
+// listPage is the first limit rows (of limit+1 read) as a page, with the
+// cursor after its last entry when there are more.
+func listPage(rows []sqlc.ListEntriesRow, limit int, seal func(time.Time, uuid.UUID) string) *ListResult {
 	out := &ListResult{Hits: make([]ListedEntry, 0, min(len(rows), limit))}
 	for i, r := range rows {
 		if i == limit {
 			last := rows[limit-1]
-			out.NextCursor = sealCursor(key, c.OrgID, filters, last.CreatedAt, last.ID)
+			out.NextCursor = seal(last.CreatedAt, last.ID)
 			break
 		}
 		out.Hits = append(out.Hits, ListedEntry{
@@ -169,13 +206,7 @@ func (s *Service) List(ctx context.Context, c Caller, in ListInput) (_ *ListResu
 			ExpiresAt: r.ExpiresAt, Superseded: r.HeadID != nil, HeadID: r.HeadID, EmbeddingStatus: r.EmbeddingStatus,
 		})
 	}
-	if dropped := fitList(out, valueOr(in.MaxTokens, 0)); dropped > 0 {
-		// The next page starts after the last hit given, not the last
-		// read: the hits left out come first on it.
-		last := out.Hits[len(out.Hits)-1]
-		out.NextCursor = sealCursor(key, c.OrgID, filters, last.CreatedAt, last.ID)
-	}
-	return out, nil
+	return out
 }
 
 // listFilters is a digest of a listing's filters (everything but limit,
