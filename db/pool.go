@@ -69,7 +69,7 @@ func Tracer(t pgx.QueryTracer) Option {
 
 // AfterConnect runs f on every new connection once its pgvector types are
 // registered, before the pool hands it out: what a connection should do
-// once rather than on its first use (knowledge.Service.WarmConn).
+// once rather than on its first use (knowledge.Maintenance.WarmConn).
 func AfterConnect(f func(context.Context, *pgx.Conn) error) Option {
 	return func(o *options) { o.after = append(o.after, f) }
 }

@@ -64,7 +64,7 @@ func TestPurgeOrg(t *testing.T) {
 		return o
 	}
 	acme, other := mk("acme"), mk("other")
-	if _, err := svc.IndexAll(ctx); err != nil {
+	if _, err := knowledge.NewMaintenance(svc, knowledge.MaintenanceConfig{}).IndexAll(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// An archived batch of acme's, as a provider outage leaves it.

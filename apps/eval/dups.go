@@ -265,7 +265,7 @@ func (d *dupRun) org(name string, c knowledge.Caller, shape func(Doc) Doc, loade
 	} else {
 		d.rep.ShortDocs = len(docOf)
 	}
-	if _, err := d.svc.IndexAll(d.ctx); err != nil {
+	if _, err := knowledge.NewMaintenance(d.svc, knowledge.MaintenanceConfig{}).IndexAll(d.ctx); err != nil {
 		return err
 	}
 	entryOf := make(map[string]uuid.UUID, len(docOf))

@@ -109,7 +109,7 @@ func paraphraseStudy(ctx context.Context, pool *pgxpool.Pool, emb embed.Embedder
 	if err := embedAll(ctx, pool, emb, c.OrgID, docOf, concurrency); err != nil {
 		return nil, err
 	}
-	if _, err := svc.IndexAll(ctx); err != nil {
+	if _, err := knowledge.NewMaintenance(svc, knowledge.MaintenanceConfig{}).IndexAll(ctx); err != nil {
 		return nil, err
 	}
 	entryOf := make([]uuid.UUID, len(items))

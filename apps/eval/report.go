@@ -35,7 +35,7 @@ type Report struct {
 	IndexSeconds float64 `json:"indexSeconds"`
 	EmbedSeconds float64 `json:"embedSeconds"`
 	// VectorIndexSeconds: building the model's HNSW indexes, as the worker
-	// does at start (Service.EnsureVectorIndex).
+	// does at start (Maintenance.EnsureVectorIndex).
 	VectorIndexSeconds float64 `json:"vectorIndexSeconds"`
 
 	Rows []Row `json:"rows"`

@@ -265,6 +265,9 @@ type evalRun struct {
 // --analyze).
 func (r *evalRun) prepare(ctx context.Context) error {
 	ds, rep, cfg, svc, progress := r.ds, r.rep, r.cfg, r.svc, r.progress
+	// The worker's maintenance of what svc searches: the indexer and the
+	// vector indexes.
+	maint := knowledge.NewMaintenance(svc, knowledge.MaintenanceConfig{})
 	progress("%s: storing %d documents into %s", ds.Name, len(ds.Docs), r.dbName)
 	start := time.Now()
 	docOf, refused, err := load(ctx, svc, r.caller, ds.Docs, cfg.concurrency)
@@ -276,7 +279,7 @@ func (r *evalRun) prepare(ctx context.Context) error {
 
 	progress("indexing")
 	start = time.Now()
-	if rep.Indexed, err = svc.IndexAll(ctx); err != nil {
+	if rep.Indexed, err = maint.IndexAll(ctx); err != nil {
 		return fmt.Errorf("index: %w", err)
 	}
 	rep.IndexSeconds = time.Since(start).Seconds()
@@ -296,7 +299,7 @@ func (r *evalRun) prepare(ctx context.Context) error {
 	// scan, and the latency below would be that scan's.
 	progress("building the vector index")
 	start = time.Now()
-	if _, err := svc.EnsureVectorIndex(ctx); err != nil {
+	if _, err := maint.EnsureVectorIndex(ctx); err != nil {
 		return fmt.Errorf("vector index: %w", err)
 	}
 	rep.VectorIndexSeconds = time.Since(start).Seconds()
@@ -522,7 +525,7 @@ func searchLists(ctx context.Context, svc *knowledge.Service, c knowledge.Caller
 		return docLists{}, nil
 	}
 	in.Query = queryText(in.Query)
-	l, err := svc.SearchLists(ctx, c, in, depth)
+	l, err := knowledge.SearchLists(ctx, svc, c, in, depth)
 	if err != nil {
 		return docLists{}, err
 	}
@@ -643,7 +646,7 @@ func nonsense(ctx context.Context, svc *knowledge.Service, c knowledge.Caller) (
 		}
 		// The raw vector list, before the calibration's floor: the best
 		// cosine a query about nothing reaches is what the floor must clear.
-		l, err := svc.SearchLists(ctx, c, knowledge.SearchInput{Query: q}, 1)
+		l, err := knowledge.SearchLists(ctx, svc, c, knowledge.SearchInput{Query: q}, 1)
 		if err != nil {
 			return res, fmt.Errorf("lists %q: %w", q, err)
 		}

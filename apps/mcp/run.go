@@ -83,7 +83,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	})
 	warm.Store(svc)
 	for _, c := range pool.AcquireAllIdle(ctx) { // made before the service existed
-		_ = svc.WarmConn(ctx, c.Conn())
+		_ = knowledge.NewMaintenance(svc, knowledge.MaintenanceConfig{}).WarmConn(ctx, c.Conn())
 		c.Release()
 	}
 	ten := tenancy.New(pool)
@@ -192,12 +192,12 @@ func (s settings) embedders() (embed.Embedder, embed.Embedder, error) {
 // error found then arrives on fatal, to stop the process.
 // Connections are warmed for search when they are made (the search
 // statement planned, the dictionary loaded) and four are kept open, so
-// a search rarely meets a cold one (knowledge.Service.WarmConn). The
+// a search rarely meets a cold one (knowledge.Maintenance.WarmConn). The
 // service needs the pool, so the hook finds it in warm once it exists.
 func openDatabase(ctx context.Context, s settings, emb embed.Embedder, warm *atomic.Pointer[knowledge.Service]) (*pgxpool.Pool, <-chan error, error) {
 	opts := []db.Option{db.MinConns(4), db.AfterConnect(func(ctx context.Context, c *pgx.Conn) error {
 		if s := warm.Load(); s != nil {
-			return s.WarmConn(ctx, c)
+			return knowledge.NewMaintenance(s, knowledge.MaintenanceConfig{}).WarmConn(ctx, c)
 		}
 		return nil
 	})}

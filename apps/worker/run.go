@@ -236,8 +236,8 @@ func buildVectorIndexes(ctx context.Context, pool *pgxpool.Pool, cfg config, emb
 			continue
 		}
 		start := time.Now()
-		svc := knowledge.New(pool, knowledge.Options{Embedder: e, Logger: cfg.log, Config: knowledge.Config{VectorIndexMemory: cfg.opts.VectorIndexMemory}})
-		built, err := svc.EnsureVectorIndex(ctx)
+		svc := knowledge.New(pool, knowledge.Options{Embedder: e, Logger: cfg.log})
+		built, err := knowledge.NewMaintenance(svc, knowledge.MaintenanceConfig{VectorIndexMemory: cfg.opts.VectorIndexMemory}).EnsureVectorIndex(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			cfg.log.Error("vector index build failed; upkeep will try again", "model", e.Model(), "err", err)

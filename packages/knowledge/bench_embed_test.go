@@ -57,10 +57,10 @@ func BenchmarkSearchRemoteEmbedder(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	if _, err := svc.IndexAll(ctx); err != nil {
+	if _, err := maint(svc).IndexAll(ctx); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := svc.Upkeep(ctx); err != nil {
+	if _, err := maint(svc).Upkeep(ctx); err != nil {
 		b.Fatal(err)
 	}
 	provider := func(delay time.Duration) embed.Embedder {

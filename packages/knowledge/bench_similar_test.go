@@ -54,14 +54,14 @@ func BenchmarkStoreSimilar(b *testing.B) {
 	if _, err := d.Pool.Exec(ctx, "UPDATE org_quotas SET used = $2 WHERE org_id = $1", c.OrgID, n); err != nil {
 		b.Fatal(err)
 	}
-	indexed, err := svc.IndexAll(ctx)
+	indexed, err := maint(svc).IndexAll(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
 	// Entries loaded by COPY have no duplicate-check keys: the worker's
 	// Upkeep fills them in (and vacuums what changed).
 	for keyed := 0; keyed < n; {
-		rep, err := svc.Upkeep(ctx)
+		rep, err := maint(svc).Upkeep(ctx)
 		if err != nil || rep.SimilarKeys == 0 {
 			b.Fatalf("upkeep: %+v %v", rep, err)
 		}

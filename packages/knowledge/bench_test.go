@@ -66,10 +66,10 @@ import (
 //
 // The load is a bulk load as an operator would do it: COPY with the HNSW,
 // title trigram and tags indexes dropped and rebuilt afterwards, then the
-// product's own lexical indexer (Service.IndexAll) over everything the
+// product's own lexical indexer (Maintenance.IndexAll) over everything the
 // insert trigger queued. Nothing is vacuumed or analyzed: search is measured
 // first in that state (what production looks like after a bulk load), then
-// after Service.Upkeep. Vectors come from the local embedder over synthetic
+// after Maintenance.Upkeep. Vectors come from the local embedder over synthetic
 // but varied text (topics of pseudo-words, three common real words, rare
 // words). Each sub-benchmark runs a fixed number of samples and reports
 // custom metrics; ns/op is the mean latency of one operation.
@@ -616,7 +616,7 @@ func loadBench(b *testing.B, e benchEnv, n int) *benchDB {
 	}
 	// The model's vector indexes, as the worker builds them at start.
 	t1 := time.Now()
-	if _, err := bd.svc.EnsureVectorIndex(ctx); err != nil {
+	if _, err := maint(bd.svc).EnsureVectorIndex(ctx); err != nil {
 		b.Fatal(err)
 	}
 	logf("vector indexes of the model built in %v", time.Since(t1).Round(time.Millisecond))
@@ -629,12 +629,12 @@ func loadBench(b *testing.B, e benchEnv, n int) *benchDB {
 	conn.Release()
 
 	t0 := time.Now()
-	indexed, err := bd.svc.IndexAll(ctx)
+	indexed, err := maint(bd.svc).IndexAll(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
 	el := time.Since(t0)
-	logf("Service.IndexAll indexed %d entries in %v: %.0f entries/s", indexed, el.Round(time.Millisecond), float64(indexed)/el.Seconds())
+	logf("Maintenance.IndexAll indexed %d entries in %v: %.0f entries/s", indexed, el.Round(time.Millisecond), float64(indexed)/el.Seconds())
 	logTables(b, bd)
 	if e.snapshot != "" {
 		snapshot(b, bd, e.snapshot)
@@ -720,7 +720,7 @@ func loadAvg() string {
 
 // BenchmarkStore measures stores per second: one client, eight clients in
 // one org (they queue on the org's quota row), eight clients in eight orgs;
-// then how fast the lexical indexer (Service.IndexAll) indexes what they
+// then how fast the lexical indexer (Maintenance.IndexAll) indexes what they
 // queued, the work a store leaves for the worker.
 func BenchmarkStore(b *testing.B) {
 	ctx := context.Background()
@@ -764,7 +764,7 @@ func BenchmarkStore(b *testing.B) {
 	}
 	b.Run("index-queued", func(b *testing.B) {
 		start := time.Now()
-		n, err := svc.IndexAll(ctx)
+		n, err := maint(svc).IndexAll(ctx)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -780,7 +780,7 @@ func BenchmarkStore(b *testing.B) {
 // BenchmarkSearch measures Search latency in the big org per query mix,
 // first on the never-analyzed, never-vacuumed tables of the load, then
 // with the big org's own vector index (Upkeep's first step, when it has
-// one to build) on the same tables, then after Service.Upkeep, and the
+// one to build) on the same tables, then after Maintenance.Upkeep, and the
 // recall@10 of the vector list's HNSW plan in the big org against exact
 // search.
 func BenchmarkSearch(b *testing.B) {
@@ -813,21 +813,21 @@ func BenchmarkSearch(b *testing.B) {
 			// tables stay unvacuumed and without statistics, as they are
 			// while the rest of the first Upkeep after a bulk load runs.
 			t0 := time.Now()
-			rep, err := bd.svc.UpkeepVectorIndexes(ctx)
+			rep, err := maint(bd.svc).UpkeepVectorIndexes(ctx)
 			if err != nil {
 				b.Fatal(err)
 			}
-			logf("Service.UpkeepVectorIndexes in %v: built %v, dropped %v", time.Since(t0).Round(time.Millisecond), rep.Built, rep.Dropped)
+			logf("Maintenance.UpkeepVectorIndexes in %v: built %v, dropped %v", time.Since(t0).Round(time.Millisecond), rep.Built, rep.Dropped)
 			if len(rep.Built) > 0 {
 				mixes("never-analyzed-own-index")
 			}
 		}
 		t0 := time.Now()
-		rep, err := bd.svc.Upkeep(ctx)
+		rep, err := maint(bd.svc).Upkeep(ctx)
 		if err != nil {
 			b.Fatal(err)
 		}
-		logf("Service.Upkeep in %v: vacuumed %v, analyzed %v, built %v, dropped %v",
+		logf("Maintenance.Upkeep in %v: vacuumed %v, analyzed %v, built %v, dropped %v",
 			time.Since(t0).Round(time.Millisecond), rep.Vacuumed, rep.Analyzed, rep.Built, rep.Dropped)
 		logTables(b, bd)
 		serial := *bd

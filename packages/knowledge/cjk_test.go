@@ -565,7 +565,7 @@ func TestCJKMigrationReindexes(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc := knowledge.New(d.Pool, knowledge.Options{})
-	if _, err := svc.IndexAll(ctx); err != nil {
+	if _, err := maint(svc).IndexAll(ctx); err != nil {
 		t.Fatal(err)
 	}
 	o := orgs[0]
@@ -576,7 +576,7 @@ func TestCJKMigrationReindexes(t *testing.T) {
 	if _, err := svc.SetTextSearchConfig(ctx, o.id, "english"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.IndexAll(ctx); err != nil {
+	if _, err := maint(svc).IndexAll(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if full := orgIndex(t, d.Pool, o.id); after != full {

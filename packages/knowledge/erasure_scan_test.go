@@ -131,7 +131,7 @@ func TestErasureLeavesNoTraceAnywhere(t *testing.T) {
 		go func() { // the lexical indexer
 			defer wg.Done()
 			for ctx.Err() == nil {
-				_, err := b.ops.IndexAll(ctx)
+				_, err := maint(b.ops).IndexAll(ctx)
 				fail("indexer", err)
 				time.Sleep(10 * time.Millisecond)
 			}
@@ -159,7 +159,7 @@ func TestErasureLeavesNoTraceAnywhere(t *testing.T) {
 		// The worker's passes that follow: the queue indexed, the
 		// counters folded (their keys are tags: content).
 		b.drainIndex(t, org)
-		if _, err := b.ops.CompactCounts(b.ctx, 0); err != nil {
+		if _, err := maint(b.ops).CompactCounts(b.ctx, 0); err != nil {
 			t.Fatal(err)
 		}
 		for _, where := range b.tracesIn(t, secretMark) {

@@ -30,3 +30,6 @@ func (s *Service) RunVectorStatement(ctx context.Context, conn *pgx.Conn, c Call
 // OrgIndexDDL is the CREATE INDEX of the org's own HNSW index of the space,
 // as Upkeep builds it.
 func OrgIndexDDL(v VectorSpace, org uuid.UUID) string { return v.IndexDDL(v.OrgIndexName(org), &org) }
+
+// maintOf is the maintenance of s's tables, with the default tuning.
+func maintOf(s *Service) *Maintenance { return NewMaintenance(s, MaintenanceConfig{}) }

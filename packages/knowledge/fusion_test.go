@@ -157,7 +157,7 @@ func TestFusionNeverBelowItsBestList(t *testing.T) {
 	b.embedWith(t, emb, ids...)
 	b.indexAll(t)
 	q := knowledge.SearchInput{Query: "kestrel pipeline walrus journal replays after crash"}
-	l, err := b.svc.SearchLists(b.ctx, b.alice, q, 40)
+	l, err := knowledge.SearchLists(b.ctx, b.svc, b.alice, q, 40)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -182,7 +182,7 @@ func ptr[T any](v T) *T { return &v }
 // indexAll runs the lexical indexer until the queue is empty, as the worker does.
 func (b *bundle) indexAll(t *testing.T) {
 	t.Helper()
-	if _, err := b.ops.IndexAll(b.ctx); err != nil {
+	if _, err := maint(b.ops).IndexAll(b.ctx); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -214,4 +214,10 @@ func (b *bundle) drainIndex(t *testing.T, org uuid.UUID) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// maint is the maintenance of svc's tables, with the default tuning: what
+// the worker runs between a test's writes and its reads.
+func maint(svc *knowledge.Service) *knowledge.Maintenance {
+	return knowledge.NewMaintenance(svc, knowledge.MaintenanceConfig{})
 }

@@ -47,8 +47,9 @@ var indexBatchPositional = strings.NewReplacer("@org_id", "$1", "@max", "$2", "@
 // the same statement that writes the postings, so an entry is indexed
 // exactly once even with several workers, and a crash loses nothing (the
 // transaction rolls back, the rows stay queued).
-func (s *Service) IndexPending(ctx context.Context, org uuid.UUID, max int) (_ int, err error) {
+func (m *Maintenance) IndexPending(ctx context.Context, org uuid.UUID, max int) (_ int, err error) {
 	defer wrapOp(&err, "knowledge.IndexPending")
+	s := m.s
 	unscoped := ctx
 	ctx = db.WithOrg(ctx, org)
 	if max <= 0 {
@@ -98,8 +99,9 @@ func (s *Service) IndexPending(ctx context.Context, org uuid.UUID, max int) (_ i
 // other orgs are still indexed: one org's trouble (a row it cannot analyse,
 // a lock held too long) must not stall every org's index. The errors are
 // returned together at the end.
-func (s *Service) IndexAll(ctx context.Context) (_ int, err error) {
+func (m *Maintenance) IndexAll(ctx context.Context) (_ int, err error) {
 	defer wrapOp(&err, "knowledge.IndexAll")
+	s := m.s
 	total := 0
 	failed := map[uuid.UUID]error{}
 	// Indexed since the indexer's tables were last vacuumed (see
@@ -119,7 +121,7 @@ func (s *Service) IndexAll(ctx context.Context) (_ int, err error) {
 			if failed[org] != nil {
 				continue
 			}
-			n, err := s.IndexPending(ctx, org, IndexBatchSize)
+			n, err := m.IndexPending(ctx, org, IndexBatchSize)
 			if err != nil {
 				if ctx.Err() != nil {
 					return total + moved, errors.Join(err, joinOrgErrors(failed))

@@ -41,14 +41,17 @@ type Lists struct {
 // MaxListDepth bounds SearchLists.
 const MaxListDepth = 1000
 
-// SearchLists runs the search of in (its Limit is ignored) with each list
+// SearchLists runs s's search of in (its Limit is ignored) with each list
 // taken depth deep (1..MaxListDepth) and returns every list and the fusion.
-// The vector list is the raw list, before the calibration's floor.
-func (s *Service) SearchLists(ctx context.Context, c Caller, in SearchInput, depth int) (_ *Lists, err error) {
+// The vector list is the raw list, before the calibration's floor. It is a
+// function, not a method: evaluations explain a service's ranking with it
+// (apps/eval), and neither the agents' and operators' Service nor the
+// worker's Maintenance has a use for it.
+func SearchLists(ctx context.Context, s *Service, c Caller, in SearchInput, depth int) (_ *Lists, err error) {
 	defer wrapOp(&err, "knowledge.SearchLists")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	if n := s.servedByNext(ctx, c.OrgID); n != nil {
-		return n.SearchLists(ctx, c, in, depth) // the org has cut over to the next model
+		return SearchLists(ctx, n, c, in, depth) // the org has cut over to the next model
 	}
 	if depth < 1 || depth > MaxListDepth {
 		return nil, errs.InvalidArgument("depth", "must be between 1 and %d (got %d)", MaxListDepth, depth)

@@ -126,8 +126,9 @@ type BackfillReport struct {
 // from the first entry still without a vector). Several workers may run it
 // at once: they may embed an entry twice, and the second write does
 // nothing.
-func (s *Service) Backfill(ctx context.Context, next embed.Embedder, o BackfillOptions) (_ BackfillReport, err error) {
+func (m *Maintenance) Backfill(ctx context.Context, next embed.Embedder, o BackfillOptions) (_ BackfillReport, err error) {
 	defer wrapOp(&err, "knowledge.Backfill")
+	s := m.s
 	var rep BackfillReport
 	if err := CheckModelSwitch(s.opts.Embedder, next); err != nil {
 		return rep, err

@@ -62,7 +62,7 @@ func TestModelSwitchUnderLiveTraffic(t *testing.T) {
 	const query = "postgres pool sizes"
 	vectorList := func(svc *knowledge.Service) string {
 		t.Helper()
-		l, err := svc.SearchLists(ctx, b.alice, knowledge.SearchInput{Query: query}, 20)
+		l, err := knowledge.SearchLists(ctx, svc, b.alice, knowledge.SearchInput{Query: query}, 20)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +87,7 @@ func TestModelSwitchUnderLiveTraffic(t *testing.T) {
 					return
 				default:
 				}
-				l, err := b.svc.SearchLists(ctx, b.alice, knowledge.SearchInput{Query: query}, 20)
+				l, err := knowledge.SearchLists(ctx, b.svc, b.alice, knowledge.SearchInput{Query: query}, 20)
 				key := "error"
 				if err == nil {
 					key = fmt.Sprint(l.Vector)
@@ -106,7 +106,7 @@ func TestModelSwitchUnderLiveTraffic(t *testing.T) {
 	for pass := 0; pass < 100 && !cut; pass++ {
 		// A pass stopped by Max cuts nothing over; one that ran out of
 		// entries cuts over what is covered.
-		rep, err := b.ops.Backfill(ctx, next, knowledge.BackfillOptions{Batch: 8, Max: 16})
+		rep, err := maint(b.ops).Backfill(ctx, next, knowledge.BackfillOptions{Batch: 8, Max: 16})
 		if err != nil {
 			t.Fatal(err)
 		}

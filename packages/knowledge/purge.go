@@ -173,7 +173,7 @@ func (s *Service) PurgeWith(ctx context.Context, org uuid.UUID, scope PurgeScope
 		// The erased entries' tags are keys of the org counters (stats.go):
 		// fold the purge's deltas now, which deletes the counters that fell
 		// to zero, rather than at the worker's next upkeep.
-		if _, err := s.CompactCounts(ctx, 0); err != nil {
+		if _, err := s.compactCounts(ctx, 0); err != nil {
 			return rep, fmt.Errorf("entries erased; folding the org counters (the worker's upkeep will): %w", err)
 		}
 	}

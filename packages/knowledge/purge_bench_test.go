@@ -31,7 +31,7 @@ func BenchmarkPurge(b *testing.B) {
 			FROM generate_series(1, $4::int) i`, bd.org, bd.alice.AgentID, bd.bob.AgentID, n); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := bd.ops.IndexAll(bd.ctx); err != nil {
+		if _, err := maint(bd.ops).IndexAll(bd.ctx); err != nil {
 			b.Fatal(err)
 		}
 		var one uuid.UUID

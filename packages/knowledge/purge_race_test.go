@@ -66,7 +66,7 @@ func TestPurgeAllRacingStoresAndWorker(t *testing.T) {
 		if _, err := b.pool.Exec(b.ctx, `INSERT INTO org_quotas (org_id, resource, used) VALUES ($1, 'knowledge_stored', $2)`, org, size); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.ops.IndexPending(b.ctx, org, size/3); err != nil {
+		if _, err := maint(b.ops).IndexPending(b.ctx, org, size/3); err != nil {
 			t.Fatal(err)
 		}
 		rows, err := b.pool.Query(b.ctx, "SELECT id, embedding_generation FROM knowledge WHERE org_id = $1", org)
@@ -138,7 +138,7 @@ func TestPurgeAllRacingStoresAndWorker(t *testing.T) {
 		go func() { // the lexical indexer
 			defer wg.Done()
 			for ctx.Err() == nil {
-				if _, err := b.ops.IndexAll(ctx); err != nil && ctx.Err() == nil {
+				if _, err := maint(b.ops).IndexAll(ctx); err != nil && ctx.Err() == nil {
 					t.Errorf("indexer: %v", err)
 				}
 				time.Sleep(10 * time.Millisecond)

@@ -393,7 +393,7 @@ func TestForgetAndPurgeEraseRelations(t *testing.T) {
 	if n := b.count(t, "SELECT count(*) FROM knowledge_relations"); n != 0 {
 		t.Fatalf("%d relations left after purge", n)
 	}
-	if _, err := b.ops.CompactCounts(b.ctx, 0); err != nil {
+	if _, err := maint(b.ops).CompactCounts(b.ctx, 0); err != nil {
 		t.Fatal(err)
 	}
 	wantStats(0, "[]")

@@ -73,10 +73,10 @@ func BenchmarkRowSecurity(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	if _, err := bd.ops.EnsureVectorIndex(ctx); err != nil {
+	if _, err := maint(bd.ops).EnsureVectorIndex(ctx); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := bd.ops.IndexAll(ctx); err != nil {
+	if _, err := maint(bd.ops).IndexAll(ctx); err != nil {
 		b.Fatal(err)
 	}
 	logf("row security: %d entries loaded, embedded and indexed in %v; load %s", n, time.Since(t0).Round(time.Millisecond), loadAvg())
@@ -84,7 +84,7 @@ func BenchmarkRowSecurity(b *testing.B) {
 	var storeApp, storeOwner, searchApp, searchOwner []time.Duration
 	for i := range samples {
 		if i%10 == 0 { // the worker's indexer, as often as in a deployment (outside the timings)
-			if _, err := bd.ops.IndexAll(ctx); err != nil {
+			if _, err := maint(bd.ops).IndexAll(ctx); err != nil {
 				b.Fatal(err)
 			}
 		}

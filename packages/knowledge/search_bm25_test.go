@@ -23,7 +23,7 @@ import (
 // and each id's BM25.
 func (b *bundle) fullText(t *testing.T, c knowledge.Caller, q string) ([]uuid.UUID, map[uuid.UUID]float64) {
 	t.Helper()
-	l, err := b.svc.SearchLists(b.ctx, c, knowledge.SearchInput{Query: q}, 100)
+	l, err := knowledge.SearchLists(b.ctx, b.svc, c, knowledge.SearchInput{Query: q}, 100)
 	if err != nil {
 		t.Fatalf("lists of %q: %v", q, err)
 	}
@@ -287,7 +287,7 @@ func TestIndexerConcurrentStatisticsEqualTheIndex(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 20 {
-				if _, err := b.ops.IndexAll(b.ctx); err != nil {
+				if _, err := maint(b.ops).IndexAll(b.ctx); err != nil {
 					t.Error(err)
 				}
 			}
@@ -353,7 +353,7 @@ func TestUpkeepVacuumsWhatIsDueOnce(t *testing.T) {
 	var rep knowledge.UpkeepReport
 	for range 50 {
 		var err error
-		if rep, err = b.ops.Upkeep(b.ctx); err != nil {
+		if rep, err = maint(b.ops).Upkeep(b.ctx); err != nil {
 			t.Fatal(err)
 		}
 		if slices.Contains(rep.Vacuumed, "knowledge_postings") {
@@ -367,7 +367,7 @@ func TestUpkeepVacuumsWhatIsDueOnce(t *testing.T) {
 	if n := b.count(t, "SELECT count(*) FROM pg_stat_user_tables WHERE relname = 'knowledge_postings' AND last_vacuum IS NOT NULL AND last_analyze IS NOT NULL"); n != 1 {
 		t.Fatal("knowledge_postings was not vacuumed and analyzed")
 	}
-	rep, err := b.ops.Upkeep(b.ctx)
+	rep, err := maint(b.ops).Upkeep(b.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +411,7 @@ func TestUpkeepVacuumsWhatTheCountersForgot(t *testing.T) {
 	}
 	vacuumed := func(want bool) {
 		t.Helper()
-		rep, err := b.ops.Upkeep(b.ctx)
+		rep, err := maint(b.ops).Upkeep(b.ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -422,7 +422,7 @@ func TestUpkeepVacuumsWhatTheCountersForgot(t *testing.T) {
 	load(3000)
 	// Upkeep's vector indexes come first, and CREATE INDEX records the
 	// table's size in the catalog: the table is still never analyzed.
-	if _, err := b.ops.UpkeepVectorIndexes(b.ctx); err != nil {
+	if _, err := maint(b.ops).UpkeepVectorIndexes(b.ctx); err != nil {
 		t.Fatal(err)
 	}
 	vacuumed(true) // never analyzed
@@ -465,7 +465,7 @@ func TestIndexAllIsolatesAFailingOrg(t *testing.T) {
 	}
 	b.store(t, b.alice, "Another entry", "Queued in the broken org.")
 	ok := b.store(t, b.eve, "Healthy org entry", "Indexed whatever happens next door.")
-	n, err := b.ops.IndexAll(b.ctx)
+	n, err := maint(b.ops).IndexAll(b.ctx)
 	if err == nil || !strings.Contains(err.Error(), b.org.String()) {
 		t.Fatalf("want an error naming the failing org, got %v", err)
 	}
@@ -512,11 +512,11 @@ func TestSearchFanOutAnswersAsOneStatement(t *testing.T) {
 		{Query: "Redis eviction policy"},
 		{Query: "qzxv frobnicate"},
 	} {
-		want, err := serial.SearchLists(b.ctx, b.bob, in, 50)
+		want, err := knowledge.SearchLists(b.ctx, serial, b.bob, in, 50)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := b.svc.SearchLists(b.ctx, b.bob, in, 50)
+		got, err := knowledge.SearchLists(b.ctx, b.svc, b.bob, in, 50)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -30,7 +30,7 @@ func TestRankingStatementRunsOnlyTheListsAsked(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := New(db.Pool, Options{})
-	if _, err := s.IndexAll(ctx); err != nil {
+	if _, err := maintOf(s).IndexAll(ctx); err != nil {
 		t.Fatal(err)
 	}
 	a, err := validateSearch(c, SearchInput{Query: "why are dead rows not vacuumed"}, time.Now())

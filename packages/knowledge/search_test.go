@@ -241,7 +241,7 @@ func TestSearchListsReachPastTheirFirstPart(t *testing.T) {
 	}
 	b.indexAll(t)
 
-	l, err := b.svc.SearchLists(b.ctx, b.alice, knowledge.SearchInput{Query: "zephyr gale", Tags: []string{"wanted"}}, 40)
+	l, err := knowledge.SearchLists(b.ctx, b.svc, b.alice, knowledge.SearchInput{Query: "zephyr gale", Tags: []string{"wanted"}}, 40)
 	if err != nil {
 		t.Fatal(err)
 	}

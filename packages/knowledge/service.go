@@ -74,11 +74,6 @@ type Config struct {
 	// duplicate check made as the entry's own, so the worker has nothing
 	// left to embed (similar.go). Default: ChunkOptionsFor(Embedder.Model()).
 	Chunk ChunkOptions
-	// VectorIndexMemory is the most memory (bytes) an HNSW index build
-	// may take (maintenance_work_mem of its connection); a build takes what
-	// its graph needs up to that (vecspace.BuildMemory). Default:
-	// DefaultVectorIndexMemory.
-	VectorIndexMemory int64
 }
 
 // TestingKnobs change how a Service works for a test, a benchmark or an
@@ -98,9 +93,6 @@ type TestingKnobs struct {
 	// PerTermPostings bound): the exact reference an evaluation compares
 	// the bounded read with.
 	UnboundedPostings bool
-	// OrgVectorIndexMinDocs overrides the size from which Upkeep gives an
-	// org its own HNSW index (OrgVectorIndexMinDocs), for small test orgs.
-	OrgVectorIndexMinDocs int
 }
 
 // Defaults of Config.
@@ -110,16 +102,7 @@ const (
 	// DefaultTextSearchConfig is the text search configuration of a
 	// deployment that sets none.
 	DefaultTextSearchConfig = "english"
-	// DefaultVectorIndexMemory is room for the graph of 1M entries of 768
-	// dimensions (3.8 GB), or of 560,000 of 1,536. A parallel build
-	// reserves it in shared memory (/dev/shm) for the build's length, so it
-	// is a ceiling a database server must be able to give, not a target.
-	DefaultVectorIndexMemory = 4 << 30
 )
-
-func (o Options) orgVectorIndexMinDocs() int {
-	return cmp.Or(o.Testing.OrgVectorIndexMinDocs, OrgVectorIndexMinDocs)
-}
 
 // Service is the knowledge domain API. It is safe for concurrent use.
 type Service struct {
@@ -157,9 +140,6 @@ func New(pool *pgxpool.Pool, opts Options) *Service {
 		opts.QueryEmbedBudget = DefaultQueryEmbedBudget
 	}
 	opts.TextSearchConfig = cmp.Or(opts.TextSearchConfig, DefaultTextSearchConfig)
-	if opts.VectorIndexMemory <= 0 {
-		opts.VectorIndexMemory = DefaultVectorIndexMemory
-	}
 	var next *Service
 	if opts.NextEmbedder != nil {
 		no := opts

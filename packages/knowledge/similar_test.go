@@ -99,7 +99,7 @@ func TestUpkeepBackfillsSimilarKeys(t *testing.T) {
 	if _, err := b.pool.Exec(b.ctx, "UPDATE knowledge SET similar_keys = NULL"); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := b.ops.Upkeep(b.ctx)
+	rep, err := maint(b.ops).Upkeep(b.ctx)
 	if err != nil || rep.SimilarKeys != 5 {
 		t.Fatalf("upkeep: %+v %v", rep, err)
 	}
@@ -110,7 +110,7 @@ func TestUpkeepBackfillsSimilarKeys(t *testing.T) {
 	if n := b.count(t, "SELECT count(DISTINCT similar_keys) FROM knowledge WHERE org_id = $1", b.org); n != stored {
 		t.Fatalf("%d distinct key sets after the backfill, %d before", n, stored)
 	}
-	if rep, err := b.ops.Upkeep(b.ctx); err != nil || rep.SimilarKeys != 0 {
+	if rep, err := maint(b.ops).Upkeep(b.ctx); err != nil || rep.SimilarKeys != 0 {
 		t.Fatalf("second upkeep: %+v %v", rep, err)
 	}
 	// Found again once the keys are back (the rare terms would find these

@@ -207,12 +207,8 @@ func (st *OrgStats) addTenancy(ctx context.Context, tx pgx.Tx, org uuid.UUID) er
 	return nil
 }
 
-// CompactCounts folds the counters' pending deltas (of every org) into
-// their totals, batch rows at a time, until none is left or ctx ends; the
-// worker's upkeep calls it. It returns how many counters it changed. Readers
-// are exact either way: it only keeps the deltas they sum short.
-func (s *Service) CompactCounts(ctx context.Context, batch int) (_ int64, err error) {
-	defer wrapOp(&err, "knowledge.CompactCounts")
+// compactCounts is Maintenance.CompactCounts; Purge and Import call it too.
+func (s *Service) compactCounts(ctx context.Context, batch int) (int64, error) {
 	if batch <= 0 {
 		batch = 10_000
 	}

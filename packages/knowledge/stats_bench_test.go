@@ -107,7 +107,7 @@ func BenchmarkStats(b *testing.B) {
 	}
 	measure("never-analyzed")
 	t0 := time.Now()
-	if _, err := svc.CompactCounts(ctx, 0); err != nil {
+	if _, err := maint(svc).CompactCounts(ctx, 0); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := db.Pool.Exec(ctx, "VACUUM ANALYZE knowledge"); err != nil {

@@ -152,7 +152,7 @@ func TestStatsCountersExact(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("after a purge of an agent")
-	if _, err := b.ops.CompactCounts(b.ctx, 3); err != nil {
+	if _, err := maint(b.ops).CompactCounts(b.ctx, 3); err != nil {
 		t.Fatal(err)
 	}
 	var left int
@@ -206,7 +206,7 @@ func TestPurgeLeavesNoTagInTheCounters(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := b.ops.CompactCounts(b.ctx, 0); err != nil { // the tag is a folded counter too
+	if _, err := maint(b.ops).CompactCounts(b.ctx, 0); err != nil { // the tag is a folded counter too
 		t.Fatal(err)
 	}
 	if _, err := b.ops.Purge(b.ctx, b.org, knowledge.PurgeScope{Agent: b.bob.AgentID}, false); err != nil {
@@ -240,7 +240,7 @@ func TestStatsCountersUnderConcurrency(t *testing.T) {
 					return
 				default:
 				}
-				if _, err := b.ops.CompactCounts(b.ctx, 7); err != nil {
+				if _, err := maint(b.ops).CompactCounts(b.ctx, 7); err != nil {
 					folds <- err
 					return
 				}

@@ -372,7 +372,7 @@ func (s *Service) Import(ctx context.Context, org uuid.UUID, open func() (io.Rea
 	// row per distinct tag); fold them now rather than at the worker's
 	// next upkeep, so stats stays quick right after a large import. Stats
 	// are exact either way, so a failure here is no failure of the import.
-	_, _ = s.CompactCounts(ctx, 0)
+	_, _ = s.compactCounts(ctx, 0)
 	return rep, nil
 }
 

@@ -97,12 +97,13 @@ type UpkeepReport struct {
 
 // Upkeep runs the maintenance that is due (see above) and reports it. A
 // statement is cancelled when ctx ends; what it did by then is kept.
-func (s *Service) Upkeep(ctx context.Context) (_ UpkeepReport, err error) {
+func (m *Maintenance) Upkeep(ctx context.Context) (_ UpkeepReport, err error) {
 	defer wrapOp(&err, "knowledge.Upkeep")
+	s := m.s
 	var rep UpkeepReport
 	// The statistics' counters first (stats.go): cheap, and it keeps
 	// their deltas short whatever else the pass does.
-	if _, err := s.CompactCounts(ctx, 0); err != nil {
+	if _, err := s.compactCounts(ctx, 0); err != nil {
 		return rep, fmt.Errorf("upkeep of the org counters: %w", err)
 	}
 	// What the tables need is read before the vector indexes are built:
@@ -113,7 +114,7 @@ func (s *Service) Upkeep(ctx context.Context) (_ UpkeepReport, err error) {
 		return rep, mapErr(err, "")
 	}
 	// Then the vector indexes (see above).
-	if err := s.orgVectorIndex(ctx, &rep); err != nil {
+	if err := m.orgVectorIndex(ctx, &rep); err != nil {
 		return rep, err
 	}
 	for _, r := range rows {
@@ -162,10 +163,10 @@ func (s *Service) Upkeep(ctx context.Context) (_ UpkeepReport, err error) {
 // large org's own (see below). Upkeep runs it; it is exported for a caller
 // that wants an org's vector index without waiting for the vacuums (the
 // benchmarks measure search in that state).
-func (s *Service) UpkeepVectorIndexes(ctx context.Context) (_ UpkeepReport, err error) {
+func (m *Maintenance) UpkeepVectorIndexes(ctx context.Context) (_ UpkeepReport, err error) {
 	defer wrapOp(&err, "knowledge.UpkeepVectorIndexes")
 	var rep UpkeepReport
-	err = s.orgVectorIndex(ctx, &rep)
+	err = m.orgVectorIndex(ctx, &rep)
 	return rep, err
 }
 
@@ -192,9 +193,10 @@ const (
 
 // orgVectorIndex builds (or, after a failed build, drops) at most one
 // per-org HNSW index, and reports what it did.
-func (s *Service) orgVectorIndex(ctx context.Context, rep *UpkeepReport) error {
+func (m *Maintenance) orgVectorIndex(ctx context.Context, rep *UpkeepReport) error {
+	s := m.s
 	sp := SpaceOf(s.opts.Embedder)
-	built, err := s.ensureVectorIndexes(ctx)
+	built, err := m.ensureVectorIndexes(ctx)
 	if err != nil {
 		return err
 	}
@@ -221,7 +223,7 @@ func (s *Service) orgVectorIndex(ctx context.Context, rep *UpkeepReport) error {
 		valid[ix.Name] = true
 	}
 	orgs, err := s.q.OrgsForVectorIndex(ctx, sqlc.OrgsForVectorIndexParams{
-		MinDocs: int64(s.opts.orgVectorIndexMinDocs()), MaxShare: OrgVectorIndexMaxShare,
+		MinDocs: int64(m.cfg.OrgVectorIndexMinDocs), MaxShare: OrgVectorIndexMaxShare,
 	})
 	if err != nil {
 		return mapErr(err, "")
@@ -233,7 +235,7 @@ func (s *Service) orgVectorIndex(ctx context.Context, rep *UpkeepReport) error {
 		}
 		// The org's indexed entries stand for the index's elements (those
 		// with a vector of the space): a count would read the org's rows.
-		built, err := s.buildVectorIndex(ctx, name, sp.IndexDDL(name, &o.OrgID), sp,
+		built, err := m.buildVectorIndex(ctx, name, sp.IndexDDL(name, &o.OrgID), sp,
 			func(context.Context, *sqlc.Queries) (int64, error) { return o.Docs, nil })
 		if err != nil {
 			return err

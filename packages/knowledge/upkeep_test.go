@@ -24,7 +24,6 @@ func TestUpkeepBuildsAnOrgVectorIndex(t *testing.T) {
 	t.Parallel()
 	var logs testenv.Buffer
 	b := setup(t, func(o *knowledge.Options) {
-		o.Testing.OrgVectorIndexMinDocs = 150
 		o.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
 	})
 	fill := func(c knowledge.Caller, n int, word string) {
@@ -42,8 +41,9 @@ func TestUpkeepBuildsAnOrgVectorIndex(t *testing.T) {
 	want := b.search(t, b.bob, knowledge.SearchInput{Query: "alpha note 17"})
 
 	space := knowledge.SpaceOf(embed.NewLocal())
+	ups := knowledge.NewMaintenance(b.ops, knowledge.MaintenanceConfig{OrgVectorIndexMinDocs: 150})
 	// The first pass builds the model's index over every org.
-	rep, err := b.ops.Upkeep(b.ctx)
+	rep, err := ups.Upkeep(b.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestUpkeepBuildsAnOrgVectorIndex(t *testing.T) {
 	if got := vectorIndexes(b.org); len(got) != 0 {
 		t.Fatalf("the org's own vector indexes before Upkeep built one: %v", got)
 	}
-	rep, err = b.ops.Upkeep(b.ctx)
+	rep, err = ups.Upkeep(b.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestUpkeepBuildsAnOrgVectorIndex(t *testing.T) {
 		t.Fatalf("answers differ with the org's index: %v vs %v", ids(got.Hits), ids(want.Hits))
 	}
 	// Nothing more to build.
-	if rep, err := b.ops.Upkeep(b.ctx); err != nil || len(rep.Built) != 0 {
+	if rep, err := ups.Upkeep(b.ctx); err != nil || len(rep.Built) != 0 {
 		t.Fatalf("second pass: %+v %v", rep, err)
 	}
 	// An invalid index (a failed concurrent build) is dropped, then rebuilt.
@@ -121,7 +121,7 @@ func TestUpkeepBuildsAnOrgVectorIndex(t *testing.T) {
 	if got := vectorIndexes(b.org); !slices.Equal(got, []knowledge.VectorIndexState{{Name: name, Valid: false}}) {
 		t.Fatalf("the org's own vector indexes: %v, want %s not valid", got, name)
 	}
-	if rep, err := b.ops.Upkeep(b.ctx); err != nil || !slices.Equal(rep.Dropped, []string{name}) || !slices.Equal(rep.Built, []string{name}) {
+	if rep, err := ups.Upkeep(b.ctx); err != nil || !slices.Equal(rep.Dropped, []string{name}) || !slices.Equal(rep.Built, []string{name}) {
 		t.Fatalf("invalid index: %+v %v", rep, err)
 	}
 }

@@ -115,7 +115,7 @@ func TestVectorListUsesTheModelsIndexAtEveryWidth(t *testing.T) {
 			emb := widthEmbedder{"wide-model's-" + fmt.Sprint(dims), dims} // a quote in the name, on purpose
 			b := setup(t, func(o *knowledge.Options) { o.Embedder = emb })
 			fillSpaces(t, b, emb, 60)
-			built, err := b.ops.EnsureVectorIndex(b.ctx)
+			built, err := maint(b.ops).EnsureVectorIndex(b.ctx)
 			if err != nil || !built {
 				t.Fatalf("ensure: %v %v", built, err)
 			}
@@ -187,7 +187,7 @@ func TestVectorStatementRunsThePlanOfTheOrg(t *testing.T) {
 				FROM old, head WHERE k.id = old.id`, c.OrgID); err != nil {
 				t.Fatal(err)
 			}
-			if built, err := b.ops.EnsureVectorIndex(ctx); err != nil || !built {
+			if built, err := maint(b.ops).EnsureVectorIndex(ctx); err != nil || !built {
 				t.Fatalf("ensure: %v %v", built, err)
 			}
 			var q pgvector.Vector

@@ -34,14 +34,15 @@ func SpaceOf(e embed.Embedder) VectorSpace {
 // worker calls it at start and on every Upkeep pass; it costs two catalog
 // look-ups when the index is there. Until the index is valid, the vector
 // list uses the exact scan of the org (search_candidates.sql).
-func (s *Service) EnsureVectorIndex(ctx context.Context) (built bool, err error) {
+func (m *Maintenance) EnsureVectorIndex(ctx context.Context) (built bool, err error) {
 	defer wrapOp(&err, "knowledge.EnsureVectorIndex")
-	names, err := s.ensureVectorIndexes(ctx)
+	names, err := m.ensureVectorIndexes(ctx)
 	return len(names) > 0, err
 }
 
 // ensureVectorIndexes is EnsureVectorIndex, naming the indexes it built.
-func (s *Service) ensureVectorIndexes(ctx context.Context) (built []string, err error) {
+func (m *Maintenance) ensureVectorIndexes(ctx context.Context) (built []string, err error) {
+	s := m.s
 	sp := SpaceOf(s.opts.Embedder)
 	if err := sp.Validate(); err != nil {
 		return nil, err
@@ -65,7 +66,7 @@ func (s *Service) ensureVectorIndexes(ctx context.Context) (built []string, err 
 		if st.Present && st.Valid {
 			continue
 		}
-		b, err := s.buildVectorIndex(ctx, ix.name, sp.TableIndexDDL(ix.table, ix.name, nil), sp, ix.elements)
+		b, err := m.buildVectorIndex(ctx, ix.name, sp.TableIndexDDL(ix.table, ix.name, nil), sp, ix.elements)
 		if err != nil {
 			return built, err
 		}
@@ -83,8 +84,9 @@ func (s *Service) ensureVectorIndexes(ctx context.Context) (built []string, err 
 // while another worker builds one; elements is asked only by the worker
 // that builds (a count may read the table: not once a pass by every other
 // worker while one builds).
-func (s *Service) buildVectorIndex(ctx context.Context, name, ddl string, sp VectorSpace,
+func (m *Maintenance) buildVectorIndex(ctx context.Context, name, ddl string, sp VectorSpace,
 	elements func(context.Context, *sqlc.Queries) (int64, error)) (bool, error) {
+	s := m.s
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return false, err
@@ -122,11 +124,11 @@ func (s *Service) buildVectorIndex(ctx context.Context, name, ddl string, sp Vec
 	if err != nil {
 		return false, mapErr(err, "")
 	}
-	mem, capped := vecspace.BuildMemory(sp, n, server, s.opts.VectorIndexMemory)
+	mem, capped := vecspace.BuildMemory(sp, n, server, m.cfg.VectorIndexMemory)
 	log := s.log().With("index", name, "elements", n, "maintenance_work_mem_mb", mem>>20)
 	if capped {
 		log.Warn("vector index build: the graph does not fit in the memory allowed; the build will be several times slower",
-			"needed_mb", vecspace.GraphBytes(sp, n)>>20, "allowed_mb", s.opts.VectorIndexMemory>>20)
+			"needed_mb", vecspace.GraphBytes(sp, n)>>20, "allowed_mb", m.cfg.VectorIndexMemory>>20)
 	} else {
 		log.Info("vector index build")
 	}

@@ -55,7 +55,7 @@ func TestVectorIndexBuildFallsBackWithoutParallelWorkers(t *testing.T) {
 	}
 	t.Cleanup(func() { runBuild = real })
 
-	built, err := svc.EnsureVectorIndex(ctx)
+	built, err := maintOf(svc).EnsureVectorIndex(ctx)
 	if err != nil || !built {
 		t.Fatalf("EnsureVectorIndex: built %v, err %v", built, err)
 	}

@@ -18,8 +18,9 @@ import (
 // statements and the deployment's dictionary is loaded. A failure (tables
 // not migrated yet, a statement cancelled) is logged, never returned: a
 // cold connection still works.
-func (s *Service) WarmConn(ctx context.Context, conn *pgx.Conn) (err error) {
+func (m *Maintenance) WarmConn(ctx context.Context, conn *pgx.Conn) (err error) {
 	defer wrapOp(&err, "knowledge.WarmConn")
+	s := m.s
 	vec := pgvector.NewVector(make([]float32, s.opts.Embedder.Dimensions()))
 	a := &searchArgs{Query: "warm up", EfSearch: DefaultEfSearch}
 	for _, lists := range []int{listsLexical, listVector} {

@@ -16,7 +16,7 @@ func TestWarmConnCachesTheSearchPlan(t *testing.T) {
 	ctx := context.Background()
 	d := testenv.Postgres(t)
 	svc := New(d.Pool, Options{})
-	pool, err := db.Connect(d.URL, db.AfterConnect(svc.WarmConn))
+	pool, err := db.Connect(d.URL, db.AfterConnect(maintOf(svc).WarmConn))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestWarmConnCachesTheSearchPlan(t *testing.T) {
 	}
 
 	empty := testenv.EmptyPostgres(t)
-	bare, err := db.Connect(empty.URL, db.AfterConnect(svc.WarmConn))
+	bare, err := db.Connect(empty.URL, db.AfterConnect(maintOf(svc).WarmConn))
 	if err != nil {
 		t.Fatal(err)
 	}

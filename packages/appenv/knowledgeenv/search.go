@@ -31,7 +31,7 @@ const (
 	// (knowledge.ChunkOptions); unset, the model's defaults.
 	EnvChunkChars   = "EMBEDDINGS_CHUNK_CHARS"
 	EnvChunkOverlap = "EMBEDDINGS_CHUNK_OVERLAP"
-	// EnvVectorIndexMemory is knowledge.Config.VectorIndexMemory, in MB
+	// EnvVectorIndexMemory is knowledge.MaintenanceConfig.VectorIndexMemory, in MB
 	// (the worker's).
 	EnvVectorIndexMemory = "WORKER_VECTOR_INDEX_MEMORY_MB"
 )

@@ -68,7 +68,7 @@ func BenchmarkChunkStorage(b *testing.B) {
 				}
 				took := time.Since(start)
 				svc := knowledge.New(bd.pool, knowledge.Options{Embedder: emb})
-				if _, err := svc.EnsureVectorIndex(ctx); err != nil {
+				if _, err := knowledge.NewMaintenance(svc, knowledge.MaintenanceConfig{}).EnsureVectorIndex(ctx); err != nil {
 					b.Fatal(err)
 				}
 				sp := knowledge.SpaceOf(emb)

@@ -79,7 +79,7 @@ func TestLongEntryFoundByItsLastChunk(t *testing.T) {
 	}
 
 	const query = "zebra migration at the Mara river crossing"
-	lists, err := svc.SearchLists(ctx, caller, knowledge.SearchInput{Query: query}, 10)
+	lists, err := knowledge.SearchLists(ctx, svc, caller, knowledge.SearchInput{Query: query}, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestLongEntryFoundByItsLastChunk(t *testing.T) {
 	if err := h.Process(ctx, []knowledge.EmbeddingJob{{OrgID: b.org, EntryID: long.EntryID, Generation: 2}}); err != nil {
 		t.Fatal(err)
 	}
-	lists, err = svc.SearchLists(ctx, caller, knowledge.SearchInput{Query: query}, 10)
+	lists, err = knowledge.SearchLists(ctx, svc, caller, knowledge.SearchInput{Query: query}, 10)
 	if err != nil {
 		t.Fatal(err)
 	}

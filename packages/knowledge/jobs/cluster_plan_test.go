@@ -171,7 +171,7 @@ func TestClusterRouterPlans(t *testing.T) {
 		t.Errorf("embed: %v", err)
 	}
 	rec.step("worker: index")
-	if _, err := ops.IndexPending(ctx, org, 100); err != nil {
+	if _, err := knowledge.NewMaintenance(ops, knowledge.MaintenanceConfig{}).IndexPending(ctx, org, 100); err != nil {
 		t.Errorf("index: %v", err)
 	}
 	rec.step("search")
@@ -179,7 +179,7 @@ func TestClusterRouterPlans(t *testing.T) {
 		t.Errorf("search: %v", err)
 	}
 	rec.step("search lists")
-	if _, err := svc.SearchLists(ctx, c, knowledge.SearchInput{Query: "co-located tables worker"}, 20); err != nil {
+	if _, err := knowledge.SearchLists(ctx, svc, c, knowledge.SearchInput{Query: "co-located tables worker"}, 20); err != nil {
 		t.Errorf("search lists: %v", err)
 	}
 	rec.step("get")

@@ -2,7 +2,7 @@
 // the enqueuer, the group aggregator that turns entry tasks into batch tasks,
 // the handler, the reconciler and the worker that runs them, together with
 // the two database loops search depends on: the lexical indexer
-// (knowledge.Service.IndexAll) and the table upkeep (knowledge.Service.Upkeep).
+// (knowledge.Maintenance.IndexAll) and the table upkeep (knowledge.Maintenance.Upkeep).
 //
 // The design in one paragraph (docs/embeddings.md has the long form): an
 // entry's embedding_status = 'pending' is the outbox. After the store commits,

@@ -12,9 +12,9 @@ import (
 )
 
 // The worker's two database loops besides the reconciler: the indexer
-// moves queued entries into the lexical index (knowledge.Service.IndexAll),
+// moves queued entries into the lexical index (knowledge.Maintenance.IndexAll),
 // the upkeep vacuums and analyzes the search tables when they need it
-// (knowledge.Service.Upkeep). Both are safe with several workers: indexers
+// (knowledge.Maintenance.Upkeep). Both are safe with several workers: indexers
 // take queue rows with SKIP LOCKED and take turns per org, and a second
 // VACUUM of a table waits for the first, then finds little to do.
 
@@ -43,7 +43,7 @@ func every(ctx context.Context, interval, timeout time.Duration, kick <-chan str
 // indexPass indexes every queued entry (one IndexAll) and reports it.
 func (w *Worker) indexPass(ctx context.Context) {
 	start := time.Now()
-	n, err := w.svc.IndexAll(ctx)
+	n, err := w.maint.IndexAll(ctx)
 	switch {
 	case stopping(ctx):
 		// Shutdown cancelled the pass: its open batch rolled back and stays
@@ -75,7 +75,7 @@ func (w *Worker) indexPass(ctx context.Context) {
 // upkeepPass runs the maintenance that is due (one Upkeep) and reports it.
 func (w *Worker) upkeepPass(ctx context.Context) {
 	start := time.Now()
-	rep, err := w.svc.Upkeep(ctx)
+	rep, err := w.maint.Upkeep(ctx)
 	if stopping(ctx) {
 		err = nil
 	}

@@ -206,7 +206,7 @@ func (b *bundle) lockStats(t *testing.T) (release func()) {
 	t.Helper()
 	ctx := context.Background()
 	// The row exists once the org has been indexed.
-	if _, err := knowledge.New(b.pool, knowledge.Options{}).IndexAll(ctx); err != nil {
+	if _, err := knowledge.NewMaintenance(knowledge.New(b.pool, knowledge.Options{}), knowledge.MaintenanceConfig{}).IndexAll(ctx); err != nil {
 		t.Fatal(err)
 	}
 	tx, err := b.pool.Begin(ctx)

@@ -116,10 +116,11 @@ func NewSwitchBackfillTask(o SwitchOptions) (*asynq.Task, error) {
 
 // switchHandler runs backfill passes (TypeSwitchBackfill).
 type switchHandler struct {
-	svc  *knowledge.Service
-	opts SwitchOptions
-	obs  Observer
-	log  *slog.Logger
+	svc   *knowledge.Service     // the switch's coverage
+	maint *knowledge.Maintenance // its backfill
+	opts  SwitchOptions
+	obs   Observer
+	log   *slog.Logger
 }
 
 func (h *switchHandler) ProcessTask(ctx context.Context, t *asynq.Task) error {
@@ -143,7 +144,7 @@ func (h *switchHandler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 		}
 	}
 	max := h.opts.passEntries()
-	rep, err := h.svc.Backfill(ctx, next, knowledge.BackfillOptions{Batch: h.opts.Batch, Max: max, Wait: pace})
+	rep, err := h.maint.Backfill(ctx, next, knowledge.BackfillOptions{Batch: h.opts.Batch, Max: max, Wait: pace})
 	h.obs.SwitchPass(rep, err)
 	if err != nil {
 		return err // retried; what it wrote is kept (the work list is the data)

@@ -157,7 +157,7 @@ func TestModelsOfAnyWidthStoreEmbedAndSearch(t *testing.T) {
 			// The vector list alone finds it first ("pool exhausted" is
 			// not its title's whole text, and the lexical lists are not
 			// asked for).
-			lists, err := svc.SearchLists(ctx, caller, knowledge.SearchInput{Query: "pgbouncer connection pool"}, 10)
+			lists, err := knowledge.SearchLists(ctx, svc, caller, knowledge.SearchInput{Query: "pgbouncer connection pool"}, 10)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -182,7 +182,7 @@ func TestModelsOfAnyWidthStoreEmbedAndSearch(t *testing.T) {
 			// nothing.
 			var def string
 			for try := 0; ; try++ {
-				if _, err := svc.EnsureVectorIndex(ctx); err != nil {
+				if _, err := knowledge.NewMaintenance(svc, knowledge.MaintenanceConfig{}).EnsureVectorIndex(ctx); err != nil {
 					t.Fatal(err)
 				}
 				var valid int
@@ -204,7 +204,7 @@ func TestModelsOfAnyWidthStoreEmbedAndSearch(t *testing.T) {
 			if !strings.Contains(def, "vector("+itoa(dims)+")") || !strings.Contains(def, "fake-"+itoa(dims)) {
 				t.Fatalf("index %s", def)
 			}
-			if built, err := svc.EnsureVectorIndex(ctx); err != nil || built {
+			if built, err := knowledge.NewMaintenance(svc, knowledge.MaintenanceConfig{}).EnsureVectorIndex(ctx); err != nil || built {
 				t.Fatalf("second ensure: built %v, %v", built, err)
 			}
 

@@ -46,7 +46,7 @@ type WorkerOptions struct {
 	ReconcileInterval time.Duration
 	// Reconciler settings (grace, cooldown, per-pass bound).
 	Reconciler ReconcilerOptions
-	// IndexInterval is the time between indexer passes (Service.IndexAll):
+	// IndexInterval is the time between indexer passes (Maintenance.IndexAll):
 	// how long a stored entry stays in the tail that search scores on the
 	// fly before it joins the inverted index. Default 500ms.
 	IndexInterval time.Duration
@@ -54,7 +54,7 @@ type WorkerOptions struct {
 	// next pass instead of stopping the loop for good. Batches commit one by
 	// one, so a long queue is drained over several passes. Default 30s.
 	IndexTimeout time.Duration
-	// UpkeepInterval is the time between upkeep passes (Service.Upkeep:
+	// UpkeepInterval is the time between upkeep passes (Maintenance.Upkeep:
 	// VACUUM/ANALYZE of the search tables once their change counters pass a
 	// threshold; cheap when nothing is due). Default 1m.
 	UpkeepInterval time.Duration
@@ -70,7 +70,7 @@ type WorkerOptions struct {
 	// Default: knowledge.Config's.
 	TextSearchConfig string
 	// VectorIndexMemory is the most memory an HNSW index build of Upkeep
-	// may take (knowledge.Config.VectorIndexMemory). Default:
+	// may take (knowledge.MaintenanceConfig.VectorIndexMemory). Default:
 	// knowledge.Config's.
 	VectorIndexMemory int64
 	// MaxInputChars: see HandlerOptions.
@@ -160,7 +160,7 @@ type Worker struct {
 	emb       embed.Embedder
 	opts      WorkerOptions
 	handler   *EmbedHandler
-	svc       *knowledge.Service // indexer and upkeep
+	maint     *knowledge.Maintenance // indexer and upkeep
 	indexLog  failureLog
 	upkeepLog failureLog
 	// upkeepSoon asks the upkeep loop for a pass now (after a bulk index).
@@ -180,11 +180,11 @@ func NewWorker(redis asynq.RedisConnOpt, pool *pgxpool.Pool, emb embed.Embedder,
 		handler: NewEmbedHandler(pool, emb, HandlerOptions{
 			MaxInputChars: opts.MaxInputChars, Chunk: opts.Chunk, Observer: opts.Observer, Logger: opts.Logger,
 		}),
-		svc: knowledge.New(pool, knowledge.Options{
+		maint: knowledge.NewMaintenance(knowledge.New(pool, knowledge.Options{
 			Embedder: emb,
 			Logger:   opts.Logger,
-			Config:   knowledge.Config{TextSearchConfig: opts.TextSearchConfig, VectorIndexMemory: opts.VectorIndexMemory},
-		}),
+			Config:   knowledge.Config{TextSearchConfig: opts.TextSearchConfig},
+		}), knowledge.MaintenanceConfig{VectorIndexMemory: opts.VectorIndexMemory}),
 	}
 }
 
@@ -227,8 +227,9 @@ func (w *Worker) Start() error {
 	mux.Handle(TypeEmbedBatch, w.handler)
 	mux.Handle(TypeEmbedEntry, w.handler)
 	if o.Switch != nil {
+		svc := knowledge.New(w.pool, knowledge.Options{Embedder: w.emb, Logger: o.Logger})
 		mux.Handle(TypeSwitchBackfill, &switchHandler{
-			svc:  knowledge.New(w.pool, knowledge.Options{Embedder: w.emb, Logger: o.Logger}),
+			svc: svc, maint: knowledge.NewMaintenance(svc, knowledge.MaintenanceConfig{}),
 			opts: *o.Switch, obs: o.Observer, log: o.Logger,
 		})
 	}

@@ -53,7 +53,7 @@ func BenchmarkAuditOverhead(b *testing.B) {
 			}
 			s.ids = append(s.ids, r.ID)
 		}
-		if _, err := knowledge.New(bd.db.Pool, knowledge.Options{}).IndexAll(ctx); err != nil { // the worker's, as the owner
+		if _, err := knowledge.NewMaintenance(knowledge.New(bd.db.Pool, knowledge.Options{}), knowledge.MaintenanceConfig{}).IndexAll(ctx); err != nil { // the worker's, as the owner
 			b.Fatal(err)
 		}
 		return s

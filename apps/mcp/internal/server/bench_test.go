@@ -34,9 +34,9 @@ import (
 // The search corpus is benchCorpus entries of English-like text with long
 // bodies (150-400 words), embedded by the worker's handler with the local
 // embedder (the longer bodies in chunks, as in a deployment) and indexed by
-// Service.IndexAll, never vacuumed or analyzed: the state of an org right
+// Maintenance.IndexAll, never vacuumed or analyzed: the state of an org right
 // after agents stored its knowledge. Searches are measured in
-// that state, then after Service.Upkeep.
+// that state, then after Maintenance.Upkeep.
 
 const (
 	benchCorpus  = 5000
@@ -215,7 +215,7 @@ func BenchmarkMCPEndToEnd(b *testing.B) {
 	appenv.PaceGC(ctx, appenv.New(os.Getenv).GCMinHeap(appenv.DefaultGCMinHeapMiB))
 	// The worker builds the vector index of its model at start (before
 	// the knowledge it serves is stored, in a deployment): do the same.
-	if _, err := ops.EnsureVectorIndex(ctx); err != nil {
+	if _, err := knowledge.NewMaintenance(ops, knowledge.MaintenanceConfig{}).EnsureVectorIndex(ctx); err != nil {
 		b.Fatal(err)
 	}
 
@@ -268,7 +268,7 @@ func BenchmarkMCPEndToEnd(b *testing.B) {
 		b.Fatal(err)
 	}
 	t0 = time.Now()
-	indexed, err := ops.IndexAll(ctx)
+	indexed, err := knowledge.NewMaintenance(ops, knowledge.MaintenanceConfig{}).IndexAll(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -324,11 +324,11 @@ func BenchmarkMCPEndToEnd(b *testing.B) {
 	}
 	searches("never-analyzed", 0)
 	t0 = time.Now()
-	rep, err := ops.Upkeep(ctx)
+	rep, err := knowledge.NewMaintenance(ops, knowledge.MaintenanceConfig{}).Upkeep(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
-	fmt.Printf("Service.Upkeep in %v: vacuumed %v, analyzed %v\n", time.Since(t0).Round(time.Millisecond), rep.Vacuumed, rep.Analyzed)
+	fmt.Printf("Maintenance.Upkeep in %v: vacuumed %v, analyzed %v\n", time.Since(t0).Round(time.Millisecond), rep.Vacuumed, rep.Analyzed)
 	searches("after-upkeep", 1)
 }
 

@@ -36,7 +36,7 @@ func seedCorpus(b *testing.B, bd *bundle, org knowledge.Caller) {
 			b.Fatal(err)
 		}
 	}
-	if _, err := knowledge.New(bd.db.Pool, knowledge.Options{}).IndexAll(ctx); err != nil { // the worker's, as the owner
+	if _, err := knowledge.NewMaintenance(knowledge.New(bd.db.Pool, knowledge.Options{}), knowledge.MaintenanceConfig{}).IndexAll(ctx); err != nil { // the worker's, as the owner
 		b.Fatal(err)
 	}
 }

@@ -44,7 +44,7 @@ func BenchmarkRelations(b *testing.B) {
 	bd := setup(b, setupOpts{cacheTTL: 5 * time.Second, rate: &ratelimit.Limits{}})
 	ctx := context.Background()
 	ops := knowledge.New(bd.db.Pool, knowledge.Options{Embedder: embed.NewLocal()})
-	if _, err := ops.EnsureVectorIndex(ctx); err != nil {
+	if _, err := knowledge.NewMaintenance(ops, knowledge.MaintenanceConfig{}).EnsureVectorIndex(ctx); err != nil {
 		b.Fatal(err)
 	}
 
@@ -151,7 +151,7 @@ func BenchmarkRelations(b *testing.B) {
 	t0 = time.Now()
 	sids := load(searchOrg, searcher.id, m, benchEntry)
 	embedPending(b, bd.db.Pool, searchOrg)
-	if _, err := ops.IndexAll(ctx); err != nil {
+	if _, err := knowledge.NewMaintenance(ops, knowledge.MaintenanceConfig{}).IndexAll(ctx); err != nil {
 		b.Fatal(err)
 	}
 	seen := map[[2]uuid.UUID]bool{}

@@ -31,7 +31,7 @@ func BenchmarkRowSecurityMCP(b *testing.B) {
 	org := app.org("bench")
 	ag := app.agent(org, "bench", allScopes, 0)
 	ops := knowledge.New(d.Pool, knowledge.Options{Embedder: embed.NewLocal()})
-	if _, err := ops.EnsureVectorIndex(ctx); err != nil {
+	if _, err := knowledge.NewMaintenance(ops, knowledge.MaintenanceConfig{}).EnsureVectorIndex(ctx); err != nil {
 		b.Fatal(err)
 	}
 	author := knowledge.Caller{OrgID: org, AgentID: ag.id}
@@ -42,7 +42,7 @@ func BenchmarkRowSecurityMCP(b *testing.B) {
 		}
 	}
 	embedPending(b, d.Pool, org)
-	if _, err := ops.IndexAll(ctx); err != nil {
+	if _, err := knowledge.NewMaintenance(ops, knowledge.MaintenanceConfig{}).IndexAll(ctx); err != nil {
 		b.Fatal(err)
 	}
 	sessions := []*struct {
@@ -53,7 +53,7 @@ func BenchmarkRowSecurityMCP(b *testing.B) {
 	load0 := loadAvg()
 	for i := range benchSamples {
 		if i%10 == 0 { // the worker's indexer (outside the timings)
-			if _, err := ops.IndexAll(ctx); err != nil {
+			if _, err := knowledge.NewMaintenance(ops, knowledge.MaintenanceConfig{}).IndexAll(ctx); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -99,7 +99,7 @@ func BenchmarkSearchTracing(b *testing.B) {
 	// The corpus is made as the worker would, as the schema's owner; the
 	// server searches it as the application's role.
 	owner := knowledge.New(bd.db.Pool, knowledge.Options{Embedder: embed.NewLocal()})
-	if _, err := owner.EnsureVectorIndex(ctx); err != nil {
+	if _, err := knowledge.NewMaintenance(owner, knowledge.MaintenanceConfig{}).EnsureVectorIndex(ctx); err != nil {
 		b.Fatal(err)
 	}
 	author := knowledge.Caller{OrgID: org, AgentID: ag.id}
@@ -110,10 +110,10 @@ func BenchmarkSearchTracing(b *testing.B) {
 		}
 	}
 	embedPending(b, bd.db.Pool, org)
-	if _, err := owner.IndexAll(ctx); err != nil {
+	if _, err := knowledge.NewMaintenance(owner, knowledge.MaintenanceConfig{}).IndexAll(ctx); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := owner.Upkeep(ctx); err != nil {
+	if _, err := knowledge.NewMaintenance(owner, knowledge.MaintenanceConfig{}).Upkeep(ctx); err != nil {
 		b.Fatal(err)
 	}
 	for i := range 50 { // warm: connections, plans, caches
