@@ -135,6 +135,6 @@ func termsOverBound(ctx context.Context, svc *knowledge.Service, org uuid.UUID, 
 	for i, q := range queries {
 		texts[i] = queryText(q.Text)
 	}
-	t, err := svc.CountTermsOverBound(ctx, org, texts)
+	t, err := knowledge.CountTermsOverBound(ctx, svc, org, texts)
 	return TermsOverBound(t), err
 }

@@ -24,7 +24,7 @@ type Coverage struct {
 func coverage(ctx context.Context, svc *knowledge.Service, org uuid.UUID, queries []Query, lists []docLists) (Coverage, error) {
 	var c Coverage
 	for i, q := range queries {
-		shares, err := svc.SharesAWord(ctx, org, queryText(q.Text))
+		shares, err := knowledge.SharesAWord(ctx, svc, org, queryText(q.Text))
 		if err != nil {
 			return c, err
 		}

@@ -12,7 +12,9 @@ import (
 // query found nothing or what the read bound costs: whether a query shares
 // a word with the org's index, and how many of a search's query terms are
 // read only partly. Both read the term statistics the index keeps, never
-// the postings, so they are cheap.
+// the postings, so they are cheap. Like SearchLists they are functions
+// taking the Service whose index they measure, not methods: neither an
+// agent's nor an operator's call uses them, nor the worker.
 
 // sharesAWordSQL asks whether a query has an analysed term the org's index
 // holds, with the same analysis and configuration search uses.
@@ -37,7 +39,7 @@ SELECT EXISTS (
 // some indexed entry of org holds: by construction the full-text list
 // answers every such query, so a miss points at a bug. False for an org
 // with nothing indexed yet.
-func (s *Service) SharesAWord(ctx context.Context, org uuid.UUID, query string) (_ bool, err error) {
+func SharesAWord(ctx context.Context, s *Service, org uuid.UUID, query string) (_ bool, err error) {
 	defer wrapOp(&err, "knowledge.SharesAWord")
 	ctx = db.WithOrg(ctx, org)
 	var shares bool
@@ -98,7 +100,7 @@ type TermsOverBound struct {
 
 // CountTermsOverBound counts, over queries searched in org, the terms read
 // partly (TermsOverBound).
-func (s *Service) CountTermsOverBound(ctx context.Context, org uuid.UUID, queries []string) (_ TermsOverBound, err error) {
+func CountTermsOverBound(ctx context.Context, s *Service, org uuid.UUID, queries []string) (_ TermsOverBound, err error) {
 	defer wrapOp(&err, "knowledge.CountTermsOverBound")
 	ctx = db.WithOrg(ctx, org)
 	var t TermsOverBound
