@@ -130,7 +130,7 @@ SELECT value FROM knowledge_secrets WHERE name = 'list_cursor';
 
 -- name: ListConfig :exec
 -- Transaction-local planner settings of the ListEntries that follows in the
--- same pipeline (list.go): without statistics (a never-analyzed table, an
+-- same pipeline (browse.go): without statistics (a never-analyzed table, an
 -- org grown since the last ANALYZE) the planner read and sorted the whole
 -- org for every page (163 ms p50 at 100k entries); with no sort and no
 -- bitmap or sequential scan allowed, the only plan left walks

@@ -118,7 +118,7 @@ type Service struct {
 	tableDocs tableDocsCache // see vectorPlan in search.go
 	vecStmt   *pgbatch.Named // the vector list's statement, of the embedder's space (search.go)
 	qvec      *queryVectors  // query vector cache (queryvec.go)
-	listKeys  listKeyCache   // list cursor key (list.go)
+	listKeys  listKeyCache   // list cursor key (browse.go)
 }
 
 // New returns a Service on pool. The pool must come from db.Open, which

@@ -69,25 +69,26 @@ func SearchLists(ctx context.Context, s *Service, c Caller, in SearchInput, dept
 	for _, h := range r.hits {
 		out.Fused = append(out.Fused, ListHit{ID: h.ID, Score: h.Score})
 	}
-	type ranked struct {
+	// listEntry is a hit with its rank in one list, until the list is sorted.
+	type listEntry struct {
 		rank int
 		hit  ListHit
 	}
-	var vec, fts, ttl []ranked
+	var vec, fts, ttl []listEntry
 	for _, row := range r.rows {
 		out.Candidates = append(out.Candidates, row.Candidate)
 		if row.VectorRank > 0 {
-			vec = append(vec, ranked{row.VectorRank, ListHit{row.ID, row.Cosine}})
+			vec = append(vec, listEntry{row.VectorRank, ListHit{row.ID, row.Cosine}})
 		}
 		if row.FullTextRank > 0 {
-			fts = append(fts, ranked{row.FullTextRank, ListHit{row.ID, row.BM25}})
+			fts = append(fts, listEntry{row.FullTextRank, ListHit{row.ID, row.BM25}})
 		}
 		if row.TitleRank > 0 {
-			ttl = append(ttl, ranked{row.TitleRank, ListHit{row.ID, row.TitleBM25}})
+			ttl = append(ttl, listEntry{row.TitleRank, ListHit{row.ID, row.TitleBM25}})
 		}
 	}
-	order := func(l []ranked) []ListHit {
-		slices.SortFunc(l, func(a, b ranked) int { return a.rank - b.rank })
+	order := func(l []listEntry) []ListHit {
+		slices.SortFunc(l, func(a, b listEntry) int { return a.rank - b.rank })
 		hits := make([]ListHit, len(l))
 		for i, x := range l {
 			hits[i] = x.hit
