@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"unicode"
 
 	"github.com/google/uuid"
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/chunk"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/snippet"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
@@ -41,9 +41,8 @@ type ChunkOptions struct {
 const (
 	MinChunkChars = 256
 	MaxChunkChars = 40000 // more than any entry: never cut
-	// MaxChunks bounds the chunks of one entry (a 32,000-character body in
-	// chunks of 1,000 with 125 of overlap makes 37).
-	MaxChunks = 64
+	// MaxChunks bounds the chunks of one entry (chunk.Max).
+	MaxChunks = chunk.Max
 )
 
 // chunkModels are the context sizes of models people run, as chunk sizes
@@ -115,106 +114,17 @@ func (e *ChunkOverlapError) Error() string {
 }
 
 // Span is a chunk's part of the body: runes [Start, End).
-type Span struct{ Start, End int }
+type Span = chunk.Span
 
 // ChunkText is the text embedded for a chunk: the title, a blank line, and
 // the chunk's part of the body (body given as runes).
-func ChunkText(title string, body []rune, s Span) string {
-	return title + "\n\n" + string(body[s.Start:s.End])
-}
+func ChunkText(title string, body []rune, s Span) string { return chunk.Text(title, body, s) }
 
-// Chunks cuts a body into spans of at most o.Chars characters with the
-// title (title, blank line, part), each starting where the previous one
-// ends less about o.Overlap characters. Boundaries, best first, within the
-// last half of a chunk's room: a paragraph break (a blank line), a line
-// break, the end of a sentence (., !, ? followed by white space), white
-// space; a chunk is cut mid-word only when its whole room has none. A chunk
-// after the first starts at a word. A body that fits is one span, the
-// whole body. At most MaxChunks spans: the last one then ends the body's
-// cover early (32,000 characters need chunks of 600 to hit it).
+// Chunks cuts a body into spans by o (chunk.Cut says where it cuts).
 func Chunks(title string, body []rune, o ChunkOptions) []Span {
-	n := len(body)
-	room := o.Chars - len([]rune(title)) - 2
-	if room < o.Chars/2 {
-		room = o.Chars / 2 // a long title: parts keep half the chunk
-	}
-	if o.Chars <= 0 || n <= room {
-		return []Span{{0, n}}
-	}
-	overlap := min(max(o.Overlap, 0), room/2)
-	var out []Span
-	for start := 0; ; {
-		if n-start <= room || len(out) == MaxChunks-1 {
-			out = append(out, Span{start, min(n, start+room)})
-			return out
-		}
-		end := cut(body, start+room/2, start+room)
-		out = append(out, Span{start, end})
-		next := wordStart(body, end-overlap, end)
-		if next <= start {
-			next = end
-		}
-		start = next
-	}
+	return chunk.Cut(title, body, o.Chars, o.Overlap)
 }
 
-// cut is the best boundary in body[lo:hi] (runes): the end of the last
-// paragraph break, else line break, else sentence end, else white space;
-// else hi.
-func cut(body []rune, lo, hi int) int {
-	best := [4]int{-1, -1, -1, -1} // paragraph, line, sentence, space
-	for i := hi - 1; i >= lo; i-- {
-		r := body[i]
-		if !unicode.IsSpace(r) {
-			continue
-		}
-		switch {
-		case r == '\n' && i > 0 && body[i-1] == '\n':
-			if best[0] < 0 {
-				best[0] = i + 1
-			}
-		case r == '\n':
-			if best[1] < 0 {
-				best[1] = i + 1
-			}
-		case i > 0 && strings.ContainsRune(".!?", body[i-1]):
-			if best[2] < 0 {
-				best[2] = i + 1
-			}
-		default:
-			if best[3] < 0 {
-				best[3] = i + 1
-			}
-		}
-		if best[0] >= 0 {
-			break
-		}
-	}
-	for _, b := range best {
-		if b > lo {
-			return b
-		}
-	}
-	return hi
-}
-
-// wordStart moves at forward to the start of a word (after white space),
-// not past limit; at itself when nothing is found.
-func wordStart(body []rune, at, limit int) int {
-	at = max(at, 0)
-	if at == 0 || unicode.IsSpace(body[at-1]) {
-		return at
-	}
-	for i := at; i < limit; i++ {
-		if unicode.IsSpace(body[i]) {
-			return i + 1
-		}
-	}
-	return at
-}
-
-// hitBody is a hit's body and, when one of its later chunks is nearer the
-// query than its own vector, that chunk's span (else Start = -1).
 type hitBody struct {
 	body string
 	near Span
@@ -246,7 +156,7 @@ func (s *Service) bodies(ctx context.Context, org uuid.UUID, hits []rankedHit, v
 			return nil, mapErr(err, "")
 		}
 		for _, r := range rows {
-			out[r.ID] = hitBody{r.Body, Span{-1, -1}}
+			out[r.ID] = hitBody{r.Body, Span{Start: -1, End: -1}}
 		}
 		return out, nil
 	}
@@ -257,7 +167,7 @@ func (s *Service) bodies(ctx context.Context, org uuid.UUID, hits []rankedHit, v
 		return nil, mapErr(err, "")
 	}
 	for _, r := range rows {
-		out[r.ID] = hitBody{r.Body, Span{int(r.StartChar), int(r.EndChar)}}
+		out[r.ID] = hitBody{r.Body, Span{Start: int(r.StartChar), End: int(r.EndChar)}}
 	}
 	return out, nil
 }
