@@ -59,7 +59,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	// restart it during an outage, and it must then serve what it can,
 	// report not-ready on /readyz and recover by itself when they return,
 	// like a process that was running when they went down.
-	var warm atomic.Pointer[knowledge.Service]
+	var warm atomic.Pointer[knowledge.Maintenance]
 	pool, fatal, err := openDatabase(ctx, s, emb, &warm)
 	if err != nil {
 		return err
@@ -81,9 +81,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		Logger:       s.log,
 		Config:       s.knowledge,
 	})
-	warm.Store(svc)
+	maint := knowledge.NewMaintenance(svc, knowledge.MaintenanceConfig{})
+	warm.Store(maint)
 	for _, c := range pool.AcquireAllIdle(ctx) { // made before the service existed
-		_ = knowledge.NewMaintenance(svc, knowledge.MaintenanceConfig{}).WarmConn(ctx, c.Conn())
+		_ = maint.WarmConn(ctx, c.Conn())
 		c.Release()
 	}
 	ten := tenancy.New(pool)
@@ -193,11 +194,12 @@ func (s settings) embedders() (embed.Embedder, embed.Embedder, error) {
 // Connections are warmed for search when they are made (the search
 // statement planned, the dictionary loaded) and four are kept open, so
 // a search rarely meets a cold one (knowledge.Maintenance.WarmConn). The
-// service needs the pool, so the hook finds it in warm once it exists.
-func openDatabase(ctx context.Context, s settings, emb embed.Embedder, warm *atomic.Pointer[knowledge.Service]) (*pgxpool.Pool, <-chan error, error) {
+// service needs the pool, so the hook finds the service's maintenance in
+// warm once it exists.
+func openDatabase(ctx context.Context, s settings, emb embed.Embedder, warm *atomic.Pointer[knowledge.Maintenance]) (*pgxpool.Pool, <-chan error, error) {
 	opts := []db.Option{db.MinConns(4), db.AfterConnect(func(ctx context.Context, c *pgx.Conn) error {
-		if s := warm.Load(); s != nil {
-			return knowledge.NewMaintenance(s, knowledge.MaintenanceConfig{}).WarmConn(ctx, c)
+		if m := warm.Load(); m != nil {
+			return m.WarmConn(ctx, c)
 		}
 		return nil
 	})}
