@@ -67,7 +67,7 @@ func mapErr(err error, notFoundField string) error {
 		return err
 	}
 	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
-		return &errs.Error{Code: errs.CodeUnavailable, Message: "the database is unavailable", Retryable: true, Err: err}
+		return dbUnavailable(err)
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err // the caller's: only the edge that set the deadline can word it
@@ -76,9 +76,16 @@ func mapErr(err error, notFoundField string) error {
 	var ne net.Error
 	if errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) {
 		// The database cannot be reached or dropped the connection.
-		return &errs.Error{Code: errs.CodeUnavailable, Message: "the database is unavailable", Retryable: true, Err: err}
+		return dbUnavailable(err)
 	}
 	return err
+}
+
+// dbUnavailable is mapErr's answer for a database it cannot use now. The
+// context check sits between its two uses because context.DeadlineExceeded
+// is a net.Error too, and the caller's deadline is not the database's fault.
+func dbUnavailable(err error) *errs.Error {
+	return &errs.Error{Code: errs.CodeUnavailable, Message: "the database is unavailable", Retryable: true, Err: err}
 }
 
 // wrapOp is deferred by every exported method of Service: a driver error
@@ -91,11 +98,6 @@ func wrapOp(errp *error, op string) {
 		errs.Wrap(errp, op)
 	}
 }
-
-// IsTransientTx reports a transaction failure that running the whole
-// transaction again can fix: a serialisation failure (SQLSTATE 40001) or a
-// deadlock (40P01). For the worker's writes (packages/knowledge/jobs).
-func IsTransientTx(err error) bool { return isRetryableTx(err) }
 
 // isRetryableTx reports a transaction failure that a retry of the whole
 // transaction can fix (serialisation failure, deadlock).

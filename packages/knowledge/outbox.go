@@ -168,7 +168,7 @@ func (o *Outbox) writeRun(ctx context.Context, model string, entries []PendingEn
 	wait := writeBackoff
 	for attempt := 1; ; attempt++ {
 		n, lags, busy, err := o.writeOnce(ctx, model, entries, vecs, order)
-		if err != nil && !IsTransientTx(err) {
+		if err != nil && !isRetryableTx(err) {
 			return err
 		}
 		if err == nil {
