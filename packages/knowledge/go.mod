@@ -21,6 +21,7 @@ require (
 )
 
 require (
+	github.com/JohannesKaufmann/dom v0.3.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
@@ -38,6 +39,7 @@ require (
 	go.opentelemetry.io/otel/metric v1.47.0 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
+	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	golang.org/x/time v0.14.0 // indirect
@@ -50,6 +52,9 @@ replace github.com/agentfleet/orchestrator/packages/tenancy => ../tenancy
 
 replace github.com/agentfleet/orchestrator/packages/testenv => ../testenv
 
-require github.com/agentfleet/orchestrator/packages/errs v0.0.0
+require (
+	github.com/JohannesKaufmann/html-to-markdown/v2 v2.5.2
+	github.com/agentfleet/orchestrator/packages/errs v0.0.0
+)
 
 replace github.com/agentfleet/orchestrator/packages/errs => ../errs

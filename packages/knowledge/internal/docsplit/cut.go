@@ -40,8 +40,7 @@ func cut(s string, maxChars int) []span {
 			if k == maxChars/2 {
 				mid = end
 			}
-			_, w := utf8.DecodeRuneInString(s[end:])
-			end += w
+			end += runeLen(s, end)
 		}
 		c := boundary(s, start, mid, end)
 		out = append(out, span{start, c})
@@ -56,8 +55,8 @@ func cut(s string, maxChars int) []span {
 func boundary(s string, start, mid, end int) int {
 	lo := start
 	for lo < end {
-		r, w := utf8.DecodeRuneInString(s[lo:])
-		if !unicode.IsSpace(r) {
+		r, w := decode(s, lo)
+		if !isSpace(r) {
 			break
 		}
 		lo += w
@@ -69,7 +68,7 @@ func boundary(s string, start, mid, end int) int {
 	blankLine := false       // the line being scanned has only white space so far
 	var prev rune
 	for i := lo; i < end; {
-		r, w := utf8.DecodeRuneInString(s[i:])
+		r, w := decode(s, i)
 		i += w
 		class := -1
 		switch {
@@ -79,14 +78,14 @@ func boundary(s string, start, mid, end int) int {
 			class = lineBreak
 		case r == '。' || r == '！' || r == '？':
 			class = sentenceEnd
-		case unicode.IsSpace(r) && (prev == '.' || prev == '!' || prev == '?'):
+		case isSpace(r) && (prev == '.' || prev == '!' || prev == '?'):
 			class = sentenceEnd
-		case unicode.IsSpace(r):
+		case isSpace(r):
 			class = wordBreak
 		}
 		if r == '\n' {
 			blankLine = true
-		} else if !unicode.IsSpace(r) {
+		} else if !isSpace(r) {
 			blankLine = false
 		}
 		prev = r
@@ -109,4 +108,31 @@ func boundary(s string, start, mid, end int) int {
 		return end - 1 // keep a CRLF whole
 	}
 	return end
+}
+
+// decode is the rune at s[i:] and its width, ASCII without a call: most
+// documents are mostly ASCII and every rune of a cut window is looked at.
+func decode(s string, i int) (rune, int) {
+	if c := s[i]; c < utf8.RuneSelf {
+		return rune(c), 1
+	}
+	return utf8.DecodeRuneInString(s[i:])
+}
+
+// runeLen is the width of the rune at s[i:].
+func runeLen(s string, i int) int {
+	if s[i] < utf8.RuneSelf {
+		return 1
+	}
+	_, w := utf8.DecodeRuneInString(s[i:])
+	return w
+}
+
+// isSpace is unicode.IsSpace, ASCII first.
+func isSpace(r rune) bool {
+	switch r {
+	case ' ', '\t', '\n', '\v', '\f', '\r':
+		return true
+	}
+	return r >= utf8.RuneSelf && unicode.IsSpace(r)
 }
