@@ -30,8 +30,13 @@ func checkSplit(t *testing.T, text string, maxChars int, secs []Section) {
 			t.Fatalf("section %d has %d runes, over %d", i, runes[i], maxChars)
 		case s.Start != joined.Len():
 			t.Fatalf("section %d starts at %d, its text is at %d", i, s.Start, joined.Len())
-		case s.HeadingPath == nil:
-			t.Fatalf("section %d has a nil heading path", i)
+		case s.HeadingPath == nil || len(s.HeadingPath) > 6:
+			t.Fatalf("section %d has the heading path %q", i, s.HeadingPath)
+		}
+		for _, h := range s.HeadingPath {
+			if h == "" || strings.ContainsAny(h, "\r\n") || strings.TrimSpace(h) != h {
+				t.Fatalf("section %d has the heading %q", i, h)
+			}
 		}
 		joined.WriteString(s.Text)
 	}
@@ -66,7 +71,7 @@ func TestSplitHeadingPaths(t *testing.T) {
 	t.Parallel()
 	text := "Intro before any heading.\n\n" +
 		"# Guide\ntext\n" +
-		"## Install ##\nsteps\n" +
+		"## Install \t guide ##\nsteps\n" +
 		"#### Skipped a level\ndeep\n" +
 		"### Third\nmore\n" +
 		"```sh\n# a shell comment\n## not a heading\n```\n" +
@@ -81,9 +86,9 @@ func TestSplitHeadingPaths(t *testing.T) {
 	want := [][]string{
 		{},
 		{"Guide"},
-		{"Guide", "Install"},
-		{"Guide", "Install", "Skipped a level"},
-		{"Guide", "Install", "Third"},
+		{"Guide", "Install guide"},
+		{"Guide", "Install guide", "Skipped a level"},
+		{"Guide", "Install guide", "Third"},
 		{"Guide", "Usage"},
 		{"Reference"},
 	}

@@ -15,7 +15,8 @@ type heading struct {
 //   - ATX: up to three spaces, 1 to 6 '#', then a space, a tab or the end
 //     of the line ("#tag" is text); a closing run of '#' is not part of
 //     the heading's text; a heading with no text starts no section (it
-//     would name nothing in a path).
+//     would name nothing in a path). A path's text has its white space
+//     collapsed (label).
 //   - Setext: a paragraph's line underlined by '=' (level 1) or '-'
 //     (level 2). Only a one-line paragraph counts, and not one that starts
 //     like a list item, a block quote or HTML: a multi-line paragraph over
@@ -54,7 +55,7 @@ func headings(text string) []heading {
 			continue
 		}
 		if level, t, ok := atx(line); ok {
-			if t != "" {
+			if t = label(t); t != "" {
 				out = append(out, heading{lineStart, level, t})
 			}
 			para = 0
@@ -64,8 +65,8 @@ func headings(text string) []heading {
 			para = 0
 			continue
 		}
-		if level := setextUnderline(line); level > 0 && para == 1 && plainParagraphStart(paraLine) {
-			out = append(out, heading{paraStart, level, strings.TrimSpace(paraLine)})
+		if level := setextUnderline(line); level > 0 && para == 1 && plainParagraphStart(paraLine) && label(paraLine) != "" {
+			out = append(out, heading{paraStart, level, label(paraLine)})
 			para = 0
 			continue
 		}
@@ -79,6 +80,12 @@ func headings(text string) []heading {
 		para++
 	}
 	return out
+}
+
+// label is a heading's text as a path names it: white space of any kind
+// (a tab, a lone carriage return) is one space, none at either end.
+func label(t string) string {
+	return strings.Join(strings.Fields(t), " ")
 }
 
 // indent is the width of a line's leading spaces, and 4 (code) when a tab
