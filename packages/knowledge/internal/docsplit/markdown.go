@@ -1,6 +1,9 @@
 package docsplit
 
-import "strings"
+import (
+	"strings"
+	"unicode"
+)
 
 // heading is a line (or, for setext, two lines) that starts a section.
 type heading struct {
@@ -83,9 +86,11 @@ func headings(text string) []heading {
 }
 
 // label is a heading's text as a path names it: white space of any kind
-// (a tab, a lone carriage return) is one space, none at either end.
+// (a tab, a lone carriage return) and control characters (a NUL, which
+// PostgreSQL's text refuses; a unit separator, which a stored path may
+// join its parts with) are one space, none at either end.
 func label(t string) string {
-	return strings.Join(strings.Fields(t), " ")
+	return strings.Join(strings.FieldsFunc(t, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }), " ")
 }
 
 // indent is the width of a line's leading spaces, and 4 (code) when a tab
