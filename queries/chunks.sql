@@ -24,7 +24,7 @@ VALUES (@org_id, @entry_id, @chunk, @start_char, @end_char, @embedding_model, @e
 -- width) matched one more column than the key, and without statistics
 -- the planner took it and read every chunk of the org for each hit (3 ms
 -- for 10 hits of an org of 988 chunks, growing with the org).
-SELECT k.id, k.body, coalesce(b.start_char, -1)::int AS start_char, coalesce(b.end_char, -1)::int AS end_char
+SELECT k.id, k.body, k.source, k.kind, k.metadata, coalesce(b.start_char, -1)::int AS start_char, coalesce(b.end_char, -1)::int AS end_char
 FROM knowledge k
 LEFT JOIN LATERAL (
     SELECT c.start_char, c.end_char

@@ -7,8 +7,8 @@
 -- name: GetEntry :one
 -- The whole entry (the knowledge resource) and the entries it directly
 -- replaced, from the history of direct edges.
-SELECT k.id, k.title, k.body, k.tags, k.confidence, k.source, k.created_by_agent_id,
-       k.expires_at, k.superseded_by, k.head_id, k.superseded_at,
+SELECT k.id, k.title, k.body, k.tags, k.confidence, k.origin, k.source, k.kind, k.metadata,
+       k.created_by_agent_id, k.expires_at, k.superseded_by, k.head_id, k.superseded_at,
        k.embedding_status, k.embedding_model, k.embedding_error, k.embedded_at,
        k.created_at, k.updated_at,
        ARRAY(SELECT s.old_id FROM knowledge_supersessions s
@@ -47,7 +47,7 @@ ORDER BY 1, 5, 2;
 
 -- name: GetEntryByClientToken :one
 -- The durable idempotence guard: the entry a client token already made.
-SELECT id, title, body, tags, confidence, expires_at, embedding_status, created_at
+SELECT id, title, body, tags, confidence, expires_at, source, kind, metadata, embedding_status, created_at
 FROM knowledge
 WHERE org_id = @org_id AND created_by_agent_id = @agent_id AND client_token = @client_token;
 
@@ -55,9 +55,9 @@ WHERE org_id = @org_id AND created_by_agent_id = @agent_id AND client_token = @c
 -- ON CONFLICT DO NOTHING on the client token: no row back means another call
 -- with the same token committed first (or is committing: the insert waits
 -- for it), and the caller answers that entry as a replay.
-INSERT INTO knowledge (org_id, title, body, tags, confidence, source,
+INSERT INTO knowledge (org_id, title, body, tags, confidence, origin, source, kind, metadata,
                        created_by_agent_id, expires_at, client_token, similar_keys)
-VALUES (@org_id, @title, @body, @tags::text[], @confidence, 'agent',
+VALUES (@org_id, @title, @body, @tags::text[], @confidence, 'agent', sqlc.narg(source), @kind, @metadata,
         @agent_id, sqlc.narg(expires_at), sqlc.narg(client_token), @similar_keys::bigint[])
 ON CONFLICT (org_id, created_by_agent_id, client_token) DO NOTHING
 RETURNING id, embedding_status, embedding_generation, created_at;
@@ -152,6 +152,7 @@ SELECT set_config('enable_sort', 'off', true),
 -- statistics). Only the start of the body is read: a listing shows the
 -- snippet of an entry's beginning.
 SELECT k.id, k.title, left(k.body, @snippet_chars::int)::text AS body_start, k.tags, k.confidence,
+       k.source, k.kind, k.metadata,
        k.created_by_agent_id, k.created_at, k.expires_at, k.head_id, k.embedding_status
 FROM knowledge k
 WHERE k.org_id = @org_id

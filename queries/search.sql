@@ -35,8 +35,9 @@ SELECT set_config('hnsw.ef_search', @ef_search::text, true),
        set_config('enable_bitmapscan', CASE WHEN @pin_vector_plan::bool THEN 'off' ELSE current_setting('enable_bitmapscan') END, true);
 
 -- name: SearchBodies :many
--- The bodies of the hits an answer returns, for their snippets.
-SELECT id, body FROM knowledge WHERE org_id = @org_id AND id = ANY(@ids::uuid[]);
+-- The bodies of the hits an answer returns, for their snippets, and their
+-- fields (source, kind, metadata: read for the hits answered only).
+SELECT id, body, source, kind, metadata FROM knowledge WHERE org_id = @org_id AND id = ANY(@ids::uuid[]);
 
 -- name: SearchTableDocs :one
 -- Entries indexed in all orgs: with an org's own count, it tells whether

@@ -4,7 +4,7 @@
 
 -- name: ExportEntries :many
 -- Entries oldest first (knowledge_org_created_idx), without vectors.
-SELECT id, title, body, tags, confidence, source, created_by_agent_id, expires_at,
+SELECT id, title, body, tags, confidence, origin, source, kind, metadata, created_by_agent_id, expires_at,
        superseded_by, head_id, superseded_at, created_at, updated_at
 FROM knowledge
 WHERE org_id = @org_id AND (created_at, id) > (@after_at::timestamptz, @after_id::uuid)

@@ -72,6 +72,10 @@ type ListedEntry struct {
 	Superseded       bool       `json:"superseded"`
 	HeadID           *uuid.UUID `json:"headId,omitempty"`
 	EmbeddingStatus  string     `json:"embeddingStatus"`
+	// The entry's fields (fields.go).
+	Source   string         `json:"source,omitempty"`
+	Kind     string         `json:"kind"`
+	Metadata map[string]any `json:"metadata,omitempty"`
 }
 
 // The start and end of time for the listing's bounds (PostgreSQL
@@ -204,6 +208,7 @@ func listPage(rows []sqlc.ListEntriesRow, limit int, seal func(time.Time, uuid.U
 			ID: r.ID, Title: r.Title, Snippet: snippet.Of(r.BodyStart, ""), Tags: nonNil(r.Tags),
 			Confidence: int(r.Confidence), CreatedByAgentID: r.CreatedByAgentID, CreatedAt: r.CreatedAt,
 			ExpiresAt: r.ExpiresAt, Superseded: r.HeadID != nil, HeadID: r.HeadID, EmbeddingStatus: r.EmbeddingStatus,
+			Source: strOf(r.Source), Kind: r.Kind, Metadata: decodeMetadata(r.Metadata),
 		})
 	}
 	return out

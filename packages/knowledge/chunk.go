@@ -125,9 +125,23 @@ func Chunks(title string, body []rune, o ChunkOptions) []Span {
 	return chunk.Cut(title, body, o.Chars, o.Overlap)
 }
 
+// hitBody is what an answer reads of a hit besides the ranking's row: its
+// body (for the snippet) and its fields.
 type hitBody struct {
-	body string
-	near Span
+	body   string
+	near   Span
+	fields entryFields
+}
+
+// entryFields are an entry's source, kind and metadata as answers give them.
+type entryFields struct {
+	Source   string
+	Kind     string
+	Metadata map[string]any
+}
+
+func fieldsOf(source *string, kind string, metadata []byte) entryFields {
+	return entryFields{Source: strOf(source), Kind: kind, Metadata: decodeMetadata(metadata)}
 }
 
 // snippet is the hit's snippet: centred on its nearest chunk when the hit
@@ -156,7 +170,7 @@ func (s *Service) bodies(ctx context.Context, org uuid.UUID, hits []rankedHit, v
 			return nil, mapErr(err, "")
 		}
 		for _, r := range rows {
-			out[r.ID] = hitBody{r.Body, Span{Start: -1, End: -1}}
+			out[r.ID] = hitBody{r.Body, Span{Start: -1, End: -1}, fieldsOf(r.Source, r.Kind, r.Metadata)}
 		}
 		return out, nil
 	}
@@ -167,7 +181,7 @@ func (s *Service) bodies(ctx context.Context, org uuid.UUID, hits []rankedHit, v
 		return nil, mapErr(err, "")
 	}
 	for _, r := range rows {
-		out[r.ID] = hitBody{r.Body, Span{Start: int(r.StartChar), End: int(r.EndChar)}}
+		out[r.ID] = hitBody{r.Body, Span{Start: int(r.StartChar), End: int(r.EndChar)}, fieldsOf(r.Source, r.Kind, r.Metadata)}
 	}
 	return out, nil
 }

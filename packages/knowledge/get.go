@@ -51,7 +51,8 @@ func (s *Service) Get(ctx context.Context, c Caller, id uuid.UUID) (_ *Entry, er
 	}
 	e := &Entry{
 		ID: row.ID, State: stateOf(row.SupersededBy, row.ExpiresAt, s.opts.Now()), Title: row.Title, Body: row.Body, Tags: nonNil(row.Tags), Confidence: int(row.Confidence),
-		Source: row.Source, CreatedByAgentID: row.CreatedByAgentID, ExpiresAt: row.ExpiresAt,
+		Origin: row.Origin, Source: strOf(row.Source), Kind: row.Kind, Metadata: decodeMetadata(row.Metadata),
+		CreatedByAgentID: row.CreatedByAgentID, ExpiresAt: row.ExpiresAt,
 		CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt,
 		EmbeddingStatus: row.EmbeddingStatus, EmbeddedAt: row.EmbeddedAt,
 		SupersededBy: row.SupersededBy, HeadID: row.HeadID, SupersededAt: row.SupersededAt,

@@ -63,7 +63,8 @@ func (s *Service) Search(ctx context.Context, c Caller, in SearchInput) (_ *Sear
 	}
 	res := &SearchResult{Hits: make([]Hit, 0, len(hits)), VectorSearch: r.vectorSearch, Notice: r.notice}
 	for _, h := range hits {
-		res.Hits = append(res.Hits, h.hit(bodies[h.ID].snippet(h, a.Query)))
+		b := bodies[h.ID]
+		res.Hits = append(res.Hits, h.hit(b.snippet(h, a.Query), b.fields))
 	}
 	FitSearch(res, a.MaxTokens)
 	return res, nil
@@ -100,9 +101,10 @@ type rankedHit struct {
 	via *Via // set on an entry added by hops (hops.go)
 }
 
-func (h rankedHit) hit(snippet string) Hit {
+func (h rankedHit) hit(snippet string, f entryFields) Hit {
 	r := h.row
 	out := Hit{
+		Source: f.Source, Kind: f.Kind, Metadata: f.Metadata,
 		ID: h.ID, Title: r.Title, Snippet: snippet, Score: h.Score,
 		Tags: nonNil(r.Tags), Confidence: int(r.Confidence), CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
 		Superseded: r.HeadID != nil, HeadID: r.HeadID, EmbeddingStatus: r.EmbeddingStatus,

@@ -109,6 +109,7 @@ func (s *Service) skipped(ctx context.Context, c Caller, id uuid.UUID, out simil
 		ID: e.ID, Title: e.Title, Tags: nonNil(e.Tags), Confidence: int(e.Confidence), ExpiresAt: e.ExpiresAt,
 		EmbeddingStatus: e.EmbeddingStatus, CreatedAt: e.CreatedAt,
 		Similar: out.list, SimilarCheck: out.check, Skipped: true,
+		Source: strOf(e.Source), Kind: e.Kind, Metadata: decodeMetadata(e.Metadata),
 	}, nil
 }
 
@@ -155,6 +156,7 @@ func insertEntryTx(ctx context.Context, tx pgx.Tx, c Caller, a *storeArgs, keys 
 		OrgID: c.OrgID, Title: a.Title, Body: a.Body, Tags: a.Tags,
 		Confidence: int16(a.Confidence), AgentID: &agent, ExpiresAt: a.ExpiresAt,
 		ClientToken: a.ClientToken, SimilarKeys: keys,
+		Source: strOrNil(a.Source), Kind: a.kind(), Metadata: a.metadataJSON(),
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, 0, errTokenTaken // rolled back: the quota unit goes back too
@@ -166,6 +168,7 @@ func insertEntryTx(ctx context.Context, tx pgx.Tx, c Caller, a *storeArgs, keys 
 		ID: row.ID, Title: a.Title, Tags: a.Tags, Confidence: a.Confidence,
 		ExpiresAt: a.ExpiresAt, EmbeddingStatus: row.EmbeddingStatus, CreatedAt: row.CreatedAt,
 		Similar: []Similar{}, SimilarCheck: SimilarCheckNone, // Store runs the check
+		Source: a.Source, Kind: a.kind(), Metadata: decodeMetadata(a.Metadata),
 	}
 	if a.TaskRef != nil {
 		l, err := q.InsertTaskLink(ctx, sqlc.InsertTaskLinkParams{
@@ -194,11 +197,13 @@ func (s *Service) replayFromDB(ctx context.Context, c Caller, a *storeArgs) (*St
 		return nil, mapErr(err, "")
 	}
 	same := row.Title == a.Title && row.Body == a.Body && slices.Equal(row.Tags, a.Tags) &&
-		int(row.Confidence) == a.Confidence && sameTime(row.ExpiresAt, a.ExpiresAt)
+		int(row.Confidence) == a.Confidence && sameTime(row.ExpiresAt, a.ExpiresAt) &&
+		strOf(row.Source) == a.Source && row.Kind == a.kind() && sameMetadata(row.Metadata, a.Metadata)
 	res := &StoreResult{
 		ID: row.ID, Title: row.Title, Tags: row.Tags, Confidence: int(row.Confidence),
 		ExpiresAt: row.ExpiresAt, EmbeddingStatus: row.EmbeddingStatus, CreatedAt: row.CreatedAt, Replayed: true,
 		Similar: []Similar{}, SimilarCheck: SimilarCheckNone, // not recomputed for a replay answered from the database
+		Source: strOf(row.Source), Kind: row.Kind, Metadata: decodeMetadata(row.Metadata),
 	}
 	if same && a.TaskRef != nil {
 		l, err := s.q.GetTaskLink(ctx, sqlc.GetTaskLinkParams{

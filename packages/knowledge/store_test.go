@@ -129,7 +129,7 @@ func TestStoreAndGet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.Title != "Pool exhaustion" || e.Source != "agent" || *e.CreatedByAgentID != b.alice.AgentID ||
+	if e.Title != "Pool exhaustion" || e.Origin != "agent" || *e.CreatedByAgentID != b.alice.AgentID ||
 		!e.ExpiresAt.Equal(exp) || e.EmbeddingStatus != "pending" || e.HeadID != nil || len(e.TaskLinks) != 1 {
 		t.Fatalf("entry: %+v", e)
 	}

@@ -2,6 +2,7 @@ package knowledge
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -243,11 +244,14 @@ func (x *exporter) entryPage(after entryCursor) ([]exportedEntry, error) {
 
 func (x *exporter) entry(r exportedEntry) (entryCursor, error) {
 	e := transferfmt.Entry{Kind: transferfmt.KindEntry, ID: r.ID, Title: r.Title, Body: r.Body, Tags: r.Tags, Confidence: r.Confidence,
-		Source: r.Source, AuthorAgentID: r.CreatedByAgentID, ExpiresAt: utcp(r.ExpiresAt),
+		Origin: r.Origin, Source: strOf(r.Source), EntryKind: r.Kind, AuthorAgentID: r.CreatedByAgentID, ExpiresAt: utcp(r.ExpiresAt),
 		SupersededBy: r.SupersededBy, HeadID: r.HeadID, SupersededAt: utcp(r.SupersededAt),
 		CreatedAt: utc(r.CreatedAt), UpdatedAt: utc(r.UpdatedAt)}
 	if e.Tags == nil {
 		e.Tags = []string{}
+	}
+	if len(r.Metadata) > 0 && string(r.Metadata) != "{}" {
+		e.Metadata = r.Metadata
 	}
 	if v := r.vec; v != nil && v.Embedding != nil && v.EmbeddingModel != nil {
 		e.Embedding = &transferfmt.Vector{Model: *v.EmbeddingModel, EmbeddedAt: utcp(v.EmbeddedAt), Vector: v.Embedding.Slice()}
@@ -408,7 +412,7 @@ func (s *Service) importPass(ctx context.Context, tx pgx.Tx, org uuid.UUID, open
 			if err := transferfmt.CheckHeader(k.Kind, k.Format, k.Version); err != nil {
 				return err
 			}
-			sawHeader = true
+			sawHeader, im.version = true, k.Version
 			continue
 		}
 		im.kind = k.Kind
@@ -442,9 +446,10 @@ type importer struct {
 	o    ImportOptions
 	rep  *ImportReport
 
-	line int    // of the record being read
-	kind string // its kind
-	read int64  // entries read so far (Progress)
+	line    int    // of the record being read
+	kind    string // its kind
+	version int    // the file's format version (its header's)
+	read    int64  // entries read so far (Progress)
 
 	entries []transferfmt.Entry
 	chains  []transferfmt.Entry // entries with a successor
@@ -569,6 +574,9 @@ func (im *importer) entry(b []byte) error {
 	if err != nil {
 		return err
 	}
+	if err := im.entryFields(&e); err != nil {
+		return im.bad(err)
+	}
 	if im.pass == 1 {
 		im.entries = append(im.entries, e)
 	} else if e.SupersededBy != nil {
@@ -576,6 +584,45 @@ func (im *importer) entry(b []byte) error {
 			return im.bad(errors.New("supersededBy without headId and supersededAt"))
 		}
 		im.chains = append(im.chains, e)
+	}
+	return nil
+}
+
+// entryFields reads an entry's origin, source, kind and metadata as the
+// file's version wrote them (a version 1 "source" is the origin; the
+// fields it lacks get their defaults) and checks them by Store's rules.
+func (im *importer) entryFields(e *transferfmt.Entry) error {
+	if im.version < transferfmt.VersionOrigin {
+		e.Origin, e.Source = e.Source, ""
+	}
+	switch e.Origin {
+	case OriginAgent, OriginOperator, OriginImport:
+	case "":
+		e.Origin = OriginImport
+	default:
+		return fmt.Errorf("origin %q is not one of %s, %s, %s", e.Origin, OriginAgent, OriginOperator, OriginImport)
+	}
+	if e.EntryKind == "" {
+		e.EntryKind = DefaultKind
+	}
+	if err := checkKind("entryKind", e.EntryKind); err != nil {
+		return err
+	}
+	if err := checkSource("source", e.Source); err != nil {
+		return err
+	}
+	if len(e.Metadata) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(e.Metadata))
+		dec.UseNumber()
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			return fmt.Errorf("metadata is not a JSON object: %w", err)
+		}
+		meta, err := normaliseMetadata("metadata", m)
+		if err != nil {
+			return err
+		}
+		e.Metadata = meta
 	}
 	return nil
 }
@@ -805,7 +852,12 @@ func (s *Service) importEntries(ctx context.Context, tx pgx.Tx, q *sqlc.Queries,
 		// does: left to Upkeep's backfill, each would be a rewrite of the
 		// row that every index takes again, the HNSW indexes included
 		// (docs/benchmarks.md, "Upkeep after a bulk load").
-		rows = append(rows, []any{org, e.ID, e.Title, e.Body, tags, e.Confidence, e.Source, e.AuthorAgentID, e.ExpiresAt,
+		meta := []byte(e.Metadata)
+		if len(meta) == 0 {
+			meta = []byte("{}")
+		}
+		rows = append(rows, []any{org, e.ID, e.Title, e.Body, tags, e.Confidence, e.Origin, strOrNil(e.Source), e.EntryKind, meta,
+			e.AuthorAgentID, e.ExpiresAt,
 			nil, e.CreatedAt, e.UpdatedAt, vec, status, model, at, // client_token: see transferfmt.Entry
 			wordsOf(org, e.Title, e.Body).keys})
 	}
@@ -822,5 +874,6 @@ func (s *Service) importEntries(ctx context.Context, tx pgx.Tx, q *sqlc.Queries,
 	return err
 }
 
-var importColumns = []string{"org_id", "id", "title", "body", "tags", "confidence", "source", "created_by_agent_id", "expires_at",
+var importColumns = []string{"org_id", "id", "title", "body", "tags", "confidence", "origin", "source", "kind", "metadata",
+	"created_by_agent_id", "expires_at",
 	"client_token", "created_at", "updated_at", "embedding", "embedding_status", "embedding_model", "embedded_at", "similar_keys"}

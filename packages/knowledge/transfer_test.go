@@ -3,6 +3,7 @@ package knowledge_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -39,7 +40,8 @@ func (b *bundle) variedOrg(t *testing.T) {
 	exp := time.Now().Add(48 * time.Hour)
 	conf := 55
 	a, err := b.svc.Store(b.ctx, b.alice, knowledge.StoreInput{Title: "v1 \"quoted\" <html> & ünïcode", Body: "first\nversion", Tags: []string{"ops", "db"},
-		ClientToken: &tok, ExpiresAt: &exp, Confidence: &conf, TaskRef: &knowledge.TaskRef{TaskID: task, Kind: knowledge.LinkProduced}})
+		ClientToken: &tok, ExpiresAt: &exp, Confidence: &conf, TaskRef: &knowledge.TaskRef{TaskID: task, Kind: knowledge.LinkProduced},
+		Source: "https://wiki.example.com/ops", Kind: knowledge.KindReference, Metadata: map[string]any{"env": "prod", "shard": 7, "live": true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +165,7 @@ func TestImportRespectsQuotaAndVersion(t *testing.T) {
 	if n := b.count(t, "SELECT count(*) FROM knowledge k JOIN knowledge o ON o.id = k.id AND o.org_id = $2 WHERE k.org_id = $1", b.org, b.other); n != 4 {
 		t.Fatalf("%d shared ids", n)
 	}
-	newer := bytes.Replace(file, []byte(`"version":1`), []byte(`"version":2`), 1)
+	newer := bytes.Replace(file, fmt.Appendf(nil, `"version":%d`, knowledge.ExportVersion), fmt.Appendf(nil, `"version":%d`, knowledge.ExportVersion+1), 1)
 	if _, err := b.ops.Import(b.ctx, b.other, opener(newer), knowledge.ImportOptions{}); !errors.Is(err, knowledge.ErrNewerFormat) {
 		t.Fatalf("a newer version: %v", err)
 	}
@@ -272,5 +274,39 @@ func TestImportRefusesUnknownRelationTypes(t *testing.T) {
 	}
 	if n := b.count(t, "SELECT count(*) FROM knowledge WHERE org_id = $1", target); n != 0 {
 		t.Fatalf("%d entries imported from a refused file", n)
+	}
+}
+
+// A file of format version 1 (before the entry fields) still imports: its
+// entries' "source" was who made them, now their origin; they get no
+// source, the default kind and no metadata.
+func TestImportVersion1(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.store(t, b.alice, "old entry", "from an older export")
+	file, _ := b.export(t, b.svc, b.org, false)
+	v1 := bytes.Replace(file, fmt.Appendf(nil, `"version":%d`, knowledge.ExportVersion), []byte(`"version":1`), 1)
+	v1 = bytes.ReplaceAll(v1, []byte(`"origin":"agent"`), []byte(`"source":"operator"`))
+	v1 = bytes.ReplaceAll(v1, []byte(`,"entryKind":"semantic"`), nil)
+	if bytes.Contains(v1, []byte("entryKind")) || !bytes.Contains(v1, []byte(`"source":"operator"`)) {
+		t.Fatalf("not a version 1 file: %s", v1)
+	}
+	rep, err := b.ops.Import(b.ctx, b.other, opener(v1), knowledge.ImportOptions{})
+	if err != nil || rep.Entries != 1 {
+		t.Fatalf("import: %+v %v", rep, err)
+	}
+	var origin, kind, meta string
+	var source *string
+	if err := b.pool.QueryRow(b.ctx, "SELECT origin, source, kind, metadata::text FROM knowledge WHERE org_id = $1", b.other).
+		Scan(&origin, &source, &kind, &meta); err != nil {
+		t.Fatal(err)
+	}
+	if origin != knowledge.OriginOperator || source != nil || kind != knowledge.DefaultKind || meta != "{}" {
+		t.Fatalf("imported: origin %q source %v kind %q metadata %s", origin, source, kind, meta)
+	}
+	// A bad field of a current file is refused, naming it.
+	bad := bytes.Replace(file, []byte(`"entryKind":"semantic"`), []byte(`"entryKind":"gossip"`), 1)
+	if _, err := b.ops.Import(b.ctx, b.mkOrg(t, "org-c"), opener(bad), knowledge.ImportOptions{}); err == nil || !strings.Contains(err.Error(), "entryKind") {
+		t.Fatalf("a bad kind: %v", err)
 	}
 }

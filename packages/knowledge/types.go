@@ -52,6 +52,15 @@ type StoreInput struct {
 	// IfSimilarSkip: store nothing and answer that entry (similar.go,
 	// SkipThreshold).
 	IfSimilar string
+	// Source says where the knowledge came from (a URL, a path, a ticket
+	// id; at most MaxSourceChars); "" for none.
+	Source string
+	// Kind is one of Kinds; "": DefaultKind.
+	Kind string
+	// Metadata is a flat object of at most MaxMetadataKeys keys (lower
+	// snake case) with string, number or boolean values, at most
+	// MaxMetadataBytes as compact JSON (fields.go).
+	Metadata map[string]any
 }
 
 // The values of StoreInput.IfSimilar.
@@ -72,6 +81,10 @@ type StoreResult struct {
 	CreatedAt       time.Time  `json:"createdAt"`
 	TaskLink        *TaskLink  `json:"taskLink,omitempty"`
 	Replayed        bool       `json:"replayed,omitempty"`
+	// The entry's fields as stored (fields.go).
+	Source   string         `json:"source,omitempty"`
+	Kind     string         `json:"kind"`
+	Metadata map[string]any `json:"metadata,omitempty"`
 	// Similar lists up to MaxSimilar existing head entries of the org that
 	// look like the same knowledge (similar.go); empty when none, or when
 	// the check could not run within its budget (the store is never held
@@ -147,6 +160,10 @@ type Hit struct {
 	// many relations away. Such an entry has no ranks and no signals, and
 	// scores HopDecay times the entry it was reached from.
 	Via *Via `json:"via,omitempty"`
+	// The entry's fields (fields.go).
+	Source   string         `json:"source,omitempty"`
+	Kind     string         `json:"kind"`
+	Metadata map[string]any `json:"metadata,omitempty"`
 }
 
 // Signals are a hit's raw evidence, one per list that found it (nil: not
@@ -205,16 +222,21 @@ type Entry struct {
 	// instead), "expired" (a head past its expiresAt) or, for a forgotten
 	// entry read by its author or by the agent that forgot it, "forgotten":
 	// then only the tombstone's fields are given (see Forgotten).
-	State            string     `json:"state"`
-	Title            string     `json:"title"`
-	Body             string     `json:"body"`
-	Tags             []string   `json:"tags"`
-	Confidence       int        `json:"confidence"`
-	Source           string     `json:"source"`
-	CreatedByAgentID *uuid.UUID `json:"createdByAgentId,omitempty"`
-	ExpiresAt        *time.Time `json:"expiresAt,omitempty"`
-	CreatedAt        time.Time  `json:"createdAt"`
-	UpdatedAt        time.Time  `json:"updatedAt"`
+	State      string   `json:"state"`
+	Title      string   `json:"title"`
+	Body       string   `json:"body"`
+	Tags       []string `json:"tags"`
+	Confidence int      `json:"confidence"`
+	// Origin is who made the entry: OriginAgent, OriginOperator or
+	// OriginImport. Source, Kind and Metadata are the agent's (fields.go).
+	Origin           string         `json:"origin"`
+	Source           string         `json:"source,omitempty"`
+	Kind             string         `json:"kind"`
+	Metadata         map[string]any `json:"metadata,omitempty"`
+	CreatedByAgentID *uuid.UUID     `json:"createdByAgentId,omitempty"`
+	ExpiresAt        *time.Time     `json:"expiresAt,omitempty"`
+	CreatedAt        time.Time      `json:"createdAt"`
+	UpdatedAt        time.Time      `json:"updatedAt"`
 
 	EmbeddingStatus string     `json:"embeddingStatus"`
 	EmbeddingModel  string     `json:"embeddingModel,omitempty"`

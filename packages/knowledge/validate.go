@@ -1,6 +1,7 @@
 package knowledge
 
 import (
+	"encoding/json"
 	"fmt"
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"regexp"
@@ -47,6 +48,28 @@ type storeArgs struct {
 	// IfSimilar is IfSimilarSkip or "" (store): the default leaves the
 	// idempotence fingerprint as it was before the argument existed.
 	IfSimilar string `json:"ifSimilar,omitempty"`
+	// The entry fields (fields.go); empty ones are left out of the
+	// fingerprint, which stays as it was before they existed. Kind ""
+	// is DefaultKind; Metadata is compact JSON with sorted keys.
+	Source   string          `json:"source,omitempty"`
+	Kind     string          `json:"kind,omitempty"`
+	Metadata json.RawMessage `json:"metadata,omitempty"`
+}
+
+// kind is the entry's kind: the one given, or DefaultKind.
+func (a *storeArgs) kind() string {
+	if a.Kind == "" {
+		return DefaultKind
+	}
+	return a.Kind
+}
+
+// metadataJSON is the metadata to store ('{}' when none was given).
+func (a *storeArgs) metadataJSON() []byte {
+	if len(a.Metadata) == 0 {
+		return []byte("{}")
+	}
+	return a.Metadata
 }
 
 type taskRefArgs struct {
@@ -106,6 +129,20 @@ func validateStore(c Caller, in StoreInput, now time.Time) (*storeArgs, error) {
 	}
 	if in.ClientToken != nil && *in.ClientToken == uuid.Nil {
 		return nil, errs.InvalidArgument("clientToken", "must be a non-nil UUID")
+	}
+	if err := checkSource("source", in.Source); err != nil {
+		return nil, err
+	}
+	if err := checkKind("kind", in.Kind); err != nil {
+		return nil, err
+	}
+	meta, err := normaliseMetadata("metadata", in.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	a.Source, a.Metadata = in.Source, meta
+	if in.Kind != DefaultKind {
+		a.Kind = in.Kind
 	}
 	switch in.IfSimilar {
 	case "", IfSimilarStore:

@@ -209,7 +209,8 @@ func Task(ctx context.Context, tb testing.TB, exec Executor, opts *TaskOpts) Tas
 
 // EntryOpts are the columns of a knowledge entry. Zero values: a new org,
 // no author, a unique title, body "body", and the schema's defaults for the
-// rest (no tags, its confidence and source, embedding pending).
+// rest (no tags, its confidence, origin and kind, no source or metadata,
+// embedding pending).
 type EntryOpts struct {
 	OrgID      uuid.UUID
 	AgentID    uuid.UUID // the author (created_by_agent_id); zero: none
@@ -217,7 +218,10 @@ type EntryOpts struct {
 	Body       string
 	Tags       []string
 	Confidence *int
-	Source     string
+	Origin     string // who made it: agent (the default), operator, import
+	Source     string // provenance (NULL when "")
+	Kind       string
+	Metadata   string // a JSON object
 	ExpiresAt  *time.Time
 	CreatedAt  *time.Time
 	// Embedding makes the entry ready with this vector, of Model
@@ -268,8 +272,17 @@ func Entry(ctx context.Context, tb testing.TB, exec Executor, opts *EntryOpts) E
 	if opts.Confidence != nil {
 		set("confidence", *opts.Confidence)
 	}
+	if opts.Origin != "" {
+		set("origin", opts.Origin)
+	}
 	if opts.Source != "" {
 		set("source", opts.Source)
+	}
+	if opts.Kind != "" {
+		set("kind", opts.Kind)
+	}
+	if opts.Metadata != "" {
+		set("metadata", opts.Metadata)
 	}
 	if opts.AgentID != uuid.Nil {
 		set("created_by_agent_id", opts.AgentID)

@@ -68,13 +68,13 @@ func TestOptionsAreWritten(t *testing.T) {
 	expires := time.Now().Add(time.Hour).Truncate(time.Microsecond)
 	ready := testfactory.Entry(ctx, t, pool, &testfactory.EntryOpts{OrgID: org.ID, AgentID: a.ID, Title: "t", Body: "b",
 		Tags: []string{"x"}, Confidence: &conf, ExpiresAt: &expires, Embedding: vec})
-	failed := testfactory.Entry(ctx, t, pool, &testfactory.EntryOpts{OrgID: org.ID, Source: "operator", EmbeddingError: "boom"})
+	failed := testfactory.Entry(ctx, t, pool, &testfactory.EntryOpts{OrgID: org.ID, Origin: "operator", EmbeddingError: "boom"})
 
 	var title, model, source string
 	var tags []string
 	var c int
 	var exp time.Time
-	if err := pool.QueryRow(ctx, `SELECT title, tags, confidence, expires_at, embedding_model, source FROM knowledge
+	if err := pool.QueryRow(ctx, `SELECT title, tags, confidence, expires_at, embedding_model, origin FROM knowledge
 		WHERE org_id = $1 AND id = $2 AND embedding_status = 'ready' AND created_by_agent_id = $3`, org.ID, ready.ID, a.ID).
 		Scan(&title, &tags, &c, &exp, &model, &source); err != nil {
 		t.Fatal(err)
@@ -83,7 +83,7 @@ func TestOptionsAreWritten(t *testing.T) {
 		t.Fatalf("ready entry: %q %v %d %v %q %q", title, tags, c, exp, model, source)
 	}
 	var msg string
-	if err := pool.QueryRow(ctx, "SELECT embedding_error, source FROM knowledge WHERE org_id = $1 AND id = $2 AND embedding_status = 'failed'",
+	if err := pool.QueryRow(ctx, "SELECT embedding_error, origin FROM knowledge WHERE org_id = $1 AND id = $2 AND embedding_status = 'failed'",
 		org.ID, failed.ID).Scan(&msg, &source); err != nil || msg != "boom" || source != "operator" {
 		t.Fatalf("failed entry: %q %q %v", msg, source, err)
 	}

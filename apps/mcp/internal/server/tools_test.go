@@ -100,7 +100,7 @@ func TestStoreSearchReadSupersedeThroughMCP(t *testing.T) {
 		t.Fatalf("resource contents %+v", rr.Contents)
 	}
 	if e.ID != first.ID || !strings.Contains(e.Body, "session advisory lock") || e.CreatedByAgentID == nil || *e.CreatedByAgentID != a.id ||
-		e.Source != "agent" || e.SupersededBy == nil || *e.SupersededBy != second.ID || len(e.TaskLinks) != 1 {
+		e.Origin != "agent" || e.SupersededBy == nil || *e.SupersededBy != second.ID || len(e.TaskLinks) != 1 {
 		t.Errorf("entry %+v", e)
 	}
 

@@ -79,7 +79,7 @@ func (q *Queries) InsertChunk(ctx context.Context, arg InsertChunkParams) error 
 }
 
 const searchBodiesNear = `-- name: SearchBodiesNear :many
-SELECT k.id, k.body, coalesce(b.start_char, -1)::int AS start_char, coalesce(b.end_char, -1)::int AS end_char
+SELECT k.id, k.body, k.source, k.kind, k.metadata, coalesce(b.start_char, -1)::int AS start_char, coalesce(b.end_char, -1)::int AS end_char
 FROM knowledge k
 LEFT JOIN LATERAL (
     SELECT c.start_char, c.end_char
@@ -107,6 +107,9 @@ type SearchBodiesNearParams struct {
 type SearchBodiesNearRow struct {
 	ID        uuid.UUID
 	Body      string
+	Source    *string
+	Kind      string
+	Metadata  []byte
 	StartChar int32
 	EndChar   int32
 }
@@ -140,6 +143,9 @@ func (q *Queries) SearchBodiesNear(ctx context.Context, arg SearchBodiesNearPara
 		if err := rows.Scan(
 			&i.ID,
 			&i.Body,
+			&i.Source,
+			&i.Kind,
+			&i.Metadata,
 			&i.StartChar,
 			&i.EndChar,
 		); err != nil {

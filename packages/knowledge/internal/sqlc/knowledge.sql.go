@@ -98,8 +98,8 @@ func (q *Queries) EntryExists(ctx context.Context, arg EntryExistsParams) (bool,
 
 const getEntry = `-- name: GetEntry :one
 
-SELECT k.id, k.title, k.body, k.tags, k.confidence, k.source, k.created_by_agent_id,
-       k.expires_at, k.superseded_by, k.head_id, k.superseded_at,
+SELECT k.id, k.title, k.body, k.tags, k.confidence, k.origin, k.source, k.kind, k.metadata,
+       k.created_by_agent_id, k.expires_at, k.superseded_by, k.head_id, k.superseded_at,
        k.embedding_status, k.embedding_model, k.embedding_error, k.embedded_at,
        k.created_at, k.updated_at,
        ARRAY(SELECT s.old_id FROM knowledge_supersessions s
@@ -120,7 +120,10 @@ type GetEntryRow struct {
 	Body             string
 	Tags             []string
 	Confidence       int16
-	Source           string
+	Origin           string
+	Source           *string
+	Kind             string
+	Metadata         []byte
 	CreatedByAgentID *uuid.UUID
 	ExpiresAt        *time.Time
 	SupersededBy     *uuid.UUID
@@ -151,7 +154,10 @@ func (q *Queries) GetEntry(ctx context.Context, arg GetEntryParams) (GetEntryRow
 		&i.Body,
 		&i.Tags,
 		&i.Confidence,
+		&i.Origin,
 		&i.Source,
+		&i.Kind,
+		&i.Metadata,
 		&i.CreatedByAgentID,
 		&i.ExpiresAt,
 		&i.SupersededBy,
@@ -169,7 +175,7 @@ func (q *Queries) GetEntry(ctx context.Context, arg GetEntryParams) (GetEntryRow
 }
 
 const getEntryByClientToken = `-- name: GetEntryByClientToken :one
-SELECT id, title, body, tags, confidence, expires_at, embedding_status, created_at
+SELECT id, title, body, tags, confidence, expires_at, source, kind, metadata, embedding_status, created_at
 FROM knowledge
 WHERE org_id = $1 AND created_by_agent_id = $2 AND client_token = $3
 `
@@ -187,6 +193,9 @@ type GetEntryByClientTokenRow struct {
 	Tags            []string
 	Confidence      int16
 	ExpiresAt       *time.Time
+	Source          *string
+	Kind            string
+	Metadata        []byte
 	EmbeddingStatus string
 	CreatedAt       time.Time
 }
@@ -202,6 +211,9 @@ func (q *Queries) GetEntryByClientToken(ctx context.Context, arg GetEntryByClien
 		&i.Tags,
 		&i.Confidence,
 		&i.ExpiresAt,
+		&i.Source,
+		&i.Kind,
+		&i.Metadata,
 		&i.EmbeddingStatus,
 		&i.CreatedAt,
 	)
@@ -246,10 +258,10 @@ func (q *Queries) GetTaskLink(ctx context.Context, arg GetTaskLinkParams) (GetTa
 }
 
 const insertEntry = `-- name: InsertEntry :one
-INSERT INTO knowledge (org_id, title, body, tags, confidence, source,
+INSERT INTO knowledge (org_id, title, body, tags, confidence, origin, source, kind, metadata,
                        created_by_agent_id, expires_at, client_token, similar_keys)
-VALUES ($1, $2, $3, $4::text[], $5, 'agent',
-        $6, $7, $8, $9::bigint[])
+VALUES ($1, $2, $3, $4::text[], $5, 'agent', $6, $7, $8,
+        $9, $10, $11, $12::bigint[])
 ON CONFLICT (org_id, created_by_agent_id, client_token) DO NOTHING
 RETURNING id, embedding_status, embedding_generation, created_at
 `
@@ -260,6 +272,9 @@ type InsertEntryParams struct {
 	Body        string
 	Tags        []string
 	Confidence  int16
+	Source      *string
+	Kind        string
+	Metadata    []byte
 	AgentID     *uuid.UUID
 	ExpiresAt   *time.Time
 	ClientToken *uuid.UUID
@@ -283,6 +298,9 @@ func (q *Queries) InsertEntry(ctx context.Context, arg InsertEntryParams) (Inser
 		arg.Body,
 		arg.Tags,
 		arg.Confidence,
+		arg.Source,
+		arg.Kind,
+		arg.Metadata,
 		arg.AgentID,
 		arg.ExpiresAt,
 		arg.ClientToken,
@@ -393,6 +411,7 @@ func (q *Queries) ListCursorKey(ctx context.Context) ([]byte, error) {
 
 const listEntries = `-- name: ListEntries :many
 SELECT k.id, k.title, left(k.body, $1::int)::text AS body_start, k.tags, k.confidence,
+       k.source, k.kind, k.metadata,
        k.created_by_agent_id, k.created_at, k.expires_at, k.head_id, k.embedding_status
 FROM knowledge k
 WHERE k.org_id = $2
@@ -431,6 +450,9 @@ type ListEntriesRow struct {
 	BodyStart        string
 	Tags             []string
 	Confidence       int16
+	Source           *string
+	Kind             string
+	Metadata         []byte
 	CreatedByAgentID *uuid.UUID
 	CreatedAt        time.Time
 	ExpiresAt        *time.Time
@@ -478,6 +500,9 @@ func (q *Queries) ListEntries(ctx context.Context, arg ListEntriesParams) ([]Lis
 			&i.BodyStart,
 			&i.Tags,
 			&i.Confidence,
+			&i.Source,
+			&i.Kind,
+			&i.Metadata,
 			&i.CreatedByAgentID,
 			&i.CreatedAt,
 			&i.ExpiresAt,

@@ -154,7 +154,7 @@ func (q *Queries) ResetSearchIndex(ctx context.Context, arg ResetSearchIndexPara
 }
 
 const searchBodies = `-- name: SearchBodies :many
-SELECT id, body FROM knowledge WHERE org_id = $1 AND id = ANY($2::uuid[])
+SELECT id, body, source, kind, metadata FROM knowledge WHERE org_id = $1 AND id = ANY($2::uuid[])
 `
 
 type SearchBodiesParams struct {
@@ -163,11 +163,15 @@ type SearchBodiesParams struct {
 }
 
 type SearchBodiesRow struct {
-	ID   uuid.UUID
-	Body string
+	ID       uuid.UUID
+	Body     string
+	Source   *string
+	Kind     string
+	Metadata []byte
 }
 
-// The bodies of the hits an answer returns, for their snippets.
+// The bodies of the hits an answer returns, for their snippets, and their
+// fields (source, kind, metadata: read for the hits answered only).
 func (q *Queries) SearchBodies(ctx context.Context, arg SearchBodiesParams) ([]SearchBodiesRow, error) {
 	rows, err := q.db.Query(ctx, searchBodies, arg.OrgID, arg.Ids)
 	if err != nil {
@@ -177,7 +181,13 @@ func (q *Queries) SearchBodies(ctx context.Context, arg SearchBodiesParams) ([]S
 	var items []SearchBodiesRow
 	for rows.Next() {
 		var i SearchBodiesRow
-		if err := rows.Scan(&i.ID, &i.Body); err != nil {
+		if err := rows.Scan(
+			&i.ID,
+			&i.Body,
+			&i.Source,
+			&i.Kind,
+			&i.Metadata,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

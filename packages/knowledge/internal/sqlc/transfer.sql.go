@@ -44,7 +44,7 @@ func (q *Queries) ExistingEntries(ctx context.Context, arg ExistingEntriesParams
 
 const exportEntries = `-- name: ExportEntries :many
 
-SELECT id, title, body, tags, confidence, source, created_by_agent_id, expires_at,
+SELECT id, title, body, tags, confidence, origin, source, kind, metadata, created_by_agent_id, expires_at,
        superseded_by, head_id, superseded_at, created_at, updated_at
 FROM knowledge
 WHERE org_id = $1 AND (created_at, id) > ($2::timestamptz, $3::uuid)
@@ -65,7 +65,10 @@ type ExportEntriesRow struct {
 	Body             string
 	Tags             []string
 	Confidence       int16
-	Source           string
+	Origin           string
+	Source           *string
+	Kind             string
+	Metadata         []byte
 	CreatedByAgentID *uuid.UUID
 	ExpiresAt        *time.Time
 	SupersededBy     *uuid.UUID
@@ -99,7 +102,10 @@ func (q *Queries) ExportEntries(ctx context.Context, arg ExportEntriesParams) ([
 			&i.Body,
 			&i.Tags,
 			&i.Confidence,
+			&i.Origin,
 			&i.Source,
+			&i.Kind,
+			&i.Metadata,
 			&i.CreatedByAgentID,
 			&i.ExpiresAt,
 			&i.SupersededBy,

@@ -6,6 +6,7 @@
 package transferfmt
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -16,10 +17,13 @@ import (
 )
 
 // Format and Version name the file format. An import refuses a newer
-// version: its meaning may have changed.
+// version: its meaning may have changed. Version 2 added the entry fields:
+// an entry's "source" of version 1 was who made it, now "origin"
+// (VersionOrigin: an import reads a version 1 source as the origin).
 const (
-	Format  = "agentfleet-knowledge"
-	Version = 1
+	Format        = "agentfleet-knowledge"
+	Version       = 2
+	VersionOrigin = 2
 )
 
 // The kinds of record, each line's "kind".
@@ -67,15 +71,23 @@ type Vector struct {
 
 // Entry is an entry, with its chain as stored.
 type Entry struct {
-	Kind          string     `json:"kind"` // "entry"
-	ID            uuid.UUID  `json:"id"`
-	Title         string     `json:"title"`
-	Body          string     `json:"body"`
-	Tags          []string   `json:"tags"`
-	Confidence    int16      `json:"confidence"`
-	Source        string     `json:"source"`
-	AuthorAgentID *uuid.UUID `json:"authorAgentId"`
-	ExpiresAt     *time.Time `json:"expiresAt"`
+	Kind       string    `json:"kind"` // "entry"
+	ID         uuid.UUID `json:"id"`
+	Title      string    `json:"title"`
+	Body       string    `json:"body"`
+	Tags       []string  `json:"tags"`
+	Confidence int16     `json:"confidence"`
+	// Origin is who made the entry ("agent", "operator", "import"); in
+	// files of version 1 it was written as "source".
+	Origin string `json:"origin,omitempty"`
+	// Source (provenance), EntryKind (its memory kind: "kind" names the
+	// record) and Metadata (a flat object) are the agent's entry fields;
+	// missing in files of version 1: none, the default kind, none.
+	Source        string          `json:"source,omitempty"`
+	EntryKind     string          `json:"entryKind,omitempty"`
+	Metadata      json.RawMessage `json:"metadata,omitempty"`
+	AuthorAgentID *uuid.UUID      `json:"authorAgentId"`
+	ExpiresAt     *time.Time      `json:"expiresAt"`
 	// ClientToken is read from files of earlier exports and ignored: a
 	// client token is a 60-second idempotence key, not knowledge, and
 	// importing it could clash with another entry of the agent holding the

@@ -58,7 +58,7 @@ type Knowledge struct {
 	Body                 string
 	Tags                 []string
 	Confidence           int16
-	Source               string
+	Origin               string
 	CreatedByAgentID     *uuid.UUID
 	ExpiresAt            *time.Time
 	ClientToken          *uuid.UUID
@@ -75,6 +75,9 @@ type Knowledge struct {
 	CreatedAt            time.Time
 	UpdatedAt            time.Time
 	SimilarKeys          []int64
+	Source               *string
+	Kind                 string
+	Metadata             []byte
 }
 
 type KnowledgeChunk struct {

@@ -12,14 +12,17 @@ import (
 // StoreArgs are the arguments of store_knowledge. Descriptions that state
 // a limit are set in entrySchema, from the domain's constants.
 type StoreArgs struct {
-	Title       string       `json:"title"`
-	Body        string       `json:"body"`
-	Tags        []string     `json:"tags,omitempty"`
-	Confidence  *int         `json:"confidence,omitempty"`
-	ExpiresAt   string       `json:"expiresAt,omitempty" jsonschema:"When this stops being true, as an RFC 3339 date-time strictly in the future. Expired entries are left out of search by default. Omit for knowledge that does not expire."`
-	TaskRef     *TaskRefArgs `json:"taskRef,omitempty" jsonschema:"Links the new entry to an orchestration task of your org."`
-	ClientToken string       `json:"clientToken,omitempty"`
-	IfSimilar   string       `json:"ifSimilar,omitempty"`
+	Title       string         `json:"title"`
+	Body        string         `json:"body"`
+	Tags        []string       `json:"tags,omitempty"`
+	Confidence  *int           `json:"confidence,omitempty"`
+	ExpiresAt   string         `json:"expiresAt,omitempty" jsonschema:"When this stops being true, as an RFC 3339 date-time strictly in the future. Expired entries are left out of search by default. Omit for knowledge that does not expire."`
+	TaskRef     *TaskRefArgs   `json:"taskRef,omitempty" jsonschema:"Links the new entry to an orchestration task of your org."`
+	ClientToken string         `json:"clientToken,omitempty"`
+	IfSimilar   string         `json:"ifSimilar,omitempty"`
+	Source      string         `json:"source,omitempty"`
+	Kind        string         `json:"kind,omitempty"`
+	Metadata    map[string]any `json:"metadata,omitempty"`
 }
 
 // TaskRefArgs link a new entry to a task.
@@ -76,12 +79,45 @@ func entrySchema(p map[string]*jsonschema.Schema) {
 	tr := p["taskRef"]
 	uuidSchema(tr.Properties["taskId"])
 	tr.Properties["kind"].Enum = []any{string(domain.LinkReferences), string(domain.LinkProduced)}
+	fieldsSchema(p)
+}
+
+// fieldsSchema states the entry fields' rules (store_knowledge and a
+// replacement): source, kind, metadata.
+func fieldsSchema(p map[string]*jsonschema.Schema) {
+	lengthSchema(p["source"], 1, domain.MaxSourceChars)
+	describe(p, "source", "Where this knowledge came from: a URL, a file path, a ticket id (1 to %d characters). get_knowledge can find the entry by it, and search_knowledge and list_knowledge filter on it (exactly, or by prefix).", domain.MaxSourceChars)
+	kindSchema(p["kind"])
+	p["kind"].Default = []byte(`"` + domain.DefaultKind + `"`)
+	describe(p, "kind", "What kind of knowledge: %s (a fact; the default), %s (what happened: an incident, a run), %s (how to do something: steps, a runbook), %s (reference material: a document, a table).",
+		domain.KindSemantic, domain.KindEpisodic, domain.KindProcedural, domain.KindReference)
+	metadataSchema(p["metadata"])
+	describe(p, "metadata", "Flat attributes to filter on later, such as {\"env\": \"prod\", \"service\": \"billing\"}: at most %d keys in lower snake case (%s, up to %d characters), values strings, numbers or booleans (no null, arrays or objects), at most %d bytes as compact JSON.",
+		domain.MaxMetadataKeys, domain.MetadataKeyPattern, domain.MaxMetadataKeyChars, domain.MaxMetadataBytes)
+}
+
+// kindSchema lists the kinds of an entry (storing and filtering alike).
+func kindSchema(s *jsonschema.Schema) {
+	s.Enum = make([]any, len(domain.Kinds))
+	for i, k := range domain.Kinds {
+		s.Enum[i] = k
+	}
+}
+
+// metadataSchema states the shape of metadata (storing and filtering
+// alike): a flat object of scalar values.
+func metadataSchema(s *jsonschema.Schema) {
+	s.Type, s.Types = "object", nil
+	s.MaxProperties = iptr(domain.MaxMetadataKeys)
+	s.PropertyNames = &jsonschema.Schema{Type: "string", Pattern: domain.MetadataKeyPattern, MaxLength: iptr(domain.MaxMetadataKeyChars)}
+	s.AdditionalProperties = &jsonschema.Schema{Types: []string{"string", "number", "boolean"}}
 }
 
 // input decodes the arguments into the domain's input; the rules are the
 // domain's (Service.Store).
 func (a *StoreArgs) input() (domain.StoreInput, error) {
-	in := domain.StoreInput{Title: a.Title, Body: a.Body, Tags: a.Tags, Confidence: a.Confidence, IfSimilar: a.IfSimilar}
+	in := domain.StoreInput{Title: a.Title, Body: a.Body, Tags: a.Tags, Confidence: a.Confidence, IfSimilar: a.IfSimilar,
+		Source: a.Source, Kind: a.Kind, Metadata: a.Metadata}
 	var err error
 	if in.ExpiresAt, err = parseTime("expiresAt", a.ExpiresAt); err != nil {
 		return in, err

@@ -22,18 +22,21 @@ type SupersedeArgs struct {
 
 // ReplacementArgs are store_knowledge's arguments inside a correction.
 type ReplacementArgs struct {
-	Title      string       `json:"title" jsonschema:"As in store_knowledge."`
-	Body       string       `json:"body" jsonschema:"As in store_knowledge."`
-	Tags       []string     `json:"tags,omitempty" jsonschema:"As in store_knowledge."`
-	Confidence *int         `json:"confidence,omitempty"`
-	ExpiresAt  string       `json:"expiresAt,omitempty" jsonschema:"As in store_knowledge."`
-	TaskRef    *TaskRefArgs `json:"taskRef,omitempty" jsonschema:"As in store_knowledge."`
+	Title      string         `json:"title" jsonschema:"As in store_knowledge."`
+	Body       string         `json:"body" jsonschema:"As in store_knowledge."`
+	Tags       []string       `json:"tags,omitempty" jsonschema:"As in store_knowledge."`
+	Confidence *int           `json:"confidence,omitempty"`
+	ExpiresAt  string         `json:"expiresAt,omitempty" jsonschema:"As in store_knowledge."`
+	TaskRef    *TaskRefArgs   `json:"taskRef,omitempty" jsonschema:"As in store_knowledge."`
+	Source     string         `json:"source,omitempty"`
+	Kind       string         `json:"kind,omitempty"`
+	Metadata   map[string]any `json:"metadata,omitempty"`
 }
 
 // store is the replacement as store_knowledge's arguments.
 func (r *ReplacementArgs) store(token string) *StoreArgs {
 	return &StoreArgs{Title: r.Title, Body: r.Body, Tags: r.Tags, Confidence: r.Confidence,
-		ExpiresAt: r.ExpiresAt, TaskRef: r.TaskRef, ClientToken: token}
+		ExpiresAt: r.ExpiresAt, TaskRef: r.TaskRef, ClientToken: token, Source: r.Source, Kind: r.Kind, Metadata: r.Metadata}
 }
 
 func supersedeTool() *mcp.Tool {

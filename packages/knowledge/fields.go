@@ -1,0 +1,209 @@
+package knowledge
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/agentfleet/orchestrator/packages/errs"
+)
+
+// An entry's provenance, kind and metadata (docs/knowledge.md, "Entry
+// fields"): where the knowledge came from, what kind of memory it is, and
+// free flat attributes an agent filters on.
+const (
+	// MaxSourceChars bounds an entry's source: a URL, a path, a ticket id.
+	MaxSourceChars = 1000
+	// MaxMetadataKeys bounds the keys of an entry's metadata.
+	MaxMetadataKeys = 32
+	// MaxMetadataKeyChars bounds one key (lower snake case).
+	MaxMetadataKeyChars = 64
+	// MaxMetadataBytes bounds the metadata as compact JSON (keys sorted).
+	MaxMetadataBytes = 4096
+)
+
+// The kinds of an entry (memory types common across agent memory
+// products). KindSemantic, a fact, is the default.
+const (
+	KindSemantic   = "semantic"
+	KindEpisodic   = "episodic"
+	KindProcedural = "procedural"
+	KindReference  = "reference"
+	DefaultKind    = KindSemantic
+)
+
+// Kinds lists every kind, in the order schemas and errors name them.
+var Kinds = []string{KindSemantic, KindEpisodic, KindProcedural, KindReference}
+
+// The origins of an entry: who made it (Entry.Origin; not settable by an
+// agent). Before the entry fields this was the column "source".
+const (
+	OriginAgent    = "agent"
+	OriginOperator = "operator"
+	OriginImport   = "import"
+)
+
+// MetadataKeyPattern is the rule of a metadata key: lower snake case.
+const MetadataKeyPattern = `^[a-z][a-z0-9_]*$`
+
+var metadataKey = regexp.MustCompile(MetadataKeyPattern)
+
+// checkSource is the rule of a source (store, correct, and the source
+// filters): valid UTF-8 without NUL, not blank, at most MaxSourceChars.
+// "" is "not given".
+func checkSource(field, v string) error {
+	if v == "" {
+		return nil
+	}
+	return checkText(field, v, MaxSourceChars)
+}
+
+// checkKind is the rule of a kind; "" is "not given" (the caller picks the
+// default).
+func checkKind(field, v string) error {
+	if v == "" || slices.Contains(Kinds, v) {
+		return nil
+	}
+	return errs.InvalidArgument(field, "must be one of: %s (got %q)", strings.Join(Kinds, ", "), clipRunes(v, 40))
+}
+
+// normaliseMetadata checks metadata (field names the argument, e.g.
+// "metadata"; a bad key is named as "metadata.<key>") and returns it as
+// compact JSON with sorted keys, or nil when m is empty. Values are
+// strings, finite numbers or booleans: a flat object an agent can filter
+// on by equality, never null, an array or an object.
+func normaliseMetadata(field string, m map[string]any) ([]byte, error) {
+	if len(m) == 0 {
+		return nil, nil
+	}
+	if len(m) > MaxMetadataKeys {
+		return nil, errs.InvalidArgument(field, "must have at most %d keys (got %d)", MaxMetadataKeys, len(m))
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if err := checkMetadataEntry(field, k, m[k]); err != nil {
+			return nil, err
+		}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(m); err != nil { // maps encode with sorted keys
+		return nil, errs.InvalidArgument(field, "cannot be encoded as JSON: %v", err)
+	}
+	out := bytes.TrimRight(buf.Bytes(), "\n")
+	if len(out) > MaxMetadataBytes {
+		return nil, errs.InvalidArgument(field, "must be at most %d bytes as compact JSON (got %d)", MaxMetadataBytes, len(out))
+	}
+	return out, nil
+}
+
+// checkMetadataEntry is the rule of one key and its value.
+func checkMetadataEntry(field, k string, v any) error {
+	if !utf8.ValidString(k) || utf8.RuneCountInString(k) > MaxMetadataKeyChars {
+		return errs.InvalidArgument(field+"."+clipRunes(k, MaxMetadataKeyChars), "key must be at most %d characters", MaxMetadataKeyChars)
+	}
+	name := field + "." + k
+	if !metadataKey.MatchString(k) {
+		return errs.InvalidArgument(name, "key must be lower snake case (%s: a-z first, then a-z, 0-9, _)", MetadataKeyPattern)
+	}
+	switch x := v.(type) {
+	case string:
+		if !utf8.ValidString(x) || strings.ContainsRune(x, 0) {
+			return errs.InvalidArgument(name, "must be valid UTF-8 text without NUL bytes")
+		}
+	case bool, int, int32, int64, uint32:
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return errs.InvalidArgument(name, "must be a finite number")
+		}
+	case float32:
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return errs.InvalidArgument(name, "must be a finite number")
+		}
+	case json.Number:
+		if _, err := x.Float64(); err != nil {
+			return errs.InvalidArgument(name, "must be a finite number (got %s)", clipRunes(string(x), 40))
+		}
+	case nil:
+		return errs.InvalidArgument(name, "must be a string, a number or a boolean, not null (leave the key out instead)")
+	case []any, map[string]any:
+		return errs.InvalidArgument(name, "must be a string, a number or a boolean, not %s (metadata is flat)", jsonTypeName(x))
+	default:
+		return errs.InvalidArgument(name, "must be a string, a number or a boolean (got %s)", jsonTypeName(x))
+	}
+	return nil
+}
+
+func jsonTypeName(v any) string {
+	switch v.(type) {
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// decodeMetadata reads stored metadata (JSON of a flat object) back into
+// a map; numbers stay json.Number so that an integer reads back as
+// written. An empty object is nil (omitted from answers).
+func decodeMetadata(raw []byte) map[string]any {
+	if len(raw) == 0 || string(raw) == "{}" {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil || len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+// sameMetadata says whether two JSON objects hold the same keys and
+// values (PostgreSQL's jsonb orders keys its own way and keeps numbers as
+// written: compared as values, not bytes).
+func sameMetadata(a, b []byte) bool {
+	var x, y map[string]any
+	if len(a) > 0 && json.Unmarshal(a, &x) != nil {
+		return false
+	}
+	if len(b) > 0 && json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return len(x) == len(y) && reflect.DeepEqual(nonNilMap(x), nonNilMap(y))
+}
+
+func nonNilMap(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+// strOrNil is s, or nil when s is "" (a column left NULL).
+func strOrNil(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// strOf is *p, or "" for NULL.
+func strOf(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
