@@ -26,8 +26,8 @@ type Section struct {
 
 // Split cuts text into sections at Markdown ATX headings (# .. ######) and
 // setext headings (a one-line paragraph underlined with = or -), ignoring
-// lines inside fenced code blocks and a leading front-matter block; plain
-// text is the same without headings. A section of more than maxChars runes
+// lines inside fenced code blocks and a leading front-matter block (plain
+// text: SplitText). A section of more than maxChars runes
 // is cut into pieces of at most maxChars (see cut for where), each with
 // its section's heading path. maxChars < 1 means no limit.
 //
@@ -42,15 +42,7 @@ func Split(text string, maxChars int) []Section {
 	}
 	hs := headings(text)
 	var out []Section
-	emit := func(start, end int, path []string) {
-		for _, p := range cut(text[start:end], maxChars) {
-			out = append(out, Section{
-				HeadingPath: append([]string{}, path...),
-				Text:        text[start+p.start : start+p.end],
-				Start:       start + p.start,
-			})
-		}
-	}
+	emit := func(start, end int, path []string) { out = appendPieces(out, text, start, end, path, maxChars) }
 	first := len(text)
 	if len(hs) > 0 {
 		first = hs[0].start
@@ -75,6 +67,29 @@ func Split(text string, maxChars int) []Section {
 		emit(h.start, end, path)
 	}
 	return mergeBlank(out, maxChars)
+}
+
+// SplitText cuts a plain text: Split without headings (a line starting
+// with '#' is text), so every section has an empty heading path and is cut
+// only for size, at the same boundaries.
+func SplitText(text string, maxChars int) []Section {
+	if text == "" {
+		return nil
+	}
+	return mergeBlank(appendPieces(nil, text, 0, len(text), nil, maxChars), maxChars)
+}
+
+// appendPieces appends text[start:end] to out as sections of path, cut to
+// maxChars.
+func appendPieces(out []Section, text string, start, end int, path []string, maxChars int) []Section {
+	for _, p := range cut(text[start:end], maxChars) {
+		out = append(out, Section{
+			HeadingPath: append([]string{}, path...),
+			Text:        text[start+p.start : start+p.end],
+			Start:       start + p.start,
+		})
+	}
+	return out
 }
 
 // mergeBlank folds each section of white space alone into the section

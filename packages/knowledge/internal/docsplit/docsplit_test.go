@@ -136,8 +136,21 @@ func TestSplitPlainTextHasOnePathlessSection(t *testing.T) {
 	if len(secs) != 1 || len(secs[0].HeadingPath) != 0 || secs[0].Text != text {
 		t.Fatalf("got %+v", secs)
 	}
-	if Split("", 10) != nil {
+	if Split("", 10) != nil || SplitText("", 10) != nil {
 		t.Fatal("an empty text has sections")
+	}
+	// SplitText reads no headings: cut for size alone, at the same
+	// boundaries, every path empty.
+	text = "\n# Not a heading in plain text\n\nSome prose. " + strings.Repeat("More prose here. ", 20) + "\n```\nunclosed fence\n"
+	secs = SplitText(text, 100)
+	checkSplit(t, text, 100, secs)
+	if len(secs) < 3 || !strings.HasPrefix(secs[0].Text, "\n# Not a heading") {
+		t.Fatalf("got %+v", secs)
+	}
+	for i, s := range secs {
+		if len(s.HeadingPath) != 0 {
+			t.Fatalf("section %d of plain text has the path %q", i, s.HeadingPath)
+		}
 	}
 }
 
@@ -303,6 +316,13 @@ func FuzzSplit(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text string, maxChars int) {
 		maxChars %= 2000
 		checkSplit(t, text, maxChars, Split(text, maxChars))
+		plain := SplitText(text, maxChars)
+		checkSplit(t, text, maxChars, plain)
+		for i, s := range plain {
+			if len(s.HeadingPath) != 0 {
+				t.Fatalf("plain section %d has the path %q", i, s.HeadingPath)
+			}
+		}
 	})
 }
 
