@@ -256,3 +256,21 @@ SELECT @org_id, unnest(@ids::uuid[]), unnest(@from_ids::uuid[]), unnest(@to_ids:
        nullif(unnest(@valid_tos::text[]), '')::timestamptz,
        nullif(unnest(@closers::uuid[]), '00000000-0000-0000-0000-000000000000'::uuid)
 ON CONFLICT DO NOTHING;
+
+-- name: InsertPartOfRelations :exec
+-- A document's sections, each PART_OF the document (documents.go): one
+-- statement for all of them, in the same transaction as the entries. No
+-- per-entry cap here: a document's sections are bounded by
+-- MaxDocumentSections, which is at most the cap.
+INSERT INTO knowledge_relations (org_id, from_id, to_id, type, created_by_agent_id)
+SELECT @org_id, v.id, @document_id, 'PART_OF', sqlc.narg(agent_id)::uuid
+FROM unnest(@section_ids::uuid[]) AS v(id)
+ON CONFLICT (org_id, from_id, type, to_id) WHERE valid_to IS NULL DO NOTHING;
+
+-- name: ClosePartOfRelations :exec
+-- The open PART_OF relations of sections that left a document (changed,
+-- retired, or moved to the document's new entry) end now.
+UPDATE knowledge_relations
+SET valid_to = greatest(now(), valid_from), closed_by_agent_id = sqlc.narg(agent_id)::uuid
+WHERE org_id = @org_id AND from_id = ANY(@section_ids::uuid[]) AND to_id = @document_id
+  AND type = 'PART_OF' AND valid_to IS NULL;

@@ -2,6 +2,7 @@ package knowledge
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -44,6 +45,9 @@ type ForgetResult struct {
 	Relinked   int64 `json:"relinked"`
 	HeadsAgain int64 `json:"headsAgain"`
 	TaskLinks  int64 `json:"taskLinks"` // task links removed
+	// Sections is how many section entries of a forgotten document were
+	// forgotten with it (each leaves its own tombstone).
+	Sections int64 `json:"sections,omitempty"`
 }
 
 // Forget erases one entry of the caller's org at once and leaves a
@@ -79,10 +83,21 @@ func (s *Service) Forget(ctx context.Context, c Caller, id uuid.UUID, reason str
 		return nil, errs.InvalidArgument("reason", "must be at most %d characters", MaxForgetReason)
 	}
 	var res *ForgetResult
+	var gone []uuid.UUID
 	err = s.transientTx(ctx, func(tx pgx.Tx) error {
 		res = nil
 		q := sqlc.New(tx)
-		rows, err := s.lockForErase(ctx, q, c.OrgID, []uuid.UUID{id}, true)
+		// A document goes with its sections. Under the org's supersession
+		// lock (lockForErase takes it again) no replacement adds any
+		// between this read and the erasure.
+		if err := q.LockOrgSupersessions(ctx, c.OrgID.String()); err != nil {
+			return err
+		}
+		ids, err := q.DocumentSectionIDs(ctx, sqlc.DocumentSectionIDsParams{OrgID: c.OrgID, Ids: []uuid.UUID{id}})
+		if err != nil {
+			return err
+		}
+		rows, err := s.lockForErase(ctx, q, c.OrgID, append(ids, id), true)
 		if err != nil {
 			return err
 		}
@@ -94,7 +109,11 @@ func (s *Service) Forget(ctx context.Context, c Caller, id uuid.UUID, reason str
 			res = &ForgetResult{Tombstone: *t, AlreadyForgotten: true}
 			return nil
 		}
-		row := rows[0]
+		i := slices.IndexFunc(rows, func(r sqlc.PurgeLockEntriesRow) bool { return r.ID == id })
+		if i < 0 {
+			return pgx.ErrNoRows // the document is gone, its sections are not: cannot be under the lock
+		}
+		row := rows[i]
 		if (row.CreatedByAgentID == nil || *row.CreatedByAgentID != c.AgentID) && !othersAllowed {
 			return &errs.Error{Code: errs.CodeForbidden, Field: "id",
 				Message: "the calling agent did not write this entry; forgetting other agents' entries needs the knowledge:delete_others scope"}
@@ -103,14 +122,23 @@ func (s *Service) Forget(ctx context.Context, c Caller, id uuid.UUID, reason str
 		if err := s.eraseLocked(ctx, tx, c.OrgID, rows, true, &rep); err != nil {
 			return err
 		}
-		t, err := q.InsertTombstone(ctx, sqlc.InsertTombstoneParams{
-			OrgID: c.OrgID, ID: id, CreatedByAgentID: row.CreatedByAgentID, CreatedAt: row.CreatedAt,
-			ForgottenByAgentID: c.AgentID, Reason: reason, ClientToken: row.ClientToken, Relations: int32(rep.OpenRelations),
-		})
-		if err != nil {
-			return err
+		var t sqlc.KnowledgeTombstone
+		for _, r := range rows {
+			// Each section of a forgotten document reads as forgotten too.
+			ts, err := q.InsertTombstone(ctx, sqlc.InsertTombstoneParams{
+				OrgID: c.OrgID, ID: r.ID, CreatedByAgentID: r.CreatedByAgentID, CreatedAt: r.CreatedAt,
+				ForgottenByAgentID: c.AgentID, Reason: reason, ClientToken: r.ClientToken, Relations: int32(rep.OpenRelations),
+			})
+			if err != nil {
+				return err
+			}
+			if r.ID == id {
+				t = ts
+			}
 		}
-		res = &ForgetResult{Tombstone: tombstone(t), Relinked: rep.Relinked, HeadsAgain: rep.HeadsAgain, TaskLinks: rep.TaskLinks}
+		res = &ForgetResult{Tombstone: tombstone(t), Relinked: rep.Relinked, HeadsAgain: rep.HeadsAgain, TaskLinks: rep.TaskLinks,
+			Sections: int64(len(rows) - 1)}
+		gone = rep.IDs
 		return nil
 	})
 	if err != nil {
@@ -123,7 +151,11 @@ func (s *Service) Forget(ctx context.Context, c Caller, id uuid.UUID, reason str
 		// stores that listed it. The row is gone whatever happens here, and
 		// a replay never answers an erased entry (replayable); a failure
 		// only leaves a record that expires within the minute.
-		if _, err := s.forgetIdempotenceRecords(ctx, c.OrgID, map[uuid.UUID]bool{id: true}); err != nil {
+		names := map[uuid.UUID]bool{id: true}
+		for _, g := range gone {
+			names[g] = true
+		}
+		if _, err := s.forgetIdempotenceRecords(ctx, c.OrgID, names); err != nil {
 			s.log().Warn("knowledge: forget: deleting idempotence records naming the entry failed; they expire within 60 s", "org", c.OrgID, "err", err)
 		}
 	}

@@ -345,6 +345,9 @@ func (s *Service) eraseLocked(ctx context.Context, tx pgx.Tx, org uuid.UUID, row
 	if _, err := q.PurgeDeleteQueued(ctx, sqlc.PurgeDeleteQueuedParams{OrgID: org, Ids: ids}); err != nil {
 		return err
 	}
+	if err := deleteDocumentRows(ctx, q, org, ids); err != nil {
+		return err
+	}
 	if n, err = q.PurgeDeleteEntries(ctx, sqlc.PurgeDeleteEntriesParams{OrgID: org, Ids: ids}); err != nil {
 		return err
 	}

@@ -820,3 +820,23 @@ func (s *Service) relationSummary(ctx context.Context, c Caller, id uuid.UUID) (
 	}
 	return sum, nil
 }
+
+// linkParts makes each of sections PART_OF doc (a document's sections,
+// documents.go), in the caller's transaction, by agent. Not capped per
+// entry: MaxDocumentSections bounds them.
+func linkParts(ctx context.Context, q *sqlc.Queries, org, agent, doc uuid.UUID, sections []uuid.UUID) error {
+	if len(sections) == 0 {
+		return nil
+	}
+	return q.InsertPartOfRelations(ctx, sqlc.InsertPartOfRelationsParams{OrgID: org, DocumentID: doc, SectionIds: sections, AgentID: &agent})
+}
+
+// unlinkParts closes the open PART_OF relations of sections to doc (they
+// left it: changed, retired, or moved to the document's new entry); the
+// rows stay, so the relations read as of a past time still hold them.
+func unlinkParts(ctx context.Context, q *sqlc.Queries, org, agent, doc uuid.UUID, sections []uuid.UUID) error {
+	if len(sections) == 0 {
+		return nil
+	}
+	return q.ClosePartOfRelations(ctx, sqlc.ClosePartOfRelationsParams{OrgID: org, DocumentID: doc, SectionIds: sections, AgentID: &agent})
+}

@@ -12,6 +12,32 @@ import (
 	"github.com/google/uuid"
 )
 
+const closePartOfRelations = `-- name: ClosePartOfRelations :exec
+UPDATE knowledge_relations
+SET valid_to = greatest(now(), valid_from), closed_by_agent_id = $1::uuid
+WHERE org_id = $2 AND from_id = ANY($3::uuid[]) AND to_id = $4
+  AND type = 'PART_OF' AND valid_to IS NULL
+`
+
+type ClosePartOfRelationsParams struct {
+	AgentID    *uuid.UUID
+	OrgID      uuid.UUID
+	SectionIds []uuid.UUID
+	DocumentID uuid.UUID
+}
+
+// The open PART_OF relations of sections that left a document (changed,
+// retired, or moved to the document's new entry) end now.
+func (q *Queries) ClosePartOfRelations(ctx context.Context, arg ClosePartOfRelationsParams) error {
+	_, err := q.db.Exec(ctx, closePartOfRelations,
+		arg.AgentID,
+		arg.OrgID,
+		arg.SectionIds,
+		arg.DocumentID,
+	)
+	return err
+}
+
 const closeRelation = `-- name: CloseRelation :one
 UPDATE knowledge_relations
 SET valid_to = greatest(now(), valid_from), closed_by_agent_id = $1::uuid
@@ -265,6 +291,34 @@ func (q *Queries) ImportRelations(ctx context.Context, arg ImportRelationsParams
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const insertPartOfRelations = `-- name: InsertPartOfRelations :exec
+INSERT INTO knowledge_relations (org_id, from_id, to_id, type, created_by_agent_id)
+SELECT $1, v.id, $2, 'PART_OF', $3::uuid
+FROM unnest($4::uuid[]) AS v(id)
+ON CONFLICT (org_id, from_id, type, to_id) WHERE valid_to IS NULL DO NOTHING
+`
+
+type InsertPartOfRelationsParams struct {
+	OrgID      uuid.UUID
+	DocumentID uuid.UUID
+	AgentID    *uuid.UUID
+	SectionIds []uuid.UUID
+}
+
+// A document's sections, each PART_OF the document (documents.go): one
+// statement for all of them, in the same transaction as the entries. No
+// per-entry cap here: a document's sections are bounded by
+// MaxDocumentSections, which is at most the cap.
+func (q *Queries) InsertPartOfRelations(ctx context.Context, arg InsertPartOfRelationsParams) error {
+	_, err := q.db.Exec(ctx, insertPartOfRelations,
+		arg.OrgID,
+		arg.DocumentID,
+		arg.AgentID,
+		arg.SectionIds,
+	)
+	return err
 }
 
 const insertRelation = `-- name: InsertRelation :one

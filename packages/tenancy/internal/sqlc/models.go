@@ -120,6 +120,28 @@ type KnowledgeCountDelta struct {
 	Delta int64
 }
 
+type KnowledgeDocument struct {
+	OrgID       uuid.UUID
+	ID          uuid.UUID
+	Source      *string
+	Format      string
+	Sections    int32
+	Chars       int64
+	ContentHash []byte
+	EntryHash   []byte
+	Live        bool
+	CreatedAt   time.Time
+}
+
+type KnowledgeDocumentToken struct {
+	OrgID       uuid.UUID
+	AgentID     uuid.UUID
+	ClientToken uuid.UUID
+	DocumentID  uuid.UUID
+	ArgsHash    []byte
+	CreatedAt   time.Time
+}
+
 type KnowledgeIndexQueue struct {
 	OrgID    uuid.UUID
 	EntryID  uuid.UUID
@@ -176,6 +198,17 @@ type KnowledgeSearchStat struct {
 type KnowledgeSecret struct {
 	Name  string
 	Value []byte
+}
+
+type KnowledgeSection struct {
+	OrgID       uuid.UUID
+	ID          uuid.UUID
+	DocumentID  uuid.UUID
+	Position    int32
+	HeadingPath []string
+	ContentHash []byte
+	EndedAt     *time.Time
+	EndedHow    *string
 }
 
 type KnowledgeSupersession struct {

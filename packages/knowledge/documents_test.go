@@ -1,0 +1,321 @@
+package knowledge_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/agentfleet/orchestrator/packages/errs"
+	"github.com/agentfleet/orchestrator/packages/knowledge"
+)
+
+// manual is a small Markdown document of n sections, each with body text
+// v (so a test can change one section's text).
+func manual(n int, text func(i int) string) string {
+	var b strings.Builder
+	b.WriteString("Preface of the manual.\n\n")
+	for i := range n {
+		fmt.Fprintf(&b, "# Chapter %d\n\n%s\n\n", i, text(i))
+	}
+	return b.String()
+}
+
+func same(i int) string { return fmt.Sprintf("The text of chapter %d, about valves and pumps number %d.", i, i) }
+
+func (b *bundle) storeDoc(t *testing.T, c knowledge.Caller, in knowledge.DocumentInput) *knowledge.DocumentResult {
+	t.Helper()
+	r, err := b.svc.StoreDocument(b.ctx, c, in)
+	if err != nil {
+		t.Fatalf("store document %q: %v", in.Title, err)
+	}
+	return r
+}
+
+func TestStoreDocumentMakesSectionsPartOfIt(t *testing.T) {
+	b := setup(t)
+	r := b.storeDoc(t, b.alice, knowledge.DocumentInput{Title: "Pump manual", Content: manual(3, same), Source: "docs/pumps.md", Tags: []string{"pumps"}})
+	if len(r.Sections) != 4 || r.New != 4 || r.Replaced || r.QuotaUnits != 5 {
+		t.Fatalf("answer = %+v; want 4 new sections (preface + 3), 5 units", r)
+	}
+	if got := r.Sections[2].HeadingPath; len(got) != 1 || got[0] != "Chapter 1" {
+		t.Fatalf("section 2 heading path = %q", got)
+	}
+	if len(r.Sections[0].HeadingPath) != 0 {
+		t.Fatalf("the preface has heading path %q; want none", r.Sections[0].HeadingPath)
+	}
+	// Each section is an entry PART_OF the document, in the same order.
+	n := b.count(t, `SELECT count(*) FROM knowledge_relations WHERE to_id = $1 AND type = 'PART_OF' AND valid_to IS NULL`, r.ID)
+	if n != 4 {
+		t.Fatalf("%d open PART_OF relations to the document; want 4", n)
+	}
+	var title, body string
+	if err := b.pool.QueryRow(b.ctx, `SELECT title, body FROM knowledge WHERE id = $1`, r.Sections[2].ID).Scan(&title, &body); err != nil {
+		t.Fatal(err)
+	}
+	if title != "Pump manual › Chapter 1" || !strings.Contains(body, same(1)) {
+		t.Fatalf("section entry = %q / %q", title, body)
+	}
+	if err := b.pool.QueryRow(b.ctx, `SELECT body FROM knowledge WHERE id = $1`, r.ID).Scan(&body); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(body, "3. Chapter 1") {
+		t.Fatalf("table of contents = %q", body)
+	}
+	if len(b.enq.all()) != 5 {
+		t.Fatalf("%d embedding jobs; want 5 (the document and its sections)", len(b.enq.all()))
+	}
+	if used := b.quotaUsed(t, b.org); used != 5 {
+		t.Fatalf("quota used %d; want 5", used)
+	}
+}
+
+func TestStoreDocumentRefusesBadInput(t *testing.T) {
+	b := setup(t)
+	for _, tc := range []struct {
+		in    knowledge.DocumentInput
+		field string
+	}{
+		{knowledge.DocumentInput{Content: "x"}, "title"},
+		{knowledge.DocumentInput{Title: "t", Content: "  \n"}, "content"},
+		{knowledge.DocumentInput{Title: "t", Content: strings.Repeat("a", knowledge.MaxDocumentBytes+1)}, "content"},
+		{knowledge.DocumentInput{Title: "t", Content: "x", Format: "pdf"}, "format"},
+		{knowledge.DocumentInput{Title: "t", Content: "x", Tags: []string{"c++"}}, "tags[0]"},
+	} {
+		_, err := b.svc.StoreDocument(b.ctx, b.alice, tc.in)
+		var e *errs.Error
+		if !errors.As(err, &e) || e.Code != errs.CodeInvalidArgument || e.Field != tc.field {
+			t.Errorf("%+v: err = %v; want invalid_argument on %s", tc.field, err, tc.field)
+		}
+	}
+	if n := b.entries(t); n != 0 {
+		t.Fatalf("%d entries after refused stores", n)
+	}
+}
+
+func TestReplaceDocumentKeepsUnchangedSections(t *testing.T) {
+	b := setup(t)
+	in := knowledge.DocumentInput{Title: "Pump manual", Content: manual(5, same), Source: "docs/pumps.md"}
+	first := b.storeDoc(t, b.alice, in)
+	b.embedPending(t)
+	gen := func(id uuid.UUID) string {
+		var s string
+		if err := b.pool.QueryRow(b.ctx, `SELECT embedding_status || ':' || embedding_generation FROM knowledge WHERE id = $1`, id).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	before := gen(first.Sections[1].ID)
+	jobs := len(b.enq.all())
+
+	// Chapter 2 changed, the rest the same: the table of contents too.
+	in.Content = manual(5, func(i int) string {
+		if i == 2 {
+			return "New text of chapter two."
+		}
+		return same(i)
+	})
+	r := b.storeDoc(t, b.bob, in)
+	if !r.Replaced || r.ID != first.ID || r.Kept != 5 || r.Changed != 1 || r.New != 0 || len(r.Retired) != 0 || r.QuotaUnits != 1 {
+		t.Fatalf("replacement = %+v; want the same document, 5 kept, 1 changed, 1 unit", r)
+	}
+	for _, i := range []int{0, 1, 2, 4, 5} {
+		if r.Sections[i].ID != first.Sections[i].ID || r.Sections[i].EmbeddingStatus != knowledge.EmbeddingReady {
+			t.Fatalf("kept section %d = %+v; want its id and vectors kept", i, r.Sections[i])
+		}
+	}
+	if r.Sections[3].Status != knowledge.SectionChanged || *r.Sections[3].Supersedes != first.Sections[3].ID {
+		t.Fatalf("section 3 = %+v; want changed, superseding %s", r.Sections[3], first.Sections[3].ID)
+	}
+	if got := gen(first.Sections[1].ID); got != before {
+		t.Fatalf("a kept section's embedding went from %s to %s", before, got)
+	}
+	if got := len(b.enq.all()) - jobs; got != 1 {
+		t.Fatalf("%d entries to embed after the replacement; want 1 (the changed section)", got)
+	}
+	// The changed section's old version is superseded by the new, the
+	// retired one expired; the document lists its sections in order.
+	old, err := b.svc.Get(b.ctx, b.alice, first.Sections[3].ID)
+	if err != nil || old.State != knowledge.StateSuperseded || *old.SupersededBy != r.Sections[3].ID {
+		t.Fatalf("changed section's old version = %+v, %v", old, err)
+	}
+	n := b.count(t, `SELECT count(*) FROM knowledge_relations WHERE to_id = $1 AND type = 'PART_OF' AND valid_to IS NULL`, r.ID)
+	if n != 6 {
+		t.Fatalf("%d open PART_OF relations; want 6", n)
+	}
+
+	// The same again changes nothing.
+	again := b.storeDoc(t, b.bob, in)
+	if !again.Unchanged || again.QuotaUnits != 0 || again.Kept != 6 || again.Sections[3].ID != r.Sections[3].ID {
+		t.Fatalf("same content again = %+v; want unchanged", again)
+	}
+}
+
+func TestReplaceDocumentNewTitleSupersedesTheDocument(t *testing.T) {
+	b := setup(t)
+	in := knowledge.DocumentInput{Title: "Pump manual", Content: manual(3, same), Source: "docs/pumps.md"}
+	first := b.storeDoc(t, b.alice, in)
+	// Chapter 1 removed, chapter 5 added: the table of contents changes.
+	in.Content = manual(3, func(i int) string { return same(i) }) + "# Chapter 5\n\nValves again.\n"
+	in.Content = strings.Replace(in.Content, "# Chapter 1\n\n"+same(1)+"\n\n", "", 1)
+	r := b.storeDoc(t, b.alice, in)
+	if r.ID == first.ID || r.PreviousID == nil || *r.PreviousID != first.ID || r.Kept != 3 || r.New != 1 || r.QuotaUnits != 2 ||
+		len(r.Retired) != 1 || r.Retired[0] != first.Sections[2].ID {
+		t.Fatalf("replacement = %+v; want a new document entry superseding %s, 3 kept, 1 new, chapter 1 retired", r, first.ID)
+	}
+	gone, err := b.svc.Get(b.ctx, b.alice, first.Sections[2].ID)
+	if err != nil || gone.State != knowledge.StateExpired {
+		t.Fatalf("retired section = %+v, %v; want expired (readable by id)", gone, err)
+	}
+	e, err := b.svc.Get(b.ctx, b.alice, first.ID)
+	if err != nil || e.State != knowledge.StateSuperseded || *e.SupersededBy != r.ID {
+		t.Fatalf("previous document = %+v, %v", e, err)
+	}
+	n := b.count(t, `SELECT count(*) FROM knowledge_relations WHERE to_id = $1 AND type = 'PART_OF' AND valid_to IS NULL`, r.ID)
+	m := b.count(t, `SELECT count(*) FROM knowledge_relations WHERE to_id = $1 AND type = 'PART_OF' AND valid_to IS NULL`, first.ID)
+	if n != 4 || m != 0 {
+		t.Fatalf("open PART_OF: %d to the new document, %d to the old; want 4 and 0", n, m)
+	}
+}
+
+// Concurrent replacements of one source: each is all or nothing, one
+// after the other; the document ends as one of them stored it, with one
+// live version and its sections' relations whole.
+func TestReplaceDocumentConcurrently(t *testing.T) {
+	b := setup(t)
+	in := knowledge.DocumentInput{Title: "Pump manual", Content: manual(10, same), Source: "docs/pumps.md"}
+	b.storeDoc(t, b.alice, in)
+	const writers = 6
+	var wg sync.WaitGroup
+	errc := make(chan error, writers)
+	for w := range writers {
+		wg.Go(func() {
+			v := in
+			v.Content = manual(10, func(i int) string {
+				if i == w {
+					return fmt.Sprintf("Writer %d's chapter.", w)
+				}
+				return same(i)
+			})
+			_, err := b.svc.StoreDocument(b.ctx, b.alice, v)
+			errc <- err
+		})
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := b.count(t, `SELECT count(*) FROM knowledge_documents WHERE source = 'docs/pumps.md' AND live`); n != 1 {
+		t.Fatalf("%d live documents of the source; want 1", n)
+	}
+	// 11 current sections, each a head, each PART_OF the live document once.
+	n := b.count(t, `SELECT count(*) FROM knowledge_sections s JOIN knowledge_documents d ON d.id = s.document_id AND d.live
+		JOIN knowledge k ON k.id = s.id AND k.head_id IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())
+		JOIN knowledge_relations r ON r.from_id = s.id AND r.to_id = d.id AND r.type = 'PART_OF' AND r.valid_to IS NULL
+		WHERE s.ended_at IS NULL`)
+	if n != 11 {
+		t.Fatalf("%d current sections linked to the live document; want 11", n)
+	}
+	// Exactly one writer's chapter is in it.
+	n = b.count(t, `SELECT count(*) FROM knowledge_sections s JOIN knowledge k ON k.id = s.id WHERE s.ended_at IS NULL AND k.body LIKE 'Writer%' OR (s.ended_at IS NULL AND k.body LIKE '%Writer %')`)
+	if n != 1 {
+		t.Fatalf("%d writers' chapters current; want 1", n)
+	}
+}
+
+// The quota is checked for the whole document before anything is written,
+// and concurrent stores never pass it.
+func TestDocumentQuotaNeverExceeded(t *testing.T) {
+	b := setup(t)
+	b.setQuota(t, b.org, 20)
+	var wg sync.WaitGroup
+	const writers = 8
+	ok := make(chan int, writers)
+	for w := range writers {
+		wg.Go(func() {
+			r, err := b.svc.StoreDocument(b.ctx, b.alice, knowledge.DocumentInput{
+				Title: fmt.Sprintf("Manual %d", w), Content: manual(4, same)})
+			if err == nil {
+				ok <- r.QuotaUnits
+				return
+			}
+			if errs.CodeOf(err) != errs.CodeQuotaExceeded {
+				t.Errorf("store %d: %v; want quota_exceeded", w, err)
+			}
+		})
+	}
+	wg.Wait()
+	close(ok)
+	stored := 0
+	for u := range ok {
+		stored += u
+	}
+	if stored != 18 { // 6 entries each: 3 documents fit in 20
+		t.Fatalf("%d units stored; want 18 (3 documents of 6 entries)", stored)
+	}
+	if n := b.entries(t); n != 18 || b.quotaUsed(t, b.org) != 18 {
+		t.Fatalf("%d entries, quota used %d; want 18 and 18", n, b.quotaUsed(t, b.org))
+	}
+}
+
+func TestDocumentClientToken(t *testing.T) {
+	b := setup(t)
+	tok := uuid.New()
+	in := knowledge.DocumentInput{Title: "Pump manual", Content: manual(2, same), ClientToken: &tok}
+	first := b.storeDoc(t, b.alice, in)
+	again := b.storeDoc(t, b.alice, in)
+	if !again.Replayed || again.ID != first.ID || len(again.Sections) != 3 || again.Sections[1].ID != first.Sections[1].ID {
+		t.Fatalf("retry = %+v; want the first document replayed", again)
+	}
+	if n := b.entries(t); n != 4 {
+		t.Fatalf("%d entries after a retry; want 4", n)
+	}
+	in.Title = "Other"
+	_, err := b.svc.StoreDocument(b.ctx, b.alice, in)
+	var e *errs.Error
+	if !errors.As(err, &e) || e.Field != "clientToken" {
+		t.Fatalf("token with other arguments: %v; want invalid_argument on clientToken", err)
+	}
+}
+
+func TestForgetDocumentForgetsItsSections(t *testing.T) {
+	b := setup(t)
+	r := b.storeDoc(t, b.alice, knowledge.DocumentInput{Title: "Pump manual", Content: manual(3, same), Source: "docs/pumps.md"})
+	// One section alone first: the document stays, without it.
+	if _, err := b.svc.Forget(b.ctx, b.alice, r.Sections[1].ID, "wrong", false); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM knowledge_sections WHERE document_id = $1`, r.ID); n != 3 {
+		t.Fatalf("%d section rows after forgetting one of 4; want 3", n)
+	}
+	res, err := b.svc.Forget(b.ctx, b.alice, r.ID, "obsolete", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Sections != 3 {
+		t.Fatalf("forget of the document forgot %d sections; want 3", res.Sections)
+	}
+	if n := b.entries(t); n != 0 {
+		t.Fatalf("%d entries left", n)
+	}
+	for _, table := range []string{"knowledge_sections", "knowledge_documents", "knowledge_document_tokens"} {
+		if n := b.count(t, "SELECT count(*) FROM "+table); n != 0 {
+			t.Fatalf("%d rows left in %s", n, table)
+		}
+	}
+	e, err := b.svc.Get(b.ctx, b.alice, r.Sections[2].ID)
+	if err != nil || e.State != knowledge.StateForgotten {
+		t.Fatalf("a section of the forgotten document reads %+v, %v; want forgotten", e, err)
+	}
+	// The source is free again: a new store makes a new document.
+	again := b.storeDoc(t, b.alice, knowledge.DocumentInput{Title: "Pump manual", Content: manual(1, same), Source: "docs/pumps.md"})
+	if again.Replaced {
+		t.Fatal("a store after the forget replaced a forgotten document")
+	}
+}

@@ -1,0 +1,166 @@
+-- Documents (packages/knowledge/documents.go): the owner of
+-- knowledge_documents, knowledge_sections and knowledge_document_tokens.
+-- Every statement is scoped by @org_id; every look-up is an equality on an
+-- org-led key (never a scan of the org, whatever the statistics say).
+
+-- name: LockDocumentSource :exec
+-- Serialises the stores of one source in one org: the second of two
+-- concurrent replacements reads what the first committed.
+SELECT pg_advisory_xact_lock(hashtext('knowledge.document'), hashtext(@org_id::text || ':' || @source::text));
+
+-- name: GetDocumentToken :one
+-- The document a clientToken of an agent made, and the hash of its arguments.
+SELECT document_id, args_hash
+FROM knowledge_document_tokens
+WHERE org_id = @org_id AND agent_id = @agent_id AND client_token = @client_token;
+
+-- name: InsertDocumentToken :execrows
+-- 0 rows: another call with the token committed first (the insert waited
+-- for it); the caller rolls back and answers that call's document.
+INSERT INTO knowledge_document_tokens (org_id, agent_id, client_token, document_id, args_hash)
+VALUES (@org_id, @agent_id, @client_token, @document_id, @args_hash)
+ON CONFLICT (org_id, agent_id, client_token) DO NOTHING;
+
+-- name: LiveDocumentBySource :one
+-- The live document of a source, its entry locked (a forget or purge of it
+-- waits, or has committed and it is gone).
+SELECT d.id, d.content_hash, d.entry_hash, k.head_id
+FROM knowledge_documents d
+JOIN knowledge k ON k.org_id = d.org_id AND k.id = d.id
+WHERE d.org_id = @org_id AND d.source = @source::text AND d.live
+FOR UPDATE OF k;
+
+-- name: CurrentSections :many
+-- A document's sections as they stand, in order, with their entries
+-- locked in id order (as supersede and purge lock entries).
+WITH locked AS MATERIALIZED (
+    SELECT k.id, k.head_id, k.embedding_status, k.embedding_generation, char_length(k.body)::int AS chars
+    FROM knowledge k
+    WHERE k.org_id = @org_id
+      AND k.id IN (SELECT s.id FROM knowledge_sections s
+                   WHERE s.org_id = @org_id AND s.document_id = @document_id AND s.ended_at IS NULL)
+    ORDER BY k.id
+    FOR UPDATE OF k
+)
+SELECT s.id, s.position, s.heading_path, s.content_hash,
+       l.head_id, l.embedding_status, l.embedding_generation, l.chars
+FROM knowledge_sections s
+JOIN locked l ON l.id = s.id
+WHERE s.org_id = @org_id AND s.document_id = @document_id AND s.ended_at IS NULL
+ORDER BY s.position;
+
+-- name: InsertDocumentEntries :many
+-- A document's new entries in one statement: its own entry and its new or
+-- changed sections, with the ids the caller chose, the same tags, kind,
+-- source and metadata. Their embedding status is pending (the outbox).
+INSERT INTO knowledge (org_id, id, title, body, tags, created_by_agent_id, similar_keys)
+SELECT @org_id, v.id, v.title, v.body, @tags::text[], sqlc.narg(agent_id)::uuid,
+       v.keys::bigint[]
+FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@titles::text[]) AS title, unnest(@bodies::text[]) AS body,
+             unnest(@keys::text[]) AS keys) v
+RETURNING id, embedding_generation, created_at;
+
+-- name: InsertDocument :exec
+INSERT INTO knowledge_documents (org_id, id, source, format, sections, chars, content_hash, entry_hash)
+VALUES (@org_id, @id, sqlc.narg(source)::text, @format, @sections, @chars, @content_hash, @entry_hash);
+
+-- name: UpdateDocument :exec
+-- A replacement that kept the document's entry (only sections changed).
+UPDATE knowledge_documents
+SET format = @format, sections = @sections, chars = @chars, content_hash = @content_hash
+WHERE org_id = @org_id AND id = @id;
+
+-- name: EndDocument :exec
+-- A replaced document is no longer its source's live version.
+UPDATE knowledge_documents SET live = false
+WHERE org_id = @org_id AND id = @id;
+
+-- name: PutSections :exec
+-- A document's sections at their positions: new rows for new sections,
+-- and the kept ones moved (to another position, or to the document's new
+-- entry).
+INSERT INTO knowledge_sections (org_id, id, document_id, position, heading_path, content_hash)
+SELECT @org_id, v.id, @document_id, v.position, string_to_array(v.path, E'\x1f'), v.hash
+FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@positions::int[]) AS position, unnest(@paths::text[]) AS path,
+             unnest(@hashes::bytea[]) AS hash) v
+ON CONFLICT (org_id, id) DO UPDATE SET document_id = excluded.document_id, position = excluded.position;
+
+-- name: EndSections :exec
+-- Sections a replacement changed or retired: their rows stay, for the history.
+UPDATE knowledge_sections SET ended_at = now(), ended_how = @how::text
+WHERE org_id = @org_id AND id = ANY(@ids::uuid[]) AND ended_at IS NULL;
+
+-- name: SupersedeSections :exec
+-- Each changed section (a head, locked) superseded by its new version.
+UPDATE knowledge k
+SET superseded_by = v.new_id, head_id = v.new_id, superseded_at = now(), updated_at = now()
+FROM (SELECT unnest(@old_ids::uuid[]) AS old_id, unnest(@new_ids::uuid[]) AS new_id) v
+WHERE k.org_id = @org_id AND k.id = v.old_id AND k.head_id IS NULL;
+
+-- name: MoveSectionHeads :exec
+-- The earlier versions of the changed sections point at their new heads.
+UPDATE knowledge k
+SET head_id = v.new_id, updated_at = now()
+FROM (SELECT unnest(@old_ids::uuid[]) AS old_id, unnest(@new_ids::uuid[]) AS new_id) v
+WHERE k.org_id = @org_id AND k.head_id = v.old_id;
+
+-- name: InsertSectionSupersessions :exec
+INSERT INTO knowledge_supersessions (org_id, old_id, new_id, agent_id)
+SELECT @org_id, v.old_id, v.new_id, @agent_id
+FROM (SELECT unnest(@old_ids::uuid[]) AS old_id, unnest(@new_ids::uuid[]) AS new_id) v;
+
+-- name: RetireSections :exec
+-- Removed sections expire now: no longer current (search and list leave
+-- them out), still readable with asOf before now, and by id.
+UPDATE knowledge
+SET expires_at = now(), updated_at = now()
+WHERE org_id = @org_id AND id = ANY(@ids::uuid[]) AND (expires_at IS NULL OR expires_at > now());
+
+-- name: GetDocument :one
+-- The mark of a document entry (get_knowledge).
+SELECT source, format, sections, chars, live
+FROM knowledge_documents
+WHERE org_id = @org_id AND id = @id;
+
+-- name: DocumentSections :many
+-- A document's current sections in order, as get_knowledge lists them.
+SELECT s.id, s.heading_path, k.title, char_length(k.body)::int AS chars, k.embedding_status
+FROM knowledge_sections s
+JOIN knowledge k ON k.org_id = s.org_id AND k.id = s.id
+WHERE s.org_id = @org_id AND s.document_id = @document_id AND s.ended_at IS NULL
+ORDER BY s.position;
+
+-- name: SectionsDocuments :many
+-- The documents of the sections among @ids (a search's hits, a read).
+SELECT s.id, s.document_id, s.heading_path, s.position, s.ended_how, k.title, d.source
+FROM knowledge_sections s
+JOIN knowledge_documents d ON d.org_id = s.org_id AND d.id = s.document_id
+JOIN knowledge k ON k.org_id = s.org_id AND k.id = s.document_id
+WHERE s.org_id = @org_id AND s.id = ANY(@ids::uuid[]);
+
+-- name: DocumentSectionIDs :many
+-- Every section entry of the documents among @ids (ended ones too): a
+-- forget of a document forgets them with it.
+SELECT id FROM knowledge_sections
+WHERE org_id = @org_id AND document_id = ANY(@ids::uuid[]);
+
+-- Erasure (forget, purge) of entries: their document marks, section rows
+-- and the tokens that named them, in this order (the foreign keys). A
+-- section row of a document erased without it goes too: the section is a
+-- plain entry from then on.
+
+-- name: DeleteDocumentTokens :execrows
+DELETE FROM knowledge_document_tokens
+WHERE org_id = @org_id AND document_id = ANY(@ids::uuid[]);
+
+-- name: DeleteSectionRows :execrows
+DELETE FROM knowledge_sections
+WHERE org_id = @org_id AND id = ANY(@ids::uuid[]);
+
+-- name: DeleteDocumentsSectionRows :execrows
+DELETE FROM knowledge_sections
+WHERE org_id = @org_id AND document_id = ANY(@ids::uuid[]);
+
+-- name: DeleteDocumentMarks :execrows
+DELETE FROM knowledge_documents
+WHERE org_id = @org_id AND id = ANY(@ids::uuid[]);
