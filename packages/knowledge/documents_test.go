@@ -319,3 +319,44 @@ func TestForgetDocumentForgetsItsSections(t *testing.T) {
 		t.Fatal("a store after the forget replaced a forgotten document")
 	}
 }
+
+func TestReadDocumentAndItsSections(t *testing.T) {
+	b := setup(t)
+	r := b.storeDoc(t, b.alice, knowledge.DocumentInput{Title: "Pump manual", Content: manual(3, same) + "# Chapter 9\n\nThe flux capacitor needs grease.\n", Source: "docs/pumps.md"})
+	e, err := b.svc.Get(b.ctx, b.alice, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Document == nil || e.Document.Source != "docs/pumps.md" || len(e.Document.Sections) != 5 || !e.Document.Live {
+		t.Fatalf("document read = %+v; want its 5 sections", e.Document)
+	}
+	for i, s := range e.Document.Sections {
+		if s.ID != r.Sections[i].ID {
+			t.Fatalf("section %d of the read is %s; want %s (in order)", i, s.ID, r.Sections[i].ID)
+		}
+	}
+	sec, err := b.svc.Get(b.ctx, b.alice, r.Sections[4].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sec.Section == nil || sec.Section.ID != r.ID || sec.Section.Position != 4 || sec.Section.HeadingPath[0] != "Chapter 9" {
+		t.Fatalf("section read = %+v; want its document and place", sec.Section)
+	}
+	// Another org sees nothing of it.
+	if _, err := b.svc.Get(b.ctx, b.eve, r.ID); errs.CodeOf(err) != errs.CodeNotFound {
+		t.Fatalf("another org's read: %v; want not_found", err)
+	}
+	b.embedPending(t)
+	b.indexAll(t)
+	res, err := b.svc.Search(b.ctx, b.alice, knowledge.SearchInput{Query: "flux capacitor grease"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Hits) == 0 || res.Hits[0].ID != r.Sections[4].ID {
+		t.Fatalf("search hits %+v; want chapter 9 first", res.Hits)
+	}
+	d := res.Hits[0].Document
+	if d == nil || d.ID != r.ID || d.Title != "Pump manual" || d.Source != "docs/pumps.md" || d.HeadingPath[0] != "Chapter 9" {
+		t.Fatalf("hit's document = %+v", d)
+	}
+}

@@ -64,6 +64,9 @@ func (s *Service) Get(ctx context.Context, c Caller, id uuid.UUID) (_ *Entry, er
 	if e.Relations, err = s.relationSummary(ctx, c, id); err != nil {
 		return nil, err
 	}
+	if e.Document, e.Section, err = s.documentOf(ctx, c.OrgID, id); err != nil {
+		return nil, err
+	}
 	if row.EmbeddingModel != nil {
 		e.EmbeddingModel = *row.EmbeddingModel
 	}

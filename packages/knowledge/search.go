@@ -66,6 +66,9 @@ func (s *Service) Search(ctx context.Context, c Caller, in SearchInput) (_ *Sear
 		b := bodies[h.ID]
 		res.Hits = append(res.Hits, h.hit(b.snippet(h, a.Query), b.fields))
 	}
+	if err := s.attachDocuments(ctx, c.OrgID, res.Hits); err != nil {
+		return nil, err
+	}
 	FitSearch(res, a.MaxTokens)
 	return res, nil
 }

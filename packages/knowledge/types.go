@@ -164,6 +164,9 @@ type Hit struct {
 	Source   string         `json:"source,omitempty"`
 	Kind     string         `json:"kind"`
 	Metadata map[string]any `json:"metadata,omitempty"`
+	// Document is set on a section of a document (store_document): the
+	// document and the section's heading path in it.
+	Document *DocumentRef `json:"document,omitempty"`
 }
 
 // Signals are a hit's raw evidence, one per list that found it (nil: not
@@ -258,6 +261,12 @@ type Entry struct {
 	// counts by type as read from this entry and the newest few;
 	// list_relations pages through all of them.
 	Relations *RelationSummary `json:"relations,omitempty"`
+
+	// Document is set on a document entry (store_document): its source and
+	// its current sections in order. Section is set on a section entry:
+	// its document and its heading path there.
+	Document *DocumentInfo `json:"document,omitempty"`
+	Section  *DocumentRef  `json:"section,omitempty"`
 
 	// Forgotten is set, and nothing else but ID and State, when the entry
 	// was forgotten: it then reads as its tombstone.
