@@ -36,11 +36,13 @@ const (
 	DefaultDocumentKind = KindReference
 )
 
-// Document formats (DocumentInput.Format). HTML is not taken: no splitter
-// of it is part of the product yet.
+// Document formats (DocumentInput.Format). HTML is turned into Markdown
+// first (docsplit.FromHTML), so it is cut at its headings; the sections
+// hold that Markdown.
 const (
 	FormatMarkdown = "markdown"
 	FormatText     = "text"
+	FormatHTML     = "html"
 )
 
 // What a store did to each section (SectionRef.Status).
@@ -65,7 +67,7 @@ type DocumentInput struct {
 	Tags     []string
 	Kind     string // DefaultDocumentKind when empty
 	Metadata map[string]any
-	// Format is FormatMarkdown (the default) or FormatText.
+	// Format is FormatMarkdown (the default), FormatText or FormatHTML.
 	Format      string
 	ClientToken *uuid.UUID
 }
@@ -217,9 +219,9 @@ func validateDocument(c Caller, in DocumentInput, maxBytes int) (*documentArgs, 
 	switch a.Format {
 	case "":
 		a.Format = FormatMarkdown
-	case FormatMarkdown, FormatText:
+	case FormatMarkdown, FormatText, FormatHTML:
 	default:
-		return nil, errs.InvalidArgument("format", "must be %q or %q (got %q)", FormatMarkdown, FormatText, clipRunes(a.Format, 40))
+		return nil, errs.InvalidArgument("format", "must be %q, %q or %q (got %q)", FormatMarkdown, FormatText, FormatHTML, clipRunes(a.Format, 40))
 	}
 	h := sha256.Sum256([]byte(in.Content))
 	a.ContentHash = h[:]
@@ -252,7 +254,15 @@ type documentPlan struct {
 
 // planDocument splits the content and makes every entry's text and hash.
 func planDocument(org uuid.UUID, a *documentArgs) (*documentPlan, error) {
-	parts := docsplit.Split(a.Content, MaxSectionChars)
+	text := a.Content
+	if a.Format == FormatHTML {
+		md, err := docsplit.FromHTML(text)
+		if err != nil {
+			return nil, errs.InvalidArgument("content", "is HTML that cannot be read: %v", err)
+		}
+		text = md
+	}
+	parts := docsplit.Split(text, MaxSectionChars)
 	if a.Format == FormatText {
 		// Plain text has no headings: a line that looks like one still
 		// starts a section, but names none.

@@ -360,3 +360,12 @@ func TestReadDocumentAndItsSections(t *testing.T) {
 		t.Fatalf("hit's document = %+v", d)
 	}
 }
+
+func TestStoreHTMLDocumentCutsAtItsHeadings(t *testing.T) {
+	b := setup(t)
+	r := b.storeDoc(t, b.alice, knowledge.DocumentInput{Title: "Page", Format: knowledge.FormatHTML,
+		Content: "<html><body><h1>Intro</h1><p>Hello pumps.</p><script>x()</script><h2>Valves</h2><p>Open slowly.</p></body></html>"})
+	if len(r.Sections) != 2 || r.Sections[1].HeadingPath[1] != "Valves" {
+		t.Fatalf("sections %+v; want Intro and Intro › Valves", r.Sections)
+	}
+}
