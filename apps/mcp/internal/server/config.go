@@ -20,10 +20,15 @@ import (
 
 // Defaults of the configuration.
 const (
-	DefaultAddr            = "127.0.0.1:8080"
-	DefaultMaxBodyBytes    = 1 << 20 // a 32,000-character body escaped as JSON fits many times over
-	DefaultCallTimeout     = 30 * time.Second
-	DefaultShutdownTimeout = 25 * time.Second
+	DefaultAddr         = "127.0.0.1:8080"
+	DefaultMaxBodyBytes = 1 << 20 // a 32,000-character body escaped as JSON fits many times over
+	// DefaultMaxDocumentBodyBytes is the body limit of the calls of
+	// store_document (knowledge tools' LargeBody): its 1 MiB of content
+	// (knowledge.MaxDocumentBytes) as a JSON string, even when every
+	// other byte needs a two-byte escape (\n, \"), with room to spare.
+	DefaultMaxDocumentBodyBytes = 4 << 20
+	DefaultCallTimeout          = 30 * time.Second
+	DefaultShutdownTimeout      = 25 * time.Second
 	// DefaultMaxInFlight bounds the MCP requests one process serves at
 	// once. Beyond it a request is answered 503 at once instead of queueing
 	// for a database connection: a flood from one client then costs the
@@ -38,16 +43,20 @@ const (
 // Config is the server's configuration; ConfigFromEnv documents each field's
 // variable. docs/mcp.md has the table.
 type Config struct {
-	Addr          string        // MCP_ADDR
-	PublicURL     string        // MCP_PUBLIC_URL: base URL clients use; default http://<bound address>
-	DatabaseURL   string        // DATABASE_URL
-	RedisURL      string        // REDIS_URL
-	MaxBodyBytes  int64         // MCP_MAX_BODY_BYTES
-	CallTimeout   time.Duration // MCP_CALL_TIMEOUT
-	TokenCacheTTL time.Duration // MCP_TOKEN_CACHE_TTL: the revocation bound
-	TokenTimeout  time.Duration // MCP_TOKEN_LOOKUP_TIMEOUT: deadline of one token look-up
-	MaxInFlight   int           // MCP_MAX_INFLIGHT: MCP requests served at once; beyond, 503
-	DBWait        time.Duration // MCP_DB_WAIT: longest wait of a call for a database connection
+	Addr         string // MCP_ADDR
+	PublicURL    string // MCP_PUBLIC_URL: base URL clients use; default http://<bound address>
+	DatabaseURL  string // DATABASE_URL
+	RedisURL     string // REDIS_URL
+	MaxBodyBytes int64  // MCP_MAX_BODY_BYTES
+	// MaxDocumentBodyBytes (MCP_MAX_DOCUMENT_BODY_BYTES) is the body limit
+	// of a request whose every message calls a tool taking a document
+	// (store_document); at least MaxBodyBytes.
+	MaxDocumentBodyBytes int64
+	CallTimeout          time.Duration // MCP_CALL_TIMEOUT
+	TokenCacheTTL        time.Duration // MCP_TOKEN_CACHE_TTL: the revocation bound
+	TokenTimeout         time.Duration // MCP_TOKEN_LOOKUP_TIMEOUT: deadline of one token look-up
+	MaxInFlight          int           // MCP_MAX_INFLIGHT: MCP requests served at once; beyond, 503
+	DBWait               time.Duration // MCP_DB_WAIT: longest wait of a call for a database connection
 	// RateLimits (MCP_RATE_AGENT_READS, MCP_RATE_AGENT_WRITES,
 	// MCP_RATE_ORG_READS, MCP_RATE_ORG_WRITES: calls a minute, or
 	// "unlimited") apply to orgs and agents without settings of their own
@@ -88,23 +97,24 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 // ReadConfig reads the configuration through e, which collects the errors.
 func ReadConfig(e *appenv.Env) Config {
 	c := Config{
-		Addr:              e.String("MCP_ADDR", DefaultAddr),
-		PublicURL:         strings.TrimRight(e.String("MCP_PUBLIC_URL", ""), "/"),
-		DatabaseURL:       e.String("DATABASE_URL", db.DefaultURL),
-		RedisURL:          e.String("REDIS_URL", db.DefaultRedisURL),
-		MaxBodyBytes:      int64(e.Int("MCP_MAX_BODY_BYTES", DefaultMaxBodyBytes, 64<<10, 64<<20)),
-		CallTimeout:       e.Duration("MCP_CALL_TIMEOUT", DefaultCallTimeout, time.Second, 10*time.Minute),
-		TokenCacheTTL:     e.Duration("MCP_TOKEN_CACHE_TTL", authn.DefaultCacheTTL, 0, authn.MaxCacheTTL),
-		TokenTimeout:      e.Duration("MCP_TOKEN_LOOKUP_TIMEOUT", authn.DefaultLookupTimeout, 50*time.Millisecond, 30*time.Second),
-		MaxInFlight:       e.Int("MCP_MAX_INFLIGHT", DefaultMaxInFlight, 1, 100000),
-		DBWait:            e.Duration("MCP_DB_WAIT", DefaultDBWait, 10*time.Millisecond, time.Minute),
-		RateLimits:        ratelimit.DefaultLimits(),
-		ShutdownTimeout:   e.Duration("MCP_SHUTDOWN_TIMEOUT", DefaultShutdownTimeout, time.Second, 10*time.Minute),
-		TextSearchConfig:  knowledgeenv.TextSearchConfig(e),
-		VectorCalibration: knowledgeenv.VectorCalibration(e),
-		QueryEmbedBudget:  knowledgeenv.QueryEmbedBudget(e),
-		Audit:             readAuditConfig(e),
-		OAuth:             oauth.ReadConfig(e),
+		Addr:                 e.String("MCP_ADDR", DefaultAddr),
+		PublicURL:            strings.TrimRight(e.String("MCP_PUBLIC_URL", ""), "/"),
+		DatabaseURL:          e.String("DATABASE_URL", db.DefaultURL),
+		RedisURL:             e.String("REDIS_URL", db.DefaultRedisURL),
+		MaxBodyBytes:         int64(e.Int("MCP_MAX_BODY_BYTES", DefaultMaxBodyBytes, 64<<10, 64<<20)),
+		MaxDocumentBodyBytes: int64(e.Int("MCP_MAX_DOCUMENT_BODY_BYTES", DefaultMaxDocumentBodyBytes, 64<<10, 64<<20)),
+		CallTimeout:          e.Duration("MCP_CALL_TIMEOUT", DefaultCallTimeout, time.Second, 10*time.Minute),
+		TokenCacheTTL:        e.Duration("MCP_TOKEN_CACHE_TTL", authn.DefaultCacheTTL, 0, authn.MaxCacheTTL),
+		TokenTimeout:         e.Duration("MCP_TOKEN_LOOKUP_TIMEOUT", authn.DefaultLookupTimeout, 50*time.Millisecond, 30*time.Second),
+		MaxInFlight:          e.Int("MCP_MAX_INFLIGHT", DefaultMaxInFlight, 1, 100000),
+		DBWait:               e.Duration("MCP_DB_WAIT", DefaultDBWait, 10*time.Millisecond, time.Minute),
+		RateLimits:           ratelimit.DefaultLimits(),
+		ShutdownTimeout:      e.Duration("MCP_SHUTDOWN_TIMEOUT", DefaultShutdownTimeout, time.Second, 10*time.Minute),
+		TextSearchConfig:     knowledgeenv.TextSearchConfig(e),
+		VectorCalibration:    knowledgeenv.VectorCalibration(e),
+		QueryEmbedBudget:     knowledgeenv.QueryEmbedBudget(e),
+		Audit:                readAuditConfig(e),
+		OAuth:                oauth.ReadConfig(e),
 	}
 	rate := func(name string, dst **int) {
 		switch v := e.String(name, ""); v {

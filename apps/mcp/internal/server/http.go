@@ -48,7 +48,7 @@ func (s *Server) handler() http.Handler {
 		Stateless:           true,
 		JSONResponse:        true,
 		Logger:              newSDKLogger(s.logger),
-		MaxRequestBodyBytes: s.cfg.MaxBodyBytes,
+		MaxRequestBodyBytes: s.documentBodyLimit(), // the gate holds other calls to MaxBodyBytes
 	})
 	// s.authenticate verifies the token (and answers every refusal); the
 	// SDK's middleware only carries the verified principal into the
@@ -145,7 +145,9 @@ type rpcPeek struct {
 // the token's scopes do not grant. The body is a JSON-RPC error naming the
 // missing scope, which the go-sdk client (and others) surface as the call's
 // error. The check and the refusal's record are refuseScope's, which the MCP
-// middleware runs too (stdio has no HTTP).
+// middleware runs too (stdio has no HTTP). It also holds the body to
+// MCP_MAX_BODY_BYTES unless every message calls store_document, which may
+// send up to MCP_MAX_DOCUMENT_BODY_BYTES (413 beyond either).
 func (s *Server) scopeGate(metadataURL string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Body == nil {
@@ -154,10 +156,11 @@ func (s *Server) scopeGate(metadataURL string, next http.Handler) http.Handler {
 		}
 		p := authn.FromTokenInfo(auth.TokenInfoFromContext(r.Context()))
 		if p == nil {
+			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.documentBodyLimit()))
 		if err != nil {
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
@@ -173,6 +176,11 @@ func (s *Server) scopeGate(metadataURL string, next http.Handler) http.Handler {
 			var eb *errBody
 			errors.As(err, &eb)
 			badRequest(w, eb.code, eb.msg)
+			return
+		}
+		if int64(len(body)) > s.cfg.MaxBodyBytes && !allLargeBody(msgs) {
+			http.Error(w, fmt.Sprintf("request body exceeds %d bytes (only a request calling store_document alone may have up to %d)",
+				s.cfg.MaxBodyBytes, s.documentBodyLimit()), http.StatusRequestEntityTooLarge)
 			return
 		}
 		for _, m := range msgs {
@@ -203,6 +211,25 @@ func (s *Server) scopeGate(metadataURL string, next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// documentBodyLimit is the body limit of a request calling a tool that
+// takes a document (store_document): MCP_MAX_DOCUMENT_BODY_BYTES, at least
+// MCP_MAX_BODY_BYTES. Every other request is held to MCP_MAX_BODY_BYTES by
+// scopeGate, which reads the body anyway.
+func (s *Server) documentBodyLimit() int64 {
+	return max(s.cfg.MaxDocumentBodyBytes, s.cfg.MaxBodyBytes)
+}
+
+// allLargeBody: every message of the request calls a tool that may take a
+// document-sized body.
+func allLargeBody(msgs []rpcPeek) bool {
+	for _, m := range msgs {
+		if m.Method != "tools/call" || !kt.LargeBody(m.Params.Name) {
+			return false
+		}
+	}
+	return len(msgs) > 0
 }
 
 // counted counts requests by route and status.

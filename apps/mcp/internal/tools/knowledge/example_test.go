@@ -58,6 +58,7 @@ func ExampleRegister() {
 	// list_knowledge       knowledge:read
 	// list_relations       knowledge:read
 	// search_knowledge     knowledge:read
+	// store_document       knowledge:write
 	// store_knowledge      knowledge:write
 	// supersede_knowledge  knowledge:write
 	// unlink_knowledge     knowledge:write

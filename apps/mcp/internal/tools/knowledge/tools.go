@@ -34,35 +34,48 @@ type Service interface {
 	Link(ctx context.Context, c domain.Caller, in domain.LinkInput) (*domain.RelationChange, error)
 	Unlink(ctx context.Context, c domain.Caller, fromID, toID uuid.UUID, typ string) (*domain.RelationChange, error)
 	Relations(ctx context.Context, c domain.Caller, in domain.RelationsInput) (*domain.RelationsResult, error)
+	StoreDocument(ctx context.Context, c domain.Caller, in domain.DocumentInput) (*domain.DocumentResult, error)
 }
 
 // Tool names.
 const (
-	ToolStore     = "store_knowledge"
-	ToolSearch    = "search_knowledge"
-	ToolSupersede = "supersede_knowledge"
-	ToolGet       = "get_knowledge"
-	ToolList      = "list_knowledge"
-	ToolForget    = "forget_knowledge"
-	ToolLink      = "link_knowledge"
-	ToolUnlink    = "unlink_knowledge"
-	ToolRelations = "list_relations"
+	ToolStore         = "store_knowledge"
+	ToolSearch        = "search_knowledge"
+	ToolSupersede     = "supersede_knowledge"
+	ToolGet           = "get_knowledge"
+	ToolList          = "list_knowledge"
+	ToolForget        = "forget_knowledge"
+	ToolLink          = "link_knowledge"
+	ToolUnlink        = "unlink_knowledge"
+	ToolRelations     = "list_relations"
+	ToolStoreDocument = "store_document"
 )
 
 // toolScopes maps every tool to the scope it needs. The server checks it,
 // once, before a call reaches a handler (HTTP and stdio alike); handlers
 // do not check it again.
 var toolScopes = map[string]string{
-	ToolStore:     tenancy.ScopeKnowledgeWrite,
-	ToolSearch:    tenancy.ScopeKnowledgeRead,
-	ToolSupersede: tenancy.ScopeKnowledgeWrite,
-	ToolGet:       tenancy.ScopeKnowledgeRead,
-	ToolList:      tenancy.ScopeKnowledgeRead,
-	ToolForget:    tenancy.ScopeKnowledgeDelete,
-	ToolLink:      tenancy.ScopeKnowledgeWrite,
-	ToolUnlink:    tenancy.ScopeKnowledgeWrite,
-	ToolRelations: tenancy.ScopeKnowledgeRead,
+	ToolStore:         tenancy.ScopeKnowledgeWrite,
+	ToolSearch:        tenancy.ScopeKnowledgeRead,
+	ToolSupersede:     tenancy.ScopeKnowledgeWrite,
+	ToolGet:           tenancy.ScopeKnowledgeRead,
+	ToolList:          tenancy.ScopeKnowledgeRead,
+	ToolForget:        tenancy.ScopeKnowledgeDelete,
+	ToolLink:          tenancy.ScopeKnowledgeWrite,
+	ToolUnlink:        tenancy.ScopeKnowledgeWrite,
+	ToolRelations:     tenancy.ScopeKnowledgeRead,
+	ToolStoreDocument: tenancy.ScopeKnowledgeWrite,
 }
+
+// largeBodyTools are the tools whose calls may carry a request body up to
+// the server's larger limit for documents (MCP_MAX_DOCUMENT_BODY_BYTES)
+// instead of MCP_MAX_BODY_BYTES.
+var largeBodyTools = map[string]bool{
+	ToolStoreDocument: true,
+}
+
+// LargeBody says whether a call of tool may carry a document-sized body.
+func LargeBody(tool string) bool { return largeBodyTools[tool] }
 
 // ResourceScope is the scope every resource read needs.
 const ResourceScope = tenancy.ScopeKnowledgeRead
@@ -91,6 +104,7 @@ func Register(srv *mcp.Server, svc Service, opts Options) {
 	addTool(srv, t, linkTool(), t.link)
 	addTool(srv, t, unlinkTool(), t.unlink)
 	addTool(srv, t, relationsTool(), t.relations)
+	addTool(srv, t, documentTool(), t.storeDocument)
 	t.registerResources(srv)
 }
 
