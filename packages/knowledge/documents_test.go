@@ -24,7 +24,9 @@ func manual(n int, text func(i int) string) string {
 	return b.String()
 }
 
-func same(i int) string { return fmt.Sprintf("The text of chapter %d, about valves and pumps number %d.", i, i) }
+func same(i int) string {
+	return fmt.Sprintf("The text of chapter %d, about valves and pumps number %d.", i, i)
+}
 
 func (b *bundle) storeDoc(t *testing.T, c knowledge.Caller, in knowledge.DocumentInput) *knowledge.DocumentResult {
 	t.Helper()
