@@ -53,9 +53,9 @@ ORDER BY s.position;
 -- A document's new entries in one statement: its own entry and its new or
 -- changed sections, with the ids the caller chose, the same tags, kind,
 -- source and metadata. Their embedding status is pending (the outbox).
-INSERT INTO knowledge (org_id, id, title, body, tags, created_by_agent_id, similar_keys)
+INSERT INTO knowledge (org_id, id, title, body, tags, created_by_agent_id, source, kind, metadata, similar_keys)
 SELECT @org_id, v.id, v.title, v.body, @tags::text[], sqlc.narg(agent_id)::uuid,
-       v.keys::bigint[]
+       sqlc.narg(source)::text, @kind::text, @metadata::jsonb, v.keys::bigint[]
 FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@titles::text[]) AS title, unnest(@bodies::text[]) AS body,
              unnest(@keys::text[]) AS keys) v
 RETURNING id, embedding_generation, created_at;

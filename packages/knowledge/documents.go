@@ -164,15 +164,15 @@ func (s *Service) storeDocument(ctx context.Context, c Caller, in DocumentInput,
 // (with the content's hash) is what a clientToken's arguments are compared
 // by, and what tells the same document stored again.
 type documentArgs struct {
-	Title       string         `json:"title"`
-	Content     string         `json:"-"`
-	ContentHash []byte         `json:"contentHash"`
-	Source      string         `json:"source,omitempty"`
-	Tags        []string       `json:"tags"`
-	Kind        string         `json:"kind"`
-	Metadata    map[string]any `json:"metadata,omitempty"`
-	Format      string         `json:"format"`
-	ClientToken *uuid.UUID     `json:"-"`
+	Title       string          `json:"title"`
+	Content     string          `json:"-"`
+	ContentHash []byte          `json:"contentHash"`
+	Source      string          `json:"source,omitempty"`
+	Tags        []string        `json:"tags"`
+	Kind        string          `json:"kind"`
+	Metadata    json.RawMessage `json:"metadata,omitempty"` // compact, keys sorted (normaliseMetadata)
+	Format      string          `json:"format"`
+	ClientToken *uuid.UUID      `json:"-"`
 }
 
 // hash is the fingerprint of the arguments (json.Marshal sorts map keys).
@@ -197,10 +197,8 @@ func validateDocument(c Caller, in DocumentInput, maxBytes int) (*documentArgs, 
 		return nil, err
 	}
 	a := &documentArgs{Title: in.Title, Content: in.Content, Source: in.Source, Kind: in.Kind, Format: in.Format, ClientToken: in.ClientToken}
-	if in.Source != "" {
-		if err := checkSource(in.Source); err != nil {
-			return nil, err
-		}
+	if err := checkSource("source", in.Source); err != nil {
+		return nil, err
 	}
 	var err error
 	if a.Tags, err = normaliseTags(in.Tags); err != nil {
@@ -209,13 +207,12 @@ func validateDocument(c Caller, in DocumentInput, maxBytes int) (*documentArgs, 
 	if a.Kind == "" {
 		a.Kind = DefaultDocumentKind
 	}
-	if err := checkKind(a.Kind); err != nil {
+	if err := checkKind("kind", a.Kind); err != nil {
 		return nil, err
 	}
-	if err := checkMetadata(in.Metadata); err != nil {
+	if a.Metadata, err = normaliseMetadata("metadata", in.Metadata); err != nil {
 		return nil, err
 	}
-	a.Metadata = in.Metadata
 	switch a.Format {
 	case "":
 		a.Format = FormatMarkdown
@@ -284,7 +281,7 @@ func planDocument(org uuid.UUID, a *documentArgs) (*documentPlan, error) {
 	if len(kept) > MaxDocumentSections {
 		return nil, errs.InvalidArgument("content", "splits into %d sections, more than %d (MaxDocumentSections): store it as several documents", len(kept), MaxDocumentSections)
 	}
-	meta, _ := json.Marshal(a.Metadata)
+	meta := []byte(a.Metadata)
 	p := &documentPlan{sections: make([]plannedSection, len(kept)), argsHash: a.hash()}
 	seen := map[string]int{}
 	for i, part := range kept {

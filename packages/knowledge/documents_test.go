@@ -39,7 +39,8 @@ func (b *bundle) storeDoc(t *testing.T, c knowledge.Caller, in knowledge.Documen
 
 func TestStoreDocumentMakesSectionsPartOfIt(t *testing.T) {
 	b := setup(t)
-	r := b.storeDoc(t, b.alice, knowledge.DocumentInput{Title: "Pump manual", Content: manual(3, same), Source: "docs/pumps.md", Tags: []string{"pumps"}})
+	r := b.storeDoc(t, b.alice, knowledge.DocumentInput{Title: "Pump manual", Content: manual(3, same), Source: "docs/pumps.md", Tags: []string{"pumps"},
+		Metadata: map[string]any{"team": "ops"}})
 	if len(r.Sections) != 4 || r.New != 4 || r.Replaced || r.QuotaUnits != 5 {
 		t.Fatalf("answer = %+v; want 4 new sections (preface + 3), 5 units", r)
 	}
@@ -54,12 +55,13 @@ func TestStoreDocumentMakesSectionsPartOfIt(t *testing.T) {
 	if n != 4 {
 		t.Fatalf("%d open PART_OF relations to the document; want 4", n)
 	}
-	var title, body string
-	if err := b.pool.QueryRow(b.ctx, `SELECT title, body FROM knowledge WHERE id = $1`, r.Sections[2].ID).Scan(&title, &body); err != nil {
+	var title, body, fields string
+	if err := b.pool.QueryRow(b.ctx, `SELECT title, body, source || ' ' || kind || ' ' || metadata::text || ' ' || array_to_string(tags, ',')
+		FROM knowledge WHERE id = $1`, r.Sections[2].ID).Scan(&title, &body, &fields); err != nil {
 		t.Fatal(err)
 	}
-	if title != "Pump manual › Chapter 1" || !strings.Contains(body, same(1)) {
-		t.Fatalf("section entry = %q / %q", title, body)
+	if title != "Pump manual › Chapter 1" || !strings.Contains(body, same(1)) || fields != `docs/pumps.md reference {"team": "ops"} pumps` {
+		t.Fatalf("section entry = %q / %q / %q", title, body, fields)
 	}
 	if err := b.pool.QueryRow(b.ctx, `SELECT body FROM knowledge WHERE id = $1`, r.ID).Scan(&body); err != nil {
 		t.Fatal(err)

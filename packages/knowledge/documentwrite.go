@@ -239,19 +239,13 @@ func (t *docTx) insertEntries(ctx context.Context, newDoc bool, docID uuid.UUID,
 	if len(ids) == 0 {
 		return nil
 	}
-	meta, err := metadataJSON(t.a.Metadata)
-	if err != nil {
-		return err
+	meta := []byte(t.a.Metadata)
+	if meta == nil {
+		meta = []byte("{}")
 	}
-	var source *string
-	if t.a.Source != "" {
-		source = &t.a.Source
-	}
-	_, _ = meta, source // AFIELDS
 	agent := t.c.AgentID
 	rows, err := t.q.InsertDocumentEntries(ctx, sqlc.InsertDocumentEntriesParams{
-		OrgID: t.c.OrgID, Tags: t.a.Tags, AgentID: &agent, // AFIELDS Source: source, Kind: t.a.Kind, Metadata: meta,
-
+		OrgID: t.c.OrgID, Tags: t.a.Tags, AgentID: &agent, Source: strOrNil(t.a.Source), Kind: t.a.Kind, Metadata: meta,
 		Ids: ids, Titles: titles, Bodies: bodies, Keys: keys,
 	})
 	if err != nil {

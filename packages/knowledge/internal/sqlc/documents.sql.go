@@ -356,22 +356,25 @@ func (q *Queries) InsertDocument(ctx context.Context, arg InsertDocumentParams) 
 }
 
 const insertDocumentEntries = `-- name: InsertDocumentEntries :many
-INSERT INTO knowledge (org_id, id, title, body, tags, created_by_agent_id, similar_keys)
+INSERT INTO knowledge (org_id, id, title, body, tags, created_by_agent_id, source, kind, metadata, similar_keys)
 SELECT $1, v.id, v.title, v.body, $2::text[], $3::uuid,
-       v.keys::bigint[]
-FROM (SELECT unnest($4::uuid[]) AS id, unnest($5::text[]) AS title, unnest($6::text[]) AS body,
-             unnest($7::text[]) AS keys) v
+       $4::text, $5::text, $6::jsonb, v.keys::bigint[]
+FROM (SELECT unnest($7::uuid[]) AS id, unnest($8::text[]) AS title, unnest($9::text[]) AS body,
+             unnest($10::text[]) AS keys) v
 RETURNING id, embedding_generation, created_at
 `
 
 type InsertDocumentEntriesParams struct {
-	OrgID   uuid.UUID
-	Tags    []string
-	AgentID *uuid.UUID
-	Ids     []uuid.UUID
-	Titles  []string
-	Bodies  []string
-	Keys    []string
+	OrgID    uuid.UUID
+	Tags     []string
+	AgentID  *uuid.UUID
+	Source   *string
+	Kind     string
+	Metadata []byte
+	Ids      []uuid.UUID
+	Titles   []string
+	Bodies   []string
+	Keys     []string
 }
 
 type InsertDocumentEntriesRow struct {
@@ -388,6 +391,9 @@ func (q *Queries) InsertDocumentEntries(ctx context.Context, arg InsertDocumentE
 		arg.OrgID,
 		arg.Tags,
 		arg.AgentID,
+		arg.Source,
+		arg.Kind,
+		arg.Metadata,
 		arg.Ids,
 		arg.Titles,
 		arg.Bodies,

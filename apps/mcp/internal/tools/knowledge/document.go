@@ -42,9 +42,10 @@ Up to ` + itoa(domain.MaxDocumentBytes) + ` bytes of content in one call; larger
 			lengthSchema(p["source"], 1, domain.MaxSourceChars)
 			tagsSchema(p["tags"])
 			describe(p, "tags", "Up to %d kebab-case tags, given to the document and every section.", domain.MaxTags)
-			p["kind"].Enum = []any{domain.KindSemantic, domain.KindEpisodic, domain.KindProcedural, domain.KindReference}
+			kindSchema(p["kind"])
 			p["kind"].Default = []byte(`"` + domain.DefaultDocumentKind + `"`)
 			describe(p, "kind", "What kind of knowledge the document is, for filters (default %s).", domain.DefaultDocumentKind)
+			metadataSchema(p["metadata"])
 			describe(p, "metadata", "A flat object of your own fields (string, number or boolean values; at most %d keys in lower snake case), given to the document and every section.", domain.MaxMetadataKeys)
 			p["format"].Enum = []any{domain.FormatMarkdown, domain.FormatText, domain.FormatHTML}
 			p["format"].Default = []byte(`"` + domain.FormatMarkdown + `"`)
