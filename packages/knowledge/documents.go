@@ -259,13 +259,11 @@ func planDocument(org uuid.UUID, a *documentArgs) (*documentPlan, error) {
 		}
 		text = md
 	}
-	parts := docsplit.Split(text, MaxSectionChars)
+	var parts []docsplit.Section
 	if a.Format == FormatText {
-		// Plain text has no headings: a line that looks like one still
-		// starts a section, but names none.
-		for i := range parts {
-			parts[i].HeadingPath = nil
-		}
+		parts = docsplit.SplitText(text, MaxSectionChars) // no headings: cut for size alone
+	} else {
+		parts = docsplit.Split(text, MaxSectionChars)
 	}
 	// Whitespace-only parts carry nothing to search; the splitter merges
 	// them into a neighbour, and any left (a blank document) are dropped.

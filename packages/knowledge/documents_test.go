@@ -373,3 +373,11 @@ func TestStoreHTMLDocumentCutsAtItsHeadings(t *testing.T) {
 		t.Fatalf("sections %+v; want Intro and Intro › Valves", r.Sections)
 	}
 }
+
+func TestStoreTextDocumentHasNoHeadings(t *testing.T) {
+	b := setup(t)
+	r := b.storeDoc(t, b.alice, knowledge.DocumentInput{Title: "Notes", Format: knowledge.FormatText, Content: "# not a heading\n\nplain words\n"})
+	if len(r.Sections) != 1 || len(r.Sections[0].HeadingPath) != 0 {
+		t.Fatalf("sections %+v; want one without a heading path", r.Sections)
+	}
+}

@@ -49,7 +49,7 @@ Up to ` + itoa(domain.MaxDocumentBytes) + ` bytes of content in one call; larger
 			describe(p, "metadata", "A flat object of your own fields (string, number or boolean values; at most %d keys in lower snake case), given to the document and every section.", domain.MaxMetadataKeys)
 			p["format"].Enum = []any{domain.FormatMarkdown, domain.FormatText, domain.FormatHTML}
 			p["format"].Default = []byte(`"` + domain.FormatMarkdown + `"`)
-			describe(p, "format", "How content is written: markdown (sections at its # headings), text (sections at paragraphs only), html (turned into Markdown, sections at its headings).")
+			describe(p, "format", "How content is written: markdown (sections at its # headings), text (no headings: cut at paragraphs where a section would pass the limit), html (turned into Markdown, sections at its headings).")
 			uuidSchema(p["clientToken"])
 			describe(p, "clientToken", "A UUID you choose to make retries safe: a repeat with the same clientToken and arguments answers the document it stored (replayed: true) and stores nothing new.")
 		}),
