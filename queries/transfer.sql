@@ -61,3 +61,53 @@ SELECT count(*)::bigint
 FROM knowledge k
 JOIN knowledge s ON s.org_id = k.org_id AND s.id = k.superseded_by
 WHERE k.org_id = @org_id AND k.head_id IS DISTINCT FROM coalesce(s.head_id, s.id);
+
+-- Documents (knowledge_documents, knowledge_sections; documents.go owns
+-- their writes): a document's mark and its sections' rows travel with the
+-- entries; their PART_OF relations are relations like any other.
+
+-- name: ExportDocuments :many
+-- Every document mark of the org, live or replaced, by id.
+SELECT id, source, format, sections, chars, content_hash, entry_hash, live, created_at
+FROM knowledge_documents
+WHERE org_id = @org_id AND id > @after
+ORDER BY id
+LIMIT @max_rows;
+
+-- name: ExportSections :many
+-- Every section row of the org, current or ended (the history), by id.
+SELECT id, document_id, position, heading_path, content_hash, ended_at, ended_how
+FROM knowledge_sections
+WHERE org_id = @org_id AND id > @after
+ORDER BY id
+LIMIT @max_rows;
+
+-- name: ImportLiveSourceClash :one
+-- A live document of the org, under an id other than the file's, with the
+-- source of one of the file's live documents: the org may hold one live
+-- document per source (knowledge_documents_live_source_key).
+SELECT id, source::text AS source
+FROM knowledge_documents
+WHERE org_id = @org_id AND live AND source = ANY(@sources::text[]) AND NOT (id = ANY(@ids::uuid[]))
+ORDER BY source
+LIMIT 1;
+
+-- name: ImportDocuments :execrows
+INSERT INTO knowledge_documents (org_id, id, source, format, sections, chars, content_hash, entry_hash, live, created_at)
+SELECT @org_id, v.id, nullif(v.source, ''), v.format, v.sections, v.chars, v.content_hash, v.entry_hash, v.live, v.created_at
+FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@sources::text[]) AS source, unnest(@formats::text[]) AS format,
+             unnest(@sections::int[]) AS sections, unnest(@chars::bigint[]) AS chars,
+             unnest(@content_hashes::bytea[]) AS content_hash, unnest(@entry_hashes::bytea[]) AS entry_hash,
+             unnest(@lives::bool[]) AS live, unnest(@created_ats::timestamptz[]) AS created_at) v
+ON CONFLICT (org_id, id) DO NOTHING;
+
+-- name: ImportSections :execrows
+-- A heading path travels as its parts joined by U+001F, which no part
+-- holds (docsplit makes control characters spaces; the import checks).
+INSERT INTO knowledge_sections (org_id, id, document_id, position, heading_path, content_hash, ended_at, ended_how)
+SELECT @org_id, v.id, v.document_id, v.position, string_to_array(v.path, E'\x1f'), v.content_hash,
+       nullif(v.ended_at, '')::timestamptz, nullif(v.ended_how, '')
+FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@document_ids::uuid[]) AS document_id, unnest(@positions::int[]) AS position,
+             unnest(@paths::text[]) AS path, unnest(@content_hashes::bytea[]) AS content_hash,
+             unnest(@ended_ats::text[]) AS ended_at, unnest(@ended_hows::text[]) AS ended_how) v
+ON CONFLICT (org_id, id) DO NOTHING;

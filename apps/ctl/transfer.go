@@ -70,16 +70,16 @@ func runExport(e *env, f *exportFlags) error {
 		if err := export(e.stdout); err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stderr, "exported %d entries, %d agents, %d tasks, %d supersessions, %d task links, %d vectors\n",
-			rep.Entries, rep.Agents, rep.Tasks, rep.Supersessions, rep.TaskLinks, rep.Vectors)
+		fmt.Fprintf(e.stderr, "exported %d entries, %d agents, %d tasks, %d supersessions, %d task links, %d vectors, %d documents, %d sections\n",
+			rep.Entries, rep.Agents, rep.Tasks, rep.Supersessions, rep.TaskLinks, rep.Vectors, rep.Documents, rep.Sections)
 		return nil
 	}
 	if err := writeFile(f.out, export); err != nil {
 		return err
 	}
 	return e.print(map[string]any{"orgId": orgID, "file": f.out, "exported": rep}, func(w io.Writer) {
-		fmt.Fprintf(w, "exported %d entries, %d agents, %d tasks, %d supersessions, %d task links, %d vectors to %s\n",
-			rep.Entries, rep.Agents, rep.Tasks, rep.Supersessions, rep.TaskLinks, rep.Vectors, f.out)
+		fmt.Fprintf(w, "exported %d entries, %d agents, %d tasks, %d supersessions, %d task links, %d vectors, %d documents, %d sections to %s\n",
+			rep.Entries, rep.Agents, rep.Tasks, rep.Supersessions, rep.TaskLinks, rep.Vectors, rep.Documents, rep.Sections, f.out)
 	})
 }
 
@@ -153,8 +153,8 @@ func runImport(e *env, f *importFlags) error {
 		return err
 	}
 	return e.print(map[string]any{"orgId": orgID, "imported": rep}, func(w io.Writer) {
-		fmt.Fprintf(w, "imported %d entries (%d with vectors), %d agents, %d tasks, %d chains, %d supersessions, %d task links\n",
-			rep.Entries, rep.Vectors, rep.Agents, rep.Tasks, rep.Chains, rep.Supersessions, rep.TaskLinks)
+		fmt.Fprintf(w, "imported %d entries (%d with vectors), %d agents, %d tasks, %d chains, %d supersessions, %d task links, %d documents, %d sections\n",
+			rep.Entries, rep.Vectors, rep.Agents, rep.Tasks, rep.Chains, rep.Supersessions, rep.TaskLinks, rep.Documents, rep.Sections)
 		reasons := make([]string, 0, len(rep.Skipped))
 		for r := range rep.Skipped {
 			reasons = append(reasons, r)

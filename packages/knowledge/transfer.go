@@ -25,8 +25,9 @@ import (
 //
 // The file is one JSON object per line, each with a "kind": a header, then
 // the org's agents (authorship), its own relation types, the tasks its
-// entries are linked to, its entries oldest first, the recorded
-// supersession edges, the task links, the relations (open and closed).
+// entries are linked to, its entries oldest first, the documents among
+// them and their sections (transferdocs.go), the recorded supersession
+// edges, the task links, the relations (open and closed).
 // Ids are kept: every key of the schema leads with org_id, so the same ids
 // can live in any org of any database, and an import into another org is a
 // copy, not a clash. Nothing in the file names the org or the moment of the
@@ -64,6 +65,8 @@ type ExportReport struct {
 	TaskLinks     int64 `json:"taskLinks"`
 	RelationTypes int64 `json:"relationTypes"`
 	Relations     int64 `json:"relations"`
+	Documents     int64 `json:"documents"`
+	Sections      int64 `json:"sections"`
 }
 
 func utc(t time.Time) time.Time { return t.UTC() }
@@ -92,7 +95,7 @@ func (s *Service) Export(ctx context.Context, org uuid.UUID, w io.Writer, o Expo
 	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		x := &exporter{ctx: ctx, tx: tx, q: sqlc.New(tx), org: org, enc: enc, o: o, rep: rep}
 		// The file's order (see above): what a line names comes before it.
-		for _, section := range []func() error{x.header, x.agents, x.relationTypes, x.tasks, x.entries, x.supersessions, x.taskLinks, x.relations} {
+		for _, section := range []func() error{x.header, x.agents, x.relationTypes, x.tasks, x.entries, x.documents, x.sections, x.supersessions, x.taskLinks, x.relations} {
 			if err := section(); err != nil {
 				return err
 			}
@@ -311,6 +314,8 @@ type ImportReport struct {
 	TaskLinks     int64            `json:"taskLinks"`
 	RelationTypes int64            `json:"relationTypes"`
 	Relations     int64            `json:"relations"`
+	Documents     int64            `json:"documents"`
+	Sections      int64            `json:"sections"`
 	Skipped       map[string]int64 `json:"skipped"` // reason -> count
 }
 
@@ -324,7 +329,8 @@ var ErrNewerFormat = transferfmt.ErrNewerFormat
 // nothing. It reads the file twice (open is called twice): first agents,
 // tasks and entries (without their chains: a successor may come later in
 // the file, and the schema's foreign keys are checked at once), then the
-// chains, the recorded supersession edges and the task links. Memory stays
+// chains, the document marks and section rows, the recorded supersession
+// edges, the task links and the relations. Memory stays
 // constant: a batch of lines at a time.
 //
 // Idempotent: what is there already (an entry, agent or task with the
@@ -456,6 +462,8 @@ type importer struct {
 	edges   []transferfmt.Supersession
 	links   []transferfmt.TaskLink
 	rels    []transferfmt.Relation
+	docs    []transferfmt.Document
+	secs    []transferfmt.Section
 	cat     *catalogue // the org's, read when pass 2 meets its first relation
 }
 
@@ -476,6 +484,8 @@ var importDecoders = map[string]recordDecoder{
 	transferfmt.KindSupersession: {2, holdBack(func(im *importer) *[]transferfmt.Supersession { return &im.edges })},
 	transferfmt.KindTaskLink:     {2, holdBack(func(im *importer) *[]transferfmt.TaskLink { return &im.links })},
 	transferfmt.KindRelation:     {2, (*importer).relation},
+	transferfmt.KindDocument:     {2, holdBack(func(im *importer) *[]transferfmt.Document { return &im.docs })},
+	transferfmt.KindSection:      {2, (*importer).section},
 }
 
 // record reads one line after the header. A kind this code does not know
@@ -662,13 +672,14 @@ func (im *importer) relation(b []byte) error {
 
 // full tells whether a batch held back has reached importBatch.
 func (im *importer) full() bool {
-	return max(len(im.entries), len(im.chains), len(im.edges), len(im.links), len(im.rels)) >= importBatch
+	return max(len(im.entries), len(im.chains), len(im.edges), len(im.links), len(im.rels), len(im.docs), len(im.secs)) >= importBatch
 }
 
-// flush writes the records held back: entries or chains, then edges,
-// links and relations (what a record names is written before it).
+// flush writes the records held back: entries or chains, then document
+// marks, section rows, edges, links and relations (what a record names is
+// written before it).
 func (im *importer) flush() error {
-	for _, f := range []func() error{im.flushEntries, im.flushChains, im.flushEdges, im.flushLinks, im.flushRelations} {
+	for _, f := range []func() error{im.flushEntries, im.flushChains, im.flushDocuments, im.flushSections, im.flushEdges, im.flushLinks, im.flushRelations} {
 		if err := f(); err != nil {
 			return err
 		}

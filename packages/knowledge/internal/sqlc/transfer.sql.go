@@ -42,6 +42,67 @@ func (q *Queries) ExistingEntries(ctx context.Context, arg ExistingEntriesParams
 	return items, nil
 }
 
+const exportDocuments = `-- name: ExportDocuments :many
+
+SELECT id, source, format, sections, chars, content_hash, entry_hash, live, created_at
+FROM knowledge_documents
+WHERE org_id = $1 AND id > $2
+ORDER BY id
+LIMIT $3
+`
+
+type ExportDocumentsParams struct {
+	OrgID   uuid.UUID
+	After   uuid.UUID
+	MaxRows int32
+}
+
+type ExportDocumentsRow struct {
+	ID          uuid.UUID
+	Source      *string
+	Format      string
+	Sections    int32
+	Chars       int64
+	ContentHash []byte
+	EntryHash   []byte
+	Live        bool
+	CreatedAt   time.Time
+}
+
+// Documents (knowledge_documents, knowledge_sections; documents.go owns
+// their writes): a document's mark and its sections' rows travel with the
+// entries; their PART_OF relations are relations like any other.
+// Every document mark of the org, live or replaced, by id.
+func (q *Queries) ExportDocuments(ctx context.Context, arg ExportDocumentsParams) ([]ExportDocumentsRow, error) {
+	rows, err := q.db.Query(ctx, exportDocuments, arg.OrgID, arg.After, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ExportDocumentsRow
+	for rows.Next() {
+		var i ExportDocumentsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Source,
+			&i.Format,
+			&i.Sections,
+			&i.Chars,
+			&i.ContentHash,
+			&i.EntryHash,
+			&i.Live,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const exportEntries = `-- name: ExportEntries :many
 
 SELECT id, title, body, tags, confidence, origin, source, kind, metadata, created_by_agent_id, expires_at,
@@ -156,6 +217,59 @@ func (q *Queries) ExportEntryVectors(ctx context.Context, arg ExportEntryVectors
 			&i.EmbeddingModel,
 			&i.EmbeddedAt,
 			&i.Embedding,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const exportSections = `-- name: ExportSections :many
+SELECT id, document_id, position, heading_path, content_hash, ended_at, ended_how
+FROM knowledge_sections
+WHERE org_id = $1 AND id > $2
+ORDER BY id
+LIMIT $3
+`
+
+type ExportSectionsParams struct {
+	OrgID   uuid.UUID
+	After   uuid.UUID
+	MaxRows int32
+}
+
+type ExportSectionsRow struct {
+	ID          uuid.UUID
+	DocumentID  uuid.UUID
+	Position    int32
+	HeadingPath []string
+	ContentHash []byte
+	EndedAt     *time.Time
+	EndedHow    *string
+}
+
+// Every section row of the org, current or ended (the history), by id.
+func (q *Queries) ExportSections(ctx context.Context, arg ExportSectionsParams) ([]ExportSectionsRow, error) {
+	rows, err := q.db.Query(ctx, exportSections, arg.OrgID, arg.After, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ExportSectionsRow
+	for rows.Next() {
+		var i ExportSectionsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.DocumentID,
+			&i.Position,
+			&i.HeadingPath,
+			&i.ContentHash,
+			&i.EndedAt,
+			&i.EndedHow,
 		); err != nil {
 			return nil, err
 		}
@@ -316,6 +430,117 @@ func (q *Queries) ImportCheckChains(ctx context.Context, orgID uuid.UUID) (int64
 	var column_1 int64
 	err := row.Scan(&column_1)
 	return column_1, err
+}
+
+const importDocuments = `-- name: ImportDocuments :execrows
+INSERT INTO knowledge_documents (org_id, id, source, format, sections, chars, content_hash, entry_hash, live, created_at)
+SELECT $1, v.id, nullif(v.source, ''), v.format, v.sections, v.chars, v.content_hash, v.entry_hash, v.live, v.created_at
+FROM (SELECT unnest($2::uuid[]) AS id, unnest($3::text[]) AS source, unnest($4::text[]) AS format,
+             unnest($5::int[]) AS sections, unnest($6::bigint[]) AS chars,
+             unnest($7::bytea[]) AS content_hash, unnest($8::bytea[]) AS entry_hash,
+             unnest($9::bool[]) AS live, unnest($10::timestamptz[]) AS created_at) v
+ON CONFLICT (org_id, id) DO NOTHING
+`
+
+type ImportDocumentsParams struct {
+	OrgID         uuid.UUID
+	Ids           []uuid.UUID
+	Sources       []string
+	Formats       []string
+	Sections      []int32
+	Chars         []int64
+	ContentHashes [][]byte
+	EntryHashes   [][]byte
+	Lives         []bool
+	CreatedAts    []time.Time
+}
+
+func (q *Queries) ImportDocuments(ctx context.Context, arg ImportDocumentsParams) (int64, error) {
+	result, err := q.db.Exec(ctx, importDocuments,
+		arg.OrgID,
+		arg.Ids,
+		arg.Sources,
+		arg.Formats,
+		arg.Sections,
+		arg.Chars,
+		arg.ContentHashes,
+		arg.EntryHashes,
+		arg.Lives,
+		arg.CreatedAts,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const importLiveSourceClash = `-- name: ImportLiveSourceClash :one
+SELECT id, source::text AS source
+FROM knowledge_documents
+WHERE org_id = $1 AND live AND source = ANY($2::text[]) AND NOT (id = ANY($3::uuid[]))
+ORDER BY source
+LIMIT 1
+`
+
+type ImportLiveSourceClashParams struct {
+	OrgID   uuid.UUID
+	Sources []string
+	Ids     []uuid.UUID
+}
+
+type ImportLiveSourceClashRow struct {
+	ID     uuid.UUID
+	Source string
+}
+
+// A live document of the org, under an id other than the file's, with the
+// source of one of the file's live documents: the org may hold one live
+// document per source (knowledge_documents_live_source_key).
+func (q *Queries) ImportLiveSourceClash(ctx context.Context, arg ImportLiveSourceClashParams) (ImportLiveSourceClashRow, error) {
+	row := q.db.QueryRow(ctx, importLiveSourceClash, arg.OrgID, arg.Sources, arg.Ids)
+	var i ImportLiveSourceClashRow
+	err := row.Scan(&i.ID, &i.Source)
+	return i, err
+}
+
+const importSections = `-- name: ImportSections :execrows
+INSERT INTO knowledge_sections (org_id, id, document_id, position, heading_path, content_hash, ended_at, ended_how)
+SELECT $1, v.id, v.document_id, v.position, string_to_array(v.path, E'\x1f'), v.content_hash,
+       nullif(v.ended_at, '')::timestamptz, nullif(v.ended_how, '')
+FROM (SELECT unnest($2::uuid[]) AS id, unnest($3::uuid[]) AS document_id, unnest($4::int[]) AS position,
+             unnest($5::text[]) AS path, unnest($6::bytea[]) AS content_hash,
+             unnest($7::text[]) AS ended_at, unnest($8::text[]) AS ended_how) v
+ON CONFLICT (org_id, id) DO NOTHING
+`
+
+type ImportSectionsParams struct {
+	OrgID         uuid.UUID
+	Ids           []uuid.UUID
+	DocumentIds   []uuid.UUID
+	Positions     []int32
+	Paths         []string
+	ContentHashes [][]byte
+	EndedAts      []string
+	EndedHows     []string
+}
+
+// A heading path travels as its parts joined by U+001F, which no part
+// holds (docsplit makes control characters spaces; the import checks).
+func (q *Queries) ImportSections(ctx context.Context, arg ImportSectionsParams) (int64, error) {
+	result, err := q.db.Exec(ctx, importSections,
+		arg.OrgID,
+		arg.Ids,
+		arg.DocumentIds,
+		arg.Positions,
+		arg.Paths,
+		arg.ContentHashes,
+		arg.EndedAts,
+		arg.EndedHows,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const importSupersessions = `-- name: ImportSupersessions :execrows

@@ -1,8 +1,10 @@
 // Package transferfmt is the file format of knowledge's export and import
 // (docs/operators.md): JSON Lines, one record a line, each with a "kind":
 // a Header, then the org's Agents, its own RelationTypes, the Tasks its
-// entries are linked to, its Entries oldest first, the recorded
-// Supersessions, the TaskLinks and the Relations (open and closed).
+// entries are linked to, its Entries oldest first, the Documents among
+// them and their Sections, the recorded Supersessions, the TaskLinks and
+// the Relations (open and closed; a section's PART_OF its document is
+// one).
 package transferfmt
 
 import (
@@ -36,6 +38,8 @@ const (
 	KindSupersession = "supersession"
 	KindTaskLink     = "taskLink"
 	KindRelation     = "relation"
+	KindDocument     = "document"
+	KindSection      = "section"
 )
 
 // Header is the file's first line.
@@ -141,6 +145,37 @@ type Relation struct {
 	ValidFrom       time.Time  `json:"validFrom"`
 	ValidTo         *time.Time `json:"validTo"`
 	ClosedByAgentID *uuid.UUID `json:"closedByAgentId,omitempty"`
+}
+
+// Document marks an entry as a document (store_document): where it came
+// from, how it was split, the hashes a replacement compares, and whether
+// it is its source's live version. A file without these lines (an older
+// export) imports its entries as plain entries.
+type Document struct {
+	Kind        string    `json:"kind"` // "document"
+	ID          uuid.UUID `json:"id"`   // the document's entry
+	Source      *string   `json:"source"`
+	Format      string    `json:"format"`
+	Sections    int32     `json:"sections"`
+	Chars       int64     `json:"chars"`
+	ContentHash []byte    `json:"contentHash"`
+	EntryHash   []byte    `json:"entryHash"`
+	Live        bool      `json:"live"`
+	CreatedAt   time.Time `json:"createdAt"`
+}
+
+// Section is a section entry's place in its document: the position, the
+// heading path, the content hash a replacement compares, and when and how
+// a replacement ended it ("changed" or "retired"; null while current).
+type Section struct {
+	Kind        string     `json:"kind"` // "section"
+	ID          uuid.UUID  `json:"id"`   // the section's entry
+	DocumentID  uuid.UUID  `json:"documentId"`
+	Position    int32      `json:"position"`
+	HeadingPath []string   `json:"headingPath"`
+	ContentHash []byte     `json:"contentHash"`
+	EndedAt     *time.Time `json:"endedAt"`
+	EndedHow    *string    `json:"endedHow"`
 }
 
 // ErrNewerFormat is returned for a file of a format version this code does
