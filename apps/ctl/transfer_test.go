@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,7 +71,11 @@ func TestExportImportCommands(t *testing.T) {
 
 	// Errors name the flag.
 	newer := filepath.Join(dir, "newer.jsonl")
-	os.WriteFile(newer, bytes.Replace(first, []byte(`"version":1`), []byte(`"version":9`), 1), 0o600)
+	current := []byte(fmt.Sprintf(`"version":%d`, knowledge.ExportVersion))
+	if !bytes.Contains(first, current) {
+		t.Fatalf("the export's header lacks %s", current)
+	}
+	os.WriteFile(newer, bytes.Replace(first, current, []byte(`"version":99`), 1), 0o600)
 	org3 := dst.ok("org", "create", "--name", "small")["id"].(string)
 	dst.ok("quota", "set", "--org", org3, "--knowledge-stored", "2")
 	for _, tc := range []struct {
