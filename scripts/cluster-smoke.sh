@@ -65,6 +65,32 @@ log "search found the notes; the worker embedded all three (Redis Cluster queue)
 curl -fs -u admin:smoke http://127.0.0.1:18490/ >/dev/null || fail "dashboard"
 log "dashboard answers"
 
+# SMOKE_ORG_ENTRIES=n: first import n generated entries into the org
+# (ctl import; words drawn from a 2,000-word vocabulary, 40-80 words a
+# body) and wait until the worker has embedded and indexed them all, so the
+# searches below run over an org of that size.
+if [ "${SMOKE_ORG_ENTRIES:-0}" -gt 0 ]; then
+  org=$(sed -n 's/^org //p' <<<"$boot")
+  awk -v n="$SMOKE_ORG_ENTRIES" -v run="$run" 'BEGIN {
+    srand(29); split("a e i o u", v, " "); split("b c d f g k l m n p r s t v z", c, " ");
+    for (w = 1; w <= 2000; w++) { x = ""; for (j = 0; j < 2 + w % 3; j++) x = x c[int(rand()*15)+1] v[int(rand()*5)+1]; voc[w] = x }
+    print "{\"kind\":\"header\",\"format\":\"agentfleet-knowledge\",\"version\":1,\"vectors\":false}"
+    for (i = 1; i <= n; i++) {
+      t = "Preload " run " " voc[int(rand()*2000)+1] " " voc[int(rand()*2000)+1] " " i; b = ""
+      for (j = 0; j < 40 + int(rand()*40); j++) b = b voc[int(rand()*2000)+1] " "
+      printf "{\"kind\":\"entry\",\"id\":\"%08x-0000-4000-8000-%012x\",\"title\":\"%s\",\"body\":\"%s\",\"tags\":[],\"confidence\":50,\"source\":\"import\",\"authorAgentId\":null,\"expiresAt\":null,\"supersededBy\":null,\"headId\":null,\"supersededAt\":null,\"createdAt\":\"2026-11-01T00:00:00Z\",\"updatedAt\":\"2026-11-01T00:00:00Z\"}\n", int(run % 2147483647), i, t, b
+    }
+  }' >"$work/preload.jsonl"
+  DATABASE_URL=$OPERATOR_DATABASE_URL "$work/ctl" import --org "$org" --ignore-quota "$work/preload.jsonl" >/dev/null \
+    || fail "ctl import of $SMOKE_ORG_ENTRIES entries"
+  for _ in $(seq 1 900); do
+    left=$(psql "$OWNER_DATABASE_URL" -Atc "select (select count(*) from knowledge where org_id = '$org' and embedding_status <> 'ready') + (select count(*) from knowledge_index_queue where org_id = '$org')")
+    [ "$left" = 0 ] && break; sleep 1
+  done
+  [ "$left" = 0 ] || fail "$left entries of the preload not embedded and indexed after 15 minutes"
+  log "org holds $(psql "$OWNER_DATABASE_URL" -Atc "select count(*) from knowledge where org_id = '$org'") entries, all embedded and indexed"
+fi
+
 # SMOKE_N=n: time n stores and n searches through MCP, one at a time
 # (curl's time_total: the HTTP call, not curl's start-up), and print p50/p95.
 if [ "${SMOKE_N:-0}" -gt 0 ]; then

@@ -16,7 +16,14 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CLUSTER_DIR=${CLUSTER_DIR:-/var/tmp/knowledge-cluster}
-CITUS_VENDOR=${CITUS_VENDOR:-$ROOT/../shared/vendor/citus}
+# ../shared beside the repository; from a git worktree elsewhere, beside
+# the main checkout.
+if [ -z "${CITUS_VENDOR:-}" ]; then
+  CITUS_VENDOR=$ROOT/../shared/vendor/citus
+  if [ ! -d "$CITUS_VENDOR" ] && common=$(git -C "$ROOT" rev-parse --path-format=absolute --git-common-dir 2>/dev/null); then
+    CITUS_VENDOR=$(dirname "$common")/../shared/vendor/citus
+  fi
+fi
 CITUS_VERSION=13.2.2
 PG_MAJOR=${PG_MAJOR:-15}
 PG_BIN=/usr/lib/postgresql/$PG_MAJOR/bin
@@ -171,6 +178,38 @@ up() {
   urls
 }
 
+# --- A single node beside the cluster, for figures to compare -------------
+# (`single-up`): a plain PostgreSQL 15 (no Citus) on $SINGLE_PG_PORT and a
+# plain Redis on $SINGLE_REDIS_PORT, under $CLUSTER_DIR/single, migrated
+# the same way; stopped by `down` with the cluster.
+SINGLE_PG_PORT=${SINGLE_PG_PORT:-5443}
+SINGLE_REDIS_PORT=${SINGLE_REDIS_PORT:-7010}
+single_urls() {
+  local p=$SINGLE_PG_PORT
+  echo "DATABASE_URL=postgres://knowledge_app@127.0.0.1:$p/$DB?sslmode=disable"
+  echo "OPERATOR_DATABASE_URL=postgres://knowledge_operator@127.0.0.1:$p/$DB?sslmode=disable"
+  echo "OWNER_DATABASE_URL=postgres://postgres@127.0.0.1:$p/$DB?sslmode=disable"
+  echo "REDIS_URL=redis://127.0.0.1:$SINGLE_REDIS_PORT/0"
+}
+single_up() {
+  local p=$SINGLE_PG_PORT dir=$CLUSTER_DIR/single/pg
+  if [ ! -f "$dir/PG_VERSION" ]; then
+    log "initialising a single PostgreSQL $PG_MAJOR on 127.0.0.1:$p ($dir)"
+    mkdir -p "$dir"; [ "$(id -u)" = 0 ] && chown -R postgres:postgres "$CLUSTER_DIR/single"
+    as_pg "$PG_BIN/initdb" -D "$dir" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null
+    printf "listen_addresses = '127.0.0.1'\nport = %s\nunix_socket_directories = '%s'\nmax_connections = 300\nshared_buffers = 128MB\n" "$p" "$dir" >>"$dir/postgresql.conf"
+  fi
+  as_pg "$PG_BIN/pg_ctl" -D "$dir" status >/dev/null 2>&1 || as_pg "$PG_BIN/pg_ctl" -D "$dir" -l "$dir/server.log" -w -t 60 start >/dev/null
+  [ "$(psql_at "$p" postgres -c "select count(*) from pg_database where datname = '$DB'")" = 1 ] || psql_at "$p" postgres -c "create database $DB" >/dev/null
+  local rdir=$CLUSTER_DIR/single/redis
+  mkdir -p "$rdir"
+  redis_up "$SINGLE_REDIS_PORT" || redis-server --daemonize yes --bind 127.0.0.1 --port "$SINGLE_REDIS_PORT" --dir "$rdir" \
+    --pidfile "$rdir/redis.pid" --logfile "$rdir/redis.log" --save "" --appendonly yes
+  for _ in $(seq 1 50); do redis_up "$SINGLE_REDIS_PORT" && break; sleep 0.1; done
+  (cd "$ROOT" && OWNER_DATABASE_URL="postgres://postgres@127.0.0.1:$p/$DB?sslmode=disable" go run ./apps/ctl migrate up >&2)
+  single_urls
+}
+
 down() {
   local p dir
   for p in "${REDIS_PORTS[@]}"; do
@@ -184,6 +223,13 @@ down() {
       log "stopping PostgreSQL on $p"; as_pg "$PG_BIN/pg_ctl" -D "$(pg_dir "$p")" -m fast -w stop >/dev/null
     fi
   done
+  dir=$CLUSTER_DIR/single/redis
+  if [ -f "$dir/redis.pid" ] && kill -0 "$(cat "$dir/redis.pid")" 2>/dev/null; then
+    log "stopping the single Redis on $SINGLE_REDIS_PORT"; kill "$(cat "$dir/redis.pid")"
+  fi
+  if [ -f "$CLUSTER_DIR/single/pg/PG_VERSION" ] && as_pg "$PG_BIN/pg_ctl" -D "$CLUSTER_DIR/single/pg" status >/dev/null 2>&1; then
+    log "stopping the single PostgreSQL on $SINGLE_PG_PORT"; as_pg "$PG_BIN/pg_ctl" -D "$CLUSTER_DIR/single/pg" -m fast -w stop >/dev/null
+  fi
   if [ "${1:-}" = --purge ]; then log "removing $CLUSTER_DIR"; rm -rf "$CLUSTER_DIR"; fi
 }
 
@@ -192,5 +238,7 @@ case "${1:-}" in
   up) up ;;
   down) shift; down "$@" ;;
   urls) urls ;;
-  *) die "usage: $0 up | down [--purge] | urls | build" ;;
+  single-up) single_up ;;
+  single-urls) single_urls ;;
+  *) die "usage: $0 up | down [--purge] | urls | build | single-up | single-urls" ;;
 esac

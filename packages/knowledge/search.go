@@ -310,12 +310,26 @@ func (s *Service) candidates(ctx context.Context, db pgbatch.Sender, c Caller, a
 	if lists == listVector {
 		stmt, pin = s.vecStmt, true
 	}
+	args := s.candidateArgs(c, a, depth, tableDocs, lists, vec)
+	if db == pgbatch.Sender(s.pool) {
+		rows, ok, err := s.onWorker(ctx, stmt, c.OrgID, searchSettings(a.EfSearch, pin), args)
+		if ok {
+			return collectCandidates(rows, err)
+		}
+		if err != nil {
+			return nil, mapErr(err, "")
+		}
+	}
 	p := pgbatch.New(db)
 	// Queued, not sent: it goes in the same batch as the search below.
 	if err := sqlc.New(p).SearchConfig(ctx, sqlc.SearchConfigParams{EfSearch: strconv.Itoa(a.EfSearch), PinVectorPlan: pin}); err != nil {
 		return nil, mapErr(err, "")
 	}
-	rows, err := stmt.Query(ctx, p, s.candidateArgs(c, a, depth, tableDocs, lists, vec))
+	return collectCandidates(stmt.Query(ctx, p, args))
+}
+
+// collectCandidates reads the rows of a ranking statement.
+func collectCandidates(rows pgx.Rows, err error) ([]candidateRow, error) {
 	if err != nil {
 		return nil, mapErr(err, "")
 	}

@@ -119,6 +119,7 @@ type Service struct {
 	vecStmt   *pgbatch.Named // the vector list's statement, of the embedder's space (search.go)
 	qvec      *queryVectors  // query vector cache (queryvec.go)
 	listKeys  listKeyCache   // list cursor key (browse.go)
+	orgCalls  orgCalls       // statements run on an org's worker (onworker.go)
 }
 
 // New returns a Service on pool. The pool must come from db.Open, which

@@ -264,12 +264,16 @@ func (s *Service) similarByVector(ctx context.Context, org uuid.UUID, vec []floa
 		return nil, err
 	}
 	a := &searchArgs{Tags: []string{}, EfSearch: DefaultEfSearch}
-	p := pgbatch.New(s.pool)
-	if err := sqlc.New(p).SearchConfig(ctx, sqlc.SearchConfigParams{EfSearch: strconv.Itoa(a.EfSearch), PinVectorPlan: true}); err != nil {
-		return nil, err
-	}
 	pv := pgvector.NewVector(vec)
-	rows, err := s.vecStmt.Query(ctx, p, s.candidateArgs(Caller{OrgID: org}, a, similarCandidates, tableDocs, listVector, &pv))
+	args := s.candidateArgs(Caller{OrgID: org}, a, similarCandidates, tableDocs, listVector, &pv)
+	rows, ok, err := s.onWorker(ctx, s.vecStmt, org, searchSettings(a.EfSearch, true), args)
+	if !ok && err == nil {
+		p := pgbatch.New(s.pool)
+		if err := sqlc.New(p).SearchConfig(ctx, sqlc.SearchConfigParams{EfSearch: strconv.Itoa(a.EfSearch), PinVectorPlan: true}); err != nil {
+			return nil, err
+		}
+		rows, err = s.vecStmt.Query(ctx, p, args)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -322,10 +326,6 @@ var similarCandidatesStmt = pgbatch.NewNamed(similarCandidatesSQL)
 // entry just stored). override replaces some of the statement's arguments
 // (tests take one way to the candidates away to test another).
 func (s *Service) similarWith(ctx context.Context, org uuid.UUID, title, body string, w entryWords, override pgx.NamedArgs) ([]Similar, error) {
-	p := pgbatch.New(s.pool)
-	if err := sqlc.New(p).SimilarConfig(ctx); err != nil {
-		return nil, err
-	}
 	args := pgx.NamedArgs{
 		"org_id":          org,
 		"default_config":  s.opts.TextSearchConfig,
@@ -343,7 +343,14 @@ func (s *Service) similarWith(ctx context.Context, org uuid.UUID, title, body st
 	for k, v := range override {
 		args[k] = v
 	}
-	rows, err := similarCandidatesStmt.Query(ctx, p, args)
+	rows, ok, err := s.onWorker(ctx, similarCandidatesStmt, org, similarSettings, args)
+	if !ok && err == nil {
+		p := pgbatch.New(s.pool)
+		if err := sqlc.New(p).SimilarConfig(ctx); err != nil {
+			return nil, err
+		}
+		rows, err = similarCandidatesStmt.Query(ctx, p, args)
+	}
 	if err != nil {
 		return nil, err
 	}

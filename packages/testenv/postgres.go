@@ -58,7 +58,11 @@ func templateName() (string, error) {
 		h.Write([]byte(n))
 		h.Write(b)
 	}
-	return "knowledge_tpl_" + hex.EncodeToString(h.Sum(nil))[:12], nil
+	name := "knowledge_tpl_" + hex.EncodeToString(h.Sum(nil))[:12]
+	if IsCluster() {
+		name += "_citus"
+	}
+	return name, nil
 }
 
 // urlFor returns base with its database name replaced.
@@ -87,6 +91,12 @@ func ensureTemplate(ctx context.Context, admin *pgx.Conn, base string) (string, 
 	err = admin.QueryRow(ctx, "SELECT datistemplate FROM pg_database WHERE datname = $1", name).Scan(&ready)
 	if err == nil && ready {
 		return name, nil
+	}
+	if IsCluster() {
+		if err := makeClusterTemplate(ctx, admin, base, name); err != nil {
+			return "", fmt.Errorf("testenv: make the cluster's template: %w", err)
+		}
+		return name, sealTemplate(ctx, admin, name)
 	}
 	if err == nil { // a half-made template from a killed run
 		if _, err := admin.Exec(ctx, "DROP DATABASE "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
@@ -126,6 +136,8 @@ type Database struct {
 	Name string
 	URL  string
 	Pool *pgxpool.Pool
+
+	cluster bool // a database on every node of a Citus cluster (cluster.go)
 }
 
 // AppPool is a pool on the database as the application's role
@@ -236,7 +248,16 @@ func (d *Database) close(logf func(format string, args ...any)) {
 		return
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{d.Name}.Sanitize()+" WITH (FORCE)"); err != nil {
+	drop := func(c *pgx.Conn) error {
+		_, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{d.Name}.Sanitize()+" WITH (FORCE)")
+		return err
+	}
+	if d.cluster {
+		err = onNodes(ctx, conn, drop)
+	} else {
+		err = drop(conn)
+	}
+	if err != nil {
 		logf("testenv: drop %s: %v", d.Name, err)
 	}
 }
@@ -251,15 +272,29 @@ func adminConn(ctx context.Context) (*pgx.Conn, error) {
 
 func createDatabase(ctx context.Context, admin *pgx.Conn, tpl string) (*Database, error) {
 	name := "knowledge_test_" + randomHex(6)
-	var err error
-	// Cloning can collide with another backend briefly connected to the
-	// template (e.g. the migration's last connection closing); retry.
-	for attempt := 0; ; attempt++ {
-		_, err = admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" TEMPLATE "+pgx.Identifier{tpl}.Sanitize())
-		if err == nil || attempt >= 20 || !strings.Contains(err.Error(), "being accessed by other users") {
-			break
+	clone := func(c *pgx.Conn) error {
+		var err error
+		// Cloning can collide with another backend briefly connected to the
+		// template (e.g. the migration's last connection closing); retry.
+		for attempt := 0; ; attempt++ {
+			_, err = c.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" TEMPLATE "+pgx.Identifier{tpl}.Sanitize())
+			if err == nil {
+				return copySettings(ctx, c, tpl, name)
+			}
+			if attempt >= 20 || !strings.Contains(err.Error(), "being accessed by other users") {
+				return err
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
-		time.Sleep(100 * time.Millisecond)
+	}
+	// A cluster's database is a clone on every node (cluster.go), unless
+	// tpl is template0 (EmptyPostgres: a plain database on the coordinator).
+	cluster := IsCluster() && tpl != "template0"
+	var err error
+	if cluster {
+		err = onNodes(ctx, admin, clone)
+	} else {
+		err = clone(admin)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("testenv: create database: %w", err)
@@ -272,7 +307,7 @@ func createDatabase(ctx context.Context, admin *pgx.Conn, tpl string) (*Database
 	if err != nil {
 		return nil, fmt.Errorf("testenv: %w", err)
 	}
-	return &Database{Name: name, URL: u, Pool: pool}, nil
+	return &Database{Name: name, URL: u, Pool: pool, cluster: cluster}, nil
 }
 
 func randomHex(n int) string {
@@ -281,4 +316,27 @@ func randomHex(n int) string {
 		panic(err)
 	}
 	return hex.EncodeToString(b)
+}
+
+// copySettings gives database to the settings of database from (ALTER
+// DATABASE ... SET, which a clone does not inherit: they are kept by the
+// database's oid). The migrations set some on a Citus database
+// (citus.propagate_set_commands, jit, the HNSW defaults: 00027, 00029).
+func copySettings(ctx context.Context, c *pgx.Conn, from, to string) error {
+	rows, err := c.Query(ctx, `SELECT unnest(s.setconfig) FROM pg_db_role_setting s
+		JOIN pg_database d ON d.oid = s.setdatabase WHERE d.datname = $1 AND s.setrole = 0`, from)
+	if err != nil {
+		return err
+	}
+	settings, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	for _, kv := range settings {
+		k, v, _ := strings.Cut(kv, "=")
+		if _, err := c.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{to}.Sanitize()+" SET "+k+" = '"+strings.ReplaceAll(v, "'", "''")+"'"); err != nil {
+			return fmt.Errorf("copy setting %s: %w", k, err)
+		}
+	}
+	return nil
 }

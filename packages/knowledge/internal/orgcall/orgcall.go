@@ -1,0 +1,175 @@
+// Package orgcall runs one read-only statement of one org on the Citus
+// worker that holds the org, through knowledge_run_org (migration 00033),
+// so the worker plans it once per session instead of the coordinator and
+// the worker planning it on every call (docs/operators.md, "Search on a
+// cluster").
+//
+// The call is one statement,
+//
+//	SELECT * FROM knowledge_run_org(org, name, sql, settings, args) AS r (<columns>)
+//
+// sent on its own (Citus delegates a distributed function's call to the
+// org's worker only outside a transaction block). The statement's
+// arguments travel as text, in PostgreSQL's text form of the types the
+// coordinator infers for them; its columns, read from the same
+// description, make the call's column definition list. Both are learned
+// once per Statement, on the first call.
+package orgcall
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Statement is one statement run through knowledge_run_org. Its zero
+// value is not usable: New.
+type Statement struct {
+	sql  string
+	name string // the prepared statement's name on the workers (plus the org's shard)
+
+	mu       sync.Mutex
+	ready    bool
+	learning chan struct{} // closed when the description under way ends
+	learnErr error
+	call     string   // the call, with its column definition list
+	params   []uint32 // the statement's parameters' types
+}
+
+// New is the statement sql (positional parameters). prefix names it on the
+// workers: a hash of the text follows, so two texts never share a
+// prepared statement.
+func New(prefix, sql string) *Statement {
+	h := fnv.New64a()
+	h.Write([]byte(sql))
+	return &Statement{sql: sql, name: fmt.Sprintf("%s_%016x", prefix, h.Sum64())}
+}
+
+// Query runs the statement for org with args (positional) after settings
+// (name, value pairs, local to the call's transaction). Its rows are the
+// statement's. pool must not hold the context's org (db.Scoped would wrap
+// the call in a transaction block, which Citus does not delegate).
+func (s *Statement) Query(ctx context.Context, pool *pgxpool.Pool, org uuid.UUID, settings []string, args []any) (pgx.Rows, error) {
+	if err := s.learn(ctx, pool); err != nil {
+		return nil, err
+	}
+	if len(args) != len(s.params) {
+		return nil, fmt.Errorf("orgcall: %s takes %d arguments, %d given", s.name, len(s.params), len(args))
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// The connection's type map knows the types its pool registered (the
+	// vector types).
+	m := conn.Conn().TypeMap()
+	text := make([]*string, len(args))
+	for i, a := range args {
+		b, err := m.Encode(s.params[i], pgtype.TextFormatCode, a, nil)
+		if err != nil {
+			conn.Release()
+			return nil, fmt.Errorf("orgcall: %s: argument $%d: %w", s.name, i+1, err)
+		}
+		if b != nil {
+			v := string(b)
+			text[i] = &v
+		}
+	}
+	rows, err := conn.Query(ctx, s.call, org, s.name, s.sql, settings, text)
+	if err != nil {
+		conn.Release()
+		return nil, err
+	}
+	return &releasing{Rows: rows, conn: conn}, nil
+}
+
+// releasing are rows that give their connection back when closed.
+type releasing struct {
+	pgx.Rows
+	conn *pgxpool.Conn
+}
+
+func (r *releasing) Close() {
+	r.Rows.Close()
+	if r.conn != nil {
+		r.conn.Release()
+		r.conn = nil
+	}
+}
+
+// learn describes the statement on the coordinator, once: its parameters'
+// types and its columns (name and type). The description runs detached
+// from ctx (bounded by describeTimeout) so that a caller with a short
+// deadline (the store's duplicate check) does not cancel it for the next
+// ones; the caller waits for it only until ctx ends.
+func (s *Statement) learn(ctx context.Context, pool *pgxpool.Pool) error {
+	s.mu.Lock()
+	if s.ready {
+		s.mu.Unlock()
+		return nil
+	}
+	if s.learning == nil {
+		done := make(chan struct{})
+		s.learning = done
+		go func() {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), describeTimeout)
+			defer cancel()
+			err := s.describe(dctx, pool)
+			s.mu.Lock()
+			s.ready, s.learnErr, s.learning = err == nil, err, nil
+			s.mu.Unlock()
+			close(done)
+		}()
+	}
+	done := s.learning
+	s.mu.Unlock()
+	select {
+	case <-done:
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.learnErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// describeTimeout bounds a statement's description.
+const describeTimeout = 30 * time.Second
+
+func (s *Statement) describe(ctx context.Context, pool *pgxpool.Pool) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	desc, err := conn.Conn().PgConn().Prepare(ctx, "", s.sql, nil)
+	if err != nil {
+		return fmt.Errorf("orgcall: describe %s: %w", s.name, err)
+	}
+	oids := make([]uint32, len(desc.Fields))
+	mods := make([]int32, len(desc.Fields))
+	for i, f := range desc.Fields {
+		oids[i], mods[i] = f.DataTypeOID, f.TypeModifier
+	}
+	var types []string
+	if err := conn.QueryRow(ctx, `SELECT coalesce(array_agg(format_type(o, nullif(m, -1)) ORDER BY n), '{}')
+		FROM unnest($1::oid[], $2::int[]) WITH ORDINALITY AS u (o, m, n)`, oids, mods).Scan(&types); err != nil {
+		return fmt.Errorf("orgcall: column types of %s: %w", s.name, err)
+	}
+	cols := make([]string, len(types))
+	for i, f := range desc.Fields {
+		cols[i] = pgx.Identifier{f.Name}.Sanitize() + " " + types[i]
+	}
+	s.call = "SELECT * FROM knowledge_run_org($1::uuid, $2::text, $3::text, $4::text[], $5::text[]) AS r (" +
+		strings.Join(cols, ", ") + ")"
+	s.params = desc.ParamOIDs
+	return nil
+}
