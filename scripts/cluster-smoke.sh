@@ -4,7 +4,7 @@
 # them: ctl bootstraps an org, agent and token on the Citus coordinator; the
 # MCP server (as knowledge_app) and the worker (as the owner) run with the
 # Redis Cluster; stores over MCP are embedded by the worker and found by a
-# search; the dashboard answers. Ports of its own (18480, 19491, 18490), so
+# search; the dashboard answers. Ports of its own (18480, 19491, 18490; SMOKE_PORT_OFFSET), so
 # it runs beside go tool task dev. Exit status 0: every check passed.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -15,7 +15,10 @@ cd "$ROOT"
 if [ -z "${SMOKE_URLS_FROM_ENV:-}" ]; then
   eval "$(bash scripts/cluster.sh urls | sed 's/^/export /')"
 fi
-MCP=127.0.0.1:18480
+# SMOKE_PORT_OFFSET=n moves the three ports by n (two runs at once: a
+# cluster's and a single node's).
+off=${SMOKE_PORT_OFFSET:-0}
+MCP=127.0.0.1:$((18480 + off))
 work=$(mktemp -d /tmp/cluster-smoke.XXXXXX)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
@@ -30,8 +33,8 @@ token=$(sed -n 's/^token //p' <<<"$boot")
 log "org $(sed -n 's/^org //p' <<<"$boot") on the cluster"
 
 MCP_ADDR=$MCP "$work/mcp" >"$work/mcp.log" 2>&1 & pids+=($!)
-DATABASE_URL=$OWNER_DATABASE_URL WORKER_METRICS_ADDR=127.0.0.1:19491 "$work/worker" >"$work/worker.log" 2>&1 & pids+=($!)
-DASHBOARD_ADDR=127.0.0.1:18490 DASHBOARD_PASSWORD=smoke "$work/dashboard" >"$work/dashboard.log" 2>&1 & pids+=($!)
+DATABASE_URL=$OWNER_DATABASE_URL WORKER_METRICS_ADDR=127.0.0.1:$((19491 + off)) "$work/worker" >"$work/worker.log" 2>&1 & pids+=($!)
+DASHBOARD_ADDR=127.0.0.1:$((18490 + off)) DASHBOARD_PASSWORD=smoke "$work/dashboard" >"$work/dashboard.log" 2>&1 & pids+=($!)
 for _ in $(seq 1 100); do curl -fs "http://$MCP/readyz" >/dev/null 2>&1 && break; sleep 0.2; done
 curl -fs "http://$MCP/readyz" >/dev/null || fail "mcp not ready"
 
@@ -62,8 +65,10 @@ for _ in $(seq 1 50); do [ "$pending" = 0 ] && break; sleep 0.2
   pending=$(psql "$OWNER_DATABASE_URL" -Atc "select count(*) from knowledge where title like 'Cluster smoke $run%' and embedding_status <> 'ready'"); done
 [ "$pending" = 0 ] || fail "$pending entries still not embedded by the worker"
 log "search found the notes; the worker embedded all three (Redis Cluster queue)"
-curl -fs -u admin:smoke http://127.0.0.1:18490/ >/dev/null || fail "dashboard"
+curl -fs -u admin:smoke http://127.0.0.1:$((18490 + off))/ >/dev/null || fail "dashboard"
 log "dashboard answers"
+
+pct() { sort -n | awk '{a[NR]=$1} END {printf "p50 %.1f ms, p95 %.1f ms (n=%d)", a[int(NR*0.5)+1]*1000, a[int(NR*0.95)+1]*1000, NR}'; }
 
 # SMOKE_ORG_ENTRIES=n: first import n generated entries into the org
 # (ctl import; words drawn from a 2,000-word vocabulary, 40-80 words a
@@ -93,13 +98,12 @@ fi
 
 # SMOKE_N=n: time n stores and n searches through MCP, one at a time
 # (curl's time_total: the HTTP call, not curl's start-up), and print p50/p95.
-if [ "${SMOKE_N:-0}" -gt 0 ]; then
+if [ "${SMOKE_N:-0}" -gt 0 ] && [ "${SMOKE_ORGS:-0}" = 0 ]; then
   timed() { # tool, arguments JSON
     curl -fsS -o /dev/null -w '%{time_total}\n' "http://$MCP/mcp" -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
       -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2025-06-18' \
       -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"$1\",\"arguments\":$2}}"
   }
-  pct() { sort -n | awk '{a[NR]=$1} END {printf "p50 %.1f ms, p95 %.1f ms (n=%d)", a[int(NR*0.5)+1]*1000, a[int(NR*0.95)+1]*1000, NR}'; }
   for i in $(seq 1 "$SMOKE_N"); do
     timed store_knowledge "{\"title\":\"Timing $run entry $i\",\"body\":\"Measured store $i of run $run: shard routing, row security, the Redis Cluster idempotence key.\",\"tags\":[\"timing\"]}"
   done >"$work/store.t"
@@ -113,7 +117,7 @@ fi
 
 # SMOKE_CLIENTS=c (with SMOKE_N=n): c clients store n entries each at once
 # (one org: the token's); prints stores per second over the whole run.
-if [ "${SMOKE_CLIENTS:-0}" -gt 0 ] && [ "${SMOKE_N:-0}" -gt 0 ]; then
+if [ "${SMOKE_CLIENTS:-0}" -gt 0 ] && [ "${SMOKE_N:-0}" -gt 0 ] && [ "${SMOKE_ORGS:-0}" = 0 ]; then
   export -f timed; export MCP token run
   start=$(date +%s.%N)
   seq 1 "$SMOKE_CLIENTS" | xargs -P "$SMOKE_CLIENTS" -I{} bash -c '
@@ -123,5 +127,54 @@ if [ "${SMOKE_CLIENTS:-0}" -gt 0 ] && [ "${SMOKE_N:-0}" -gt 0 ]; then
   end=$(date +%s.%N)
   n=$(wc -l <"$work/load.t")
   log "$SMOKE_CLIENTS clients: $n stores in $(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.1f", b-a}') s, $(awk -v a="$start" -v b="$end" -v n="$n" 'BEGIN {printf "%.0f", n/(b-a)}') stores/s; per store $(pct <"$work/load.t")"
+fi
+# SMOKE_ORGS=o (with SMOKE_CLIENTS=c and SMOKE_N=n): the end-to-end run of
+# many orgs at once. o orgs (an agent and token each: ctl dev bootstrap),
+# then c clients at once, client k storing n entries into orgs k, k+c,
+# k+2c... in turn, each store followed by a search of that org; prints the
+# stores per second over the whole run, the calls that failed, and on a
+# Citus cluster how the orgs and their rows spread over the workers.
+if [ "${SMOKE_ORGS:-0}" -gt 0 ] && [ "${SMOKE_CLIENTS:-0}" -gt 0 ] && [ "${SMOKE_N:-0}" -gt 0 ]; then
+  for o in $(seq 1 "$SMOKE_ORGS"); do
+    DATABASE_URL=$OPERATOR_DATABASE_URL "$work/ctl" dev bootstrap --org-name "e2e-$run-$o" --agent-name e2e | sed -n 's/^token //p'
+  done >"$work/tokens"
+  [ "$(wc -l <"$work/tokens")" = "$SMOKE_ORGS" ] || fail "bootstrapped $(wc -l <"$work/tokens") of $SMOKE_ORGS orgs"
+  log "$SMOKE_ORGS orgs bootstrapped"
+  e2e() { # client number: its stores and searches, one line per call: tool status seconds
+    local k=$1 i=0 tok body
+    mapfile -t toks <"$work/tokens"
+    for j in $(seq 1 "$SMOKE_N"); do
+      tok=${toks[$(( (k - 1 + (j - 1) * SMOKE_CLIENTS) % SMOKE_ORGS ))]}
+      for tool in store_knowledge search_knowledge; do
+        if [ $tool = store_knowledge ]; then
+          args="{\"title\":\"E2E $run client $k entry $j\",\"body\":\"Client $k stores entry $j of run $run beside every other org at once.\"}"
+        else
+          args="{\"query\":\"client $k entry $j run $run\",\"limit\":5}"
+        fi
+        body=$(curl -sS -m 30 -w '\n%{http_code} %{time_total}' "http://$MCP/mcp" -H "Authorization: Bearer $tok" -H 'Content-Type: application/json' \
+          -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2025-06-18' \
+          -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"$tool\",\"arguments\":$args}}" 2>&1) || true
+        st=ok; grep -q '"isError":true' <<<"$body" && st=error; tail -1 <<<"$body" | grep -q '^200 ' || st=error
+        echo "$tool $st $(tail -1 <<<"$body" | cut -d' ' -f2)"
+      done
+    done
+  }
+  export -f e2e; export MCP run work SMOKE_N SMOKE_CLIENTS SMOKE_ORGS
+  start=$(date +%s.%N)
+  seq 1 "$SMOKE_CLIENTS" | xargs -P "$SMOKE_CLIENTS" -I{} bash -c 'e2e {}' >"$work/e2e.t"
+  end=$(date +%s.%N)
+  stores=$(grep -c '^store_knowledge ok' "$work/e2e.t" || true)
+  log "e2e: $SMOKE_ORGS orgs, $SMOKE_CLIENTS clients: $stores stores and $(grep -c '^search_knowledge ok' "$work/e2e.t" || true) searches answered in $(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.1f", b-a}') s ($(awk -v a="$start" -v b="$end" -v n="$stores" 'BEGIN {printf "%.1f", n/(b-a)}') stores/s, a search after each); $(grep -c ' error' "$work/e2e.t" || true) calls failed"
+  log "e2e: store $(grep '^store_knowledge ok' "$work/e2e.t" | cut -d' ' -f3 | pct); search $(grep '^search_knowledge ok' "$work/e2e.t" | cut -d' ' -f3 | pct)"
+  if [ "$(psql "$OWNER_DATABASE_URL" -Atc "select count(*) from pg_extension where extname = 'citus'")" = 1 ]; then
+    log "e2e: the e2e orgs over the workers (node: orgs, entries):"
+    psql "$OWNER_DATABASE_URL" -Atc "
+      SELECT n.nodename || ':' || n.nodeport || ': ' || count(*) || ' orgs, ' || sum(x.entries) || ' entries'
+      FROM (SELECT k.org_id, count(*) AS entries FROM knowledge k JOIN orgs o ON o.id = k.org_id
+            WHERE o.name LIKE 'e2e-$run-%' GROUP BY k.org_id) x
+      JOIN pg_dist_placement p ON p.shardid = get_shard_id_for_distribution_column('knowledge', x.org_id)
+      JOIN pg_dist_node n ON n.groupid = p.groupid
+      GROUP BY n.nodename, n.nodeport ORDER BY n.nodeport" | sed 's/^/smoke:   /' >&2
+  fi
 fi
 log "PASS"

@@ -164,8 +164,12 @@ func (s *Service) bodies(ctx context.Context, org uuid.UUID, hits []rankedHit, v
 		ids[i] = h.ID
 	}
 	out := make(map[uuid.UUID]hitBody, len(hits))
+	q, err := s.readsOf(ctx, org)
+	if err != nil {
+		return nil, mapErr(err, "")
+	}
 	if vec == nil {
-		rows, err := s.q.SearchBodies(ctx, sqlc.SearchBodiesParams{OrgID: org, Ids: ids})
+		rows, err := q.SearchBodies(ctx, sqlc.SearchBodiesParams{OrgID: org, Ids: ids})
 		if err != nil {
 			return nil, mapErr(err, "")
 		}
@@ -174,7 +178,7 @@ func (s *Service) bodies(ctx context.Context, org uuid.UUID, hits []rankedHit, v
 		}
 		return out, nil
 	}
-	rows, err := s.q.SearchBodiesNear(ctx, sqlc.SearchBodiesNearParams{
+	rows, err := q.SearchBodiesNear(ctx, sqlc.SearchBodiesNearParams{
 		OrgID: org, Ids: ids, QueryVec: *vec, Model: s.opts.Embedder.Model(),
 	})
 	if err != nil {

@@ -2,15 +2,18 @@ package knowledge
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/orgcall"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/pgbatch"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
 // On a Citus cluster the search's ranking statements and the store's
@@ -67,3 +70,33 @@ func searchSettings(efSearch int, pinVectorPlan bool) []string {
 
 // similarSettings are SimilarConfig's (queries/knowledge.sql).
 var similarSettings = []string{"plan_cache_mode", "force_generic_plan", "enable_seqscan", "off", "jit", "off"}
+
+// workerDB is a sqlc DBTX whose reads run on org's worker
+// (knowledge_run_org), for a sqlc query of one org sent there whole.
+type workerDB struct {
+	s        *Service
+	org      uuid.UUID
+	settings []string
+}
+
+func (w workerDB) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	return w.s.orgCalls.get(sql).Query(ctx, w.s.pool.Pool, w.org, w.settings, args)
+}
+
+func (w workerDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return db.RowOfQuery(w.Query(ctx, sql, args...))
+}
+
+func (w workerDB) Exec(context.Context, string, ...any) (pgconn.CommandTag, error) {
+	return pgconn.CommandTag{}, errors.New("knowledge: a write cannot run through knowledge_run_org")
+}
+
+// readsOf is the sqlc queries for org's reads: on its worker on a Citus
+// cluster (workerDB), else the Service's own.
+func (s *Service) readsOf(ctx context.Context, org uuid.UUID) (*sqlc.Queries, error) {
+	citus, err := db.IsCitus(ctx, s.pool.Pool)
+	if err != nil || !citus {
+		return s.q, err
+	}
+	return sqlc.New(workerDB{s: s, org: org}), nil
+}
