@@ -9,7 +9,8 @@
 #     SMOKE_URLS_FROM_ENV=1 SMOKE_ORG_ENTRIES=5000 bash scripts/cluster-smoke.sh
 # COMPARE_ROUNDS rounds (default 5) of COMPARE_N calls (default 20) to each
 # in turn; COMPARE_MCP_BIN_<name>=path runs another build of apps/mcp as one
-# more target on the cluster (e.g. an older commit's, for a before/after).
+# more target on the cluster (e.g. an older commit's, for a before/after),
+# COMPARE_SINGLE_MCP_BIN_<name>=path one more on the single node.
 # Prints p50/p95 of curl's time_total and of the server's own duration_ms.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -35,6 +36,7 @@ bash scripts/cluster.sh single-urls >"$work/single.env"
 start_target cluster "$work/mcp" "$work/cluster.env"
 start_target single "$work/mcp" "$work/single.env"
 for v in $(compgen -v COMPARE_MCP_BIN_ || true); do start_target "cluster-${v#COMPARE_MCP_BIN_}" "${!v}" "$work/cluster.env"; done
+for v in $(compgen -v COMPARE_SINGLE_MCP_BIN_ || true); do start_target "single-${v#COMPARE_SINGLE_MCP_BIN_}" "${!v}" "$work/single.env"; done
 for name in "${!url[@]}"; do
   for _ in $(seq 1 150); do curl -fs "${url[$name]%/mcp}/readyz" >/dev/null 2>&1 && [ -s "$work/$name.token" ] && break; sleep 0.2; done
   tok[$name]=$(cat "$work/$name.token")
