@@ -133,16 +133,25 @@ SELECT value FROM knowledge_secrets WHERE name = 'list_cursor';
 -- same pipeline (browse.go): without statistics (a never-analyzed table, an
 -- org grown since the last ANALYZE) the planner read and sorted the whole
 -- org for every page (163 ms p50 at 100k entries); with no sort and no
--- bitmap or sequential scan allowed, the only plan left walks
--- knowledge_org_created_idx backwards from the position and stops at the
--- page's end.
-SELECT set_config('enable_sort', 'off', true),
-       set_config('enable_bitmapscan', 'off', true),
-       set_config('enable_seqscan', 'off', true);
+-- bitmap or sequential scan allowed, the only plans left walk an index in
+-- the page's order backwards from the position and stop at the page's end:
+-- knowledge_org_created_idx, or with a kind or an exact source filter
+-- knowledge_org_kind_idx or knowledge_org_source_idx, which hold only the
+-- entries that pass it.
+-- With match_set (a metadata or source prefix filter that few entries
+-- pass, browse.go), the page is read from those entries, given by id
+-- (by_ids: MetadataMatches, SourcePrefixMatches), by the primary key, and
+-- sorted. Plans are custom (the filters not given fold away, the given
+-- ones become index conditions), made for each page.
+SELECT set_config('enable_sort', CASE WHEN @match_set::bool THEN 'on' ELSE 'off' END, true),
+       set_config('enable_bitmapscan', CASE WHEN @match_set::bool THEN 'on' ELSE 'off' END, true),
+       set_config('enable_seqscan', 'off', true),
+       set_config('plan_cache_mode', 'force_custom_plan', true);
 
 -- name: ListEntries :many
 -- One page of list_knowledge: the org's entries newest first, strictly
--- before the position (before_at, before_id), filtered. With as_of, what
+-- before the position (before_at, before_id), filtered (the entry fields'
+-- filters are NULL when not given; ListConfig says how they are read). With as_of, what
 -- the org knew then: the position starts at as_of (so nothing created
 -- later), and superseded and expired mean "by as_of". The position is a
 -- row comparison on the columns of knowledge_org_created_idx after org_id,
@@ -156,14 +165,27 @@ SELECT k.id, k.title, left(k.body, @snippet_chars::int)::text AS body_start, k.t
        k.created_by_agent_id, k.created_at, k.expires_at, k.head_id, k.embedding_status
 FROM knowledge k
 WHERE k.org_id = @org_id
-  AND (k.created_at, k.id) < (@before_at::timestamptz, @before_id::uuid)
-  AND k.created_at > @created_after::timestamptz
+  -- By ids: the position tested on each entry read by the primary key,
+  -- written so that no index takes it (by the row comparison, the planner
+  -- without statistics took the org's created-order index for a range of a
+  -- couple of rows and read the whole org).
+  AND (@by_ids::bool OR ((k.created_at, k.id) < (@before_at::timestamptz, @before_id::uuid)
+                         AND k.created_at > @created_after::timestamptz))
+  AND (NOT @by_ids::bool OR ((k.created_at + '0 s'::interval, k.id) < (@before_at::timestamptz, @before_id::uuid)
+                             AND k.created_at + '0 s'::interval > @created_after::timestamptz))
   AND (cardinality(@tags::text[]) = 0 OR k.tags @> @tags::text[])
   AND (NOT @by_author::bool OR k.created_by_agent_id = @author_id::uuid)
   AND (NOT @by_task::bool OR EXISTS (SELECT 1 FROM task_knowledge t
                                      WHERE t.org_id = k.org_id AND t.task_id = @task_id::uuid AND t.knowledge_id = k.id))
   AND (@include_superseded::bool OR k.head_id IS NULL OR k.superseded_at > sqlc.narg(as_of)::timestamptz)
   AND (@include_expired::bool OR k.expires_at IS NULL OR k.expires_at > coalesce(sqlc.narg(as_of)::timestamptz, now()))
+  AND (sqlc.narg(kind)::text IS NULL OR k.kind = sqlc.narg(kind)::text)
+  AND (sqlc.narg(source)::text IS NULL OR k.source = sqlc.narg(source)::text)
+  AND (sqlc.narg(source_prefix)::text IS NULL
+       OR (k.source >= sqlc.narg(source_prefix)::text AND k.source < sqlc.narg(source_end)::text
+           AND starts_with(k.source, sqlc.narg(source_prefix)::text)))
+  AND (sqlc.narg(metadata)::jsonb IS NULL OR k.metadata @> sqlc.narg(metadata)::jsonb)
+  AND (NOT @by_ids::bool OR k.id = ANY(@ids::uuid[]))
 ORDER BY k.created_at DESC, k.id DESC
 LIMIT @max_rows::int;
 
@@ -204,3 +226,25 @@ WITH v AS (
 UPDATE knowledge k SET similar_keys = v.keys
 FROM v JOIN locked l ON l.org_id = v.org_id AND l.id = v.id
 WHERE k.org_id = v.org_id AND k.id = v.id;
+
+-- name: EntryBySource :one
+-- get_knowledge by source: the newest live entry (a head, not expired)
+-- with exactly this source (knowledge_org_source_idx, backwards).
+SELECT k.id FROM knowledge k
+WHERE k.org_id = @org_id AND k.source = @source::text
+  AND k.head_id IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())
+ORDER BY k.created_at DESC, k.id DESC
+LIMIT 1;
+
+-- name: MetadataMatches :many
+-- The org's entries whose metadata holds these keys and values, at most
+-- max (the function: migration 00030).
+SELECT m.id::uuid AS id FROM knowledge_metadata_matches(@org_id, @metadata::jsonb, @max::int) m;
+
+-- name: SourcePrefixMatches :many
+-- The org's entries whose source starts with prefix (a range of
+-- knowledge_org_source_idx up to prefix_end), at most max.
+SELECT k.id FROM knowledge k
+WHERE k.org_id = @org_id AND k.source >= @prefix::text AND k.source < @prefix_end::text
+  AND starts_with(k.source, @prefix::text)
+LIMIT @max::int;

@@ -1075,7 +1075,7 @@ func measureRecall(b *testing.B, bd *benchDB, ef int) (float64, []time.Duration)
 				strconv.Itoa(ef)); err != nil {
 				return err
 			}
-			rows, err := tx.Query(ctx, "SELECT id FROM "+fn+"($1, $2, $3, '{}', false, false, 40) ORDER BY dist, id LIMIT 10",
+			rows, err := tx.Query(ctx, "SELECT id FROM "+fn+"($1, $2, $3, '{}', false, false, 40, NULL, NULL, NULL, NULL) ORDER BY dist, id LIMIT 10",
 				bd.big.OrgID, vec, local.Model())
 			if err != nil {
 				return err

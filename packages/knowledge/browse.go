@@ -45,6 +45,8 @@ type ListInput struct {
 	// to about that many tokens (budget.go): shorter snippets, then fewer
 	// hits (at least one), the next cursor after the last hit given.
 	MaxTokens *int
+	// Filters on the entry fields (kind, source, source prefix, metadata).
+	Filters
 }
 
 // ListResult is one page. NextCursor is empty on the last page.
@@ -94,11 +96,11 @@ var (
 func (s *Service) List(ctx context.Context, c Caller, in ListInput) (_ *ListResult, err error) {
 	defer wrapOp(&err, "knowledge.List")
 	ctx = db.WithOrg(ctx, c.OrgID)
-	limit, tags, err := checkList(c, in)
+	limit, tags, f, err := checkList(c, in)
 	if err != nil {
 		return nil, err
 	}
-	filters := listFilters(tags, in)
+	filters := listFilters(tags, f, in)
 	key, err := s.listKey(ctx)
 	if err != nil {
 		return nil, err
@@ -112,6 +114,11 @@ func (s *Service) List(ctx context.Context, c Caller, in ListInput) (_ *ListResu
 		OrgID:        c.OrgID, BeforeAt: at, BeforeID: id, CreatedAfter: listLast, Tags: tags,
 		IncludeSuperseded: in.IncludeSuperseded, IncludeExpired: in.IncludeExpired, AsOf: asOf,
 		MaxRows: int32(limit + 1), // one more: is there a next page?
+		Kind:    f.Kind, Source: f.Source, SourcePrefix: f.SourcePrefix, Metadata: f.Metadata,
+	}
+	if f.SourcePrefix != nil {
+		end := prefixEnd(*f.SourcePrefix)
+		p.SourceEnd = &end
 	}
 	if in.CreatedAfter != nil {
 		p.CreatedAfter = *in.CreatedAfter
@@ -122,10 +129,13 @@ func (s *Service) List(ctx context.Context, c Caller, in ListInput) (_ *ListResu
 	if in.TaskID != nil {
 		p.ByTask, p.TaskID = true, *in.TaskID
 	}
+	if p.ByIds, p.Ids, err = s.listMatches(ctx, c.OrgID, f); err != nil {
+		return nil, err
+	}
 	// The settings go in the same batch, hence the same implicit
 	// transaction, as the page's query (internal/pgbatch).
 	q := sqlc.New(pgbatch.New(s.pool))
-	if err := q.ListConfig(ctx); err != nil {
+	if err := q.ListConfig(ctx, p.ByIds); err != nil {
 		return nil, mapErr(err, "")
 	}
 	rows, err := q.ListEntries(ctx, p)
@@ -145,25 +155,63 @@ func (s *Service) List(ctx context.Context, c Caller, in ListInput) (_ *ListResu
 
 // checkList checks a listing's arguments and returns its limit and its
 // tags, normalised.
-func checkList(c Caller, in ListInput) (int, []string, error) {
+func checkList(c Caller, in ListInput) (int, []string, filterArgs, error) {
+	var f filterArgs
 	if err := checkCaller(c, false); err != nil {
-		return 0, nil, err
+		return 0, nil, f, err
 	}
 	limit := valueOr(in.Limit, DefaultListLimit)
 	if err := checkRange("limit", limit, 1, MaxListLimit); err != nil {
-		return 0, nil, err
+		return 0, nil, f, err
 	}
 	tags, err := normaliseTags(in.Tags)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, f, err
 	}
 	if in.CreatedAfter != nil && in.CreatedBefore != nil && !in.CreatedAfter.Before(*in.CreatedBefore) {
-		return 0, nil, errs.InvalidArgument("createdBefore", "must be after createdAfter")
+		return 0, nil, f, errs.InvalidArgument("createdBefore", "must be after createdAfter")
 	}
 	if err := checkMaxTokens(in.MaxTokens); err != nil {
-		return 0, nil, err
+		return 0, nil, f, err
 	}
-	return limit, tags, nil
+	if f, err = checkFilters(in.Filters); err != nil {
+		return 0, nil, f, err
+	}
+	return limit, tags, f, nil
+}
+
+// listMatchMax bounds the entries a listing reads by id (listMatches).
+const listMatchMax = 1000
+
+// listMatches decides how a page with a metadata or source prefix filter
+// is read: no index holds their matches in the page's order, and walking
+// the org's entries newest first reads all of it when few match. So the
+// matches are read first, by the filter's own index (MetadataMatches:
+// knowledge_metadata_idx; SourcePrefixMatches: knowledge_org_source_idx),
+// up to listMatchMax: if there are no more, the page is read from them by
+// id and sorted (byIDs). Beyond that the filter is common enough for the
+// walk to fill a page soon, and it walks, testing each entry. An exact
+// source or a kind walks its own index (queries/knowledge.sql, ListConfig).
+func (s *Service) listMatches(ctx context.Context, org uuid.UUID, f filterArgs) (byIDs bool, ids []uuid.UUID, err error) {
+	switch {
+	case f.Source != nil:
+		return false, nil, nil
+	case f.Metadata != nil:
+		ids, err = s.q.MetadataMatches(ctx, sqlc.MetadataMatchesParams{OrgID: org, Metadata: f.Metadata, Max: listMatchMax + 1})
+	case f.SourcePrefix != nil:
+		ids, err = s.q.SourcePrefixMatches(ctx, sqlc.SourcePrefixMatchesParams{
+			OrgID: org, Prefix: *f.SourcePrefix, PrefixEnd: prefixEnd(*f.SourcePrefix), Max: listMatchMax + 1,
+		})
+	default:
+		return false, nil, nil
+	}
+	if err != nil {
+		return false, nil, mapErr(err, "")
+	}
+	if len(ids) > listMatchMax {
+		return false, nil, nil
+	}
+	return true, ids, nil
 }
 
 // listPosition is where a page starts (strictly before at, id in the
@@ -219,7 +267,7 @@ func listPage(rows []sqlc.ListEntriesRow, limit int, seal func(time.Time, uuid.U
 // its cursors: a cursor continues the listing it was made for, and with
 // other filters it is refused rather than silently paging another listing
 // from a position that means nothing there.
-func listFilters(tags []string, in ListInput) [8]byte {
+func listFilters(tags []string, f filterArgs, in ListInput) [8]byte {
 	h := sha256.New()
 	sorted := slices.Clone(tags)
 	slices.Sort(sorted)
@@ -241,6 +289,13 @@ func listFilters(tags []string, in ListInput) [8]byte {
 		h.Write([]byte{3})
 	}
 	h.Write([]byte{boolByte(in.IncludeSuperseded), boolByte(in.IncludeExpired)})
+	for _, v := range []*string{f.Kind, f.Source, f.SourcePrefix} {
+		if v != nil {
+			h.Write([]byte(*v))
+		}
+		h.Write([]byte{0, 4})
+	}
+	h.Write(f.Metadata) // compact, keys sorted: the same filter, the same bytes
 	var d [8]byte
 	copy(d[:], h.Sum(nil))
 	return d

@@ -207,3 +207,61 @@ func strOf(p *string) string {
 	}
 	return *p
 }
+
+// Filters are the entry-field filters of search_knowledge and
+// list_knowledge; every one given must hold (AND). Zero values: no filter.
+type Filters struct {
+	// Kind: entries of this kind (one of Kinds).
+	Kind string
+	// Source: entries whose source is exactly this; SourcePrefix: entries
+	// whose source starts with this (a URL's site, a path's directory).
+	// At most one of the two.
+	Source       string
+	SourcePrefix string
+	// Metadata: entries whose metadata holds every one of these keys with
+	// an equal value (the rules of stored metadata).
+	Metadata map[string]any
+}
+
+// filterArgs are Filters checked: nil pointers and a nil Metadata are
+// filters not given (NULL arguments of the statements).
+type filterArgs struct {
+	Kind, Source, SourcePrefix *string
+	Metadata                   []byte // compact JSON, keys sorted
+}
+
+// any says whether a filter was given.
+func (f *filterArgs) any() bool {
+	return f.Kind != nil || f.Source != nil || f.SourcePrefix != nil || f.Metadata != nil
+}
+
+// checkFilters checks the filters by the rules of the fields they filter
+// on; the errors name kind, source, sourcePrefix and metadata.<key>.
+func checkFilters(f Filters) (filterArgs, error) {
+	var a filterArgs
+	if err := checkKind("kind", f.Kind); err != nil {
+		return a, err
+	}
+	if err := checkSource("source", f.Source); err != nil {
+		return a, err
+	}
+	if err := checkSource("sourcePrefix", f.SourcePrefix); err != nil {
+		return a, err
+	}
+	if f.Source != "" && f.SourcePrefix != "" {
+		return a, errs.InvalidArgument("sourcePrefix", "give source (exact) or sourcePrefix, not both")
+	}
+	meta, err := normaliseMetadata("metadata", f.Metadata)
+	if err != nil {
+		return a, err
+	}
+	a.Kind, a.Source, a.SourcePrefix, a.Metadata = strOrNil(f.Kind), strOrNil(f.Source), strOrNil(f.SourcePrefix), meta
+	return a, nil
+}
+
+// prefixEnd is the exclusive upper bound of the sources starting with
+// prefix, in the column's byte order (COLLATE "C"): the prefix followed
+// by the highest code point. (A source holding U+10FFFF, a noncharacter,
+// right after the prefix would fall outside; the prefix test still
+// checks every row the range gives.)
+func prefixEnd(prefix string) string { return prefix + "\U0010FFFF" }

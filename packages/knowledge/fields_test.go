@@ -153,3 +153,217 @@ func TestEntryFieldsReplay(t *testing.T) {
 		}
 	}
 }
+
+// filterCorpus stores entries of every combination the filter tests ask
+// about, and returns their ids by name.
+func filterCorpus(t *testing.T, b *bundle) map[string]uuid.UUID {
+	t.Helper()
+	ids := map[string]uuid.UUID{}
+	for _, e := range []struct {
+		name, source, kind string
+		meta               map[string]any
+	}{
+		{"wiki-prod", "https://wiki.example.com/billing", knowledge.KindReference, map[string]any{"env": "prod", "team": "billing"}},
+		{"wiki-stage", "https://wiki.example.com/billing/stage", knowledge.KindReference, map[string]any{"env": "staging", "team": "billing"}},
+		{"ticket", "jira:OPS-17", knowledge.KindEpisodic, map[string]any{"env": "prod", "severity": 2}},
+		{"runbook", "https://wiki.example.org/runbook", knowledge.KindProcedural, map[string]any{"env": "prod", "team": "sre", "paged": true}},
+		{"plain", "", "", nil},
+	} {
+		r, err := b.svc.Store(b.ctx, b.alice, knowledge.StoreInput{
+			Title: "billing outage notes " + e.name, Body: "the billing service failed over during the outage " + e.name,
+			Source: e.source, Kind: e.kind, Metadata: e.meta,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[e.name] = r.ID
+	}
+	// Another org's entry with the same fields is never found.
+	if _, err := b.svc.Store(b.ctx, b.eve, knowledge.StoreInput{Title: "billing outage notes eve", Body: "the billing service failed over during the outage",
+		Source: "https://wiki.example.com/billing", Kind: knowledge.KindReference, Metadata: map[string]any{"env": "prod", "team": "billing"}}); err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// The filters of list and search: kind, source exact and by prefix,
+// metadata equality (every key given), combined by AND; each mode of
+// search finds the same filtered set.
+func TestEntryFieldsFilters(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ids := filterCorpus(t, b)
+	b.embedPending(t)
+	cases := []struct {
+		name string
+		f    knowledge.Filters
+		want []string
+	}{
+		{"kind", knowledge.Filters{Kind: knowledge.KindReference}, []string{"wiki-prod", "wiki-stage"}},
+		{"kind default", knowledge.Filters{Kind: knowledge.KindSemantic}, []string{"plain"}},
+		{"source exact", knowledge.Filters{Source: "https://wiki.example.com/billing"}, []string{"wiki-prod"}},
+		{"source prefix", knowledge.Filters{SourcePrefix: "https://wiki.example.com/"}, []string{"wiki-prod", "wiki-stage"}},
+		{"source prefix wider", knowledge.Filters{SourcePrefix: "https://wiki.example."}, []string{"wiki-prod", "wiki-stage", "runbook"}},
+		{"metadata one key", knowledge.Filters{Metadata: map[string]any{"env": "prod"}}, []string{"wiki-prod", "ticket", "runbook"}},
+		{"metadata two keys", knowledge.Filters{Metadata: map[string]any{"env": "prod", "team": "billing"}}, []string{"wiki-prod"}},
+		{"metadata number", knowledge.Filters{Metadata: map[string]any{"severity": 2}}, []string{"ticket"}},
+		{"metadata bool", knowledge.Filters{Metadata: map[string]any{"paged": true}}, []string{"runbook"}},
+		{"metadata no match", knowledge.Filters{Metadata: map[string]any{"env": "dev"}}, nil},
+		{"kind and metadata", knowledge.Filters{Kind: knowledge.KindEpisodic, Metadata: map[string]any{"env": "prod"}}, []string{"ticket"}},
+		{"prefix and metadata", knowledge.Filters{SourcePrefix: "https://wiki.", Metadata: map[string]any{"team": "sre"}}, []string{"runbook"}},
+		{"source and kind disagree", knowledge.Filters{Source: "jira:OPS-17", Kind: knowledge.KindReference}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			want := map[uuid.UUID]bool{}
+			for _, n := range tc.want {
+				want[ids[n]] = true
+			}
+			l, err := b.svc.List(b.ctx, b.alice, knowledge.ListInput{Filters: tc.f})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[uuid.UUID]bool{}
+			for _, h := range l.Hits {
+				got[h.ID] = true
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("list: got %v, want %v", got, want)
+			}
+			for _, mode := range knowledge.Modes {
+				s, err := b.svc.Search(b.ctx, b.alice, knowledge.SearchInput{Query: "billing outage notes", Filters: tc.f, Mode: mode, MinScore: ptr(0.0)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := map[uuid.UUID]bool{}
+				for _, h := range s.Hits {
+					got[h.ID] = true
+				}
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Fatalf("search %s: got %v, want %v", mode, got, want)
+				}
+			}
+		})
+	}
+	// The filters' rules are the fields' rules, naming the filter.
+	for _, tc := range []struct {
+		f     knowledge.Filters
+		field string
+	}{
+		{knowledge.Filters{Kind: "rumour"}, "kind"},
+		{knowledge.Filters{Source: strings.Repeat("s", knowledge.MaxSourceChars+1)}, "source"},
+		{knowledge.Filters{SourcePrefix: "\x00"}, "sourcePrefix"},
+		{knowledge.Filters{Source: "a", SourcePrefix: "a"}, "sourcePrefix"},
+		{knowledge.Filters{Metadata: map[string]any{"Env": "prod"}}, "metadata.Env"},
+		{knowledge.Filters{Metadata: map[string]any{"env": nil}}, "metadata.env"},
+	} {
+		_, err := b.svc.List(b.ctx, b.alice, knowledge.ListInput{Filters: tc.f})
+		wantCode(t, err, errs.CodeInvalidArgument, tc.field)
+		_, err = b.svc.Search(b.ctx, b.alice, knowledge.SearchInput{Query: "q", Filters: tc.f})
+		wantCode(t, err, errs.CodeInvalidArgument, tc.field)
+	}
+}
+
+// A listing's cursor is sealed with its filters: another filter refuses it.
+func TestEntryFieldsListCursor(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	filterCorpus(t, b)
+	f := knowledge.Filters{Metadata: map[string]any{"env": "prod"}}
+	first, err := b.svc.List(b.ctx, b.alice, knowledge.ListInput{Filters: f, Limit: ptr(2)})
+	if err != nil || len(first.Hits) != 2 || first.NextCursor == "" {
+		t.Fatalf("first page: %+v %v", first, err)
+	}
+	next, err := b.svc.List(b.ctx, b.alice, knowledge.ListInput{Filters: f, Limit: ptr(2), Cursor: first.NextCursor})
+	if err != nil || len(next.Hits) != 1 || next.NextCursor != "" {
+		t.Fatalf("second page: %+v %v", next, err)
+	}
+	_, err = b.svc.List(b.ctx, b.alice, knowledge.ListInput{Filters: knowledge.Filters{Metadata: map[string]any{"env": "staging"}}, Limit: ptr(2), Cursor: first.NextCursor})
+	wantCode(t, err, errs.CodeInvalidArgument, "cursor")
+}
+
+// Each mode ranks by its own lists only: a lexical search's hits have no
+// vector rank (and the query is not embedded), a semantic search's have
+// only a vector rank; hybrid uses all three.
+func TestSearchMode(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	filterCorpus(t, b)
+	b.embedPending(t)
+	ranks := func(mode string) (vec, lex int) {
+		s, err := b.svc.Search(b.ctx, b.alice, knowledge.SearchInput{Query: "billing outage notes", Mode: mode, MinScore: ptr(0.0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(s.Hits) == 0 {
+			t.Fatalf("mode %q: no hits", mode)
+		}
+		for _, h := range s.Hits {
+			if h.VectorRank > 0 {
+				vec++
+			}
+			if h.FullTextRank > 0 || h.TitleRank > 0 {
+				lex++
+			}
+		}
+		if (mode == knowledge.ModeLexical) == s.VectorSearch {
+			t.Fatalf("mode %q: vectorSearch %v", mode, s.VectorSearch)
+		}
+		return vec, lex
+	}
+	if vec, lex := ranks(knowledge.ModeLexical); vec != 0 || lex == 0 {
+		t.Fatalf("lexical: %d hits with a vector rank, %d with a lexical one", vec, lex)
+	}
+	if vec, lex := ranks(knowledge.ModeSemantic); vec == 0 || lex != 0 {
+		t.Fatalf("semantic: %d hits with a vector rank, %d with a lexical one", vec, lex)
+	}
+	for _, mode := range []string{"", knowledge.ModeHybrid} {
+		if vec, lex := ranks(mode); vec == 0 || lex == 0 {
+			t.Fatalf("hybrid %q: %d hits with a vector rank, %d with a lexical one", mode, vec, lex)
+		}
+	}
+	_, err := b.svc.Search(b.ctx, b.alice, knowledge.SearchInput{Query: "q", Mode: "fuzzy"})
+	wantCode(t, err, errs.CodeInvalidArgument, "mode")
+}
+
+// get by source: the newest live entry with exactly that source; a
+// superseded one, a prefix, another org's: not found.
+func TestGetBySource(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ids := filterCorpus(t, b)
+	e, err := b.svc.GetBySource(b.ctx, b.alice, "jira:OPS-17")
+	if err != nil || e.ID != ids["ticket"] || e.Body == "" {
+		t.Fatalf("by source: %+v %v", e, err)
+	}
+	newer, err := b.svc.Store(b.ctx, b.bob, knowledge.StoreInput{Title: "OPS-17 again", Body: "it happened again", Source: "jira:OPS-17"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, err = b.svc.GetBySource(b.ctx, b.alice, "jira:OPS-17"); err != nil || e.ID != newer.ID {
+		t.Fatalf("the newest: %+v %v", e, err)
+	}
+	fix, err := b.svc.Store(b.ctx, b.bob, knowledge.StoreInput{Title: "OPS-17 fixed", Body: "no source on this one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.svc.Supersede(b.ctx, b.bob, newer.ID, fix.ID); err != nil {
+		t.Fatal(err)
+	}
+	if e, err = b.svc.GetBySource(b.ctx, b.alice, "jira:OPS-17"); err != nil || e.ID != ids["ticket"] {
+		t.Fatalf("a superseded entry is not live: %+v %v", e, err)
+	}
+	for _, src := range []string{"jira:OPS", "https://wiki.example.org/runbook/x"} {
+		_, err := b.svc.GetBySource(b.ctx, b.alice, src)
+		wantCode(t, err, errs.CodeNotFound, "source")
+	}
+	// Eve's org has an entry with this source too; alice's is not hers.
+	e, err = b.svc.GetBySource(b.ctx, b.eve, "https://wiki.example.com/billing")
+	if err != nil || e.ID == ids["wiki-prod"] {
+		t.Fatalf("eve's own: %+v %v", e, err)
+	}
+	_, err = b.svc.GetBySource(b.ctx, b.eve, "jira:OPS-17")
+	wantCode(t, err, errs.CodeNotFound, "source")
+	_, err = b.svc.GetBySource(b.ctx, b.alice, "")
+	wantCode(t, err, errs.CodeInvalidArgument, "source")
+}

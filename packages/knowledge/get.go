@@ -101,3 +101,28 @@ func sameTime(a, b *time.Time) bool {
 	}
 	return a.Equal(*b)
 }
+
+// GetBySource reads the live entry (a head, not expired, not forgotten)
+// of the caller's org whose source is exactly source: the newest one when
+// several are. not_found when none is, naming source.
+func (s *Service) GetBySource(ctx context.Context, c Caller, source string) (_ *Entry, err error) {
+	defer wrapOp(&err, "knowledge.GetBySource")
+	ctx = db.WithOrg(ctx, c.OrgID)
+	if err := checkCaller(c, false); err != nil {
+		return nil, err
+	}
+	if source == "" {
+		return nil, errs.InvalidArgument("source", "is required")
+	}
+	if err := checkSource("source", source); err != nil {
+		return nil, err
+	}
+	id, err := s.q.EntryBySource(ctx, sqlc.EntryBySourceParams{OrgID: c.OrgID, Source: source})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &errs.Error{Code: errs.CodeNotFound, Field: "source", Message: "no live entry of your organisation has this source"}
+	}
+	if err != nil {
+		return nil, mapErr(err, "source")
+	}
+	return s.Get(ctx, c, id)
+}

@@ -201,23 +201,25 @@ func (s *Service) cacheQueryVector(ctx context.Context, key string, v []float32)
 	}
 }
 
+// lexicalFallback ends the notice of a search whose query had no vector.
+const lexicalFallback = "; results come from full text and title only"
+
 // queryVector embeds the query, or says why it could not.
 func (s *Service) queryVector(ctx context.Context, query string) (*pgvector.Vector, string) {
-	const fallback = "; results come from full text and title only"
 	e := s.opts.Embedder
 	if d := e.Dimensions(); d < embed.MinDimensions || d > embed.MaxDimensions {
 		s.log().Error("knowledge: embedder has an unsupported width", "model", e.Model(), "dimensions", d)
 		return nil, fmt.Sprintf("vector search unavailable: the embedder %q makes %d-dimensional vectors, outside %d to %d%s",
-			e.Model(), d, embed.MinDimensions, embed.MaxDimensions, fallback)
+			e.Model(), d, embed.MinDimensions, embed.MaxDimensions, lexicalFallback)
 	}
 	v, err := s.embedQuery(ctx, query)
 	switch {
 	case errors.Is(err, errEmbedBudget):
 		s.log().Warn("knowledge: query embedding over budget; lexical search only", "model", e.Model(), "budget", s.opts.QueryEmbedBudget)
-		return nil, fmt.Sprintf("vector search skipped: the embedding provider did not answer within %v%s", s.opts.QueryEmbedBudget, fallback)
+		return nil, fmt.Sprintf("vector search skipped: the embedding provider did not answer within %v%s", s.opts.QueryEmbedBudget, lexicalFallback)
 	case err != nil:
 		s.log().Warn("knowledge: query embedding failed; lexical search only", "model", e.Model(), "err", err)
-		return nil, "vector search unavailable: the query could not be embedded" + fallback
+		return nil, "vector search unavailable: the query could not be embedded" + lexicalFallback
 	}
 	pv := pgvector.NewVector(v)
 	return &pv, ""

@@ -243,34 +243,45 @@ func (s *Service) rank(ctx context.Context, c Caller, a *searchArgs, depth int) 
 		cands  []candidateRow
 		vec    *pgvector.Vector
 		notice string
+		parts  [2][]candidateRow
 	)
-	if s.fanOut() {
-		var parts [2][]candidateRow
-		g, gctx := errgroup.WithContext(ctx)
-		g.Go(func() (err error) { parts[0], err = run(gctx, listsLexical, nil); return err })
-		g.Go(func() (err error) {
-			if vec, notice = s.queryVector(gctx, a.Query); vec == nil {
-				return nil
+	// The mode's lists only (a.Lists): a lexical search embeds no query.
+	lexical := func(ctx context.Context) (err error) {
+		if a.Lists&listsLexical != 0 {
+			parts[0], err = run(ctx, a.Lists&listsLexical, nil)
+		}
+		return err
+	}
+	vector := func(ctx context.Context) (err error) {
+		if a.Lists&listVector == 0 {
+			return nil
+		}
+		if vec, notice = s.queryVector(ctx, a.Query); vec == nil {
+			if a.Lists&listsLexical == 0 {
+				// Semantic mode has no lexical lists to fall back on.
+				notice = strings.TrimSuffix(notice, lexicalFallback) + "; mode " + ModeSemantic + " searches by meaning only, so there are no hits"
 			}
-			parts[1], err = run(gctx, listVector, vec)
-			return err
-		})
+			return nil
+		}
+		parts[1], err = run(ctx, listVector, vec)
+		return err
+	}
+	if s.fanOut() && a.Lists&listsLexical != 0 && a.Lists&listVector != 0 {
+		g, gctx := errgroup.WithContext(ctx)
+		g.Go(func() error { return lexical(gctx) })
+		g.Go(func() error { return vector(gctx) })
 		if err := g.Wait(); err != nil {
 			return nil, err
 		}
-		cands = mergeCandidates(parts[:]...)
 	} else {
-		var parts [2][]candidateRow
-		if parts[0], err = run(ctx, listsLexical, nil); err != nil {
+		if err := lexical(ctx); err != nil {
 			return nil, err
 		}
-		if vec, notice = s.queryVector(ctx, a.Query); vec != nil {
-			if parts[1], err = run(ctx, listVector, vec); err != nil {
-				return nil, err
-			}
+		if err := vector(ctx); err != nil {
+			return nil, err
 		}
-		cands = mergeCandidates(parts[:]...)
 	}
+	cands = mergeCandidates(parts[:]...)
 	out := &ranked{rows: cands, vectorSearch: vec != nil, notice: notice, vec: vec}
 	if len(cands) == 0 {
 		return out, nil
@@ -388,6 +399,10 @@ func (s *Service) candidateArgs(c Caller, a *searchArgs, depth int, tableDocs in
 		"hnsw_min_docs":      hnswMinDocs,
 		"hnsw_cost_ratio":    hnswCostRatio,
 		"table_docs":         tableDocs,
+		"kind":               a.Filters.Kind,
+		"source":             a.Filters.Source,
+		"source_prefix":      a.Filters.SourcePrefix,
+		"metadata":           a.Filters.Metadata,
 	}
 }
 

@@ -557,7 +557,7 @@ func (s *Service) backfillSimilarKeys(ctx context.Context) (int, error) {
 	done := 0
 	for done < similarBackfillMax {
 		q := sqlc.New(pgbatch.New(s.pool))
-		if err := q.ListConfig(ctx); err != nil { // no sort, no scan: the partial index in order
+		if err := q.ListConfig(ctx, false); err != nil { // no sort, no scan: the partial index in order
 			return done, err
 		}
 		rows, err := q.SimilarKeysMissing(ctx, similarBackfillBatch)

@@ -126,7 +126,23 @@ type SearchInput struct {
 	// MaxTokens, when given (MinMaxTokens..MaxMaxTokens), trims the answer
 	// to about that many tokens (budget.go, FitSearch).
 	MaxTokens *int
+	// Filters on the entry fields (kind, source, source prefix, metadata).
+	Filters
+	// Mode is which lists rank: ModeHybrid ("" too: all three, fused),
+	// ModeLexical (full text and title; the query is not embedded) or
+	// ModeSemantic (the vector list alone).
+	Mode string
 }
+
+// The values of SearchInput.Mode.
+const (
+	ModeHybrid   = "hybrid"
+	ModeLexical  = "lexical"
+	ModeSemantic = "semantic"
+)
+
+// Modes lists the search modes, the default first.
+var Modes = []string{ModeHybrid, ModeLexical, ModeSemantic}
 
 // SnippetChars is the longest snippet of a hit, in characters (runes),
 // ellipses included.

@@ -90,6 +90,10 @@ type searchArgs struct {
 	Hops              int
 	RelationTypes     []string
 	MaxTokens         int // 0: no budget
+	Filters           filterArgs
+	// Lists: the lists the mode ranks by (listVector, listFullText,
+	// listTitle bits).
+	Lists int
 }
 
 // validateStore checks and normalises a store call. It does no I/O.
@@ -219,7 +223,26 @@ func validateSearch(c Caller, in SearchInput, now time.Time) (*searchArgs, error
 	if a.AsOf, err = checkAsOf(in.AsOf, now); err != nil {
 		return nil, err
 	}
+	if a.Filters, err = checkFilters(in.Filters); err != nil {
+		return nil, err
+	}
+	if a.Lists, err = listsOf(in.Mode); err != nil {
+		return nil, err
+	}
 	return a, nil
+}
+
+// listsOf is the lists a search mode ranks by.
+func listsOf(mode string) (int, error) {
+	switch mode {
+	case "", ModeHybrid:
+		return listVector | listsLexical, nil
+	case ModeLexical:
+		return listsLexical, nil
+	case ModeSemantic:
+		return listVector, nil
+	}
+	return 0, errs.InvalidArgument("mode", "must be one of: %s (got %q)", strings.Join(Modes, ", "), clipRunes(mode, 40))
 }
 
 // checkText is the rule of a required text argument: valid UTF-8 without

@@ -29,7 +29,7 @@ func vectorPlan(t *testing.T, pool *pgxpool.Pool, fn string, org uuid.UUID, mode
 	for i, x := range vec {
 		parts[i] = fmt.Sprint(x)
 	}
-	if _, err := conn.Exec(ctx, "SELECT * FROM "+fn+"($1, $2::text::vector, $3, '{}', false, false, 40)",
+	if _, err := conn.Exec(ctx, "SELECT * FROM "+fn+"($1, $2::text::vector, $3, '{}', false, false, 40, NULL, NULL, NULL, NULL)",
 		org, "["+strings.Join(parts, ",")+"]", model); err != nil {
 		t.Fatal(err)
 	}

@@ -159,7 +159,10 @@ fts AS (
               AND ((cardinality(@tags::text[]) = 0 OR k.tags @> @tags::text[])
               AND (@as_of::timestamptz IS NULL OR k.created_at <= @as_of::timestamptz)
               AND (@include_superseded::bool OR k.superseded_at IS NULL OR k.superseded_at > coalesce(@as_of::timestamptz, 'infinity'))
-              AND (@include_expired::bool OR k.expires_at IS NULL OR k.expires_at > coalesce(@as_of::timestamptz, now())))
+              AND (@include_expired::bool OR k.expires_at IS NULL OR k.expires_at > coalesce(@as_of::timestamptz, now()))
+              AND (@kind::text IS NULL OR k.kind = @kind::text) AND (@source::text IS NULL OR k.source = @source::text)
+              AND (@source_prefix::text IS NULL OR starts_with(k.source, @source_prefix::text))
+              AND (@metadata::jsonb IS NULL OR k.metadata @> @metadata::jsonb))
             LIMIT 1
         ) k
         LIMIT @candidates::int
@@ -184,7 +187,10 @@ ttl_probed AS MATERIALIZED (
         SELECT ((cardinality(@tags::text[]) = 0 OR k.tags @> @tags::text[])
               AND (@as_of::timestamptz IS NULL OR k.created_at <= @as_of::timestamptz)
               AND (@include_superseded::bool OR k.superseded_at IS NULL OR k.superseded_at > coalesce(@as_of::timestamptz, 'infinity'))
-              AND (@include_expired::bool OR k.expires_at IS NULL OR k.expires_at > coalesce(@as_of::timestamptz, now()))) AS passes,
+              AND (@include_expired::bool OR k.expires_at IS NULL OR k.expires_at > coalesce(@as_of::timestamptz, now()))
+              AND (@kind::text IS NULL OR k.kind = @kind::text) AND (@source::text IS NULL OR k.source = @source::text)
+              AND (@source_prefix::text IS NULL OR starts_with(k.source, @source_prefix::text))
+              AND (@metadata::jsonb IS NULL OR k.metadata @> @metadata::jsonb)) AS passes,
                (s.tested AND @use_contains::bool AND k.title ILIKE @title_pattern::text) AS contains,
                k.title, k.tags, k.confidence, k.created_at, k.expires_at, k.head_id, k.embedding_status
         FROM knowledge k

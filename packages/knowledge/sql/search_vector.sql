@@ -1,4 +1,6 @@
--- The vector list of one search, restricted to the org and the filters and
+-- The vector list of one search, restricted to the org and the filters (tags,
+-- and the entry fields: kind, source, source prefix, metadata; each NULL
+-- when not asked for) and
 -- cut at @candidates: one row per entry found, with its rank and cosine
 -- similarity, and the columns sql/search_candidates.sql gives (the lexical
 -- ones zero). Run by packages/knowledge (search.go) through pgx with named
@@ -58,6 +60,9 @@ space AS MATERIALIZED (
            AND (cardinality(@tags::text[]) = 0 OR k.tags @> @tags::text[])
            AND (@wide_superseded::bool OR k.head_id IS NULL)
            AND (@wide_expired::bool OR k.expires_at IS NULL OR k.expires_at > now())
+           AND (@kind::text IS NULL OR k.kind = @kind::text) AND (@source::text IS NULL OR k.source = @source::text)
+           AND (@source_prefix::text IS NULL OR starts_with(k.source, @source_prefix::text))
+           AND (@metadata::jsonb IS NULL OR k.metadata @> @metadata::jsonb)
            AND (SELECT plan FROM st) = 'space'
          ORDER BY k.embedding::{{cast}} <=> @query_vec::vector::{{cast}}
          LIMIT @wide_n::int)
@@ -73,7 +78,10 @@ space AS MATERIALIZED (
                        WHERE k.org_id = @org_id AND k.id = c.entry_id AND k.embedding IS NOT NULL
                          AND (cardinality(@tags::text[]) = 0 OR k.tags @> @tags::text[])
                          AND (@wide_superseded::bool OR k.head_id IS NULL)
-                         AND (@wide_expired::bool OR k.expires_at IS NULL OR k.expires_at > now()))
+                         AND (@wide_expired::bool OR k.expires_at IS NULL OR k.expires_at > now())
+                         AND (@kind::text IS NULL OR k.kind = @kind::text) AND (@source::text IS NULL OR k.source = @source::text)
+                         AND (@source_prefix::text IS NULL OR starts_with(k.source, @source_prefix::text))
+                         AND (@metadata::jsonb IS NULL OR k.metadata @> @metadata::jsonb))
          ORDER BY c.embedding::{{cast}} <=> @query_vec::vector::{{cast}}
          LIMIT @wide_n::int)
     ) x
@@ -84,14 +92,16 @@ vec AS MATERIALIZED (
     FROM (
         SELECT v.id, v.dist
         FROM knowledge_vector_hnsw(@org_id, @query_vec::vector, @model::text, @tags::text[],
-                                   @wide_superseded::bool, @wide_expired::bool, @wide_n::int) AS v (id, dist)
+                                   @wide_superseded::bool, @wide_expired::bool, @wide_n::int,
+                                   @kind::text, @source::text, @source_prefix::text, @metadata::jsonb) AS v (id, dist)
         WHERE (SELECT plan FROM st) = 'org'
         UNION ALL
         SELECT space.id, space.dist FROM space
         UNION ALL
         SELECT v.id, v.dist
         FROM knowledge_vector_exact(@org_id, @query_vec::vector, @model::text, @tags::text[],
-                                    @wide_superseded::bool, @wide_expired::bool, @wide_n::int) AS v (id, dist)
+                                    @wide_superseded::bool, @wide_expired::bool, @wide_n::int,
+                                    @kind::text, @source::text, @source_prefix::text, @metadata::jsonb) AS v (id, dist)
         WHERE (SELECT plan FROM st) = 'exact'
     ) v
     -- asOf: the plans' own filters are of today, so they were asked for

@@ -12,6 +12,28 @@ import (
 	"github.com/google/uuid"
 )
 
+const entryBySource = `-- name: EntryBySource :one
+SELECT k.id FROM knowledge k
+WHERE k.org_id = $1 AND k.source = $2::text
+  AND k.head_id IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())
+ORDER BY k.created_at DESC, k.id DESC
+LIMIT 1
+`
+
+type EntryBySourceParams struct {
+	OrgID  uuid.UUID
+	Source string
+}
+
+// get_knowledge by source: the newest live entry (a head, not expired)
+// with exactly this source (knowledge_org_source_idx, backwards).
+func (q *Queries) EntryBySource(ctx context.Context, arg EntryBySourceParams) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, entryBySource, arg.OrgID, arg.Source)
+	var id uuid.UUID
+	err := row.Scan(&id)
+	return id, err
+}
+
 const entryChain = `-- name: EntryChain :many
 WITH RECURSIVE back AS (
     SELECT s.old_id, s.new_id, s.agent_id, s.created_at, 1 AS depth
@@ -380,20 +402,28 @@ func (q *Queries) InsertTaskLink(ctx context.Context, arg InsertTaskLinkParams) 
 }
 
 const listConfig = `-- name: ListConfig :exec
-SELECT set_config('enable_sort', 'off', true),
-       set_config('enable_bitmapscan', 'off', true),
-       set_config('enable_seqscan', 'off', true)
+SELECT set_config('enable_sort', CASE WHEN $1::bool THEN 'on' ELSE 'off' END, true),
+       set_config('enable_bitmapscan', CASE WHEN $1::bool THEN 'on' ELSE 'off' END, true),
+       set_config('enable_seqscan', 'off', true),
+       set_config('plan_cache_mode', 'force_custom_plan', true)
 `
 
 // Transaction-local planner settings of the ListEntries that follows in the
 // same pipeline (browse.go): without statistics (a never-analyzed table, an
 // org grown since the last ANALYZE) the planner read and sorted the whole
 // org for every page (163 ms p50 at 100k entries); with no sort and no
-// bitmap or sequential scan allowed, the only plan left walks
-// knowledge_org_created_idx backwards from the position and stops at the
-// page's end.
-func (q *Queries) ListConfig(ctx context.Context) error {
-	_, err := q.db.Exec(ctx, listConfig)
+// bitmap or sequential scan allowed, the only plans left walk an index in
+// the page's order backwards from the position and stop at the page's end:
+// knowledge_org_created_idx, or with a kind or an exact source filter
+// knowledge_org_kind_idx or knowledge_org_source_idx, which hold only the
+// entries that pass it.
+// With match_set (a metadata or source prefix filter that few entries
+// pass, browse.go), the page is read from those entries, given by id
+// (by_ids: MetadataMatches, SourcePrefixMatches), by the primary key, and
+// sorted. Plans are custom (the filters not given fold away, the given
+// ones become index conditions), made for each page.
+func (q *Queries) ListConfig(ctx context.Context, matchSet bool) error {
+	_, err := q.db.Exec(ctx, listConfig, matchSet)
 	return err
 }
 
@@ -415,21 +445,35 @@ SELECT k.id, k.title, left(k.body, $1::int)::text AS body_start, k.tags, k.confi
        k.created_by_agent_id, k.created_at, k.expires_at, k.head_id, k.embedding_status
 FROM knowledge k
 WHERE k.org_id = $2
-  AND (k.created_at, k.id) < ($3::timestamptz, $4::uuid)
-  AND k.created_at > $5::timestamptz
-  AND (cardinality($6::text[]) = 0 OR k.tags @> $6::text[])
-  AND (NOT $7::bool OR k.created_by_agent_id = $8::uuid)
-  AND (NOT $9::bool OR EXISTS (SELECT 1 FROM task_knowledge t
-                                     WHERE t.org_id = k.org_id AND t.task_id = $10::uuid AND t.knowledge_id = k.id))
-  AND ($11::bool OR k.head_id IS NULL OR k.superseded_at > $12::timestamptz)
-  AND ($13::bool OR k.expires_at IS NULL OR k.expires_at > coalesce($12::timestamptz, now()))
+  -- By ids: the position tested on each entry read by the primary key,
+  -- written so that no index takes it (by the row comparison, the planner
+  -- without statistics took the org's created-order index for a range of a
+  -- couple of rows and read the whole org).
+  AND ($3::bool OR ((k.created_at, k.id) < ($4::timestamptz, $5::uuid)
+                         AND k.created_at > $6::timestamptz))
+  AND (NOT $3::bool OR ((k.created_at + '0 s'::interval, k.id) < ($4::timestamptz, $5::uuid)
+                             AND k.created_at + '0 s'::interval > $6::timestamptz))
+  AND (cardinality($7::text[]) = 0 OR k.tags @> $7::text[])
+  AND (NOT $8::bool OR k.created_by_agent_id = $9::uuid)
+  AND (NOT $10::bool OR EXISTS (SELECT 1 FROM task_knowledge t
+                                     WHERE t.org_id = k.org_id AND t.task_id = $11::uuid AND t.knowledge_id = k.id))
+  AND ($12::bool OR k.head_id IS NULL OR k.superseded_at > $13::timestamptz)
+  AND ($14::bool OR k.expires_at IS NULL OR k.expires_at > coalesce($13::timestamptz, now()))
+  AND ($15::text IS NULL OR k.kind = $15::text)
+  AND ($16::text IS NULL OR k.source = $16::text)
+  AND ($17::text IS NULL
+       OR (k.source >= $17::text AND k.source < $18::text
+           AND starts_with(k.source, $17::text)))
+  AND ($19::jsonb IS NULL OR k.metadata @> $19::jsonb)
+  AND (NOT $3::bool OR k.id = ANY($20::uuid[]))
 ORDER BY k.created_at DESC, k.id DESC
-LIMIT $14::int
+LIMIT $21::int
 `
 
 type ListEntriesParams struct {
 	SnippetChars      int32
 	OrgID             uuid.UUID
+	ByIds             bool
 	BeforeAt          time.Time
 	BeforeID          uuid.UUID
 	CreatedAfter      time.Time
@@ -441,6 +485,12 @@ type ListEntriesParams struct {
 	IncludeSuperseded bool
 	AsOf              *time.Time
 	IncludeExpired    bool
+	Kind              *string
+	Source            *string
+	SourcePrefix      *string
+	SourceEnd         *string
+	Metadata          []byte
+	Ids               []uuid.UUID
 	MaxRows           int32
 }
 
@@ -461,7 +511,8 @@ type ListEntriesRow struct {
 }
 
 // One page of list_knowledge: the org's entries newest first, strictly
-// before the position (before_at, before_id), filtered. With as_of, what
+// before the position (before_at, before_id), filtered (the entry fields'
+// filters are NULL when not given; ListConfig says how they are read). With as_of, what
 // the org knew then: the position starts at as_of (so nothing created
 // later), and superseded and expired mean "by as_of". The position is a
 // row comparison on the columns of knowledge_org_created_idx after org_id,
@@ -474,6 +525,7 @@ func (q *Queries) ListEntries(ctx context.Context, arg ListEntriesParams) ([]Lis
 	rows, err := q.db.Query(ctx, listEntries,
 		arg.SnippetChars,
 		arg.OrgID,
+		arg.ByIds,
 		arg.BeforeAt,
 		arg.BeforeID,
 		arg.CreatedAfter,
@@ -485,6 +537,12 @@ func (q *Queries) ListEntries(ctx context.Context, arg ListEntriesParams) ([]Lis
 		arg.IncludeSuperseded,
 		arg.AsOf,
 		arg.IncludeExpired,
+		arg.Kind,
+		arg.Source,
+		arg.SourcePrefix,
+		arg.SourceEnd,
+		arg.Metadata,
+		arg.Ids,
 		arg.MaxRows,
 	)
 	if err != nil {
@@ -707,6 +765,38 @@ func (q *Queries) MarkSuperseded(ctx context.Context, arg MarkSupersededParams) 
 	return result.RowsAffected(), nil
 }
 
+const metadataMatches = `-- name: MetadataMatches :many
+SELECT m.id::uuid AS id FROM knowledge_metadata_matches($1, $2::jsonb, $3::int) m
+`
+
+type MetadataMatchesParams struct {
+	OrgID    uuid.UUID
+	Metadata []byte
+	Max      int32
+}
+
+// The org's entries whose metadata holds these keys and values, at most
+// max (the function: migration 00030).
+func (q *Queries) MetadataMatches(ctx context.Context, arg MetadataMatchesParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, metadataMatches, arg.OrgID, arg.Metadata, arg.Max)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []uuid.UUID
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const moveHeads = `-- name: MoveHeads :execrows
 UPDATE knowledge
 SET head_id = $1, updated_at = now()
@@ -813,6 +903,47 @@ func (q *Queries) SimilarKeysMissing(ctx context.Context, maxRows int32) ([]Simi
 			return nil, err
 		}
 		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const sourcePrefixMatches = `-- name: SourcePrefixMatches :many
+SELECT k.id FROM knowledge k
+WHERE k.org_id = $1 AND k.source >= $2::text AND k.source < $3::text
+  AND starts_with(k.source, $2::text)
+LIMIT $4::int
+`
+
+type SourcePrefixMatchesParams struct {
+	OrgID     uuid.UUID
+	Prefix    string
+	PrefixEnd string
+	Max       int32
+}
+
+// The org's entries whose source starts with prefix (a range of
+// knowledge_org_source_idx up to prefix_end), at most max.
+func (q *Queries) SourcePrefixMatches(ctx context.Context, arg SourcePrefixMatchesParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, sourcePrefixMatches,
+		arg.OrgID,
+		arg.Prefix,
+		arg.PrefixEnd,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []uuid.UUID
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
