@@ -22,15 +22,16 @@ type ListArgs struct {
 	Cursor            string   `json:"cursor,omitempty" jsonschema:"nextCursor of the previous page, exactly as given; omit for the first page."`
 	MaxTokens         *int     `json:"maxTokens,omitempty"`
 	AsOf              string   `json:"asOf,omitempty" jsonschema:"List as the organisation knew it at this past RFC 3339 date-time: only entries created by then, superseded or expired only if they were by then (forgotten entries stay forgotten)."`
+	FilterArgs
 }
 
 func listTool() *mcp.Tool {
 	return &mcp.Tool{
 		Name:  ToolList,
 		Title: "List knowledge",
-		Description: `Browse your organisation's knowledge without a query, newest first: what was stored recently, by an agent, for a task, with some tags, or in a time window. To find knowledge about something, use search_knowledge instead.
+		Description: `Browse your organisation's knowledge without a query, newest first: what was stored recently, by an agent, for a task, with some tags, of a kind, from a source (exactly or by prefix), with some metadata, or in a time window. To find knowledge about something, use search_knowledge instead.
 
-Returns hits (id, title, a snippet of the body's beginning, tags, confidence, createdByAgentId, createdAt, expiresAt, superseded and headId, embeddingStatus; read a whole entry with get_knowledge) and nextCursor when there are more: pass it back as cursor, with the same filters, for the next page (a cursor with other filters is refused, naming cursor). Pages stay stable while other agents store: new entries appear only on a new first page, and nothing is repeated or skipped. A cursor only works for your organisation's listings.
+Returns hits (id, title, a snippet of the body's beginning, tags, confidence, kind, source, metadata, createdByAgentId, createdAt, expiresAt, superseded and headId, embeddingStatus; read a whole entry with get_knowledge) and nextCursor when there are more: pass it back as cursor, with the same filters, for the next page (a cursor with other filters is refused, naming cursor). Pages stay stable while other agents store: new entries appear only on a new first page, and nothing is repeated or skipped. A cursor only works for your organisation's listings.
 
 Errors: invalid_argument (names the argument: a bad UUID, date-time, tag, limit, maxTokens or cursor), unavailable (retry later).`,
 		InputSchema: inputSchema[ListArgs](func(p map[string]*jsonschema.Schema) {
@@ -45,6 +46,7 @@ Errors: invalid_argument (names the argument: a bad UUID, date-time, tag, limit,
 			intSchema(p["limit"], 1, domain.MaxListLimit, domain.DefaultListLimit)
 			describe(p, "limit", "Entries per page, 1 to %d. Default %d.", domain.MaxListLimit, domain.DefaultListLimit)
 			intSchema(p["maxTokens"], domain.MinMaxTokens, domain.MaxMaxTokens)
+			filterSchema(p)
 			describe(p, "maxTokens", "Approximate budget for the whole page, in tokens (estimated as %d bytes of its JSON a token), from %d to %d: snippets are shortened, then fewer hits given (at least one; nextCursor then continues right after the last one given), until it fits; the answer then says truncated: true. Omit for no budget.", domain.BytesPerToken, domain.MinMaxTokens, domain.MaxMaxTokens)
 		}),
 		// Read-only, so neither destructive nor with effects to repeat; every
@@ -63,7 +65,7 @@ Errors: invalid_argument (names the argument: a bad UUID, date-time, tag, limit,
 // domain's (Service.List).
 func (a *ListArgs) input() (domain.ListInput, error) {
 	in := domain.ListInput{Tags: a.Tags, IncludeSuperseded: a.IncludeSuperseded, IncludeExpired: a.IncludeExpired, Cursor: a.Cursor,
-		Limit: a.Limit, MaxTokens: a.MaxTokens}
+		Limit: a.Limit, MaxTokens: a.MaxTokens, Filters: a.filters()}
 	var err error
 	if in.AuthorAgentID, err = parseUUID("authorAgentId", a.AuthorAgentID); err != nil {
 		return in, err

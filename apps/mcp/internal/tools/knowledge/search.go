@@ -2,6 +2,7 @@ package knowledge
 
 import (
 	"context"
+	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -23,6 +24,33 @@ type SearchArgs struct {
 	AsOf              string   `json:"asOf,omitempty" jsonschema:"Answer as the organisation knew it at this past RFC 3339 date-time: only entries created by then, superseded or expired only if they were by then (forgotten entries stay forgotten). superseded and headId still say what replaced a hit since."`
 	Hops              *int     `json:"hops,omitempty"`
 	RelationTypes     []string `json:"relationTypes,omitempty" jsonschema:"With hops: follow only these relation types, named as read from the hit (e.g. FIXED_BY: the entries that fix it). Default: every type."`
+	FilterArgs
+	Mode string `json:"mode,omitempty"`
+}
+
+// FilterArgs are the entry-field filters of search_knowledge and
+// list_knowledge.
+type FilterArgs struct {
+	Kind         string         `json:"kind,omitempty"`
+	Source       string         `json:"source,omitempty"`
+	SourcePrefix string         `json:"sourcePrefix,omitempty"`
+	Metadata     map[string]any `json:"metadata,omitempty"`
+}
+
+func (f FilterArgs) filters() domain.Filters {
+	return domain.Filters{Kind: f.Kind, Source: f.Source, SourcePrefix: f.SourcePrefix, Metadata: f.Metadata}
+}
+
+// filterSchema states the filters' rules, the stored fields' own.
+func filterSchema(p map[string]*jsonschema.Schema) {
+	kindSchema(p["kind"])
+	describe(p, "kind", "Only entries of this kind: %s.", strings.Join(domain.Kinds, ", "))
+	lengthSchema(p["source"], 1, domain.MaxSourceChars)
+	describe(p, "source", "Only entries stored with exactly this source (1 to %d characters).", domain.MaxSourceChars)
+	lengthSchema(p["sourcePrefix"], 1, domain.MaxSourceChars)
+	describe(p, "sourcePrefix", "Only entries whose source starts with this, such as https://wiki.example.com/billing/ (1 to %d characters; not with source).", domain.MaxSourceChars)
+	metadataSchema(p["metadata"])
+	describe(p, "metadata", "Only entries whose metadata has every one of these keys with an equal value, such as {\"env\": \"prod\"} (the rules of stored metadata: at most %d keys, strings, numbers or booleans).", domain.MaxMetadataKeys)
 }
 
 // The domain's gate and score bands as JSON, for the schema and the
@@ -39,7 +67,7 @@ var (
 // sent with every tools/list: every sentence costs every agent tokens.
 var searchDescription = `Search what the agents of your organisation have learned. Use it before starting work on a topic, before storing something (to avoid duplicates), and whenever you need facts about systems, decisions or past fixes.
 
-Three ranked lists (meaning: embeddings, which with the server's default local embedder compare shared words, not paraphrases; words: full text; title) are fused. Hits come best first: id, title, snippet (up to ` + itoa(domain.SnippetChars) + ` characters of the body around the first match; the whole entry is at knowledge://{id}), tags, confidence (the author's ` + itoa(domain.MinConfidence) + `-` + itoa(domain.MaxConfidence) + ` certainty), createdAt, expiresAt, score, signals.
+Three ranked lists (meaning: embeddings, which with the server's default local embedder compare shared words, not paraphrases; words: full text; title) are fused. Hits come best first: id, title, snippet (up to ` + itoa(domain.SnippetChars) + ` characters of the body around the first match; the whole entry is at knowledge://{id}), tags, confidence (the author's ` + itoa(domain.MinConfidence) + `-` + itoa(domain.MaxConfidence) + ` certainty), kind, source, metadata, createdAt, expiresAt, score, signals. kind, source, sourcePrefix and metadata filter on those fields; mode lexical or semantic ranks by words and titles only or by meaning only.
 
 score (0-1) is calibrated evidence, comparable across queries, org sizes and embedding models: ` + scoreStrong + ` or more: the hit answers the query (it holds the query's informative words, or means the same); ` + scoreWeak + ` to ` + scoreStrong + `: a partial match, read it; under ` + scoreWeak + `: weak, it shares some words or a vague likeness. One list at full evidence gives 0.63, lists agreeing add up to 1. Hits with almost no evidence are dropped (minScore, default ` + defaultMinScore + `), so no hits means nothing relevant is stored: try other words before concluding. signals are the raw evidence: cosine (meaning), bm25 (words), titleBm25, titleContains (title holds the whole query); vectorRank, fullTextRank, titleRank: place in each list (absent: not in it).
 
@@ -78,6 +106,11 @@ func searchTool() *mcp.Tool {
 			intSchema(p["hops"], 0, domain.MaxHops, 0)
 			describe(p, "hops", "Also return the entries related to the hits (link_knowledge) up to this many relations away, 0 to %d. Default 0.", domain.MaxHops)
 			relationTypesSchema(p["relationTypes"])
+			filterSchema(p)
+			p["mode"].Enum = []any{domain.ModeHybrid, domain.ModeLexical, domain.ModeSemantic}
+			p["mode"].Default = []byte(`"` + domain.ModeHybrid + `"`)
+			describe(p, "mode", "Which lists rank: %s (default: meaning, words and title, fused), %s (words and title only: for an identifier, an error code, a name; the query is not embedded), %s (meaning only: for a paraphrase).",
+				domain.ModeHybrid, domain.ModeLexical, domain.ModeSemantic)
 		}),
 		// Read-only, so neither destructive nor with effects to repeat; every
 		// hint is given explicitly (clients differ in their defaults).
@@ -102,6 +135,8 @@ func (t *toolset) search(ctx context.Context, c domain.Caller, a *SearchArgs) (*
 		Limit:             a.Limit,
 		EfSearch:          a.EfSearch,
 		MaxTokens:         a.MaxTokens,
+		Filters:           a.filters(),
+		Mode:              a.Mode,
 	}
 	if a.Hops != nil {
 		in.Hops = *a.Hops

@@ -27,6 +27,7 @@ type Service interface {
 	Supersede(ctx context.Context, c domain.Caller, oldID, newID uuid.UUID) (*domain.SupersedeResult, error)
 	Correct(ctx context.Context, c domain.Caller, oldID uuid.UUID, replacement domain.StoreInput) (*domain.CorrectResult, error)
 	Get(ctx context.Context, c domain.Caller, id uuid.UUID) (*domain.Entry, error)
+	GetBySource(ctx context.Context, c domain.Caller, source string) (*domain.Entry, error)
 	List(ctx context.Context, c domain.Caller, in domain.ListInput) (*domain.ListResult, error)
 	Forget(ctx context.Context, c domain.Caller, id uuid.UUID, reason string, othersAllowed bool) (*domain.ForgetResult, error)
 	TaskKnowledge(ctx context.Context, c domain.Caller, taskID uuid.UUID, kind domain.LinkKind) ([]domain.TaskEntry, error)
