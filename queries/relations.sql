@@ -192,7 +192,7 @@ WHERE r.org_id = @org_id AND (r.from_id = ANY(@ids::uuid[]) OR r.to_id = ANY(@id
 -- direction per frontier entry (newest first): the bound on edges read.
 -- A reached entry that was superseded (by @as_of) stands for its chain's
 -- head unless @include_superseded; what is answered passes the search's
--- filters (tags, created by @as_of, superseded, expired). Every look-up is
+-- filters (tags, created by @as_of, superseded, expired, the entry fields'). Every look-up is
 -- by equality on (org_id, from_id | to_id | id), so the indexes serve
 -- knowledge_app under row-level security.
 WITH f AS (
@@ -232,7 +232,11 @@ JOIN knowledge t ON t.org_id = @org_id
 WHERE (cardinality(@tags::text[]) = 0 OR t.tags @> @tags::text[])
   AND (sqlc.narg(as_of)::timestamptz IS NULL OR t.created_at <= sqlc.narg(as_of)::timestamptz)
   AND (@include_superseded::bool OR t.superseded_at IS NULL OR t.superseded_at > coalesce(sqlc.narg(as_of)::timestamptz, 'infinity'))
-  AND (@include_expired::bool OR t.expires_at IS NULL OR t.expires_at > coalesce(sqlc.narg(as_of)::timestamptz, now()));
+  AND (@include_expired::bool OR t.expires_at IS NULL OR t.expires_at > coalesce(sqlc.narg(as_of)::timestamptz, now()))
+  AND (sqlc.narg(kind)::text IS NULL OR t.kind = sqlc.narg(kind)::text)
+  AND (sqlc.narg(source)::text IS NULL OR t.source = sqlc.narg(source)::text)
+  AND (sqlc.narg(source_prefix)::text IS NULL OR starts_with(t.source, sqlc.narg(source_prefix)::text))
+  AND (sqlc.narg(metadata)::jsonb IS NULL OR t.metadata @> sqlc.narg(metadata)::jsonb);
 
 -- name: ExportRelationTypes :many
 SELECT name, inverse FROM knowledge_relation_types WHERE org_id = @org_id ORDER BY name;

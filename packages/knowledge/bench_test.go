@@ -579,14 +579,15 @@ func loadBench(b *testing.B, e benchEnv, n int) *benchDB {
 						vs, _ := local.Embed(ctx, []string{title + "\n" + body})
 						rows[i-lo] = []any{p.org, uuid.New(), title, body, tags, int16(80), "agent", p.agent,
 							pgvector.NewVector(vs[0]), "ready", local.Model(), now,
-							now.Add(-time.Duration(p.n-i) * time.Second)} // one entry a second
+							now.Add(-time.Duration(p.n-i) * time.Second), // one entry a second
+							benchMetadata(i)}
 					}
 				}()
 			}
 			wg.Wait()
 			_, err := pool.CopyFrom(ctx, pgx.Identifier{"knowledge"},
-				[]string{"org_id", "id", "title", "body", "tags", "confidence", "source", "created_by_agent_id",
-					"embedding", "embedding_status", "embedding_model", "embedded_at", "created_at"},
+				[]string{"org_id", "id", "title", "body", "tags", "confidence", "origin", "created_by_agent_id",
+					"embedding", "embedding_status", "embedding_model", "embedded_at", "created_at", "metadata"},
 				pgx.CopyFromRows(rows))
 			if err != nil {
 				b.Fatal(err)

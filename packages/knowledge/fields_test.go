@@ -367,3 +367,33 @@ func TestGetBySource(t *testing.T) {
 	_, err = b.svc.GetBySource(b.ctx, b.alice, "")
 	wantCode(t, err, errs.CodeInvalidArgument, "source")
 }
+
+// Entries a search adds by following relations are within its filters too.
+func TestEntryFieldsFilterHops(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ids := filterCorpus(t, b)
+	for _, to := range []string{"plain", "wiki-stage"} {
+		if _, err := b.svc.Link(b.ctx, b.alice, knowledge.LinkInput{FromID: ids["ticket"], ToID: ids[to], Type: "RELATES_TO"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := b.svc.Search(b.ctx, b.alice, knowledge.SearchInput{Query: "jira OPS-17 outage notes ticket", Hops: 1, MinScore: ptr(0.0),
+		Filters: knowledge.Filters{Metadata: map[string]any{"env": "prod"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range s.Hits {
+		if h.ID == ids["plain"] || h.ID == ids["wiki-stage"] {
+			t.Fatalf("a related entry outside the filter was added: %+v", h)
+		}
+	}
+	s, err = b.svc.Search(b.ctx, b.alice, knowledge.SearchInput{Query: "outage notes ticket", Hops: 1, MinScore: ptr(0.0),
+		Filters: knowledge.Filters{SourcePrefix: "jira:"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Hits) != 1 || s.Hits[0].ID != ids["ticket"] {
+		t.Fatalf("prefix jira: with hops: %+v", s.Hits)
+	}
+}

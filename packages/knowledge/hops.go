@@ -94,6 +94,7 @@ func (s *Service) expand(ctx context.Context, c Caller, a *searchArgs, hits []ra
 		rows, err := s.q.SearchHop(ctx, sqlc.SearchHopParams{
 			OrgID: c.OrgID, Ids: frontier, OutTypes: outTypes, InTypes: inTypes, PerEntry: HopEdgesPerEntry,
 			AsOf: a.AsOf, Tags: nonNil(a.Tags), IncludeSuperseded: a.IncludeSuperseded, IncludeExpired: a.IncludeExpired,
+			Kind: a.Filters.Kind, Source: a.Filters.Source, SourcePrefix: a.Filters.SourcePrefix, Metadata: a.Filters.Metadata,
 		})
 		if err != nil {
 			return nil, mapErr(err, "")

@@ -852,29 +852,29 @@ func (q *Queries) RelationCounts(ctx context.Context, arg RelationCountsParams) 
 
 const searchHop = `-- name: SearchHop :many
 WITH f AS (
-    SELECT DISTINCT unnest($6::uuid[]) AS id
+    SELECT DISTINCT unnest($10::uuid[]) AS id
 ),
 e AS (
     SELECT f.id AS src, o.type, 'out'::text AS dir, o.to_id AS reached
     FROM f CROSS JOIN LATERAL (
         SELECT r.type, r.to_id FROM knowledge_relations r
         WHERE r.org_id = $1 AND r.from_id = f.id
-          AND ($7::text[] IS NULL OR r.type = ANY($7::text[]))
+          AND ($11::text[] IS NULL OR r.type = ANY($11::text[]))
           AND ($3::timestamptz IS NULL OR r.valid_from <= $3::timestamptz)
           AND (r.valid_to IS NULL OR r.valid_to > coalesce($3::timestamptz, 'infinity'))
         ORDER BY r.valid_from DESC
-        LIMIT $8
+        LIMIT $12
     ) o
     UNION ALL
     SELECT f.id, i.type, 'in'::text, i.from_id
     FROM f CROSS JOIN LATERAL (
         SELECT r.type, r.from_id FROM knowledge_relations r
         WHERE r.org_id = $1 AND r.to_id = f.id
-          AND ($9::text[] IS NULL OR r.type = ANY($9::text[]))
+          AND ($13::text[] IS NULL OR r.type = ANY($13::text[]))
           AND ($3::timestamptz IS NULL OR r.valid_from <= $3::timestamptz)
           AND (r.valid_to IS NULL OR r.valid_to > coalesce($3::timestamptz, 'infinity'))
         ORDER BY r.valid_from DESC
-        LIMIT $8
+        LIMIT $12
     ) i
 )
 SELECT e.src::uuid AS src, e.type::text AS type, e.dir::text AS dir, e.reached::uuid AS reached,
@@ -889,6 +889,10 @@ WHERE (cardinality($4::text[]) = 0 OR t.tags @> $4::text[])
   AND ($3::timestamptz IS NULL OR t.created_at <= $3::timestamptz)
   AND ($2::bool OR t.superseded_at IS NULL OR t.superseded_at > coalesce($3::timestamptz, 'infinity'))
   AND ($5::bool OR t.expires_at IS NULL OR t.expires_at > coalesce($3::timestamptz, now()))
+  AND ($6::text IS NULL OR t.kind = $6::text)
+  AND ($7::text IS NULL OR t.source = $7::text)
+  AND ($8::text IS NULL OR starts_with(t.source, $8::text))
+  AND ($9::jsonb IS NULL OR t.metadata @> $9::jsonb)
 `
 
 type SearchHopParams struct {
@@ -897,6 +901,10 @@ type SearchHopParams struct {
 	AsOf              *time.Time
 	Tags              []string
 	IncludeExpired    bool
+	Kind              *string
+	Source            *string
+	SourcePrefix      *string
+	Metadata          []byte
 	Ids               []uuid.UUID
 	OutTypes          []string
 	PerEntry          int32
@@ -925,7 +933,7 @@ type SearchHopRow struct {
 // direction per frontier entry (newest first): the bound on edges read.
 // A reached entry that was superseded (by @as_of) stands for its chain's
 // head unless @include_superseded; what is answered passes the search's
-// filters (tags, created by @as_of, superseded, expired). Every look-up is
+// filters (tags, created by @as_of, superseded, expired, the entry fields'). Every look-up is
 // by equality on (org_id, from_id | to_id | id), so the indexes serve
 // knowledge_app under row-level security.
 func (q *Queries) SearchHop(ctx context.Context, arg SearchHopParams) ([]SearchHopRow, error) {
@@ -935,6 +943,10 @@ func (q *Queries) SearchHop(ctx context.Context, arg SearchHopParams) ([]SearchH
 		arg.AsOf,
 		arg.Tags,
 		arg.IncludeExpired,
+		arg.Kind,
+		arg.Source,
+		arg.SourcePrefix,
+		arg.Metadata,
 		arg.Ids,
 		arg.OutTypes,
 		arg.PerEntry,

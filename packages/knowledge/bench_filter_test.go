@@ -1,0 +1,99 @@
+package knowledge_test
+
+import (
+	"context"
+	"fmt"
+	mrand "math/rand/v2"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge"
+)
+
+// benchMetadata is the metadata of the i-th entry of a bench org: env
+// holds for half of the entries, team for a tenth, shard for a hundredth.
+func benchMetadata(i int) string {
+	env := "staging"
+	if i%2 == 0 {
+		env = "prod"
+	}
+	return `{"env":"` + env + `","team":"t` + strconv.Itoa(i%10) + `","shard":` + strconv.Itoa(i%100) + `}`
+}
+
+// BenchmarkSearchFiltered compares search with a metadata filter to the
+// same search without it, in the big org of the bench load (bench_test.go;
+// KNOWLEDGE_BENCH_SIZES, default 20000), never analyzed: the filters match
+// half, a tenth and a hundredth of the org. Each query is run without and
+// with every filter in turn, so that load drift hits all alike; the
+// "ratio" metric is the filtered p50 over the unfiltered p50.
+//
+//	KNOWLEDGE_BENCH_SIZES=20000 go test -run '^$' -bench SearchFiltered -benchtime 1x -timeout 0 ./packages/knowledge/
+func BenchmarkSearchFiltered(b *testing.B) {
+	e := readBenchEnv(b)
+	if len(e.sizes) == 2 && e.sizes[0] == 10000 && e.sizes[1] == 100000 && e.reuse == "" {
+		e.sizes = []int{20000} // the package default is for BenchmarkSearch
+	}
+	filters := []struct {
+		name string
+		meta map[string]any
+	}{
+		{"none", nil},
+		{"half", map[string]any{"env": "prod"}},
+		{"tenth", map[string]any{"team": "t3"}},
+		{"hundredth", map[string]any{"shard": 42}},
+	}
+	for _, n := range e.sizes {
+		bd := loadBench(b, e, n)
+		state := "never-analyzed"
+		if bd.analyzed(b) {
+			state = "analyzed"
+		}
+		ctx := context.Background()
+		rng := mrand.New(mrand.NewPCG(21, 21))
+		lat := make([][]time.Duration, len(filters))
+		hits := make([]int, len(filters))
+		search := func(q string, i int) time.Duration {
+			t0 := time.Now()
+			r, err := bd.svc.Search(ctx, bd.big, knowledge.SearchInput{Query: q, Filters: knowledge.Filters{Metadata: filters[i].meta}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			hits[i] += len(r.Hits)
+			return time.Since(t0)
+		}
+		for range 20 { // warm-up
+			q := bd.gen.query(rng)
+			for i := range filters {
+				search(q, i)
+			}
+		}
+		clear(hits)
+		load := loadAvg()
+		start := time.Now()
+		samples := 0
+		for samples < e.samples && time.Since(start) < e.budget {
+			q := bd.gen.query(rng)
+			for i := range filters {
+				lat[i] = append(lat[i], search(q, i))
+			}
+			samples++
+		}
+		logf("n=%d %s: %d queries, load average %s -> %s", n, state, samples, load, loadAvg())
+		base := p50(lat[0])
+		for i, f := range filters {
+			b.Run(fmt.Sprintf("n=%d/%s/metadata=%s", n, state, f.name), func(b *testing.B) {
+				reportLatencies(b, lat[i])
+				b.ReportMetric(float64(p50(lat[i]))/float64(base), "ratio")
+				b.ReportMetric(float64(hits[i])/float64(samples), "hits/query")
+			})
+		}
+	}
+}
+
+func p50(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
