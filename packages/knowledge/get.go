@@ -103,8 +103,9 @@ func sameTime(a, b *time.Time) bool {
 }
 
 // GetBySource reads the live entry (a head, not expired, not forgotten)
-// of the caller's org whose source is exactly source: the newest one when
-// several are. not_found when none is, naming source.
+// of the caller's org whose source is exactly source: the live document
+// of that source if there is one (its sections carry the source too),
+// else the newest such entry. not_found when none is, naming source.
 func (s *Service) GetBySource(ctx context.Context, c Caller, source string) (_ *Entry, err error) {
 	defer wrapOp(&err, "knowledge.GetBySource")
 	ctx = db.WithOrg(ctx, c.OrgID)

@@ -13,10 +13,20 @@ import (
 )
 
 const entryBySource = `-- name: EntryBySource :one
-SELECT k.id FROM knowledge k
-WHERE k.org_id = $1 AND k.source = $2::text
-  AND k.head_id IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())
-ORDER BY k.created_at DESC, k.id DESC
+SELECT x.id::uuid AS id FROM (
+    (SELECT d.id, 0 AS pref FROM knowledge_documents d
+     JOIN knowledge k ON k.org_id = d.org_id AND k.id = d.id
+     WHERE d.org_id = $1 AND d.source = $2::text AND d.live
+       AND k.head_id IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())
+     LIMIT 1)
+    UNION ALL
+    (SELECT k.id, 1 FROM knowledge k
+     WHERE k.org_id = $1 AND k.source = $2::text
+       AND k.head_id IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())
+     ORDER BY k.created_at DESC, k.id DESC
+     LIMIT 1)
+) x
+ORDER BY x.pref
 LIMIT 1
 `
 
@@ -25,8 +35,11 @@ type EntryBySourceParams struct {
 	Source string
 }
 
-// get_knowledge by source: the newest live entry (a head, not expired)
-// with exactly this source (knowledge_org_source_idx, backwards).
+// get_knowledge by source: the live document of this source (its
+// document entry a head, not expired) if there is one, else the newest
+// live entry (a head, not expired) with exactly this source
+// (knowledge_documents_live_source_key, then knowledge_org_source_idx
+// backwards): a document's sections carry its source too.
 func (q *Queries) EntryBySource(ctx context.Context, arg EntryBySourceParams) (uuid.UUID, error) {
 	row := q.db.QueryRow(ctx, entryBySource, arg.OrgID, arg.Source)
 	var id uuid.UUID
