@@ -29,8 +29,11 @@
 -- primary-key probe; the vector functions, redefined here with the
 -- filters' arguments: the row the HNSW or exact scan reads).
 -- +goose Up
+-- The constraint is dropped and added rather than renamed: Citus cannot
+-- rename a constraint of a distributed table.
 ALTER TABLE knowledge RENAME COLUMN source TO origin;
-ALTER TABLE knowledge RENAME CONSTRAINT knowledge_source_check TO knowledge_origin_check;
+ALTER TABLE knowledge DROP CONSTRAINT knowledge_source_check;
+ALTER TABLE knowledge ADD CONSTRAINT knowledge_origin_check CHECK (origin IN ('agent', 'operator', 'import'));
 
 ALTER TABLE knowledge
     ADD COLUMN source text COLLATE "C"
@@ -313,5 +316,6 @@ DROP FUNCTION knowledge_org_metadata(uuid, jsonb);
 DROP INDEX knowledge_org_source_idx;
 DROP INDEX knowledge_org_kind_idx;
 ALTER TABLE knowledge DROP COLUMN metadata, DROP COLUMN kind, DROP COLUMN source;
-ALTER TABLE knowledge RENAME CONSTRAINT knowledge_origin_check TO knowledge_source_check;
+ALTER TABLE knowledge DROP CONSTRAINT knowledge_origin_check;
 ALTER TABLE knowledge RENAME COLUMN origin TO source;
+ALTER TABLE knowledge ADD CONSTRAINT knowledge_source_check CHECK (source IN ('agent', 'operator', 'import'));
