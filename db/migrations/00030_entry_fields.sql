@@ -29,6 +29,11 @@
 -- primary-key probe; the vector functions, redefined here with the
 -- filters' arguments: the row the HNSW or exact scan reads).
 -- +goose Up
+-- On a cluster, the table's DDL below runs on its shards in parallel, and
+-- Citus then refuses the function commands in the same transaction; one
+-- connection per worker lets both through (a placeholder setting on a
+-- single node, where it does nothing).
+SELECT set_config('citus.multi_shard_modify_mode', 'sequential', true);
 -- The constraint is dropped and added rather than renamed: Citus cannot
 -- rename a constraint of a distributed table.
 ALTER TABLE knowledge RENAME COLUMN source TO origin;
@@ -207,6 +212,7 @@ $$;
 SELECT knowledge_distribute();
 
 -- +goose Down
+SELECT set_config('citus.multi_shard_modify_mode', 'sequential', true);
 DROP FUNCTION knowledge_vector_hnsw(uuid, vector, text, text[], bool, bool, int, text, text, text, jsonb);
 DROP FUNCTION knowledge_vector_exact(uuid, vector, text, text[], bool, bool, int, text, text, text, jsonb);
 -- +goose StatementBegin
