@@ -160,8 +160,8 @@ func confirmPurge(e *env, svc *knowledge.Service, orgID uuid.UUID, scope knowled
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stderr, "This erases for good, in org %s (%s): %d entries, %d task links, %d supersession edges, %d index postings, %d idempotence keys",
-		orgID, scopeName, preview.Entries, preview.TaskLinks, preview.SupersessionEdges, preview.Postings, preview.IdempotenceKeys)
+	fmt.Fprintf(e.stderr, "This erases for good, in org %s (%s): %d entries, %d task links, %d supersession edges, %d index postings, %d idempotence keys, %d uploads in parts",
+		orgID, scopeName, preview.Entries, preview.TaskLinks, preview.SupersessionEdges, preview.Postings, preview.IdempotenceKeys, preview.Uploads)
 	if scope.All {
 		fmt.Fprint(e.stderr, ", and revokes every token of the org")
 	}
@@ -206,8 +206,8 @@ func printPurge(w io.Writer, out purgeOutput, all bool) {
 	if out.DryRun {
 		verb = "would erase"
 	}
-	fmt.Fprintf(w, "org %s (%s): %s %d entries, %d task links, %d supersession edges (%d chain entries relinked, %d heads again), %d index postings, %d idempotence keys\n",
-		out.OrgID, out.Scope, verb, rep.Entries, rep.TaskLinks, rep.SupersessionEdges, rep.Relinked, rep.HeadsAgain, rep.Postings, rep.IdempotenceKeys)
+	fmt.Fprintf(w, "org %s (%s): %s %d entries, %d task links, %d supersession edges (%d chain entries relinked, %d heads again), %d index postings, %d idempotence keys, %d uploads in parts\n",
+		out.OrgID, out.Scope, verb, rep.Entries, rep.TaskLinks, rep.SupersessionEdges, rep.Relinked, rep.HeadsAgain, rep.Postings, rep.IdempotenceKeys, rep.Uploads)
 	if !out.DryRun {
 		fmt.Fprintf(w, "%d queued embedding tasks deleted (%d kept: they also hold surviving entries), vacuumed: %v\n", out.QueuedTasks, out.MixedTasks, out.Vacuumed)
 	}

@@ -25,6 +25,7 @@ import (
 // and one of another org.
 type bundle struct {
 	ctx        context.Context
+	db         *testenv.Database
 	pool       *pgxpool.Pool
 	redis      *testenv.Redis
 	svc        *knowledge.Service // as the application's role (row-level security applies)
@@ -42,7 +43,7 @@ func setup(t testing.TB, opts ...option) *bundle {
 	ctx := context.Background()
 	db := testenv.Postgres(t)
 	r := testenv.LeaseRedis(t)
-	b := &bundle{ctx: ctx, pool: db.Pool, redis: r, enq: &recordingEnqueuer{}}
+	b := &bundle{ctx: ctx, db: db, pool: db.Pool, redis: r, enq: &recordingEnqueuer{}}
 	b.org = b.mkOrg(t, "org-a")
 	b.other = b.mkOrg(t, "org-b")
 	b.alice = knowledge.Caller{OrgID: b.org, AgentID: b.mkAgent(t, b.org, "alice")}

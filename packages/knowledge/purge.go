@@ -57,6 +57,10 @@ type PurgeReport struct {
 	OpenRelations     int64 `json:"-"`                 // of which open (a tombstone keeps the count)
 	Postings          int64 `json:"postings"`          // lexical index rows
 	IdempotenceKeys   int64 `json:"idempotenceKeys"`   // Redis keys of recent stores
+	// Uploads are the documents uploaded in parts (uploads.go) the purge
+	// deleted with their staged parts: the agent's (scope Agent) or the
+	// org's (All); a purge of one entry leaves them.
+	Uploads int64 `json:"uploads"`
 	// IDs are the erased entries, for the caller's other clean-ups (queued
 	// embedding jobs). Left empty for a purge of a whole org, whose clean-ups
 	// match on the org.
@@ -117,6 +121,11 @@ func (s *Service) PurgeWith(ctx context.Context, org uuid.UUID, scope PurgeScope
 		return nil, err
 	}
 	rep := &PurgeReport{DryRun: dryRun}
+	// Uploads first: no finish can store a document from them once the
+	// entries are being erased.
+	if rep.Uploads, err = s.purgeUploads(ctx, org, scope, dryRun); err != nil {
+		return rep, mapErr(err, "")
+	}
 	if scope.All && !dryRun {
 		if _, err := s.resetOrgIndex(ctx, org, false); err != nil {
 			return rep, err
@@ -183,6 +192,25 @@ func (s *Service) PurgeWith(ctx context.Context, org uuid.UUID, scope PurgeScope
 		return rep, fmt.Errorf("entries erased; idempotence keys (they expire within 60 s): %w", err)
 	}
 	return rep, nil
+}
+
+// purgeUploads deletes (or, in a dry run, counts) the uploads in scope.
+func (s *Service) purgeUploads(ctx context.Context, org uuid.UUID, scope PurgeScope, dryRun bool) (int64, error) {
+	switch {
+	case scope.Entry != uuid.Nil:
+		return 0, nil
+	case dryRun:
+		var agent *uuid.UUID
+		if scope.Agent != uuid.Nil {
+			agent = &scope.Agent
+		}
+		c, err := s.q.CountUploads(ctx, sqlc.CountUploadsParams{OrgID: org, AgentID: agent})
+		return c.Uploads, err
+	case scope.Agent != uuid.Nil:
+		return s.q.PurgeUploadsByAgent(ctx, sqlc.PurgeUploadsByAgentParams{OrgID: org, AgentID: scope.Agent})
+	default:
+		return s.q.PurgeUploadsAll(ctx, org)
+	}
 }
 
 // add adds a batch's counts to r.

@@ -74,6 +74,10 @@ type Config struct {
 	// duplicate check made as the entry's own, so the worker has nothing
 	// left to embed (similar.go). Default: ChunkOptionsFor(Embedder.Model()).
 	Chunk ChunkOptions
+	// MaxStagedBytes bounds what an org's open uploads in parts may
+	// reserve (their totalBytes; uploads.go): a start past it is refused.
+	// Default: DefaultMaxStagedBytes.
+	MaxStagedBytes int64
 }
 
 // TestingKnobs change how a Service works for a test, a benchmark or an

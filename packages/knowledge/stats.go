@@ -55,6 +55,13 @@ type OrgStats struct {
 	// its queue counted up to statsMaxQueued: past it IndexQueuedAtLeast
 	// is set and Index.Queued is a lower bound (ctl search status counts
 	// them all).
+	// Uploads are the org's documents uploaded in parts and not finished
+	// (uploads.go), expired ones until the worker deletes them, and the
+	// bytes their staged parts hold.
+	Uploads struct {
+		Open        int64 `json:"open"`
+		StagedBytes int64 `json:"stagedBytes"`
+	} `json:"uploads"`
 	Index              SearchIndexStatus `json:"index"`
 	IndexQueuedAtLeast bool              `json:"indexQueuedAtLeast"`
 	ElapsedMs          float64           `json:"elapsedMs"`
@@ -120,6 +127,11 @@ func (s *Service) Stats(ctx context.Context, org uuid.UUID, topTags int) (_ *Org
 		if err != nil {
 			return err
 		}
+		up, err := q.CountUploads(ctx, sqlc.CountUploadsParams{OrgID: org})
+		if err != nil {
+			return err
+		}
+		st.Uploads.Open, st.Uploads.StagedBytes = up.OpenUploads, up.StagedBytes
 		st.Index = SearchIndexStatus{OrgID: org, TextSearchConfig: ix.Config, Indexed: ix.Indexed, Queued: min(ix.Queued, statsMaxQueued)}
 		st.IndexQueuedAtLeast = ix.Queued > statsMaxQueued
 		return nil

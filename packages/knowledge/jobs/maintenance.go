@@ -11,12 +11,15 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 )
 
-// The worker's two database loops besides the reconciler: the indexer
+// The worker's database loops besides the reconciler: the indexer
 // moves queued entries into the lexical index (knowledge.Maintenance.IndexAll),
 // the upkeep vacuums and analyzes the search tables when they need it
-// (knowledge.Maintenance.Upkeep). Both are safe with several workers: indexers
-// take queue rows with SKIP LOCKED and take turns per org, and a second
-// VACUUM of a table waits for the first, then finds little to do.
+// (knowledge.Maintenance.Upkeep), and the uploads' expiry deletes uploads in
+// parts past their expiry (knowledge.Maintenance.DeleteExpiredUploads).
+// All are safe with several workers: indexers take queue rows with SKIP
+// LOCKED and take turns per org, a second VACUUM of a table waits for the
+// first, then finds little to do, and an expired upload deleted twice is
+// deleted once.
 
 // every calls f at once and then every interval until ctx ends, and also
 // at once when kick receives (a nil kick never does). Each call
@@ -84,6 +87,19 @@ func (w *Worker) upkeepPass(ctx context.Context) {
 	if err == nil && (len(rep.Vacuumed) > 0 || len(rep.Analyzed) > 0 || len(rep.Built) > 0 || len(rep.Dropped) > 0 || rep.SimilarKeys > 0) {
 		w.opts.Logger.Info("upkeep", "vacuumed", rep.Vacuumed, "analyzed", rep.Analyzed,
 			"built", rep.Built, "dropped", rep.Dropped, "similar_keys", rep.SimilarKeys, "duration", time.Since(start))
+	}
+}
+
+// uploadExpiryPass deletes the expired uploads in parts (one
+// Maintenance.DeleteExpiredUploads) and reports it.
+func (w *Worker) uploadExpiryPass(ctx context.Context) {
+	n, err := w.maint.DeleteExpiredUploads(ctx)
+	if stopping(ctx) {
+		err = nil
+	}
+	w.expiryLog.report(ctx, w.opts.Logger, "upload expiry pass", err)
+	if n > 0 {
+		w.opts.Logger.Info("deleted expired uploads", "count", n)
 	}
 }
 

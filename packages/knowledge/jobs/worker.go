@@ -63,6 +63,10 @@ type WorkerOptions struct {
 	// the deadline is kept, and a build cut short is dropped and made again
 	// on a later pass, so the deadline must let one finish). Default 1h.
 	UpkeepTimeout time.Duration
+	// UploadExpiryInterval is the time between passes that delete expired
+	// uploads in parts with their staged parts
+	// (Maintenance.DeleteExpiredUploads). Default 1m.
+	UploadExpiryInterval time.Duration
 	// TextSearchConfig is the PostgreSQL text search configuration an org's
 	// lexical index is built with when the indexer meets the org's first
 	// entry (knowledge.Options.TextSearchConfig). It must be the MCP
@@ -126,6 +130,9 @@ func (o WorkerOptions) withDefaults() WorkerOptions {
 	if o.UpkeepTimeout <= 0 {
 		o.UpkeepTimeout = time.Hour
 	}
+	if o.UploadExpiryInterval <= 0 {
+		o.UploadExpiryInterval = time.Minute
+	}
 	if o.Observer == nil {
 		o.Observer = NopObserver{}
 	}
@@ -163,6 +170,7 @@ type Worker struct {
 	maint     *knowledge.Maintenance // indexer and upkeep
 	indexLog  failureLog
 	upkeepLog failureLog
+	expiryLog failureLog
 	// upkeepSoon asks the upkeep loop for a pass now (after a bulk index).
 	upkeepSoon chan struct{}
 	mu         sync.Mutex
@@ -240,7 +248,7 @@ func (w *Worker) Start() error {
 	insp := asynq.NewInspector(w.redis)
 	rec := NewReconciler(w.pool, NewEnqueuer(client), insp, o.Reconciler)
 	ctx, cancel := context.WithCancel(context.Background())
-	w.loops.Add(3)
+	w.loops.Add(4)
 	go func() {
 		defer w.loops.Done()
 		rec.Run(ctx, o.ReconcileInterval)
@@ -252,6 +260,10 @@ func (w *Worker) Start() error {
 	go func() {
 		defer w.loops.Done()
 		every(ctx, o.UpkeepInterval, o.UpkeepTimeout, w.upkeepSoon, w.upkeepPass)
+	}()
+	go func() {
+		defer w.loops.Done()
+		every(ctx, o.UploadExpiryInterval, o.UploadExpiryInterval, nil, w.uploadExpiryPass)
 	}()
 	if o.Switch != nil {
 		w.loops.Add(1)
@@ -265,7 +277,7 @@ func (w *Worker) Start() error {
 	return nil
 }
 
-// Shutdown stops the reconciler, the indexer and the upkeep (a pass in
+// Shutdown stops the reconciler, the indexer, the upkeep, the uploads' expiry (a pass in
 // flight is cancelled: an index batch rolls back and stays queued, a VACUUM
 // keeps what it did), stops taking tasks, waits up to ShutdownTimeout for
 // running batches and puts unfinished ones back on the queue. Nothing is

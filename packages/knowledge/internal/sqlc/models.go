@@ -142,6 +142,35 @@ type KnowledgeDocumentToken struct {
 	CreatedAt   time.Time
 }
 
+type KnowledgeDocumentUpload struct {
+	OrgID         uuid.UUID
+	ID            uuid.UUID
+	AgentID       uuid.UUID
+	Title         string
+	Source        *string
+	Tags          []string
+	Kind          *string
+	Metadata      []byte
+	Format        string
+	TotalBytes    int64
+	ReceivedBytes int64
+	NextIndex     int32
+	CreatedAt     time.Time
+	ExpiresAt     time.Time
+	DocumentID    *uuid.UUID
+	Result        []byte
+	FinishedAt    *time.Time
+}
+
+type KnowledgeDocumentUploadPart struct {
+	OrgID    uuid.UUID
+	UploadID uuid.UUID
+	Index    int32
+	Content  string
+	Bytes    int32
+	Digest   []byte
+}
+
 type KnowledgeIndexQueue struct {
 	OrgID    uuid.UUID
 	EntryID  uuid.UUID

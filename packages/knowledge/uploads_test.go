@@ -1,0 +1,307 @@
+package knowledge_test
+
+import (
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentfleet/orchestrator/packages/errs"
+	"github.com/agentfleet/orchestrator/packages/knowledge"
+)
+
+// testClock is a service clock a test moves by hand.
+type testClock struct{ t atomic.Pointer[time.Time] }
+
+func newTestClock() *testClock {
+	c := &testClock{}
+	c.set(time.Now())
+	return c
+}
+func (c *testClock) now() time.Time          { return *c.t.Load() }
+func (c *testClock) set(t time.Time)         { c.t.Store(&t) }
+func (c *testClock) advance(d time.Duration) { c.set(c.now().Add(d)) }
+
+func (b *bundle) startUpload(t *testing.T, svc *knowledge.Service, c knowledge.Caller, total int) uuid.UUID {
+	t.Helper()
+	r, err := svc.UploadStart(b.ctx, c, knowledge.UploadStartInput{Title: "Handbook", TotalBytes: int64(total)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.MaxPartBytes != knowledge.MaxUploadPartBytes || r.TotalBytes != int64(total) {
+		t.Fatalf("start answered %+v", r)
+	}
+	return r.UploadID
+}
+
+func (b *bundle) appendPart(t *testing.T, svc *knowledge.Service, c knowledge.Caller, id uuid.UUID, index int, content string) *knowledge.UploadAppendResult {
+	t.Helper()
+	r, err := svc.UploadAppend(b.ctx, c, knowledge.UploadAppendInput{UploadID: id, Index: &index, Content: content})
+	if err != nil {
+		t.Fatalf("append %d: %v", index, err)
+	}
+	return r
+}
+
+// Parts are appended in order: the next index is taken, a repeat of a
+// received index with the same content changes nothing, with other content
+// is a conflict, a gap is refused naming the index expected, and nothing
+// past totalBytes is taken.
+func TestUploadAppendsInOrderIdempotently(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	p0, p1 := "# Handbook\n\nFirst part. ", "Second part: ünïcode too.\n"
+	id := b.startUpload(t, b.svc, b.alice, len(p0)+len(p1))
+
+	r := b.appendPart(t, b.svc, b.alice, id, 0, p0)
+	if r.NextIndex != 1 || r.ReceivedBytes != int64(len(p0)) || r.Repeated {
+		t.Fatalf("first append answered %+v", r)
+	}
+	r = b.appendPart(t, b.svc, b.alice, id, 0, p0)
+	if !r.Repeated || r.NextIndex != 1 || r.ReceivedBytes != int64(len(p0)) {
+		t.Fatalf("repeated append answered %+v", r)
+	}
+	two := 2
+	_, err := b.svc.UploadAppend(b.ctx, b.alice, knowledge.UploadAppendInput{UploadID: id, Index: &two, Content: p1})
+	if e := wantCode(t, err, errs.CodeInvalidArgument, "index"); !strings.Contains(e.Message, "must be 1") {
+		t.Fatalf("a gap is refused with %q, want the index expected named", e.Message)
+	}
+	zero := 0
+	_, err = b.svc.UploadAppend(b.ctx, b.alice, knowledge.UploadAppendInput{UploadID: id, Index: &zero, Content: "other"})
+	wantCode(t, err, errs.CodeConflict, "content")
+	one := 1
+	_, err = b.svc.UploadAppend(b.ctx, b.alice, knowledge.UploadAppendInput{UploadID: id, Index: &one, Content: p1 + "x"})
+	if e := wantCode(t, err, errs.CodeInvalidArgument, "content"); !strings.Contains(e.Message, "totalBytes") {
+		t.Fatalf("bytes past totalBytes refused with %q", e.Message)
+	}
+	r = b.appendPart(t, b.svc, b.alice, id, 1, p1)
+	if r.NextIndex != 2 || r.ReceivedBytes != r.TotalBytes {
+		t.Fatalf("last append answered %+v", r)
+	}
+	var got string
+	if err := b.pool.QueryRow(b.ctx, "SELECT string_agg(content, '' ORDER BY index) FROM knowledge_document_upload_parts WHERE upload_id = $1", id).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got != p0+p1 {
+		t.Fatalf("staged %q, want %q", got, p0+p1)
+	}
+	st, err := b.svc.Stats(b.ctx, b.org, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Uploads.Open != 1 || st.Uploads.StagedBytes != int64(len(p0+p1)) {
+		t.Fatalf("stats count %+v, want 1 upload of %d bytes", st.Uploads, len(p0+p1))
+	}
+}
+
+// Concurrent appends of the same part (an agent's retries racing) store
+// it once and all succeed.
+func TestUploadConcurrentRepeats(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id := b.startUpload(t, b.svc, b.alice, 10)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			i := 0
+			if _, err := b.svc.UploadAppend(b.ctx, b.alice, knowledge.UploadAppendInput{UploadID: id, Index: &i, Content: "0123456789"}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := b.count(t, "SELECT count(*) FROM knowledge_document_upload_parts WHERE upload_id = $1", id); n != 1 {
+		t.Fatalf("%d parts staged, want 1", n)
+	}
+	if n := b.count(t, "SELECT received_bytes FROM knowledge_document_uploads WHERE id = $1", id); n != 10 {
+		t.Fatalf("received %d bytes, want 10", n)
+	}
+}
+
+// An upload is its agent's: another agent of the org, or an agent of
+// another org, gets not_found as for an id that does not exist, and
+// changes nothing.
+func TestUploadBelongsToItsAgent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id := b.startUpload(t, b.svc, b.alice, 20)
+	zero := 0
+	for name, c := range map[string]knowledge.Caller{"another agent": b.bob, "another org": b.eve} {
+		_, err := b.svc.UploadAppend(b.ctx, c, knowledge.UploadAppendInput{UploadID: id, Index: &zero, Content: "stolen"})
+		e := wantCode(t, err, errs.CodeNotFound, "uploadId")
+		_, err = b.svc.UploadAppend(b.ctx, c, knowledge.UploadAppendInput{UploadID: uuid.New(), Index: &zero, Content: "stolen"})
+		if e2 := wantCode(t, err, errs.CodeNotFound, "uploadId"); e2.Message != e.Message {
+			t.Fatalf("%s: %q differs from an unknown id's %q", name, e.Message, e2.Message)
+		}
+		_, err = b.svc.UploadFinish(b.ctx, c, knowledge.UploadFinishInput{UploadID: id})
+		wantCode(t, err, errs.CodeNotFound, "uploadId")
+	}
+	if n := b.count(t, "SELECT count(*) FROM knowledge_document_upload_parts"); n != 0 {
+		t.Fatalf("%d parts staged by others", n)
+	}
+	b.appendPart(t, b.svc, b.alice, id, 0, "mine")
+}
+
+// The staging is in PostgreSQL: an upload started through one server
+// (Service) goes on through another one on the same database, as after a
+// restart or on another replica.
+func TestUploadSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	first := b.svc
+	id := b.startUpload(t, first, b.alice, 8)
+	b.appendPart(t, first, b.alice, id, 0, "abcd")
+	second := knowledge.New(b.db.AppPool(t), knowledge.Options{})
+	r := b.appendPart(t, second, b.alice, id, 1, "efgh")
+	if r.ReceivedBytes != 8 || r.NextIndex != 2 {
+		t.Fatalf("the second server answered %+v", r)
+	}
+	r = b.appendPart(t, first, b.alice, id, 1, "efgh")
+	if !r.Repeated {
+		t.Fatalf("the first server does not see the second's part: %+v", r)
+	}
+}
+
+// An upload expires UploadTTL after its start or its last append: then it
+// is not found, and the worker's pass deletes it with its parts, leaving
+// the uploads that have not expired.
+func TestUploadExpires(t *testing.T) {
+	t.Parallel()
+	clock := newTestClock()
+	b := setup(t, func(o *knowledge.Options) { o.Now = clock.now })
+	id := b.startUpload(t, b.svc, b.alice, 8)
+	clock.advance(knowledge.UploadTTL - time.Minute)
+	r := b.appendPart(t, b.svc, b.alice, id, 0, "abcd")
+	if want := clock.now().Add(knowledge.UploadTTL); r.ExpiresAt.Sub(want).Abs() > time.Millisecond {
+		t.Fatalf("expires at %v, want %v (UploadTTL after the append)", r.ExpiresAt, want)
+	}
+	clock.advance(knowledge.UploadTTL - time.Minute) // past the start's expiry, not the append's
+	b.appendPart(t, b.svc, b.alice, id, 1, "ef")
+	other := b.startUpload(t, b.svc, b.eve, 5)
+	b.appendPart(t, b.svc, b.eve, other, 0, "12")
+
+	clock.advance(knowledge.UploadTTL + time.Second) // alice's upload expires, eve's too
+	two := 2
+	_, err := b.svc.UploadAppend(b.ctx, b.alice, knowledge.UploadAppendInput{UploadID: id, Index: &two, Content: "gh"})
+	wantCode(t, err, errs.CodeNotFound, "uploadId")
+	fresh := b.startUpload(t, b.svc, b.bob, 4)
+	b.appendPart(t, b.svc, b.bob, fresh, 0, "keep")
+
+	n, err := maint(b.ops).DeleteExpiredUploads(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 {
+		t.Fatalf("the expiry pass deleted %d uploads, want 2", n)
+	}
+	if n := b.count(t, "SELECT count(*) FROM knowledge_document_uploads"); n != 1 {
+		t.Fatalf("%d uploads left, want bob's", n)
+	}
+	if n := b.count(t, "SELECT count(*) FROM knowledge_document_upload_parts WHERE upload_id <> $1", fresh); n != 0 {
+		t.Fatalf("%d parts of expired uploads left", n)
+	}
+	b.appendPart(t, b.svc, b.bob, fresh, 0, "keep") // still there, a repeat
+}
+
+// Size limits: a document over MaxUploadBytes is refused at the start
+// naming the limit, a part over MaxUploadPartBytes at its append; the
+// org's open uploads reserve their totalBytes against MaxStagedBytes (a
+// start past it is refused naming the limit, other orgs are not held up),
+// and an expired upload's reservation is free again.
+func TestUploadLimits(t *testing.T) {
+	t.Parallel()
+	clock := newTestClock()
+	b := setup(t, func(o *knowledge.Options) { o.Now = clock.now; o.MaxStagedBytes = 1000 })
+	_, err := b.svc.UploadStart(b.ctx, b.alice, knowledge.UploadStartInput{Title: "Huge", TotalBytes: knowledge.MaxUploadBytes + 1})
+	if e := wantCode(t, err, errs.CodeInvalidArgument, "totalBytes"); !strings.Contains(e.Message, "10485760") {
+		t.Fatalf("refusal %q does not name the limit", e.Message)
+	}
+	_, err = b.svc.UploadStart(b.ctx, b.alice, knowledge.UploadStartInput{Title: "Empty", TotalBytes: 0})
+	wantCode(t, err, errs.CodeInvalidArgument, "totalBytes")
+	_, err = b.svc.UploadStart(b.ctx, b.alice, knowledge.UploadStartInput{Title: " ", TotalBytes: 10})
+	wantCode(t, err, errs.CodeInvalidArgument, "title")
+
+	big := b.startUpload(t, b.svc, b.alice, 600)
+	zero := 0
+	_, err = b.svc.UploadAppend(b.ctx, b.alice, knowledge.UploadAppendInput{UploadID: big, Index: &zero, Content: strings.Repeat("x", knowledge.MaxUploadPartBytes+1)})
+	wantCode(t, err, errs.CodeInvalidArgument, "content")
+	_, err = b.svc.UploadAppend(b.ctx, b.alice, knowledge.UploadAppendInput{UploadID: big, Index: &zero, Content: "a\x00b"})
+	wantCode(t, err, errs.CodeInvalidArgument, "content")
+	_, err = b.svc.UploadAppend(b.ctx, b.alice, knowledge.UploadAppendInput{UploadID: big, Content: "ab"})
+	wantCode(t, err, errs.CodeInvalidArgument, "index")
+
+	_, err = b.svc.UploadStart(b.ctx, b.bob, knowledge.UploadStartInput{Title: "Too much", TotalBytes: 401})
+	if e := wantCode(t, err, errs.CodeQuotaExceeded, "totalBytes"); !strings.Contains(e.Message, "1000") || !e.Retryable {
+		t.Fatalf("refusal %q does not name the limit (retryable %v)", e.Message, e.Retryable)
+	}
+	b.startUpload(t, b.svc, b.bob, 400)              // exactly up to the limit
+	b.startUpload(t, b.svc, b.eve, 1000)             // another org's own limit
+	clock.advance(knowledge.UploadTTL + time.Second) // every upload expires (not yet deleted)
+	b.startUpload(t, b.svc, b.bob, 1000)             // their reservations are free
+}
+
+// Starts of one org racing for the last room of its staging limit: exactly
+// as many pass as fit.
+func TestUploadStagingLimitUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(o *knowledge.Options) { o.MaxStagedBytes = 1000 })
+	var ok, refused atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 8 {
+		c := b.alice
+		if i%2 == 1 {
+			c = b.bob
+		}
+		wg.Go(func() {
+			_, err := b.svc.UploadStart(b.ctx, c, knowledge.UploadStartInput{Title: "Racing", TotalBytes: 300})
+			switch errs.CodeOf(err) {
+			case "":
+				ok.Add(1)
+			case errs.CodeQuotaExceeded:
+				refused.Add(1)
+			default:
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if ok.Load() != 3 || refused.Load() != 5 {
+		t.Fatalf("%d starts passed and %d were refused, want 3 and 5", ok.Load(), refused.Load())
+	}
+}
+
+// A purge erases the uploads in its scope with their staged parts: an
+// agent's, or the org's; a dry run counts them.
+func TestPurgeErasesUploads(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	a := b.startUpload(t, b.svc, b.alice, 10)
+	b.appendPart(t, b.svc, b.alice, a, 0, "alice")
+	bb := b.startUpload(t, b.svc, b.bob, 10)
+	b.appendPart(t, b.svc, b.bob, bb, 0, "bob")
+	e := b.startUpload(t, b.svc, b.eve, 10)
+
+	rep, err := b.ops.Purge(b.ctx, b.org, knowledge.PurgeScope{Agent: b.alice.AgentID}, true)
+	if err != nil || rep.Uploads != 1 {
+		t.Fatalf("dry run: %+v, %v", rep, err)
+	}
+	if n := b.count(t, "SELECT count(*) FROM knowledge_document_uploads"); n != 3 {
+		t.Fatalf("a dry run deleted uploads: %d left", n)
+	}
+	if rep, err = b.ops.Purge(b.ctx, b.org, knowledge.PurgeScope{Agent: b.alice.AgentID}, false); err != nil || rep.Uploads != 1 {
+		t.Fatalf("purge of alice: %+v, %v", rep, err)
+	}
+	if n := b.count(t, "SELECT count(*) FROM knowledge_document_upload_parts WHERE upload_id = $1", a); n != 0 {
+		t.Fatalf("%d parts of a purged upload left", n)
+	}
+	if rep, err = b.ops.Purge(b.ctx, b.org, knowledge.PurgeScope{All: true}, false); err != nil || rep.Uploads != 1 {
+		t.Fatalf("purge of the org: %+v, %v", rep, err)
+	}
+	if n := b.count(t, "SELECT count(*) FROM knowledge_document_uploads WHERE id = ANY($1)", []uuid.UUID{a, bb}); n != 0 {
+		t.Fatalf("%d purged uploads left", n)
+	}
+	b.appendPart(t, b.svc, b.eve, e, 0, "eve") // another org's upload is untouched
+}
