@@ -99,3 +99,16 @@ SELECT count(*)::bigint AS uploads,
        coalesce(sum(u.received_bytes) FILTER (WHERE u.finished_at IS NULL), 0)::bigint AS staged_bytes
 FROM knowledge_document_uploads u
 WHERE u.org_id = @org_id AND (sqlc.narg(agent_id)::uuid IS NULL OR u.agent_id = sqlc.narg(agent_id)::uuid);
+
+-- name: LockUploadDocument :one
+-- The document a finish stored, share-locked while the finish records its
+-- answer: a forget or purge of it (which locks it FOR UPDATE) either
+-- committed before (no row: the answer is not kept) or waits, and then
+-- deletes the answer with the document (DeleteUploadReceipts).
+SELECT id FROM knowledge WHERE org_id = @org_id AND id = @id FOR KEY SHARE;
+
+-- name: DeleteUploadReceipts :execrows
+-- Erasure of entries (forget, purge): a finished upload keeps the answer of
+-- its finish (the document's title, its sections' heading paths) for a
+-- second finish; it goes with the document it names.
+DELETE FROM knowledge_document_uploads WHERE org_id = @org_id AND document_id = ANY(@ids::uuid[]);

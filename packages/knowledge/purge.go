@@ -376,6 +376,9 @@ func (s *Service) eraseLocked(ctx context.Context, tx pgx.Tx, org uuid.UUID, row
 	if err := deleteDocumentRows(ctx, q, org, ids); err != nil {
 		return err
 	}
+	if _, err := q.DeleteUploadReceipts(ctx, sqlc.DeleteUploadReceiptsParams{OrgID: org, Ids: ids}); err != nil {
+		return err
+	}
 	if n, err = q.PurgeDeleteEntries(ctx, sqlc.PurgeDeleteEntriesParams{OrgID: org, Ids: ids}); err != nil {
 		return err
 	}

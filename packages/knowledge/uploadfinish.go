@@ -110,7 +110,11 @@ func (s *Service) assemble(ctx context.Context, org uuid.UUID, u sqlc.GetUploadR
 }
 
 // recordFinish keeps a finished upload's answer and deletes its parts, in
-// one transaction. A concurrent finish of the same upload that recorded
+// one transaction, while the document is share-locked: an erasure of the
+// document (forget, purge) deletes the answer with it (eraseLocked), so
+// the answer, which holds the document's title and heading paths, never
+// outlives it. A document erased before this runs leaves no answer: the
+// upload is deleted. A concurrent finish of the same upload that recorded
 // first wins; this one changes nothing.
 func (s *Service) recordFinish(ctx context.Context, org, upload uuid.UUID, res *DocumentResult) error {
 	b, err := json.Marshal(res)
@@ -120,6 +124,14 @@ func (s *Service) recordFinish(ctx context.Context, org, upload uuid.UUID, res *
 	now := s.opts.Now()
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := sqlc.New(tx)
+		_, err := q.LockUploadDocument(ctx, sqlc.LockUploadDocumentParams{OrgID: org, ID: res.ID})
+		if errors.Is(err, pgx.ErrNoRows) {
+			_, err = q.DeleteUploads(ctx, sqlc.DeleteUploadsParams{OrgID: org, Ids: []uuid.UUID{upload}})
+			return err
+		}
+		if err != nil {
+			return err
+		}
 		n, err := q.FinishUpload(ctx, sqlc.FinishUploadParams{
 			OrgID: org, ID: upload, DocumentID: &res.ID, Result: b, Now: now, ExpiresAt: now.Add(UploadTTL),
 		})

@@ -105,10 +105,7 @@ func uploadNotFound() *errs.Error {
 func (s *Service) UploadStart(ctx context.Context, c Caller, in UploadStartInput) (_ *UploadStartResult, err error) {
 	defer wrapOp(&err, "knowledge.UploadStart")
 	ctx = db.WithOrg(ctx, c.OrgID)
-	if err := checkCaller(c, true); err != nil {
-		return nil, err
-	}
-	m, err := checkUploadStart(in)
+	m, err := checkUploadStart(c, in)
 	if err != nil {
 		return nil, err
 	}
@@ -274,10 +271,12 @@ type uploadMeta struct {
 }
 
 // checkUploadStart checks a start's arguments by the rules a document is
-// stored with; it does no I/O.
-func checkUploadStart(in UploadStartInput) (*uploadMeta, error) {
-	doc := DocumentInput{Title: in.Title, Source: in.Source, Tags: in.Tags, Kind: in.Kind, Metadata: in.Metadata, Format: in.Format}
-	a, err := validateDocumentMeta(doc)
+// stored with (validateDocument's, which also rules on a content: here a
+// stand-in, the parts are checked as they come), so that a finish is not
+// refused for an argument given at the start; it does no I/O.
+func checkUploadStart(c Caller, in UploadStartInput) (*uploadMeta, error) {
+	doc := DocumentInput{Title: in.Title, Content: "-", Source: in.Source, Tags: in.Tags, Kind: in.Kind, Metadata: in.Metadata, Format: in.Format}
+	a, err := validateDocument(c, doc, MaxUploadBytes)
 	if err != nil {
 		return nil, err
 	}

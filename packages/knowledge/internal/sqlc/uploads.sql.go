@@ -92,6 +92,26 @@ func (q *Queries) DeleteUploadParts(ctx context.Context, arg DeleteUploadPartsPa
 	return result.RowsAffected(), nil
 }
 
+const deleteUploadReceipts = `-- name: DeleteUploadReceipts :execrows
+DELETE FROM knowledge_document_uploads WHERE org_id = $1 AND document_id = ANY($2::uuid[])
+`
+
+type DeleteUploadReceiptsParams struct {
+	OrgID uuid.UUID
+	Ids   []uuid.UUID
+}
+
+// Erasure of entries (forget, purge): a finished upload keeps the answer of
+// its finish (the document's title, its sections' heading paths) for a
+// second finish; it goes with the document it names.
+func (q *Queries) DeleteUploadReceipts(ctx context.Context, arg DeleteUploadReceiptsParams) (int64, error) {
+	result, err := q.db.Exec(ctx, deleteUploadReceipts, arg.OrgID, arg.Ids)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const deleteUploads = `-- name: DeleteUploads :execrows
 DELETE FROM knowledge_document_uploads WHERE org_id = $1 AND id = ANY($2::uuid[])
 `
@@ -411,6 +431,26 @@ func (q *Queries) LockUpload(ctx context.Context, arg LockUploadParams) (LockUpl
 		&i.FinishedAt,
 	)
 	return i, err
+}
+
+const lockUploadDocument = `-- name: LockUploadDocument :one
+SELECT id FROM knowledge WHERE org_id = $1 AND id = $2 FOR KEY SHARE
+`
+
+type LockUploadDocumentParams struct {
+	OrgID uuid.UUID
+	ID    uuid.UUID
+}
+
+// The document a finish stored, share-locked while the finish records its
+// answer: a forget or purge of it (which locks it FOR UPDATE) either
+// committed before (no row: the answer is not kept) or waits, and then
+// deletes the answer with the document (DeleteUploadReceipts).
+func (q *Queries) LockUploadDocument(ctx context.Context, arg LockUploadDocumentParams) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, lockUploadDocument, arg.OrgID, arg.ID)
+	var id uuid.UUID
+	err := row.Scan(&id)
+	return id, err
 }
 
 const orgStaging = `-- name: OrgStaging :one

@@ -36,6 +36,9 @@ type Service interface {
 	Unlink(ctx context.Context, c domain.Caller, fromID, toID uuid.UUID, typ string) (*domain.RelationChange, error)
 	Relations(ctx context.Context, c domain.Caller, in domain.RelationsInput) (*domain.RelationsResult, error)
 	StoreDocument(ctx context.Context, c domain.Caller, in domain.DocumentInput) (*domain.DocumentResult, error)
+	UploadStart(ctx context.Context, c domain.Caller, in domain.UploadStartInput) (*domain.UploadStartResult, error)
+	UploadAppend(ctx context.Context, c domain.Caller, in domain.UploadAppendInput) (*domain.UploadAppendResult, error)
+	UploadFinish(ctx context.Context, c domain.Caller, in domain.UploadFinishInput) (*domain.DocumentResult, error)
 }
 
 // Tool names.
@@ -50,6 +53,10 @@ const (
 	ToolUnlink        = "unlink_knowledge"
 	ToolRelations     = "list_relations"
 	ToolStoreDocument = "store_document"
+
+	ToolUploadStart  = "document_upload_start"
+	ToolUploadAppend = "document_upload_append"
+	ToolUploadFinish = "document_upload_finish"
 )
 
 // toolScopes maps every tool to the scope it needs. The server checks it,
@@ -66,6 +73,10 @@ var toolScopes = map[string]string{
 	ToolUnlink:        tenancy.ScopeKnowledgeWrite,
 	ToolRelations:     tenancy.ScopeKnowledgeRead,
 	ToolStoreDocument: tenancy.ScopeKnowledgeWrite,
+
+	ToolUploadStart:  tenancy.ScopeKnowledgeWrite,
+	ToolUploadAppend: tenancy.ScopeKnowledgeWrite,
+	ToolUploadFinish: tenancy.ScopeKnowledgeWrite,
 }
 
 // largeBodyTools are the tools whose calls may carry a request body up to
@@ -73,6 +84,8 @@ var toolScopes = map[string]string{
 // instead of MCP_MAX_BODY_BYTES.
 var largeBodyTools = map[string]bool{
 	ToolStoreDocument: true,
+	// A part of an upload is as large as a document of store_document.
+	ToolUploadAppend: true,
 }
 
 // LargeBody says whether a call of tool may carry a document-sized body.
@@ -106,6 +119,9 @@ func Register(srv *mcp.Server, svc Service, opts Options) {
 	addTool(srv, t, unlinkTool(), t.unlink)
 	addTool(srv, t, relationsTool(), t.relations)
 	addTool(srv, t, documentTool(), t.storeDocument)
+	addTool(srv, t, uploadStartTool(), t.uploadStart)
+	addTool(srv, t, uploadAppendTool(), t.uploadAppend)
+	addTool(srv, t, uploadFinishTool(), t.uploadFinish)
 	t.registerResources(srv)
 }
 
