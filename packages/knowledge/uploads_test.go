@@ -1,6 +1,7 @@
 package knowledge_test
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -304,4 +305,68 @@ func TestPurgeErasesUploads(t *testing.T) {
 		t.Fatalf("%d purged uploads left", n)
 	}
 	b.appendPart(t, b.svc, b.eve, e, 0, "eve") // another org's upload is untouched
+}
+
+// A finished upload is stored as one document, exactly its parts joined:
+// the sections' bodies join back to the content. The parts go, a second
+// finish answers the same document (replayed), and once the document is
+// forgotten the upload is gone with it.
+func TestUploadFinishStoresTheDocument(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var doc strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&doc, "## Step %d\n\n%s\n\n", i, strings.Repeat(fmt.Sprintf("Restart worker %d, then watch the gauge. ", i), 30))
+	}
+	content := doc.String()
+	r, err := b.svc.UploadStart(b.ctx, b.alice, knowledge.UploadStartInput{
+		Title: "Runbook", Source: "wiki/runbook", Tags: []string{"Ops"}, TotalBytes: int64(len(content)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.svc.UploadFinish(b.ctx, b.alice, knowledge.UploadFinishInput{UploadID: r.UploadID})
+	if e := wantCode(t, err, errs.CodeInvalidArgument, "uploadId"); !strings.Contains(e.Message, "next index 0") {
+		t.Fatalf("an empty upload finished: %v", e)
+	}
+	const part = 5000
+	for i := 0; i*part < len(content); i++ {
+		b.appendPart(t, b.svc, b.alice, r.UploadID, i, content[i*part:min((i+1)*part, len(content))])
+	}
+	// Finished through another server: the staging is the database's.
+	other := knowledge.New(b.db.AppPool(t), knowledge.Options{})
+	res, err := other.UploadFinish(b.ctx, b.alice, knowledge.UploadFinishInput{UploadID: r.UploadID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Title != "Runbook" || res.Source != "wiki/runbook" || len(res.Sections) < 40 || res.Replayed {
+		t.Fatalf("finish answered %+v", res)
+	}
+	var joined string
+	if err := b.pool.QueryRow(b.ctx, `SELECT string_agg(k.body, '' ORDER BY s.position) FROM knowledge_sections s
+		JOIN knowledge k ON k.org_id = s.org_id AND k.id = s.id WHERE s.document_id = $1`, res.ID).Scan(&joined); err != nil {
+		t.Fatal(err)
+	}
+	if joined != content {
+		t.Fatalf("the sections hold %d bytes, not the %d uploaded", len(joined), len(content))
+	}
+	if n := b.count(t, "SELECT count(*) FROM knowledge_document_upload_parts"); n != 0 {
+		t.Fatalf("%d parts left after the finish", n)
+	}
+	again, err := b.svc.UploadFinish(b.ctx, b.alice, knowledge.UploadFinishInput{UploadID: r.UploadID})
+	if err != nil || !again.Replayed || again.ID != res.ID || len(again.Sections) != len(res.Sections) {
+		t.Fatalf("finish again: %+v, %v", again, err)
+	}
+	zero := 0
+	_, err = b.svc.UploadAppend(b.ctx, b.alice, knowledge.UploadAppendInput{UploadID: r.UploadID, Index: &zero, Content: "more"})
+	wantCode(t, err, errs.CodeConflict, "uploadId")
+
+	if _, err := b.svc.Forget(b.ctx, b.alice, res.ID, "wrong runbook", false); err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.svc.UploadFinish(b.ctx, b.alice, knowledge.UploadFinishInput{UploadID: r.UploadID})
+	wantCode(t, err, errs.CodeNotFound, "uploadId")
+	if n := b.count(t, "SELECT count(*) FROM knowledge_document_uploads"); n != 0 {
+		t.Fatalf("the upload of a forgotten document is kept (%d rows)", n)
+	}
 }

@@ -51,6 +51,7 @@ func TestSchemasStateTheDomainsLimits(t *testing.T) {
 	}
 	store, search, list, supersede := storeTool(), searchTool(), listTool(), supersedeTool()
 	link, forget, relations := linkTool(), forgetTool(), relationsTool()
+	upStart, upAppend := uploadStartTool(), uploadAppendTool()
 	cases := []struct {
 		what      string
 		got, want int
@@ -84,6 +85,10 @@ func TestSchemasStateTheDomainsLimits(t *testing.T) {
 		{"relations limit maximum", num(prop(relations, "limit").Maximum), domain.MaxRelationsLimit},
 		{"relations limit default", def(prop(relations, "limit")), domain.DefaultRelationsLimit},
 		{"relations types maxItems", val(prop(relations, "types").MaxItems), domain.MaxRelationTypes},
+		{"upload start title maxLength", val(prop(upStart, "title").MaxLength), domain.MaxTitleChars},
+		{"upload start totalBytes maximum", num(prop(upStart, "totalBytes").Maximum), domain.MaxUploadBytes},
+		{"upload start tags maxItems", val(prop(upStart, "tags").MaxItems), domain.MaxTags},
+		{"upload start source maxLength", val(prop(upStart, "source").MaxLength), domain.MaxSourceChars},
 	}
 	for _, c := range cases {
 		if c.got != c.want {
@@ -104,6 +109,9 @@ func TestSchemasStateTheDomainsLimits(t *testing.T) {
 		{"list limit", prop(list, "limit").Description, []int{domain.MaxListLimit, domain.DefaultListLimit}},
 		{"link note", prop(link, "note").Description, []int{domain.MaxRelationNote}},
 		{"forget", forget.Description, []int{domain.MaxForgetReason}},
+		{"upload start totalBytes", prop(upStart, "totalBytes").Description, []int{domain.MaxUploadBytes}},
+		{"upload start", upStart.Description, []int{domain.MaxUploadBytes}},
+		{"upload append content", prop(upAppend, "content").Description, []int{domain.MaxUploadPartBytes}},
 	}
 	for _, s := range says {
 		for _, n := range s.limits {
@@ -132,6 +140,9 @@ func TestSchemasAcceptValidArguments(t *testing.T) {
 		{listTool(), `{"limit":100,"maxTokens":1000000,"authorAgentId":"` + id + `"}`},
 		{linkTool(), `{"fromId":"` + id + `","toId":"` + id2 + `","type":"DEPENDS_ON","note":"n"}`},
 		{relationsTool(), `{"id":"` + id + `","direction":"in","types":["FIXES"],"limit":1}`},
+		{uploadStartTool(), `{"title":"t","totalBytes":` + strconv.Itoa(domain.MaxUploadBytes) + `,"source":"s","tags":["a"],"kind":"procedural","metadata":{"env":"prod","n":1,"ok":true},"format":"text"}`},
+		{uploadAppendTool(), `{"uploadId":"` + id + `","index":0,"content":"x"}`},
+		{uploadFinishTool(), `{"uploadId":"` + id + `","clientToken":"` + id2 + `"}`},
 	}
 	for _, c := range cases {
 		rs, err := c.tool.InputSchema.(*jsonschema.Schema).Resolve(nil)
