@@ -3,7 +3,9 @@ MB megabytes (10**6 bytes each), uploads it in parts through the MCP
 server's document_upload_* tools (stateless JSON-RPC over HTTP, as the
 other scripts call it) and prints what each step took and the answer.
 
-    python3 upload-rss.py URL TOKEN MB
+    python3 upload-rss.py URL TOKEN MB [PID]
+
+With the server's PID it also prints the server's VmHWM after the appends.
 """
 import json
 import random
@@ -50,8 +52,16 @@ def call(url, token, tool, args):
     return res["structuredContent"]
 
 
+def hwm(pid):
+    with open("/proc/%s/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmHWM"):
+                return int(line.split()[1])
+
+
 def main():
     url, token, mb = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    pid = sys.argv[4] if len(sys.argv) > 4 else None
     text = document(int(mb * 10**6))
     data = text.encode()
     t0 = time.time()
@@ -67,6 +77,8 @@ def main():
              {"uploadId": st["uploadId"], "index": i, "content": data[off:end].decode()})
         i, off = i + 1, end
     t1 = time.time()
+    if pid:
+        print("after the appends: VmHWM %d kB" % hwm(pid))
     doc = call(url, token, "document_upload_finish", {"uploadId": st["uploadId"]})
     t2 = time.time()
     print("document: %d bytes in %d parts of at most %d; appends %.1f s, finish %.1f s; %d sections, id %s"

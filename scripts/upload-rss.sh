@@ -36,7 +36,7 @@ pid=$!
 for _ in $(seq 1 150); do curl -fs "http://$MCP/readyz" >/dev/null 2>&1 && break; sleep 0.2; done
 hwm() { awk '/^VmHWM/ {print $2}' "/proc/$pid/status"; }
 rss() { awk '/^VmRSS/ {print $2}' "/proc/$pid/status"; }
-upload() { python3 scripts/upload-rss.py "http://$MCP/mcp" "$token" "$1"; }
+upload() { python3 scripts/upload-rss.py "http://$MCP/mcp" "$token" "$1" "$pid"; }
 echo "upload-rss: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD)"
 upload 0.05 >/dev/null # warm-up: the server's pools, caches and code paths
 before=$(hwm)

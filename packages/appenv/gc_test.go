@@ -2,6 +2,7 @@ package appenv
 
 import (
 	"context"
+	"math"
 	"runtime"
 	"runtime/debug"
 	"testing"
@@ -50,6 +51,25 @@ func TestGCPercentPutsTheGoalAtTheFloor(t *testing.T) {
 	}
 }
 
+func TestMemoryLimitMakesTheFloorACeiling(t *testing.T) {
+	const mib = 1 << 20
+	const none = math.MaxInt64 // no GOMEMLIMIT
+	for _, c := range []struct {
+		live       uint64
+		min, found int64
+		want       int64
+	}{
+		{4 * mib, 64 * mib, none, 64 * mib},     // raised percent: the floor is the limit
+		{4 * mib, 64 * mib, 48 * mib, 48 * mib}, // a lower GOMEMLIMIT stands
+		{32 * mib, 64 * mib, none, none},        // default percent: the operator's limit
+		{500 * mib, 64 * mib, 1 << 30, 1 << 30},
+	} {
+		if got := memoryLimitFor(c.live, c.min, c.found); got != c.want {
+			t.Errorf("memoryLimitFor(%d MiB, %d MiB, %d) = %d, want %d", c.live/mib, c.min/mib, c.found, got, c.want)
+		}
+	}
+}
+
 // percent reads the collector's percent (SetGCPercent answers the old one).
 func percent() int {
 	p := debug.SetGCPercent(100)
@@ -64,6 +84,9 @@ func TestPaceGCRaisesThePercentForASmallHeapAndRestoresIt(t *testing.T) {
 	PaceGC(ctx, 1<<30) // far above this test's live heap
 	if p := percent(); p <= 100 {
 		t.Fatalf("percent %d with a 1 GiB floor and a small heap", p)
+	}
+	if l := debug.SetMemoryLimit(-1); l != 1<<30 {
+		t.Fatalf("memory limit %d with a 1 GiB floor and a small heap, want the floor", l)
 	}
 	// A second pacer while one runs does nothing: the first one's end
 	// restores the default, whatever the second asked.
@@ -81,6 +104,9 @@ func TestPaceGCRaisesThePercentForASmallHeapAndRestoresIt(t *testing.T) {
 			t.Fatalf("percent %d after ctx ended, want 100 restored", percent())
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+	if l := debug.SetMemoryLimit(-1); l != math.MaxInt64 {
+		t.Fatalf("memory limit %d after ctx ended, want none restored", l)
 	}
 
 	// A floor below the live heap leaves the default alone.
