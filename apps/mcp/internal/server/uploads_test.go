@@ -76,6 +76,18 @@ func TestUploadOverHTTP(t *testing.T) {
 	if e := toolErr(t, call(t, as, kt.ToolUploadAppend, map[string]any{"uploadId": id, "content": "x"})); e.Code != "invalid_argument" || e.Field != "index" {
 		t.Fatalf("an append without index: %+v", e)
 	}
+	doc := ok[knowledge.DocumentResult](t, call(t, as, kt.ToolUploadFinish, map[string]any{"uploadId": id}))
+	if doc.Title != "Runbook" || len(doc.Sections) != 2 || doc.Replayed {
+		t.Fatalf("finish: %+v", doc)
+	}
+	again := ok[knowledge.DocumentResult](t, call(t, as, kt.ToolUploadFinish, map[string]any{"uploadId": id}))
+	if !again.Replayed || again.ID != doc.ID {
+		t.Fatalf("finish again: %+v", again)
+	}
+	got := ok[knowledge.Entry](t, call(t, as, kt.ToolGet, map[string]any{"id": doc.Sections[1].ID}))
+	if !strings.Contains(got.Body, "Watch the backlog gauge.") {
+		t.Fatalf("the second section holds %q", got.Body)
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -96,8 +108,18 @@ func TestUploadOverHTTP(t *testing.T) {
 		"document_upload_append:ok", "document_upload_append:ok", "document_upload_append:invalid_argument",
 		"document_upload_finish:invalid_argument",
 		"document_upload_append:ok", "document_upload_append:ok", "document_upload_append:invalid_argument",
+		"document_upload_finish:ok", "document_upload_finish:ok", "get_knowledge:ok",
 	}
 	if !slices.Equal(names, want) {
 		t.Fatalf("alice's audit records:\n%v\nwant\n%v", names, want)
+	}
+	var finish *auditRow
+	for _, r := range auditRows(t, b, org) {
+		if r.name == kt.ToolUploadFinish && r.outcome == "ok" && finish == nil {
+			finish = &r
+		}
+	}
+	if !slices.Contains(finish.ids, doc.ID) || !slices.Contains(finish.ids, doc.Sections[0].ID) {
+		t.Fatalf("the finish's record names %v, not the document %v and its sections", finish.ids, doc.ID)
 	}
 }

@@ -38,18 +38,7 @@ Up to ` + itoa(domain.MaxDocumentBytes) + ` bytes of content in one call; larger
 			describe(p, "title", "The document's title (1 to %d characters); each section's title is the document's and its heading path, joined by ' › '.", domain.MaxTitleChars)
 			p["content"].MinLength = iptr(1)
 			describe(p, "content", "The whole document: Markdown (default), plain text or HTML (see format), at most %d bytes as UTF-8.", domain.MaxDocumentBytes)
-			describe(p, "source", "Where the document comes from: a URL, a path, a ticket id (at most %d characters). A later store with the same source replaces this document.", domain.MaxSourceChars)
-			lengthSchema(p["source"], 1, domain.MaxSourceChars)
-			tagsSchema(p["tags"])
-			describe(p, "tags", "Up to %d kebab-case tags, given to the document and every section.", domain.MaxTags)
-			kindSchema(p["kind"])
-			p["kind"].Default = []byte(`"` + domain.DefaultDocumentKind + `"`)
-			describe(p, "kind", "What kind of knowledge the document is, for filters (default %s).", domain.DefaultDocumentKind)
-			metadataSchema(p["metadata"])
-			describe(p, "metadata", "A flat object of your own fields (string, number or boolean values; at most %d keys in lower snake case), given to the document and every section.", domain.MaxMetadataKeys)
-			p["format"].Enum = []any{domain.FormatMarkdown, domain.FormatText, domain.FormatHTML}
-			p["format"].Default = []byte(`"` + domain.FormatMarkdown + `"`)
-			describe(p, "format", "How content is written: markdown (sections at its # headings), text (no headings: cut at paragraphs where a section would pass the limit), html (turned into Markdown, sections at its headings).")
+			documentFieldsSchema(p)
 			uuidSchema(p["clientToken"])
 			describe(p, "clientToken", "A UUID you choose to make retries safe: a repeat with the same clientToken and arguments answers the document it stored (replayed: true) and stores nothing new.")
 		}),
@@ -61,6 +50,23 @@ Up to ` + itoa(domain.MaxDocumentBytes) + ` bytes of content in one call; larger
 			OpenWorldHint:   new(false),
 		},
 	}
+}
+
+// documentFieldsSchema states the rules of what a document is stored with
+// besides its title and content (store_document, document_upload_start).
+func documentFieldsSchema(p map[string]*jsonschema.Schema) {
+	describe(p, "source", "Where the document comes from: a URL, a path, a ticket id (at most %d characters). A later store with the same source replaces this document.", domain.MaxSourceChars)
+	lengthSchema(p["source"], 1, domain.MaxSourceChars)
+	tagsSchema(p["tags"])
+	describe(p, "tags", "Up to %d kebab-case tags, given to the document and every section.", domain.MaxTags)
+	kindSchema(p["kind"])
+	p["kind"].Default = []byte(`"` + domain.DefaultDocumentKind + `"`)
+	describe(p, "kind", "What kind of knowledge the document is, for filters (default %s).", domain.DefaultDocumentKind)
+	metadataSchema(p["metadata"])
+	describe(p, "metadata", "A flat object of your own fields (string, number or boolean values; at most %d keys in lower snake case), given to the document and every section.", domain.MaxMetadataKeys)
+	p["format"].Enum = []any{domain.FormatMarkdown, domain.FormatText, domain.FormatHTML}
+	p["format"].Default = []byte(`"` + domain.FormatMarkdown + `"`)
+	describe(p, "format", "How content is written: markdown (sections at its # headings), text (no headings: cut at paragraphs where a section would pass the limit), html (turned into Markdown, sections at its headings).")
 }
 
 func (t *toolset) storeDocument(ctx context.Context, c domain.Caller, a *StoreDocumentArgs) (*domain.DocumentResult, error) {

@@ -53,10 +53,7 @@ Your organisation's open uploads reserve their totalBytes: when they would pass 
 			p["totalBytes"].Type = "integer"
 			intSchema(p["totalBytes"], 1, domain.MaxUploadBytes)
 			describe(p, "totalBytes", "The whole content's size in bytes of UTF-8 (1 to %d): the parts' sizes must add up to it.", domain.MaxUploadBytes)
-			tagsSchema(p["tags"])
-			describe(p, "tags", "Up to %d kebab-case tags, as for store_knowledge.", domain.MaxTags)
-			fieldsSchema(p)
-			p["format"].Enum = []any{domain.FormatMarkdown, domain.FormatText}
+			documentFieldsSchema(p)
 		}),
 		Annotations: &mcp.ToolAnnotations{
 			Title:           "Start a document upload",
