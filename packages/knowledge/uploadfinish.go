@@ -60,10 +60,7 @@ func (s *Service) UploadFinish(ctx context.Context, c Caller, in UploadFinishInp
 	if u.ReceivedBytes != u.TotalBytes {
 		return nil, errs.InvalidArgument("uploadId", "has received %d of its %d bytes: append the rest first (next index %d)", u.ReceivedBytes, u.TotalBytes, u.NextIndex)
 	}
-	doc, err := uploadDocument(u)
-	if err != nil {
-		return nil, err
-	}
+	doc := uploadDocument(u)
 	if doc.Content, err = s.assemble(ctx, c.OrgID, u); err != nil {
 		return nil, err
 	}
@@ -165,7 +162,7 @@ func (s *Service) finishedUpload(ctx context.Context, c Caller, u sqlc.GetUpload
 }
 
 // uploadDocument is the document an upload stores, without its content.
-func uploadDocument(u sqlc.GetUploadRow) (DocumentInput, error) {
+func uploadDocument(u sqlc.GetUploadRow) DocumentInput {
 	doc := DocumentInput{Title: u.Title, Tags: u.Tags, Format: u.Format}
 	if u.Source != nil {
 		doc.Source = *u.Source
@@ -173,10 +170,6 @@ func uploadDocument(u sqlc.GetUploadRow) (DocumentInput, error) {
 	if u.Kind != nil {
 		doc.Kind = *u.Kind
 	}
-	if len(u.Metadata) > 0 {
-		if err := json.Unmarshal(u.Metadata, &doc.Metadata); err != nil {
-			return doc, fmt.Errorf("upload %s: its metadata: %w", u.ID, err)
-		}
-	}
-	return doc, nil
+	doc.Metadata = decodeMetadata(u.Metadata) // numbers as written (json.Number)
+	return doc
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -290,10 +289,8 @@ func checkUploadStart(c Caller, in UploadStartInput) (*uploadMeta, error) {
 	if a.Kind != "" {
 		m.kind = &a.Kind
 	}
-	if len(a.Metadata) > 0 {
-		if m.metadata, err = json.Marshal(a.Metadata); err != nil {
-			return nil, errs.InvalidArgument("metadata", "cannot be encoded as JSON")
-		}
+	if m.metadata, err = normaliseMetadata("metadata", a.Metadata); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

@@ -370,3 +370,34 @@ func TestUploadFinishStoresTheDocument(t *testing.T) {
 		t.Fatalf("the upload of a forgotten document is kept (%d rows)", n)
 	}
 }
+
+// What a start is given is what the finish stores: source, kind and
+// metadata (an integer read back as written), checked at the start by the
+// rules of a document.
+func TestUploadKeepsTheDocumentsFields(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, err := b.svc.UploadStart(b.ctx, b.alice, knowledge.UploadStartInput{Title: "Doc", TotalBytes: 5, Metadata: map[string]any{"Bad-Key": 1}})
+	wantCode(t, err, errs.CodeInvalidArgument, "metadata.Bad-Key")
+	_, err = b.svc.UploadStart(b.ctx, b.alice, knowledge.UploadStartInput{Title: "Doc", TotalBytes: 5, Kind: "gossip"})
+	wantCode(t, err, errs.CodeInvalidArgument, "kind")
+	r, err := b.svc.UploadStart(b.ctx, b.alice, knowledge.UploadStartInput{
+		Title: "Doc", TotalBytes: 5, Source: "https://wiki/doc", Kind: knowledge.KindProcedural,
+		Metadata: map[string]any{"team": "ops", "version": 9007199254740993},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.appendPart(t, b.svc, b.alice, r.UploadID, 0, "hello")
+	res, err := b.svc.UploadFinish(b.ctx, b.alice, knowledge.UploadFinishInput{UploadID: r.UploadID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kind, meta string
+	if err := b.pool.QueryRow(b.ctx, "SELECT kind, metadata::text FROM knowledge WHERE id = $1", res.ID).Scan(&kind, &meta); err != nil {
+		t.Fatal(err)
+	}
+	if res.Source != "https://wiki/doc" || kind != knowledge.KindProcedural || !strings.Contains(meta, "9007199254740993") || !strings.Contains(meta, `"team": "ops"`) {
+		t.Fatalf("stored source %q, kind %q, metadata %s", res.Source, kind, meta)
+	}
+}
