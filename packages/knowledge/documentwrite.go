@@ -244,17 +244,40 @@ func (t *docTx) insertEntries(ctx context.Context, newDoc bool, docID uuid.UUID,
 		meta = []byte("{}")
 	}
 	agent := t.c.AgentID
-	rows, err := t.q.InsertDocumentEntries(ctx, sqlc.InsertDocumentEntriesParams{
-		OrgID: t.c.OrgID, Tags: t.a.Tags, AgentID: &agent, Source: strOrNil(t.a.Source), Kind: t.a.Kind, Metadata: meta,
-		Ids: ids, Titles: titles, Bodies: bodies, Keys: keys,
-	})
-	if err != nil {
-		return err
-	}
-	for _, r := range rows {
-		t.jobs = append(t.jobs, EmbeddingJob{OrgID: t.c.OrgID, EntryID: r.ID, Generation: r.EmbeddingGeneration})
+	for start := 0; start < len(ids); {
+		end := docWriteChunkEnd(bodies, start)
+		rows, err := t.q.InsertDocumentEntries(ctx, sqlc.InsertDocumentEntriesParams{
+			OrgID: t.c.OrgID, Tags: t.a.Tags, AgentID: &agent, Source: strOrNil(t.a.Source), Kind: t.a.Kind, Metadata: meta,
+			Ids: ids[start:end], Titles: titles[start:end], Bodies: bodies[start:end], Keys: keys[start:end],
+		})
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			t.jobs = append(t.jobs, EmbeddingJob{OrgID: t.c.OrgID, EntryID: r.ID, Generation: r.EmbeddingGeneration})
+		}
+		start = end
 	}
 	return nil
+}
+
+// docWriteChunkBytes bounds the bodies one insert of a document's entries
+// carries. pgx encodes a statement's arguments into buffers of their own
+// (the array, then the message), so a 10 MB document (uploads in parts)
+// written in one statement held several copies of itself at once; in
+// statements of about 1 MiB, a copy of a chunk (docs/benchmarks.md,
+// "Documents in parts").
+const docWriteChunkBytes = 1 << 20
+
+// docWriteChunkEnd is the end of the chunk of bodies that starts at start:
+// at least one body, then as many as fit in docWriteChunkBytes.
+func docWriteChunkEnd(bodies []string, start int) int {
+	end, n := start+1, len(bodies[start])
+	for end < len(bodies) && n+len(bodies[end]) <= docWriteChunkBytes {
+		n += len(bodies[end])
+		end++
+	}
+	return end
 }
 
 // keysText is duplicate-check keys as the bulk insert takes them: one

@@ -289,8 +289,8 @@ func checkUploadStart(c Caller, in UploadStartInput) (*uploadMeta, error) {
 	if a.Kind != "" {
 		m.kind = &a.Kind
 	}
-	if m.metadata, err = normaliseMetadata("metadata", a.Metadata); err != nil {
-		return nil, err
+	if len(a.Metadata) > 0 {
+		m.metadata = a.Metadata // normalised by validateDocument
 	}
 	return m, nil
 }

@@ -188,9 +188,9 @@ func TestToolsListedPerScope(t *testing.T) {
 		templates []string
 	}{
 		{[]string{tenancy.ScopeKnowledgeRead}, []string{kt.ToolGet, kt.ToolList, kt.ToolRelations, kt.ToolSearch}, []string{kt.TaskTemplate, kt.EntryTemplate}},
-		{[]string{tenancy.ScopeKnowledgeWrite}, []string{kt.ToolLink, kt.ToolStoreDocument, kt.ToolStore, kt.ToolSupersede, kt.ToolUnlink}, nil},
+		{[]string{tenancy.ScopeKnowledgeWrite}, []string{kt.ToolUploadAppend, kt.ToolUploadFinish, kt.ToolUploadStart, kt.ToolLink, kt.ToolStoreDocument, kt.ToolStore, kt.ToolSupersede, kt.ToolUnlink}, nil},
 		{[]string{tenancy.ScopeKnowledgeDelete}, []string{kt.ToolForget}, nil},
-		{allScopes, []string{kt.ToolForget, kt.ToolGet, kt.ToolLink, kt.ToolList, kt.ToolRelations, kt.ToolSearch, kt.ToolStoreDocument, kt.ToolStore, kt.ToolSupersede, kt.ToolUnlink}, []string{kt.TaskTemplate, kt.EntryTemplate}},
+		{allScopes, []string{kt.ToolUploadAppend, kt.ToolUploadFinish, kt.ToolUploadStart, kt.ToolForget, kt.ToolGet, kt.ToolLink, kt.ToolList, kt.ToolRelations, kt.ToolSearch, kt.ToolStoreDocument, kt.ToolStore, kt.ToolSupersede, kt.ToolUnlink}, []string{kt.TaskTemplate, kt.EntryTemplate}},
 	}
 	for i, c := range cases {
 		a := b.agent(org, "agent-"+string(rune('a'+i)), c.scopes, 0)
