@@ -94,6 +94,28 @@ WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'
 -- after the minutes of the largest.
 ORDER BY pages, name;
 
+-- name: ShardActivity :many
+-- TableActivity's figures of every shard of the named tables on a Citus
+-- cluster, read on the workers (migration 00035): the coordinator's own
+-- figures of a distributed table are those of an empty shell. A shard
+-- whose worker did not answer has ok false and its error. Smallest first,
+-- as TableActivity. No row on a single node.
+SELECT a.table_name::text AS table_name, a.shard_id::bigint AS shard_id, a.shard::text AS shard,
+       a.node::text AS node, a.port::int AS port, coalesce(a.ok, false)::bool AS ok, coalesce(a.error, '')::text AS error,
+       coalesce(a.live, 0)::bigint AS live, coalesce(a.dead, 0)::bigint AS dead,
+       coalesce(a.mod_since_analyze, 0)::bigint AS mod_since_analyze, coalesce(a.ins_since_vacuum, 0)::bigint AS ins_since_vacuum,
+       coalesce(a.analyzed, false)::bool AS analyzed, coalesce(a.never_analyzed, false)::bool AS never_analyzed,
+       coalesce(a.pages_seen, 0)::bigint AS pages_seen, coalesce(a.all_visible_seen, 0)::bigint AS all_visible_seen,
+       coalesce(a.pages, 0)::bigint AS pages
+FROM knowledge_shard_activity(@names::text[]) AS a (table_name, shard_id, shard, node, port, ok, error, live, dead,
+     mod_since_analyze, ins_since_vacuum, analyzed, never_analyzed, pages_seen, all_visible_seen, pages)
+ORDER BY pages, shard;
+
+-- name: ShardUpkeep :one
+-- VACUUM (ANALYZE) (vacuum) or ANALYZE of one shard, on its worker
+-- (migration 00035); it returns the placements done.
+SELECT knowledge_shard_upkeep(@shard_id::bigint, @vacuum::bool)::int;
+
 -- name: TextSearchConfigExists :one
 -- A text search configuration of that name, visible on the search path.
 SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_ts_config c

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/vecspace"
 )
@@ -34,7 +32,8 @@ import (
 // Upkeep then reads each table's change counters (pg_stat, shared with
 // autovacuum, so work autovacuum already did is not repeated) and runs
 // VACUUM (ANALYZE) or ANALYZE on the tables past their threshold, smallest
-// first (sqlc.TableActivity). The worker calls it periodically
+// first (sqlc.TableActivity; on a Citus cluster each shard's, on its
+// worker: upkeepshards.go). The worker calls it periodically
 // (jobs.Worker), and at once after an indexer pass that indexed a bulk
 // load; it is cheap when nothing is due.
 
@@ -82,13 +81,18 @@ func unseen(r sqlc.TableActivityRow) bool {
 	return float64(r.Pages) > float64(r.PagesSeen)*(1+UpkeepScale)+upkeepBasePages
 }
 
-// UpkeepReport says what one Upkeep pass did.
+// UpkeepReport says what one Upkeep pass did. Vacuumed and Analyzed name
+// tables on a single node and shards (knowledge_102008) on a Citus
+// cluster (upkeepshards.go).
 type UpkeepReport struct {
 	Vacuumed []string `json:"vacuumed"`
 	Analyzed []string `json:"analyzed"`
 	// Built and Dropped name per-org vector indexes (see below).
 	Built   []string `json:"built,omitempty"`
 	Dropped []string `json:"dropped,omitempty"`
+	// Skipped names the shards (on a Citus cluster) whose worker did not
+	// answer: their upkeep waits for a later pass.
+	Skipped []string `json:"skipped,omitempty"`
 	// SimilarKeys counts entries given their duplicate-check keys
 	// (similar.go: entries stored before migration 00009, or loaded around
 	// the product).
@@ -109,37 +113,33 @@ func (m *Maintenance) Upkeep(ctx context.Context) (_ UpkeepReport, err error) {
 	// What the tables need is read before the vector indexes are built:
 	// CREATE INDEX writes the table's row and page counts to the catalog,
 	// which would hide a never-analyzed, unvacuumed table from unseen.
-	rows, err := s.q.TableActivity(ctx, upkeepTables)
+	parts, err := m.upkeepParts(ctx)
 	if err != nil {
-		return rep, mapErr(err, "")
+		return rep, err
 	}
 	// Then the vector indexes (see above).
 	if err := m.orgVectorIndex(ctx, &rep); err != nil {
 		return rep, err
 	}
-	for _, r := range rows {
-		due := func(changed int64) bool {
-			return float64(changed) > UpkeepBaseRows+UpkeepScale*float64(r.Live)
-		}
-		vacuum := due(r.InsSinceVacuum+r.Dead) || unseen(r)
-		if !vacuum && !due(r.ModSinceAnalyze) && (r.Analyzed || r.Live == 0) {
+	for _, p := range parts {
+		if p.unreachable != "" {
+			rep.Skipped = append(rep.Skipped, p.name)
+			s.log().Warn("upkeep: a shard's worker did not answer; its upkeep waits for a later pass",
+				"shard", p.name, "err", p.unreachable)
 			continue
 		}
-		stmt := "ANALYZE "
-		if vacuum {
-			stmt = "VACUUM (ANALYZE) "
+		vacuum, analyze := upkeepDue(p.figures)
+		if !vacuum && !analyze {
+			continue
 		}
-		// Not through sqlc: VACUUM and ANALYZE take a table name, not a
-		// parameter, and VACUUM cannot run inside a transaction. The names
-		// come from upkeepTables, quoted all the same.
-		if _, err := s.pool.Exec(ctx, stmt+pgx.Identifier{r.Name}.Sanitize()); err != nil {
-			return rep, fmt.Errorf("upkeep of %s: %w", r.Name, err)
+		if err := m.upkeepRun(ctx, p, vacuum); err != nil {
+			return rep, fmt.Errorf("upkeep of %s: %w", p.name, err)
 		}
 		// Reported once done, so a failed statement is not counted as run.
 		if vacuum {
-			rep.Vacuumed = append(rep.Vacuumed, r.Name)
+			rep.Vacuumed = append(rep.Vacuumed, p.name)
 		}
-		rep.Analyzed = append(rep.Analyzed, r.Name)
+		rep.Analyzed = append(rep.Analyzed, p.name)
 	}
 	// Last, the duplicate-check keys of entries that have none (stored
 	// before migration 00009, or loaded around the product; Store and

@@ -281,6 +281,98 @@ func (q *Queries) SearchTableDocs(ctx context.Context) (int64, error) {
 	return column_1, err
 }
 
+const shardActivity = `-- name: ShardActivity :many
+SELECT a.table_name::text AS table_name, a.shard_id::bigint AS shard_id, a.shard::text AS shard,
+       a.node::text AS node, a.port::int AS port, coalesce(a.ok, false)::bool AS ok, coalesce(a.error, '')::text AS error,
+       coalesce(a.live, 0)::bigint AS live, coalesce(a.dead, 0)::bigint AS dead,
+       coalesce(a.mod_since_analyze, 0)::bigint AS mod_since_analyze, coalesce(a.ins_since_vacuum, 0)::bigint AS ins_since_vacuum,
+       coalesce(a.analyzed, false)::bool AS analyzed, coalesce(a.never_analyzed, false)::bool AS never_analyzed,
+       coalesce(a.pages_seen, 0)::bigint AS pages_seen, coalesce(a.all_visible_seen, 0)::bigint AS all_visible_seen,
+       coalesce(a.pages, 0)::bigint AS pages
+FROM knowledge_shard_activity($1::text[]) AS a (table_name, shard_id, shard, node, port, ok, error, live, dead,
+     mod_since_analyze, ins_since_vacuum, analyzed, never_analyzed, pages_seen, all_visible_seen, pages)
+ORDER BY pages, shard
+`
+
+type ShardActivityRow struct {
+	TableName       string
+	ShardID         int64
+	Shard           string
+	Node            string
+	Port            int32
+	Ok              bool
+	Error           string
+	Live            int64
+	Dead            int64
+	ModSinceAnalyze int64
+	InsSinceVacuum  int64
+	Analyzed        bool
+	NeverAnalyzed   bool
+	PagesSeen       int64
+	AllVisibleSeen  int64
+	Pages           int64
+}
+
+// TableActivity's figures of every shard of the named tables on a Citus
+// cluster, read on the workers (migration 00035): the coordinator's own
+// figures of a distributed table are those of an empty shell. A shard
+// whose worker did not answer has ok false and its error. Smallest first,
+// as TableActivity. No row on a single node.
+func (q *Queries) ShardActivity(ctx context.Context, names []string) ([]ShardActivityRow, error) {
+	rows, err := q.db.Query(ctx, shardActivity, names)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ShardActivityRow
+	for rows.Next() {
+		var i ShardActivityRow
+		if err := rows.Scan(
+			&i.TableName,
+			&i.ShardID,
+			&i.Shard,
+			&i.Node,
+			&i.Port,
+			&i.Ok,
+			&i.Error,
+			&i.Live,
+			&i.Dead,
+			&i.ModSinceAnalyze,
+			&i.InsSinceVacuum,
+			&i.Analyzed,
+			&i.NeverAnalyzed,
+			&i.PagesSeen,
+			&i.AllVisibleSeen,
+			&i.Pages,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const shardUpkeep = `-- name: ShardUpkeep :one
+SELECT knowledge_shard_upkeep($1::bigint, $2::bool)::int
+`
+
+type ShardUpkeepParams struct {
+	ShardID int64
+	Vacuum  bool
+}
+
+// VACUUM (ANALYZE) (vacuum) or ANALYZE of one shard, on its worker
+// (migration 00035); it returns the placements done.
+func (q *Queries) ShardUpkeep(ctx context.Context, arg ShardUpkeepParams) (int32, error) {
+	row := q.db.QueryRow(ctx, shardUpkeep, arg.ShardID, arg.Vacuum)
+	var column_1 int32
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
 const tableActivity = `-- name: TableActivity :many
 SELECT c.relname::text AS name,
        pg_stat_get_live_tuples(c.oid)::bigint AS live,
