@@ -44,3 +44,19 @@ FROM pg_catalog.pg_index i
 JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
 WHERE i.indrelid = 'knowledge'::regclass AND left(c.relname, length(@prefix::text)) = @prefix::text
 ORDER BY 1;
+
+-- name: OrgShard :many
+-- The shard of an org on a Citus cluster, its worker, and whether it holds
+-- that org alone (migration 00036); no row on a single node.
+SELECT s.shard_id::bigint AS shard_id, s.shard::text AS shard, s.node::text AS node, s.port::int AS port,
+       s.isolated::bool AS isolated
+FROM knowledge_org_shard(@org_id::uuid) AS s (shard_id, shard, node, port, isolated);
+
+-- name: ShardIndexes :many
+-- The indexes of one shard of knowledge as its worker has them, and
+-- whether each is valid (migration 00036).
+SELECT s.name::text AS name, s.valid::bool AS valid
+FROM knowledge_shard_indexes(@shard_id::bigint) AS s (name, valid);
+
+-- name: OrgKnown :one
+SELECT EXISTS (SELECT 1 FROM orgs WHERE id = @org_id::uuid);

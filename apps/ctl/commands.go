@@ -82,6 +82,8 @@ var commands = []command{
 	{name: "relation-type add", summary: "add an org's own relation type: --org ORG --name NAME (--inverse NAME | --symmetric)", newRun: bind(runRelationTypeAdd)},
 	{name: "relation-type list", summary: "an org's relation types, built-in and its own: --org ORG", newRun: bind(runRelationTypeList)},
 
+	{name: "isolate-org", summary: "on a Citus cluster, give an org a shard of its own (as the schema owner, OWNER_DATABASE_URL): --org ORG [--transfer-mode auto|block_writes|force_logical] [--timeout 1h]", newRun: bind(runIsolateOrg)},
+
 	{name: "export", summary: "write an org's knowledge as JSON Lines: --org ORG [--out FILE] [--vectors]", newRun: bind(runExport)},
 	{name: "import", summary: "read an export into an org: --org ORG FILE [--ignore-quota] (or --file FILE)", arg: true, newRun: bind(runImport)},
 	{name: "purge", summary: "erase knowledge for good: --org ORG (--entry ID | --agent AGENT | --all) [--dry-run] [--yes]", newRun: bind(runPurge)},

@@ -7,6 +7,8 @@ package sqlc
 
 import (
 	"context"
+
+	"github.com/google/uuid"
 )
 
 const countSpaceChunks = `-- name: CountSpaceChunks :one
@@ -154,4 +156,89 @@ func (q *Queries) MaintenanceWorkMem(ctx context.Context) (int64, error) {
 	var column_1 int64
 	err := row.Scan(&column_1)
 	return column_1, err
+}
+
+const orgKnown = `-- name: OrgKnown :one
+SELECT EXISTS (SELECT 1 FROM orgs WHERE id = $1::uuid)
+`
+
+func (q *Queries) OrgKnown(ctx context.Context, orgID uuid.UUID) (bool, error) {
+	row := q.db.QueryRow(ctx, orgKnown, orgID)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
+const orgShard = `-- name: OrgShard :many
+SELECT s.shard_id::bigint AS shard_id, s.shard::text AS shard, s.node::text AS node, s.port::int AS port,
+       s.isolated::bool AS isolated
+FROM knowledge_org_shard($1::uuid) AS s (shard_id, shard, node, port, isolated)
+`
+
+type OrgShardRow struct {
+	ShardID  int64
+	Shard    string
+	Node     string
+	Port     int32
+	Isolated bool
+}
+
+// The shard of an org on a Citus cluster, its worker, and whether it holds
+// that org alone (migration 00036); no row on a single node.
+func (q *Queries) OrgShard(ctx context.Context, orgID uuid.UUID) ([]OrgShardRow, error) {
+	rows, err := q.db.Query(ctx, orgShard, orgID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []OrgShardRow
+	for rows.Next() {
+		var i OrgShardRow
+		if err := rows.Scan(
+			&i.ShardID,
+			&i.Shard,
+			&i.Node,
+			&i.Port,
+			&i.Isolated,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const shardIndexes = `-- name: ShardIndexes :many
+SELECT s.name::text AS name, s.valid::bool AS valid
+FROM knowledge_shard_indexes($1::bigint) AS s (name, valid)
+`
+
+type ShardIndexesRow struct {
+	Name  string
+	Valid bool
+}
+
+// The indexes of one shard of knowledge as its worker has them, and
+// whether each is valid (migration 00036).
+func (q *Queries) ShardIndexes(ctx context.Context, shardID int64) ([]ShardIndexesRow, error) {
+	rows, err := q.db.Query(ctx, shardIndexes, shardID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ShardIndexesRow
+	for rows.Next() {
+		var i ShardIndexesRow
+		if err := rows.Scan(&i.Name, &i.Valid); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

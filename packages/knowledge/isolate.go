@@ -1,0 +1,133 @@
+package knowledge
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/errs"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/vecspace"
+)
+
+// On a Citus cluster every org shares its shards with the other orgs
+// whose ids hash into the same range. A big org can be given a shard of
+// its own (Citus's isolate_tenant_to_new_shard, CASCADE: the same range
+// of every co-located table, so the org's rows of every table stay
+// together): its tables are then its alone on their worker, vacuumed and
+// analyzed on their own by Upkeep (upkeepshards.go), and the shard can be
+// moved to a worker of its own (citus_move_shard_placement). Its own HNSW
+// index follows: it is an index of the distributed table, so the split
+// builds it on the new shards with the others; IsolateOrg checks it is
+// there and valid on the org's new shard.
+
+// Shard transfer modes of IsolateOrg (Citus's citus.shard_transfer_mode):
+// IsolateAuto copies with logical replication (writes go on; every table
+// has a primary key), IsolateBlockWrites blocks the shard's writes while
+// it copies, IsolateForceLogical is logical replication or an error.
+const (
+	IsolateAuto         = "auto"
+	IsolateBlockWrites  = "block_writes"
+	IsolateForceLogical = "force_logical"
+)
+
+// IsolateReport says what IsolateOrg did.
+type IsolateReport struct {
+	OrgID uuid.UUID `json:"orgId"`
+	// AlreadyIsolated: the org's shard held it alone already; nothing moved.
+	AlreadyIsolated bool    `json:"alreadyIsolated"`
+	FromShard       int64   `json:"fromShard,omitempty"` // the shard it shared
+	Shard           int64   `json:"shard"`               // its own, of knowledge
+	ShardName       string  `json:"shardName"`
+	Node            string  `json:"node"` // host:port of its worker
+	Seconds         float64 `json:"seconds"`
+	// VectorIndexes are the org's own HNSW indexes on its shard, as the
+	// worker has them (none for an org Upkeep gave none).
+	VectorIndexes []VectorIndexState `json:"vectorIndexes"`
+}
+
+// IsolateOrg gives org a shard of its own on a Citus cluster (see above),
+// copying its rows with mode (IsolateAuto when empty). It refuses on a
+// single node, and names an unknown org as not found. An org isolated
+// already is reported as such. The Maintenance's pool must be the schema
+// owner's: Citus requires the tables' owner.
+func (m *Maintenance) IsolateOrg(ctx context.Context, org uuid.UUID, mode string) (_ IsolateReport, err error) {
+	defer wrapOp(&err, "knowledge.IsolateOrg")
+	s := m.s
+	rep := IsolateReport{OrgID: org}
+	switch mode {
+	case "":
+		mode = IsolateAuto
+	case IsolateAuto, IsolateBlockWrites, IsolateForceLogical:
+	default:
+		return rep, errs.InvalidArgument("transferMode", "must be %s, %s or %s", IsolateAuto, IsolateBlockWrites, IsolateForceLogical)
+	}
+	citus, err := db.IsCitus(ctx, s.pool.Pool)
+	if err != nil {
+		return rep, err
+	}
+	if !citus {
+		return rep, &errs.Error{Code: errs.CodeInvalidArgument, Message: "this database is a single PostgreSQL, not a Citus cluster " +
+			"(no citus extension): every org already shares the same tables and there is no shard to isolate (docs/scale-out.md)"}
+	}
+	known, err := s.q.OrgKnown(ctx, org)
+	if err != nil {
+		return rep, err
+	}
+	if !known {
+		return rep, &errs.Error{Code: errs.CodeNotFound, Field: "org", Message: "no such org"}
+	}
+	before, err := m.orgShard(ctx, org)
+	if err != nil {
+		return rep, err
+	}
+	if before.Isolated {
+		rep.AlreadyIsolated = true
+	} else {
+		rep.FromShard = before.ShardID
+		start := time.Now()
+		// Not through sqlc: Citus's functions are not in the schema sqlc
+		// reads. CASCADE: every co-located table's range moves with it.
+		if _, err := s.pool.Exec(ctx, "SELECT isolate_tenant_to_new_shard('knowledge', $1::uuid, 'CASCADE', shard_transfer_mode => $2::citus.shard_transfer_mode)",
+			org, mode); err != nil {
+			return rep, fmt.Errorf("isolate_tenant_to_new_shard: %w", err)
+		}
+		rep.Seconds = time.Since(start).Seconds()
+		if before, err = m.orgShard(ctx, org); err != nil {
+			return rep, err
+		}
+	}
+	rep.Shard, rep.ShardName, rep.Node = before.ShardID, before.Shard, fmt.Sprintf("%s:%d", before.Node, before.Port)
+	ixs, err := s.q.ShardIndexes(ctx, before.ShardID)
+	if err != nil {
+		return rep, err
+	}
+	rep.VectorIndexes = []VectorIndexState{}
+	for _, ix := range ixs {
+		if strings.HasPrefix(ix.Name, vecspace.OrgIndexPrefix(org)) {
+			rep.VectorIndexes = append(rep.VectorIndexes, VectorIndexState{Name: ix.Name, Valid: ix.Valid})
+		}
+	}
+	for _, ix := range rep.VectorIndexes {
+		if !ix.Valid {
+			return rep, fmt.Errorf("the org's vector index %s is not valid on its new shard %s: drop it (DROP INDEX CONCURRENTLY on the coordinator) and Upkeep builds it again", ix.Name, rep.ShardName)
+		}
+	}
+	return rep, nil
+}
+
+// orgShard is the org's shard of knowledge and its worker.
+func (m *Maintenance) orgShard(ctx context.Context, org uuid.UUID) (sqlc.OrgShardRow, error) {
+	rows, err := m.s.q.OrgShard(ctx, org)
+	if err != nil {
+		return sqlc.OrgShardRow{}, err
+	}
+	if len(rows) != 1 {
+		return sqlc.OrgShardRow{}, fmt.Errorf("the org's shard has %d placements: isolation needs exactly one (no shard replication)", len(rows))
+	}
+	return rows[0], nil
+}
