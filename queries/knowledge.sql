@@ -213,19 +213,24 @@ LIMIT @max_rows;
 -- Upkeep's write: the rows locked first in (org, id) order, skipping those
 -- another transaction holds (a purge erasing them, a supersession), so
 -- upkeep never waits for a row lock (docs/operators.md, "Lock order");
--- the rows skipped keep NULL keys and come back at the next pass.
+-- the rows skipped keep NULL keys and come back at the next pass. The
+-- org_id = ANY filters change nothing on a single node; on a Citus cluster,
+-- where Upkeep sends one org's rows at a time, they prune the statement to
+-- the org's shard (a FOR UPDATE may not span shards).
 WITH v AS (
-    SELECT unnest(@org_ids::uuid[]) AS org_id, unnest(@ids::uuid[]) AS id,
-           unnest(@keys::text[])::bigint[] AS keys
+    -- The arrays read by subscript, the set-returning function in FROM:
+    -- Citus cannot route one in a CTE's select list.
+    SELECT (@org_ids::uuid[])[i] AS org_id, (@ids::uuid[])[i] AS id, ((@keys::text[])[i])::bigint[] AS keys
+    FROM generate_subscripts(@ids::uuid[], 1) AS i
 ), locked AS MATERIALIZED (
     SELECT k.org_id, k.id FROM knowledge k JOIN v ON k.org_id = v.org_id AND k.id = v.id
-    WHERE k.similar_keys IS NULL
+    WHERE k.similar_keys IS NULL AND k.org_id = ANY(@org_ids::uuid[])
     ORDER BY k.org_id, k.id
     FOR UPDATE OF k SKIP LOCKED
 )
 UPDATE knowledge k SET similar_keys = v.keys
 FROM v JOIN locked l ON l.org_id = v.org_id AND l.id = v.id
-WHERE k.org_id = v.org_id AND k.id = v.id;
+WHERE k.org_id = v.org_id AND k.id = v.id AND k.org_id = ANY(@org_ids::uuid[]);
 
 -- name: EntryBySource :one
 -- get_knowledge by source: the live document of this source (its

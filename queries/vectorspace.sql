@@ -54,9 +54,9 @@ FROM knowledge_org_shard(@org_id::uuid) AS s (shard_id, shard, node, port, isola
 
 -- name: ShardIndexes :many
 -- The indexes of one shard of knowledge as its worker has them, and
--- whether each is valid (migration 00036).
-SELECT s.name::text AS name, s.valid::bool AS valid
-FROM knowledge_shard_indexes(@shard_id::bigint) AS s (name, valid);
+-- whether each is valid, and its definition (migration 00036).
+SELECT s.name::text AS name, s.valid::bool AS valid, s.definition::text AS definition
+FROM knowledge_shard_indexes(@shard_id::bigint) AS s (name, valid, definition);
 
 -- name: OrgKnown :one
 SELECT EXISTS (SELECT 1 FROM orgs WHERE id = @org_id::uuid);

@@ -5,7 +5,8 @@
 -- one value, as isolate_tenant_to_new_shard leaves it); and the indexes of
 -- one shard as its worker has them (an org's own HNSW index is built on
 -- the distributed table, so every shard has it, and a split builds it on
--- the new shards: the worker says whether it is there and valid).
+-- the new shards: the worker says whether it is there and valid, and its
+-- definition, since Citus shortens a long index name on the shards).
 --
 -- Coordinator only; on a single node knowledge_org_shard returns no row.
 -- Only the schema's owner may call them.
@@ -34,7 +35,7 @@ REVOKE EXECUTE ON FUNCTION knowledge_org_shard(uuid) FROM PUBLIC;
 
 -- +goose StatementBegin
 CREATE FUNCTION knowledge_shard_indexes(p_shard_id bigint)
-RETURNS TABLE (name text, valid boolean)
+RETURNS TABLE (name text, valid boolean, definition text)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
@@ -47,7 +48,8 @@ BEGIN
     EXECUTE $q$
         SELECT array_agg(n.nodename), array_agg(n.nodeport),
                array_agg(format($c$
-                   SELECT coalesce(json_agg(json_build_object('name', c.relname, 'valid', i.indisvalid)), '[]')
+                   SELECT coalesce(json_agg(json_build_object('name', c.relname, 'valid', i.indisvalid,
+                                                       'definition', pg_catalog.pg_get_indexdef(i.indexrelid))), '[]')
                    FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
                    WHERE i.indrelid = %L::regclass $c$, pg_catalog.shard_name(s.logicalrelid, s.shardid)))
         FROM pg_catalog.pg_dist_shard s
@@ -63,12 +65,35 @@ BEGIN
     IF NOT ok THEN
         RAISE EXCEPTION 'knowledge_shard_indexes: shard %: %', p_shard_id, res;
     END IF;
-    RETURN QUERY SELECT j->>'name', (j->>'valid')::boolean FROM json_array_elements(res::json) j ORDER BY 1;
+    RETURN QUERY SELECT j->>'name', (j->>'valid')::boolean, j->>'definition' FROM json_array_elements(res::json) j ORDER BY 1;
 END
 $$;
 -- +goose StatementEnd
 REVOKE EXECUTE ON FUNCTION knowledge_shard_indexes(bigint) FROM PUBLIC;
 
+-- Isolating an org copies its rows with logical replication (writes go
+-- on), which needs a replica identity on every co-located table: a table
+-- without a primary key (rate_limits: its agent may be NULL) logs its whole
+-- old row instead. Nothing changes on a single node without logical
+-- decoding; on a cluster Citus passes the setting on to the shards.
+-- +goose StatementBegin
+DO $$
+DECLARE
+    t regclass;
+BEGIN
+    FOR t IN
+        SELECT c.oid::regclass FROM pg_catalog.pg_class c
+        WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'p') AND NOT c.relispartition
+          AND c.relname <> 'goose_db_version' AND c.relreplident = 'd'
+          AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)
+    LOOP
+        EXECUTE format('ALTER TABLE %s REPLICA IDENTITY FULL', t);
+    END LOOP;
+END
+$$;
+-- +goose StatementEnd
+
 -- +goose Down
+ALTER TABLE rate_limits REPLICA IDENTITY DEFAULT;
 DROP FUNCTION knowledge_shard_indexes(bigint);
 DROP FUNCTION knowledge_org_shard(uuid);

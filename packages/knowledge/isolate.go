@@ -11,7 +11,6 @@ import (
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
-	"github.com/agentfleet/orchestrator/packages/knowledge/internal/vecspace"
 )
 
 // On a Citus cluster every org shares its shards with the other orgs
@@ -94,6 +93,10 @@ func (m *Maintenance) IsolateOrg(ctx context.Context, org uuid.UUID, mode string
 		// reads. CASCADE: every co-located table's range moves with it.
 		if _, err := s.pool.Exec(ctx, "SELECT isolate_tenant_to_new_shard('knowledge', $1::uuid, 'CASCADE', shard_transfer_mode => $2::citus.shard_transfer_mode)",
 			org, mode); err != nil {
+			if strings.Contains(err.Error(), "may not be used as an output plugin") {
+				err = fmt.Errorf("%w (the workers must allow citus as a logical decoding output plugin: "+
+					"add it to output_plugin_libraries, docs/scale-out.md; or copy with transfer mode %s)", err, IsolateBlockWrites)
+			}
 			return rep, fmt.Errorf("isolate_tenant_to_new_shard: %w", err)
 		}
 		rep.Seconds = time.Since(start).Seconds()
@@ -108,7 +111,9 @@ func (m *Maintenance) IsolateOrg(ctx context.Context, org uuid.UUID, mode string
 	}
 	rep.VectorIndexes = []VectorIndexState{}
 	for _, ix := range ixs {
-		if strings.HasPrefix(ix.Name, vecspace.OrgIndexPrefix(org)) {
+		// The org's own HNSW indexes, known by their predicate: Citus
+		// shortens a name as long as theirs on the shards.
+		if strings.Contains(ix.Definition, "USING hnsw") && strings.Contains(ix.Definition, "'"+org.String()+"'::uuid") {
 			rep.VectorIndexes = append(rep.VectorIndexes, VectorIndexState{Name: ix.Name, Valid: ix.Valid})
 		}
 	}

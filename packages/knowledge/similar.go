@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
 
+	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/pgbatch"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/rank"
@@ -564,22 +565,50 @@ func (s *Service) backfillSimilarKeys(ctx context.Context) (int, error) {
 		if err != nil || len(rows) == 0 {
 			return done, err
 		}
-		p := sqlc.SetSimilarKeysParams{}
-		for _, r := range rows {
-			p.OrgIds = append(p.OrgIds, r.OrgID)
-			p.Ids = append(p.Ids, r.ID)
-			p.Keys = append(p.Keys, keysLiteral(wordsOf(r.OrgID, r.Title, r.Body).keys))
-		}
-		n, err := s.q.SetSimilarKeys(ctx, p)
+		n, err := s.setSimilarKeys(ctx, rows)
+		done += n
 		if err != nil {
 			return done, err
 		}
-		done += int(n)
-		if int(n) < len(rows) {
+		if n < len(rows) {
 			// Rows another transaction holds were skipped (or are gone):
 			// the next pass comes back to them.
 			return done, nil
 		}
+	}
+	return done, nil
+}
+
+// setSimilarKeys writes the keys of rows (in (org, id) order) and returns
+// how many it wrote: in one statement on a single node, one per org on a
+// Citus cluster (each routed to the org's shard: a row lock may not span
+// shards).
+func (s *Service) setSimilarKeys(ctx context.Context, rows []sqlc.SimilarKeysMissingRow) (int, error) {
+	citus, err := db.IsCitus(ctx, s.pool.Pool)
+	if err != nil {
+		return 0, err
+	}
+	done := 0
+	for len(rows) > 0 {
+		n := len(rows)
+		if citus {
+			n = 1
+			for n < len(rows) && rows[n].OrgID == rows[0].OrgID {
+				n++
+			}
+		}
+		p := sqlc.SetSimilarKeysParams{}
+		for _, r := range rows[:n] {
+			p.OrgIds = append(p.OrgIds, r.OrgID)
+			p.Ids = append(p.Ids, r.ID)
+			p.Keys = append(p.Keys, keysLiteral(wordsOf(r.OrgID, r.Title, r.Body).keys))
+		}
+		w, err := s.q.SetSimilarKeys(ctx, p)
+		done += int(w)
+		if err != nil {
+			return done, err
+		}
+		rows = rows[n:]
 	}
 	return done, nil
 }

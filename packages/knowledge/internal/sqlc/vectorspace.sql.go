@@ -212,17 +212,18 @@ func (q *Queries) OrgShard(ctx context.Context, orgID uuid.UUID) ([]OrgShardRow,
 }
 
 const shardIndexes = `-- name: ShardIndexes :many
-SELECT s.name::text AS name, s.valid::bool AS valid
-FROM knowledge_shard_indexes($1::bigint) AS s (name, valid)
+SELECT s.name::text AS name, s.valid::bool AS valid, s.definition::text AS definition
+FROM knowledge_shard_indexes($1::bigint) AS s (name, valid, definition)
 `
 
 type ShardIndexesRow struct {
-	Name  string
-	Valid bool
+	Name       string
+	Valid      bool
+	Definition string
 }
 
 // The indexes of one shard of knowledge as its worker has them, and
-// whether each is valid (migration 00036).
+// whether each is valid, and its definition (migration 00036).
 func (q *Queries) ShardIndexes(ctx context.Context, shardID int64) ([]ShardIndexesRow, error) {
 	rows, err := q.db.Query(ctx, shardIndexes, shardID)
 	if err != nil {
@@ -232,7 +233,7 @@ func (q *Queries) ShardIndexes(ctx context.Context, shardID int64) ([]ShardIndex
 	var items []ShardIndexesRow
 	for rows.Next() {
 		var i ShardIndexesRow
-		if err := rows.Scan(&i.Name, &i.Valid); err != nil {
+		if err := rows.Scan(&i.Name, &i.Valid, &i.Definition); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
