@@ -15,7 +15,10 @@
 -- finish, so that a second finish answers the same document.
 -- +goose Up
 CREATE TABLE knowledge_document_uploads (
-    org_id         uuid        NOT NULL REFERENCES orgs (id),
+    -- No key to orgs of its own: the agent's key below holds the org, and on
+    -- Citus a key to a reference table would make this a local table that
+    -- could then not refer to agents (a distributed table).
+    org_id         uuid        NOT NULL,
     id             uuid        NOT NULL DEFAULT gen_random_uuid(),
     agent_id       uuid        NOT NULL,
     title          text        NOT NULL CHECK (char_length(title) BETWEEN 1 AND 200),

@@ -230,11 +230,6 @@ type filterArgs struct {
 	Metadata                   []byte // compact JSON, keys sorted
 }
 
-// any says whether a filter was given.
-func (f *filterArgs) any() bool {
-	return f.Kind != nil || f.Source != nil || f.SourcePrefix != nil || f.Metadata != nil
-}
-
 // checkFilters checks the filters by the rules of the fields they filter
 // on; the errors name kind, source, sourcePrefix and metadata.<key>.
 func checkFilters(f Filters) (filterArgs, error) {
