@@ -32,6 +32,9 @@ type ListInput struct {
 	Tags          []string   // entries holding all of them
 	AuthorAgentID *uuid.UUID // entries stored by this agent
 	TaskID        *uuid.UUID // entries linked to this task (either kind)
+	// DocumentID: the sections of this document (store_document), ended
+	// ones too (shown with IncludeSuperseded / IncludeExpired like any).
+	DocumentID    *uuid.UUID
 	CreatedAfter  *time.Time // strictly after
 	CreatedBefore *time.Time // strictly before
 	// IncludeSuperseded and IncludeExpired as in search.
@@ -129,7 +132,7 @@ func (s *Service) List(ctx context.Context, c Caller, in ListInput) (_ *ListResu
 	if in.TaskID != nil {
 		p.ByTask, p.TaskID = true, *in.TaskID
 	}
-	if p.ByIds, p.Ids, err = s.listMatches(ctx, c.OrgID, f); err != nil {
+	if p.ByIds, p.Ids, err = s.listMatches(ctx, c.OrgID, f, in.DocumentID); err != nil {
 		return nil, err
 	}
 	// The settings go in the same batch, hence the same implicit
@@ -192,8 +195,16 @@ const listMatchMax = 1000
 // id and sorted (byIDs). Beyond that the filter is common enough for the
 // walk to fill a page soon, and it walks, testing each entry. An exact
 // source or a kind walks its own index (queries/knowledge.sql, ListConfig).
-func (s *Service) listMatches(ctx context.Context, org uuid.UUID, f filterArgs) (byIDs bool, ids []uuid.UUID, err error) {
+// A document's sections are always read by id, from its section rows
+// (knowledge_sections_document_idx; at most a few thousand, ended ones
+// included); the page's other filters are tested on each.
+func (s *Service) listMatches(ctx context.Context, org uuid.UUID, f filterArgs, doc *uuid.UUID) (byIDs bool, ids []uuid.UUID, err error) {
 	switch {
+	case doc != nil:
+		if ids, err = s.q.DocumentSectionIDs(ctx, sqlc.DocumentSectionIDsParams{OrgID: org, Ids: []uuid.UUID{*doc}}); err != nil {
+			return false, nil, mapErr(err, "")
+		}
+		return true, ids, nil
 	case f.Source != nil:
 		return false, nil, nil
 	case f.Metadata != nil:
@@ -296,6 +307,10 @@ func listFilters(tags []string, f filterArgs, in ListInput) [8]byte {
 		h.Write([]byte{0, 4})
 	}
 	h.Write(f.Metadata) // compact, keys sorted: the same filter, the same bytes
+	if in.DocumentID != nil {
+		h.Write([]byte{5})
+		h.Write(in.DocumentID[:])
+	}
 	var d [8]byte
 	copy(d[:], h.Sum(nil))
 	return d

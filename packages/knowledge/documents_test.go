@@ -381,3 +381,44 @@ func TestStoreTextDocumentHasNoHeadings(t *testing.T) {
 		t.Fatalf("sections %+v; want one without a heading path", r.Sections)
 	}
 }
+
+func TestListByDocument(t *testing.T) {
+	b := setup(t)
+	r := b.storeDoc(t, b.alice, knowledge.DocumentInput{Title: "Pump manual", Content: manual(3, same), Source: "docs/pumps.md"})
+	other := b.storeDoc(t, b.alice, knowledge.DocumentInput{Title: "Valve manual", Content: manual(2, same)})
+	b.store(t, b.alice, "plain", "a plain entry")
+	limit := 3
+	in := knowledge.ListInput{DocumentID: &r.ID, Limit: &limit}
+	seen := map[uuid.UUID]bool{}
+	for {
+		page, err := b.svc.List(b.ctx, b.alice, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range page.Hits {
+			seen[h.ID] = true
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		in.Cursor = page.NextCursor
+	}
+	if len(seen) != 4 {
+		t.Fatalf("listed %d entries of the document; want its 4 sections", len(seen))
+	}
+	for _, s := range r.Sections {
+		if !seen[s.ID] {
+			t.Fatalf("section %s not listed", s.ID)
+		}
+	}
+	// A cursor of this listing is refused for another document's.
+	in.DocumentID = &other.ID
+	if _, err := b.svc.List(b.ctx, b.alice, in); errs.CodeOf(err) != errs.CodeInvalidArgument {
+		t.Fatalf("a cursor with another documentId: %v; want invalid_argument", err)
+	}
+	// Another org lists nothing of it.
+	page, err := b.svc.List(b.ctx, b.eve, knowledge.ListInput{DocumentID: &r.ID})
+	if err != nil || len(page.Hits) != 0 {
+		t.Fatalf("another org's listing: %+v, %v", page, err)
+	}
+}

@@ -42,6 +42,10 @@ func TestStoreDocumentOverHTTP(t *testing.T) {
 	if len(secs) != 2 {
 		t.Fatalf("get_knowledge of the document: %v", got["document"])
 	}
+	listed := ok[knowledge.ListResult](t, call(t, reader, kt.ToolList, map[string]any{"documentId": r.ID}))
+	if len(listed.Hits) != 2 {
+		t.Errorf("list_knowledge with documentId: %d hits, want the 2 sections", len(listed.Hits))
+	}
 	if e := toolErr(t, call(t, stranger, kt.ToolGet, map[string]any{"id": r.ID})); e.Code != "not_found" {
 		t.Errorf("another org's get: %+v", e)
 	}

@@ -14,6 +14,7 @@ type ListArgs struct {
 	Tags              []string `json:"tags,omitempty" jsonschema:"Only entries holding all of these tags (normalised like stored tags)."`
 	AuthorAgentID     string   `json:"authorAgentId,omitempty" jsonschema:"Only entries stored by this agent (its UUID)."`
 	TaskID            string   `json:"taskId,omitempty" jsonschema:"Only entries linked to this task of your organisation (its UUID), either link kind."`
+	DocumentID        string   `json:"documentId,omitempty" jsonschema:"Only the sections of this document (the id store_document answered), newest first like any listing."`
 	CreatedAfter      string   `json:"createdAfter,omitempty" jsonschema:"Only entries created strictly after this RFC 3339 date-time."`
 	CreatedBefore     string   `json:"createdBefore,omitempty" jsonschema:"Only entries created strictly before this RFC 3339 date-time."`
 	IncludeSuperseded bool     `json:"includeSuperseded,omitempty" jsonschema:"Also list entries replaced by newer ones (they name their chain's head). Default false."`
@@ -38,6 +39,7 @@ Errors: invalid_argument (names the argument: a bad UUID, date-time, tag, limit,
 			tagsSchema(p["tags"])
 			uuidSchema(p["authorAgentId"])
 			uuidSchema(p["taskId"])
+			uuidSchema(p["documentId"])
 			p["createdAfter"].Format = "date-time"
 			p["createdBefore"].Format = "date-time"
 			p["asOf"].Format = "date-time"
@@ -68,6 +70,9 @@ func (a *ListArgs) input() (domain.ListInput, error) {
 		Limit: a.Limit, MaxTokens: a.MaxTokens, Filters: a.filters()}
 	var err error
 	if in.AuthorAgentID, err = parseUUID("authorAgentId", a.AuthorAgentID); err != nil {
+		return in, err
+	}
+	if in.DocumentID, err = parseUUID("documentId", a.DocumentID); err != nil {
 		return in, err
 	}
 	if in.TaskID, err = parseUUID("taskId", a.TaskID); err != nil {
