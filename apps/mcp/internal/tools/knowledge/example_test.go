@@ -52,6 +52,9 @@ func ExampleRegister() {
 	}
 
 	// Output:
+	// document_upload_append knowledge:write
+	// document_upload_finish knowledge:write
+	// document_upload_start knowledge:write
 	// forget_knowledge     knowledge:delete
 	// get_knowledge        knowledge:read
 	// link_knowledge       knowledge:write
