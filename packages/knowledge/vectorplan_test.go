@@ -150,7 +150,7 @@ func TestVectorListUsesTheModelsIndexAtEveryWidth(t *testing.T) {
 				if _, err := tx.Exec(b.ctx, "SET LOCAL hnsw.ef_search = 200"); err != nil {
 					t.Fatal(err)
 				}
-				if err := tx.QueryRow(b.ctx, "SELECT count(*) FROM "+fn+"($1, $2, $3, '{}', false, false, 200)",
+				if err := tx.QueryRow(b.ctx, "SELECT count(*) FROM "+fn+"($1, $2, $3, '{}', false, false, 200, NULL, NULL, NULL, NULL)",
 					b.org, pgvector.NewVector(q), emb.model).Scan(&n); err != nil {
 					t.Fatalf("%s: %v", fn, err)
 				}
@@ -226,7 +226,7 @@ func TestVectorStatementRunsThePlanOfTheOrg(t *testing.T) {
 				if _, err := tx.Exec(ctx, "SET LOCAL hnsw.ef_search = 200"); err != nil {
 					t.Fatal(err)
 				}
-				rows, err := tx.Query(ctx, "SELECT id FROM "+fn+"($1, $2, $3, '{}', false, false, 40)", c.OrgID, q, emb.model)
+				rows, err := tx.Query(ctx, "SELECT id FROM "+fn+"($1, $2, $3, '{}', false, false, 40, NULL, NULL, NULL, NULL)", c.OrgID, q, emb.model)
 				if err != nil {
 					t.Fatal(err)
 				}
