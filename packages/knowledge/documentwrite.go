@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -211,7 +210,7 @@ func (t *docTx) insertEntries(ctx context.Context, newDoc bool, docID uuid.UUID,
 	var titles, bodies, keys []string
 	add := func(id uuid.UUID, title, body string) {
 		ids, titles, bodies = append(ids, id), append(titles, title), append(bodies, body)
-		keys = append(keys, keysText(wordsOf(t.c.OrgID, title, body).keys))
+		keys = append(keys, keysLiteral(wordsOf(t.c.OrgID, title, body).keys))
 	}
 	if newDoc {
 		add(docID, t.a.Title, t.p.toc)
@@ -278,22 +277,6 @@ func docWriteChunkEnd(bodies []string, start int) int {
 		end++
 	}
 	return end
-}
-
-// keysText is duplicate-check keys as the bulk insert takes them: one
-// array literal per entry (unnest cannot take an array of arrays of
-// different lengths).
-func keysText(keys []int64) string {
-	var b strings.Builder
-	b.WriteByte('{')
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.FormatInt(k, 10))
-	}
-	b.WriteByte('}')
-	return b.String()
 }
 
 // link writes the document's mark, supersedes changed sections (and the
