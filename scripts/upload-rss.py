@@ -6,7 +6,11 @@ other scripts call it) and prints what each step took and the answer.
     python3 upload-rss.py URL TOKEN MB [PID]
 
 With the server's PID it also prints the server's VmHWM after the appends.
+With UPLOAD_WHOLE=n it instead stores n documents of MB megabytes, each in
+one store_document call, with sections of about 3.5 KB (a handbook's:
+about 300 to the MiB), and prints each call's time.
 """
+import os
 import json
 import random
 import sys
@@ -14,8 +18,8 @@ import time
 import urllib.request
 
 
-def document(size):
-    rng = random.Random(27)
+def document(size, per_section=(20, 40), seed=27):
+    rng = random.Random(seed)
     words = ("queue worker restart backlog gauge replica postgres vacuum index "
              "latency budget tenant shard token audit expiry größe naïve").split()
     out, n, sec = [], 0, 0
@@ -23,7 +27,7 @@ def document(size):
         sec += 1
         head = "%s Section %d: %s\n\n" % ("#" * (1 + sec % 3), sec, rng.choice(words))
         paras = []
-        for _ in range(rng.randint(20, 40)):  # ~17 KB a section: ~600 at 10 MB, under MaxDocumentSections
+        for _ in range(rng.randint(*per_section)):  # by default ~17 KB a section: ~600 at 10 MB, under MaxDocumentSections
             paras.append(" ".join(rng.choice(words) for _ in range(rng.randint(40, 120))) + ".\n\n")
         chunk = head + "".join(paras)
         out.append(chunk)
@@ -59,9 +63,22 @@ def hwm(pid):
                 return int(line.split()[1])
 
 
+def store_whole(url, token, mb, n):
+    for seed in range(1, n + 1):
+        text = document(int(mb * 10**6), per_section=(4, 8), seed=seed)
+        t0 = time.time()
+        doc = call(url, token, "store_document",
+                   {"title": "Handbook %d" % seed, "content": text, "source": "handbook-%d" % seed})
+        print("store_document: %d bytes, %d sections, answered in %.0f ms"
+              % (len(text.encode()), len(doc["sections"]), (time.time() - t0) * 1000))
+
+
 def main():
     url, token, mb = sys.argv[1], sys.argv[2], float(sys.argv[3])
     pid = sys.argv[4] if len(sys.argv) > 4 else None
+    if os.environ.get("UPLOAD_WHOLE"):
+        store_whole(url, token, mb, int(os.environ["UPLOAD_WHOLE"]))
+        return
     text = document(int(mb * 10**6))
     data = text.encode()
     t0 = time.time()

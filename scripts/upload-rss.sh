@@ -10,6 +10,11 @@
 # reads VmHWM, uploads the document and reads VmHWM again.
 #
 #   bash scripts/upload-rss.sh [MB]     (default 10: 10,000,000 bytes)
+#
+# UPLOAD_WHOLE=n instead times n store_document calls of MB each (one call,
+# no parts; no worker runs, so this is the answer's time, not embedding):
+#
+#   UPLOAD_WHOLE=5 bash scripts/upload-rss.sh 1.048576
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MB=${1:-10}
@@ -38,6 +43,11 @@ hwm() { awk '/^VmHWM/ {print $2}' "/proc/$pid/status"; }
 rss() { awk '/^VmRSS/ {print $2}' "/proc/$pid/status"; }
 upload() { python3 scripts/upload-rss.py "http://$MCP/mcp" "$token" "$1" "$pid"; }
 echo "upload-rss: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD)"
+if [ -n "${UPLOAD_WHOLE:-}" ]; then
+  upload "$MB"
+  echo "upload-rss: done, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  exit 0
+fi
 upload 0.05 >/dev/null # warm-up: the server's pools, caches and code paths
 before=$(hwm)
 echo "before: VmHWM ${before} kB, VmRSS $(rss) kB"
