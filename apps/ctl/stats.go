@@ -49,6 +49,12 @@ func runStats(e *env, f *statsFlags) error {
 
 func printStats(w io.Writer, orgID uuid.UUID, st *knowledge.OrgStats) {
 	fmt.Fprintf(w, "org %s: %d entries (%d current, %d superseded, %d expired), %d forgotten\n", orgID, st.Entries, st.Heads, st.Superseded, st.Expired, st.Forgotten)
+	fmt.Fprintf(w, "current by kind:")
+	for _, k := range knowledge.Kinds {
+		fmt.Fprintf(w, " %s %d", k, st.ByKind[k])
+	}
+	fmt.Fprintf(w, "\ndocuments: %d live, %d current sections; uploads in parts: %d open, %d bytes staged\n",
+		st.Documents, st.Sections, st.Uploads.Open, st.Uploads.StagedBytes)
 	em := st.Embeddings
 	fmt.Fprintf(w, "embeddings: %d ready, %d pending (oldest %.0f s), %d failed\n", em.Ready, em.Pending, em.OldestPendingSeconds, em.Failed)
 	for m, n := range em.ReadyByModel {

@@ -65,6 +65,9 @@ func TestStats(t *testing.T) {
 	if num("entries") != 4 || num("heads") != 2 || num("superseded") != 1 || num("expired") != 1 {
 		t.Fatalf("states: %v", st)
 	}
+	if num("byKind", "semantic") != 2 || num("byKind", "reference") != 0 || num("documents") != 0 || num("sections") != 0 {
+		t.Fatalf("current entries by kind (all semantic, the expired one left out), documents: %v %v %v", st["byKind"], st["documents"], st["sections"])
+	}
 	if num("embeddings", "pending") != 2 || num("embeddings", "ready") != 1 || num("embeddings", "failed") != 1 ||
 		num("embeddings", "readyByModel", "m1") != 1 {
 		t.Fatalf("embeddings: %v", st["embeddings"])
@@ -90,7 +93,8 @@ func TestStats(t *testing.T) {
 		t.Fatalf("quota: %v", q)
 	}
 	code, out, _ := c.run("stats", "--org", org)
-	if code != 0 || !strings.Contains(out, "4 entries (2 current, 1 superseded, 1 expired)") || strings.Contains(out, "secret-tag") {
+	if code != 0 || !strings.Contains(out, "4 entries (2 current, 1 superseded, 1 expired)") ||
+		!strings.Contains(out, "current by kind: semantic 2 episodic 0 procedural 0 reference 0") || strings.Contains(out, "secret-tag") {
 		t.Fatalf("human output: %d\n%s", code, out)
 	}
 	for _, args := range [][]string{{"stats"}, {"stats", "--org", "x"}, {"stats", "--org", org, "--top-tags", "0"}} {

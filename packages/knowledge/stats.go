@@ -16,13 +16,13 @@ import (
 // OrgStats is what an org holds (ctl stats, the knowledge://stats
 // resource). Every number is exact, read in one snapshot (a
 // repeatable-read transaction), so they add up: Heads + Superseded +
-// Expired = Entries, Pending + Ready + Failed = Entries. Forgotten entries
-// (tombstones of forget_knowledge) are no longer entries and are counted
-// apart. The counts come from counters kept by the writes themselves
-// (migration 00007), so the cost does not grow with the org's entries:
-// it grows with its distinct tags and authors, and with its expiring
-// heads (read through a partial index because expiry changes with the
-// clock alone).
+// Expired = Entries, Pending + Ready + Failed = Entries, the ByKind counts
+// = Heads. Forgotten entries (tombstones of forget_knowledge) are no
+// longer entries and are counted apart. The counts come from counters kept
+// by the writes themselves (migrations 00007, 00026, 00037), so the cost
+// does not grow with the org's entries: it grows with its distinct tags
+// and authors, and with its expiring heads (read through a partial index
+// because expiry changes with the clock alone).
 type OrgStats struct {
 	OrgID      uuid.UUID `json:"orgId"`
 	Entries    int64     `json:"entries"`
@@ -30,6 +30,15 @@ type OrgStats struct {
 	Superseded int64     `json:"superseded"` // superseded (whatever their expiry)
 	Expired    int64     `json:"expired"`    // not superseded, expiry passed
 	Forgotten  int64     `json:"forgotten"`  // erased by forget_knowledge (tombstones)
+	// ByKind counts the current entries (Heads) by kind, every kind
+	// named (Kinds), so they add up to Heads.
+	ByKind map[string]int64 `json:"byKind"`
+	// Documents counts the org's live documents (store_document: each
+	// source's live version, and every document stored without a source),
+	// Sections their current sections (what get_knowledge of a document
+	// lists). Both are entries too, counted above with the others.
+	Documents  int64 `json:"documents"`
+	Sections   int64 `json:"sections"`
 	Embeddings struct {
 		Pending              int64            `json:"pending"`
 		Ready                int64            `json:"ready"`
@@ -104,12 +113,17 @@ func (s *Service) Stats(ctx context.Context, org uuid.UUID, topTags int) (_ *Org
 			return err
 		}
 		heads := st.addCounts(counts)
+		expired, err := q.StatsExpired(ctx, org)
+		if err != nil {
+			return err
+		}
+		st.addExpired(expired)
 		clock, err := q.StatsClock(ctx, org)
 		if err != nil {
 			return err
 		}
-		st.Expired, st.Forgotten = clock.Expired, clock.Forgotten
-		st.Heads = heads - clock.Expired
+		st.Forgotten = clock.Forgotten
+		st.Heads = heads - st.Expired
 		st.Entries = heads + st.Superseded
 		st.Embeddings.OldestPendingSeconds = clock.OldestPendingSeconds
 		tags, err := q.StatsTopTags(ctx, sqlc.StatsTopTagsParams{OrgID: org, MaxTags: int32(topTags)})
@@ -144,13 +158,24 @@ func (s *Service) Stats(ctx context.Context, org uuid.UUID, topTags int) (_ *Org
 }
 
 // addCounts fills st from the org's counters (StatsCounts: entries by
-// state, embeddings by status and model, relations by type, entries by
-// author), each list largest first, and returns the head entries counted
-// (expired ones included).
+// state, kind and author, embeddings by status and model, relations by
+// type, live documents and sections), each list largest first, and
+// returns the head entries counted (expired ones included, as they are in
+// ByKind until addExpired takes them out).
 func (st *OrgStats) addCounts(counts []sqlc.StatsCountsRow) (heads int64) {
 	st.Embeddings.ReadyByModel = map[string]int64{}
+	st.ByKind = make(map[string]int64, len(Kinds))
+	for _, k := range Kinds {
+		st.ByKind[k] = 0
+	}
 	for _, c := range counts {
 		switch c.Kind {
+		case "entry_kind":
+			st.ByKind[c.Key] = c.N
+		case "document":
+			st.Documents = c.N
+		case "section":
+			st.Sections = c.N
 		case "state":
 			if c.Key == "head" {
 				heads = c.N
@@ -197,6 +222,15 @@ func (st *OrgStats) addCounts(counts []sqlc.StatsCountsRow) (heads int64) {
 		st.RelationsByType = []RelationCount{}
 	}
 	return heads
+}
+
+// addExpired takes the expired heads (StatsExpired, by kind) out of
+// ByKind and counts them in Expired.
+func (st *OrgStats) addExpired(expired []sqlc.StatsExpiredRow) {
+	for _, e := range expired {
+		st.ByKind[e.Kind] -= e.N
+		st.Expired += e.N
+	}
 }
 
 // addTenancy fills st's agent names, quotas and rate limits, read in the

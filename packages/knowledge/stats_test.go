@@ -23,7 +23,10 @@ func exactStats(t *testing.T, b *bundle, org uuid.UUID) map[string]int64 {
 		UNION ALL SELECT 'status', embedding_status, count(*) FROM knowledge WHERE org_id = $1 GROUP BY embedding_status
 		UNION ALL SELECT 'model', embedding_model, count(*) FROM knowledge WHERE org_id = $1 AND embedding_status = 'ready' GROUP BY embedding_model
 		UNION ALL SELECT 'agent', coalesce(created_by_agent_id::text, ''), count(*) FROM knowledge WHERE org_id = $1 GROUP BY created_by_agent_id
-		UNION ALL SELECT 'tag', t, count(*) FROM knowledge, unnest(tags) t WHERE org_id = $1 GROUP BY t`, org)
+		UNION ALL SELECT 'tag', t, count(*) FROM knowledge, unnest(tags) t WHERE org_id = $1 GROUP BY t
+		UNION ALL SELECT 'kind', kind, count(*) FROM knowledge WHERE org_id = $1 AND head_id IS NULL AND (expires_at IS NULL OR expires_at > now()) GROUP BY kind
+		UNION ALL SELECT 'documents', '', count(*) FROM knowledge_documents WHERE org_id = $1 AND live
+		UNION ALL SELECT 'sections', '', count(*) FROM knowledge_sections WHERE org_id = $1 AND ended_at IS NULL`, org)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +48,11 @@ func exactStats(t *testing.T, b *bundle, org uuid.UUID) map[string]int64 {
 }
 
 func statsMap(st *knowledge.OrgStats) map[string]int64 {
-	out := map[string]int64{"entries:": st.Entries, "heads:": st.Heads, "superseded:": st.Superseded, "expired:": st.Expired}
+	out := map[string]int64{"entries:": st.Entries, "heads:": st.Heads, "superseded:": st.Superseded, "expired:": st.Expired,
+		"documents:": st.Documents, "sections:": st.Sections}
+	for k, n := range st.ByKind {
+		out["kind:"+k] = n
+	}
 	for k, n := range map[string]int64{"pending": st.Embeddings.Pending, "ready": st.Embeddings.Ready, "failed": st.Embeddings.Failed} {
 		out["status:"+k] = n
 	}
@@ -70,6 +77,20 @@ func statsMap(st *knowledge.OrgStats) map[string]int64 {
 	return out
 }
 
+// checkAddsUp: the states, the embedding statuses and the kinds of the
+// current entries add up.
+func checkAddsUp(t *testing.T, when string, st *knowledge.OrgStats) {
+	t.Helper()
+	var kinds int64
+	for _, n := range st.ByKind {
+		kinds += n
+	}
+	if st.Entries != st.Heads+st.Superseded+st.Expired || st.Entries != st.Embeddings.Pending+st.Embeddings.Ready+st.Embeddings.Failed ||
+		kinds != st.Heads || len(st.ByKind) != len(knowledge.Kinds) {
+		t.Fatalf("%s: the numbers do not add up: %+v", when, st)
+	}
+}
+
 func sameCounts(t *testing.T, when string, got, want map[string]int64) {
 	t.Helper()
 	if fmt.Sprint(got) != fmt.Sprint(want) {
@@ -92,9 +113,7 @@ func TestStatsCountersExact(t *testing.T) {
 			t.Fatal(err)
 		}
 		sameCounts(t, when, statsMap(st), exactStats(t, b, b.org))
-		if st.Entries != st.Heads+st.Superseded+st.Expired || st.Entries != st.Embeddings.Pending+st.Embeddings.Ready+st.Embeddings.Failed {
-			t.Fatalf("%s: the numbers do not add up: %+v", when, st)
-		}
+		checkAddsUp(t, when, st)
 	}
 	check("empty org")
 	var ids []uuid.UUID
@@ -103,7 +122,8 @@ func TestStatsCountersExact(t *testing.T) {
 		if i%3 == 0 {
 			c = b.bob
 		}
-		in := knowledge.StoreInput{Title: fmt.Sprintf("entry %d", i), Body: "body", Tags: []string{"db", fmt.Sprintf("t%d", i%4)}}
+		in := knowledge.StoreInput{Title: fmt.Sprintf("entry %d", i), Body: "body", Tags: []string{"db", fmt.Sprintf("t%d", i%4)},
+			Kind: knowledge.Kinds[i%len(knowledge.Kinds)]}
 		if i%5 == 0 {
 			exp := time.Now().Add(time.Hour)
 			in.ExpiresAt = &exp
@@ -283,5 +303,92 @@ func TestStatsCountersUnderConcurrency(t *testing.T) {
 	sameCounts(t, "after concurrent stores and folds", statsMap(st), exactStats(t, b, b.org))
 	if st.Entries != 120 {
 		t.Fatalf("%d entries, want 120", st.Entries)
+	}
+}
+
+// TestStatsCountsDocumentsAndKinds: live documents, current sections and
+// the current entries by kind equal a direct count of the rows through a
+// document's life (stored, a section changed and one removed, a new title
+// superseding the document entry, a section forgotten, the document
+// forgotten, a purge), before and after the fold, and another org's
+// documents and entries are never counted.
+func TestStatsCountsDocumentsAndKinds(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	check := func(when string) *knowledge.OrgStats {
+		t.Helper()
+		st, err := b.ops.Stats(b.ctx, b.org, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameCounts(t, when, statsMap(st), exactStats(t, b, b.org))
+		checkAddsUp(t, when, st)
+		return st
+	}
+	doc := func(c knowledge.Caller, n int, text func(int) string, title string) *knowledge.DocumentResult {
+		t.Helper()
+		return b.storeDoc(t, c, knowledge.DocumentInput{Title: title, Content: manual(n, text), Source: "docs/pumps.md", Kind: knowledge.KindProcedural})
+	}
+	// Another org's document and entries first: never counted here.
+	doc(b.eve, 5, same, "Pump manual")
+	if _, err := b.svc.Store(b.ctx, b.eve, knowledge.StoreInput{Title: "theirs", Body: "b", Kind: knowledge.KindEpisodic}); err != nil {
+		t.Fatal(err)
+	}
+	if st := check("other org only"); st.Documents != 0 || st.Sections != 0 || st.ByKind[knowledge.KindEpisodic] != 0 {
+		t.Fatalf("another org's rows counted: %+v", st)
+	}
+	doc(b.alice, 3, same, "Pump manual")
+	var notes []uuid.UUID
+	for i, k := range []string{knowledge.KindSemantic, knowledge.KindEpisodic, knowledge.KindProcedural, knowledge.KindReference, knowledge.KindEpisodic} {
+		r, err := b.svc.Store(b.ctx, b.bob, knowledge.StoreInput{Title: fmt.Sprintf("note %d", i), Body: "b", Kind: k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		notes = append(notes, r.ID)
+	}
+	// The episodic notes expire: one in an hour before this one (counted
+	// by its hour), one a second ago (read through the expiry index).
+	for i, ago := range map[int]string{1: "3 hours", 4: "1 second"} {
+		if _, err := b.pool.Exec(b.ctx, `UPDATE knowledge SET expires_at = now() - $2::interval WHERE id = $1`, notes[i], ago); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := check("a document and entries of every kind"); st.Documents != 1 || st.Sections != 4 || st.ByKind[knowledge.KindProcedural] != 6 ||
+		st.ByKind[knowledge.KindEpisodic] != 0 {
+		t.Fatalf("documents %d, sections %d, by kind %v; want 1, 4, procedural 6 (the document, its 4 sections, a note), episodic 0 (expired)",
+			st.Documents, st.Sections, st.ByKind)
+	}
+	changed := func(i int) string {
+		if i == 1 {
+			return "Chapter 1 rewritten: the valves close at 40 bar."
+		}
+		return same(i)
+	}
+	doc(b.alice, 2, changed, "Pump manual") // chapter 1 changed, chapter 2 removed
+	check("a section changed and one retired")
+	if _, err := maint(b.ops).CompactCounts(b.ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	check("after the fold")
+	second := doc(b.alice, 2, changed, "Pump handbook") // a new document entry: the old one is no longer live
+	if st := check("the document entry superseded"); st.Documents != 1 || st.Sections != 3 {
+		t.Fatalf("documents %d, sections %d; want 1, 3", st.Documents, st.Sections)
+	}
+	if _, err := b.svc.Forget(b.ctx, b.alice, second.Sections[0].ID, "wrong", false); err != nil {
+		t.Fatal(err)
+	}
+	check("a section forgotten")
+	if _, err := b.svc.Forget(b.ctx, b.alice, second.ID, "obsolete", false); err != nil {
+		t.Fatal(err)
+	}
+	if st := check("the document forgotten"); st.Documents != 0 || st.Sections != 0 {
+		t.Fatalf("documents %d, sections %d after the forget; want 0, 0", st.Documents, st.Sections)
+	}
+	doc(b.bob, 2, same, "Pump manual")
+	if _, err := b.ops.Purge(b.ctx, b.org, knowledge.PurgeScope{Agent: b.alice.AgentID}, false); err != nil {
+		t.Fatal(err)
+	}
+	if st := check("after a purge of an agent"); st.Documents != 1 {
+		t.Fatalf("documents %d after purging the other agent; want bob's 1", st.Documents)
 	}
 }
