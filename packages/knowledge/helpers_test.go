@@ -38,6 +38,11 @@ type bundle struct {
 
 type option func(*knowledge.Options)
 
+// inTime is a budget (embed, duplicate check) that no load makes a prompt
+// answer miss: tests that assert what the check finds run with it, so a
+// loaded machine cannot turn their answer into a partial check.
+const inTime = time.Minute
+
 func setup(t testing.TB, opts ...option) *bundle {
 	t.Helper()
 	ctx := context.Background()
@@ -49,7 +54,7 @@ func setup(t testing.TB, opts ...option) *bundle {
 	b.alice = knowledge.Caller{OrgID: b.org, AgentID: b.mkAgent(t, b.org, "alice")}
 	b.bob = knowledge.Caller{OrgID: b.org, AgentID: b.mkAgent(t, b.org, "bob")}
 	b.eve = knowledge.Caller{OrgID: b.other, AgentID: b.mkAgent(t, b.other, "eve")}
-	o := knowledge.Options{Redis: r.Client, Enqueuer: b.enq}
+	o := knowledge.Options{Redis: r.Client, Enqueuer: b.enq, Testing: knowledge.TestingKnobs{SimilarBudget: inTime}}
 	for _, f := range opts {
 		f(&o)
 	}

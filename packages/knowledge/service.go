@@ -97,6 +97,12 @@ type TestingKnobs struct {
 	// PerTermPostings bound): the exact reference an evaluation compares
 	// the bounded read with.
 	UnboundedPostings bool
+	// SimilarBudget replaces the bound of each statement of the duplicate
+	// check (similarBudget, similar.go; 0: that bound). Tests that assert
+	// what the check finds set it far above any load's latency, so that a
+	// loaded machine cannot turn their answer into "no check"; a test of
+	// the bound itself sets it below any statement's.
+	SimilarBudget time.Duration
 }
 
 // Defaults of Config.
@@ -143,6 +149,9 @@ func New(pool *pgxpool.Pool, opts Options) *Service {
 	}
 	if opts.QueryEmbedBudget <= 0 {
 		opts.QueryEmbedBudget = DefaultQueryEmbedBudget
+	}
+	if opts.Testing.SimilarBudget <= 0 {
+		opts.Testing.SimilarBudget = similarBudget
 	}
 	opts.TextSearchConfig = cmp.Or(opts.TextSearchConfig, DefaultTextSearchConfig)
 	var next *Service

@@ -100,9 +100,10 @@ const (
 )
 
 // similarBudget bounds each statement of the duplicate check (the words',
-// then the vectors'); the new text's vector is waited for at most the
-// embed budget (Options.QueryEmbedBudget), beside the word statement.
-// Past them the store answers with what it has (and logs why).
+// then the vectors'; TestingKnobs.SimilarBudget replaces it for tests);
+// the new text's vector is waited for at most the embed budget
+// (Options.QueryEmbedBudget), beside the word statement. Past them the
+// store answers with what it has (and logs why).
 const similarBudget = 250 * time.Millisecond
 
 // MeaningScore puts the cosine of two entries' vectors on the duplicate
@@ -195,7 +196,7 @@ func (s *Service) similarCheck(ctx context.Context, org uuid.UUID, title, body s
 		v, err := sv.newTextVector(ctx, text)
 		vch <- embedded{v, whole, err}
 	}()
-	wctx, wcancel := context.WithTimeout(ctx, similarBudget)
+	wctx, wcancel := context.WithTimeout(ctx, s.opts.Testing.SimilarBudget)
 	byWords, werr := s.similarWith(wctx, org, title, body, w, nil)
 	wcancel()
 	if werr != nil {
@@ -205,7 +206,7 @@ func (s *Service) similarCheck(ctx context.Context, org uuid.UUID, title, body s
 	var byMeaning []Similar
 	merr := e.err
 	if merr == nil {
-		mctx, mcancel := context.WithTimeout(ctx, similarBudget)
+		mctx, mcancel := context.WithTimeout(ctx, s.opts.Testing.SimilarBudget)
 		byMeaning, merr = sv.similarByVector(mctx, org, e.vec)
 		mcancel()
 	}

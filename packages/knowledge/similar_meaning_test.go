@@ -21,11 +21,20 @@ import (
 // a text's vector is the axis of the first concept whose cue it holds,
 // plus a little of the hash of its words (so different texts of one
 // concept are close, cosine ~0.99, not identical); a text of no concept
-// is its words' hash alone (near-orthogonal to everything else). delay
-// holds every call (the budget tests).
+// is its words' hash alone (near-orthogonal to everything else). A
+// non-nil hold holds every call until it is closed (the budget tests: a
+// provider that has not answered, whatever the machine's load); answered
+// counts the calls that returned.
 type conceptEmbedder struct {
-	delay time.Duration
-	calls atomic.Int64
+	hold     chan struct{}
+	calls    atomic.Int64
+	answered atomic.Int64
+}
+
+// holdCalls makes e hold its calls until t ends.
+func (e *conceptEmbedder) holdCalls(t *testing.T) {
+	e.hold = make(chan struct{})
+	t.Cleanup(func() { close(e.hold) })
 }
 
 const conceptDims = 128
@@ -40,9 +49,10 @@ func (*conceptEmbedder) Model() string   { return "fake-concepts" }
 func (*conceptEmbedder) Dimensions() int { return conceptDims }
 func (e *conceptEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	e.calls.Add(1)
-	if e.delay > 0 {
+	defer e.answered.Add(1)
+	if e.hold != nil {
 		select {
-		case <-time.After(e.delay):
+		case <-e.hold:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -92,11 +102,21 @@ const (
 	pageBody        = "When nobody answers an alert for a quarter of an hour it goes to the backup responder and then to the manager of the team."
 )
 
-func withConcepts(e *conceptEmbedder, budget time.Duration) option {
+func withConcepts(e *conceptEmbedder) option {
 	return func(o *knowledge.Options) {
 		o.Embedder = e
-		o.QueryEmbedBudget = budget
+		o.QueryEmbedBudget = inTime
 	}
+}
+
+// pastBudget is a Service of b's database whose embedder e holds every
+// call: its stores are always past the embed budget (20 ms), while the
+// held call (EmbedTimeout inTime) is still running when they answer.
+func pastBudget(t *testing.T, b *bundle, e *conceptEmbedder) *knowledge.Service {
+	e.holdCalls(t)
+	return knowledge.New(b.pool, knowledge.Options{Embedder: e, Enqueuer: b.enq,
+		Config:  knowledge.Config{QueryEmbedBudget: 20 * time.Millisecond, EmbedTimeout: inTime},
+		Testing: knowledge.TestingKnobs{SimilarBudget: inTime}})
 }
 
 // A paraphrase in other words is listed by meaning; the stored entry got
@@ -105,7 +125,7 @@ func withConcepts(e *conceptEmbedder, budget time.Duration) option {
 func TestSimilarByMeaning(t *testing.T) {
 	t.Parallel()
 	e := &conceptEmbedder{}
-	b := setup(t, withConcepts(e, time.Second))
+	b := setup(t, withConcepts(e))
 	first, err := b.svc.Store(b.ctx, b.alice, knowledge.StoreInput{Title: escalationTitle, Body: escalationBody})
 	if err != nil {
 		t.Fatal(err)
@@ -169,15 +189,15 @@ func TestMeaningScore(t *testing.T) {
 
 // Past the embed budget the check is by words only, and the answer says
 // so: an exact copy is still listed, a paraphrase is not; the entry waits
-// for the worker as before.
+// for the worker as before. The store answers without waiting for the
+// provider: its call is still held when the store has answered.
 func TestSimilarPastBudgetIsByWords(t *testing.T) {
 	t.Parallel()
 	e := &conceptEmbedder{}
-	b := setup(t, withConcepts(e, time.Second))
+	b := setup(t, withConcepts(e))
 	first := b.store(t, b.alice, escalationTitle, escalationBody) // with its vector
-	e.delay = 300 * time.Millisecond
-	slow := knowledge.New(b.pool, knowledge.Options{Embedder: e, Enqueuer: b.enq, Config: knowledge.Config{QueryEmbedBudget: 20 * time.Millisecond}})
-	start := time.Now()
+	slow := pastBudget(t, b, e)
+	answered := e.answered.Load()
 	r, err := slow.Store(b.ctx, b.bob, knowledge.StoreInput{Title: pageTitle, Body: pageBody})
 	if err != nil {
 		t.Fatal(err)
@@ -185,8 +205,8 @@ func TestSimilarPastBudgetIsByWords(t *testing.T) {
 	if r.SimilarCheck != knowledge.SimilarCheckWords || len(r.Similar) != 0 || r.EmbeddingStatus != "pending" {
 		t.Fatalf("paraphrase past the budget: %+v", r)
 	}
-	if d := time.Since(start); d > 250*time.Millisecond {
-		t.Fatalf("the store waited %v for the provider", d)
+	if e.answered.Load() != answered {
+		t.Fatal("the store waited for the provider's answer")
 	}
 	r, err = slow.Store(b.ctx, b.bob, knowledge.StoreInput{Title: escalationTitle, Body: escalationBody})
 	if err != nil || r.SimilarCheck != knowledge.SimilarCheckWords || len(r.Similar) != 1 || r.Similar[0].ID != first {
@@ -197,13 +217,34 @@ func TestSimilarPastBudgetIsByWords(t *testing.T) {
 	}
 }
 
+// Each statement of the duplicate check is bounded (similarBudget): past
+// it the store still stores, and answers that no check was made rather
+// than that nothing is similar. (A budget of 1 ns: every statement is past
+// it before it is sent, whatever the load.)
+func TestSimilarPastItsStatementBudgetStoresUnchecked(t *testing.T) {
+	t.Parallel()
+	e := &conceptEmbedder{}
+	b := setup(t, withConcepts(e), func(o *knowledge.Options) { o.Testing.SimilarBudget = time.Nanosecond })
+	first := b.store(t, b.alice, escalationTitle, escalationBody)
+	r, err := b.svc.Store(b.ctx, b.bob, knowledge.StoreInput{Title: escalationTitle, Body: escalationBody})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ID == first || r.SimilarCheck != knowledge.SimilarCheckNone || len(r.Similar) != 0 {
+		t.Fatalf("a copy past the check's budget: %+v; want stored, similarCheck none", r)
+	}
+	if n := b.entries(t); n != 2 {
+		t.Fatalf("%d entries; want 2", n)
+	}
+}
+
 // ifSimilar: skip answers the existing entry and stores nothing: no row,
 // no quota unit (an org at its limit is still answered), the same answer
 // twice, and never an entry of another org.
 func TestIfSimilarSkip(t *testing.T) {
 	t.Parallel()
 	e := &conceptEmbedder{}
-	b := setup(t, withConcepts(e, time.Second))
+	b := setup(t, withConcepts(e))
 	first := b.store(t, b.alice, escalationTitle, escalationBody)
 	b.setQuota(t, b.org, int64(b.quotaUsed(t, b.org))) // at its limit
 	rows := b.entries(t)
@@ -245,10 +286,9 @@ func TestIfSimilarSkip(t *testing.T) {
 func TestIfSimilarSkipByWordsOnly(t *testing.T) {
 	t.Parallel()
 	e := &conceptEmbedder{}
-	b := setup(t, withConcepts(e, time.Second))
+	b := setup(t, withConcepts(e))
 	first := b.store(t, b.alice, escalationTitle, escalationBody)
-	e.delay = 300 * time.Millisecond
-	slow := knowledge.New(b.pool, knowledge.Options{Embedder: e, Config: knowledge.Config{QueryEmbedBudget: 20 * time.Millisecond}})
+	slow := pastBudget(t, b, e)
 	r, err := slow.Store(b.ctx, b.bob, knowledge.StoreInput{Title: escalationTitle, Body: escalationBody, IfSimilar: knowledge.IfSimilarSkip})
 	if err != nil || !r.Skipped || r.ID != first || r.SimilarCheck != knowledge.SimilarCheckWords {
 		t.Fatalf("copy: %+v, %v", r, err)
