@@ -67,99 +67,126 @@ type ForgetResult struct {
 func (s *Service) Forget(ctx context.Context, c Caller, id uuid.UUID, reason string, othersAllowed bool) (_ *ForgetResult, err error) {
 	defer wrapOp(&err, "knowledge.Forget")
 	ctx = db.WithOrg(ctx, c.OrgID)
-	if err := checkCaller(c, true); err != nil {
+	if reason, err = checkForget(c, id, reason); err != nil {
 		return nil, err
-	}
-	if id == uuid.Nil {
-		return nil, errs.InvalidArgument("id", "is required")
-	}
-	reason = strings.TrimSpace(reason)
-	switch {
-	case reason == "":
-		return nil, errs.InvalidArgument("reason", "is required (say why the entry is forgotten; it is kept in the tombstone)")
-	case !utf8.ValidString(reason):
-		return nil, errs.InvalidArgument("reason", "must be valid UTF-8")
-	case utf8.RuneCountInString(reason) > MaxForgetReason:
-		return nil, errs.InvalidArgument("reason", "must be at most %d characters", MaxForgetReason)
 	}
 	var res *ForgetResult
 	var gone []uuid.UUID
 	err = s.transientTx(ctx, func(tx pgx.Tx) error {
-		res = nil
-		q := sqlc.New(tx)
-		// A document goes with its sections. Under the org's supersession
-		// lock (lockForErase takes it again) no replacement adds any
-		// between this read and the erasure.
-		if err := q.LockOrgSupersessions(ctx, c.OrgID.String()); err != nil {
-			return err
-		}
-		ids, err := q.DocumentSectionIDs(ctx, sqlc.DocumentSectionIDsParams{OrgID: c.OrgID, Ids: []uuid.UUID{id}})
-		if err != nil {
-			return err
-		}
-		rows, err := s.lockForErase(ctx, q, c.OrgID, append(ids, id), true)
-		if err != nil {
-			return err
-		}
-		if len(rows) == 0 {
-			t, err := s.tombstoneFor(ctx, q, c, id)
-			if err != nil {
-				return err
-			}
-			res = &ForgetResult{Tombstone: *t, AlreadyForgotten: true}
-			return nil
-		}
-		i := slices.IndexFunc(rows, func(r sqlc.PurgeLockEntriesRow) bool { return r.ID == id })
-		if i < 0 {
-			return pgx.ErrNoRows // the document is gone, its sections are not: cannot be under the lock
-		}
-		row := rows[i]
-		if (row.CreatedByAgentID == nil || *row.CreatedByAgentID != c.AgentID) && !othersAllowed {
-			return &errs.Error{Code: errs.CodeForbidden, Field: "id",
-				Message: "the calling agent did not write this entry; forgetting other agents' entries needs the knowledge:delete_others scope"}
-		}
-		var rep PurgeReport
-		if err := s.eraseLocked(ctx, tx, c.OrgID, rows, true, &rep); err != nil {
-			return err
-		}
-		var t sqlc.KnowledgeTombstone
-		for _, r := range rows {
-			// Each section of a forgotten document reads as forgotten too.
-			ts, err := q.InsertTombstone(ctx, sqlc.InsertTombstoneParams{
-				OrgID: c.OrgID, ID: r.ID, CreatedByAgentID: r.CreatedByAgentID, CreatedAt: r.CreatedAt,
-				ForgottenByAgentID: c.AgentID, Reason: reason, ClientToken: r.ClientToken, Relations: int32(rep.OpenRelations),
-			})
-			if err != nil {
-				return err
-			}
-			if r.ID == id {
-				t = ts
-			}
-		}
-		res = &ForgetResult{Tombstone: tombstone(t), Relinked: rep.Relinked, HeadsAgain: rep.HeadsAgain, TaskLinks: rep.TaskLinks,
-			Sections: int64(len(rows) - 1)}
-		gone = rep.IDs
-		return nil
+		var err error
+		res, gone, err = s.forgetIn(ctx, tx, c, id, reason, othersAllowed)
+		return err
 	})
 	if err != nil {
 		return nil, mapErr(err, "id")
 	}
 	if !res.AlreadyForgotten {
-		// Every store answer recorded in Redis (kept 60 s) that names the
-		// erased entry, as the entry it made or in its similar list (its
-		// title), goes: the key of the store that made it and those of
-		// stores that listed it. The row is gone whatever happens here, and
-		// a replay never answers an erased entry (replayable); a failure
-		// only leaves a record that expires within the minute.
-		names := map[uuid.UUID]bool{id: true}
-		for _, g := range gone {
-			names[g] = true
-		}
-		if _, err := s.forgetIdempotenceRecords(ctx, c.OrgID, names); err != nil {
-			s.log().Warn("knowledge: forget: deleting idempotence records naming the entry failed; they expire within 60 s", "org", c.OrgID, "err", err)
-		}
+		s.forgetStoreAnswers(ctx, c.OrgID, id, gone)
 	}
 	return res, nil
+}
+
+// checkForget checks Forget's arguments and returns the reason trimmed.
+func checkForget(c Caller, id uuid.UUID, reason string) (string, error) {
+	if err := checkCaller(c, true); err != nil {
+		return "", err
+	}
+	if id == uuid.Nil {
+		return "", errs.InvalidArgument("id", "is required")
+	}
+	reason = strings.TrimSpace(reason)
+	switch {
+	case reason == "":
+		return "", errs.InvalidArgument("reason", "is required (say why the entry is forgotten; it is kept in the tombstone)")
+	case !utf8.ValidString(reason):
+		return "", errs.InvalidArgument("reason", "must be valid UTF-8")
+	case utf8.RuneCountInString(reason) > MaxForgetReason:
+		return "", errs.InvalidArgument("reason", "must be at most %d characters", MaxForgetReason)
+	}
+	return reason, nil
+}
+
+// forgetIn is Forget's transaction: it locks the entry (a document with
+// its sections), answers its tombstone if it was forgotten already,
+// checks that c may forget it, erases it as Purge does and leaves a
+// tombstone for each erased entry. It returns the answer and the ids
+// erased.
+func (s *Service) forgetIn(ctx context.Context, tx pgx.Tx, c Caller, id uuid.UUID, reason string, othersAllowed bool) (*ForgetResult, []uuid.UUID, error) {
+	q := sqlc.New(tx)
+	// A document goes with its sections. Under the org's supersession
+	// lock (lockForErase takes it again) no replacement adds any between
+	// this read and the erasure.
+	if err := q.LockOrgSupersessions(ctx, c.OrgID.String()); err != nil {
+		return nil, nil, err
+	}
+	ids, err := q.DocumentSectionIDs(ctx, sqlc.DocumentSectionIDsParams{OrgID: c.OrgID, Ids: []uuid.UUID{id}})
+	if err != nil {
+		return nil, nil, err
+	}
+	rows, err := s.lockForErase(ctx, q, c.OrgID, append(ids, id), true)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(rows) == 0 {
+		t, err := s.tombstoneFor(ctx, q, c, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		return &ForgetResult{Tombstone: *t, AlreadyForgotten: true}, nil, nil
+	}
+	i := slices.IndexFunc(rows, func(r sqlc.PurgeLockEntriesRow) bool { return r.ID == id })
+	if i < 0 {
+		return nil, nil, pgx.ErrNoRows // the document is gone, its sections are not: cannot be under the lock
+	}
+	if a := rows[i].CreatedByAgentID; (a == nil || *a != c.AgentID) && !othersAllowed {
+		return nil, nil, &errs.Error{Code: errs.CodeForbidden, Field: "id",
+			Message: "the calling agent did not write this entry; forgetting other agents' entries needs the knowledge:delete_others scope"}
+	}
+	var rep PurgeReport
+	if err := s.eraseLocked(ctx, tx, c.OrgID, rows, true, &rep); err != nil {
+		return nil, nil, err
+	}
+	t, err := writeTombstones(ctx, q, c, id, rows, reason, rep.OpenRelations)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &ForgetResult{Tombstone: t, Relinked: rep.Relinked, HeadsAgain: rep.HeadsAgain, TaskLinks: rep.TaskLinks,
+		Sections: int64(len(rows) - 1)}, rep.IDs, nil
+}
+
+// writeTombstones leaves a tombstone for each erased entry (each section
+// of a forgotten document reads as forgotten too) and returns id's.
+func writeTombstones(ctx context.Context, q *sqlc.Queries, c Caller, id uuid.UUID, rows []sqlc.PurgeLockEntriesRow, reason string, relations int64) (Tombstone, error) {
+	var t sqlc.KnowledgeTombstone
+	for _, r := range rows {
+		ts, err := q.InsertTombstone(ctx, sqlc.InsertTombstoneParams{
+			OrgID: c.OrgID, ID: r.ID, CreatedByAgentID: r.CreatedByAgentID, CreatedAt: r.CreatedAt,
+			ForgottenByAgentID: c.AgentID, Reason: reason, ClientToken: r.ClientToken, Relations: int32(relations),
+		})
+		if err != nil {
+			return Tombstone{}, err
+		}
+		if r.ID == id {
+			t = ts
+		}
+	}
+	return tombstone(t), nil
+}
+
+// forgetStoreAnswers deletes every store answer recorded in Redis (kept
+// 60 s) that names an erased entry (id and gone), as the entry it made or
+// in its similar list (its title): the key of the store that made it and
+// those of stores that listed it. The rows are gone whatever happens here,
+// and a replay never answers an erased entry (replayable); a failure only
+// leaves a record that expires within the minute.
+func (s *Service) forgetStoreAnswers(ctx context.Context, org, id uuid.UUID, gone []uuid.UUID) {
+	names := map[uuid.UUID]bool{id: true}
+	for _, g := range gone {
+		names[g] = true
+	}
+	if _, err := s.forgetIdempotenceRecords(ctx, org, names); err != nil {
+		s.log().Warn("knowledge: forget: deleting idempotence records naming the entry failed; they expire within 60 s", "org", org, "err", err)
+	}
 }
 
 // tombstoneFor reads id's tombstone for c: only the entry's author and the
