@@ -52,13 +52,22 @@ ORDER BY s.position;
 -- name: InsertDocumentEntries :many
 -- A document's new entries in one statement: its own entry and its new or
 -- changed sections, with the ids the caller chose, the same tags, kind,
--- source and metadata. Their embedding status is pending (the outbox).
-INSERT INTO knowledge (org_id, id, title, body, tags, created_by_agent_id, source, kind, metadata, similar_keys)
-SELECT @org_id, v.id, v.title, v.body, @tags::text[], sqlc.narg(agent_id)::uuid,
+-- source and metadata, by the storing agent. Their embedding status is
+-- pending (the outbox). The rows are the arrays' joined to the agent's row
+-- (the org's row of a co-located table): on a Citus cluster an INSERT ...
+-- SELECT is routed whole to the org's worker only when it reads such a
+-- table; from the arrays alone the coordinator would pull the rows and
+-- send them on in a second step. (The target's alias qualifies RETURNING:
+-- Citus 13.2 sends a routed INSERT ... SELECT's unqualified RETURNING to
+-- the shard naming the distributed table, which the worker refuses.)
+INSERT INTO knowledge AS ins (org_id, id, title, body, tags, created_by_agent_id, source, kind, metadata, similar_keys)
+SELECT a.org_id, v.id, v.title, v.body, @tags::text[], a.id,
        sqlc.narg(source)::text, @kind::text, @metadata::jsonb, v.keys::bigint[]
-FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@titles::text[]) AS title, unnest(@bodies::text[]) AS body,
+FROM agents a
+CROSS JOIN (SELECT unnest(@ids::uuid[]) AS id, unnest(@titles::text[]) AS title, unnest(@bodies::text[]) AS body,
              unnest(@keys::text[]) AS keys) v
-RETURNING id, embedding_generation, created_at;
+WHERE a.org_id = @org_id AND a.id = @agent_id
+RETURNING ins.id, ins.embedding_generation, ins.created_at;
 
 -- name: InsertDocument :exec
 INSERT INTO knowledge_documents (org_id, id, source, format, sections, chars, content_hash, entry_hash)
@@ -78,11 +87,14 @@ WHERE org_id = @org_id AND id = @id;
 -- name: PutSections :exec
 -- A document's sections at their positions: new rows for new sections,
 -- and the kept ones moved (to another position, or to the document's new
--- entry).
+-- entry). Joined to the sections' entries, written before: routed whole
+-- on a Citus cluster (InsertDocumentEntries).
 INSERT INTO knowledge_sections (org_id, id, document_id, position, heading_path, content_hash)
-SELECT @org_id, v.id, @document_id, v.position, string_to_array(v.path, E'\x1f'), v.hash
-FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@positions::int[]) AS position, unnest(@paths::text[]) AS path,
-             unnest(@hashes::bytea[]) AS hash) v
+SELECT k.org_id, v.id, @document_id, v.position, string_to_array(v.path, E'\x1f'), v.hash
+FROM knowledge k
+JOIN (SELECT unnest(@ids::uuid[]) AS id, unnest(@positions::int[]) AS position, unnest(@paths::text[]) AS path,
+             unnest(@hashes::bytea[]) AS hash) v ON v.id = k.id
+WHERE k.org_id = @org_id
 ON CONFLICT (org_id, id) DO UPDATE SET document_id = excluded.document_id, position = excluded.position;
 
 -- name: EndSections :exec
@@ -105,9 +117,14 @@ FROM (SELECT unnest(@old_ids::uuid[]) AS old_id, unnest(@new_ids::uuid[]) AS new
 WHERE k.org_id = @org_id AND k.head_id = v.old_id;
 
 -- name: InsertSectionSupersessions :exec
+-- Joined to the old sections' entries: routed whole on a Citus cluster
+-- (InsertDocumentEntries; from the arrays alone the coordinator would COPY
+-- the rows into the shard, which row-level security refuses).
 INSERT INTO knowledge_supersessions (org_id, old_id, new_id, agent_id)
-SELECT @org_id, v.old_id, v.new_id, @agent_id
-FROM (SELECT unnest(@old_ids::uuid[]) AS old_id, unnest(@new_ids::uuid[]) AS new_id) v;
+SELECT k.org_id, v.old_id, v.new_id, @agent_id
+FROM knowledge k
+JOIN (SELECT unnest(@old_ids::uuid[]) AS old_id, unnest(@new_ids::uuid[]) AS new_id) v ON v.old_id = k.id
+WHERE k.org_id = @org_id;
 
 -- name: RetireSections :exec
 -- Removed sections expire now: no longer current (search and list leave

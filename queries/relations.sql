@@ -53,14 +53,21 @@ RETURNING id, from_id, to_id, type, note, created_by_agent_id, valid_from, valid
 -- neither end already has @max_open open relations (the per-entry cap,
 -- counted after the lock, in this statement's snapshot) and it is not
 -- open already. No row back: one of the two; the caller asks which (rare).
-INSERT INTO knowledge_relations (org_id, from_id, to_id, type, note, created_by_agent_id)
-SELECT @org_id, @from_id, @to_id, @type, sqlc.narg(note)::text, sqlc.narg(agent_id)::uuid
-WHERE (SELECT count(*) FROM knowledge_relations r
+-- The row is read from the from end's entry (locked before) and its id
+-- given by the caller: on a Citus cluster an INSERT ... SELECT is routed
+-- whole to the org's worker only when it reads a co-located table and
+-- calls no volatile function (the column's default, gen_random_uuid()),
+-- and its RETURNING names the target by an alias (InsertDocumentEntries).
+INSERT INTO knowledge_relations AS ins (org_id, id, from_id, to_id, type, note, created_by_agent_id)
+SELECT k.org_id, @id, @from_id, @to_id, @type, sqlc.narg(note)::text, sqlc.narg(agent_id)::uuid
+FROM knowledge k
+WHERE k.org_id = @org_id AND k.id = @from_id
+  AND (SELECT count(*) FROM knowledge_relations r
        WHERE r.org_id = @org_id AND r.valid_to IS NULL AND (r.from_id = @from_id OR r.to_id = @from_id)) < @max_open::bigint
   AND (SELECT count(*) FROM knowledge_relations r
        WHERE r.org_id = @org_id AND r.valid_to IS NULL AND (r.from_id = @to_id OR r.to_id = @to_id)) < @max_open::bigint
 ON CONFLICT (org_id, from_id, type, to_id) WHERE valid_to IS NULL DO NOTHING
-RETURNING id, from_id, to_id, type, note, created_by_agent_id, valid_from, valid_to, closed_by_agent_id;
+RETURNING ins.id, ins.from_id, ins.to_id, ins.type, ins.note, ins.created_by_agent_id, ins.valid_from, ins.valid_to, ins.closed_by_agent_id;
 
 -- name: GetOpenRelation :one
 SELECT id, from_id, to_id, type, note, created_by_agent_id, valid_from, valid_to, closed_by_agent_id
@@ -265,10 +272,14 @@ ON CONFLICT DO NOTHING;
 -- A document's sections, each PART_OF the document (documents.go): one
 -- statement for all of them, in the same transaction as the entries. No
 -- per-entry cap here: a document's sections are bounded by
--- MaxDocumentSections, which is at most the cap.
-INSERT INTO knowledge_relations (org_id, from_id, to_id, type, created_by_agent_id)
-SELECT @org_id, v.id, @document_id, 'PART_OF', sqlc.narg(agent_id)::uuid
-FROM unnest(@section_ids::uuid[]) AS v(id)
+-- MaxDocumentSections, which is at most the cap. Joined to the sections'
+-- entries, with the relations' ids given: routed whole on a Citus cluster
+-- (InsertRelationCapped).
+INSERT INTO knowledge_relations (org_id, id, from_id, to_id, type, created_by_agent_id)
+SELECT k.org_id, v.rel_id, v.id, @document_id, 'PART_OF', sqlc.narg(agent_id)::uuid
+FROM knowledge k
+JOIN (SELECT unnest(@section_ids::uuid[]) AS id, unnest(@relation_ids::uuid[]) AS rel_id) v ON v.id = k.id
+WHERE k.org_id = @org_id
 ON CONFLICT (org_id, from_id, type, to_id) WHERE valid_to IS NULL DO NOTHING;
 
 -- name: ClosePartOfRelations :exec

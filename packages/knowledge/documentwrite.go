@@ -242,11 +242,10 @@ func (t *docTx) insertEntries(ctx context.Context, newDoc bool, docID uuid.UUID,
 	if meta == nil {
 		meta = []byte("{}")
 	}
-	agent := t.c.AgentID
 	for start := 0; start < len(ids); {
 		end := docWriteChunkEnd(bodies, start)
 		rows, err := t.q.InsertDocumentEntries(ctx, sqlc.InsertDocumentEntriesParams{
-			OrgID: t.c.OrgID, Tags: t.a.Tags, AgentID: &agent, Source: strOrNil(t.a.Source), Kind: t.a.Kind, Metadata: meta,
+			OrgID: t.c.OrgID, Tags: t.a.Tags, AgentID: t.c.AgentID, Source: strOrNil(t.a.Source), Kind: t.a.Kind, Metadata: meta,
 			Ids: ids[start:end], Titles: titles[start:end], Bodies: bodies[start:end], Keys: keys[start:end],
 		})
 		if err != nil {

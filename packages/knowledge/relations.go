@@ -382,7 +382,7 @@ func (s *Service) Link(ctx context.Context, c Caller, in LinkInput) (_ *Relation
 		// One statement on the common path: the insert, if under the cap
 		// and not open already; only when it wrote nothing is it asked why.
 		r, err := q.InsertRelationCapped(ctx, sqlc.InsertRelationCappedParams{
-			OrgID: c.OrgID, FromID: st.from, ToID: st.to, Type: ref.t.Name, Note: note, AgentID: agent, MaxOpen: MaxRelationsPerEntry})
+			ID: uuid.New(), OrgID: c.OrgID, FromID: st.from, ToID: st.to, Type: ref.t.Name, Note: note, AgentID: agent, MaxOpen: MaxRelationsPerEntry})
 		if err == nil {
 			out = change(in.FromID, in.ToID, in.Type, cat, relationRow(sqlc.GetOpenRelationRow(r)))
 			return nil
@@ -828,7 +828,11 @@ func linkParts(ctx context.Context, q *sqlc.Queries, org, agent, doc uuid.UUID, 
 	if len(sections) == 0 {
 		return nil
 	}
-	return q.InsertPartOfRelations(ctx, sqlc.InsertPartOfRelationsParams{OrgID: org, DocumentID: doc, SectionIds: sections, AgentID: &agent})
+	ids := make([]uuid.UUID, len(sections))
+	for i := range ids {
+		ids[i] = uuid.New()
+	}
+	return q.InsertPartOfRelations(ctx, sqlc.InsertPartOfRelationsParams{OrgID: org, DocumentID: doc, SectionIds: sections, RelationIds: ids, AgentID: &agent})
 }
 
 // unlinkParts closes the open PART_OF relations of sections to doc (they

@@ -294,29 +294,35 @@ func (q *Queries) ImportRelations(ctx context.Context, arg ImportRelationsParams
 }
 
 const insertPartOfRelations = `-- name: InsertPartOfRelations :exec
-INSERT INTO knowledge_relations (org_id, from_id, to_id, type, created_by_agent_id)
-SELECT $1, v.id, $2, 'PART_OF', $3::uuid
-FROM unnest($4::uuid[]) AS v(id)
+INSERT INTO knowledge_relations (org_id, id, from_id, to_id, type, created_by_agent_id)
+SELECT k.org_id, v.rel_id, v.id, $1, 'PART_OF', $2::uuid
+FROM knowledge k
+JOIN (SELECT unnest($3::uuid[]) AS id, unnest($4::uuid[]) AS rel_id) v ON v.id = k.id
+WHERE k.org_id = $5
 ON CONFLICT (org_id, from_id, type, to_id) WHERE valid_to IS NULL DO NOTHING
 `
 
 type InsertPartOfRelationsParams struct {
-	OrgID      uuid.UUID
-	DocumentID uuid.UUID
-	AgentID    *uuid.UUID
-	SectionIds []uuid.UUID
+	DocumentID  uuid.UUID
+	AgentID     *uuid.UUID
+	SectionIds  []uuid.UUID
+	RelationIds []uuid.UUID
+	OrgID       uuid.UUID
 }
 
 // A document's sections, each PART_OF the document (documents.go): one
 // statement for all of them, in the same transaction as the entries. No
 // per-entry cap here: a document's sections are bounded by
-// MaxDocumentSections, which is at most the cap.
+// MaxDocumentSections, which is at most the cap. Joined to the sections'
+// entries, with the relations' ids given: routed whole on a Citus cluster
+// (InsertRelationCapped).
 func (q *Queries) InsertPartOfRelations(ctx context.Context, arg InsertPartOfRelationsParams) error {
 	_, err := q.db.Exec(ctx, insertPartOfRelations,
-		arg.OrgID,
 		arg.DocumentID,
 		arg.AgentID,
 		arg.SectionIds,
+		arg.RelationIds,
+		arg.OrgID,
 	)
 	return err
 }
@@ -375,23 +381,26 @@ func (q *Queries) InsertRelation(ctx context.Context, arg InsertRelationParams) 
 }
 
 const insertRelationCapped = `-- name: InsertRelationCapped :one
-INSERT INTO knowledge_relations (org_id, from_id, to_id, type, note, created_by_agent_id)
-SELECT $1, $2, $3, $4, $5::text, $6::uuid
-WHERE (SELECT count(*) FROM knowledge_relations r
-       WHERE r.org_id = $1 AND r.valid_to IS NULL AND (r.from_id = $2 OR r.to_id = $2)) < $7::bigint
+INSERT INTO knowledge_relations AS ins (org_id, id, from_id, to_id, type, note, created_by_agent_id)
+SELECT k.org_id, $1, $2, $3, $4, $5::text, $6::uuid
+FROM knowledge k
+WHERE k.org_id = $7 AND k.id = $2
   AND (SELECT count(*) FROM knowledge_relations r
-       WHERE r.org_id = $1 AND r.valid_to IS NULL AND (r.from_id = $3 OR r.to_id = $3)) < $7::bigint
+       WHERE r.org_id = $7 AND r.valid_to IS NULL AND (r.from_id = $2 OR r.to_id = $2)) < $8::bigint
+  AND (SELECT count(*) FROM knowledge_relations r
+       WHERE r.org_id = $7 AND r.valid_to IS NULL AND (r.from_id = $3 OR r.to_id = $3)) < $8::bigint
 ON CONFLICT (org_id, from_id, type, to_id) WHERE valid_to IS NULL DO NOTHING
-RETURNING id, from_id, to_id, type, note, created_by_agent_id, valid_from, valid_to, closed_by_agent_id
+RETURNING ins.id, ins.from_id, ins.to_id, ins.type, ins.note, ins.created_by_agent_id, ins.valid_from, ins.valid_to, ins.closed_by_agent_id
 `
 
 type InsertRelationCappedParams struct {
-	OrgID   uuid.UUID
+	ID      uuid.UUID
 	FromID  uuid.UUID
 	ToID    uuid.UUID
 	Type    string
 	Note    *string
 	AgentID *uuid.UUID
+	OrgID   uuid.UUID
 	MaxOpen int64
 }
 
@@ -411,14 +420,20 @@ type InsertRelationCappedRow struct {
 // neither end already has @max_open open relations (the per-entry cap,
 // counted after the lock, in this statement's snapshot) and it is not
 // open already. No row back: one of the two; the caller asks which (rare).
+// The row is read from the from end's entry (locked before) and its id
+// given by the caller: on a Citus cluster an INSERT ... SELECT is routed
+// whole to the org's worker only when it reads a co-located table and
+// calls no volatile function (the column's default, gen_random_uuid()),
+// and its RETURNING names the target by an alias (InsertDocumentEntries).
 func (q *Queries) InsertRelationCapped(ctx context.Context, arg InsertRelationCappedParams) (InsertRelationCappedRow, error) {
 	row := q.db.QueryRow(ctx, insertRelationCapped,
-		arg.OrgID,
+		arg.ID,
 		arg.FromID,
 		arg.ToID,
 		arg.Type,
 		arg.Note,
 		arg.AgentID,
+		arg.OrgID,
 		arg.MaxOpen,
 	)
 	var i InsertRelationCappedRow
