@@ -354,22 +354,20 @@ func TestIsolateOrgRefusedOnSingleNode(t *testing.T) {
 	}
 }
 
-// A single node's database moved into a cluster with
-// scripts/cluster-migrate.sh keeps every row of every table, byte for
-// byte: entries and their vectors, relations, the lexical index and its
-// statistics, the org counters, tokens' secrets; the orgs' statistics
-// read the same through the service, and search finds the same entries.
-func TestClusterMigrateSingleNode(t *testing.T) {
-	targetURL, target := clusterDatabase(t)
-	single := testenv.Postgres(t)
-	ctx := context.Background()
+// loadToMigrate gives three orgs of pool entries with their vectors,
+// relations, a supersession and a document replaced once (its sections,
+// their PART_OF relations, the section superseded), all embedded and
+// lexically indexed; it returns the orgs' callers.
+func loadToMigrate(ctx context.Context, t *testing.T, pool *pgxpool.Pool) []knowledge.Caller {
+	t.Helper()
 	var orgs []knowledge.Caller
 	for i, topic := range []string{"glacier", "volcano", "reef"} {
-		a := testfactory.Agent(ctx, t, single.Pool, nil)
+		a := testfactory.Agent(ctx, t, pool, nil)
 		c := knowledge.Caller{OrgID: a.OrgID, AgentID: a.ID}
 		orgs = append(orgs, c)
-		ids := vectorLoad(ctx, t, single.Pool, c, 10+5*i, topic)
-		svc := knowledge.New(single.Pool, knowledge.Options{Embedder: embed.NewLocal()})
+		ids := vectorLoad(ctx, t, pool, c, 10+5*i, topic)
+		enq := &clusterEnqueuer{}
+		svc := knowledge.New(pool, knowledge.Options{Embedder: embed.NewLocal(), Enqueuer: enq})
 		for j := 1; j < len(ids); j += 3 {
 			if _, err := svc.Link(ctx, c, knowledge.LinkInput{FromID: ids[j], ToID: ids[j-1], Type: "DEPENDS_ON"}); err != nil {
 				t.Fatalf("link: %v", err)
@@ -378,11 +376,33 @@ func TestClusterMigrateSingleNode(t *testing.T) {
 		if _, err := svc.Supersede(ctx, c, ids[0], ids[2]); err != nil {
 			t.Fatalf("supersede: %v", err)
 		}
+		for _, last := range []string{"Restart the " + topic + " worker.", "Restart it, then check its shards."} {
+			if _, err := svc.StoreDocument(ctx, c, routerPlanDocument(last)); err != nil {
+				t.Fatalf("store document: %v", err)
+			}
+		}
+		if err := jobs.NewEmbedHandler(pool, embed.NewLocal(), jobs.HandlerOptions{}).Process(ctx, enq.take()); err != nil {
+			t.Fatalf("embed the document: %v", err)
+		}
 	}
-	single1 := knowledge.New(single.Pool, knowledge.Options{Embedder: embed.NewLocal()})
-	if _, err := knowledge.NewMaintenance(single1, knowledge.MaintenanceConfig{}).IndexAll(ctx); err != nil {
+	if _, err := knowledge.NewMaintenance(knowledge.New(pool, knowledge.Options{Embedder: embed.NewLocal()}), knowledge.MaintenanceConfig{}).IndexAll(ctx); err != nil {
 		t.Fatal(err)
 	}
+	return orgs
+}
+
+// A single node's database moved into a cluster with
+// scripts/cluster-migrate.sh keeps every row of every table, byte for
+// byte: entries and their vectors, relations, documents and their
+// sections, the lexical index and its statistics, the org counters,
+// tokens' secrets; the orgs' statistics read the same through the service,
+// and search finds the same entries.
+func TestClusterMigrateSingleNode(t *testing.T) {
+	targetURL, target := clusterDatabase(t)
+	single := testenv.Postgres(t)
+	ctx := context.Background()
+	orgs := loadToMigrate(ctx, t, single.Pool)
+	single1 := knowledge.New(single.Pool, knowledge.Options{Embedder: embed.NewLocal()})
 
 	out, err := exec.CommandContext(ctx, "bash", "../../../scripts/cluster-migrate.sh", single.URL, targetURL).CombinedOutput()
 	t.Logf("cluster-migrate.sh:\n%s", out)
