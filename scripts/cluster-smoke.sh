@@ -10,9 +10,12 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 # SMOKE_URLS_FROM_ENV=1: the DATABASE_URL, OPERATOR_DATABASE_URL,
-# OWNER_DATABASE_URL and REDIS_URL already set (e.g. a single node, for the
-# same figures to compare).
-if [ -z "${SMOKE_URLS_FROM_ENV:-}" ]; then
+# OWNER_DATABASE_URL and REDIS_URL already set; SMOKE_TARGET=single: the
+# single node beside the cluster (scripts/cluster.sh single-up). Either
+# gives the same figures of a single node to compare.
+if [ "${SMOKE_TARGET:-}" = single ]; then
+  eval "$(bash scripts/cluster.sh single-urls | sed 's/^/export /')"
+elif [ -z "${SMOKE_URLS_FROM_ENV:-}" ]; then
   eval "$(bash scripts/cluster.sh urls | sed 's/^/export /')"
 fi
 # SMOKE_PORT_OFFSET=n moves the three ports by n (two runs at once: a
@@ -167,14 +170,20 @@ if [ "${SMOKE_ORGS:-0}" -gt 0 ] && [ "${SMOKE_CLIENTS:-0}" -gt 0 ] && [ "${SMOKE
   log "e2e: $SMOKE_ORGS orgs, $SMOKE_CLIENTS clients: $stores stores and $(grep -c '^search_knowledge ok' "$work/e2e.t" || true) searches answered in $(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.1f", b-a}') s ($(awk -v a="$start" -v b="$end" -v n="$stores" 'BEGIN {printf "%.1f", n/(b-a)}') stores/s, a search after each); $(grep -c ' error' "$work/e2e.t" || true) calls failed"
   log "e2e: store $(grep '^store_knowledge ok' "$work/e2e.t" | cut -d' ' -f3 | pct); search $(grep '^search_knowledge ok' "$work/e2e.t" | cut -d' ' -f3 | pct)"
   if [ "$(psql "$OWNER_DATABASE_URL" -Atc "select count(*) from pg_extension where extname = 'citus'")" = 1 ]; then
-    log "e2e: the e2e orgs over the workers (node: orgs, entries):"
+    log "e2e: the e2e orgs over the workers (node: orgs, entries, the entries' rows' bytes):"
     psql "$OWNER_DATABASE_URL" -Atc "
-      SELECT n.nodename || ':' || n.nodeport || ': ' || count(*) || ' orgs, ' || sum(x.entries) || ' entries'
-      FROM (SELECT k.org_id, count(*) AS entries FROM knowledge k JOIN orgs o ON o.id = k.org_id
+      SELECT n.nodename || ':' || n.nodeport || ': ' || count(*) || ' orgs, ' || sum(x.entries) || ' entries, '
+             || sum(x.bytes) || ' bytes'
+      FROM (SELECT k.org_id, count(*) AS entries, sum(pg_column_size(k.*)) AS bytes FROM knowledge k JOIN orgs o ON o.id = k.org_id
             WHERE o.name LIKE 'e2e-$run-%' GROUP BY k.org_id) x
       JOIN pg_dist_placement p ON p.shardid = get_shard_id_for_distribution_column('knowledge', x.org_id)
       JOIN pg_dist_node n ON n.groupid = p.groupid
       GROUP BY n.nodename, n.nodeport ORDER BY n.nodeport" | sed 's/^/smoke:   /' >&2
+    log "e2e: every shard of the database on each worker (node: shards, bytes with their indexes):"
+    psql "$OWNER_DATABASE_URL" -Atc "
+      SELECT nodename || ':' || nodeport || ': ' || count(*) || ' shards, ' || sum(shard_size) || ' bytes ('
+             || pg_size_pretty(sum(shard_size)::bigint) || ')'
+      FROM citus_shards GROUP BY nodename, nodeport ORDER BY nodeport" | sed 's/^/smoke:   /' >&2
   fi
 fi
 log "PASS"
