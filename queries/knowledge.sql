@@ -138,11 +138,11 @@ SELECT value FROM knowledge_secrets WHERE name = 'list_cursor';
 -- knowledge_org_created_idx, or with a kind or an exact source filter
 -- knowledge_org_kind_idx or knowledge_org_source_idx, which hold only the
 -- entries that pass it.
--- With match_set (a metadata or source prefix filter that few entries
--- pass, browse.go), the page is read from those entries, given by id
--- (by_ids: MetadataMatches, SourcePrefixMatches), by the primary key, and
--- sorted. Plans are custom (the filters not given fold away, the given
--- ones become index conditions), made for each page.
+-- With match_set (a document's sections, or a metadata or source prefix
+-- filter that few entries pass, browse.go), the page is read from those
+-- entries (ListEntriesByIds), by the primary key, and sorted. Plans are
+-- custom (the filters not given fold away, the given ones become index
+-- conditions), made for each page.
 SELECT set_config('enable_sort', CASE WHEN @match_set::bool THEN 'on' ELSE 'off' END, true),
        set_config('enable_bitmapscan', CASE WHEN @match_set::bool THEN 'on' ELSE 'off' END, true),
        set_config('enable_seqscan', 'off', true),
@@ -165,14 +165,8 @@ SELECT k.id, k.title, left(k.body, @snippet_chars::int)::text AS body_start, k.t
        k.created_by_agent_id, k.created_at, k.expires_at, k.head_id, k.embedding_status
 FROM knowledge k
 WHERE k.org_id = @org_id
-  -- By ids: the position tested on each entry read by the primary key,
-  -- written so that no index takes it (by the row comparison, the planner
-  -- without statistics took the org's created-order index for a range of a
-  -- couple of rows and read the whole org).
-  AND (@by_ids::bool OR ((k.created_at, k.id) < (@before_at::timestamptz, @before_id::uuid)
-                         AND k.created_at > @created_after::timestamptz))
-  AND (NOT @by_ids::bool OR ((k.created_at + '0 s'::interval, k.id) < (@before_at::timestamptz, @before_id::uuid)
-                             AND k.created_at + '0 s'::interval > @created_after::timestamptz))
+  AND (k.created_at, k.id) < (@before_at::timestamptz, @before_id::uuid)
+  AND k.created_at > @created_after::timestamptz
   AND (cardinality(@tags::text[]) = 0 OR k.tags @> @tags::text[])
   AND (NOT @by_author::bool OR k.created_by_agent_id = @author_id::uuid)
   AND (NOT @by_task::bool OR EXISTS (SELECT 1 FROM task_knowledge t
@@ -185,7 +179,37 @@ WHERE k.org_id = @org_id
        OR (k.source >= sqlc.narg(source_prefix)::text AND k.source < sqlc.narg(source_end)::text
            AND starts_with(k.source, sqlc.narg(source_prefix)::text)))
   AND (sqlc.narg(metadata)::jsonb IS NULL OR k.metadata @> sqlc.narg(metadata)::jsonb)
-  AND (NOT @by_ids::bool OR k.id = ANY(@ids::uuid[]))
+ORDER BY k.created_at DESC, k.id DESC
+LIMIT @max_rows::int;
+
+-- name: ListEntriesByIds :many
+-- ListEntries' page read from given entries instead of a walk (ListConfig
+-- with match_set; browse.go, listMatches): a document's sections, or the
+-- few entries a metadata or source prefix filter matches. The same
+-- position and filters, tested on each entry, then sorted. Each id is one
+-- probe of the primary key: the subquery is not pulled up (OFFSET 0), so
+-- no plan can read the org instead (an org's id alone, without
+-- statistics, looks like a few rows: the planner read all 5,000 entries of
+-- an org through one of its indexes for a document's 50 sections).
+SELECT k.id, k.title, left(k.body, @snippet_chars::int)::text AS body_start, k.tags, k.confidence,
+       k.source, k.kind, k.metadata,
+       k.created_by_agent_id, k.created_at, k.expires_at, k.head_id, k.embedding_status
+FROM unnest(@ids::uuid[]) AS i (id)
+CROSS JOIN LATERAL (SELECT e.id, e.title, e.body, e.tags, e.confidence, e.source, e.kind, e.metadata,
+                           e.created_by_agent_id, e.created_at, e.expires_at, e.head_id, e.embedding_status, e.superseded_at
+                    FROM knowledge e WHERE e.org_id = @org_id AND e.id = i.id OFFSET 0) k
+WHERE (k.created_at, k.id) < (@before_at::timestamptz, @before_id::uuid)
+  AND k.created_at > @created_after::timestamptz
+  AND (cardinality(@tags::text[]) = 0 OR k.tags @> @tags::text[])
+  AND (NOT @by_author::bool OR k.created_by_agent_id = @author_id::uuid)
+  AND (NOT @by_task::bool OR EXISTS (SELECT 1 FROM task_knowledge t
+                                     WHERE t.org_id = @org_id AND t.task_id = @task_id::uuid AND t.knowledge_id = k.id))
+  AND (@include_superseded::bool OR k.head_id IS NULL OR k.superseded_at > sqlc.narg(as_of)::timestamptz)
+  AND (@include_expired::bool OR k.expires_at IS NULL OR k.expires_at > coalesce(sqlc.narg(as_of)::timestamptz, now()))
+  AND (sqlc.narg(kind)::text IS NULL OR k.kind = sqlc.narg(kind)::text)
+  AND (sqlc.narg(source)::text IS NULL OR k.source = sqlc.narg(source)::text)
+  AND (sqlc.narg(source_prefix)::text IS NULL OR starts_with(k.source, sqlc.narg(source_prefix)::text))
+  AND (sqlc.narg(metadata)::jsonb IS NULL OR k.metadata @> sqlc.narg(metadata)::jsonb)
 ORDER BY k.created_at DESC, k.id DESC
 LIMIT @max_rows::int;
 

@@ -132,16 +132,11 @@ func (s *Service) List(ctx context.Context, c Caller, in ListInput) (_ *ListResu
 	if in.TaskID != nil {
 		p.ByTask, p.TaskID = true, *in.TaskID
 	}
-	if p.ByIds, p.Ids, err = s.listMatches(ctx, c.OrgID, f, in.DocumentID); err != nil {
+	byIDs, ids, err := s.listMatches(ctx, c.OrgID, f, in.DocumentID)
+	if err != nil {
 		return nil, err
 	}
-	// The settings go in the same batch, hence the same implicit
-	// transaction, as the page's query (internal/pgbatch).
-	q := sqlc.New(pgbatch.New(s.pool))
-	if err := q.ListConfig(ctx, p.ByIds); err != nil {
-		return nil, mapErr(err, "")
-	}
-	rows, err := q.ListEntries(ctx, p)
+	rows, err := listEntries(ctx, s.pool, p, byIDs, ids)
 	if err != nil {
 		return nil, mapErr(err, "")
 	}
@@ -223,6 +218,34 @@ func (s *Service) listMatches(ctx context.Context, org uuid.UUID, f filterArgs, 
 		return false, nil, nil
 	}
 	return true, ids, nil
+}
+
+// listEntries reads a page on pool: by a walk of the org's entries
+// (ListEntries), or, byIDs, from the entries ids (ListEntriesByIds, the
+// same filters and position), with the settings of each (ListConfig) in
+// the same batch, hence the same implicit transaction (internal/pgbatch).
+func listEntries(ctx context.Context, pool pgbatch.Sender, p sqlc.ListEntriesParams, byIDs bool, ids []uuid.UUID) ([]sqlc.ListEntriesRow, error) {
+	q := sqlc.New(pgbatch.New(pool))
+	if err := q.ListConfig(ctx, byIDs); err != nil {
+		return nil, err
+	}
+	if !byIDs {
+		return q.ListEntries(ctx, p)
+	}
+	rows, err := q.ListEntriesByIds(ctx, sqlc.ListEntriesByIdsParams{
+		SnippetChars: p.SnippetChars, Ids: ids, OrgID: p.OrgID, BeforeAt: p.BeforeAt, BeforeID: p.BeforeID,
+		CreatedAfter: p.CreatedAfter, Tags: p.Tags, ByAuthor: p.ByAuthor, AuthorID: p.AuthorID, ByTask: p.ByTask, TaskID: p.TaskID,
+		IncludeSuperseded: p.IncludeSuperseded, AsOf: p.AsOf, IncludeExpired: p.IncludeExpired,
+		Kind: p.Kind, Source: p.Source, SourcePrefix: p.SourcePrefix, Metadata: p.Metadata, MaxRows: p.MaxRows,
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]sqlc.ListEntriesRow, len(rows))
+	for i, r := range rows {
+		out[i] = sqlc.ListEntriesRow(r)
+	}
+	return out, nil
 }
 
 // listPosition is where a page starts (strictly before at, id in the

@@ -7,7 +7,15 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
+
+// ListEntriesAs reads a page of List on conn as List does (listEntries),
+// for the tests of its plans (fields_plan_test.go).
+func ListEntriesAs(ctx context.Context, conn *pgx.Conn, p sqlc.ListEntriesParams, byIDs bool, ids []uuid.UUID) ([]sqlc.ListEntriesRow, error) {
+	return listEntries(ctx, conn, p, byIDs, ids)
+}
 
 // RunVectorStatement runs the vector list's statement (sql/search_vector.sql)
 // on conn exactly as a search does (after SearchConfig, with its scans

@@ -430,11 +430,11 @@ SELECT set_config('enable_sort', CASE WHEN $1::bool THEN 'on' ELSE 'off' END, tr
 // knowledge_org_created_idx, or with a kind or an exact source filter
 // knowledge_org_kind_idx or knowledge_org_source_idx, which hold only the
 // entries that pass it.
-// With match_set (a metadata or source prefix filter that few entries
-// pass, browse.go), the page is read from those entries, given by id
-// (by_ids: MetadataMatches, SourcePrefixMatches), by the primary key, and
-// sorted. Plans are custom (the filters not given fold away, the given
-// ones become index conditions), made for each page.
+// With match_set (a document's sections, or a metadata or source prefix
+// filter that few entries pass, browse.go), the page is read from those
+// entries (ListEntriesByIds), by the primary key, and sorted. Plans are
+// custom (the filters not given fold away, the given ones become index
+// conditions), made for each page.
 func (q *Queries) ListConfig(ctx context.Context, matchSet bool) error {
 	_, err := q.db.Exec(ctx, listConfig, matchSet)
 	return err
@@ -458,35 +458,27 @@ SELECT k.id, k.title, left(k.body, $1::int)::text AS body_start, k.tags, k.confi
        k.created_by_agent_id, k.created_at, k.expires_at, k.head_id, k.embedding_status
 FROM knowledge k
 WHERE k.org_id = $2
-  -- By ids: the position tested on each entry read by the primary key,
-  -- written so that no index takes it (by the row comparison, the planner
-  -- without statistics took the org's created-order index for a range of a
-  -- couple of rows and read the whole org).
-  AND ($3::bool OR ((k.created_at, k.id) < ($4::timestamptz, $5::uuid)
-                         AND k.created_at > $6::timestamptz))
-  AND (NOT $3::bool OR ((k.created_at + '0 s'::interval, k.id) < ($4::timestamptz, $5::uuid)
-                             AND k.created_at + '0 s'::interval > $6::timestamptz))
-  AND (cardinality($7::text[]) = 0 OR k.tags @> $7::text[])
-  AND (NOT $8::bool OR k.created_by_agent_id = $9::uuid)
-  AND (NOT $10::bool OR EXISTS (SELECT 1 FROM task_knowledge t
-                                     WHERE t.org_id = k.org_id AND t.task_id = $11::uuid AND t.knowledge_id = k.id))
-  AND ($12::bool OR k.head_id IS NULL OR k.superseded_at > $13::timestamptz)
-  AND ($14::bool OR k.expires_at IS NULL OR k.expires_at > coalesce($13::timestamptz, now()))
-  AND ($15::text IS NULL OR k.kind = $15::text)
-  AND ($16::text IS NULL OR k.source = $16::text)
-  AND ($17::text IS NULL
-       OR (k.source >= $17::text AND k.source < $18::text
-           AND starts_with(k.source, $17::text)))
-  AND ($19::jsonb IS NULL OR k.metadata @> $19::jsonb)
-  AND (NOT $3::bool OR k.id = ANY($20::uuid[]))
+  AND (k.created_at, k.id) < ($3::timestamptz, $4::uuid)
+  AND k.created_at > $5::timestamptz
+  AND (cardinality($6::text[]) = 0 OR k.tags @> $6::text[])
+  AND (NOT $7::bool OR k.created_by_agent_id = $8::uuid)
+  AND (NOT $9::bool OR EXISTS (SELECT 1 FROM task_knowledge t
+                                     WHERE t.org_id = k.org_id AND t.task_id = $10::uuid AND t.knowledge_id = k.id))
+  AND ($11::bool OR k.head_id IS NULL OR k.superseded_at > $12::timestamptz)
+  AND ($13::bool OR k.expires_at IS NULL OR k.expires_at > coalesce($12::timestamptz, now()))
+  AND ($14::text IS NULL OR k.kind = $14::text)
+  AND ($15::text IS NULL OR k.source = $15::text)
+  AND ($16::text IS NULL
+       OR (k.source >= $16::text AND k.source < $17::text
+           AND starts_with(k.source, $16::text)))
+  AND ($18::jsonb IS NULL OR k.metadata @> $18::jsonb)
 ORDER BY k.created_at DESC, k.id DESC
-LIMIT $21::int
+LIMIT $19::int
 `
 
 type ListEntriesParams struct {
 	SnippetChars      int32
 	OrgID             uuid.UUID
-	ByIds             bool
 	BeforeAt          time.Time
 	BeforeID          uuid.UUID
 	CreatedAfter      time.Time
@@ -503,7 +495,6 @@ type ListEntriesParams struct {
 	SourcePrefix      *string
 	SourceEnd         *string
 	Metadata          []byte
-	Ids               []uuid.UUID
 	MaxRows           int32
 }
 
@@ -538,7 +529,6 @@ func (q *Queries) ListEntries(ctx context.Context, arg ListEntriesParams) ([]Lis
 	rows, err := q.db.Query(ctx, listEntries,
 		arg.SnippetChars,
 		arg.OrgID,
-		arg.ByIds,
 		arg.BeforeAt,
 		arg.BeforeID,
 		arg.CreatedAfter,
@@ -555,7 +545,6 @@ func (q *Queries) ListEntries(ctx context.Context, arg ListEntriesParams) ([]Lis
 		arg.SourcePrefix,
 		arg.SourceEnd,
 		arg.Metadata,
-		arg.Ids,
 		arg.MaxRows,
 	)
 	if err != nil {
@@ -565,6 +554,130 @@ func (q *Queries) ListEntries(ctx context.Context, arg ListEntriesParams) ([]Lis
 	var items []ListEntriesRow
 	for rows.Next() {
 		var i ListEntriesRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Title,
+			&i.BodyStart,
+			&i.Tags,
+			&i.Confidence,
+			&i.Source,
+			&i.Kind,
+			&i.Metadata,
+			&i.CreatedByAgentID,
+			&i.CreatedAt,
+			&i.ExpiresAt,
+			&i.HeadID,
+			&i.EmbeddingStatus,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listEntriesByIds = `-- name: ListEntriesByIds :many
+SELECT k.id, k.title, left(k.body, $1::int)::text AS body_start, k.tags, k.confidence,
+       k.source, k.kind, k.metadata,
+       k.created_by_agent_id, k.created_at, k.expires_at, k.head_id, k.embedding_status
+FROM unnest($2::uuid[]) AS i (id)
+CROSS JOIN LATERAL (SELECT e.id, e.title, e.body, e.tags, e.confidence, e.source, e.kind, e.metadata,
+                           e.created_by_agent_id, e.created_at, e.expires_at, e.head_id, e.embedding_status, e.superseded_at
+                    FROM knowledge e WHERE e.org_id = $3 AND e.id = i.id OFFSET 0) k
+WHERE (k.created_at, k.id) < ($4::timestamptz, $5::uuid)
+  AND k.created_at > $6::timestamptz
+  AND (cardinality($7::text[]) = 0 OR k.tags @> $7::text[])
+  AND (NOT $8::bool OR k.created_by_agent_id = $9::uuid)
+  AND (NOT $10::bool OR EXISTS (SELECT 1 FROM task_knowledge t
+                                     WHERE t.org_id = $3 AND t.task_id = $11::uuid AND t.knowledge_id = k.id))
+  AND ($12::bool OR k.head_id IS NULL OR k.superseded_at > $13::timestamptz)
+  AND ($14::bool OR k.expires_at IS NULL OR k.expires_at > coalesce($13::timestamptz, now()))
+  AND ($15::text IS NULL OR k.kind = $15::text)
+  AND ($16::text IS NULL OR k.source = $16::text)
+  AND ($17::text IS NULL OR starts_with(k.source, $17::text))
+  AND ($18::jsonb IS NULL OR k.metadata @> $18::jsonb)
+ORDER BY k.created_at DESC, k.id DESC
+LIMIT $19::int
+`
+
+type ListEntriesByIdsParams struct {
+	SnippetChars      int32
+	Ids               []uuid.UUID
+	OrgID             uuid.UUID
+	BeforeAt          time.Time
+	BeforeID          uuid.UUID
+	CreatedAfter      time.Time
+	Tags              []string
+	ByAuthor          bool
+	AuthorID          uuid.UUID
+	ByTask            bool
+	TaskID            uuid.UUID
+	IncludeSuperseded bool
+	AsOf              *time.Time
+	IncludeExpired    bool
+	Kind              *string
+	Source            *string
+	SourcePrefix      *string
+	Metadata          []byte
+	MaxRows           int32
+}
+
+type ListEntriesByIdsRow struct {
+	ID               uuid.UUID
+	Title            string
+	BodyStart        string
+	Tags             []string
+	Confidence       int16
+	Source           *string
+	Kind             string
+	Metadata         []byte
+	CreatedByAgentID *uuid.UUID
+	CreatedAt        time.Time
+	ExpiresAt        *time.Time
+	HeadID           *uuid.UUID
+	EmbeddingStatus  string
+}
+
+// ListEntries' page read from given entries instead of a walk (ListConfig
+// with match_set; browse.go, listMatches): a document's sections, or the
+// few entries a metadata or source prefix filter matches. The same
+// position and filters, tested on each entry, then sorted. Each id is one
+// probe of the primary key: the subquery is not pulled up (OFFSET 0), so
+// no plan can read the org instead (an org's id alone, without
+// statistics, looks like a few rows: the planner read all 5,000 entries of
+// an org through one of its indexes for a document's 50 sections).
+func (q *Queries) ListEntriesByIds(ctx context.Context, arg ListEntriesByIdsParams) ([]ListEntriesByIdsRow, error) {
+	rows, err := q.db.Query(ctx, listEntriesByIds,
+		arg.SnippetChars,
+		arg.Ids,
+		arg.OrgID,
+		arg.BeforeAt,
+		arg.BeforeID,
+		arg.CreatedAfter,
+		arg.Tags,
+		arg.ByAuthor,
+		arg.AuthorID,
+		arg.ByTask,
+		arg.TaskID,
+		arg.IncludeSuperseded,
+		arg.AsOf,
+		arg.IncludeExpired,
+		arg.Kind,
+		arg.Source,
+		arg.SourcePrefix,
+		arg.Metadata,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListEntriesByIdsRow
+	for rows.Next() {
+		var i ListEntriesByIdsRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.Title,
