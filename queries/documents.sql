@@ -9,8 +9,10 @@
 SELECT pg_advisory_xact_lock(hashtext('knowledge.document'), hashtext(@org_id::text || ':' || @source::text));
 
 -- name: GetDocumentToken :one
--- The document a clientToken of an agent made, and the hash of its arguments.
-SELECT document_id, args_hash
+-- The document a clientToken of an agent made, and the hash of its
+-- arguments; or, forgotten_at set, that the document was forgotten (both
+-- NULL then).
+SELECT document_id, args_hash, forgotten_at
 FROM knowledge_document_tokens
 WHERE org_id = @org_id AND agent_id = @agent_id AND client_token = @client_token;
 
@@ -165,6 +167,15 @@ WHERE org_id = @org_id AND document_id = ANY(@ids::uuid[]);
 -- and the tokens that named them, in this order (the foreign keys). A
 -- section row of a document erased without it goes too: the section is a
 -- plain entry from then on.
+
+-- name: ForgetDocumentTokens :execrows
+-- forget_knowledge of documents among @ids: their tokens stay, marked
+-- forgotten, without the document's id or the arguments' hash (nothing
+-- that could test a guess of the forgotten text): a retry of the store is
+-- refused, not stored again. (A purge deletes them: DeleteDocumentTokens.)
+UPDATE knowledge_document_tokens
+SET document_id = NULL, args_hash = NULL, forgotten_at = now()
+WHERE org_id = @org_id AND document_id = ANY(@ids::uuid[]);
 
 -- name: DeleteDocumentTokens :execrows
 DELETE FROM knowledge_document_tokens

@@ -288,6 +288,51 @@ func TestDocumentClientToken(t *testing.T) {
 	}
 }
 
+// A retry of a document's store with its clientToken, after the agent
+// forgot the document, is refused (as a store_knowledge retry is) whatever
+// its arguments: the forgotten text is not stored again under a new id.
+// The token's row keeps neither the document's id nor the arguments'
+// hash. Forgetting one section leaves the token answering; another
+// token, or another agent's, stores the document anew.
+func TestForgottenDocumentIsNotStoredAgainByItsToken(t *testing.T) {
+	b := setup(t)
+	tok := uuid.New()
+	in := knowledge.DocumentInput{Title: "Pump manual", Content: manual(2, same), ClientToken: &tok}
+	first := b.storeDoc(t, b.alice, in)
+	if _, err := b.svc.Forget(b.ctx, b.alice, first.Sections[1].ID, "wrong", false); err != nil {
+		t.Fatal(err)
+	}
+	if again := b.storeDoc(t, b.alice, in); !again.Replayed || again.ID != first.ID || len(again.Sections) != 2 {
+		t.Fatalf("retry after forgetting a section = %+v; want the document replayed without it", again)
+	}
+	if _, err := b.svc.Forget(b.ctx, b.alice, first.ID, "obsolete", false); err != nil {
+		t.Fatal(err)
+	}
+	other := in
+	other.Content = manual(3, same)
+	for name, retry := range map[string]knowledge.DocumentInput{"same arguments": in, "other arguments": other} {
+		_, err := b.svc.StoreDocument(b.ctx, b.alice, retry)
+		e := wantCode(t, err, errs.CodeInvalidArgument, "clientToken")
+		if !strings.Contains(e.Message, "forgotten") || strings.Contains(e.Message, first.ID.String()) {
+			t.Fatalf("%s: %q; want the token refused as forgotten, naming no id", name, e.Message)
+		}
+	}
+	if n := b.entries(t); n != 0 {
+		t.Fatalf("%d entries after refused retries; want 0", n)
+	}
+	if n := b.count(t, `SELECT count(*) FROM knowledge_document_tokens
+		WHERE client_token = $1 AND document_id IS NULL AND args_hash IS NULL AND forgotten_at IS NOT NULL`, tok); n != 1 {
+		t.Fatalf("%d forgotten token rows; want 1 keeping neither the document nor the hash", n)
+	}
+	if r := b.storeDoc(t, b.bob, in); r.Replayed || r.ID == first.ID {
+		t.Fatalf("another agent's token: %+v; want a new document", r)
+	}
+	in.ClientToken = new(uuid.New())
+	if r := b.storeDoc(t, b.alice, in); r.Replayed || r.ID == first.ID {
+		t.Fatalf("a new token: %+v; want a new document", r)
+	}
+}
+
 func TestForgetDocumentForgetsItsSections(t *testing.T) {
 	b := setup(t)
 	r := b.storeDoc(t, b.alice, knowledge.DocumentInput{Title: "Pump manual", Content: manual(3, same), Source: "docs/pumps.md"})

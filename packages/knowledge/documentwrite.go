@@ -193,7 +193,7 @@ func (t *docTx) token(ctx context.Context, doc uuid.UUID) error {
 		return nil
 	}
 	n, err := t.q.InsertDocumentToken(ctx, sqlc.InsertDocumentTokenParams{
-		OrgID: t.c.OrgID, AgentID: t.c.AgentID, ClientToken: *t.a.ClientToken, DocumentID: doc, ArgsHash: t.p.argsHash})
+		OrgID: t.c.OrgID, AgentID: t.c.AgentID, ClientToken: *t.a.ClientToken, DocumentID: &doc, ArgsHash: t.p.argsHash})
 	if err != nil {
 		return err
 	}
@@ -394,7 +394,10 @@ func (t *docTx) putSections(ctx context.Context, docID uuid.UUID) error {
 
 // replayDocument answers a clientToken that already made a document: the
 // document as it stands, if the arguments are the same (nil, nil: the
-// token made nothing yet).
+// token made nothing yet). A token whose document was forgotten is
+// refused whatever the arguments, as store_knowledge refuses one
+// (forgottenToken): the agent forgot what the store made, and a retry
+// must not store it again under a new id.
 func (s *Service) replayDocument(ctx context.Context, c Caller, a *documentArgs) (*DocumentResult, error) {
 	row, err := s.q.GetDocumentToken(ctx, sqlc.GetDocumentTokenParams{OrgID: c.OrgID, AgentID: c.AgentID, ClientToken: *a.ClientToken})
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -403,15 +406,20 @@ func (s *Service) replayDocument(ctx context.Context, c Caller, a *documentArgs)
 	if err != nil {
 		return nil, mapErr(err, "")
 	}
+	if row.ForgottenAt != nil || row.DocumentID == nil {
+		return nil, &errs.Error{Code: errs.CodeInvalidArgument, Field: "clientToken",
+			Message: "made a document that has since been forgotten; it is not stored again under this clientToken (use a new clientToken to store it anew)"}
+	}
+	doc := *row.DocumentID
 	if !bytes.Equal(row.ArgsHash, a.hash()) {
 		return nil, &errs.Error{Code: errs.CodeInvalidArgument, Field: "clientToken",
-			Message: "was already used with different arguments (it made document " + row.DocumentID.String() + "); use a new clientToken for a new document"}
+			Message: "was already used with different arguments (it made document " + doc.String() + "); use a new clientToken for a new document"}
 	}
-	secs, err := s.q.DocumentSections(ctx, sqlc.DocumentSectionsParams{OrgID: c.OrgID, DocumentID: row.DocumentID})
+	secs, err := s.q.DocumentSections(ctx, sqlc.DocumentSectionsParams{OrgID: c.OrgID, DocumentID: doc})
 	if err != nil {
 		return nil, mapErr(err, "")
 	}
-	res := &DocumentResult{ID: row.DocumentID, Title: a.Title, Source: a.Source, Kind: a.Kind, Replayed: true,
+	res := &DocumentResult{ID: doc, Title: a.Title, Source: a.Source, Kind: a.Kind, Replayed: true,
 		Sections: make([]SectionRef, len(secs)), Retired: []uuid.UUID{}, Kept: len(secs)}
 	for i, r := range secs {
 		res.Sections[i] = SectionRef{ID: r.ID, HeadingPath: nonNil(r.HeadingPath), Chars: int(r.Chars), Status: SectionKept, EmbeddingStatus: r.EmbeddingStatus}

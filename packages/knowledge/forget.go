@@ -142,6 +142,11 @@ func (s *Service) forgetIn(ctx context.Context, tx pgx.Tx, c Caller, id uuid.UUI
 		return nil, nil, &errs.Error{Code: errs.CodeForbidden, Field: "id",
 			Message: "the calling agent did not write this entry; forgetting other agents' entries needs the knowledge:delete_others scope"}
 	}
+	// A document's client tokens outlive it, marked forgotten: a retry of
+	// its store is refused, not stored again (documentwrite.go).
+	if _, err := q.ForgetDocumentTokens(ctx, sqlc.ForgetDocumentTokensParams{OrgID: c.OrgID, Ids: []uuid.UUID{id}}); err != nil {
+		return nil, nil, err
+	}
 	var rep PurgeReport
 	if err := s.eraseLocked(ctx, tx, c.OrgID, rows, true, &rep); err != nil {
 		return nil, nil, err

@@ -96,7 +96,6 @@ func (q *Queries) DeleteDocumentMarks(ctx context.Context, arg DeleteDocumentMar
 }
 
 const deleteDocumentTokens = `-- name: DeleteDocumentTokens :execrows
-
 DELETE FROM knowledge_document_tokens
 WHERE org_id = $1 AND document_id = ANY($2::uuid[])
 `
@@ -106,10 +105,6 @@ type DeleteDocumentTokensParams struct {
 	Ids   []uuid.UUID
 }
 
-// Erasure (forget, purge) of entries: their document marks, section rows
-// and the tokens that named them, in this order (the foreign keys). A
-// section row of a document erased without it goes too: the section is a
-// plain entry from then on.
 func (q *Queries) DeleteDocumentTokens(ctx context.Context, arg DeleteDocumentTokensParams) (int64, error) {
 	result, err := q.db.Exec(ctx, deleteDocumentTokens, arg.OrgID, arg.Ids)
 	if err != nil {
@@ -267,6 +262,34 @@ func (q *Queries) EndSections(ctx context.Context, arg EndSectionsParams) error 
 	return err
 }
 
+const forgetDocumentTokens = `-- name: ForgetDocumentTokens :execrows
+
+UPDATE knowledge_document_tokens
+SET document_id = NULL, args_hash = NULL, forgotten_at = now()
+WHERE org_id = $1 AND document_id = ANY($2::uuid[])
+`
+
+type ForgetDocumentTokensParams struct {
+	OrgID uuid.UUID
+	Ids   []uuid.UUID
+}
+
+// Erasure (forget, purge) of entries: their document marks, section rows
+// and the tokens that named them, in this order (the foreign keys). A
+// section row of a document erased without it goes too: the section is a
+// plain entry from then on.
+// forget_knowledge of documents among @ids: their tokens stay, marked
+// forgotten, without the document's id or the arguments' hash (nothing
+// that could test a guess of the forgotten text): a retry of the store is
+// refused, not stored again. (A purge deletes them: DeleteDocumentTokens.)
+func (q *Queries) ForgetDocumentTokens(ctx context.Context, arg ForgetDocumentTokensParams) (int64, error) {
+	result, err := q.db.Exec(ctx, forgetDocumentTokens, arg.OrgID, arg.Ids)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const getDocument = `-- name: GetDocument :one
 SELECT source, format, sections, chars, live
 FROM knowledge_documents
@@ -301,7 +324,7 @@ func (q *Queries) GetDocument(ctx context.Context, arg GetDocumentParams) (GetDo
 }
 
 const getDocumentToken = `-- name: GetDocumentToken :one
-SELECT document_id, args_hash
+SELECT document_id, args_hash, forgotten_at
 FROM knowledge_document_tokens
 WHERE org_id = $1 AND agent_id = $2 AND client_token = $3
 `
@@ -313,15 +336,18 @@ type GetDocumentTokenParams struct {
 }
 
 type GetDocumentTokenRow struct {
-	DocumentID uuid.UUID
-	ArgsHash   []byte
+	DocumentID  *uuid.UUID
+	ArgsHash    []byte
+	ForgottenAt *time.Time
 }
 
-// The document a clientToken of an agent made, and the hash of its arguments.
+// The document a clientToken of an agent made, and the hash of its
+// arguments; or, forgotten_at set, that the document was forgotten (both
+// NULL then).
 func (q *Queries) GetDocumentToken(ctx context.Context, arg GetDocumentTokenParams) (GetDocumentTokenRow, error) {
 	row := q.db.QueryRow(ctx, getDocumentToken, arg.OrgID, arg.AgentID, arg.ClientToken)
 	var i GetDocumentTokenRow
-	err := row.Scan(&i.DocumentID, &i.ArgsHash)
+	err := row.Scan(&i.DocumentID, &i.ArgsHash, &i.ForgottenAt)
 	return i, err
 }
 
@@ -436,7 +462,7 @@ type InsertDocumentTokenParams struct {
 	OrgID       uuid.UUID
 	AgentID     uuid.UUID
 	ClientToken uuid.UUID
-	DocumentID  uuid.UUID
+	DocumentID  *uuid.UUID
 	ArgsHash    []byte
 }
 

@@ -137,9 +137,10 @@ type KnowledgeDocumentToken struct {
 	OrgID       uuid.UUID
 	AgentID     uuid.UUID
 	ClientToken uuid.UUID
-	DocumentID  uuid.UUID
+	DocumentID  *uuid.UUID
 	ArgsHash    []byte
 	CreatedAt   time.Time
+	ForgottenAt *time.Time
 }
 
 type KnowledgeDocumentUpload struct {
