@@ -290,3 +290,16 @@ SELECT k.id FROM knowledge k
 WHERE k.org_id = @org_id AND k.source >= @prefix::text AND k.source < @prefix_end::text
   AND starts_with(k.source, @prefix::text)
 LIMIT @max::int;
+
+-- name: SourceMatches :many
+-- The org's entries whose source is exactly source
+-- (knowledge_org_source_idx), at most max.
+SELECT k.id FROM knowledge k
+WHERE k.org_id = @org_id AND k.source = @source::text
+LIMIT @max::int;
+
+-- name: KindMatches :many
+-- The org's entries of a kind (knowledge_org_kind_idx), at most max.
+SELECT k.id FROM knowledge k
+WHERE k.org_id = @org_id AND k.kind = @kind::text
+LIMIT @max::int;

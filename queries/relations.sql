@@ -199,7 +199,8 @@ WHERE r.org_id = @org_id AND (r.from_id = ANY(@ids::uuid[]) OR r.to_id = ANY(@id
 -- direction per frontier entry (newest first): the bound on edges read.
 -- A reached entry that was superseded (by @as_of) stands for its chain's
 -- head unless @include_superseded; what is answered passes the search's
--- filters (tags, created by @as_of, superseded, expired, the entry fields'). Every look-up is
+-- filters (tags, created by @as_of, superseded, expired, the entry fields',
+-- the document's). Every look-up is
 -- by equality on (org_id, from_id | to_id | id), so the indexes serve
 -- knowledge_app under row-level security.
 WITH f AS (
@@ -243,7 +244,10 @@ WHERE (cardinality(@tags::text[]) = 0 OR t.tags @> @tags::text[])
   AND (sqlc.narg(kind)::text IS NULL OR t.kind = sqlc.narg(kind)::text)
   AND (sqlc.narg(source)::text IS NULL OR t.source = sqlc.narg(source)::text)
   AND (sqlc.narg(source_prefix)::text IS NULL OR starts_with(t.source, sqlc.narg(source_prefix)::text))
-  AND (sqlc.narg(metadata)::jsonb IS NULL OR t.metadata @> sqlc.narg(metadata)::jsonb);
+  AND (sqlc.narg(metadata)::jsonb IS NULL OR t.metadata @> sqlc.narg(metadata)::jsonb)
+  -- The search's match set (a document's sections, a selective filter's
+  -- matches: packages/knowledge/filtersearch.go); NULL: none.
+  AND (sqlc.narg(within)::uuid[] IS NULL OR t.id = ANY(sqlc.narg(within)::uuid[]));
 
 -- name: ExportRelationTypes :many
 SELECT name, inverse FROM knowledge_relation_types WHERE org_id = @org_id ORDER BY name;

@@ -181,43 +181,17 @@ func checkList(c Caller, in ListInput) (int, []string, filterArgs, error) {
 // listMatchMax bounds the entries a listing reads by id (listMatches).
 const listMatchMax = 1000
 
-// listMatches decides how a page with a metadata or source prefix filter
-// is read: no index holds their matches in the page's order, and walking
-// the org's entries newest first reads all of it when few match. So the
-// matches are read first, by the filter's own index (MetadataMatches:
-// knowledge_metadata_idx; SourcePrefixMatches: knowledge_org_source_idx),
-// up to listMatchMax: if there are no more, the page is read from them by
-// id and sorted (byIDs). Beyond that the filter is common enough for the
-// walk to fill a page soon, and it walks, testing each entry. An exact
-// source or a kind walks its own index (queries/knowledge.sql, ListConfig).
-// A document's sections are always read by id, from its section rows
-// (knowledge_sections_document_idx; at most a few thousand, ended ones
-// included); the page's other filters are tested on each.
-func (s *Service) listMatches(ctx context.Context, org uuid.UUID, f filterArgs, doc *uuid.UUID) (byIDs bool, ids []uuid.UUID, err error) {
-	switch {
-	case doc != nil:
-		if ids, err = s.q.DocumentSectionIDs(ctx, sqlc.DocumentSectionIDsParams{OrgID: org, Ids: []uuid.UUID{*doc}}); err != nil {
-			return false, nil, mapErr(err, "")
-		}
-		return true, ids, nil
-	case f.Source != nil:
-		return false, nil, nil
-	case f.Metadata != nil:
-		ids, err = s.q.MetadataMatches(ctx, sqlc.MetadataMatchesParams{OrgID: org, Metadata: f.Metadata, Max: listMatchMax + 1})
-	case f.SourcePrefix != nil:
-		ids, err = s.q.SourcePrefixMatches(ctx, sqlc.SourcePrefixMatchesParams{
-			OrgID: org, Prefix: *f.SourcePrefix, PrefixEnd: prefixEnd(*f.SourcePrefix), Max: listMatchMax + 1,
-		})
-	default:
-		return false, nil, nil
-	}
-	if err != nil {
-		return false, nil, mapErr(err, "")
-	}
-	if len(ids) > listMatchMax {
-		return false, nil, nil
-	}
-	return true, ids, nil
+// listMatches decides how a page with a metadata or source prefix filter,
+// or of a document's sections, is read: no index holds their matches in
+// the page's order, and walking the org's entries newest first reads all
+// of it when few match. So the matches are read first (filterMatches), up
+// to listMatchMax: if there are no more, the page is read from them by id
+// and sorted (byIDs). Beyond that the filter is common enough for the walk
+// to fill a page soon, and it walks, testing each entry. An exact source
+// or a kind walks its own index (queries/knowledge.sql, ListConfig).
+func (s *Service) listMatches(ctx context.Context, org uuid.UUID, f filterArgs, doc *uuid.UUID) (bool, []uuid.UUID, error) {
+	m, err := s.filterMatches(ctx, org, f, doc, listMatchMax, true)
+	return m.byIDs, m.ids, err
 }
 
 // listEntries reads a page on pool: by a walk of the org's entries

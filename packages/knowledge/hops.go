@@ -95,6 +95,7 @@ func (s *Service) expand(ctx context.Context, c Caller, a *searchArgs, hits []ra
 			OrgID: c.OrgID, Ids: frontier, OutTypes: outTypes, InTypes: inTypes, PerEntry: HopEdgesPerEntry,
 			AsOf: a.AsOf, Tags: nonNil(a.Tags), IncludeSuperseded: a.IncludeSuperseded, IncludeExpired: a.IncludeExpired,
 			Kind: a.Filters.Kind, Source: a.Filters.Source, SourcePrefix: a.Filters.SourcePrefix, Metadata: a.Filters.Metadata,
+			Within: a.Within.hopIDs(),
 		})
 		if err != nil {
 			return nil, mapErr(err, "")

@@ -214,7 +214,8 @@ const (
 )
 
 // rank runs the ranking statements and fuses their rows, each list depth
-// deep: the lexical statement (sql/search_candidates.sql), whose two lists
+// deep, after reading the filters' matches first when few entries pass
+// them (filtersearch.go): the lexical statement (sql/search_candidates.sql), whose two lists
 // share the org's statistics, the query's terms and the postings' scores,
 // and the vector statement (sql/search_vector.sql, of the Service's
 // embedding space).
@@ -235,6 +236,9 @@ func (s *Service) rank(ctx context.Context, c Caller, a *searchArgs, depth int) 
 	tableDocs, err := s.tableDocs.get(ctx, s.q)
 	if err != nil {
 		return nil, mapErr(err, "")
+	}
+	if err := s.searchMatches(ctx, c.OrgID, a); err != nil {
+		return nil, err
 	}
 	run := func(ctx context.Context, lists int, vec *pgvector.Vector) ([]candidateRow, error) {
 		return s.candidates(ctx, s.pool, c, a, depth, tableDocs, lists, vec)
@@ -403,6 +407,8 @@ func (s *Service) candidateArgs(c Caller, a *searchArgs, depth int, tableDocs in
 		"source":             a.Filters.Source,
 		"source_prefix":      a.Filters.SourcePrefix,
 		"metadata":           a.Filters.Metadata,
+		"by_ids":             a.Within.byIDs,
+		"ids":                nonNil(a.Within.ids),
 	}
 }
 

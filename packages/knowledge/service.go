@@ -103,6 +103,11 @@ type TestingKnobs struct {
 	// loaded machine cannot turn their answer into "no check"; a test of
 	// the bound itself sets it below any statement's.
 	SimilarBudget time.Duration
+	// FilterMatches replaces FilterMatchMax, the most matches of a filter
+	// a search reads first (filtersearch.go): a small bound makes a test's
+	// filter take the lists' own path; negative: never read first (the
+	// lists test every filter on their candidates), to compare the two.
+	FilterMatches int
 }
 
 // Defaults of Config.
@@ -130,6 +135,7 @@ type Service struct {
 	qvec      *queryVectors  // query vector cache (queryvec.go)
 	listKeys  listKeyCache   // list cursor key (browse.go)
 	orgCalls  orgCalls       // statements run on an org's worker (onworker.go)
+	common    commonFilters  // filters found common lately (filtersearch.go)
 }
 
 // New returns a Service on pool. The pool must come from db.Open, which

@@ -128,6 +128,10 @@ type SearchInput struct {
 	MaxTokens *int
 	// Filters on the entry fields (kind, source, source prefix, metadata).
 	Filters
+	// DocumentID: only the sections of this document (store_document),
+	// as list_knowledge's DocumentID reads them; another org's document,
+	// like a missing one, has no sections to find (no hits).
+	DocumentID *uuid.UUID
 	// Mode is which lists rank: ModeHybrid ("" too: all three, fused),
 	// ModeLexical (full text and title; the query is not embedded) or
 	// ModeSemantic (the vector list alone).

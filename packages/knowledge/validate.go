@@ -91,6 +91,10 @@ type searchArgs struct {
 	RelationTypes     []string
 	MaxTokens         int // 0: no budget
 	Filters           filterArgs
+	DocumentID        *uuid.UUID
+	// Within: the entries the filters were read first as (filtersearch.go,
+	// set by searchMatches); the lists rank those only.
+	Within matchSet
 	// Lists: the lists the mode ranks by (listVector, listFullText,
 	// listTitle bits).
 	Lists int
@@ -183,6 +187,7 @@ func validateSearch(c Caller, in SearchInput, now time.Time) (*searchArgs, error
 		Query: in.Query, Limit: valueOr(in.Limit, DefaultLimit), IncludeSuperseded: in.IncludeSuperseded,
 		IncludeExpired: in.IncludeExpired, MinScore: in.MinScore, EfSearch: valueOr(in.EfSearch, DefaultEfSearch),
 		Hops: in.Hops, RelationTypes: in.RelationTypes, MaxTokens: valueOr(in.MaxTokens, 0),
+		DocumentID: in.DocumentID,
 	}
 	if err := checkText("query", in.Query, MaxQueryChars); err != nil {
 		return nil, err

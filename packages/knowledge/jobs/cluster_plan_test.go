@@ -313,6 +313,11 @@ func (p *planRun) readSteps() []planStep {
 		}},
 		{"search: entry-field filters", search(knowledge.SearchInput{Query: "router plan", Filters: fields})},
 		{"search: exact source", search(knowledge.SearchInput{Query: "worker down", Filters: knowledge.Filters{Source: "wiki:runbook-shards"}})},
+		{"search: a kind", search(knowledge.SearchInput{Query: "worker down", Filters: knowledge.Filters{Kind: knowledge.KindProcedural}})},
+		{"search: a source prefix", search(knowledge.SearchInput{Query: "worker down", Filters: knowledge.Filters{SourcePrefix: "wiki:"}})},
+		{"search: a document's sections", func() error { // the document is stored by a step before
+			return search(knowledge.SearchInput{Query: "router plan", DocumentID: &p.doc.ID, Hops: 1})()
+		}},
 		{"search: lexical", search(knowledge.SearchInput{Query: "shard pruning", Mode: knowledge.ModeLexical})},
 		{"search: semantic", search(knowledge.SearchInput{Query: "shard pruning", Mode: knowledge.ModeSemantic})},
 		{"search: hops", search(knowledge.SearchInput{Query: "router plan", Hops: 1})},

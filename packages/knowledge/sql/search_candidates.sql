@@ -6,7 +6,8 @@
 -- named; search.go and indexer.go pass every one of them.
 --
 -- The two lexical lists of one search (full text and title), each
--- restricted to the org and the filters and cut at @candidates, as one row
+-- restricted to the org and the filters (and to @ids, below) and cut at
+-- @candidates, as one row
 -- per entry found with its rank and raw signal in each list (0: not in
 -- that list; the vector columns are always 0 here: the vector list is
 -- sql/search_vector.sql). Fusion and calibration are done by the caller
@@ -38,6 +39,16 @@ WITH st AS MATERIALIZED (
            CASE WHEN s.docs > 0 THEN greatest(s.len_t::float8 / s.docs, 1) END AS avg_t
     FROM (SELECT 1) one
     LEFT JOIN knowledge_search_stats s ON s.org_id = @org_id
+),
+-- With @by_ids the search's filters were read first (a document's
+-- sections, or a filter few entries pass: filtersearch.go): the lists'
+-- walks below skip every entry not in @ids by a hashed subplan, before its
+-- key probe. Everything else is as without the filter (the same postings
+-- read and scored, the same titles tested for the query), so each list is
+-- the unfiltered one less the entries the filter rejects, and the walks
+-- probe only entries that pass the filter read first.
+within AS MATERIALIZED (
+    SELECT unnest(@ids::uuid[]) AS id
 ),
 qterms AS MATERIALIZED (
     SELECT DISTINCT a.term FROM st CROSS JOIN LATERAL knowledge_terms(st.config, '', @query::text) AS a (field, term, tf, len)
@@ -149,9 +160,13 @@ fts AS (
     FROM (
         SELECT s.entry_id AS id, s.bm25_b AS signal, s.cov_b AS cov,
                k.title, k.tags, k.confidence, k.created_at, k.expires_at, k.head_id, k.embedding_status
-        FROM ((SELECT entry_id, bm25_b, cov_b FROM scored WHERE bm25_b > 0 ORDER BY bm25_b DESC, entry_id LIMIT 2 * @candidates::int)
+        FROM ((SELECT entry_id, bm25_b, cov_b FROM scored
+               WHERE bm25_b > 0 AND (NOT @by_ids::bool OR entry_id IN (SELECT id FROM within))
+               ORDER BY bm25_b DESC, entry_id LIMIT 2 * @candidates::int)
               UNION ALL
-              (SELECT entry_id, bm25_b, cov_b FROM scored WHERE bm25_b > 0 ORDER BY bm25_b DESC, entry_id OFFSET 2 * @candidates::int)) s
+              (SELECT entry_id, bm25_b, cov_b FROM scored
+               WHERE bm25_b > 0 AND (NOT @by_ids::bool OR entry_id IN (SELECT id FROM within))
+               ORDER BY bm25_b DESC, entry_id OFFSET 2 * @candidates::int)) s
         CROSS JOIN LATERAL (
             SELECT k.title, k.tags, k.confidence, k.created_at, k.expires_at, k.head_id, k.embedding_status
             FROM knowledge k
@@ -197,6 +212,8 @@ ttl_probed AS MATERIALIZED (
         WHERE k.org_id = @org_id AND k.id = s.entry_id
         LIMIT 1
     ) k
+    -- Tested or not as without the filter; then only the set's probed.
+    WHERE NOT @by_ids::bool OR s.entry_id IN (SELECT id FROM within)
 ),
 -- The title list ranks titles holding the query first, then by BM25. A
 -- title past the best @contains_checked is never tested for the query, so

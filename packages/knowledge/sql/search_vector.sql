@@ -1,6 +1,6 @@
 -- The vector list of one search, restricted to the org and the filters (tags,
 -- and the entry fields: kind, source, source prefix, metadata; each NULL
--- when not asked for) and
+-- when not asked for; and @ids with @by_ids) and
 -- cut at @candidates: one row per entry found, with its rank and cosine
 -- similarity, and the columns sql/search_candidates.sql gives (the lexical
 -- ones zero). Run by packages/knowledge (search.go) through pgx with named
@@ -16,9 +16,14 @@
 -- (the list 2.3-3.0 ms p50 through the function, 1.4-1.7 ms here;
 -- docs/benchmarks.md, "Why search is built so").
 --
--- One of three plans runs, chosen here from the org's size, its share of
--- the table and the indexes that exist, never by the planner's statistics
--- (search.go, hnswCostRatio):
+-- One of four plans runs, chosen here from the filters read first (a
+-- count, filtersearch.go), the org's size, its share of the table and the
+-- indexes that exist, never by the planner's statistics (search.go,
+-- hnswCostRatio):
+--   ids:   the search's filters were read first (@by_ids: a document's
+--          sections, or a filter at most FilterMatchMax entries pass): each
+--          entry of @ids is read by its primary key and ranked by its best
+--          vector exactly, as the exact plan ranks the org.
 --   org:   the org has a valid HNSW index of its own (Upkeep's, for large
 --          orgs). Its predicate names the org, so only a plan made for the
 --          org's id can use it: knowledge_vector_hnsw, planned per call.
@@ -31,6 +36,7 @@
 -- order exists), not by statistics, which may be missing.
 WITH st AS MATERIALIZED (
     SELECT CASE
+               WHEN @by_ids::bool THEN 'ids'
                WHEN coalesce(s.docs, 0) < @hnsw_min_docs::bigint THEN 'exact'
                -- (knowledge_index_ready, migration 00028: answered where the
                -- statement runs, the org's worker on a cluster.)
@@ -87,6 +93,47 @@ space AS MATERIALIZED (
     ) x
     GROUP BY x.id
 ),
+-- The ids plan: the entries of @ids that pass the filters as the other
+-- plans test them (the asOf test is vec's), a primary-key probe each, with
+-- the distance of their own vector when it is of the space; then their
+-- chunks' (a key range each, only when the org has chunks of the space),
+-- and each entry's best. Not cut: vec keeps the best @candidates.
+ids_read AS MATERIALIZED (
+    SELECT k.id, k.dist
+    FROM unnest(@ids::uuid[]) AS i (id)
+    CROSS JOIN LATERAL (
+        SELECT k.id, CASE WHEN k.embedding_model = {{model}} AND vector_dims(k.embedding) = {{dims}}
+                          THEN (k.embedding <=> @query_vec::vector)::float8 END AS dist
+        FROM knowledge k
+        WHERE k.org_id = @org_id AND k.id = i.id AND k.embedding IS NOT NULL
+          AND (cardinality(@tags::text[]) = 0 OR k.tags @> @tags::text[])
+          AND (@wide_superseded::bool OR k.head_id IS NULL)
+          AND (@wide_expired::bool OR k.expires_at IS NULL OR k.expires_at > now())
+          AND (@kind::text IS NULL OR k.kind = @kind::text) AND (@source::text IS NULL OR k.source = @source::text)
+          AND (@source_prefix::text IS NULL OR starts_with(k.source, @source_prefix::text))
+          AND (@metadata::jsonb IS NULL OR k.metadata @> @metadata::jsonb)
+        LIMIT 1
+    ) k
+    WHERE (SELECT plan FROM st) = 'ids'
+),
+ids AS MATERIALIZED (
+    SELECT x.id, min(x.dist) AS dist
+    FROM (
+        SELECT r.id, r.dist FROM ids_read r WHERE r.dist IS NOT NULL
+        UNION ALL
+        SELECT r.id, c.dist
+        FROM ids_read r
+        CROSS JOIN LATERAL (
+            SELECT (c.embedding <=> @query_vec::vector)::float8 AS dist
+            FROM knowledge_chunks c
+            WHERE c.org_id = @org_id AND c.entry_id = r.id
+              AND c.embedding_model = {{model}} AND vector_dims(c.embedding) = {{dims}}
+        ) c
+        WHERE EXISTS (SELECT 1 FROM knowledge_chunks c0
+                      WHERE c0.org_id = @org_id AND c0.embedding_model = {{model}} AND vector_dims(c0.embedding) = {{dims}})
+    ) x
+    GROUP BY x.id
+),
 vec AS MATERIALIZED (
     SELECT v.id, v.dist
     FROM (
@@ -97,6 +144,8 @@ vec AS MATERIALIZED (
         WHERE (SELECT plan FROM st) = 'org'
         UNION ALL
         SELECT space.id, space.dist FROM space
+        UNION ALL
+        SELECT ids.id, ids.dist FROM ids
         UNION ALL
         SELECT v.id, v.dist
         FROM knowledge_vector_exact(@org_id, @query_vec::vector, @model::text, @tags::text[],

@@ -414,6 +414,39 @@ func (q *Queries) InsertTaskLink(ctx context.Context, arg InsertTaskLinkParams) 
 	return i, err
 }
 
+const kindMatches = `-- name: KindMatches :many
+SELECT k.id FROM knowledge k
+WHERE k.org_id = $1 AND k.kind = $2::text
+LIMIT $3::int
+`
+
+type KindMatchesParams struct {
+	OrgID uuid.UUID
+	Kind  string
+	Max   int32
+}
+
+// The org's entries of a kind (knowledge_org_kind_idx), at most max.
+func (q *Queries) KindMatches(ctx context.Context, arg KindMatchesParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, kindMatches, arg.OrgID, arg.Kind, arg.Max)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []uuid.UUID
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listConfig = `-- name: ListConfig :exec
 SELECT set_config('enable_sort', CASE WHEN $1::bool THEN 'on' ELSE 'off' END, true),
        set_config('enable_bitmapscan', CASE WHEN $1::bool THEN 'on' ELSE 'off' END, true),
@@ -1034,6 +1067,40 @@ func (q *Queries) SimilarKeysMissing(ctx context.Context, maxRows int32) ([]Simi
 			return nil, err
 		}
 		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const sourceMatches = `-- name: SourceMatches :many
+SELECT k.id FROM knowledge k
+WHERE k.org_id = $1 AND k.source = $2::text
+LIMIT $3::int
+`
+
+type SourceMatchesParams struct {
+	OrgID  uuid.UUID
+	Source string
+	Max    int32
+}
+
+// The org's entries whose source is exactly source
+// (knowledge_org_source_idx), at most max.
+func (q *Queries) SourceMatches(ctx context.Context, arg SourceMatchesParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, sourceMatches, arg.OrgID, arg.Source, arg.Max)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []uuid.UUID
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -867,29 +867,29 @@ func (q *Queries) RelationCounts(ctx context.Context, arg RelationCountsParams) 
 
 const searchHop = `-- name: SearchHop :many
 WITH f AS (
-    SELECT DISTINCT unnest($10::uuid[]) AS id
+    SELECT DISTINCT unnest($11::uuid[]) AS id
 ),
 e AS (
     SELECT f.id AS src, o.type, 'out'::text AS dir, o.to_id AS reached
     FROM f CROSS JOIN LATERAL (
         SELECT r.type, r.to_id FROM knowledge_relations r
         WHERE r.org_id = $1 AND r.from_id = f.id
-          AND ($11::text[] IS NULL OR r.type = ANY($11::text[]))
+          AND ($12::text[] IS NULL OR r.type = ANY($12::text[]))
           AND ($3::timestamptz IS NULL OR r.valid_from <= $3::timestamptz)
           AND (r.valid_to IS NULL OR r.valid_to > coalesce($3::timestamptz, 'infinity'))
         ORDER BY r.valid_from DESC
-        LIMIT $12
+        LIMIT $13
     ) o
     UNION ALL
     SELECT f.id, i.type, 'in'::text, i.from_id
     FROM f CROSS JOIN LATERAL (
         SELECT r.type, r.from_id FROM knowledge_relations r
         WHERE r.org_id = $1 AND r.to_id = f.id
-          AND ($13::text[] IS NULL OR r.type = ANY($13::text[]))
+          AND ($14::text[] IS NULL OR r.type = ANY($14::text[]))
           AND ($3::timestamptz IS NULL OR r.valid_from <= $3::timestamptz)
           AND (r.valid_to IS NULL OR r.valid_to > coalesce($3::timestamptz, 'infinity'))
         ORDER BY r.valid_from DESC
-        LIMIT $12
+        LIMIT $13
     ) i
 )
 SELECT e.src::uuid AS src, e.type::text AS type, e.dir::text AS dir, e.reached::uuid AS reached,
@@ -908,6 +908,9 @@ WHERE (cardinality($4::text[]) = 0 OR t.tags @> $4::text[])
   AND ($7::text IS NULL OR t.source = $7::text)
   AND ($8::text IS NULL OR starts_with(t.source, $8::text))
   AND ($9::jsonb IS NULL OR t.metadata @> $9::jsonb)
+  -- The search's match set (a document's sections, a selective filter's
+  -- matches: packages/knowledge/filtersearch.go); NULL: none.
+  AND ($10::uuid[] IS NULL OR t.id = ANY($10::uuid[]))
 `
 
 type SearchHopParams struct {
@@ -920,6 +923,7 @@ type SearchHopParams struct {
 	Source            *string
 	SourcePrefix      *string
 	Metadata          []byte
+	Within            []uuid.UUID
 	Ids               []uuid.UUID
 	OutTypes          []string
 	PerEntry          int32
@@ -948,7 +952,8 @@ type SearchHopRow struct {
 // direction per frontier entry (newest first): the bound on edges read.
 // A reached entry that was superseded (by @as_of) stands for its chain's
 // head unless @include_superseded; what is answered passes the search's
-// filters (tags, created by @as_of, superseded, expired, the entry fields'). Every look-up is
+// filters (tags, created by @as_of, superseded, expired, the entry fields',
+// the document's). Every look-up is
 // by equality on (org_id, from_id | to_id | id), so the indexes serve
 // knowledge_app under row-level security.
 func (q *Queries) SearchHop(ctx context.Context, arg SearchHopParams) ([]SearchHopRow, error) {
@@ -962,6 +967,7 @@ func (q *Queries) SearchHop(ctx context.Context, arg SearchHopParams) ([]SearchH
 		arg.Source,
 		arg.SourcePrefix,
 		arg.Metadata,
+		arg.Within,
 		arg.Ids,
 		arg.OutTypes,
 		arg.PerEntry,
