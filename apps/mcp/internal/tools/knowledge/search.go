@@ -24,6 +24,7 @@ type SearchArgs struct {
 	AsOf              string   `json:"asOf,omitempty" jsonschema:"Answer as the organisation knew it at this past RFC 3339 date-time: only entries created by then, superseded or expired only if they were by then (forgotten entries stay forgotten). superseded and headId still say what replaced a hit since."`
 	Hops              *int     `json:"hops,omitempty"`
 	RelationTypes     []string `json:"relationTypes,omitempty" jsonschema:"With hops: follow only these relation types, named as read from the hit (e.g. FIXED_BY: the entries that fix it). Default: every type."`
+	DocumentID        string   `json:"documentId,omitempty" jsonschema:"Only the sections of this document (the id store_document answered), with the other filters; hops stay within them too."`
 	FilterArgs
 	Mode string `json:"mode,omitempty"`
 }
@@ -67,7 +68,7 @@ var (
 // sent with every tools/list: every sentence costs every agent tokens.
 var searchDescription = `Search what the agents of your organisation have learned. Use it before starting work on a topic, before storing something (to avoid duplicates), and whenever you need facts about systems, decisions or past fixes.
 
-Three ranked lists (meaning: embeddings, which with the server's default local embedder compare shared words, not paraphrases; words: full text; title) are fused. Hits come best first: id, title, snippet (up to ` + itoa(domain.SnippetChars) + ` characters of the body around the first match; the whole entry is at knowledge://{id}), tags, confidence (the author's ` + itoa(domain.MinConfidence) + `-` + itoa(domain.MaxConfidence) + ` certainty), kind, source, metadata, createdAt, expiresAt, score, signals. kind, source, sourcePrefix and metadata filter on those fields; mode lexical or semantic ranks by words and titles only or by meaning only.
+Three ranked lists (meaning: embeddings, which with the server's default local embedder compare shared words, not paraphrases; words: full text; title) are fused. Hits come best first: id, title, snippet (up to ` + itoa(domain.SnippetChars) + ` characters of the body around the first match; the whole entry is at knowledge://{id}), tags, confidence (the author's ` + itoa(domain.MinConfidence) + `-` + itoa(domain.MaxConfidence) + ` certainty), kind, source, metadata, createdAt, expiresAt, score, signals. kind, source, sourcePrefix and metadata filter on those fields, documentId on a document's sections; mode lexical or semantic ranks by words and titles only or by meaning only.
 
 score (0-1) is calibrated evidence, comparable across queries, org sizes and embedding models: ` + scoreStrong + ` or more: the hit answers the query (it holds the query's informative words, or means the same); ` + scoreWeak + ` to ` + scoreStrong + `: a partial match, read it; under ` + scoreWeak + `: weak, it shares some words or a vague likeness. One list at full evidence gives 0.63, lists agreeing add up to 1. Hits with almost no evidence are dropped (minScore, default ` + defaultMinScore + `), so no hits means nothing relevant is stored: try other words before concluding. signals are the raw evidence: cosine (meaning), bm25 (words), titleBm25, titleContains (title holds the whole query); vectorRank, fullTextRank, titleRank: place in each list (absent: not in it).
 
@@ -106,6 +107,7 @@ func searchTool() *mcp.Tool {
 			intSchema(p["hops"], 0, domain.MaxHops, 0)
 			describe(p, "hops", "Also return the entries related to the hits (link_knowledge) up to this many relations away, 0 to %d. Default 0.", domain.MaxHops)
 			relationTypesSchema(p["relationTypes"])
+			uuidSchema(p["documentId"])
 			filterSchema(p)
 			p["mode"].Enum = []any{domain.ModeHybrid, domain.ModeLexical, domain.ModeSemantic}
 			p["mode"].Default = []byte(`"` + domain.ModeHybrid + `"`)
@@ -143,6 +145,9 @@ func (t *toolset) search(ctx context.Context, c domain.Caller, a *SearchArgs) (*
 	}
 	var err error
 	if in.AsOf, err = parseTime("asOf", a.AsOf); err != nil {
+		return nil, err
+	}
+	if in.DocumentID, err = parseUUID("documentId", a.DocumentID); err != nil {
 		return nil, err
 	}
 	res, err := t.svc.Search(ctx, c, in)
