@@ -25,9 +25,15 @@ func benchMetadata(i int) string {
 // BenchmarkSearchFiltered compares search with a metadata filter to the
 // same search without it, in the big org of the bench load (bench_test.go;
 // KNOWLEDGE_BENCH_SIZES, default 20000), never analyzed: the filters match
-// half, a tenth and a hundredth of the org. Each query is run without and
-// with every filter in turn, so that load drift hits all alike; the
-// "ratio" metric is the filtered p50 over the unfiltered p50.
+// half, a tenth and a hundredth of the org. Each filtered search runs on
+// three paths (filtersearch.go): "auto", the product's (the matches read
+// first when at most FilterMatchMax pass, else the lists' own); "lists",
+// every filter tested on the lists' candidates (Testing.FilterMatches -1);
+// and, for the selective filters, "ids", the matches always read first
+// (the cost of the exact ranking by the number of matches, which sets
+// FilterMatchMax). Each query is run without and with every filter and
+// path in turn, so that load drift hits all alike; the "ratio" metric is
+// the filtered p50 over the unfiltered p50.
 //
 //	KNOWLEDGE_BENCH_SIZES=20000 go test -run '^$' -bench SearchFiltered -benchtime 1x -timeout 0 ./packages/knowledge/
 func BenchmarkSearchFiltered(b *testing.B) {
@@ -35,14 +41,24 @@ func BenchmarkSearchFiltered(b *testing.B) {
 	if len(e.sizes) == 2 && e.sizes[0] == 10000 && e.sizes[1] == 100000 && e.reuse == "" {
 		e.sizes = []int{20000} // the package default is for BenchmarkSearch
 	}
-	filters := []struct {
-		name string
-		meta map[string]any
+	type variant struct {
+		name, path string
+		meta       map[string]any
+	}
+	variants := []variant{{"none", "", nil}}
+	for _, f := range []struct {
+		name      string
+		meta      map[string]any
+		selective bool
 	}{
-		{"none", nil},
-		{"half", map[string]any{"env": "prod"}},
-		{"tenth", map[string]any{"team": "t3"}},
-		{"hundredth", map[string]any{"shard": 42}},
+		{"half", map[string]any{"env": "prod"}, false},
+		{"tenth", map[string]any{"team": "t3"}, true},
+		{"hundredth", map[string]any{"shard": 42}, true},
+	} {
+		variants = append(variants, variant{f.name, "auto", f.meta}, variant{f.name, "lists", f.meta})
+		if f.selective {
+			variants = append(variants, variant{f.name, "ids", f.meta})
+		}
 	}
 	for _, n := range e.sizes {
 		bd := loadBench(b, e, n)
@@ -50,13 +66,19 @@ func BenchmarkSearchFiltered(b *testing.B) {
 		if bd.analyzed(b) {
 			state = "analyzed"
 		}
+		paths := map[string]*knowledge.Service{
+			"":      bd.svc,
+			"auto":  bd.svc,
+			"lists": knowledge.New(bd.pool, knowledge.Options{Testing: knowledge.TestingKnobs{FilterMatches: -1}}),
+			"ids":   knowledge.New(bd.pool, knowledge.Options{Testing: knowledge.TestingKnobs{FilterMatches: 1 << 30}}),
+		}
 		ctx := context.Background()
 		rng := mrand.New(mrand.NewPCG(21, 21))
-		lat := make([][]time.Duration, len(filters))
-		hits := make([]int, len(filters))
+		lat := make([][]time.Duration, len(variants))
+		hits := make([]int, len(variants))
 		search := func(q string, i int) time.Duration {
 			t0 := time.Now()
-			r, err := bd.svc.Search(ctx, bd.big, knowledge.SearchInput{Query: q, Filters: knowledge.Filters{Metadata: filters[i].meta}})
+			r, err := paths[variants[i].path].Search(ctx, bd.big, knowledge.SearchInput{Query: q, Filters: knowledge.Filters{Metadata: variants[i].meta}})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -65,7 +87,7 @@ func BenchmarkSearchFiltered(b *testing.B) {
 		}
 		for range 20 { // warm-up
 			q := bd.gen.query(rng)
-			for i := range filters {
+			for i := range variants {
 				search(q, i)
 			}
 		}
@@ -75,15 +97,19 @@ func BenchmarkSearchFiltered(b *testing.B) {
 		samples := 0
 		for samples < e.samples && time.Since(start) < e.budget {
 			q := bd.gen.query(rng)
-			for i := range filters {
+			for i := range variants {
 				lat[i] = append(lat[i], search(q, i))
 			}
 			samples++
 		}
 		logf("n=%d %s: %d queries, load average %s -> %s", n, state, samples, load, loadAvg())
 		base := p50(lat[0])
-		for i, f := range filters {
-			b.Run(fmt.Sprintf("n=%d/%s/metadata=%s", n, state, f.name), func(b *testing.B) {
+		for i, v := range variants {
+			name := fmt.Sprintf("n=%d/%s/metadata=%s", n, state, v.name)
+			if v.path != "" {
+				name += "/" + v.path
+			}
+			b.Run(name, func(b *testing.B) {
 				reportLatencies(b, lat[i])
 				b.ReportMetric(float64(p50(lat[i]))/float64(base), "ratio")
 				b.ReportMetric(float64(hits[i])/float64(samples), "hits/query")
