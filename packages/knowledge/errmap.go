@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -63,6 +64,17 @@ func mapErr(err error, notFoundField string) error {
 			return &errs.Error{Code: errs.CodeInvalidArgument, Message: "refused by the database: " + pgErr.Message, Err: err}
 		case "40001", "40P01", "55P03", "57014", "53300":
 			return &errs.Error{Code: errs.CodeUnavailable, Message: "the database asked to retry: " + pgErr.Message, Retryable: true, Err: err}
+		case "57P01", "57P02", "57P03":
+			// The server is shutting down or starting up.
+			return dbUnavailable(err)
+		}
+		if strings.HasPrefix(pgErr.Code, "08") {
+			// A connection exception the server reports: on a Citus
+			// cluster, the coordinator could not reach the worker that
+			// holds the org's shards (08006). That worker is down, not the
+			// call wrong: the org's calls are unavailable until it is back,
+			// and the other workers' orgs are served meanwhile.
+			return dbUnavailable(err)
 		}
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/testenv"
@@ -48,6 +49,10 @@ func TestBoundaryClassifiesErrors(t *testing.T) {
 	}{
 		{"connect refused", connErr, errs.CodeUnavailable},
 		{"connection dropped", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), errs.CodeUnavailable},
+		{"a Citus worker unreachable", &pgconn.PgError{Code: "08006", Message: "connection to the remote node 127.0.0.1:5442 failed"}, errs.CodeUnavailable},
+		{"shutting down", &pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"}, errs.CodeUnavailable},
+		{"starting up", &pgconn.PgError{Code: "57P03", Message: "the database system is starting up"}, errs.CodeUnavailable},
+		{"an unknown server error", &pgconn.PgError{Code: "XX000", Message: "internal"}, errs.CodeInternal},
 		{"a bug", errors.New("assignment to entry in nil map"), errs.CodeInternal},
 		{"deadline", context.DeadlineExceeded, errs.CodeInternal},
 		{"no rows", pgx.ErrNoRows, errs.CodeNotFound},
