@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentfleet/orchestrator/packages/errs"
@@ -21,9 +22,11 @@ import (
 const ReplayWindow = 60 * time.Second
 
 // Lifetimes of the idempotence key: the answer's, and the "running"
-// marker's, shorter: if the process dies mid-call, a retry is refused as
-// "still running" for at most this long, and is then answered from
-// Postgres (the unique client token).
+// marker's, shorter: a marker left by a call that did not record its
+// answer (the process died mid-call, or Redis failed after the store)
+// makes a retry look for the token's entry in Postgres; one that finds it
+// is answered from there, one that does not is refused as "still running"
+// for at most this long, and then stores.
 const (
 	idemAnswerTTL  = ReplayWindow
 	idemRunningTTL = 15 * time.Second
@@ -128,8 +131,7 @@ func (s *Service) storeIdempotent(ctx context.Context, c Caller, a *storeArgs) (
 			return nil, tokenReused(id)
 		}
 		if rec.State != "done" {
-			return nil, &errs.Error{Code: errs.CodeConflict, Field: "clientToken", Retryable: true,
-				Message: "a call with this clientToken is still running; retry in a moment to get its answer"}
+			return s.whileRunning(ctx, c, a)
 		}
 		res, err := s.replayable(ctx, c, rec.Result)
 		if err != nil {
@@ -212,6 +214,22 @@ func (s *Service) forgetIdempotenceRecords(ctx context.Context, org uuid.UUID, i
 		return nil
 	})
 	return n, err
+}
+
+// whileRunning answers a store whose token's key says another call with
+// the same arguments is running. A committed entry of the token is the
+// answer (replayed from Postgres): the marker may be one the call that
+// stored could not replace with its answer (Redis failing then, as when a
+// Redis Cluster master is down, or the process dying after the commit).
+// Otherwise that call is still running, or died before committing: a
+// retryable conflict, until the marker expires.
+func (s *Service) whileRunning(ctx context.Context, c Caller, a *storeArgs) (*StoreResult, error) {
+	res, err := s.replayFromDB(ctx, c, a)
+	if err == nil || !errors.Is(err, pgx.ErrNoRows) {
+		return res, err
+	}
+	return nil, &errs.Error{Code: errs.CodeConflict, Field: "clientToken", Retryable: true,
+		Message: "a call with this clientToken is still running; retry in a moment to get its answer"}
 }
 
 func (s *Service) storeWithoutRedis(ctx context.Context, c Caller, a *storeArgs, cause error) (*StoreResult, error) {

@@ -2,6 +2,7 @@ package knowledge_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -361,6 +362,38 @@ func TestIdempotenceRedisDown(t *testing.T) {
 	again, err := b.svc.Store(b.ctx, b.alice, in)
 	if err != nil || again.ID != first.ID || !again.Replayed {
 		t.Fatalf("%+v %v", again, err)
+	}
+	if n := b.entries(t); n != 1 {
+		t.Fatalf("%d entries", n)
+	}
+}
+
+// A store that committed but could not record its answer (Redis failing
+// right after the commit, as when a Redis Cluster master stops) leaves its
+// "running" marker behind: a retry is answered with the committed entry
+// from Postgres, not told for the marker's lifetime that the call is still
+// running.
+func TestIdempotenceMarkerOfACommittedStore(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tok := uuid.New()
+	in := knowledge.StoreInput{Title: "t", Body: "b", ClientToken: &tok}
+	first, err := b.svc.Store(b.ctx, b.alice, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := knowledge.IdempotenceKey(b.org, b.alice.AgentID, tok)
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(b.redis.Client.Get(b.ctx, key).Val()), &rec); err != nil || rec["state"] != "done" {
+		t.Fatalf("the answer's record: %v %v", rec, err)
+	}
+	rec["state"] = "running" // the marker, as the call set it before storing
+	delete(rec, "result")
+	marker, _ := json.Marshal(rec)
+	b.redis.Client.Set(b.ctx, key, marker, 15*time.Second)
+	again, err := b.svc.Store(b.ctx, b.alice, in)
+	if err != nil || again.ID != first.ID || !again.Replayed {
+		t.Fatalf("a retry behind the marker of a committed store: %+v %v", again, err)
 	}
 	if n := b.entries(t); n != 1 {
 		t.Fatalf("%d entries", n)
