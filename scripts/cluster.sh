@@ -143,6 +143,13 @@ urls() {
   echo "REDIS_URL=redis+cluster://$r"
 }
 
+# The workers' host:port, comma-separated (testenv's TEST_CITUS_WORKERS).
+workers() {
+  local w="" p
+  for p in "${PG_PORTS[@]:1}"; do w="${w:+$w,}127.0.0.1:$p"; done
+  echo "$w"
+}
+
 up() {
   command -v redis-server >/dev/null || die "redis-server not found: apt-get install redis-server (or run go tool task setup)"
   [ -x "$PG_BIN/initdb" ] || die "PostgreSQL $PG_MAJOR's server binaries are not in $PG_BIN: run go tool task setup"
@@ -238,7 +245,8 @@ case "${1:-}" in
   up) up ;;
   down) shift; down "$@" ;;
   urls) urls ;;
+  workers) workers ;;
   single-up) single_up ;;
   single-urls) single_urls ;;
-  *) die "usage: $0 up | down [--purge] | urls | build | single-up | single-urls" ;;
+  *) die "usage: $0 up | down [--purge] | urls | workers | build | single-up | single-urls" ;;
 esac

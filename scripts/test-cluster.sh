@@ -4,21 +4,26 @@
 # it is not running): testenv's cluster mode (TEST_CITUS_WORKERS) gives each
 # test a Citus database of its own, cloned on every node from a migrated
 # template. Redis stays the machine's single Redis (testenv leases its
-# logical databases): the product's Redis Cluster support is tested by the
-# smoke and fault scripts. Tests that cannot hold on Citus skip with the
+# logical databases); the Redis Cluster is named to the fault tests
+# (TEST_REDIS_CLUSTER_URL), and the product's Redis Cluster support is also
+# tested by the smoke script. Tests that cannot hold on Citus skip with the
 # reason (docs/operators.md, "The test suites on the cluster").
-# TEST_CLUSTER_RUN=regexp narrows the tests; TEST_CLUSTER_PKGS the packages.
+# TEST_CLUSTER_RUN=regexp narrows the tests; TEST_CLUSTER_PKGS the packages;
+# arguments go to go test. The cluster is scripts/cluster.sh's, so its
+# CLUSTER_DIR, CLUSTER_PG_PORTS and CLUSTER_REDIS_PORTS choose it.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 bash scripts/cluster.sh up >/dev/null
-coord=$(bash scripts/cluster.sh urls | sed -n 's#^OWNER_DATABASE_URL=postgres://postgres@\([^/]*\)/.*#\1#p')
+urls=$(bash scripts/cluster.sh urls)
+coord=$(sed -n 's#^OWNER_DATABASE_URL=postgres://postgres@\([^/]*\)/.*#\1#p' <<<"$urls")
 export TEST_DATABASE_URL="postgres://postgres@$coord/postgres?sslmode=disable"
-export TEST_CITUS_WORKERS=${TEST_CITUS_WORKERS:-127.0.0.1:5441,127.0.0.1:5442}
+export TEST_CITUS_WORKERS=${TEST_CITUS_WORKERS:-$(bash scripts/cluster.sh workers)}
+export TEST_REDIS_CLUSTER_URL=${TEST_REDIS_CLUSTER_URL:-$(sed -n 's/^REDIS_URL=//p' <<<"$urls")}
 pkgs=${TEST_CLUSTER_PKGS:-./packages/knowledge/... ./packages/tenancy/... ./apps/mcp/... ./apps/worker/...}
 start=$(date +%s)
 status=0
 # shellcheck disable=SC2086
-go test -count=1 -timeout 40m ${TEST_CLUSTER_RUN:+-run "$TEST_CLUSTER_RUN"} $pkgs || status=$?
+go test -count=1 -timeout 40m ${TEST_CLUSTER_RUN:+-run "$TEST_CLUSTER_RUN"} "$@" $pkgs || status=$?
 echo "test:cluster: $(( $(date +%s) - start )) s wall, exit $status" >&2
 exit $status

@@ -3,15 +3,18 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/agentfleet/orchestrator/apps/mcp/internal/server"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 	"github.com/agentfleet/orchestrator/packages/testenv"
 	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
@@ -23,26 +26,8 @@ func TestRunServesHTTPAndStopsOnCancel(t *testing.T) {
 	t.Parallel()
 	d := testenv.Postgres(t)
 	r := testenv.LeaseRedis(t)
-	env := map[string]string{"MCP_ADDR": "127.0.0.1:0", "DATABASE_URL": d.URL, "REDIS_URL": r.URL}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	pr, pw := io.Pipe()
-	var stderr testenv.Buffer
-	errc := make(chan error, 1)
-	go func() {
-		errc <- run(ctx, nil, func(k string) string { return env[k] }, strings.NewReader(""), pw, &stderr)
-		pw.Close()
-	}()
-	line, err := bufio.NewReader(pr).ReadString('\n')
-	if err != nil {
-		t.Fatalf("no address line (%v); stderr: %s", err, stderr.String())
-	}
-	go io.Copy(io.Discard, pr)
-	endpoint, ok := strings.CutPrefix(strings.TrimSpace(line), "mcp: serving ")
-	if !ok || !strings.HasSuffix(endpoint, "/mcp") {
-		t.Fatalf("stdout line %q", line)
-	}
-	base := strings.TrimSuffix(endpoint, "/mcp")
+	srv := startRun(t, map[string]string{"MCP_ADDR": "127.0.0.1:0", "DATABASE_URL": d.URL, "REDIS_URL": r.URL})
+	base, endpoint := srv.base, srv.base+server.PathMCP
 	for _, p := range []string{"/healthz", "/readyz"} {
 		res, err := http.Get(base + p)
 		if err != nil || res.StatusCode != 200 {
@@ -55,16 +40,10 @@ func TestRunServesHTTPAndStopsOnCancel(t *testing.T) {
 		t.Fatalf("unauthenticated POST: %v %v", res, err)
 	}
 	res.Body.Close()
-	cancel()
-	select {
-	case err := <-errc:
-		if err != nil {
-			t.Fatalf("run: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("run did not stop after cancel")
+	if err := srv.stop(); err != nil {
+		t.Fatalf("run: %v", err)
 	}
-	if s := stderr.String(); !strings.Contains(s, `"msg":"stopped"`) {
+	if s := srv.logs.String(); !strings.Contains(s, `"msg":"stopped"`) {
 		t.Errorf("logs lack the stop line: %s", s)
 	}
 }
@@ -190,22 +169,8 @@ func TestRunStartsWithDependenciesDownAndRecovers(t *testing.T) {
 	redisURL, redisTarget := withHost(t, r.URL, redisProxy.addr)
 	redisProxy.target = redisTarget
 
-	env := map[string]string{"MCP_ADDR": "127.0.0.1:0", "DATABASE_URL": pgURL, "REDIS_URL": redisURL}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	pr, pw := io.Pipe()
-	var stderr testenv.Buffer
-	errc := make(chan error, 1)
-	go func() {
-		errc <- run(ctx, nil, func(k string) string { return env[k] }, strings.NewReader(""), pw, &stderr)
-		pw.Close()
-	}()
-	line, err := bufio.NewReader(pr).ReadString('\n')
-	if err != nil {
-		t.Fatalf("did not start with its dependencies down (%v); stderr: %s", err, stderr.String())
-	}
-	go io.Copy(io.Discard, pr)
-	base := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(line), "mcp: serving "), "/mcp")
+	srv := startRun(t, map[string]string{"MCP_ADDR": "127.0.0.1:0", "DATABASE_URL": pgURL, "REDIS_URL": redisURL})
+	base, stderr := srv.base, srv.logs
 	status := func(path string) (int, string) {
 		res, err := http.Get(base + path)
 		if err != nil {
@@ -257,8 +222,56 @@ func TestRunStartsWithDependenciesDownAndRecovers(t *testing.T) {
 	if res := list(); res.StatusCode != http.StatusOK {
 		t.Fatalf("a call after recovery: %d", res.StatusCode)
 	}
-	cancel()
-	if err := <-errc; err != nil {
+	if err := srv.stop(); err != nil {
 		t.Fatalf("run: %v", err)
 	}
+}
+
+// running is the server run in HTTP mode by startRun.
+type running struct {
+	base string          // http://ADDR, without the /mcp path
+	logs *testenv.Buffer // its stderr
+	// stop cancels the run and returns its error (once; t's cleanup
+	// calls it too).
+	stop func() error
+}
+
+// startRun runs the server with env until t ends, and returns once it
+// has printed its address.
+func startRun(t *testing.T, env map[string]string) running {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	logs := &testenv.Buffer{}
+	errc := make(chan error, 1)
+	go func() {
+		errc <- run(ctx, nil, func(k string) string { return env[k] }, strings.NewReader(""), pw, logs)
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil { // run returned: its error is waiting
+		cancel()
+		t.Fatalf("run printed no address (%v): %v; stderr: %s", err, <-errc, logs.String())
+	}
+	go io.Copy(io.Discard, pr)
+	endpoint, ok := strings.CutPrefix(strings.TrimSpace(line), "mcp: serving ")
+	if !ok || !strings.HasSuffix(endpoint, server.PathMCP) {
+		cancel()
+		t.Fatalf("stdout line %q", line)
+	}
+	var once sync.Once
+	var runErr error
+	stop := func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case runErr = <-errc:
+			case <-time.After(30 * time.Second):
+				runErr = errors.New("run did not stop 30 s after its context was cancelled")
+			}
+		})
+		return runErr
+	}
+	t.Cleanup(func() { stop() })
+	return running{base: strings.TrimSuffix(endpoint, server.PathMCP), logs: logs, stop: stop}
 }

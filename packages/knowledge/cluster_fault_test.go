@@ -22,33 +22,170 @@ import (
 	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
 )
 
-// One Citus worker stopped (its postmaster, by pid: a fast shutdown) and
-// started again, under the knowledge service on the coordinator: the org
-// whose shards are on the other worker stores and searches with no error;
-// the org on the stopped worker gets the retryable unavailable within the
-// call's deadline and changes nothing; once the worker is back, the same
-// service stores for it again by itself (no restart, no operator); every
-// store that was acknowledged is there afterwards.
-//
-// It stops a node of the shared loopback cluster (seconds), so it runs only
-// when asked: TEST_CLUSTER_FAULTS=1 with the cluster mode (go tool task
-// test:cluster:faults).
-func TestClusterWorkerStopped(t *testing.T) {
-	if !testenv.IsCluster() || os.Getenv("TEST_CLUSTER_FAULTS") != "1" {
-		t.Skip("stops a Citus worker: TEST_CLUSTER_FAULTS=1 in cluster mode (go tool task test:cluster:faults)")
-	}
-	ctx := context.Background()
-	d := testenv.Postgres(t)
-	svc := knowledge.New(d.AppPool(t), knowledge.Options{})
+// faultDeadline is the deadline of every call of the fault test: an org on
+// the stopped worker must have its answer (unavailable) before it.
+const faultDeadline = 5 * time.Second
 
-	// Two orgs, one on each of two workers.
+// One Citus worker stopped (its postmaster, by pid: a fast shutdown) and
+// started again, under the knowledge service on the coordinator:
+//
+//   - the org whose shards are on the other worker stores and searches
+//     with no error, before, during and after;
+//   - the org on the stopped worker gets the retryable unavailable within
+//     the call's deadline, for stores and searches, and its failed stores
+//     write nothing;
+//   - once the worker is back, the same service (no restart, no operator)
+//     stores and searches for it again by itself;
+//   - every store that was acknowledged, of either org, reads back.
+//
+// It stops a node of the cluster, so it runs only when asked
+// (testenv.SkipUnlessFaults: go tool task test:cluster:faults).
+func TestClusterWorkerStopped(t *testing.T) {
+	testenv.SkipUnlessFaults(t, "stops a Citus worker")
+	d := testenv.Postgres(t)
+	f := &workerFault{t: t, svc: knowledge.New(d.AppPool(t), knowledge.Options{}), acked: map[uuid.UUID]uuid.UUID{}}
+	orgs, ports := orgsOnTwoWorkers(t, d)
+	up, down := orgs[0], orgs[1]
+	for _, c := range orgs {
+		f.mustStore(c, "up")
+		f.mustSearch(c)
+	}
+
+	pid, start := workerPostmaster(t, d.URL, ports[1])
+	t.Logf("org %s on worker %d, org %s on worker %d (postmaster %d): stopping it", up.OrgID, ports[0], down.OrgID, ports[1], pid)
+	// SIGINT: a fast shutdown, sessions ended without waiting for clients.
+	worker := testenv.StopNode(t, fmt.Sprintf("the worker on %d", ports[1]), pid, syscall.SIGINT, 30*time.Second, start)
+
+	var slowest time.Duration
+	for range 3 {
+		f.mustStore(up, "down elsewhere")
+		f.mustSearch(up)
+		slowest = max(slowest, f.wantUnavailable(down, "store", func(ctx context.Context) error {
+			_, err := f.svc.Store(ctx, down, knowledge.StoreInput{Title: "Fault down", Body: "Stored while its worker is down."})
+			return err
+		}))
+		slowest = max(slowest, f.wantUnavailable(down, "search", func(ctx context.Context) error {
+			_, err := f.svc.Search(ctx, down, knowledge.SearchInput{Query: "fault worker"})
+			return err
+		}))
+	}
+	t.Logf("the org on the stopped worker: 6 calls answered, the slowest in %v (deadline %v)", slowest.Round(time.Millisecond), faultDeadline)
+
+	worker.Start() // pg_ctl start -w: returns once it takes connections
+	resumed := f.resume(up, down)
+	t.Logf("the org on the restarted worker stored again %v after the worker was up", resumed.Round(time.Millisecond))
+	f.mustSearch(down)
+	f.mustStore(up, "back")
+	f.checkAcked(d, orgs)
+}
+
+// workerFault calls the service for the fault test and keeps the entries
+// of the stores it acknowledged.
+type workerFault struct {
+	t     *testing.T
+	svc   *knowledge.Service
+	acked map[uuid.UUID]uuid.UUID // entry -> org
+}
+
+// store stores for c within faultDeadline, remembering what is acknowledged.
+func (f *workerFault) store(c knowledge.Caller, note string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), faultDeadline)
+	defer cancel()
+	r, err := f.svc.Store(ctx, c, knowledge.StoreInput{Title: "Fault " + note, Body: "Stored while a worker is " + note + "."})
+	if err == nil {
+		f.acked[r.ID] = c.OrgID
+	}
+	return err
+}
+
+func (f *workerFault) mustStore(c knowledge.Caller, note string) {
+	f.t.Helper()
+	if err := f.store(c, note); err != nil {
+		f.t.Errorf("org %s, store (%s): %v", c.OrgID, note, err)
+	}
+}
+
+func (f *workerFault) mustSearch(c knowledge.Caller) {
+	f.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), faultDeadline)
+	defer cancel()
+	if _, err := f.svc.Search(ctx, c, knowledge.SearchInput{Query: "fault worker"}); err != nil {
+		f.t.Errorf("org %s, search: %v", c.OrgID, err)
+	}
+}
+
+// wantUnavailable runs call with faultDeadline and checks it fails with
+// the retryable unavailable before the deadline; it returns how long the
+// answer took.
+func (f *workerFault) wantUnavailable(c knowledge.Caller, what string, call func(context.Context) error) time.Duration {
+	f.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), faultDeadline)
+	defer cancel()
+	start := time.Now()
+	err := call(ctx)
+	took := time.Since(start)
+	var e *errs.Error
+	switch {
+	case !errors.As(err, &e) || e.Code != errs.CodeUnavailable || !e.Retryable:
+		f.t.Errorf("org %s on the stopped worker, %s: %v after %v, want the retryable unavailable", c.OrgID, what, err, took)
+	case took >= faultDeadline:
+		f.t.Errorf("org %s on the stopped worker, %s: unavailable after %v, past the call's deadline", c.OrgID, what, took)
+	}
+	return took
+}
+
+// resume stores for down until it succeeds (30 s at most), the org up
+// storing beside it without error, and returns how long it took.
+func (f *workerFault) resume(up, down knowledge.Caller) time.Duration {
+	f.t.Helper()
+	start := time.Now()
+	var err error
+	for time.Since(start) < 30*time.Second {
+		f.mustStore(up, "coming back elsewhere")
+		if err = f.store(down, "back"); err == nil {
+			return time.Since(start)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	f.t.Fatalf("the org on the restarted worker still fails 30 s later: %v", err)
+	return 0
+}
+
+// checkAcked reads back every acknowledged entry, and checks each org has
+// no other entry (a store answered unavailable wrote nothing).
+func (f *workerFault) checkAcked(d *testenv.Database, orgs [2]knowledge.Caller) {
+	f.t.Helper()
+	per := map[uuid.UUID]int{}
+	for id, org := range f.acked {
+		per[org]++
+		if _, err := f.svc.Get(context.Background(), knowledge.Caller{OrgID: org}, id); err != nil {
+			f.t.Errorf("acknowledged entry %s of org %s: %v", id, org, err)
+		}
+	}
+	for _, c := range orgs {
+		var n int
+		if err := d.Pool.QueryRow(context.Background(), "SELECT count(*) FROM knowledge WHERE org_id = $1", c.OrgID).Scan(&n); err != nil {
+			f.t.Fatal(err)
+		}
+		if n != per[c.OrgID] {
+			f.t.Errorf("org %s has %d entries, %d stores acknowledged", c.OrgID, n, per[c.OrgID])
+		}
+	}
+	f.t.Logf("%d acknowledged stores, all read back, none beside them", len(f.acked))
+}
+
+// orgsOnTwoWorkers makes orgs (an agent each) until two have their shards
+// on two different workers, and gives them with their workers' ports.
+func orgsOnTwoWorkers(t *testing.T, d *testenv.Database) ([2]knowledge.Caller, [2]int) {
+	t.Helper()
+	ctx := context.Background()
 	var orgs [2]knowledge.Caller
 	var ports [2]int
 	for n := 0; n < 40 && ports[1] == 0; n++ {
 		a := testfactory.Agent(ctx, t, d.Pool, nil)
 		var port int
 		if err := d.Pool.QueryRow(ctx, `SELECT nodeport FROM pg_dist_shard_placement
-			WHERE shardid = get_shard_id_for_distribution_column('knowledge', $1)`, a.OrgID).Scan(&port); err != nil {
+			WHERE shardid = get_shard_id_for_distribution_column('knowledge', $1::uuid)`, a.OrgID).Scan(&port); err != nil {
 			t.Fatal(err)
 		}
 		i := 0
@@ -63,99 +200,14 @@ func TestClusterWorkerStopped(t *testing.T) {
 	if ports[1] == 0 {
 		t.Fatal("no two orgs on two workers in 40 tries")
 	}
-	up, down := orgs[0], orgs[1]
-	acked := map[uuid.UUID]uuid.UUID{} // entry -> org
-	store := func(c knowledge.Caller, deadline time.Duration, note string) (time.Duration, error) {
-		cctx, cancel := context.WithTimeout(ctx, deadline)
-		defer cancel()
-		start := time.Now()
-		r, err := svc.Store(cctx, c, knowledge.StoreInput{Title: "Fault " + note, Body: "Stored while a worker is " + note + "."})
-		if err == nil {
-			acked[r.ID] = c.OrgID
-		}
-		return time.Since(start), err
-	}
-	search := func(c knowledge.Caller, deadline time.Duration) error {
-		cctx, cancel := context.WithTimeout(ctx, deadline)
-		defer cancel()
-		_, err := svc.Search(cctx, c, knowledge.SearchInput{Query: "fault worker"})
-		return err
-	}
-	for _, c := range orgs {
-		if _, err := store(c, 10*time.Second, "up"); err != nil {
-			t.Fatalf("before the stop: %v", err)
-		}
-	}
-
-	dir, pid := workerPostmaster(t, d.URL, ports[1])
-	t.Logf("org %s on worker %d, org %s on worker %d (postmaster %d): stopping it", up.OrgID, ports[0], down.OrgID, ports[1], pid)
-	restarted := false
-	restart := func() {
-		if restarted {
-			return
-		}
-		restarted = true
-		out, err := exec.Command("runuser", "-u", "postgres", "--", "/usr/lib/postgresql/15/bin/pg_ctl", "-D", dir,
-			"-l", filepath.Join(dir, "server.log"), "-w", "-t", "60", "start").CombinedOutput()
-		if err != nil {
-			t.Errorf("starting the worker again: %v: %s", err, out)
-		}
-	}
-	t.Cleanup(restart)                                        // whatever happens, the shared cluster gets its worker back
-	if err := syscall.Kill(pid, syscall.SIGINT); err != nil { // fast shutdown
-		t.Fatal(err)
-	}
-	for i := 0; i < 300 && syscall.Kill(pid, 0) == nil; i++ {
-		time.Sleep(100 * time.Millisecond)
-	}
-
-	const deadline = 5 * time.Second
-	for i := range 3 {
-		if _, err := store(up, deadline, "down elsewhere"); err != nil {
-			t.Errorf("org on the running worker, store %d: %v", i, err)
-		}
-		if err := search(up, deadline); err != nil {
-			t.Errorf("org on the running worker, search %d: %v", i, err)
-		}
-		took, err := store(down, deadline, "down")
-		var e *errs.Error
-		if !errors.As(err, &e) || e.Code != errs.CodeUnavailable {
-			t.Errorf("org on the stopped worker, store %d: %v, want unavailable", i, err)
-		} else if took >= deadline {
-			t.Errorf("org on the stopped worker, store %d: unavailable after %v, past the call's deadline", i, took)
-		}
-		if err := search(down, deadline); !errors.As(err, &e) || e.Code != errs.CodeUnavailable {
-			t.Errorf("org on the stopped worker, search %d: %v, want unavailable", i, err)
-		}
-	}
-
-	restart()
-	var err error
-	resumed := time.Now()
-	for time.Since(resumed) < 30*time.Second {
-		if _, err = store(down, deadline, "back"); err == nil {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("the org on the restarted worker still fails 30 s later: %v", err)
-	}
-	t.Logf("the org on the restarted worker stored again %v after the start", time.Since(resumed).Round(time.Millisecond))
-	if err := search(down, deadline); err != nil {
-		t.Errorf("search after the restart: %v", err)
-	}
-	for id, org := range acked {
-		if _, err := svc.Get(ctx, knowledge.Caller{OrgID: org, AgentID: uuid.Nil}, id); err != nil {
-			t.Errorf("acknowledged entry %s of org %s: %v", id, org, err)
-		}
-	}
-	t.Logf("%d acknowledged stores, all read back", len(acked))
+	return orgs, ports
 }
 
-// workerPostmaster is the data directory and postmaster pid of the worker
-// on port (its postmaster.pid's first line).
-func workerPostmaster(t *testing.T, coordinatorURL string, port int) (string, int) {
+// workerPostmaster is the pid of the postmaster of the worker on port
+// (its postmaster.pid's first line), found through the coordinator's URL,
+// and the command that starts it again: pg_ctl beside its binary, as the
+// data directory's owner (pg_ctl refuses to run as root).
+func workerPostmaster(t *testing.T, coordinatorURL string, port int) (int, *exec.Cmd) {
 	t.Helper()
 	cfg, err := pgx.ParseConfig(coordinatorURL)
 	if err != nil {
@@ -179,5 +231,13 @@ func workerPostmaster(t *testing.T, coordinatorURL string, port int) (string, in
 	if err != nil {
 		t.Fatal(fmt.Errorf("postmaster.pid: %w", err))
 	}
-	return dir, pid
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	if err != nil {
+		t.Fatalf("the worker's binary: %v (the test must run on the cluster's machine)", err)
+	}
+	args := []string{filepath.Join(filepath.Dir(exe), "pg_ctl"), "-D", dir, "-l", filepath.Join(dir, "server.log"), "-w", "-t", "60", "start"}
+	if os.Geteuid() == 0 {
+		args = append([]string{"runuser", "-u", "postgres", "--"}, args...)
+	}
+	return pid, exec.Command(args[0], args[1:]...)
 }

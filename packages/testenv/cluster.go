@@ -6,8 +6,11 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -171,5 +174,62 @@ func SkipOnCluster(t testing.TB, why string) {
 	t.Helper()
 	if IsCluster() {
 		t.Skip("not on a Citus cluster: " + why)
+	}
+}
+
+// SkipUnlessFaults skips t unless the fault tests were asked for:
+// TEST_CLUSTER_FAULTS=1 in cluster mode (go tool task test:cluster:faults).
+// A fault test stops a node of the cluster for seconds, which would fail
+// any other test using it then, so no ordinary run starts one.
+func SkipUnlessFaults(t testing.TB, what string) {
+	t.Helper()
+	if !IsCluster() || os.Getenv("TEST_CLUSTER_FAULTS") != "1" {
+		t.Skip(what + ": runs with TEST_CLUSTER_FAULTS=1 in cluster mode (go tool task test:cluster:faults)")
+	}
+}
+
+// RedisClusterURL is the Redis Cluster of the fault tests
+// (TEST_REDIS_CLUSTER_URL, a redis+cluster:// URL naming its masters;
+// scripts/test-cluster.sh sets it from scripts/cluster.sh), "" when unset.
+// Other tests lease the single Redis (LeaseRedis) in every mode.
+func RedisClusterURL() string { return os.Getenv("TEST_REDIS_CLUSTER_URL") }
+
+// NodeStop is a node of the cluster stopped by a fault test (StopNode).
+type NodeStop struct {
+	t       testing.TB
+	what    string
+	start   *exec.Cmd
+	stopped bool
+}
+
+// StopNode stops a node of the cluster, the process pid (what names it in
+// failures), with sig, and waits until the process is gone (within at
+// most). start is the command that starts it again: Start runs it, and so
+// does t's cleanup if the test has not, so the cluster gets its node back
+// whatever happens.
+func StopNode(t testing.TB, what string, pid int, sig syscall.Signal, within time.Duration, start *exec.Cmd) *NodeStop {
+	t.Helper()
+	n := &NodeStop{t: t, what: what, start: start, stopped: true}
+	t.Cleanup(n.Start)
+	if err := syscall.Kill(pid, sig); err != nil {
+		t.Fatalf("testenv: stopping %s (pid %d): %v", what, pid, err)
+	}
+	for end := time.Now().Add(within); syscall.Kill(pid, 0) == nil; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("testenv: %s (pid %d) still runs %v after %v", what, pid, within, sig)
+		}
+	}
+	return n
+}
+
+// Start starts the node again with the command given to StopNode (once),
+// and returns when the command does.
+func (n *NodeStop) Start() {
+	if !n.stopped {
+		return
+	}
+	n.stopped = false
+	if out, err := n.start.CombinedOutput(); err != nil {
+		n.t.Errorf("testenv: starting %s again: %v: %s", n.what, err, out)
 	}
 }
