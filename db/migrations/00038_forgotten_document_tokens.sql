@@ -6,6 +6,11 @@
 -- could test a guess of the forgotten text), marked forgotten_at; a purge
 -- deletes the rows of the documents it erases, as before.
 -- +goose Up
+-- On a cluster, the table's DDL below runs on its shards in parallel, and
+-- Citus then refuses knowledge_distribute()'s function commands in the same
+-- transaction; one connection per worker lets both through (00030; a
+-- placeholder setting on a single node, where it does nothing).
+SELECT set_config('citus.multi_shard_modify_mode', 'sequential', true);
 ALTER TABLE knowledge_document_tokens ALTER COLUMN document_id DROP NOT NULL;
 ALTER TABLE knowledge_document_tokens ALTER COLUMN args_hash DROP NOT NULL;
 ALTER TABLE knowledge_document_tokens ADD COLUMN forgotten_at timestamptz;
@@ -17,6 +22,7 @@ ALTER TABLE knowledge_document_tokens ADD CONSTRAINT knowledge_document_tokens_f
 SELECT knowledge_distribute();
 
 -- +goose Down
+SELECT set_config('citus.multi_shard_modify_mode', 'sequential', true);
 DELETE FROM knowledge_document_tokens WHERE forgotten_at IS NOT NULL;
 ALTER TABLE knowledge_document_tokens DROP CONSTRAINT knowledge_document_tokens_forgotten;
 ALTER TABLE knowledge_document_tokens DROP COLUMN forgotten_at;
