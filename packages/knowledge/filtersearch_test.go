@@ -3,11 +3,14 @@ package knowledge_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge"
+	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
+	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
 )
 
 // filterSearchCorpus stores the same varied entries in c's org (ids
@@ -217,5 +220,58 @@ func TestSearchByDocument(t *testing.T) {
 	res, err = b.svc.Search(b.ctx, b.eve, knowledge.SearchInput{Query: "valves and pumps", DocumentID: &doc.ID, MinScore: ptr(0.0)})
 	if err != nil || len(res.Hits) != 0 {
 		t.Fatalf("another org's search of the document: %v, %v", hitIDs(res.Hits), err)
+	}
+}
+
+// The vector list of a filter read first ranks an entry by its best
+// vector, its chunks' included, exactly as the unfiltered exact plan does:
+// entries long enough to be embedded in chunks, each with a word of its own
+// in its last chunk only.
+func TestFilteredSearchRanksChunks(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var ids []uuid.UUID
+	for i := range 12 {
+		body := strings.Repeat(fmt.Sprintf("routine maintenance note %d about pumps and valves. ", i), 12) +
+			[]string{"zebra crossing", "zebra migration", "llama backfill"}[i%3]
+		r, err := b.svc.Store(b.ctx, b.alice, knowledge.StoreInput{Title: fmt.Sprintf("maintenance %d", i), Body: body,
+			Metadata: map[string]any{"env": []string{"prod", "staging"}[i%2]}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.ID)
+	}
+	h := jobs.NewEmbedHandler(b.pool, embed.NewLocal(), jobs.HandlerOptions{Chunk: knowledge.ChunkOptions{Chars: 200, Overlap: 25}})
+	var js []knowledge.EmbeddingJob
+	for _, id := range ids {
+		js = append(js, knowledge.EmbeddingJob{OrgID: b.org, EntryID: id, Generation: 1})
+	}
+	if err := h.Process(b.ctx, js); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.count(t, "SELECT count(*) FROM knowledge_chunks WHERE org_id = $1", b.org); n < 2*len(ids) {
+		t.Fatalf("%d chunks; want the entries embedded in chunks", n)
+	}
+	prod := map[uuid.UUID]bool{}
+	for i, id := range ids {
+		prod[id] = i%2 == 0
+	}
+	broad := knowledge.New(b.db.AppPool(t), knowledge.Options{Testing: knowledge.TestingKnobs{FilterMatches: 1}})
+	for _, q := range []string{"zebra migration", "llama backfill"} {
+		all, err := knowledge.SearchLists(b.ctx, b.svc, b.alice, knowledge.SearchInput{Query: q, Mode: knowledge.ModeSemantic}, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := slices.DeleteFunc(slices.Clone(all.Vector), func(h knowledge.ListHit) bool { return !prod[h.ID] })
+		for i, svc := range []*knowledge.Service{b.svc, broad} {
+			got, err := knowledge.SearchLists(b.ctx, svc, b.alice, knowledge.SearchInput{Query: q, Mode: knowledge.ModeSemantic,
+				Filters: knowledge.Filters{Metadata: map[string]any{"env": "prod"}}}, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(got.Vector) != fmt.Sprint(want) {
+				t.Fatalf("%q (service %d): vector list\n got %v\nwant %v", q, i, got.Vector, want)
+			}
+		}
 	}
 }
