@@ -41,33 +41,33 @@ HAVING sum(n) <> 0
 ORDER BY 2 DESC, 1
 LIMIT @max_tags;
 
--- name: StatsExpired :many
--- Heads past their expiry, by kind: those of the hours before the current
--- one from the counters (key '<hour>/<kind>'), and those of the current
--- hour whose expiry has passed through knowledge_expiry_idx (so the read
--- is bounded by the heads expiring within one hour, not by every expired
--- head).
-SELECT kind::text AS kind, sum(n)::bigint AS n
-FROM (
-    SELECT split_part(c.key, '/', 2) AS kind, c.n FROM knowledge_counts c
-    WHERE c.org_id = @org_id AND c.kind = 'expiry'
-      AND split_part(c.key, '/', 1)::bigint < floor(extract(epoch FROM now()) / 3600)::bigint
-    UNION ALL
-    SELECT split_part(d.key, '/', 2), d.delta FROM knowledge_count_deltas d
-    WHERE d.org_id = @org_id AND d.kind = 'expiry'
-      AND split_part(d.key, '/', 1)::bigint < floor(extract(epoch FROM now()) / 3600)::bigint
-    UNION ALL
-    SELECT k.kind, 1 FROM knowledge k
-    WHERE k.org_id = @org_id AND k.head_id IS NULL AND k.expires_at IS NOT NULL
-      AND k.expires_at >= to_timestamp(floor(extract(epoch FROM now()) / 3600) * 3600) AND k.expires_at <= now()
-) x
-GROUP BY kind
-HAVING sum(n) <> 0;
-
 -- name: StatsClock :one
--- The age of the oldest pending entry (knowledge_org_pending_idx);
--- forgotten entries (their tombstones, by primary key).
-SELECT coalesce(extract(epoch FROM now() - (SELECT min(k.embedding_requested_at) FROM knowledge k
+-- What changes with the clock alone, in one statement (one round trip of
+-- Stats' transaction): the heads past their expiry, by kind, as a JSON
+-- object ({"<kind>": n}): those of the hours before the current one from
+-- the counters (key '<hour>/<kind>'), and those of the current hour whose
+-- expiry has passed through knowledge_expiry_idx (so the read is bounded
+-- by the heads expiring within one hour, not by every expired head). The
+-- age of the oldest pending entry (knowledge_org_pending_idx); forgotten
+-- entries (their tombstones, by primary key).
+SELECT (SELECT coalesce(jsonb_object_agg(y.kind, y.n), '{}') FROM (
+            SELECT x.kind, sum(x.n)::bigint AS n
+            FROM (
+                SELECT split_part(c.key, '/', 2) AS kind, c.n FROM knowledge_counts c
+                WHERE c.org_id = @org_id AND c.kind = 'expiry'
+                  AND split_part(c.key, '/', 1)::bigint < floor(extract(epoch FROM now()) / 3600)::bigint
+                UNION ALL
+                SELECT split_part(d.key, '/', 2), d.delta FROM knowledge_count_deltas d
+                WHERE d.org_id = @org_id AND d.kind = 'expiry'
+                  AND split_part(d.key, '/', 1)::bigint < floor(extract(epoch FROM now()) / 3600)::bigint
+                UNION ALL
+                SELECT k.kind, 1 FROM knowledge k
+                WHERE k.org_id = @org_id AND k.head_id IS NULL AND k.expires_at IS NOT NULL
+                  AND k.expires_at >= to_timestamp(floor(extract(epoch FROM now()) / 3600) * 3600) AND k.expires_at <= now()
+            ) x
+            GROUP BY x.kind
+            HAVING sum(x.n) <> 0) y)::jsonb AS expired_by_kind,
+       coalesce(extract(epoch FROM now() - (SELECT min(k.embedding_requested_at) FROM knowledge k
         WHERE k.org_id = @org_id AND k.embedding_status = 'pending')), 0)::float8 AS oldest_pending_seconds,
        (SELECT count(*) FROM knowledge_tombstones t WHERE t.org_id = @org_id)::bigint AS forgotten;
 

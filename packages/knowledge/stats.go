@@ -2,6 +2,7 @@ package knowledge
 
 import (
 	"context"
+	"encoding/json"
 	"sort"
 	"time"
 
@@ -113,13 +114,11 @@ func (s *Service) Stats(ctx context.Context, org uuid.UUID, topTags int) (_ *Org
 			return err
 		}
 		heads := st.addCounts(counts)
-		expired, err := q.StatsExpired(ctx, org)
+		clock, err := q.StatsClock(ctx, org)
 		if err != nil {
 			return err
 		}
-		st.addExpired(expired)
-		clock, err := q.StatsClock(ctx, org)
-		if err != nil {
+		if err := st.addExpired(clock.ExpiredByKind); err != nil {
 			return err
 		}
 		st.Forgotten = clock.Forgotten
@@ -224,13 +223,19 @@ func (st *OrgStats) addCounts(counts []sqlc.StatsCountsRow) (heads int64) {
 	return heads
 }
 
-// addExpired takes the expired heads (StatsExpired, by kind) out of
-// ByKind and counts them in Expired.
-func (st *OrgStats) addExpired(expired []sqlc.StatsExpiredRow) {
-	for _, e := range expired {
-		st.ByKind[e.Kind] -= e.N
-		st.Expired += e.N
+// addExpired takes the expired heads (StatsClock's expired_by_kind, a
+// JSON object of counts by kind) out of ByKind and counts them in
+// Expired.
+func (st *OrgStats) addExpired(byKind []byte) error {
+	var expired map[string]int64
+	if err := json.Unmarshal(byKind, &expired); err != nil {
+		return err
 	}
+	for k, n := range expired {
+		st.ByKind[k] -= n
+		st.Expired += n
+	}
+	return nil
 }
 
 // addTenancy fills st's agent names, quotas and rate limits, read in the
