@@ -84,6 +84,10 @@ require github.com/agentfleet/orchestrator/packages/tracing v0.0.0
 
 replace github.com/agentfleet/orchestrator/packages/tracing => ../../packages/tracing
 
-require github.com/agentfleet/orchestrator/packages/errs v0.0.0 // indirect
+require (
+	github.com/JohannesKaufmann/dom v0.3.1 // indirect
+	github.com/JohannesKaufmann/html-to-markdown/v2 v2.5.2 // indirect
+	github.com/agentfleet/orchestrator/packages/errs v0.0.0 // indirect
+)
 
 replace github.com/agentfleet/orchestrator/packages/errs => ../../packages/errs

@@ -9,7 +9,6 @@ require (
 )
 
 require (
-	github.com/agentfleet/orchestrator/db v0.0.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
@@ -33,6 +32,9 @@ require github.com/agentfleet/orchestrator/packages/testenv v0.0.0
 
 replace github.com/agentfleet/orchestrator/packages/testenv => ../testenv
 
-require github.com/agentfleet/orchestrator/packages/errs v0.0.0
+require (
+	github.com/agentfleet/orchestrator/db v0.0.0
+	github.com/agentfleet/orchestrator/packages/errs v0.0.0
+)
 
 replace github.com/agentfleet/orchestrator/packages/errs => ../errs
