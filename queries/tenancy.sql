@@ -30,8 +30,10 @@ SELECT * FROM agent_tokens WHERE org_id = @org_id AND id = @id;
 SELECT * FROM agent_tokens WHERE org_id = @org_id ORDER BY created_at, id;
 
 -- name: RevokeToken :one
--- Revoking twice keeps the first revocation time.
-UPDATE agent_tokens SET revoked_at = coalesce(revoked_at, now())
+-- Revoking twice keeps the first revocation time (least ignores the NULL
+-- of a token not revoked yet; Citus refuses now() inside a coalesce of an
+-- UPDATE of a distributed table).
+UPDATE agent_tokens SET revoked_at = least(revoked_at, now())
 WHERE id = @id AND (sqlc.narg(org_id)::uuid IS NULL OR org_id = sqlc.narg(org_id))
 RETURNING *;
 

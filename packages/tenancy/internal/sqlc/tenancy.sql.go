@@ -535,7 +535,7 @@ func (q *Queries) RevokeOrgTokens(ctx context.Context, orgID uuid.UUID) (int64, 
 }
 
 const revokeToken = `-- name: RevokeToken :one
-UPDATE agent_tokens SET revoked_at = coalesce(revoked_at, now())
+UPDATE agent_tokens SET revoked_at = least(revoked_at, now())
 WHERE id = $1 AND ($2::uuid IS NULL OR org_id = $2)
 RETURNING org_id, id, agent_id, secret_hash, scopes, expires_at, revoked_at, last_used_at, created_at
 `
@@ -545,7 +545,9 @@ type RevokeTokenParams struct {
 	OrgID *uuid.UUID
 }
 
-// Revoking twice keeps the first revocation time.
+// Revoking twice keeps the first revocation time (least ignores the NULL
+// of a token not revoked yet; Citus refuses now() inside a coalesce of an
+// UPDATE of a distributed table).
 func (q *Queries) RevokeToken(ctx context.Context, arg RevokeTokenParams) (AgentToken, error) {
 	row := q.db.QueryRow(ctx, revokeToken, arg.ID, arg.OrgID)
 	var i AgentToken
