@@ -219,15 +219,16 @@ func TestReplaceDocumentConcurrently(t *testing.T) {
 		t.Fatalf("%d live documents of the source; want 1", n)
 	}
 	// 11 current sections, each a head, each PART_OF the live document once.
-	n := b.count(t, `SELECT count(*) FROM knowledge_sections s JOIN knowledge_documents d ON d.id = s.document_id AND d.live
-		JOIN knowledge k ON k.id = s.id AND k.head_id IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())
-		JOIN knowledge_relations r ON r.from_id = s.id AND r.to_id = d.id AND r.type = 'PART_OF' AND r.valid_to IS NULL
+	n := b.count(t, `SELECT count(*) FROM knowledge_sections s
+		JOIN knowledge_documents d ON d.org_id = s.org_id AND d.id = s.document_id AND d.live
+		JOIN knowledge k ON k.org_id = s.org_id AND k.id = s.id AND k.head_id IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())
+		JOIN knowledge_relations r ON r.org_id = s.org_id AND r.from_id = s.id AND r.to_id = d.id AND r.type = 'PART_OF' AND r.valid_to IS NULL
 		WHERE s.ended_at IS NULL`)
 	if n != 11 {
 		t.Fatalf("%d current sections linked to the live document; want 11", n)
 	}
 	// Exactly one writer's chapter is in it.
-	n = b.count(t, `SELECT count(*) FROM knowledge_sections s JOIN knowledge k ON k.id = s.id WHERE s.ended_at IS NULL AND k.body LIKE 'Writer%' OR (s.ended_at IS NULL AND k.body LIKE '%Writer %')`)
+	n = b.count(t, `SELECT count(*) FROM knowledge_sections s JOIN knowledge k ON k.org_id = s.org_id AND k.id = s.id WHERE s.ended_at IS NULL AND k.body LIKE 'Writer%' OR (s.ended_at IS NULL AND k.body LIKE '%Writer %')`)
 	if n != 1 {
 		t.Fatalf("%d writers' chapters current; want 1", n)
 	}
