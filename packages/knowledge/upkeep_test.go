@@ -98,13 +98,17 @@ func TestUpkeepBuildsAnOrgVectorIndex(t *testing.T) {
 	if got := vectorIndexes(b.other); len(got) != 0 {
 		t.Fatalf("org B's status shows org A's index: %v", got)
 	}
-	// The function's plan for this org uses it.
-	plan := explainVector(t, b, b.org)
-	if !strings.Contains(plan, name) {
-		t.Fatalf("the org's vector plan does not use its index:\n%s", plan)
-	}
-	if plan := explainVector(t, b, b.other); strings.Contains(plan, name) {
-		t.Fatalf("another org's plan uses org A's index:\n%s", plan)
+	// The function's plan for this org uses it. (On a Citus cluster the
+	// function runs on the org's worker, whose plan this session's
+	// auto_explain does not see.)
+	if !testenv.IsCluster() {
+		plan := explainVector(t, b, b.org)
+		if !strings.Contains(plan, name) {
+			t.Fatalf("the org's vector plan does not use its index:\n%s", plan)
+		}
+		if plan := explainVector(t, b, b.other); strings.Contains(plan, name) {
+			t.Fatalf("another org's plan uses org A's index:\n%s", plan)
+		}
 	}
 	got := b.search(t, b.bob, knowledge.SearchInput{Query: "alpha note 17"})
 	if fmt.Sprint(ids(got.Hits)) != fmt.Sprint(ids(want.Hits)) {
@@ -148,6 +152,7 @@ func explainVector(t *testing.T, b *bundle, org uuid.UUID) string {
 // holds a snapshot or pins a page at that moment.
 func TestIndexAllVacuumsWhatABulkLoadChurned(t *testing.T) {
 	t.Parallel()
+	testenv.SkipOnCluster(t, "reads the tables' own pg_class and vacuum counters, a shell's on a coordinator (TestClusterUpkeepPerShard checks the shards')")
 	b := setup(t)
 	fill := func(n int) {
 		if _, err := b.pool.Exec(b.ctx, `
