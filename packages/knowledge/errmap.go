@@ -32,6 +32,21 @@ var constraintErrors = map[string]*errs.Error{
 		Message: "the calling agent is not an agent of this org"},
 }
 
+// constraintError is constraintErrors' entry of the constraint name, also
+// when name is a Citus shard's: the distributed table's constraint name
+// with the shard's id appended (task_knowledge_task_fkey_102041).
+func constraintError(name string) (*errs.Error, bool) {
+	if e, ok := constraintErrors[name]; ok {
+		return e, true
+	}
+	i := strings.LastIndexByte(name, '_')
+	if i < 0 || strings.Trim(name[i+1:], "0123456789") != "" || i == len(name)-1 {
+		return nil, false
+	}
+	e, ok := constraintErrors[name[:i]]
+	return e, ok
+}
+
 // mapErr is the one place where driver and dependency errors become
 // *errs.Error values. notFoundField names the argument a pgx.ErrNoRows is
 // about. A database that cannot be reached, or asks for a retry, is
@@ -50,7 +65,7 @@ func mapErr(err error, notFoundField string) error {
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		if e, ok := constraintErrors[pgErr.ConstraintName]; ok {
+		if e, ok := constraintError(pgErr.ConstraintName); ok {
 			c := *e
 			c.Err = err
 			return &c
