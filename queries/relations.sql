@@ -260,17 +260,19 @@ WHERE org_id = @org_id AND id > @after
 ORDER BY id
 LIMIT @max_rows;
 
--- name: ImportRelations :execrows
+-- name: ImportRelations :many
 -- What the org has already (the same id, or the same relation open) is
 -- skipped. Empty strings and the nil UUID stand for NULL in the arrays.
-INSERT INTO knowledge_relations (org_id, id, from_id, to_id, type, note, created_by_agent_id, valid_from, valid_to, closed_by_agent_id)
+-- Returns what it wrote (ImportSupersessions).
+INSERT INTO knowledge_relations AS ins (org_id, id, from_id, to_id, type, note, created_by_agent_id, valid_from, valid_to, closed_by_agent_id)
 SELECT @org_id, unnest(@ids::uuid[]), unnest(@from_ids::uuid[]), unnest(@to_ids::uuid[]), unnest(@types::text[]),
        nullif(unnest(@notes::text[]), ''),
        nullif(unnest(@authors::uuid[]), '00000000-0000-0000-0000-000000000000'::uuid),
        unnest(@valid_froms::timestamptz[]),
        nullif(unnest(@valid_tos::text[]), '')::timestamptz,
        nullif(unnest(@closers::uuid[]), '00000000-0000-0000-0000-000000000000'::uuid)
-ON CONFLICT DO NOTHING;
+ON CONFLICT DO NOTHING
+RETURNING ins.id;
 
 -- name: InsertPartOfRelations :exec
 -- A document's sections, each PART_OF the document (documents.go): one

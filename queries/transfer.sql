@@ -41,16 +41,22 @@ FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@superseded_by::uuid[]) AS super
              unnest(@head_ids::uuid[]) AS head_id, unnest(@superseded_at::timestamptz[]) AS superseded_at) c
 WHERE k.org_id = @org_id AND k.id = c.id AND k.superseded_by IS NULL;
 
--- name: ImportSupersessions :execrows
-INSERT INTO knowledge_supersessions (org_id, old_id, new_id, agent_id, created_at)
+-- name: ImportSupersessions :many
+-- Returns what it wrote (an :execrows count would not do: on a Citus
+-- cluster this INSERT ... SELECT from arrays goes through the coordinator,
+-- which reports the rows it sent, those ON CONFLICT skipped included).
+INSERT INTO knowledge_supersessions AS ins (org_id, old_id, new_id, agent_id, created_at)
 SELECT @org_id, unnest(@old_ids::uuid[]), unnest(@new_ids::uuid[]), unnest(@agent_ids::uuid[]), unnest(@created_ats::timestamptz[])
-ON CONFLICT DO NOTHING;
+ON CONFLICT DO NOTHING
+RETURNING ins.old_id;
 
--- name: ImportTaskLinks :execrows
-INSERT INTO task_knowledge (org_id, task_id, knowledge_id, kind, created_by_agent_id, created_at)
+-- name: ImportTaskLinks :many
+-- Returns what it wrote (ImportSupersessions).
+INSERT INTO task_knowledge AS ins (org_id, task_id, knowledge_id, kind, created_by_agent_id, created_at)
 SELECT @org_id, unnest(@task_ids::uuid[]), unnest(@knowledge_ids::uuid[]), unnest(@kinds::text[]),
        nullif(unnest(@agent_ids::uuid[]), '00000000-0000-0000-0000-000000000000'::uuid), unnest(@created_ats::timestamptz[])
-ON CONFLICT DO NOTHING;
+ON CONFLICT DO NOTHING
+RETURNING ins.knowledge_id;
 
 -- name: ImportCheckChains :one
 -- Chains after an import: every superseded entry's cached head must be its
@@ -92,22 +98,26 @@ WHERE org_id = @org_id AND live AND source = ANY(@sources::text[]) AND NOT (id =
 ORDER BY source
 LIMIT 1;
 
--- name: ImportDocuments :execrows
-INSERT INTO knowledge_documents (org_id, id, source, format, sections, chars, content_hash, entry_hash, live, created_at)
+-- name: ImportDocuments :many
+-- Returns what it wrote (ImportSupersessions).
+INSERT INTO knowledge_documents AS ins (org_id, id, source, format, sections, chars, content_hash, entry_hash, live, created_at)
 SELECT @org_id, v.id, nullif(v.source, ''), v.format, v.sections, v.chars, v.content_hash, v.entry_hash, v.live, v.created_at
 FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@sources::text[]) AS source, unnest(@formats::text[]) AS format,
              unnest(@sections::int[]) AS sections, unnest(@chars::bigint[]) AS chars,
              unnest(@content_hashes::bytea[]) AS content_hash, unnest(@entry_hashes::bytea[]) AS entry_hash,
              unnest(@lives::bool[]) AS live, unnest(@created_ats::timestamptz[]) AS created_at) v
-ON CONFLICT (org_id, id) DO NOTHING;
+ON CONFLICT (org_id, id) DO NOTHING
+RETURNING ins.id;
 
--- name: ImportSections :execrows
+-- name: ImportSections :many
 -- A heading path travels as its parts joined by U+001F, which no part
 -- holds (docsplit makes control characters spaces; the import checks).
-INSERT INTO knowledge_sections (org_id, id, document_id, position, heading_path, content_hash, ended_at, ended_how)
+-- Returns what it wrote (ImportSupersessions).
+INSERT INTO knowledge_sections AS ins (org_id, id, document_id, position, heading_path, content_hash, ended_at, ended_how)
 SELECT @org_id, v.id, v.document_id, v.position, string_to_array(v.path, E'\x1f'), v.content_hash,
        nullif(v.ended_at, '')::timestamptz, nullif(v.ended_how, '')
 FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@document_ids::uuid[]) AS document_id, unnest(@positions::int[]) AS position,
              unnest(@paths::text[]) AS path, unnest(@content_hashes::bytea[]) AS content_hash,
              unnest(@ended_ats::text[]) AS ended_at, unnest(@ended_hows::text[]) AS ended_how) v
-ON CONFLICT (org_id, id) DO NOTHING;
+ON CONFLICT (org_id, id) DO NOTHING
+RETURNING ins.id;

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"regexp"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -32,10 +33,20 @@ var constraintErrors = map[string]*errs.Error{
 		Message: "the calling agent is not an agent of this org"},
 }
 
-// constraintError is constraintErrors' entry of the constraint name, also
-// when name is a Citus shard's: the distributed table's constraint name
-// with the shard's id appended (task_knowledge_task_fkey_102041).
-func constraintError(name string) (*errs.Error, bool) {
+// constraintInMessage finds the constraint a message names, for an error
+// relayed by a Citus coordinator, which leaves the worker's constraint
+// field out.
+var constraintInMessage = regexp.MustCompile(`constraint "([^"]+)"`)
+
+// constraintError is constraintErrors' entry of the constraint pgErr
+// names, also when it is a Citus shard's: relayed without its constraint
+// field, and named as the distributed table's constraint with the shard's
+// id appended (task_knowledge_task_fkey_102041).
+func constraintError(pgErr *pgconn.PgError) (*errs.Error, bool) {
+	name := pgErr.ConstraintName
+	if m := constraintInMessage.FindStringSubmatch(pgErr.Message); name == "" && m != nil {
+		name = m[1]
+	}
 	if e, ok := constraintErrors[name]; ok {
 		return e, true
 	}
@@ -65,7 +76,7 @@ func mapErr(err error, notFoundField string) error {
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		if e, ok := constraintError(pgErr.ConstraintName); ok {
+		if e, ok := constraintError(pgErr); ok {
 			c := *e
 			c.Err = err
 			return &c

@@ -741,7 +741,7 @@ func (im *importer) flushEdges() error {
 			p.OldIds, p.NewIds = append(p.OldIds, e.OldID), append(p.NewIds, e.NewID)
 			p.AgentIds, p.CreatedAts = append(p.AgentIds, e.AgentID), append(p.CreatedAts, e.CreatedAt)
 		}
-		return im.q.ImportSupersessions(im.ctx, p)
+		return written(im.q.ImportSupersessions(im.ctx, p))
 	})
 }
 
@@ -752,7 +752,7 @@ func (im *importer) flushLinks() error {
 			p.TaskIds, p.KnowledgeIds = append(p.TaskIds, l.TaskID), append(p.KnowledgeIds, l.EntryID)
 			p.Kinds, p.AgentIds, p.CreatedAts = append(p.Kinds, l.LinkKind), append(p.AgentIds, orNil(l.AuthorAgentID)), append(p.CreatedAts, l.CreatedAt)
 		}
-		return im.q.ImportTaskLinks(im.ctx, p)
+		return written(im.q.ImportTaskLinks(im.ctx, p))
 	})
 }
 
@@ -771,8 +771,14 @@ func (im *importer) flushRelations() error {
 			p.Notes, p.Authors, p.Closers = append(p.Notes, note), append(p.Authors, orNil(r.AuthorAgentID)), append(p.Closers, orNil(r.ClosedByAgentID))
 			p.ValidFroms, p.ValidTos = append(p.ValidFroms, r.ValidFrom), append(p.ValidTos, to)
 		}
-		return im.q.ImportRelations(im.ctx, p)
+		return written(im.q.ImportRelations(im.ctx, p))
 	})
+}
+
+// written is how many rows an import statement wrote: the keys it
+// returned (queries/transfer.sql, ImportSupersessions: why not a count).
+func written(keys []uuid.UUID, err error) (int64, error) {
+	return int64(len(keys)), err
 }
 
 // orNil is *id, or uuid.Nil for none (the import statements' arrays hold

@@ -111,7 +111,7 @@ func (im *importer) flushDocuments() error {
 			p.ContentHashes, p.EntryHashes = append(p.ContentHashes, d.ContentHash), append(p.EntryHashes, d.EntryHash)
 			p.CreatedAts = append(p.CreatedAts, d.CreatedAt)
 		}
-		n, err := im.q.ImportDocuments(im.ctx, p)
+		n, err := written(im.q.ImportDocuments(im.ctx, p))
 		return n, refusedRows(err, "document")
 	})
 }
@@ -132,7 +132,7 @@ func (im *importer) flushSections() error {
 			p.Paths, p.ContentHashes = append(p.Paths, strings.Join(s.HeadingPath, "\x1f")), append(p.ContentHashes, s.ContentHash)
 			p.EndedAts, p.EndedHows = append(p.EndedAts, at), append(p.EndedHows, how)
 		}
-		n, err := im.q.ImportSections(im.ctx, p)
+		n, err := written(im.q.ImportSections(im.ctx, p))
 		return n, refusedRows(err, "section")
 	})
 }

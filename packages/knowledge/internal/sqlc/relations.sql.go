@@ -248,8 +248,8 @@ func (q *Queries) GetOpenRelation(ctx context.Context, arg GetOpenRelationParams
 	return i, err
 }
 
-const importRelations = `-- name: ImportRelations :execrows
-INSERT INTO knowledge_relations (org_id, id, from_id, to_id, type, note, created_by_agent_id, valid_from, valid_to, closed_by_agent_id)
+const importRelations = `-- name: ImportRelations :many
+INSERT INTO knowledge_relations AS ins (org_id, id, from_id, to_id, type, note, created_by_agent_id, valid_from, valid_to, closed_by_agent_id)
 SELECT $1, unnest($2::uuid[]), unnest($3::uuid[]), unnest($4::uuid[]), unnest($5::text[]),
        nullif(unnest($6::text[]), ''),
        nullif(unnest($7::uuid[]), '00000000-0000-0000-0000-000000000000'::uuid),
@@ -257,6 +257,7 @@ SELECT $1, unnest($2::uuid[]), unnest($3::uuid[]), unnest($4::uuid[]), unnest($5
        nullif(unnest($9::text[]), '')::timestamptz,
        nullif(unnest($10::uuid[]), '00000000-0000-0000-0000-000000000000'::uuid)
 ON CONFLICT DO NOTHING
+RETURNING ins.id
 `
 
 type ImportRelationsParams struct {
@@ -274,8 +275,9 @@ type ImportRelationsParams struct {
 
 // What the org has already (the same id, or the same relation open) is
 // skipped. Empty strings and the nil UUID stand for NULL in the arrays.
-func (q *Queries) ImportRelations(ctx context.Context, arg ImportRelationsParams) (int64, error) {
-	result, err := q.db.Exec(ctx, importRelations,
+// Returns what it wrote (ImportSupersessions).
+func (q *Queries) ImportRelations(ctx context.Context, arg ImportRelationsParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, importRelations,
 		arg.OrgID,
 		arg.Ids,
 		arg.FromIds,
@@ -288,9 +290,21 @@ func (q *Queries) ImportRelations(ctx context.Context, arg ImportRelationsParams
 		arg.Closers,
 	)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return result.RowsAffected(), nil
+	defer rows.Close()
+	var items []uuid.UUID
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const insertPartOfRelations = `-- name: InsertPartOfRelations :exec

@@ -432,14 +432,15 @@ func (q *Queries) ImportCheckChains(ctx context.Context, orgID uuid.UUID) (int64
 	return column_1, err
 }
 
-const importDocuments = `-- name: ImportDocuments :execrows
-INSERT INTO knowledge_documents (org_id, id, source, format, sections, chars, content_hash, entry_hash, live, created_at)
+const importDocuments = `-- name: ImportDocuments :many
+INSERT INTO knowledge_documents AS ins (org_id, id, source, format, sections, chars, content_hash, entry_hash, live, created_at)
 SELECT $1, v.id, nullif(v.source, ''), v.format, v.sections, v.chars, v.content_hash, v.entry_hash, v.live, v.created_at
 FROM (SELECT unnest($2::uuid[]) AS id, unnest($3::text[]) AS source, unnest($4::text[]) AS format,
              unnest($5::int[]) AS sections, unnest($6::bigint[]) AS chars,
              unnest($7::bytea[]) AS content_hash, unnest($8::bytea[]) AS entry_hash,
              unnest($9::bool[]) AS live, unnest($10::timestamptz[]) AS created_at) v
 ON CONFLICT (org_id, id) DO NOTHING
+RETURNING ins.id
 `
 
 type ImportDocumentsParams struct {
@@ -455,8 +456,9 @@ type ImportDocumentsParams struct {
 	CreatedAts    []time.Time
 }
 
-func (q *Queries) ImportDocuments(ctx context.Context, arg ImportDocumentsParams) (int64, error) {
-	result, err := q.db.Exec(ctx, importDocuments,
+// Returns what it wrote (ImportSupersessions).
+func (q *Queries) ImportDocuments(ctx context.Context, arg ImportDocumentsParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, importDocuments,
 		arg.OrgID,
 		arg.Ids,
 		arg.Sources,
@@ -469,9 +471,21 @@ func (q *Queries) ImportDocuments(ctx context.Context, arg ImportDocumentsParams
 		arg.CreatedAts,
 	)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return result.RowsAffected(), nil
+	defer rows.Close()
+	var items []uuid.UUID
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const importLiveSourceClash = `-- name: ImportLiveSourceClash :one
@@ -503,14 +517,15 @@ func (q *Queries) ImportLiveSourceClash(ctx context.Context, arg ImportLiveSourc
 	return i, err
 }
 
-const importSections = `-- name: ImportSections :execrows
-INSERT INTO knowledge_sections (org_id, id, document_id, position, heading_path, content_hash, ended_at, ended_how)
+const importSections = `-- name: ImportSections :many
+INSERT INTO knowledge_sections AS ins (org_id, id, document_id, position, heading_path, content_hash, ended_at, ended_how)
 SELECT $1, v.id, v.document_id, v.position, string_to_array(v.path, E'\x1f'), v.content_hash,
        nullif(v.ended_at, '')::timestamptz, nullif(v.ended_how, '')
 FROM (SELECT unnest($2::uuid[]) AS id, unnest($3::uuid[]) AS document_id, unnest($4::int[]) AS position,
              unnest($5::text[]) AS path, unnest($6::bytea[]) AS content_hash,
              unnest($7::text[]) AS ended_at, unnest($8::text[]) AS ended_how) v
 ON CONFLICT (org_id, id) DO NOTHING
+RETURNING ins.id
 `
 
 type ImportSectionsParams struct {
@@ -526,8 +541,9 @@ type ImportSectionsParams struct {
 
 // A heading path travels as its parts joined by U+001F, which no part
 // holds (docsplit makes control characters spaces; the import checks).
-func (q *Queries) ImportSections(ctx context.Context, arg ImportSectionsParams) (int64, error) {
-	result, err := q.db.Exec(ctx, importSections,
+// Returns what it wrote (ImportSupersessions).
+func (q *Queries) ImportSections(ctx context.Context, arg ImportSectionsParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, importSections,
 		arg.OrgID,
 		arg.Ids,
 		arg.DocumentIds,
@@ -538,15 +554,28 @@ func (q *Queries) ImportSections(ctx context.Context, arg ImportSectionsParams) 
 		arg.EndedHows,
 	)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return result.RowsAffected(), nil
+	defer rows.Close()
+	var items []uuid.UUID
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
-const importSupersessions = `-- name: ImportSupersessions :execrows
-INSERT INTO knowledge_supersessions (org_id, old_id, new_id, agent_id, created_at)
+const importSupersessions = `-- name: ImportSupersessions :many
+INSERT INTO knowledge_supersessions AS ins (org_id, old_id, new_id, agent_id, created_at)
 SELECT $1, unnest($2::uuid[]), unnest($3::uuid[]), unnest($4::uuid[]), unnest($5::timestamptz[])
 ON CONFLICT DO NOTHING
+RETURNING ins.old_id
 `
 
 type ImportSupersessionsParams struct {
@@ -557,8 +586,11 @@ type ImportSupersessionsParams struct {
 	CreatedAts []time.Time
 }
 
-func (q *Queries) ImportSupersessions(ctx context.Context, arg ImportSupersessionsParams) (int64, error) {
-	result, err := q.db.Exec(ctx, importSupersessions,
+// Returns what it wrote (an :execrows count would not do: on a Citus
+// cluster this INSERT ... SELECT from arrays goes through the coordinator,
+// which reports the rows it sent, those ON CONFLICT skipped included).
+func (q *Queries) ImportSupersessions(ctx context.Context, arg ImportSupersessionsParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, importSupersessions,
 		arg.OrgID,
 		arg.OldIds,
 		arg.NewIds,
@@ -566,16 +598,29 @@ func (q *Queries) ImportSupersessions(ctx context.Context, arg ImportSupersessio
 		arg.CreatedAts,
 	)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return result.RowsAffected(), nil
+	defer rows.Close()
+	var items []uuid.UUID
+	for rows.Next() {
+		var old_id uuid.UUID
+		if err := rows.Scan(&old_id); err != nil {
+			return nil, err
+		}
+		items = append(items, old_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
-const importTaskLinks = `-- name: ImportTaskLinks :execrows
-INSERT INTO task_knowledge (org_id, task_id, knowledge_id, kind, created_by_agent_id, created_at)
+const importTaskLinks = `-- name: ImportTaskLinks :many
+INSERT INTO task_knowledge AS ins (org_id, task_id, knowledge_id, kind, created_by_agent_id, created_at)
 SELECT $1, unnest($2::uuid[]), unnest($3::uuid[]), unnest($4::text[]),
        nullif(unnest($5::uuid[]), '00000000-0000-0000-0000-000000000000'::uuid), unnest($6::timestamptz[])
 ON CONFLICT DO NOTHING
+RETURNING ins.knowledge_id
 `
 
 type ImportTaskLinksParams struct {
@@ -587,8 +632,9 @@ type ImportTaskLinksParams struct {
 	CreatedAts   []time.Time
 }
 
-func (q *Queries) ImportTaskLinks(ctx context.Context, arg ImportTaskLinksParams) (int64, error) {
-	result, err := q.db.Exec(ctx, importTaskLinks,
+// Returns what it wrote (ImportSupersessions).
+func (q *Queries) ImportTaskLinks(ctx context.Context, arg ImportTaskLinksParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, importTaskLinks,
 		arg.OrgID,
 		arg.TaskIds,
 		arg.KnowledgeIds,
@@ -597,7 +643,19 @@ func (q *Queries) ImportTaskLinks(ctx context.Context, arg ImportTaskLinksParams
 		arg.CreatedAts,
 	)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return result.RowsAffected(), nil
+	defer rows.Close()
+	var items []uuid.UUID
+	for rows.Next() {
+		var knowledge_id uuid.UUID
+		if err := rows.Scan(&knowledge_id); err != nil {
+			return nil, err
+		}
+		items = append(items, knowledge_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
