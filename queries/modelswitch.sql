@@ -36,17 +36,19 @@ ON CONFLICT DO NOTHING;
 
 -- name: OrgsToCutOver :many
 -- Orgs not served by the next model yet none of whose entries waits for a
--- vector or lacks one of the next model: covered, ready to cut over.
+-- vector or lacks one of the next model: covered, ready to cut over. The
+-- orgs left out are uncorrelated subqueries: on a Citus cluster orgs is a
+-- reference table, which Citus cannot anti-join to a distributed table
+-- row by row, but it runs each subquery once across the shards.
 SELECT o.id FROM orgs o
-WHERE NOT EXISTS (SELECT 1 FROM knowledge_org_spaces s WHERE s.org_id = o.id)
-  AND NOT EXISTS (
-      SELECT 1 FROM knowledge k
-      WHERE k.org_id = o.id
-        AND (k.embedding_status = 'pending'
-             OR (k.embedding IS NOT NULL
-                 AND NOT EXISTS (SELECT 1 FROM knowledge_chunks c
-                                 WHERE c.org_id = k.org_id AND c.entry_id = k.id
-                                   AND c.embedding_model = @model::text AND c.chunk = 0))))
+WHERE o.id NOT IN (SELECT s.org_id FROM knowledge_org_spaces s)
+  AND o.id NOT IN (
+      SELECT k.org_id FROM knowledge k
+      WHERE k.embedding_status = 'pending'
+         OR (k.embedding IS NOT NULL
+             AND NOT EXISTS (SELECT 1 FROM knowledge_chunks c
+                             WHERE c.org_id = k.org_id AND c.entry_id = k.id
+                               AND c.embedding_model = @model::text AND c.chunk = 0)))
 ORDER BY o.id;
 
 -- name: CutOverOrg :execrows
