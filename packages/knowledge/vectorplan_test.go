@@ -14,6 +14,7 @@ import (
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge"
+	"github.com/agentfleet/orchestrator/packages/testenv"
 )
 
 // vectorPlan is the plan of the vector list's HNSW function for an org and
@@ -109,6 +110,7 @@ func fillSpaces(t *testing.T, b *bundle, emb widthEmbedder, n int) {
 // break the cast nor reach the list.
 func TestVectorListUsesTheModelsIndexAtEveryWidth(t *testing.T) {
 	t.Parallel()
+	testenv.SkipOnCluster(t, "reads the vector function's plan through the session's auto_explain; on a cluster the function runs on the org's worker")
 	for _, dims := range []int{384, 1536, 3072} {
 		t.Run(fmt.Sprint(dims), func(t *testing.T) {
 			t.Parallel()
@@ -172,6 +174,7 @@ func TestVectorListUsesTheModelsIndexAtEveryWidth(t *testing.T) {
 // space's vectors.
 func TestVectorStatementRunsThePlanOfTheOrg(t *testing.T) {
 	t.Parallel()
+	testenv.SkipOnCluster(t, "reads the vector function's plan through the session's auto_explain; on a cluster the function runs on the org's worker")
 	for _, dims := range []int{384, 3072} {
 		t.Run(fmt.Sprint(dims), func(t *testing.T) {
 			t.Parallel()
