@@ -341,6 +341,7 @@ func TestClusterIsolateOrg(t *testing.T) {
 // nothing changed.
 func TestIsolateOrgRefusedOnSingleNode(t *testing.T) {
 	t.Parallel()
+	testenv.SkipOnCluster(t, "its subject is a single PostgreSQL's refusal (TestClusterIsolateOrg is the cluster's)")
 	pg := testenv.Postgres(t)
 	ctx := context.Background()
 	a := testfactory.Agent(ctx, t, pg.Pool, nil)
