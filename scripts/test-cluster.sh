@@ -23,7 +23,13 @@ export TEST_REDIS_CLUSTER_URL=${TEST_REDIS_CLUSTER_URL:-$(sed -n 's/^REDIS_URL=/
 pkgs=${TEST_CLUSTER_PKGS:-./packages/knowledge/... ./packages/tenancy/... ./apps/mcp/... ./apps/worker/...}
 start=$(date +%s)
 status=0
+# One go test per package, in turn: a go test of many packages holds the
+# output of every package but the one it prints, which grew past 20 GB on
+# a cluster run; one at a time, each package's output streams and its
+# time is printed as it ends.
 # shellcheck disable=SC2086
-go test -count=1 -timeout 40m ${TEST_CLUSTER_RUN:+-run "$TEST_CLUSTER_RUN"} "$@" $pkgs || status=$?
+for pkg in $(go list $pkgs); do
+  go test -count=1 -timeout 40m ${TEST_CLUSTER_RUN:+-run "$TEST_CLUSTER_RUN"} "$@" "$pkg" || status=1
+done
 echo "test:cluster: $(( $(date +%s) - start )) s wall, exit $status" >&2
 exit $status
