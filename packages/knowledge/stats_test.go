@@ -108,12 +108,7 @@ func TestStatsCountersExact(t *testing.T) {
 	b := setup(t)
 	check := func(when string) {
 		t.Helper()
-		st, err := b.ops.Stats(b.ctx, b.org, 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sameCounts(t, when, statsMap(st), exactStats(t, b, b.org))
-		checkAddsUp(t, when, st)
+		checkStatsExact(t, b, when)
 	}
 	check("empty org")
 	var ids []uuid.UUID
@@ -317,13 +312,7 @@ func TestStatsCountsDocumentsAndKinds(t *testing.T) {
 	b := setup(t)
 	check := func(when string) *knowledge.OrgStats {
 		t.Helper()
-		st, err := b.ops.Stats(b.ctx, b.org, 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sameCounts(t, when, statsMap(st), exactStats(t, b, b.org))
-		checkAddsUp(t, when, st)
-		return st
+		return checkStatsExact(t, b, when)
 	}
 	doc := func(c knowledge.Caller, n int, text func(int) string, title string) *knowledge.DocumentResult {
 		t.Helper()
@@ -391,4 +380,17 @@ func TestStatsCountsDocumentsAndKinds(t *testing.T) {
 	if st := check("after a purge of an agent"); st.Documents != 1 {
 		t.Fatalf("documents %d after purging the other agent; want bob's 1", st.Documents)
 	}
+}
+
+// checkStatsExact reads b's org's statistics and fails unless they equal a
+// direct count of its rows (exactStats) and add up (checkAddsUp).
+func checkStatsExact(t *testing.T, b *bundle, when string) *knowledge.OrgStats {
+	t.Helper()
+	st, err := b.ops.Stats(b.ctx, b.org, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameCounts(t, when, statsMap(st), exactStats(t, b, b.org))
+	checkAddsUp(t, when, st)
+	return st
 }
