@@ -61,22 +61,24 @@ type rateLimitSetFlags struct {
 
 func (f *rateLimitSetFlags) define(fs *flag.FlagSet) {
 	f.rateTargetFlags.define(fs)
-	fs.StringVar(&f.per, "per-minute", "", "calls a minute, or unlimited")
+	fs.StringVar(&f.per, "per-minute", "", "calls a minute, or unlimited (-1 is taken for unlimited)")
 }
 
-// perMinute is --per-minute: nil for unlimited.
+// perMinute is --per-minute: nil for unlimited (tenancy.ParseLimit). Its
+// range is tenancy's, refused by SetRateLimit naming the flag.
 func (f *rateLimitSetFlags) perMinute() (*int, error) {
-	switch f.per {
-	case "":
+	if f.per == "" {
 		return nil, usagef("--per-minute is required: calls a minute, or unlimited")
-	case "unlimited":
-		return nil, nil
 	}
-	n, err := strconv.Atoi(f.per)
-	if err != nil {
+	n, ok := tenancy.ParseLimit(f.per)
+	if !ok {
 		return nil, usagef("--per-minute must be a whole number of calls a minute, or unlimited (got %q)", f.per)
 	}
-	return &n, nil
+	if n == nil {
+		return nil, nil
+	}
+	v := int(*n)
+	return &v, nil
 }
 
 func runRateLimitSet(e *env, f *rateLimitSetFlags) error {

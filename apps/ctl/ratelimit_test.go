@@ -64,3 +64,29 @@ func TestRateLimitCommands(t *testing.T) {
 		t.Fatalf("after clear: %v", ls)
 	}
 }
+
+// Every limit an operator sets reads one way (tenancy.ParseLimit): -1 is
+// unlimited for a rate limit as for a quota, and the same word is refused
+// by both with the flag named.
+func TestLimitFlagsReadAlike(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	org := c.ok("org", "create", "--name", "acme")["id"].(string)
+	if l := c.ok("ratelimit", "set", "--org", org, "--kind", "read", "--per-minute", "-1"); l["perMinute"] != nil {
+		t.Fatalf("ratelimit -1: %v", l)
+	}
+	if q := c.ok("quota", "set", "--org", org, "--knowledge-stored", "-1"); q["limit"] != nil {
+		t.Fatalf("quota -1: %v", q)
+	}
+	for _, bad := range []struct{ args []string }{
+		{[]string{"ratelimit", "set", "--org", org, "--kind", "read", "--per-minute", "Unlimited"}},
+		{[]string{"quota", "set", "--org", org, "--knowledge-stored", "Unlimited"}},
+		{[]string{"ratelimit", "set", "--org", org, "--kind", "read", "--per-minute", "1.5"}},
+		{[]string{"quota", "set", "--org", org, "--knowledge-stored", "1.5"}},
+	} {
+		flag := bad.args[len(bad.args)-2]
+		if code, _, errs := c.run(bad.args...); code != 2 || !strings.Contains(errs, flag+" must be a whole number") {
+			t.Errorf("%v: exit %d, %q; want exit 2 naming %s", bad.args, code, errs, flag)
+		}
+	}
+}

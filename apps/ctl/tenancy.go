@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 
@@ -215,24 +214,20 @@ type quotaSetFlags struct {
 
 func (f *quotaSetFlags) define(fs *flag.FlagSet) {
 	f.orgFlags.define(fs)
-	fs.StringVar(&f.stored, "knowledge-stored", "", "how many entries the org may store, or unlimited (-1 is still taken for unlimited)")
+	fs.StringVar(&f.stored, "knowledge-stored", "", "how many entries the org may store, or unlimited (-1 is taken for unlimited)")
 }
 
-// limit is --knowledge-stored: nil for unlimited, as ctl ratelimit and the
-// MCP_RATE_* variables take it (every limit an operator sets is a number or
-// unlimited).
+// limit is --knowledge-stored: nil for unlimited, read by the rule of every
+// limit an operator sets (tenancy.ParseLimit).
 func (f *quotaSetFlags) limit() (*int64, error) {
-	switch f.stored {
-	case "":
+	if f.stored == "" {
 		return nil, usagef("--knowledge-stored is required: how many entries the org may store, or unlimited")
-	case "unlimited", "-1":
-		return nil, nil
 	}
-	n, err := strconv.ParseInt(f.stored, 10, 64)
-	if err != nil || n < 0 {
+	n, ok := tenancy.ParseLimit(f.stored)
+	if !ok || (n != nil && *n < 0) {
 		return nil, usagef("--knowledge-stored must be a whole number of entries (0 or more), or unlimited (got %q)", f.stored)
 	}
-	return &n, nil
+	return n, nil
 }
 
 func runQuotaSet(e *env, f *quotaSetFlags) error {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -117,17 +116,19 @@ func ReadConfig(e *appenv.Env) Config {
 		OAuth:                oauth.ReadConfig(e),
 	}
 	rate := func(name string, dst **int) {
-		switch v := e.String(name, ""); v {
-		case "":
-		case "unlimited":
-			*dst = nil
-		default:
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > tenancy.MaxRatePerMinute {
-				e.Fail(name, fmt.Sprintf("must be calls a minute from 1 to %d, or unlimited", tenancy.MaxRatePerMinute))
-				return
-			}
-			*dst = &n
+		v := e.String(name, "")
+		if v == "" {
+			return
+		}
+		n, ok := tenancy.ParseLimit(v)
+		if !ok || (n != nil && (*n < 1 || *n > tenancy.MaxRatePerMinute)) {
+			e.Fail(name, fmt.Sprintf("must be calls a minute from 1 to %d, or unlimited", tenancy.MaxRatePerMinute))
+			return
+		}
+		*dst = nil
+		if n != nil {
+			per := int(*n)
+			*dst = &per
 		}
 	}
 	rate("MCP_RATE_AGENT_READS", &c.RateLimits.AgentReads)

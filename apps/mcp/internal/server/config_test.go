@@ -51,3 +51,21 @@ func TestAuditConfigFromEnv(t *testing.T) {
 		}
 	}
 }
+
+// A default rate limit reads like every limit an operator sets
+// (tenancy.ParseLimit): -1 is unlimited, 0 and other negatives are refused
+// by the variable's range.
+func TestRateDefaultsReadAsLimits(t *testing.T) {
+	t.Parallel()
+	env := appenv.Vars
+	c, err := server.ConfigFromEnv(env("MCP_RATE_AGENT_READS", "-1", "MCP_RATE_ORG_WRITES", "1000000"))
+	if err != nil || c.RateLimits.AgentReads != nil || *c.RateLimits.OrgWrites != 1_000_000 {
+		t.Fatalf("set: %+v %v", c.RateLimits, err)
+	}
+	for _, v := range []string{"0", "-2", "1000001", "Unlimited", "1.5"} {
+		_, err := server.ConfigFromEnv(env("MCP_RATE_ORG_READS", v))
+		if err == nil || !strings.Contains(err.Error(), "MCP_RATE_ORG_READS=") || !strings.Contains(err.Error(), "or unlimited") {
+			t.Errorf("MCP_RATE_ORG_READS=%q: %v", v, err)
+		}
+	}
+}
