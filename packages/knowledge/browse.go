@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/pgbatch"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/snippet"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
@@ -24,64 +25,6 @@ const (
 	DefaultListLimit = 20
 	MaxListLimit     = 100
 )
-
-// ListInput are the arguments of list_knowledge: browse an org's entries
-// without a query, newest first, one page at a time. Filters are optional
-// and combine (AND).
-type ListInput struct {
-	Tags          []string   // entries holding all of them
-	AuthorAgentID *uuid.UUID // entries stored by this agent
-	TaskID        *uuid.UUID // entries linked to this task (either kind)
-	// DocumentID: the sections of this document (store_document), ended
-	// ones too (shown with IncludeSuperseded / IncludeExpired like any).
-	DocumentID    *uuid.UUID
-	CreatedAfter  *time.Time // strictly after
-	CreatedBefore *time.Time // strictly before
-	// IncludeSuperseded and IncludeExpired as in search.
-	IncludeSuperseded bool
-	IncludeExpired    bool
-	Limit             *int   // 1..MaxListLimit; nil: DefaultListLimit
-	Cursor            string // NextCursor of the previous page; "" for the first
-	// AsOf as in search: what the org knew then.
-	AsOf *time.Time
-	// MaxTokens, when given (MinMaxTokens..MaxMaxTokens), trims the page
-	// to about that many tokens (budget.go): shorter snippets, then fewer
-	// hits (at least one), the next cursor after the last hit given.
-	MaxTokens *int
-	// Filters on the entry fields (kind, source, source prefix, metadata).
-	Filters
-}
-
-// ListResult is one page. NextCursor is empty on the last page.
-type ListResult struct {
-	Hits       []ListedEntry `json:"hits"`
-	NextCursor string        `json:"nextCursor,omitempty"`
-	// Truncated: the page was trimmed to ListInput.MaxTokens (shorter
-	// snippets, or fewer hits: the next page starts after the last one
-	// given, so nothing is skipped).
-	Truncated bool `json:"truncated,omitempty"`
-}
-
-// ListedEntry is an entry as a listing shows it: like a search hit (a
-// snippet of the body's beginning, no body), without score or signals, with
-// its author.
-type ListedEntry struct {
-	ID               uuid.UUID  `json:"id"`
-	Title            string     `json:"title"`
-	Snippet          string     `json:"snippet"`
-	Tags             []string   `json:"tags"`
-	Confidence       int        `json:"confidence"`
-	CreatedByAgentID *uuid.UUID `json:"createdByAgentId,omitempty"`
-	CreatedAt        time.Time  `json:"createdAt"`
-	ExpiresAt        *time.Time `json:"expiresAt,omitempty"`
-	Superseded       bool       `json:"superseded"`
-	HeadID           *uuid.UUID `json:"headId,omitempty"`
-	EmbeddingStatus  string     `json:"embeddingStatus"`
-	// The entry's fields (fields.go).
-	Source   string         `json:"source,omitempty"`
-	Kind     string         `json:"kind"`
-	Metadata map[string]any `json:"metadata,omitempty"`
-}
 
 // The start and end of time for the listing's bounds (PostgreSQL
 // timestamptz covers both).
@@ -96,7 +39,7 @@ var (
 // scan from the previous page's last entry, as fast at the 1,000th page as
 // at the first, and entries stored meanwhile (newer than any page already
 // served) neither shift nor repeat the pages after.
-func (s *Service) List(ctx context.Context, c Caller, in ListInput) (_ *ListResult, err error) {
+func (s *Service) List(ctx context.Context, c domain.Caller, in domain.ListInput) (_ *domain.ListResult, err error) {
 	defer wrapOp(&err, "knowledge.List")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	limit, tags, f, err := checkList(c, in)
@@ -113,14 +56,14 @@ func (s *Service) List(ctx context.Context, c Caller, in ListInput) (_ *ListResu
 		return nil, err
 	}
 	p := sqlc.ListEntriesParams{
-		SnippetChars: SnippetChars + 1, // one more: snippet.Of then knows it cut
+		SnippetChars: domain.SnippetChars + 1, // one more: snippet.Of then knows it cut
 		OrgID:        c.OrgID, BeforeAt: at, BeforeID: id, CreatedAfter: listLast, Tags: tags,
 		IncludeSuperseded: in.IncludeSuperseded, IncludeExpired: in.IncludeExpired, AsOf: asOf,
 		MaxRows: int32(limit + 1), // one more: is there a next page?
 		Kind:    f.Kind, Source: f.Source, SourcePrefix: f.SourcePrefix, Metadata: f.Metadata,
 	}
 	if f.SourcePrefix != nil {
-		end := prefixEnd(*f.SourcePrefix)
+		end := domain.PrefixEnd(*f.SourcePrefix)
 		p.SourceEnd = &end
 	}
 	if in.CreatedAfter != nil {
@@ -142,7 +85,7 @@ func (s *Service) List(ctx context.Context, c Caller, in ListInput) (_ *ListResu
 	}
 	seal := func(at time.Time, id uuid.UUID) string { return sealCursor(key, c.OrgID, filters, at, id) }
 	out := listPage(rows, limit, seal)
-	if dropped := fitList(out, valueOr(in.MaxTokens, 0)); dropped > 0 {
+	if dropped := domain.FitList(out, domain.ValueOr(in.MaxTokens, 0)); dropped > 0 {
 		// The next page starts after the last hit given, not the last
 		// read: the hits left out come first on it.
 		last := out.Hits[len(out.Hits)-1]
@@ -153,26 +96,26 @@ func (s *Service) List(ctx context.Context, c Caller, in ListInput) (_ *ListResu
 
 // checkList checks a listing's arguments and returns its limit and its
 // tags, normalised.
-func checkList(c Caller, in ListInput) (int, []string, filterArgs, error) {
-	var f filterArgs
-	if err := checkCaller(c, false); err != nil {
+func checkList(c domain.Caller, in domain.ListInput) (int, []string, domain.FilterArgs, error) {
+	var f domain.FilterArgs
+	if err := domain.CheckCaller(c, false); err != nil {
 		return 0, nil, f, err
 	}
-	limit := valueOr(in.Limit, DefaultListLimit)
-	if err := checkRange("limit", limit, 1, MaxListLimit); err != nil {
+	limit := domain.ValueOr(in.Limit, DefaultListLimit)
+	if err := domain.CheckRange("limit", limit, 1, MaxListLimit); err != nil {
 		return 0, nil, f, err
 	}
-	tags, err := normaliseTags(in.Tags)
+	tags, err := domain.NormaliseTags(in.Tags)
 	if err != nil {
 		return 0, nil, f, err
 	}
 	if in.CreatedAfter != nil && in.CreatedBefore != nil && !in.CreatedAfter.Before(*in.CreatedBefore) {
 		return 0, nil, f, errs.InvalidArgument("createdBefore", "must be after createdAfter")
 	}
-	if err := checkMaxTokens(in.MaxTokens); err != nil {
+	if err := domain.CheckMaxTokens(in.MaxTokens); err != nil {
 		return 0, nil, f, err
 	}
-	if f, err = checkFilters(in.Filters); err != nil {
+	if f, err = domain.CheckFilters(in.Filters); err != nil {
 		return 0, nil, f, err
 	}
 	return limit, tags, f, nil
@@ -189,9 +132,9 @@ const listMatchMax = 1000
 // and sorted (byIDs). Beyond that the filter is common enough for the walk
 // to fill a page soon, and it walks, testing each entry. An exact source
 // or a kind walks its own index (queries/knowledge.sql, ListConfig).
-func (s *Service) listMatches(ctx context.Context, org uuid.UUID, f filterArgs, doc *uuid.UUID) (bool, []uuid.UUID, error) {
+func (s *Service) listMatches(ctx context.Context, org uuid.UUID, f domain.FilterArgs, doc *uuid.UUID) (bool, []uuid.UUID, error) {
 	m, err := s.filterMatches(ctx, org, f, doc, listMatchMax, true)
-	return m.byIDs, m.ids, err
+	return m.ByIDs, m.Ids, err
 }
 
 // listEntries reads a page on pool: by a walk of the org's entries
@@ -226,7 +169,7 @@ func listEntries(ctx context.Context, pool pgbatch.Sender, p sqlc.ListEntriesPar
 // listing's order): after the cursor's entry, or the first entry, moved
 // back to createdBefore and to asOf (checked against now) when they come
 // earlier; and the listing's asOf.
-func listPosition(key []byte, org uuid.UUID, filters [8]byte, in ListInput, now time.Time) (time.Time, uuid.UUID, *time.Time, error) {
+func listPosition(key []byte, org uuid.UUID, filters [8]byte, in domain.ListInput, now time.Time) (time.Time, uuid.UUID, *time.Time, error) {
 	at, id := listFirst, maxUUID
 	if in.Cursor != "" {
 		var err error
@@ -238,7 +181,7 @@ func listPosition(key []byte, org uuid.UUID, filters [8]byte, in ListInput, now 
 		// Strictly before: no entry's id sorts below the nil UUID.
 		at, id = *in.CreatedBefore, uuid.Nil
 	}
-	asOf, err := checkAsOf(in.AsOf, now)
+	asOf, err := domain.CheckAsOf(in.AsOf, now)
 	if err != nil {
 		return at, id, nil, err
 	}
@@ -252,19 +195,19 @@ func listPosition(key []byte, org uuid.UUID, filters [8]byte, in ListInput, now 
 
 // listPage is the first limit rows (of limit+1 read) as a page, with the
 // cursor after its last entry when there are more.
-func listPage(rows []sqlc.ListEntriesRow, limit int, seal func(time.Time, uuid.UUID) string) *ListResult {
-	out := &ListResult{Hits: make([]ListedEntry, 0, min(len(rows), limit))}
+func listPage(rows []sqlc.ListEntriesRow, limit int, seal func(time.Time, uuid.UUID) string) *domain.ListResult {
+	out := &domain.ListResult{Hits: make([]domain.ListedEntry, 0, min(len(rows), limit))}
 	for i, r := range rows {
 		if i == limit {
 			last := rows[limit-1]
 			out.NextCursor = seal(last.CreatedAt, last.ID)
 			break
 		}
-		out.Hits = append(out.Hits, ListedEntry{
-			ID: r.ID, Title: r.Title, Snippet: snippet.Of(r.BodyStart, ""), Tags: nonNil(r.Tags),
+		out.Hits = append(out.Hits, domain.ListedEntry{
+			ID: r.ID, Title: r.Title, Snippet: snippet.Of(r.BodyStart, ""), Tags: domain.NonNil(r.Tags),
 			Confidence: int(r.Confidence), CreatedByAgentID: r.CreatedByAgentID, CreatedAt: r.CreatedAt,
 			ExpiresAt: r.ExpiresAt, Superseded: r.HeadID != nil, HeadID: r.HeadID, EmbeddingStatus: r.EmbeddingStatus,
-			Source: strOf(r.Source), Kind: r.Kind, Metadata: decodeMetadata(r.Metadata),
+			Source: domain.StrOf(r.Source), Kind: r.Kind, Metadata: domain.DecodeMetadata(r.Metadata),
 		})
 	}
 	return out
@@ -275,7 +218,7 @@ func listPage(rows []sqlc.ListEntriesRow, limit int, seal func(time.Time, uuid.U
 // its cursors: a cursor continues the listing it was made for, and with
 // other filters it is refused rather than silently paging another listing
 // from a position that means nothing there.
-func listFilters(tags []string, f filterArgs, in ListInput) [8]byte {
+func listFilters(tags []string, f domain.FilterArgs, in domain.ListInput) [8]byte {
 	h := sha256.New()
 	sorted := slices.Clone(tags)
 	slices.Sort(sorted)
@@ -339,14 +282,8 @@ func (s *Service) listKey(ctx context.Context) ([]byte, error) {
 	return s.listKeys.key, nil
 }
 
-// A cursor is base64url(org id, position time in microseconds, position
-// id, the digest of the listing's filters (listFilters), then the first 16
-// bytes of HMAC-SHA256 over them): opaque to agents, refused when altered,
-// forged, presented by another org or with other filters.
-const cursorPayload = 16 + 8 + 16 + 8
-
 func sealCursor(key []byte, org uuid.UUID, filters [8]byte, at time.Time, id uuid.UUID) string {
-	b := make([]byte, cursorPayload, cursorPayload+16)
+	b := make([]byte, domain.CursorPayload, domain.CursorPayload+16)
 	copy(b, org[:])
 	binary.BigEndian.PutUint64(b[16:], uint64(at.UnixMicro()))
 	copy(b[24:], id[:])
@@ -359,12 +296,12 @@ func sealCursor(key []byte, org uuid.UUID, filters [8]byte, at time.Time, id uui
 func openCursor(key []byte, org uuid.UUID, filters [8]byte, cursor string) (time.Time, uuid.UUID, error) {
 	bad := errs.InvalidArgument("cursor", "is not a cursor of this listing: pass nextCursor exactly as a previous list_knowledge answer of your organisation gave it, or omit it for the first page")
 	b, err := base64.RawURLEncoding.DecodeString(cursor)
-	if err != nil || len(b) != cursorPayload+16 {
+	if err != nil || len(b) != domain.CursorPayload+16 {
 		return time.Time{}, uuid.Nil, bad
 	}
 	m := hmac.New(sha256.New, key)
-	m.Write(b[:cursorPayload])
-	if !hmac.Equal(m.Sum(nil)[:16], b[cursorPayload:]) || uuid.UUID(b[:16]) != org {
+	m.Write(b[:domain.CursorPayload])
+	if !hmac.Equal(m.Sum(nil)[:16], b[domain.CursorPayload:]) || uuid.UUID(b[:16]) != org {
 		return time.Time{}, uuid.Nil, bad
 	}
 	if [8]byte(b[40:48]) != filters {

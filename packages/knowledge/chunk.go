@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/pgvector/pgvector-go"
 
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/chunk"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/snippet"
@@ -141,7 +142,7 @@ type entryFields struct {
 }
 
 func fieldsOf(source *string, kind string, metadata []byte) entryFields {
-	return entryFields{Source: strOf(source), Kind: kind, Metadata: decodeMetadata(metadata)}
+	return entryFields{Source: domain.StrOf(source), Kind: kind, Metadata: domain.DecodeMetadata(metadata)}
 }
 
 // snippet is the hit's snippet: centred on its nearest chunk when the hit
@@ -212,7 +213,7 @@ func EmbedEntries(ctx context.Context, e embed.Embedder, o ChunkOptions, maxChar
 		body := []rune(en.Body)
 		out[i].Spans = Chunks(en.Title, body, o)
 		for _, sp := range out[i].Spans {
-			texts = append(texts, clipRunes(ChunkText(en.Title, body, sp), maxChars))
+			texts = append(texts, domain.ClipRunes(ChunkText(en.Title, body, sp), maxChars))
 		}
 	}
 	vecs, err := e.Embed(ctx, texts)
@@ -231,19 +232,4 @@ func EmbedEntries(ctx context.Context, e embed.Embedder, o ChunkOptions, maxChar
 		out[i].Vecs, vecs = vecs[:len(out[i].Spans)], vecs[len(out[i].Spans):]
 	}
 	return out, nil
-}
-
-// clipRunes cuts s to at most n characters (n <= 0: not at all).
-func clipRunes(s string, n int) string {
-	if n <= 0 {
-		return s
-	}
-	i := 0
-	for pos := range s {
-		if i == n {
-			return s[:pos]
-		}
-		i++
-	}
-	return s
 }

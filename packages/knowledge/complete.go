@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -36,10 +37,10 @@ const maxCompletionPrefix = 200
 // name), case-insensitively, so an agent can type a few words of a title
 // and pick the id. Nothing of another org is ever offered. hasMore says
 // more values match than were answered.
-func (s *Service) Complete(ctx context.Context, c Caller, what, prefix string) (values []string, hasMore bool, err error) {
+func (s *Service) Complete(ctx context.Context, c domain.Caller, what, prefix string) (values []string, hasMore bool, err error) {
 	defer wrapOp(&err, "knowledge.Complete")
 	ctx = db.WithOrg(ctx, c.OrgID)
-	if err := checkCaller(c, false); err != nil {
+	if err := domain.CheckCaller(c, false); err != nil {
 		return nil, false, err
 	}
 	if len([]rune(prefix)) > maxCompletionPrefix {

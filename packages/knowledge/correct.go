@@ -9,16 +9,9 @@ import (
 
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
-
-// CorrectResult is the answer of a correction: the supersession, as
-// Supersede answers it, and the replacement stored (Stored.Replayed on a
-// retry with the same client token).
-type CorrectResult struct {
-	SupersedeResult
-	Stored *StoreResult `json:"stored,omitempty"`
-}
 
 // Correct stores a replacement for oldID and supersedes oldID with it, in
 // one transaction (supersede_knowledge with replacement): one quota unit,
@@ -26,16 +19,16 @@ type CorrectResult struct {
 // quota, a bad task) nothing is stored. The replacement's rules are
 // Store's, its errors name "replacement.<argument>". With a client token a
 // retry answers the first result (Stored.Replayed, AlreadySuperseded).
-func (s *Service) Correct(ctx context.Context, c Caller, oldID uuid.UUID, replacement StoreInput) (_ *CorrectResult, err error) {
+func (s *Service) Correct(ctx context.Context, c domain.Caller, oldID uuid.UUID, replacement domain.StoreInput) (_ *domain.CorrectResult, err error) {
 	defer wrapOp(&err, "knowledge.Correct")
 	ctx = db.WithOrg(ctx, c.OrgID)
-	if err := checkCaller(c, true); err != nil {
+	if err := domain.CheckCaller(c, true); err != nil {
 		return nil, err
 	}
 	if oldID == uuid.Nil {
 		return nil, errs.InvalidArgument("oldId", "is required")
 	}
-	a, err := validateStore(c, replacement, s.opts.Now())
+	a, err := domain.ValidateStore(c, replacement, s.opts.Now())
 	if err != nil {
 		return nil, InReplacement(err)
 	}
@@ -53,7 +46,7 @@ func (s *Service) Correct(ctx context.Context, c Caller, oldID uuid.UUID, replac
 		}
 	}
 	var (
-		res *CorrectResult
+		res *domain.CorrectResult
 		gen int32
 	)
 	err = s.txRetryingRaces(ctx, func(tx pgx.Tx) error {
@@ -73,7 +66,7 @@ func (s *Service) Correct(ctx context.Context, c Caller, oldID uuid.UUID, replac
 		if err != nil {
 			return err
 		}
-		res, gen = &CorrectResult{SupersedeResult: *sup, Stored: st}, g
+		res, gen = &domain.CorrectResult{SupersedeResult: *sup, Stored: st}, g
 		return nil
 	})
 	if errors.Is(err, errTokenTaken) { // a concurrent twin committed first
@@ -86,19 +79,19 @@ func (s *Service) Correct(ctx context.Context, c Caller, oldID uuid.UUID, replac
 	if err != nil {
 		return nil, mapErr(err, "")
 	}
-	s.enqueue(ctx, EmbeddingJob{OrgID: c.OrgID, EntryID: res.Stored.ID, Generation: gen})
+	s.enqueue(ctx, domain.EmbeddingJob{OrgID: c.OrgID, EntryID: res.Stored.ID, Generation: gen})
 	return res, nil
 }
 
 // correctReplay answers a retried correction: the entry the client token
 // made, and the supersession as it stands (AlreadySuperseded when the
 // first call made it, as it did in the same transaction).
-func (s *Service) correctReplay(ctx context.Context, c Caller, oldID uuid.UUID, prev *StoreResult) (*CorrectResult, error) {
+func (s *Service) correctReplay(ctx context.Context, c domain.Caller, oldID uuid.UUID, prev *domain.StoreResult) (*domain.CorrectResult, error) {
 	sup, err := s.Supersede(ctx, c, oldID, prev.ID)
 	if err != nil {
 		return nil, err
 	}
-	return &CorrectResult{SupersedeResult: *sup, Stored: prev}, nil
+	return &domain.CorrectResult{SupersedeResult: *sup, Stored: prev}, nil
 }
 
 // InReplacement prefixes the argument an error names with "replacement.",

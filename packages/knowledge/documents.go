@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/docsplit"
 )
 
@@ -27,14 +28,14 @@ const (
 	MaxUploadBytes = 10 << 20
 	// MaxSectionChars is the longest section (runes): the entry body
 	// limit, so every section is an entry as store_knowledge makes them.
-	MaxSectionChars = MaxBodyChars
+	MaxSectionChars = domain.MaxBodyChars
 	// MaxDocumentSections bounds the sections of one document. Each is
 	// PART_OF the document, so a document's own relations never pass the
 	// per-entry relation cap.
-	MaxDocumentSections = MaxRelationsPerEntry
+	MaxDocumentSections = domain.MaxRelationsPerEntry
 	// DefaultDocumentKind is a document's kind (and its sections') when
 	// the call names none.
-	DefaultDocumentKind = KindReference
+	DefaultDocumentKind = domain.KindReference
 )
 
 // Document formats (DocumentInput.Format). HTML is turned into Markdown
@@ -57,62 +58,6 @@ const (
 // the section's title.
 const sectionTitleSep = " › "
 
-// DocumentInput is the store_document call. Zero values mean "not given".
-type DocumentInput struct {
-	Title   string
-	Content string
-	// Source says where the document comes from (a URL, a path, a ticket
-	// id). A store with the source of a live document of the org replaces
-	// that document.
-	Source   string
-	Tags     []string
-	Kind     string // DefaultDocumentKind when empty
-	Metadata map[string]any
-	// Format is FormatMarkdown (the default), FormatText or FormatHTML.
-	Format      string
-	ClientToken *uuid.UUID
-}
-
-// SectionRef is one section of a stored document, in order.
-type SectionRef struct {
-	ID          uuid.UUID `json:"id"`
-	HeadingPath []string  `json:"headingPath"`
-	Chars       int       `json:"chars"`
-	// Status is SectionNew, SectionKept or SectionChanged.
-	Status string `json:"status"`
-	// Supersedes is the section a changed one replaced.
-	Supersedes      *uuid.UUID `json:"supersedes,omitempty"`
-	EmbeddingStatus string     `json:"embeddingStatus"`
-}
-
-// DocumentResult answers StoreDocument.
-type DocumentResult struct {
-	// ID is the document's entry: a new one when its title, table of
-	// contents, tags, kind or metadata changed (the previous one is then
-	// superseded by it: PreviousID), else the same as before.
-	ID       uuid.UUID    `json:"id"`
-	Title    string       `json:"title"`
-	Source   string       `json:"source,omitempty"`
-	Kind     string       `json:"kind"`
-	Sections []SectionRef `json:"sections"`
-	// Retired are the sections of the replaced document that are no
-	// longer in it: they expired now (still readable by id and with asOf).
-	Retired []uuid.UUID `json:"retired"`
-	// Replaced: the source named a live document of the org, which this
-	// store replaced (Unchanged: with the same content, nothing written).
-	Replaced   bool       `json:"replaced"`
-	Unchanged  bool       `json:"unchanged,omitempty"`
-	PreviousID *uuid.UUID `json:"previousId,omitempty"`
-	// New, Kept and Changed count the sections by status.
-	New     int `json:"new"`
-	Kept    int `json:"kept"`
-	Changed int `json:"changed"`
-	// QuotaUnits is how many units of the org's knowledge_stored quota the
-	// store took: one per entry written.
-	QuotaUnits int  `json:"quotaUnits"`
-	Replayed   bool `json:"replayed,omitempty"`
-}
-
 // StoreDocument stores a document for the caller (store_document): a
 // document entry whose body is a table of contents, and one entry per
 // section (split on Markdown headings, then paragraphs, each at most
@@ -123,14 +68,14 @@ type DocumentResult struct {
 // are retired. Quota: one unit per entry written, all checked before
 // anything is written. With a ClientToken a retry is answered, not stored
 // again; without one, storing the same content again changes nothing.
-func (s *Service) StoreDocument(ctx context.Context, c Caller, in DocumentInput) (_ *DocumentResult, err error) {
+func (s *Service) StoreDocument(ctx context.Context, c domain.Caller, in domain.DocumentInput) (_ *domain.DocumentResult, err error) {
 	defer wrapOp(&err, "knowledge.StoreDocument")
 	return s.storeDocument(ctx, c, in, MaxDocumentBytes)
 }
 
 // storeDocument is StoreDocument with the content limit maxBytes (the
 // uploads in parts take MaxUploadBytes).
-func (s *Service) storeDocument(ctx context.Context, c Caller, in DocumentInput, maxBytes int) (*DocumentResult, error) {
+func (s *Service) storeDocument(ctx context.Context, c domain.Caller, in domain.DocumentInput, maxBytes int) (*domain.DocumentResult, error) {
 	ctx = db.WithOrg(ctx, c.OrgID)
 	a, err := validateDocument(c, in, maxBytes)
 	if err != nil {
@@ -184,34 +129,34 @@ func (a *documentArgs) hash() []byte {
 }
 
 // validateDocument checks and normalises a store_document call. No I/O.
-func validateDocument(c Caller, in DocumentInput, maxBytes int) (*documentArgs, error) {
-	if err := checkCaller(c, true); err != nil {
+func validateDocument(c domain.Caller, in domain.DocumentInput, maxBytes int) (*documentArgs, error) {
+	if err := domain.CheckCaller(c, true); err != nil {
 		return nil, err
 	}
-	if err := checkText("title", in.Title, MaxTitleChars); err != nil {
+	if err := domain.CheckText("title", in.Title, domain.MaxTitleChars); err != nil {
 		return nil, err
 	}
 	if len(in.Content) > maxBytes {
 		return nil, errs.InvalidArgument("content", "must be at most %d bytes (got %d)%s", maxBytes, len(in.Content), largerHint(maxBytes))
 	}
-	if err := checkText("content", in.Content, maxBytes); err != nil {
+	if err := domain.CheckText("content", in.Content, maxBytes); err != nil {
 		return nil, err
 	}
 	a := &documentArgs{Title: in.Title, Content: in.Content, Source: in.Source, Kind: in.Kind, Format: in.Format, ClientToken: in.ClientToken}
-	if err := checkSource("source", in.Source); err != nil {
+	if err := domain.CheckSource("source", in.Source); err != nil {
 		return nil, err
 	}
 	var err error
-	if a.Tags, err = normaliseTags(in.Tags); err != nil {
+	if a.Tags, err = domain.NormaliseTags(in.Tags); err != nil {
 		return nil, err
 	}
 	if a.Kind == "" {
 		a.Kind = DefaultDocumentKind
 	}
-	if err := checkKind("kind", a.Kind); err != nil {
+	if err := domain.CheckKind("kind", a.Kind); err != nil {
 		return nil, err
 	}
-	if a.Metadata, err = normaliseMetadata("metadata", in.Metadata); err != nil {
+	if a.Metadata, err = domain.NormaliseMetadata("metadata", in.Metadata); err != nil {
 		return nil, err
 	}
 	switch a.Format {
@@ -219,7 +164,7 @@ func validateDocument(c Caller, in DocumentInput, maxBytes int) (*documentArgs, 
 		a.Format = FormatMarkdown
 	case FormatMarkdown, FormatText, FormatHTML:
 	default:
-		return nil, errs.InvalidArgument("format", "must be %q, %q or %q (got %q)", FormatMarkdown, FormatText, FormatHTML, clipRunes(a.Format, 40))
+		return nil, errs.InvalidArgument("format", "must be %q, %q or %q (got %q)", FormatMarkdown, FormatText, FormatHTML, domain.ClipRunes(a.Format, 40))
 	}
 	h := sha256.New()
 	hashString(h, in.Content)
@@ -344,9 +289,9 @@ func sectionTitle(doc string, path []string, part int) string {
 		t += " (part " + strconv.Itoa(part) + ")"
 	}
 	t = strings.Join(strings.Fields(t), " ") // headings hold no line breaks in a title
-	if n := utf8.RuneCountInString(t); n > MaxTitleChars {
+	if n := utf8.RuneCountInString(t); n > domain.MaxTitleChars {
 		r := []rune(t)
-		t = "…" + string(r[n-MaxTitleChars+1:])
+		t = "…" + string(r[n-domain.MaxTitleChars+1:])
 	}
 	return t
 }
@@ -364,7 +309,7 @@ func tableOfContents(title string, secs []plannedSection) string {
 		}
 		line := fmt.Sprintf("%d. %s\n", i+1, name)
 		n += utf8.RuneCountInString(line)
-		if n+40 > MaxBodyChars {
+		if n+40 > domain.MaxBodyChars {
 			fmt.Fprintf(&b, "… and %d more sections\n", len(secs)-i)
 			break
 		}

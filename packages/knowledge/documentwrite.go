@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentfleet/orchestrator/packages/errs"
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
@@ -82,22 +83,22 @@ func diffSections(cur []currentSection, plan []plannedSection) sectionDiff {
 // docTx is one store of a document in its transaction.
 type docTx struct {
 	q    *sqlc.Queries
-	c    Caller
+	c    domain.Caller
 	a    *documentArgs
 	p    *documentPlan
-	res  *DocumentResult
-	jobs []EmbeddingJob
+	res  *domain.DocumentResult
+	jobs []domain.EmbeddingJob
 }
 
 // writeDocument runs the store's transaction (again after a deadlock or
 // serialisation failure) and returns the answer and the embedding jobs of
 // the entries it wrote. errTokenTaken: another call with the clientToken
 // committed first.
-func (s *Service) writeDocument(ctx context.Context, c Caller, a *documentArgs, p *documentPlan) (*DocumentResult, []EmbeddingJob, error) {
+func (s *Service) writeDocument(ctx context.Context, c domain.Caller, a *documentArgs, p *documentPlan) (*domain.DocumentResult, []domain.EmbeddingJob, error) {
 	var t *docTx
 	err := s.transientTx(ctx, func(tx pgx.Tx) error {
-		t = &docTx{q: sqlc.New(tx), c: c, a: a, p: p, res: &DocumentResult{
-			Title: a.Title, Source: a.Source, Kind: a.Kind, Sections: make([]SectionRef, 0, len(p.sections)), Retired: []uuid.UUID{}}}
+		t = &docTx{q: sqlc.New(tx), c: c, a: a, p: p, res: &domain.DocumentResult{
+			Title: a.Title, Source: a.Source, Kind: a.Kind, Sections: make([]domain.SectionRef, 0, len(p.sections)), Retired: []uuid.UUID{}}}
 		return t.run(ctx, tx)
 	})
 	if err != nil {
@@ -181,7 +182,7 @@ func (t *docTx) current(ctx context.Context, doc uuid.UUID) ([]currentSection, e
 func (t *docTx) unchanged(ctx context.Context, doc uuid.UUID, cur []currentSection) error {
 	t.res.ID, t.res.Unchanged = doc, true
 	for _, c := range cur {
-		t.res.Sections = append(t.res.Sections, SectionRef{ID: c.id, HeadingPath: nonNil(c.path), Chars: c.chars, Status: SectionKept, EmbeddingStatus: c.status})
+		t.res.Sections = append(t.res.Sections, domain.SectionRef{ID: c.id, HeadingPath: domain.NonNil(c.path), Chars: c.chars, Status: SectionKept, EmbeddingStatus: c.status})
 	}
 	t.res.Kept = len(cur)
 	return t.token(ctx, doc)
@@ -217,7 +218,7 @@ func (t *docTx) insertEntries(ctx context.Context, newDoc bool, docID uuid.UUID,
 	}
 	t.res.ID = docID
 	for i, s := range t.p.sections {
-		ref := SectionRef{ID: d.prev[i], HeadingPath: s.path, Chars: s.chars, Status: SectionKept, EmbeddingStatus: EmbeddingPending}
+		ref := domain.SectionRef{ID: d.prev[i], HeadingPath: s.path, Chars: s.chars, Status: SectionKept, EmbeddingStatus: domain.EmbeddingPending}
 		switch {
 		case d.kept[i]:
 			ref.EmbeddingStatus = d.status[i]
@@ -245,14 +246,14 @@ func (t *docTx) insertEntries(ctx context.Context, newDoc bool, docID uuid.UUID,
 	for start := 0; start < len(ids); {
 		end := docWriteChunkEnd(bodies, start)
 		rows, err := t.q.InsertDocumentEntries(ctx, sqlc.InsertDocumentEntriesParams{
-			OrgID: t.c.OrgID, Tags: t.a.Tags, AgentID: t.c.AgentID, Source: strOrNil(t.a.Source), Kind: t.a.Kind, Metadata: meta,
+			OrgID: t.c.OrgID, Tags: t.a.Tags, AgentID: t.c.AgentID, Source: domain.StrOrNil(t.a.Source), Kind: t.a.Kind, Metadata: meta,
 			Ids: ids[start:end], Titles: titles[start:end], Bodies: bodies[start:end], Keys: keys[start:end],
 		})
 		if err != nil {
 			return err
 		}
 		for _, r := range rows {
-			t.jobs = append(t.jobs, EmbeddingJob{OrgID: t.c.OrgID, EntryID: r.ID, Generation: r.EmbeddingGeneration})
+			t.jobs = append(t.jobs, domain.EmbeddingJob{OrgID: t.c.OrgID, EntryID: r.ID, Generation: r.EmbeddingGeneration})
 		}
 		start = end
 	}
@@ -398,7 +399,7 @@ func (t *docTx) putSections(ctx context.Context, docID uuid.UUID) error {
 // refused whatever the arguments, as store_knowledge refuses one
 // (forgottenToken): the agent forgot what the store made, and a retry
 // must not store it again under a new id.
-func (s *Service) replayDocument(ctx context.Context, c Caller, a *documentArgs) (*DocumentResult, error) {
+func (s *Service) replayDocument(ctx context.Context, c domain.Caller, a *documentArgs) (*domain.DocumentResult, error) {
 	row, err := s.q.GetDocumentToken(ctx, sqlc.GetDocumentTokenParams{OrgID: c.OrgID, AgentID: c.AgentID, ClientToken: *a.ClientToken})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
@@ -419,10 +420,10 @@ func (s *Service) replayDocument(ctx context.Context, c Caller, a *documentArgs)
 	if err != nil {
 		return nil, mapErr(err, "")
 	}
-	res := &DocumentResult{ID: doc, Title: a.Title, Source: a.Source, Kind: a.Kind, Replayed: true,
-		Sections: make([]SectionRef, len(secs)), Retired: []uuid.UUID{}, Kept: len(secs)}
+	res := &domain.DocumentResult{ID: doc, Title: a.Title, Source: a.Source, Kind: a.Kind, Replayed: true,
+		Sections: make([]domain.SectionRef, len(secs)), Retired: []uuid.UUID{}, Kept: len(secs)}
 	for i, r := range secs {
-		res.Sections[i] = SectionRef{ID: r.ID, HeadingPath: nonNil(r.HeadingPath), Chars: int(r.Chars), Status: SectionKept, EmbeddingStatus: r.EmbeddingStatus}
+		res.Sections[i] = domain.SectionRef{ID: r.ID, HeadingPath: domain.NonNil(r.HeadingPath), Chars: int(r.Chars), Status: SectionKept, EmbeddingStatus: r.EmbeddingStatus}
 	}
 	return res, nil
 }
@@ -431,10 +432,10 @@ func (s *Service) replayDocument(ctx context.Context, c Caller, a *documentArgs)
 // time (a document's hundreds of sections would otherwise wait on one
 // round trip each). A failure is logged by enqueue: the reconciler
 // re-enqueues pending entries.
-func (s *Service) enqueueAll(ctx context.Context, jobs []EmbeddingJob) {
+func (s *Service) enqueueAll(ctx context.Context, jobs []domain.EmbeddingJob) {
 	const parallel = 8
 	var wg sync.WaitGroup
-	next := make(chan EmbeddingJob)
+	next := make(chan domain.EmbeddingJob)
 	for range min(parallel, len(jobs)) {
 		wg.Go(func() {
 			for j := range next {

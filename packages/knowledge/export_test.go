@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
 
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -22,12 +23,12 @@ func ListEntriesAs(ctx context.Context, conn *pgx.Conn, p sqlc.ListEntriesParams
 // pinned), 40 candidates deep, the table counted as tableDocs indexed
 // entries: for the tests of its plans (vectorplan_test.go). It answers the
 // ids in rank order.
-func (s *Service) RunVectorStatement(ctx context.Context, conn *pgx.Conn, c Caller, vec pgvector.Vector, efSearch int, tableDocs int64) ([]uuid.UUID, error) {
-	a, err := validateSearch(c, SearchInput{Query: "vector", EfSearch: new(efSearch)}, time.Now())
+func (s *Service) RunVectorStatement(ctx context.Context, conn *pgx.Conn, c domain.Caller, vec pgvector.Vector, efSearch int, tableDocs int64) ([]uuid.UUID, error) {
+	a, err := domain.ValidateSearch(c, domain.SearchInput{Query: "vector", EfSearch: new(efSearch)}, time.Now())
 	if err != nil {
 		return nil, err
 	}
-	cands, err := s.candidates(ctx, conn, c, a, 40, tableDocs, listVector, &vec)
+	cands, err := s.candidates(ctx, conn, c, a, 40, tableDocs, domain.ListVector, &vec)
 	ids := make([]uuid.UUID, len(cands))
 	for i, r := range cands {
 		ids[i] = r.ID

@@ -7,33 +7,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
-
-// FilterMatchMax is how many of a filter's matches a search reads first
-// (docs/knowledge.md, "Filtered search"). A filter on the entry fields
-// (metadata, source, source prefix, kind) that at most this many of the
-// org's entries pass is read through its own index, and every list ranks
-// those entries only: the vector list exactly (each one's best vector, by
-// its primary key), the lexical lists by the postings they read anyway,
-// kept when their entry is one of them. A filter more entries pass is
-// tested on the lists' candidates as they are read, which finds enough
-// of them soon. Reading the set and ranking it costs a heap row a match,
-// and testing as the lists read costs about the inverse of the filter's
-// share of the org (the HNSW walk, the lexical probes); measured at 100k
-// entries the two cross between 1,000 and 10,000 matches, near 2,700
-// (docs/benchmarks.md, "Entry field filters"). The number of matches is
-// counted, never estimated: the choice does not depend on the planner's
-// statistics.
-const FilterMatchMax = 2000
-
-// matchSet is the entries a search or a listing is restricted to, when its
-// filters were read first: byIDs false means no such set (every entry of
-// the org is a candidate, the filters tested on each).
-type matchSet struct {
-	byIDs bool
-	ids   []uuid.UUID
-}
 
 // filterMatches reads the entries passing a filter by the filter's own
 // index, up to bound (negative: none is read): the first filter given, in
@@ -49,16 +25,16 @@ type matchSet struct {
 // and a kind is never read first. Tags are never read first: their index
 // is of every org (knowledge_tags_idx), so a bound on its matches would
 // count other orgs' entries.
-func (s *Service) filterMatches(ctx context.Context, org uuid.UUID, f filterArgs, doc *uuid.UUID, bound int, ordered bool) (matchSet, error) {
+func (s *Service) filterMatches(ctx context.Context, org uuid.UUID, f domain.FilterArgs, doc *uuid.UUID, bound int, ordered bool) (domain.MatchSet, error) {
 	if doc != nil {
 		ids, err := s.q.DocumentSectionIDs(ctx, sqlc.DocumentSectionIDsParams{OrgID: org, Ids: []uuid.UUID{*doc}})
 		if err != nil {
-			return matchSet{}, mapErr(err, "")
+			return domain.MatchSet{}, mapErr(err, "")
 		}
-		return matchSet{byIDs: true, ids: ids}, nil
+		return domain.MatchSet{ByIDs: true, Ids: ids}, nil
 	}
 	if bound < 0 || (ordered && f.Source != nil) {
-		return matchSet{}, nil
+		return domain.MatchSet{}, nil
 	}
 	reads := []struct {
 		given bool
@@ -68,16 +44,16 @@ func (s *Service) filterMatches(ctx context.Context, org uuid.UUID, f filterArgs
 		{f.Metadata != nil, "m" + string(f.Metadata), func() ([]uuid.UUID, error) {
 			return s.q.MetadataMatches(ctx, sqlc.MetadataMatchesParams{OrgID: org, Metadata: f.Metadata, Max: int32(bound + 1)})
 		}},
-		{f.Source != nil && !ordered, "s" + strOf(f.Source), func() ([]uuid.UUID, error) {
-			return s.q.SourceMatches(ctx, sqlc.SourceMatchesParams{OrgID: org, Source: strOf(f.Source), Max: int32(bound + 1)})
+		{f.Source != nil && !ordered, "s" + domain.StrOf(f.Source), func() ([]uuid.UUID, error) {
+			return s.q.SourceMatches(ctx, sqlc.SourceMatchesParams{OrgID: org, Source: domain.StrOf(f.Source), Max: int32(bound + 1)})
 		}},
-		{f.SourcePrefix != nil, "p" + strOf(f.SourcePrefix), func() ([]uuid.UUID, error) {
+		{f.SourcePrefix != nil, "p" + domain.StrOf(f.SourcePrefix), func() ([]uuid.UUID, error) {
 			return s.q.SourcePrefixMatches(ctx, sqlc.SourcePrefixMatchesParams{
-				OrgID: org, Prefix: strOf(f.SourcePrefix), PrefixEnd: prefixEnd(strOf(f.SourcePrefix)), Max: int32(bound + 1),
+				OrgID: org, Prefix: domain.StrOf(f.SourcePrefix), PrefixEnd: domain.PrefixEnd(domain.StrOf(f.SourcePrefix)), Max: int32(bound + 1),
 			})
 		}},
-		{f.Kind != nil && !ordered, "k" + strOf(f.Kind), func() ([]uuid.UUID, error) {
-			return s.q.KindMatches(ctx, sqlc.KindMatchesParams{OrgID: org, Kind: strOf(f.Kind), Max: int32(bound + 1)})
+		{f.Kind != nil && !ordered, "k" + domain.StrOf(f.Kind), func() ([]uuid.UUID, error) {
+			return s.q.KindMatches(ctx, sqlc.KindMatchesParams{OrgID: org, Kind: domain.StrOf(f.Kind), Max: int32(bound + 1)})
 		}},
 	}
 	for _, r := range reads {
@@ -87,14 +63,14 @@ func (s *Service) filterMatches(ctx context.Context, org uuid.UUID, f filterArgs
 		}
 		ids, err := r.read()
 		if err != nil {
-			return matchSet{}, mapErr(err, "")
+			return domain.MatchSet{}, mapErr(err, "")
 		}
 		if len(ids) <= bound {
-			return matchSet{byIDs: true, ids: ids}, nil
+			return domain.MatchSet{ByIDs: true, Ids: ids}, nil
 		}
 		s.common.add(key)
 	}
-	return matchSet{}, nil
+	return domain.MatchSet{}, nil
 }
 
 // commonFilters remembers, for commonTTL, the filters of an org found to
@@ -140,19 +116,11 @@ func (c *commonFilters) add(k commonKey) {
 // searchMatches is filterMatches for a search (a.Within): every entry
 // field filter may be read first, up to FilterMatchMax (or the Testing
 // knob's bound).
-func (s *Service) searchMatches(ctx context.Context, org uuid.UUID, a *searchArgs) (err error) {
-	bound := FilterMatchMax
+func (s *Service) searchMatches(ctx context.Context, org uuid.UUID, a *domain.SearchArgs) (err error) {
+	bound := domain.FilterMatchMax
 	if k := s.opts.Testing.FilterMatches; k != 0 {
 		bound = k
 	}
 	a.Within, err = s.filterMatches(ctx, org, a.Filters, a.DocumentID, bound, false)
 	return err
-}
-
-// hopIDs is the set as SearchHop's within: nil (NULL) when there is none.
-func (m matchSet) hopIDs() []uuid.UUID {
-	if !m.byIDs {
-		return nil
-	}
-	return nonNil(m.ids)
 }

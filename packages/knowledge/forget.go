@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -12,43 +11,9 @@ import (
 
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
-
-// MaxForgetReason bounds forget_knowledge's reason (runes), as the
-// tombstone's CHECK does.
-const MaxForgetReason = 500
-
-// Tombstone is what is left of a forgotten entry: who wrote it and when,
-// who forgot it, when and why. It holds no content.
-type Tombstone struct {
-	ID                 uuid.UUID  `json:"id"`
-	State              string     `json:"state"` // always "forgotten"
-	CreatedByAgentID   *uuid.UUID `json:"createdByAgentId,omitempty"`
-	CreatedAt          time.Time  `json:"createdAt"`
-	ForgottenByAgentID uuid.UUID  `json:"forgottenByAgentId"`
-	ForgottenAt        time.Time  `json:"forgottenAt"`
-	Reason             string     `json:"reason"`
-	// Relations is how many open relations the entry had when it was
-	// forgotten (they were erased with it; only the count is kept).
-	Relations int `json:"relations"`
-}
-
-// ForgetResult answers Forget.
-type ForgetResult struct {
-	Tombstone
-	// AlreadyForgotten: an earlier call forgot the entry; nothing changed.
-	AlreadyForgotten bool `json:"alreadyForgotten"`
-	// Relinked and HeadsAgain say how the entry's chain was repaired: the
-	// entries that now point past it, and those that are heads again
-	// because it was the head they pointed at.
-	Relinked   int64 `json:"relinked"`
-	HeadsAgain int64 `json:"headsAgain"`
-	TaskLinks  int64 `json:"taskLinks"` // task links removed
-	// Sections is how many section entries of a forgotten document were
-	// forgotten with it (each leaves its own tombstone).
-	Sections int64 `json:"sections,omitempty"`
-}
 
 // Forget erases one entry of the caller's org at once and leaves a
 // tombstone. The row goes the way Purge erases it (title, body, tags and
@@ -64,13 +29,13 @@ type ForgetResult struct {
 // a forgotten entry again answers the tombstone with AlreadyForgotten, to
 // its author and to whoever forgot it; to anyone else a forgotten id is
 // not found, like an id that never existed or belongs to another org.
-func (s *Service) Forget(ctx context.Context, c Caller, id uuid.UUID, reason string, othersAllowed bool) (_ *ForgetResult, err error) {
+func (s *Service) Forget(ctx context.Context, c domain.Caller, id uuid.UUID, reason string, othersAllowed bool) (_ *domain.ForgetResult, err error) {
 	defer wrapOp(&err, "knowledge.Forget")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	if reason, err = checkForget(c, id, reason); err != nil {
 		return nil, err
 	}
-	var res *ForgetResult
+	var res *domain.ForgetResult
 	var gone []uuid.UUID
 	err = s.transientTx(ctx, func(tx pgx.Tx) error {
 		var err error
@@ -87,8 +52,8 @@ func (s *Service) Forget(ctx context.Context, c Caller, id uuid.UUID, reason str
 }
 
 // checkForget checks Forget's arguments and returns the reason trimmed.
-func checkForget(c Caller, id uuid.UUID, reason string) (string, error) {
-	if err := checkCaller(c, true); err != nil {
+func checkForget(c domain.Caller, id uuid.UUID, reason string) (string, error) {
+	if err := domain.CheckCaller(c, true); err != nil {
 		return "", err
 	}
 	if id == uuid.Nil {
@@ -100,8 +65,8 @@ func checkForget(c Caller, id uuid.UUID, reason string) (string, error) {
 		return "", errs.InvalidArgument("reason", "is required (say why the entry is forgotten; it is kept in the tombstone)")
 	case !utf8.ValidString(reason):
 		return "", errs.InvalidArgument("reason", "must be valid UTF-8")
-	case utf8.RuneCountInString(reason) > MaxForgetReason:
-		return "", errs.InvalidArgument("reason", "must be at most %d characters", MaxForgetReason)
+	case utf8.RuneCountInString(reason) > domain.MaxForgetReason:
+		return "", errs.InvalidArgument("reason", "must be at most %d characters", domain.MaxForgetReason)
 	}
 	return reason, nil
 }
@@ -111,7 +76,7 @@ func checkForget(c Caller, id uuid.UUID, reason string) (string, error) {
 // checks that c may forget it, erases it as Purge does and leaves a
 // tombstone for each erased entry. It returns the answer and the ids
 // erased.
-func (s *Service) forgetIn(ctx context.Context, tx pgx.Tx, c Caller, id uuid.UUID, reason string, othersAllowed bool) (*ForgetResult, []uuid.UUID, error) {
+func (s *Service) forgetIn(ctx context.Context, tx pgx.Tx, c domain.Caller, id uuid.UUID, reason string, othersAllowed bool) (*domain.ForgetResult, []uuid.UUID, error) {
 	q := sqlc.New(tx)
 	// A document goes with its sections. Under the org's supersession
 	// lock (lockForErase takes it again) no replacement adds any between
@@ -132,7 +97,7 @@ func (s *Service) forgetIn(ctx context.Context, tx pgx.Tx, c Caller, id uuid.UUI
 		if err != nil {
 			return nil, nil, err
 		}
-		return &ForgetResult{Tombstone: *t, AlreadyForgotten: true}, nil, nil
+		return &domain.ForgetResult{Tombstone: *t, AlreadyForgotten: true}, nil, nil
 	}
 	i := slices.IndexFunc(rows, func(r sqlc.PurgeLockEntriesRow) bool { return r.ID == id })
 	if i < 0 {
@@ -147,7 +112,7 @@ func (s *Service) forgetIn(ctx context.Context, tx pgx.Tx, c Caller, id uuid.UUI
 	if _, err := q.ForgetDocumentTokens(ctx, sqlc.ForgetDocumentTokensParams{OrgID: c.OrgID, Ids: []uuid.UUID{id}}); err != nil {
 		return nil, nil, err
 	}
-	var rep PurgeReport
+	var rep domain.PurgeReport
 	if err := s.eraseLocked(ctx, tx, c.OrgID, rows, true, &rep); err != nil {
 		return nil, nil, err
 	}
@@ -155,13 +120,13 @@ func (s *Service) forgetIn(ctx context.Context, tx pgx.Tx, c Caller, id uuid.UUI
 	if err != nil {
 		return nil, nil, err
 	}
-	return &ForgetResult{Tombstone: t, Relinked: rep.Relinked, HeadsAgain: rep.HeadsAgain, TaskLinks: rep.TaskLinks,
+	return &domain.ForgetResult{Tombstone: t, Relinked: rep.Relinked, HeadsAgain: rep.HeadsAgain, TaskLinks: rep.TaskLinks,
 		Sections: int64(len(rows) - 1)}, rep.IDs, nil
 }
 
 // writeTombstones leaves a tombstone for each erased entry (each section
 // of a forgotten document reads as forgotten too) and returns id's.
-func writeTombstones(ctx context.Context, q *sqlc.Queries, c Caller, id uuid.UUID, rows []sqlc.PurgeLockEntriesRow, reason string, relations int64) (Tombstone, error) {
+func writeTombstones(ctx context.Context, q *sqlc.Queries, c domain.Caller, id uuid.UUID, rows []sqlc.PurgeLockEntriesRow, reason string, relations int64) (domain.Tombstone, error) {
 	var t sqlc.KnowledgeTombstone
 	for _, r := range rows {
 		ts, err := q.InsertTombstone(ctx, sqlc.InsertTombstoneParams{
@@ -169,7 +134,7 @@ func writeTombstones(ctx context.Context, q *sqlc.Queries, c Caller, id uuid.UUI
 			ForgottenByAgentID: c.AgentID, Reason: reason, ClientToken: r.ClientToken, Relations: int32(relations),
 		})
 		if err != nil {
-			return Tombstone{}, err
+			return domain.Tombstone{}, err
 		}
 		if r.ID == id {
 			t = ts
@@ -196,7 +161,7 @@ func (s *Service) forgetStoreAnswers(ctx context.Context, org, id uuid.UUID, gon
 
 // tombstoneFor reads id's tombstone for c: only the entry's author and the
 // agent that forgot it see it; to anyone else it does not exist.
-func (s *Service) tombstoneFor(ctx context.Context, q *sqlc.Queries, c Caller, id uuid.UUID) (*Tombstone, error) {
+func (s *Service) tombstoneFor(ctx context.Context, q *sqlc.Queries, c domain.Caller, id uuid.UUID) (*domain.Tombstone, error) {
 	t, err := q.GetTombstone(ctx, sqlc.GetTombstoneParams{OrgID: c.OrgID, ID: id})
 	if err != nil {
 		return nil, err
@@ -208,10 +173,7 @@ func (s *Service) tombstoneFor(ctx context.Context, q *sqlc.Queries, c Caller, i
 	return &ts, nil
 }
 
-func tombstone(t sqlc.KnowledgeTombstone) Tombstone {
-	return Tombstone{ID: t.ID, State: StateForgotten, CreatedByAgentID: t.CreatedByAgentID, CreatedAt: t.CreatedAt,
+func tombstone(t sqlc.KnowledgeTombstone) domain.Tombstone {
+	return domain.Tombstone{ID: t.ID, State: domain.StateForgotten, CreatedByAgentID: t.CreatedByAgentID, CreatedAt: t.CreatedAt,
 		ForgottenByAgentID: t.ForgottenByAgentID, ForgottenAt: t.ForgottenAt, Reason: t.Reason, Relations: int(t.Relations)}
 }
-
-// StateForgotten is the state of a forgotten entry's tombstone.
-const StateForgotten = "forgotten"

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -17,10 +18,10 @@ import (
 // resource): the entry, its supersession (direct successor, cached head,
 // the entries it directly replaced) and its task links. An id of another org
 // is not found, exactly like a missing one.
-func (s *Service) Get(ctx context.Context, c Caller, id uuid.UUID) (_ *Entry, err error) {
+func (s *Service) Get(ctx context.Context, c domain.Caller, id uuid.UUID) (_ *domain.Entry, err error) {
 	defer wrapOp(&err, "knowledge.Get")
 	ctx = db.WithOrg(ctx, c.OrgID)
-	if err := checkCaller(c, false); err != nil {
+	if err := domain.CheckCaller(c, false); err != nil {
 		return nil, err
 	}
 	if id == uuid.Nil {
@@ -32,7 +33,7 @@ func (s *Service) Get(ctx context.Context, c Caller, id uuid.UUID) (_ *Entry, er
 		// tombstone; to anyone else it does not exist.
 		t, terr := s.tombstoneFor(ctx, s.q, c, id)
 		if terr == nil {
-			return &Entry{ID: id, State: StateForgotten, Forgotten: t}, nil
+			return &domain.Entry{ID: id, State: domain.StateForgotten, Forgotten: t}, nil
 		}
 		if !errors.Is(terr, pgx.ErrNoRows) {
 			err = terr
@@ -49,17 +50,17 @@ func (s *Service) Get(ctx context.Context, c Caller, id uuid.UUID) (_ *Entry, er
 	if err != nil {
 		return nil, mapErr(err, "id")
 	}
-	e := &Entry{
-		ID: row.ID, State: stateOf(row.SupersededBy, row.ExpiresAt, s.opts.Now()), Title: row.Title, Body: row.Body, Tags: nonNil(row.Tags), Confidence: int(row.Confidence),
-		Origin: row.Origin, Source: strOf(row.Source), Kind: row.Kind, Metadata: decodeMetadata(row.Metadata),
+	e := &domain.Entry{
+		ID: row.ID, State: domain.StateOf(row.SupersededBy, row.ExpiresAt, s.opts.Now()), Title: row.Title, Body: row.Body, Tags: domain.NonNil(row.Tags), Confidence: int(row.Confidence),
+		Origin: row.Origin, Source: domain.StrOf(row.Source), Kind: row.Kind, Metadata: domain.DecodeMetadata(row.Metadata),
 		CreatedByAgentID: row.CreatedByAgentID, ExpiresAt: row.ExpiresAt,
 		CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt,
 		EmbeddingStatus: row.EmbeddingStatus, EmbeddedAt: row.EmbeddedAt,
 		SupersededBy: row.SupersededBy, HeadID: row.HeadID, SupersededAt: row.SupersededAt,
-		Supersedes: row.Supersedes, TaskLinks: links, Chain: make([]ChainLink, 0, len(chain)),
+		Supersedes: row.Supersedes, TaskLinks: links, Chain: make([]domain.ChainLink, 0, len(chain)),
 	}
 	for _, l := range chain {
-		e.Chain = append(e.Chain, ChainLink{Direction: l.Direction, OldID: l.OldID, NewID: l.NewID, ByAgentID: l.AgentID, At: l.CreatedAt})
+		e.Chain = append(e.Chain, domain.ChainLink{Direction: l.Direction, OldID: l.OldID, NewID: l.NewID, ByAgentID: l.AgentID, At: l.CreatedAt})
 	}
 	if e.Relations, err = s.relationSummary(ctx, c, id); err != nil {
 		return nil, err
@@ -76,23 +77,16 @@ func (s *Service) Get(ctx context.Context, c Caller, id uuid.UUID) (_ *Entry, er
 	return e, nil
 }
 
-func (s *Service) entryLinks(ctx context.Context, org, id uuid.UUID) ([]TaskLink, error) {
+func (s *Service) entryLinks(ctx context.Context, org, id uuid.UUID) ([]domain.TaskLink, error) {
 	rows, err := s.q.ListEntryTaskLinks(ctx, sqlc.ListEntryTaskLinksParams{OrgID: org, KnowledgeID: id})
 	if err != nil {
 		return nil, mapErr(err, "")
 	}
-	links := make([]TaskLink, 0, len(rows))
+	links := make([]domain.TaskLink, 0, len(rows))
 	for _, l := range rows {
-		links = append(links, TaskLink{TaskID: l.TaskID, KnowledgeID: l.KnowledgeID, Kind: LinkKind(l.Kind), CreatedAt: l.CreatedAt})
+		links = append(links, domain.TaskLink{TaskID: l.TaskID, KnowledgeID: l.KnowledgeID, Kind: domain.LinkKind(l.Kind), CreatedAt: l.CreatedAt})
 	}
 	return links, nil
-}
-
-func nonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
 }
 
 func sameTime(a, b *time.Time) bool {
@@ -106,16 +100,16 @@ func sameTime(a, b *time.Time) bool {
 // of the caller's org whose source is exactly source: the live document
 // of that source if there is one (its sections carry the source too),
 // else the newest such entry. not_found when none is, naming source.
-func (s *Service) GetBySource(ctx context.Context, c Caller, source string) (_ *Entry, err error) {
+func (s *Service) GetBySource(ctx context.Context, c domain.Caller, source string) (_ *domain.Entry, err error) {
 	defer wrapOp(&err, "knowledge.GetBySource")
 	ctx = db.WithOrg(ctx, c.OrgID)
-	if err := checkCaller(c, false); err != nil {
+	if err := domain.CheckCaller(c, false); err != nil {
 		return nil, err
 	}
 	if source == "" {
 		return nil, errs.InvalidArgument("source", "is required")
 	}
-	if err := checkSource("source", source); err != nil {
+	if err := domain.CheckSource("source", source); err != nil {
 		return nil, err
 	}
 	id, err := s.q.EntryBySource(ctx, sqlc.EntryBySourceParams{OrgID: c.OrgID, Source: source})

@@ -8,32 +8,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentfleet/orchestrator/packages/errs"
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
-
-// Search that follows relations (search_knowledge hops, relationTypes).
-const (
-	// MaxHops is the deepest search_knowledge follows relations.
-	MaxHops = 2
-	// HopDecay is what each hop multiplies the score by: an entry reached
-	// from a hit scores HopDecay times the hit's score, one reached from
-	// that entry HopDecay times its score again, so a related entry always
-	// ranks below the hit it came from.
-	HopDecay = 0.5
-	// HopEdgesPerEntry bounds the relations read from one entry in one
-	// direction in one hop (newest first): with MaxLimit hits, a search
-	// reads at most 2 x HopEdgesPerEntry x (hits + added) edges.
-	HopEdgesPerEntry = 20
-)
-
-// Via says how a hit added by hops was reached: from FromID (a direct hit,
-// or an entry added by the hop before), over a relation of Type as read
-// from FromID, Hops relations away from the direct hits.
-type Via struct {
-	FromID uuid.UUID `json:"fromId"`
-	Type   string    `json:"type"`
-	Hops   int       `json:"hops"`
-}
 
 // hopTypes maps relationTypes (names as read from a hit) to the stored
 // types to follow in each direction; nil: every type.
@@ -69,7 +46,7 @@ func hopTypes(cat *catalogue, names []string) (out, in []string, err error) {
 // HopDecay times the entry it was reached from, at most a.Limit in all
 // (the best-scored frontier entries' relations first; among one entry's,
 // the newest). It returns the added hits, best first.
-func (s *Service) expand(ctx context.Context, c Caller, a *searchArgs, hits []rankedHit) ([]rankedHit, error) {
+func (s *Service) expand(ctx context.Context, c domain.Caller, a *domain.SearchArgs, hits []rankedHit) ([]rankedHit, error) {
 	if a.Hops == 0 || len(hits) == 0 {
 		return nil, nil
 	}
@@ -92,10 +69,10 @@ func (s *Service) expand(ctx context.Context, c Caller, a *searchArgs, hits []ra
 	var added []rankedHit
 	for hop := 1; hop <= a.Hops && len(frontier) > 0 && len(added) < a.Limit; hop++ {
 		rows, err := s.q.SearchHop(ctx, sqlc.SearchHopParams{
-			OrgID: c.OrgID, Ids: frontier, OutTypes: outTypes, InTypes: inTypes, PerEntry: HopEdgesPerEntry,
-			AsOf: a.AsOf, Tags: nonNil(a.Tags), IncludeSuperseded: a.IncludeSuperseded, IncludeExpired: a.IncludeExpired,
+			OrgID: c.OrgID, Ids: frontier, OutTypes: outTypes, InTypes: inTypes, PerEntry: domain.HopEdgesPerEntry,
+			AsOf: a.AsOf, Tags: domain.NonNil(a.Tags), IncludeSuperseded: a.IncludeSuperseded, IncludeExpired: a.IncludeExpired,
 			Kind: a.Filters.Kind, Source: a.Filters.Source, SourcePrefix: a.Filters.SourcePrefix, Metadata: a.Filters.Metadata,
-			Within: a.Within.hopIDs(),
+			Within: a.Within.HopIDs(),
 		})
 		if err != nil {
 			return nil, mapErr(err, "")
@@ -121,20 +98,20 @@ func (s *Service) expand(ctx context.Context, c Caller, a *searchArgs, hits []ra
 				break
 			}
 			seen[r.ID] = true
-			sc := score[r.Src] * HopDecay
+			sc := score[r.Src] * domain.HopDecay
 			score[r.ID] = sc
 			frontier = append(frontier, r.ID)
 			typ := r.Type
 			switch {
 			case cat.symmetric(r.Type):
-			case r.Dir == DirIn:
+			case r.Dir == domain.DirIn:
 				typ = cat.inverseOf(r.Type)
 			}
 			added = append(added, rankedHit{
 				fusedHit: fusedHit{Candidate: Candidate{ID: r.ID}, Score: sc},
 				row: &candidateRow{Candidate: Candidate{ID: r.ID}, Title: r.Title, Tags: r.Tags, Confidence: r.Confidence,
 					CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, HeadID: r.HeadID, EmbeddingStatus: r.EmbeddingStatus},
-				via: &Via{FromID: r.Src, Type: typ, Hops: hop},
+				via: &domain.Via{FromID: r.Src, Type: typ, Hops: hop},
 			})
 		}
 	}

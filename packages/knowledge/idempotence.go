@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentfleet/orchestrator/packages/errs"
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -34,10 +35,10 @@ const (
 
 // idemRecord is the value of an idempotence key.
 type idemRecord struct {
-	State  string       `json:"state"` // "running" or "done"
-	FP     string       `json:"fp"`    // fingerprint of the normalised arguments
-	Owner  string       `json:"owner,omitempty"`
-	Result *StoreResult `json:"result,omitempty"`
+	State  string              `json:"state"` // "running" or "done"
+	FP     string              `json:"fp"`    // fingerprint of the normalised arguments
+	Owner  string              `json:"owner,omitempty"`
+	Result *domain.StoreResult `json:"result,omitempty"`
 }
 
 // names says whether the recorded answer names one of ids: as the entry
@@ -80,7 +81,7 @@ func idemKeyPrefix(org, agent uuid.UUID) string {
 
 // fingerprint identifies the normalised arguments of a store call, so the
 // same token with other arguments is told apart from a replay.
-func fingerprint(a *storeArgs) string {
+func fingerprint(a *domain.StoreArgs) string {
 	b, _ := json.Marshal(a) // plain data: cannot fail
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
@@ -98,7 +99,7 @@ func fingerprint(a *storeArgs) string {
 // Redis is an accelerator, not the guard: when it fails the call goes on
 // against Postgres, whose unique (org, agent, client token) key still
 // allows one entry per token (the error is logged).
-func (s *Service) storeIdempotent(ctx context.Context, c Caller, a *storeArgs) (*StoreResult, error) {
+func (s *Service) storeIdempotent(ctx context.Context, c domain.Caller, a *domain.StoreArgs) (*domain.StoreResult, error) {
 	rdb := s.opts.Redis
 	key := IdempotenceKey(c.OrgID, c.AgentID, *a.ClientToken)
 	fp := fingerprint(a)
@@ -161,7 +162,7 @@ func (s *Service) storeIdempotent(ctx context.Context, c Caller, a *storeArgs) (
 // is what makes "a retried store is not answered with a forgotten id" hold
 // under any interleaving: an erasure commits before it returns, so a replay
 // after it never sees the rows. nil: the entry the store made is gone.
-func (s *Service) replayable(ctx context.Context, c Caller, rec *StoreResult) (*StoreResult, error) {
+func (s *Service) replayable(ctx context.Context, c domain.Caller, rec *domain.StoreResult) (*domain.StoreResult, error) {
 	ids := make([]uuid.UUID, 0, 1+len(rec.Similar))
 	ids = append(ids, rec.ID)
 	for _, x := range rec.Similar {
@@ -180,7 +181,7 @@ func (s *Service) replayable(ctx context.Context, c Caller, rec *StoreResult) (*
 	}
 	res := *rec
 	res.Replayed = true
-	res.Similar = make([]Similar, 0, len(rec.Similar))
+	res.Similar = make([]domain.Similar, 0, len(rec.Similar))
 	for _, x := range rec.Similar {
 		if exists[x.ID] {
 			res.Similar = append(res.Similar, x)
@@ -223,7 +224,7 @@ func (s *Service) forgetIdempotenceRecords(ctx context.Context, org uuid.UUID, i
 // Redis Cluster master is down, or the process dying after the commit).
 // Otherwise that call is still running, or died before committing: a
 // retryable conflict, until the marker expires.
-func (s *Service) whileRunning(ctx context.Context, c Caller, a *storeArgs) (*StoreResult, error) {
+func (s *Service) whileRunning(ctx context.Context, c domain.Caller, a *domain.StoreArgs) (*domain.StoreResult, error) {
 	res, err := s.replayFromDB(ctx, c, a)
 	if err == nil || !errors.Is(err, pgx.ErrNoRows) {
 		return res, err
@@ -232,13 +233,13 @@ func (s *Service) whileRunning(ctx context.Context, c Caller, a *storeArgs) (*St
 		Message: "a call with this clientToken is still running; retry in a moment to get its answer"}
 }
 
-func (s *Service) storeWithoutRedis(ctx context.Context, c Caller, a *storeArgs, cause error) (*StoreResult, error) {
+func (s *Service) storeWithoutRedis(ctx context.Context, c domain.Caller, a *domain.StoreArgs, cause error) (*domain.StoreResult, error) {
 	s.log().Warn("knowledge: idempotence key unavailable; relying on Postgres' unique client token",
 		"org", c.OrgID, "agent", c.AgentID, "err", cause)
 	return s.store(ctx, c, a)
 }
 
-func (s *Service) storeAndRemember(ctx context.Context, c Caller, a *storeArgs, key, fp, owner string) (*StoreResult, error) {
+func (s *Service) storeAndRemember(ctx context.Context, c domain.Caller, a *domain.StoreArgs, key, fp, owner string) (*domain.StoreResult, error) {
 	rdb := s.opts.Redis
 	// The key must be settled even if the caller gives up now.
 	bg := context.WithoutCancel(ctx)

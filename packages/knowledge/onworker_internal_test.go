@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/pgvector/pgvector-go"
 
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/testenv"
 	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
@@ -29,17 +30,17 @@ func TestRankingOnWorkerIsTheRoutedStatements(t *testing.T) {
 	emb := embed.NewLocal()
 	svc := New(d.AppPool(t), Options{Embedder: emb})
 	owner := New(d.Pool, Options{Embedder: emb})
-	var orgs []Caller
+	var orgs []domain.Caller
 	for range 6 { // orgs on both workers
 		a := testfactory.Agent(ctx, t, d.Pool, nil)
-		orgs = append(orgs, Caller{OrgID: a.OrgID, AgentID: a.ID})
+		orgs = append(orgs, domain.Caller{OrgID: a.OrgID, AgentID: a.ID})
 	}
 	words := []string{"shard", "worker", "router", "plan", "vector", "index", "tenant", "coordinator", "replica", "lease"}
 	for i, c := range orgs {
 		for j := range 12 {
 			title := fmt.Sprintf("%s %s note %d", words[(i+j)%10], words[(i+2*j)%10], j)
 			body := fmt.Sprintf("%s %s %s of org %d, entry %d", words[j%10], words[(j+3)%10], words[(i+j+5)%10], i, j)
-			r, err := svc.Store(ctx, c, StoreInput{Title: title, Body: body})
+			r, err := svc.Store(ctx, c, domain.StoreInput{Title: title, Body: body})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -61,14 +62,14 @@ func TestRankingOnWorkerIsTheRoutedStatements(t *testing.T) {
 		t.Fatal(err)
 	}
 	vec := pgvector.NewVector(qv[0])
-	a := &searchArgs{Query: "shard router plan", Tags: []string{}, EfSearch: DefaultEfSearch, Limit: 10}
+	a := &domain.SearchArgs{Query: "shard router plan", Tags: []string{}, EfSearch: domain.DefaultEfSearch, Limit: 10}
 	conn, err := d.Pool.Acquire(ctx) // the routed statements, as the owner on one connection
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Release()
 	for _, c := range orgs {
-		for _, lists := range []int{listsLexical, listVector} {
+		for _, lists := range []int{domain.ListsLexical, domain.ListVector} {
 			want, err := owner.candidates(ctx, conn, c, a, 20, 1, lists, &vec)
 			if err != nil {
 				t.Fatal(err)

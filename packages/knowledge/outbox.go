@@ -14,6 +14,7 @@ import (
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -43,7 +44,7 @@ func NewOutbox(pool *pgxpool.Pool) *Outbox {
 // PendingEntry is an entry that still waits for the vectors of its job's
 // generation, with the text to embed.
 type PendingEntry struct {
-	Job         EmbeddingJob
+	Job         domain.EmbeddingJob
 	Title, Body string
 	RequestedAt time.Time
 }
@@ -53,7 +54,7 @@ type PendingEntry struct {
 // left out (stale). On a Citus cluster it reads one org at a time, each
 // statement routed to the one worker that holds the org (docs/operators.md,
 // "Running on a cluster").
-func (o *Outbox) Pending(ctx context.Context, jobs []EmbeddingJob) ([]PendingEntry, error) {
+func (o *Outbox) Pending(ctx context.Context, jobs []domain.EmbeddingJob) ([]PendingEntry, error) {
 	if len(jobs) == 0 {
 		return nil, nil
 	}
@@ -61,7 +62,7 @@ func (o *Outbox) Pending(ctx context.Context, jobs []EmbeddingJob) ([]PendingEnt
 	if err != nil {
 		return nil, fmt.Errorf("load entries: %w", err)
 	}
-	runs := [][]EmbeddingJob{jobs}
+	runs := [][]domain.EmbeddingJob{jobs}
 	if citus {
 		runs = nil
 		for _, g := range orgRuns(len(jobs), func(i int) uuid.UUID { return jobs[i].OrgID }) {
@@ -76,7 +77,7 @@ func (o *Outbox) Pending(ctx context.Context, jobs []EmbeddingJob) ([]PendingEnt
 		}
 		for _, r := range rows {
 			out = append(out, PendingEntry{
-				Job:   EmbeddingJob{OrgID: r.OrgID, EntryID: r.ID, Generation: r.EmbeddingGeneration},
+				Job:   domain.EmbeddingJob{OrgID: r.OrgID, EntryID: r.ID, Generation: r.EmbeddingGeneration},
 				Title: r.Title, Body: r.Body, RequestedAt: r.EmbeddingRequestedAt,
 			})
 		}
@@ -90,8 +91,8 @@ const MaxEmbeddingErrorChars = 1000
 // MarkFailed marks job's entry failed with reason (cut to
 // MaxEmbeddingErrorChars), if it is still pending at the job's generation;
 // marked says whether it was.
-func (o *Outbox) MarkFailed(ctx context.Context, job EmbeddingJob, reason string) (marked bool, err error) {
-	msg := clipRunes(reason, MaxEmbeddingErrorChars)
+func (o *Outbox) MarkFailed(ctx context.Context, job domain.EmbeddingJob, reason string) (marked bool, err error) {
+	msg := domain.ClipRunes(reason, MaxEmbeddingErrorChars)
 	n, err := o.q.MarkEmbeddingFailed(ctx, sqlc.MarkEmbeddingFailedParams{
 		Error: &msg, OrgID: job.OrgID, ID: job.EntryID, Generation: job.Generation,
 	})
@@ -203,8 +204,8 @@ func (o *Outbox) writeRun(ctx context.Context, model string, entries []PendingEn
 // waiting. busy: the indexes of entries still pending at their generation
 // that another transaction holds.
 func (o *Outbox) writeOnce(ctx context.Context, model string, entries []PendingEntry, vecs []EntryVectors, idx []int) (written int, lags []time.Duration, busy []int, err error) {
-	picked := func(idx []int) []EmbeddingJob {
-		js := make([]EmbeddingJob, len(idx))
+	picked := func(idx []int) []domain.EmbeddingJob {
+		js := make([]domain.EmbeddingJob, len(idx))
 		for k, i := range idx {
 			js[k] = entries[i].Job
 		}
@@ -268,7 +269,7 @@ func (o *Outbox) writeOnce(ctx context.Context, model string, entries []PendingE
 // the job's), replacing any left over. ok is false when the entry was not
 // pending at the job's generation (nothing written); lag is the
 // request-to-ready time, nil when unknown.
-func writeEntryVectors(ctx context.Context, q *sqlc.Queries, model string, j EmbeddingJob, ev EntryVectors) (lag *time.Duration, ok bool, err error) {
+func writeEntryVectors(ctx context.Context, q *sqlc.Queries, model string, j domain.EmbeddingJob, ev EntryVectors) (lag *time.Duration, ok bool, err error) {
 	v := pgvector.NewVector(ev.Vecs[0])
 	res, err := q.MarkEmbeddingReady(ctx, sqlc.MarkEmbeddingReadyParams{
 		Embedding: &v, Model: &model, OrgID: j.OrgID, ID: j.EntryID, Generation: j.Generation,
@@ -304,7 +305,7 @@ func writeEntryVectors(ctx context.Context, q *sqlc.Queries, model string, j Emb
 // width; with all, every entry. Each chosen entry gets a new generation (so
 // jobs still in flight for the old one do nothing) and goes back to pending,
 // its vector cleared (the schema ties 'ready' to a vector).
-func (o *Outbox) RequestReembed(ctx context.Context, org uuid.UUID, space VectorSpace, all bool) ([]EmbeddingJob, error) {
+func (o *Outbox) RequestReembed(ctx context.Context, org uuid.UUID, space VectorSpace, all bool) ([]domain.EmbeddingJob, error) {
 	rows, err := o.q.RequestReembed(ctx, sqlc.RequestReembedParams{OrgID: org, AllEntries: all, Model: space.Model, Dims: int32(space.Dims)})
 	if err != nil {
 		return nil, fmt.Errorf("request re-embed: %w", err)
@@ -315,7 +316,7 @@ func (o *Outbox) RequestReembed(ctx context.Context, org uuid.UUID, space Vector
 // Current returns the jobs that still name their entry's current
 // generation, in any status: a job whose entry is gone or was re-requested
 // since has nothing left to say.
-func (o *Outbox) Current(ctx context.Context, jobs []EmbeddingJob) ([]EmbeddingJob, error) {
+func (o *Outbox) Current(ctx context.Context, jobs []domain.EmbeddingJob) ([]domain.EmbeddingJob, error) {
 	rows, err := o.q.ListCurrentJobs(ctx, sqlc.ListCurrentJobsParams(jobArrays(jobs)))
 	if err != nil {
 		return nil, err
@@ -326,7 +327,7 @@ func (o *Outbox) Current(ctx context.Context, jobs []EmbeddingJob) ([]EmbeddingJ
 // Stale returns the jobs of entries pending since before before, the
 // oldest first, at most max: those whose enqueue failed or whose task was
 // lost, for the reconciler to enqueue again. Across orgs.
-func (o *Outbox) Stale(ctx context.Context, before time.Time, max int) ([]EmbeddingJob, error) {
+func (o *Outbox) Stale(ctx context.Context, before time.Time, max int) ([]domain.EmbeddingJob, error) {
 	rows, err := o.q.ListStalePending(ctx, sqlc.ListStalePendingParams{Before: before, MaxRows: int32(max)})
 	if err != nil {
 		return nil, err
@@ -358,11 +359,11 @@ type jobRow = struct {
 }
 
 // jobsOf is the jobs of rows.
-func jobsOf[R ~jobRow](rows []R) []EmbeddingJob {
-	out := make([]EmbeddingJob, len(rows))
+func jobsOf[R ~jobRow](rows []R) []domain.EmbeddingJob {
+	out := make([]domain.EmbeddingJob, len(rows))
 	for i, r := range rows {
 		j := jobRow(r)
-		out[i] = EmbeddingJob{OrgID: j.OrgID, EntryID: j.ID, Generation: j.EmbeddingGeneration}
+		out[i] = domain.EmbeddingJob{OrgID: j.OrgID, EntryID: j.ID, Generation: j.EmbeddingGeneration}
 	}
 	return out
 }
@@ -374,7 +375,7 @@ type jobIDs struct {
 	Generations []int32
 }
 
-func jobArrays(jobs []EmbeddingJob) jobIDs {
+func jobArrays(jobs []domain.EmbeddingJob) jobIDs {
 	p := jobIDs{
 		OrgIds:      make([]uuid.UUID, len(jobs)),
 		Ids:         make([]uuid.UUID, len(jobs)),

@@ -13,67 +13,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentfleet/orchestrator/db"
-	"github.com/agentfleet/orchestrator/packages/errs"
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
-
-// PurgeScope says what a purge erases: exactly one of Entry, Agent, All.
-type PurgeScope struct {
-	Entry uuid.UUID // one entry
-	Agent uuid.UUID // every entry the agent created
-	All   bool      // every entry of the org
-}
-
-// Validate checks that the scope names exactly one of Entry, Agent, All.
-// PurgeWith checks it too; a caller that builds a scope from its own input
-// (ctl purge's flags) calls it first to refuse before doing anything.
-func (p PurgeScope) Validate() error {
-	n := 0
-	if p.Entry != uuid.Nil {
-		n++
-	}
-	if p.Agent != uuid.Nil {
-		n++
-	}
-	if p.All {
-		n++
-	}
-	if n != 1 {
-		return errs.InvalidArgument("scope", "give exactly one of entry, agent, all")
-	}
-	return nil
-}
-
-// PurgeReport is what a purge removed (or, in a dry run, would remove).
-type PurgeReport struct {
-	DryRun            bool  `json:"dryRun"`
-	Entries           int64 `json:"entries"`
-	TaskLinks         int64 `json:"taskLinks"`
-	SupersessionEdges int64 `json:"supersessionEdges"` // recorded direct edges removed
-	Relinked          int64 `json:"relinked"`          // surviving chain entries pointed past the erased ones
-	HeadsAgain        int64 `json:"headsAgain"`        // surviving entries whose every successor was erased
-	Relations         int64 `json:"relations"`         // relations (open or closed) the erased entries were an end of
-	OpenRelations     int64 `json:"-"`                 // of which open (a tombstone keeps the count)
-	Postings          int64 `json:"postings"`          // lexical index rows
-	IdempotenceKeys   int64 `json:"idempotenceKeys"`   // Redis keys of recent stores
-	// Uploads are the documents uploaded in parts (uploads.go) the purge
-	// deleted with their staged parts: the agent's (scope Agent) or the
-	// org's (All); a purge of one entry leaves them.
-	Uploads int64 `json:"uploads"`
-	// IDs are the erased entries, for the caller's other clean-ups (queued
-	// embedding jobs). Left empty for a purge of a whole org, whose clean-ups
-	// match on the org.
-	IDs []uuid.UUID `json:"-"`
-}
-
-// PurgeOptions are the optional settings of PurgeWith.
-type PurgeOptions struct {
-	DryRun bool
-	// Progress, when set, is called after every batch with the report so
-	// far (ctl purge shows it on large orgs).
-	Progress func(PurgeReport)
-}
 
 // purgeBatch bounds one transaction: locks held, memory, and the work lost
 // to a failure. A purge is a sequence of batches, each one consistent
@@ -96,9 +39,9 @@ const purgeBatch = 500
 //
 // dryRun counts without writing. Entries of another org, or ids that do not
 // exist, are simply not found: the report says 0.
-func (s *Service) Purge(ctx context.Context, org uuid.UUID, scope PurgeScope, dryRun bool) (_ *PurgeReport, err error) {
+func (s *Service) Purge(ctx context.Context, org uuid.UUID, scope domain.PurgeScope, dryRun bool) (_ *domain.PurgeReport, err error) {
 	defer wrapOp(&err, "knowledge.Purge")
-	return s.PurgeWith(ctx, org, scope, PurgeOptions{DryRun: dryRun})
+	return s.PurgeWith(ctx, org, scope, domain.PurgeOptions{DryRun: dryRun})
 }
 
 // PurgeWith is Purge with options (progress).
@@ -113,14 +56,14 @@ func (s *Service) Purge(ctx context.Context, org uuid.UUID, scope PurgeScope, dr
 // indexer: entries stored meanwhile may have been indexed, then erased by
 // a later batch, and the second reset leaves the index exactly what
 // indexing the remaining rows gives (docs/operators.md, "Purge").
-func (s *Service) PurgeWith(ctx context.Context, org uuid.UUID, scope PurgeScope, o PurgeOptions) (_ *PurgeReport, err error) {
+func (s *Service) PurgeWith(ctx context.Context, org uuid.UUID, scope domain.PurgeScope, o domain.PurgeOptions) (_ *domain.PurgeReport, err error) {
 	defer wrapOp(&err, "knowledge.PurgeWith")
 	ctx = db.WithOrg(ctx, org)
 	dryRun := o.DryRun
 	if err := scope.Validate(); err != nil {
 		return nil, err
 	}
-	rep := &PurgeReport{DryRun: dryRun}
+	rep := &domain.PurgeReport{DryRun: dryRun}
 	// Uploads first: no finish can store a document from them once the
 	// entries are being erased.
 	if rep.Uploads, err = s.purgeUploads(ctx, org, scope, dryRun); err != nil {
@@ -157,13 +100,13 @@ func (s *Service) PurgeWith(ctx context.Context, org uuid.UUID, scope PurgeScope
 		if dryRun {
 			err = s.countBatch(ctx, org, ids, rep)
 		} else {
-			var batch PurgeReport
+			var batch domain.PurgeReport
 			err = s.transientTx(ctx, func(tx pgx.Tx) error {
-				batch = PurgeReport{}
+				batch = domain.PurgeReport{}
 				return s.purgeBatch(ctx, tx, org, ids, !scope.All, &batch)
 			})
 			if err == nil {
-				rep.add(&batch)
+				rep.Add(&batch)
 			}
 		}
 		if err != nil {
@@ -195,7 +138,7 @@ func (s *Service) PurgeWith(ctx context.Context, org uuid.UUID, scope PurgeScope
 }
 
 // purgeUploads deletes (or, in a dry run, counts) the uploads in scope.
-func (s *Service) purgeUploads(ctx context.Context, org uuid.UUID, scope PurgeScope, dryRun bool) (int64, error) {
+func (s *Service) purgeUploads(ctx context.Context, org uuid.UUID, scope domain.PurgeScope, dryRun bool) (int64, error) {
 	switch {
 	case scope.Entry != uuid.Nil:
 		return 0, nil
@@ -211,19 +154,6 @@ func (s *Service) purgeUploads(ctx context.Context, org uuid.UUID, scope PurgeSc
 	default:
 		return s.q.PurgeUploadsAll(ctx, org)
 	}
-}
-
-// add adds a batch's counts to r.
-func (r *PurgeReport) add(b *PurgeReport) {
-	r.Entries += b.Entries
-	r.TaskLinks += b.TaskLinks
-	r.SupersessionEdges += b.SupersessionEdges
-	r.Relinked += b.Relinked
-	r.HeadsAgain += b.HeadsAgain
-	r.Postings += b.Postings
-	r.Relations += b.Relations
-	r.OpenRelations += b.OpenRelations
-	r.IDs = append(r.IDs, b.IDs...)
 }
 
 // Transient transaction failures (a deadlock, SQLSTATE 40P01, or a
@@ -296,7 +226,7 @@ func (s *Service) resetOrgIndex(ctx context.Context, org uuid.UUID, requeue bool
 }
 
 // purgeBatch erases ids (at most purgeBatch) in tx.
-func (s *Service) purgeBatch(ctx context.Context, tx pgx.Tx, org uuid.UUID, ids []uuid.UUID, unindex bool, rep *PurgeReport) error {
+func (s *Service) purgeBatch(ctx context.Context, tx pgx.Tx, org uuid.UUID, ids []uuid.UUID, unindex bool, rep *domain.PurgeReport) error {
 	q := sqlc.New(tx)
 	rows, err := s.lockForErase(ctx, q, org, ids, unindex)
 	if err != nil || len(rows) == 0 {
@@ -324,7 +254,7 @@ func (s *Service) lockForErase(ctx context.Context, q *sqlc.Queries, org uuid.UU
 
 // eraseLocked erases the entries lockForErase locked in tx (rows, not
 // empty).
-func (s *Service) eraseLocked(ctx context.Context, tx pgx.Tx, org uuid.UUID, rows []sqlc.PurgeLockEntriesRow, unindex bool, rep *PurgeReport) error {
+func (s *Service) eraseLocked(ctx context.Context, tx pgx.Tx, org uuid.UUID, rows []sqlc.PurgeLockEntriesRow, unindex bool, rep *domain.PurgeReport) error {
 	q := sqlc.New(tx)
 	ids, gone, heads := chainsOf(rows, make([]uuid.UUID, 0, len(rows)))
 	plan, err := planRelink(ctx, q, org, heads, gone)
@@ -406,7 +336,7 @@ func chainsOf(rows []sqlc.PurgeLockEntriesRow, ids []uuid.UUID) ([]uuid.UUID, ma
 }
 
 // countBatch is purgeBatch's dry run: the same numbers, nothing written.
-func (s *Service) countBatch(ctx context.Context, org uuid.UUID, ids []uuid.UUID, rep *PurgeReport) error {
+func (s *Service) countBatch(ctx context.Context, org uuid.UUID, ids []uuid.UUID, rep *domain.PurgeReport) error {
 	rows, err := s.q.PurgeLockEntries(ctx, sqlc.PurgeLockEntriesParams{OrgID: org, Ids: ids})
 	if err != nil || len(rows) == 0 {
 		return err
@@ -504,7 +434,7 @@ func planRelink(ctx context.Context, q *sqlc.Queries, org uuid.UUID, heads, gone
 // SCAN of the org's prefix is small. A store that records its answer after
 // the scan may still name an erased entry for up to 60 s; a replay never
 // answers it (idempotence.go, replayable).
-func (s *Service) purgeIdempotenceKeys(ctx context.Context, org uuid.UUID, scope PurgeScope, rep *PurgeReport, dryRun bool) (int64, error) {
+func (s *Service) purgeIdempotenceKeys(ctx context.Context, org uuid.UUID, scope domain.PurgeScope, rep *domain.PurgeReport, dryRun bool) (int64, error) {
 	if s.opts.Redis == nil {
 		return 0, nil
 	}

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -19,61 +18,12 @@ import (
 
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
-// Limits of relations.
-const (
-	// MaxRelationNote bounds a relation's note (runes).
-	MaxRelationNote = 500
-	// MaxRelationsPerEntry is the per-entry cap of open relations: an entry
-	// may be an end (from or to) of at most this many open relations. A
-	// link that would pass it on either end is refused (conflict naming
-	// the end); closed relations do not count. It bounds what one agent can
-	// hang on one entry, and so what a summary, a page and a search hop
-	// read.
-	MaxRelationsPerEntry = 1000
-	// DefaultRelationsLimit and MaxRelationsLimit bound a list_relations page.
-	DefaultRelationsLimit = 20
-	MaxRelationsLimit     = 100
-	// RelationSummaryFirst is how many relations an entry's summary
-	// (get_knowledge, knowledge://{id}) shows besides its counts.
-	RelationSummaryFirst = 5
-)
-
-// The length of a relation type's name (the tables' CHECKs repeat it).
-const (
-	MinRelationTypeChars = 2
-	MaxRelationTypeChars = 48
-)
-
-// RelationTypePattern is the form of a relation type's name:
-// UPPER_SNAKE_CASE, MinRelationTypeChars to MaxRelationTypeChars
-// characters (the tables' CHECKs repeat it).
-var RelationTypePattern = regexp.MustCompile(`^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$`)
-
-// RelationType is one type of the catalogue: its name, the name read from
-// the other end (Inverse; the same for a symmetric type), and whether it is
-// read only (derived from supersession).
-type RelationType struct {
-	Name      string `json:"name"`
-	Inverse   string `json:"inverse"`
-	Symmetric bool   `json:"symmetric"`
-	// ReadOnly: derived from supersession (SUPERSEDES); link_knowledge
-	// refuses it.
-	ReadOnly bool `json:"readOnly,omitempty"`
-	// Builtin: shipped with the product; otherwise the org's own.
-	Builtin bool `json:"builtin"`
-}
-
-// The derived, read-only types.
-const (
-	RelSupersedes   = "SUPERSEDES"
-	RelSupersededBy = "SUPERSEDED_BY"
-)
-
 // BuiltinRelationTypes is the catalogue every org has.
-var BuiltinRelationTypes = []RelationType{
+var BuiltinRelationTypes = []domain.RelationType{
 	{Name: "RELATES_TO", Inverse: "RELATES_TO", Symmetric: true, Builtin: true},
 	{Name: "DEPENDS_ON", Inverse: "REQUIRED_BY", Builtin: true},
 	{Name: "CONTRADICTS", Inverse: "CONTRADICTS", Symmetric: true, Builtin: true},
@@ -84,12 +34,12 @@ var BuiltinRelationTypes = []RelationType{
 	{Name: "EXAMPLE_OF", Inverse: "HAS_EXAMPLE", Builtin: true},
 	{Name: "DUPLICATES", Inverse: "DUPLICATES", Symmetric: true, Builtin: true},
 	{Name: "MOTIVATED_BY", Inverse: "MOTIVATES", Builtin: true},
-	{Name: RelSupersedes, Inverse: RelSupersededBy, ReadOnly: true, Builtin: true},
+	{Name: domain.RelSupersedes, Inverse: domain.RelSupersededBy, ReadOnly: true, Builtin: true},
 }
 
 // catalogue resolves a type name (a type's name or its inverse) for one org.
 type catalogue struct {
-	types  []RelationType
+	types  []domain.RelationType
 	byName map[string]typeRef
 	sym    []string // symmetric names
 }
@@ -97,11 +47,11 @@ type catalogue struct {
 // typeRef is what a name means: the type, and whether it is the type's
 // inverse name (the relation then runs the other way).
 type typeRef struct {
-	t        RelationType
+	t        domain.RelationType
 	reversed bool
 }
 
-func newCatalogue(org []RelationType) *catalogue {
+func newCatalogue(org []domain.RelationType) *catalogue {
 	c := &catalogue{byName: map[string]typeRef{}}
 	for _, t := range append(slices.Clone(BuiltinRelationTypes), org...) {
 		c.types = append(c.types, t)
@@ -130,7 +80,7 @@ func (c *catalogue) names(writable bool) []string {
 
 // resolve finds name in the catalogue; field names the argument for errors.
 func (c *catalogue) resolve(field, name string, writable bool) (typeRef, error) {
-	if err := checkTypeName(field, name); err != nil {
+	if err := domain.CheckTypeName(field, name); err != nil {
 		return typeRef{}, err
 	}
 	r, ok := c.byName[name]
@@ -157,23 +107,6 @@ func (c *catalogue) symmetric(stored string) bool {
 	return ok && r.t.Symmetric
 }
 
-func checkTypeName(field, name string) error {
-	if name == "" {
-		return errs.InvalidArgument(field, "is required: a relation type such as RELATES_TO or DEPENDS_ON")
-	}
-	if len(name) < MinRelationTypeChars || len(name) > MaxRelationTypeChars || !RelationTypePattern.MatchString(name) {
-		return errs.InvalidArgument(field, "must be UPPER_SNAKE_CASE, %d to %d characters (got %s)", MinRelationTypeChars, MaxRelationTypeChars, quoteType(name))
-	}
-	return nil
-}
-
-func quoteType(s string) string {
-	if utf8.RuneCountInString(s) > 60 {
-		s = string([]rune(s)[:60]) + "..."
-	}
-	return fmt.Sprintf("%q", s)
-}
-
 // builtinCatalogue is the catalogue of the built-in types alone.
 var builtinCatalogue = newCatalogue(nil)
 
@@ -196,19 +129,19 @@ func (s *Service) catalogueOf(ctx context.Context, q *sqlc.Queries, org uuid.UUI
 	if err != nil {
 		return nil, mapErr(err, "")
 	}
-	own := make([]RelationType, 0, len(rows))
+	own := make([]domain.RelationType, 0, len(rows))
 	for _, r := range rows {
-		own = append(own, RelationType{Name: r.Name, Inverse: r.Inverse, Symmetric: r.Name == r.Inverse})
+		own = append(own, domain.RelationType{Name: r.Name, Inverse: r.Inverse, Symmetric: r.Name == r.Inverse})
 	}
 	return newCatalogue(own), nil
 }
 
 // RelationTypes lists the catalogue of the caller's org: the built-in
 // types and the org's own.
-func (s *Service) RelationTypes(ctx context.Context, c Caller) (_ []RelationType, err error) {
+func (s *Service) RelationTypes(ctx context.Context, c domain.Caller) (_ []domain.RelationType, err error) {
 	defer wrapOp(&err, "knowledge.RelationTypes")
 	ctx = db.WithOrg(ctx, c.OrgID)
-	if err := checkCaller(c, false); err != nil {
+	if err := domain.CheckCaller(c, false); err != nil {
 		return nil, err
 	}
 	cat, err := s.catalogueOf(ctx, s.q, c.OrgID)
@@ -222,13 +155,13 @@ func (s *Service) RelationTypes(ctx context.Context, c Caller) (_ []RelationType
 // operators): name and its inverse, or a symmetric type (inverse "" or the
 // name itself). Neither name may already be a name or an inverse in the
 // org's catalogue (built-in or the org's), so every name means one thing.
-func (s *Service) AddRelationType(ctx context.Context, org uuid.UUID, name, inverse string, symmetric bool) (_ *RelationType, err error) {
+func (s *Service) AddRelationType(ctx context.Context, org uuid.UUID, name, inverse string, symmetric bool) (_ *domain.RelationType, err error) {
 	defer wrapOp(&err, "knowledge.AddRelationType")
 	ctx = db.WithOrg(ctx, org)
 	if org == uuid.Nil {
 		return nil, errs.InvalidArgument("org", "is required")
 	}
-	if err := checkTypeName("name", name); err != nil {
+	if err := domain.CheckTypeName("name", name); err != nil {
 		return nil, err
 	}
 	switch {
@@ -241,10 +174,10 @@ func (s *Service) AddRelationType(ctx context.Context, org uuid.UUID, name, inve
 	case inverse == name:
 		return nil, errs.InvalidArgument("inverse", "equals the name: a type that reads the same from both ends is symmetric")
 	}
-	if err := checkTypeName("inverse", inverse); err != nil {
+	if err := domain.CheckTypeName("inverse", inverse); err != nil {
 		return nil, err
 	}
-	var out *RelationType
+	var out *domain.RelationType
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := sqlc.New(tx)
 		if err := q.LockOrgRelationTypes(ctx, org.String()); err != nil {
@@ -264,39 +197,13 @@ func (s *Service) AddRelationType(ctx context.Context, org uuid.UUID, name, inve
 		if err != nil {
 			return err
 		}
-		out = &RelationType{Name: row.Name, Inverse: row.Inverse, Symmetric: row.Name == row.Inverse}
+		out = &domain.RelationType{Name: row.Name, Inverse: row.Inverse, Symmetric: row.Name == row.Inverse}
 		return nil
 	})
 	if err != nil {
 		return nil, mapErr(err, "org")
 	}
 	return out, nil
-}
-
-// LinkInput is the link_knowledge call.
-type LinkInput struct {
-	FromID uuid.UUID
-	ToID   uuid.UUID
-	Type   string // a catalogue name or an inverse name
-	Note   string // optional
-}
-
-// RelationChange answers Link and Unlink: the relation as the caller named
-// it (fromId, type, toId), with the name it reads as from toId.
-type RelationChange struct {
-	ID               uuid.UUID  `json:"relationId"`
-	FromID           uuid.UUID  `json:"fromId"`
-	ToID             uuid.UUID  `json:"toId"`
-	Type             string     `json:"type"`
-	Inverse          string     `json:"inverse"`
-	Note             string     `json:"note,omitempty"`
-	CreatedByAgentID *uuid.UUID `json:"createdByAgentId,omitempty"`
-	ValidFrom        time.Time  `json:"validFrom"`
-	ValidTo          *time.Time `json:"validTo,omitempty"`
-	// Existed (link): the same relation was already open; nothing changed.
-	Existed bool `json:"existed,omitempty"`
-	// AlreadyClosed (unlink): it had been closed before; nothing changed.
-	AlreadyClosed bool `json:"alreadyClosed,omitempty"`
 }
 
 // stored is a relation as its row holds it: canonical type, ends ordered.
@@ -315,8 +222,8 @@ func canonical(from, to uuid.UUID, r typeRef) stored {
 	return stored{from: from, to: to, ref: r}
 }
 
-func (s *Service) checkLinkArgs(c Caller, from, to uuid.UUID) error {
-	if err := checkCaller(c, false); err != nil {
+func (s *Service) checkLinkArgs(c domain.Caller, from, to uuid.UUID) error {
+	if err := domain.CheckCaller(c, false); err != nil {
 		return err
 	}
 	switch {
@@ -339,13 +246,13 @@ func (s *Service) checkLinkArgs(c Caller, from, to uuid.UUID) error {
 // field; an open relation of the same type between the same entries
 // answers it with Existed. Past MaxRelationsPerEntry open relations on
 // either end: conflict naming the end.
-func (s *Service) Link(ctx context.Context, c Caller, in LinkInput) (_ *RelationChange, err error) {
+func (s *Service) Link(ctx context.Context, c domain.Caller, in domain.LinkInput) (_ *domain.RelationChange, err error) {
 	defer wrapOp(&err, "knowledge.Link")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := s.checkLinkArgs(c, in.FromID, in.ToID); err != nil {
 		return nil, err
 	}
-	if err := checkTypeName("type", in.Type); err != nil {
+	if err := domain.CheckTypeName("type", in.Type); err != nil {
 		return nil, err
 	}
 	var note *string
@@ -355,8 +262,8 @@ func (s *Service) Link(ctx context.Context, c Caller, in LinkInput) (_ *Relation
 			return nil, errs.InvalidArgument("note", "must be valid UTF-8 text without NUL bytes")
 		case strings.TrimSpace(in.Note) == "":
 			return nil, errs.InvalidArgument("note", "must not be blank (leave it out instead)")
-		case utf8.RuneCountInString(in.Note) > MaxRelationNote:
-			return nil, errs.InvalidArgument("note", "must be at most %d characters", MaxRelationNote)
+		case utf8.RuneCountInString(in.Note) > domain.MaxRelationNote:
+			return nil, errs.InvalidArgument("note", "must be at most %d characters", domain.MaxRelationNote)
 		}
 		note = &in.Note
 	}
@@ -364,7 +271,7 @@ func (s *Service) Link(ctx context.Context, c Caller, in LinkInput) (_ *Relation
 	if c.AgentID != uuid.Nil {
 		agent = &c.AgentID
 	}
-	var out *RelationChange
+	var out *domain.RelationChange
 	err = s.transientTx(ctx, func(tx pgx.Tx) error {
 		q := sqlc.New(tx)
 		cat, err := s.writableCatalogue(ctx, q, c.OrgID, in.Type)
@@ -382,7 +289,7 @@ func (s *Service) Link(ctx context.Context, c Caller, in LinkInput) (_ *Relation
 		// One statement on the common path: the insert, if under the cap
 		// and not open already; only when it wrote nothing is it asked why.
 		r, err := q.InsertRelationCapped(ctx, sqlc.InsertRelationCappedParams{
-			ID: uuid.New(), OrgID: c.OrgID, FromID: st.from, ToID: st.to, Type: ref.t.Name, Note: note, AgentID: agent, MaxOpen: MaxRelationsPerEntry})
+			ID: uuid.New(), OrgID: c.OrgID, FromID: st.from, ToID: st.to, Type: ref.t.Name, Note: note, AgentID: agent, MaxOpen: domain.MaxRelationsPerEntry})
 		if err == nil {
 			out = change(in.FromID, in.ToID, in.Type, cat, relationRow(sqlc.GetOpenRelationRow(r)))
 			return nil
@@ -406,7 +313,7 @@ func (s *Service) Link(ctx context.Context, c Caller, in LinkInput) (_ *Relation
 			field string
 			n     int64
 		}{{"fromId", n.ACount}, {"toId", n.BCount}} {
-			if e.n >= MaxRelationsPerEntry {
+			if e.n >= domain.MaxRelationsPerEntry {
 				return &errs.Error{Code: errs.CodeConflict, Field: e.field, Message: fmt.Sprintf(
 					"the entry already has %d open relations, the per-entry cap; unlink some (unlink_knowledge) before adding more", e.n)}
 			}
@@ -425,20 +332,20 @@ func (s *Service) Link(ctx context.Context, c Caller, in LinkInput) (_ *Relation
 // includeClosed or asOf still reads it. A relation closed before answers
 // AlreadyClosed; one that never existed is not_found on type. The ends
 // must be live entries of the org (not_found naming the field).
-func (s *Service) Unlink(ctx context.Context, c Caller, fromID, toID uuid.UUID, typ string) (_ *RelationChange, err error) {
+func (s *Service) Unlink(ctx context.Context, c domain.Caller, fromID, toID uuid.UUID, typ string) (_ *domain.RelationChange, err error) {
 	defer wrapOp(&err, "knowledge.Unlink")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := s.checkLinkArgs(c, fromID, toID); err != nil {
 		return nil, err
 	}
-	if err := checkTypeName("type", typ); err != nil {
+	if err := domain.CheckTypeName("type", typ); err != nil {
 		return nil, err
 	}
 	var agent *uuid.UUID
 	if c.AgentID != uuid.Nil {
 		agent = &c.AgentID
 	}
-	var out *RelationChange
+	var out *domain.RelationChange
 	err = s.transientTx(ctx, func(tx pgx.Tx) error {
 		q := sqlc.New(tx)
 		cat, err := s.writableCatalogue(ctx, q, c.OrgID, typ)
@@ -513,8 +420,8 @@ func relationRow(r sqlc.GetOpenRelationRow) relRow {
 		storedFrom: r.FromID.String(), storedType: r.Type}
 }
 
-func change(from, to uuid.UUID, typ string, cat *catalogue, r relRow) *RelationChange {
-	out := &RelationChange{ID: r.id, FromID: from, ToID: to, Type: typ, CreatedByAgentID: r.author,
+func change(from, to uuid.UUID, typ string, cat *catalogue, r relRow) *domain.RelationChange {
+	out := &domain.RelationChange{ID: r.id, FromID: from, ToID: to, Type: typ, CreatedByAgentID: r.author,
 		ValidFrom: r.validFrom, ValidTo: r.validTo}
 	if ref, ok := cat.byName[typ]; ok {
 		switch {
@@ -532,53 +439,6 @@ func change(from, to uuid.UUID, typ string, cat *catalogue, r relRow) *RelationC
 	return out
 }
 
-// Relation directions as list_relations reports them.
-const (
-	DirOut  = "out"
-	DirIn   = "in"
-	DirBoth = "both" // a symmetric type; also the filter meaning either
-)
-
-// RelationsInput is the list_relations call. Zero values mean defaults.
-type RelationsInput struct {
-	ID            uuid.UUID
-	Direction     string   // "", out, in, both
-	Types         []string // names as read from ID (an inverse name filters inbound relations)
-	AsOf          *time.Time
-	IncludeClosed bool
-	Limit         *int // 1..MaxRelationsLimit; nil: DefaultRelationsLimit
-	Cursor        string
-}
-
-// Relation is one relation of an entry, as read from it.
-type Relation struct {
-	// ID is the relation's id (nil for a relation derived from supersession).
-	ID *uuid.UUID `json:"relationId,omitempty"`
-	// Type is the name read from the entry: the inverse name for an
-	// inbound relation of an asymmetric type.
-	Type string `json:"type"`
-	// Direction is "out" (the entry is the relation's from end), "in" or,
-	// for a symmetric type, "both".
-	Direction  string    `json:"direction"`
-	OtherID    uuid.UUID `json:"otherId"`
-	OtherTitle string    `json:"otherTitle"`
-	// OtherState is the other entry's state: head, superseded or expired.
-	OtherState       string     `json:"otherState"`
-	Note             string     `json:"note,omitempty"`
-	CreatedByAgentID *uuid.UUID `json:"createdByAgentId,omitempty"`
-	ValidFrom        time.Time  `json:"validFrom"`
-	// ValidTo is set once the relation was closed (unlink_knowledge).
-	ValidTo *time.Time `json:"validTo,omitempty"`
-	// Derived: from supersession (SUPERSEDES, SUPERSEDED_BY), read only.
-	Derived bool `json:"derived,omitempty"`
-}
-
-// RelationsResult answers Relations.
-type RelationsResult struct {
-	Relations  []Relation `json:"relations"`
-	NextCursor string     `json:"nextCursor,omitempty"`
-}
-
 type relCursor struct {
 	ID     uuid.UUID `json:"i"`
 	Filter string    `json:"f"`
@@ -592,20 +452,20 @@ type relCursor struct {
 // SUPERSEDES / SUPERSEDED_BY relations. Keyset-paged: NextCursor
 // continues after the page's last relation; a cursor belongs to the entry
 // and filters that made it (else invalid_argument on cursor).
-func (s *Service) Relations(ctx context.Context, c Caller, in RelationsInput) (_ *RelationsResult, err error) {
+func (s *Service) Relations(ctx context.Context, c domain.Caller, in domain.RelationsInput) (_ *domain.RelationsResult, err error) {
 	defer wrapOp(&err, "knowledge.Relations")
 	ctx = db.WithOrg(ctx, c.OrgID)
-	if err := checkCaller(c, false); err != nil {
+	if err := domain.CheckCaller(c, false); err != nil {
 		return nil, err
 	}
 	if in.ID == uuid.Nil {
 		return nil, errs.InvalidArgument("id", "is required")
 	}
-	limit := valueOr(in.Limit, DefaultRelationsLimit)
-	if err := checkRange("limit", limit, 1, MaxRelationsLimit); err != nil {
+	limit := domain.ValueOr(in.Limit, domain.DefaultRelationsLimit)
+	if err := domain.CheckRange("limit", limit, 1, domain.MaxRelationsLimit); err != nil {
 		return nil, err
 	}
-	asOf, err := checkAsOf(in.AsOf, s.opts.Now())
+	asOf, err := domain.CheckAsOf(in.AsOf, s.opts.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -645,14 +505,14 @@ func (s *Service) Relations(ctx context.Context, c Caller, in RelationsInput) (_
 // direction ("" is both).
 func wantDirection(p *sqlc.ListRelationsParams, dir string) error {
 	switch dir {
-	case "", DirBoth:
+	case "", domain.DirBoth:
 		p.WantOut, p.WantIn = true, true
-	case DirOut:
+	case domain.DirOut:
 		p.WantOut = true
-	case DirIn:
+	case domain.DirIn:
 		p.WantIn = true
 	default:
-		return errs.InvalidArgument("direction", "must be one of: out, in, both (got %s)", quoteType(dir))
+		return errs.InvalidArgument("direction", "must be one of: out, in, both (got %s)", domain.QuoteType(dir))
 	}
 	return nil
 }
@@ -661,13 +521,13 @@ func wantDirection(p *sqlc.ListRelationsParams, dir string) error {
 // end (an inverse name reads the type's incoming relations; nil: every
 // type, supersession included), after wantDirection.
 func wantTypes(p *sqlc.ListRelationsParams, cat *catalogue, types []string) error {
-	p.SymTypes = nonNil(cat.sym)
+	p.SymTypes = domain.NonNil(cat.sym)
 	if types == nil {
 		p.WantSupersedes, p.WantSupersededBy = p.WantOut, p.WantIn
 		return nil
 	}
-	if len(types) > MaxRelationTypes {
-		return errs.InvalidArgument("types", "must have at most %d types (got %d)", MaxRelationTypes, len(types))
+	if len(types) > domain.MaxRelationTypes {
+		return errs.InvalidArgument("types", "must have at most %d types (got %d)", domain.MaxRelationTypes, len(types))
 	}
 	p.OutTypes, p.InTypes = []string{}, []string{}
 	for i, n := range types {
@@ -676,9 +536,9 @@ func wantTypes(p *sqlc.ListRelationsParams, cat *catalogue, types []string) erro
 			return err
 		}
 		switch {
-		case r.t.Name == RelSupersedes && !r.reversed:
+		case r.t.Name == domain.RelSupersedes && !r.reversed:
 			p.WantSupersedes = p.WantOut
-		case r.t.Name == RelSupersedes:
+		case r.t.Name == domain.RelSupersedes:
 			p.WantSupersededBy = p.WantIn
 		case r.t.Symmetric:
 			p.OutTypes = append(p.OutTypes, r.t.Name)
@@ -695,8 +555,8 @@ func wantTypes(p *sqlc.ListRelationsParams, cat *catalogue, types []string) erro
 // relationsPage is the first limit rows (of limit+1 read) as relations,
 // with the cursor after the last when there are more (next holds the
 // cursor's entry and filter).
-func relationsPage(cat *catalogue, rows []sqlc.ListRelationsRow, limit int, next relCursor, now time.Time) *RelationsResult {
-	res := &RelationsResult{Relations: make([]Relation, 0, min(len(rows), limit))}
+func relationsPage(cat *catalogue, rows []sqlc.ListRelationsRow, limit int, next relCursor, now time.Time) *domain.RelationsResult {
+	res := &domain.RelationsResult{Relations: make([]domain.Relation, 0, min(len(rows), limit))}
 	for i, r := range rows {
 		if i == limit {
 			last := rows[i-1]
@@ -712,8 +572,8 @@ func relationsPage(cat *catalogue, rows []sqlc.ListRelationsRow, limit int, next
 
 // readRelation names a stored relation as read from one of its ends.
 func readRelation(cat *catalogue, key, typ, dir string, other uuid.UUID, title string, supersededBy *uuid.UUID, expiresAt *time.Time,
-	note *string, author *uuid.UUID, from time.Time, to *time.Time, now time.Time) Relation {
-	rel := Relation{Type: typ, Direction: dir, OtherID: other, OtherTitle: title, OtherState: stateOf(supersededBy, expiresAt, now),
+	note *string, author *uuid.UUID, from time.Time, to *time.Time, now time.Time) domain.Relation {
+	rel := domain.Relation{Type: typ, Direction: dir, OtherID: other, OtherTitle: title, OtherState: domain.StateOf(supersededBy, expiresAt, now),
 		CreatedByAgentID: author, ValidFrom: from, ValidTo: to, Derived: strings.HasPrefix(key, "s")}
 	if !rel.Derived {
 		if id, err := uuid.Parse(strings.TrimPrefix(key, "r")); err == nil {
@@ -722,8 +582,8 @@ func readRelation(cat *catalogue, key, typ, dir string, other uuid.UUID, title s
 	}
 	switch {
 	case cat.symmetric(typ):
-		rel.Direction = DirBoth
-	case dir == DirIn:
+		rel.Direction = domain.DirBoth
+	case dir == domain.DirIn:
 		rel.Type = cat.inverseOf(typ)
 	}
 	if note != nil {
@@ -732,7 +592,7 @@ func readRelation(cat *catalogue, key, typ, dir string, other uuid.UUID, title s
 	return rel
 }
 
-func relFilterDigest(in RelationsInput, asOf *time.Time) string {
+func relFilterDigest(in domain.RelationsInput, asOf *time.Time) string {
 	types := slices.Clone(in.Types)
 	slices.Sort(types)
 	a := ""
@@ -760,29 +620,12 @@ func decodeRelCursor(s string) (*relCursor, error) {
 	return &c, nil
 }
 
-// RelationCount is how many open relations of one type (as read from the
-// entry) an entry has.
-type RelationCount struct {
-	Type  string `json:"type"`
-	Count int64  `json:"count"`
-}
-
-// RelationSummary is the bounded summary of an entry's relations in
-// get_knowledge and knowledge://{id}: the open relations (supersession's
-// included) counted by type as read from the entry, and the newest
-// RelationSummaryFirst of them; list_relations pages through the rest.
-type RelationSummary struct {
-	Open   int64           `json:"open"`
-	ByType []RelationCount `json:"byType"`
-	First  []Relation      `json:"first"`
-}
-
-func (s *Service) relationSummary(ctx context.Context, c Caller, id uuid.UUID) (*RelationSummary, error) {
+func (s *Service) relationSummary(ctx context.Context, c domain.Caller, id uuid.UUID) (*domain.RelationSummary, error) {
 	counts, err := s.q.RelationCounts(ctx, sqlc.RelationCountsParams{OrgID: c.OrgID, ID: id})
 	if err != nil {
 		return nil, mapErr(err, "")
 	}
-	sum := &RelationSummary{ByType: []RelationCount{}, First: []Relation{}}
+	sum := &domain.RelationSummary{ByType: []domain.RelationCount{}, First: []domain.Relation{}}
 	if len(counts) == 0 {
 		return sum, nil
 	}
@@ -793,23 +636,23 @@ func (s *Service) relationSummary(ctx context.Context, c Caller, id uuid.UUID) (
 	by := map[string]int64{}
 	for _, r := range counts {
 		name := r.Type
-		if r.Dir == DirIn && !cat.symmetric(r.Type) {
+		if r.Dir == domain.DirIn && !cat.symmetric(r.Type) {
 			name = cat.inverseOf(r.Type)
 		}
 		by[name] += r.N
 		sum.Open += r.N
 	}
 	for n, k := range by {
-		sum.ByType = append(sum.ByType, RelationCount{Type: n, Count: k})
+		sum.ByType = append(sum.ByType, domain.RelationCount{Type: n, Count: k})
 	}
-	slices.SortFunc(sum.ByType, func(a, b RelationCount) int {
+	slices.SortFunc(sum.ByType, func(a, b domain.RelationCount) int {
 		if a.Count != b.Count {
 			return int(b.Count - a.Count)
 		}
 		return strings.Compare(a.Type, b.Type)
 	})
 	rows, err := s.q.ListRelations(ctx, sqlc.ListRelationsParams{OrgID: c.OrgID, ID: id, WantOut: true, WantIn: true,
-		SymTypes: nonNil(cat.sym), WantSupersedes: true, WantSupersededBy: true, MaxRows: RelationSummaryFirst})
+		SymTypes: domain.NonNil(cat.sym), WantSupersedes: true, WantSupersededBy: true, MaxRows: domain.RelationSummaryFirst})
 	if err != nil {
 		return nil, mapErr(err, "")
 	}

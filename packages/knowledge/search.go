@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/pgbatch"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/rank"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
@@ -34,13 +35,13 @@ import (
 // If it cannot be made (error, wrong width) or not within the budget, the
 // answer comes from the two lexical lists, with VectorSearch false and a
 // Notice saying why: a degraded answer beats none.
-func (s *Service) Search(ctx context.Context, c Caller, in SearchInput) (_ *SearchResult, err error) {
+func (s *Service) Search(ctx context.Context, c domain.Caller, in domain.SearchInput) (_ *domain.SearchResult, err error) {
 	defer wrapOp(&err, "knowledge.Search")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	if n := s.servedByNext(ctx, c.OrgID); n != nil {
 		return n.Search(ctx, c, in) // the org has cut over to the next model
 	}
-	a, err := validateSearch(c, in, s.opts.Now())
+	a, err := domain.ValidateSearch(c, in, s.opts.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +62,7 @@ func (s *Service) Search(ctx context.Context, c Caller, in SearchInput) (_ *Sear
 	if err != nil {
 		return nil, err
 	}
-	res := &SearchResult{Hits: make([]Hit, 0, len(hits)), VectorSearch: r.vectorSearch, Notice: r.notice}
+	res := &domain.SearchResult{Hits: make([]domain.Hit, 0, len(hits)), VectorSearch: r.vectorSearch, Notice: r.notice}
 	for _, h := range hits {
 		b := bodies[h.ID]
 		res.Hits = append(res.Hits, h.hit(b.snippet(h, a.Query), b.fields))
@@ -69,7 +70,7 @@ func (s *Service) Search(ctx context.Context, c Caller, in SearchInput) (_ *Sear
 	if err := s.attachDocuments(ctx, c.OrgID, res.Hits); err != nil {
 		return nil, err
 	}
-	FitSearch(res, a.MaxTokens)
+	domain.FitSearch(res, a.MaxTokens)
 	return res, nil
 }
 
@@ -101,15 +102,15 @@ type candidateRow struct {
 type rankedHit struct {
 	fusedHit
 	row *candidateRow
-	via *Via // set on an entry added by hops (hops.go)
+	via *domain.Via // set on an entry added by hops (hops.go)
 }
 
-func (h rankedHit) hit(snippet string, f entryFields) Hit {
+func (h rankedHit) hit(snippet string, f entryFields) domain.Hit {
 	r := h.row
-	out := Hit{
+	out := domain.Hit{
 		Source: f.Source, Kind: f.Kind, Metadata: f.Metadata,
 		ID: h.ID, Title: r.Title, Snippet: snippet, Score: h.Score,
-		Tags: nonNil(r.Tags), Confidence: int(r.Confidence), CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
+		Tags: domain.NonNil(r.Tags), Confidence: int(r.Confidence), CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
 		Superseded: r.HeadID != nil, HeadID: r.HeadID, EmbeddingStatus: r.EmbeddingStatus,
 		VectorRank: h.VectorRank, FullTextRank: h.FullTextRank, TitleRank: h.TitleRank, Via: h.via,
 	}
@@ -205,10 +206,7 @@ const (
 // The lists of a search: the lexical ones are sql/search_candidates.sql's
 // @lists; listVector is sql/search_vector.sql.
 const (
-	listVector   = 1
-	listFullText = 2
-	listTitle    = 4
-	listsLexical = listFullText | listTitle
+
 	// fanOutConns is what a fanned-out search holds at once.
 	fanOutConns = 2
 )
@@ -228,7 +226,7 @@ const (
 // recomputed what the full-text list had. When the pool is busy, or with
 // SerialSearch, they run one after the other, which holds one connection
 // at a time.
-func (s *Service) rank(ctx context.Context, c Caller, a *searchArgs, depth int) (*ranked, error) {
+func (s *Service) rank(ctx context.Context, c domain.Caller, a *domain.SearchArgs, depth int) (*ranked, error) {
 	minScore := DefaultMinScore
 	if a.MinScore != nil {
 		minScore = *a.MinScore
@@ -251,26 +249,26 @@ func (s *Service) rank(ctx context.Context, c Caller, a *searchArgs, depth int) 
 	)
 	// The mode's lists only (a.Lists): a lexical search embeds no query.
 	lexical := func(ctx context.Context) (err error) {
-		if a.Lists&listsLexical != 0 {
-			parts[0], err = run(ctx, a.Lists&listsLexical, nil)
+		if a.Lists&domain.ListsLexical != 0 {
+			parts[0], err = run(ctx, a.Lists&domain.ListsLexical, nil)
 		}
 		return err
 	}
 	vector := func(ctx context.Context) (err error) {
-		if a.Lists&listVector == 0 {
+		if a.Lists&domain.ListVector == 0 {
 			return nil
 		}
 		if vec, notice = s.queryVector(ctx, a.Query); vec == nil {
-			if a.Lists&listsLexical == 0 {
+			if a.Lists&domain.ListsLexical == 0 {
 				// Semantic mode has no lexical lists to fall back on.
-				notice = strings.TrimSuffix(notice, lexicalFallback) + "; mode " + ModeSemantic + " searches by meaning only, so there are no hits"
+				notice = strings.TrimSuffix(notice, lexicalFallback) + "; mode " + domain.ModeSemantic + " searches by meaning only, so there are no hits"
 			}
 			return nil
 		}
-		parts[1], err = run(ctx, listVector, vec)
+		parts[1], err = run(ctx, domain.ListVector, vec)
 		return err
 	}
-	if s.fanOut() && a.Lists&listsLexical != 0 && a.Lists&listVector != 0 {
+	if s.fanOut() && a.Lists&domain.ListsLexical != 0 && a.Lists&domain.ListVector != 0 {
 		g, gctx := errgroup.WithContext(ctx)
 		g.Go(func() error { return lexical(gctx) })
 		g.Go(func() error { return vector(gctx) })
@@ -320,9 +318,9 @@ func (s *Service) fanOut() bool {
 // candidates runs the ranking statement of lists on db (the pool, or one
 // connection): the vector list's (listVector), planned with its scans
 // pinned (SearchConfig), or the lexical one for the lexical lists asked.
-func (s *Service) candidates(ctx context.Context, db pgbatch.Sender, c Caller, a *searchArgs, depth int, tableDocs int64, lists int, vec *pgvector.Vector) ([]candidateRow, error) {
+func (s *Service) candidates(ctx context.Context, db pgbatch.Sender, c domain.Caller, a *domain.SearchArgs, depth int, tableDocs int64, lists int, vec *pgvector.Vector) ([]candidateRow, error) {
 	stmt, pin := searchCandidatesStmt, false
-	if lists == listVector {
+	if lists == domain.ListVector {
 		stmt, pin = s.vecStmt, true
 	}
 	args := s.candidateArgs(c, a, depth, tableDocs, lists, vec)
@@ -366,7 +364,7 @@ func scanCandidate(row pgx.CollectableRow) (candidateRow, error) {
 
 // candidateArgs are the arguments of both ranking statements
 // (sql/search_candidates.sql, sql/search_vector.sql); each uses its own.
-func (s *Service) candidateArgs(c Caller, a *searchArgs, depth int, tableDocs int64, lists int, vec *pgvector.Vector) pgx.NamedArgs {
+func (s *Service) candidateArgs(c domain.Caller, a *domain.SearchArgs, depth int, tableDocs int64, lists int, vec *pgvector.Vector) pgx.NamedArgs {
 	sp := SpaceOf(s.opts.Embedder)
 	// The vector plans' own filters are of today: an asOf search asks them
 	// for everything, asOfWiden times as many (sql/search_vector.sql).
@@ -407,8 +405,8 @@ func (s *Service) candidateArgs(c Caller, a *searchArgs, depth int, tableDocs in
 		"source":             a.Filters.Source,
 		"source_prefix":      a.Filters.SourcePrefix,
 		"metadata":           a.Filters.Metadata,
-		"by_ids":             a.Within.byIDs,
-		"ids":                nonNil(a.Within.ids),
+		"by_ids":             a.Within.ByIDs,
+		"ids":                domain.NonNil(a.Within.Ids),
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 )
 
 // ListHit is one entry of one ranked list: its id and the list's own
@@ -47,7 +48,7 @@ const MaxListDepth = 1000
 // function, not a method: evaluations explain a service's ranking with it
 // (apps/eval), and neither the agents' and operators' Service nor the
 // worker's Maintenance has a use for it.
-func SearchLists(ctx context.Context, s *Service, c Caller, in SearchInput, depth int) (_ *Lists, err error) {
+func SearchLists(ctx context.Context, s *Service, c domain.Caller, in domain.SearchInput, depth int) (_ *Lists, err error) {
 	defer wrapOp(&err, "knowledge.SearchLists")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	if n := s.servedByNext(ctx, c.OrgID); n != nil {
@@ -57,7 +58,7 @@ func SearchLists(ctx context.Context, s *Service, c Caller, in SearchInput, dept
 		return nil, errs.InvalidArgument("depth", "must be between 1 and %d (got %d)", MaxListDepth, depth)
 	}
 	in.Limit = nil
-	a, err := validateSearch(c, in, s.opts.Now())
+	a, err := domain.ValidateSearch(c, in, s.opts.Now())
 	if err != nil {
 		return nil, err
 	}

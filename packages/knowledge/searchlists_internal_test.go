@@ -8,6 +8,7 @@ import (
 
 	"github.com/pgvector/pgvector-go"
 
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/pgbatch"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/testenv"
@@ -23,7 +24,7 @@ func TestRankingStatementRunsOnlyTheListsAsked(t *testing.T) {
 	db := testenv.Postgres(t)
 	ctx := context.Background()
 	ag := testfactory.Agent(ctx, t, db.Pool, nil)
-	c := Caller{OrgID: ag.OrgID, AgentID: ag.ID}
+	c := domain.Caller{OrgID: ag.OrgID, AgentID: ag.ID}
 	if _, err := db.Pool.Exec(ctx, `INSERT INTO knowledge (org_id, title, body, created_by_agent_id)
 		SELECT $1, 'vacuum note ' || i, 'dead rows and vacuum, entry ' || i, $2 FROM generate_series(1, 50) i`,
 		c.OrgID, c.AgentID); err != nil {
@@ -33,7 +34,7 @@ func TestRankingStatementRunsOnlyTheListsAsked(t *testing.T) {
 	if _, err := maintOf(s).IndexAll(ctx); err != nil {
 		t.Fatal(err)
 	}
-	a, err := validateSearch(c, SearchInput{Query: "why are dead rows not vacuumed"}, time.Now())
+	a, err := domain.ValidateSearch(c, domain.SearchInput{Query: "why are dead rows not vacuumed"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,9 +78,9 @@ func TestRankingStatementRunsOnlyTheListsAsked(t *testing.T) {
 		lists    int
 		run, not []string
 	}{
-		{listFullText, []string{"knowledge_postings"}, []string{"knowledge_vector_"}},
-		{listTitle, []string{"knowledge_postings"}, []string{"knowledge_vector_"}},
-		{listsLexical, []string{"knowledge_postings"}, []string{"knowledge_vector_"}},
+		{domain.ListFullText, []string{"knowledge_postings"}, []string{"knowledge_vector_"}},
+		{domain.ListTitle, []string{"knowledge_postings"}, []string{"knowledge_vector_"}},
+		{domain.ListsLexical, []string{"knowledge_postings"}, []string{"knowledge_vector_"}},
 	} {
 		p := plan(tc.lists)
 		for _, w := range tc.run {

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/pgbatch"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
@@ -27,7 +28,7 @@ type Options struct {
 	NextEmbedder embed.Embedder
 	// Enqueuer receives committed entries. Default: none (the reconciler
 	// of the worker picks pending entries up).
-	Enqueuer Enqueuer
+	Enqueuer domain.Enqueuer
 	// Redis holds idempotence keys. Default: none; then client tokens are
 	// only guarded by the unique key in Postgres.
 	// A *redis.ClusterClient for a Redis Cluster (ParseRedisURL): every
@@ -184,7 +185,7 @@ func (s *Service) log() *slog.Logger { return s.opts.Logger }
 // enqueue hands a committed entry to the embeddings pipeline. It runs after
 // commit, detached from the caller's cancellation; a failure is only logged
 // because the entry's pending status is the outbox the reconciler re-reads.
-func (s *Service) enqueue(ctx context.Context, job EmbeddingJob) {
+func (s *Service) enqueue(ctx context.Context, job domain.EmbeddingJob) {
 	if s.opts.Enqueuer == nil {
 		return
 	}

@@ -19,26 +19,12 @@ import (
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/pgbatch"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/rank"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
-
-// Similar is an existing head entry that looks like the same knowledge as
-// a new one (store_knowledge's answer): the agent should read it and, if it
-// says the same, supersede or forget instead of piling up duplicates.
-type Similar struct {
-	ID    uuid.UUID `json:"id"`
-	Title string    `json:"title"`
-	// Score is the larger of the two entries' word score (the Jaccard
-	// similarity of their word sets: title and body, lower-cased, English
-	// stop words left out) and their meaning score (MeaningScore: the
-	// cosine of their vectors on the embedding model's calibration), on
-	// one scale: SimilarThreshold is the least reported, SkipThreshold
-	// what ifSimilar: skip takes for the same knowledge, 1 the same text.
-	Score float64 `json:"score"`
-}
 
 // The duplicate check (docs/knowledge.md, "Duplicates at store time"; its
 // thresholds are measured by apps/eval -dups).
@@ -130,8 +116,8 @@ func MeaningScore(cal VectorCalibration, cosine float64) float64 {
 
 // similarOutcome is the answer of the duplicate check.
 type similarOutcome struct {
-	list  []Similar // best first
-	check string    // SimilarCheck*
+	list  []domain.Similar // best first
+	check string           // SimilarCheck*
 	// vec is the new text's vector when the Service's own embedder made
 	// it (not a next model's: see modelswitch.go), and whole says it is
 	// the vector the embeddings worker would make for the entry (its text
@@ -141,9 +127,9 @@ type similarOutcome struct {
 }
 
 // best is the best listing, if any.
-func (o similarOutcome) best() (Similar, bool) {
+func (o similarOutcome) best() (domain.Similar, bool) {
 	if len(o.list) == 0 {
-		return Similar{}, false
+		return domain.Similar{}, false
 	}
 	return o.list[0], true
 }
@@ -156,7 +142,9 @@ func (o similarOutcome) best() (Similar, bool) {
 // fail for want of advice.
 func (s *Service) similarAsync(ctx context.Context, org uuid.UUID, title, body string, w entryWords) func(id uuid.UUID) similarOutcome {
 	if s.opts.Testing.SkipSimilar {
-		return func(uuid.UUID) similarOutcome { return similarOutcome{list: []Similar{}, check: SimilarCheckNone} }
+		return func(uuid.UUID) similarOutcome {
+			return similarOutcome{list: []domain.Similar{}, check: SimilarCheckNone}
+		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan similarOutcome, 1)
@@ -164,11 +152,11 @@ func (s *Service) similarAsync(ctx context.Context, org uuid.UUID, title, body s
 	return func(id uuid.UUID) similarOutcome {
 		defer cancel()
 		out := <-done
-		list := slices.DeleteFunc(out.list, func(x Similar) bool { return x.ID == id })
+		list := slices.DeleteFunc(out.list, func(x domain.Similar) bool { return x.ID == id })
 		if len(list) > MaxSimilar {
 			list = list[:MaxSimilar]
 		}
-		out.list = append([]Similar{}, list...)
+		out.list = append([]domain.Similar{}, list...)
 		return out
 	}
 }
@@ -203,7 +191,7 @@ func (s *Service) similarCheck(ctx context.Context, org uuid.UUID, title, body s
 		s.log().Warn("knowledge: duplicate check by words failed", "org", org, "err", werr)
 	}
 	e := <-vch
-	var byMeaning []Similar
+	var byMeaning []domain.Similar
 	merr := e.err
 	if merr == nil {
 		mctx, mcancel := context.WithTimeout(ctx, s.opts.Testing.SimilarBudget)
@@ -243,7 +231,7 @@ var errLexicalEmbedder = errors.New("the in-process embedder's vectors are lexic
 func (s *Service) newEntryText(title, body string) (string, bool) {
 	rs := []rune(body)
 	spans := Chunks(title, rs, s.opts.Chunk)
-	return clipRunes(ChunkText(title, rs, spans[0]), DefaultMaxInputChars), len(spans) == 1
+	return domain.ClipRunes(ChunkText(title, rs, spans[0]), DefaultMaxInputChars), len(spans) == 1
 }
 
 // newTextVector embeds a new entry's text for the duplicate check (the
@@ -260,14 +248,14 @@ func (s *Service) newTextVector(ctx context.Context, text string) ([]float32, er
 // (similarCandidates of them, found as search's vector list finds them:
 // sql/search_vector.sql, same plans) whose meaning score reaches
 // SimilarThreshold, best first.
-func (s *Service) similarByVector(ctx context.Context, org uuid.UUID, vec []float32) ([]Similar, error) {
+func (s *Service) similarByVector(ctx context.Context, org uuid.UUID, vec []float32) ([]domain.Similar, error) {
 	tableDocs, err := s.tableDocs.get(ctx, s.q)
 	if err != nil {
 		return nil, err
 	}
-	a := &searchArgs{Tags: []string{}, EfSearch: DefaultEfSearch}
+	a := &domain.SearchArgs{Tags: []string{}, EfSearch: domain.DefaultEfSearch}
 	pv := pgvector.NewVector(vec)
-	args := s.candidateArgs(Caller{OrgID: org}, a, similarCandidates, tableDocs, listVector, &pv)
+	args := s.candidateArgs(domain.Caller{OrgID: org}, a, similarCandidates, tableDocs, domain.ListVector, &pv)
 	rows, ok, err := s.onWorker(ctx, s.vecStmt, org, searchSettings(a.EfSearch, true), args)
 	if !ok && err == nil {
 		p := pgbatch.New(s.pool)
@@ -283,10 +271,10 @@ func (s *Service) similarByVector(ctx context.Context, org uuid.UUID, vec []floa
 	if err != nil {
 		return nil, err
 	}
-	out := []Similar{}
+	out := []domain.Similar{}
 	for _, c := range cands {
 		if sc := MeaningScore(*s.opts.VectorCalibration, c.Cosine); sc >= SimilarThreshold {
-			out = append(out, Similar{ID: c.ID, Title: c.Title, Score: roundScore(sc)})
+			out = append(out, domain.Similar{ID: c.ID, Title: c.Title, Score: roundScore(sc)})
 		}
 	}
 	return out, nil
@@ -295,8 +283,8 @@ func (s *Service) similarByVector(ctx context.Context, org uuid.UUID, vec []floa
 // mergeSimilar joins the listings by words and by meaning: an entry in
 // both scores the larger of its two scores. Best first, MaxSimilar + 1 at
 // most (one may be the entry just stored).
-func mergeSimilar(lists ...[]Similar) []Similar {
-	out := []Similar{}
+func mergeSimilar(lists ...[]domain.Similar) []domain.Similar {
+	out := []domain.Similar{}
 	at := map[uuid.UUID]int{}
 	for _, l := range lists {
 		for _, x := range l {
@@ -308,7 +296,7 @@ func mergeSimilar(lists ...[]Similar) []Similar {
 			out = append(out, x)
 		}
 	}
-	slices.SortFunc(out, func(a, b Similar) int { return rank.BestFirst(a.Score, a.ID, b.Score, b.ID) })
+	slices.SortFunc(out, func(a, b domain.Similar) int { return rank.BestFirst(a.Score, a.ID, b.Score, b.ID) })
 	if len(out) > MaxSimilar+1 {
 		out = out[:MaxSimilar+1]
 	}
@@ -327,7 +315,7 @@ var similarCandidatesStmt = pgbatch.NewNamed(similarCandidatesSQL)
 // (whose words are w), best first (MaxSimilar + 1 at most: one may be the
 // entry just stored). override replaces some of the statement's arguments
 // (tests take one way to the candidates away to test another).
-func (s *Service) similarWith(ctx context.Context, org uuid.UUID, title, body string, w entryWords, override pgx.NamedArgs) ([]Similar, error) {
+func (s *Service) similarWith(ctx context.Context, org uuid.UUID, title, body string, w entryWords, override pgx.NamedArgs) ([]domain.Similar, error) {
 	args := pgx.NamedArgs{
 		"org_id":          org,
 		"default_config":  s.opts.TextSearchConfig,
@@ -357,7 +345,7 @@ func (s *Service) similarWith(ctx context.Context, org uuid.UUID, title, body st
 		return nil, err
 	}
 	defer rows.Close()
-	out := []Similar{}
+	out := []domain.Similar{}
 	for rows.Next() {
 		var (
 			id          uuid.UUID
@@ -367,13 +355,13 @@ func (s *Service) similarWith(ctx context.Context, org uuid.UUID, title, body st
 			return nil, err
 		}
 		if sc := jaccard(w.set, wordSet(ctitle, cbd)); sc >= SimilarThreshold {
-			out = append(out, Similar{ID: id, Title: ctitle, Score: roundScore(sc)})
+			out = append(out, domain.Similar{ID: id, Title: ctitle, Score: roundScore(sc)})
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	slices.SortFunc(out, func(a, b Similar) int { return rank.BestFirst(a.Score, a.ID, b.Score, b.ID) })
+	slices.SortFunc(out, func(a, b domain.Similar) int { return rank.BestFirst(a.Score, a.ID, b.Score, b.ID) })
 	if len(out) > MaxSimilar+1 {
 		out = out[:MaxSimilar+1]
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/testenv"
 	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
 )
@@ -21,9 +22,9 @@ func TestSimilarCandidatesEachWay(t *testing.T) {
 	ctx := context.Background()
 	db := testenv.Postgres(t)
 	svc := New(db.Pool, Options{Testing: TestingKnobs{SkipSimilar: true}})
-	mk := func() Caller {
+	mk := func() domain.Caller {
 		a := testfactory.Agent(ctx, t, db.Pool, nil)
-		return Caller{OrgID: a.OrgID, AgentID: a.ID}
+		return domain.Caller{OrgID: a.OrgID, AgentID: a.ID}
 	}
 	c, other := mk(), mk()
 	words := []string{"service", "config", "error", "timeout", "retry", "queue", "worker", "deploy", "cache", "proxy", "token", "schema"}
@@ -34,13 +35,13 @@ func TestSimilarCandidatesEachWay(t *testing.T) {
 		for j := range 8 {
 			w = append(w, words[(i+j)%len(words)])
 		}
-		r, err := svc.Store(ctx, c, StoreInput{Title: fmt.Sprintf("%s %s", w[0], w[1]), Body: fmt.Sprint(w)})
+		r, err := svc.Store(ctx, c, domain.StoreInput{Title: fmt.Sprintf("%s %s", w[0], w[1]), Body: fmt.Sprint(w)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, r.ID)
 	}
-	if _, err := svc.Store(ctx, other, StoreInput{Title: "service config", Body: fmt.Sprint(words[:8])}); err != nil {
+	if _, err := svc.Store(ctx, other, domain.StoreInput{Title: "service config", Body: fmt.Sprint(words[:8])}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := maintOf(svc).IndexAll(ctx); err != nil {
@@ -59,7 +60,7 @@ func TestSimilarCandidatesEachWay(t *testing.T) {
 	copy0 := fmt.Sprint(words[:8])
 	probe("keys alone", pgx.NamedArgs{"rare_terms": 0}, "config service", copy0, ids[0])
 	probe("rare terms alone", pgx.NamedArgs{"keys": []int64{}}, "service config", copy0, ids[0])
-	fresh, err := svc.Store(ctx, c, StoreInput{Title: "zebra crossing rules", Body: "pedestrians first at the zebra crossing"})
+	fresh, err := svc.Store(ctx, c, domain.StoreInput{Title: "zebra crossing rules", Body: "pedestrians first at the zebra crossing"})
 	if err != nil {
 		t.Fatal(err)
 	}

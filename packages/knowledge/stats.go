@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
@@ -50,10 +51,10 @@ type OrgStats struct {
 	// OpenRelations counts the org's open relations (link_knowledge,
 	// relations.go), RelationsByType by their stored (catalogue) type,
 	// largest first; closed ones are history and not counted.
-	OpenRelations   int64           `json:"openRelations"`
-	RelationsByType []RelationCount `json:"relationsByType"`
-	TopTags         []TagCount      `json:"topTags"`
-	PerAgent        []AgentCount    `json:"perAgent"`
+	OpenRelations   int64                  `json:"openRelations"`
+	RelationsByType []domain.RelationCount `json:"relationsByType"`
+	TopTags         []TagCount             `json:"topTags"`
+	PerAgent        []AgentCount           `json:"perAgent"`
 	// AgentNames names every agent of the org by id.
 	AgentNames map[string]string `json:"agentNames"`
 	// Quotas and RateLimits are the org's settings (tenancy): the
@@ -163,8 +164,8 @@ func (s *Service) Stats(ctx context.Context, org uuid.UUID, topTags int) (_ *Org
 // ByKind until addExpired takes them out).
 func (st *OrgStats) addCounts(counts []sqlc.StatsCountsRow) (heads int64) {
 	st.Embeddings.ReadyByModel = map[string]int64{}
-	st.ByKind = make(map[string]int64, len(Kinds))
-	for _, k := range Kinds {
+	st.ByKind = make(map[string]int64, len(domain.Kinds))
+	for _, k := range domain.Kinds {
 		st.ByKind[k] = 0
 	}
 	for _, c := range counts {
@@ -193,7 +194,7 @@ func (st *OrgStats) addCounts(counts []sqlc.StatsCountsRow) (heads int64) {
 		case "model":
 			st.Embeddings.ReadyByModel[c.Key] = c.N
 		case "relation":
-			st.RelationsByType = append(st.RelationsByType, RelationCount{Type: c.Key, Count: c.N})
+			st.RelationsByType = append(st.RelationsByType, domain.RelationCount{Type: c.Key, Count: c.N})
 			st.OpenRelations += c.N
 		case "agent":
 			a := AgentCount{Entries: c.N}
@@ -218,7 +219,7 @@ func (st *OrgStats) addCounts(counts []sqlc.StatsCountsRow) (heads int64) {
 		return a.Count > b.Count || (a.Count == b.Count && a.Type < b.Type)
 	})
 	if st.RelationsByType == nil {
-		st.RelationsByType = []RelationCount{}
+		st.RelationsByType = []domain.RelationCount{}
 	}
 	return heads
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
@@ -26,10 +27,10 @@ var errTokenTaken = errors.New("client token already used")
 // caller) and the task edge if asked; any failure rolls all of it back, so a
 // failed store consumes nothing. After commit the entry is handed to the
 // Enqueuer. With a ClientToken the call is idempotent (see idempotence.go).
-func (s *Service) Store(ctx context.Context, c Caller, in StoreInput) (_ *StoreResult, err error) {
+func (s *Service) Store(ctx context.Context, c domain.Caller, in domain.StoreInput) (_ *domain.StoreResult, err error) {
 	defer wrapOp(&err, "knowledge.Store")
 	ctx = db.WithOrg(ctx, c.OrgID)
-	a, err := validateStore(c, in, s.opts.Now())
+	a, err := domain.ValidateStore(c, in, s.opts.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +43,7 @@ func (s *Service) Store(ctx context.Context, c Caller, in StoreInput) (_ *StoreR
 // store does the database part of Store. With a client token it first looks
 // for the entry that token made (Redis may have lost or never had the key),
 // and the insert's ON CONFLICT catches a concurrent twin.
-func (s *Service) store(ctx context.Context, c Caller, a *storeArgs) (*StoreResult, error) {
+func (s *Service) store(ctx context.Context, c domain.Caller, a *domain.StoreArgs) (*domain.StoreResult, error) {
 	if a.ClientToken != nil {
 		res, err := s.replayFromDB(ctx, c, a)
 		if err == nil || !errors.Is(err, pgx.ErrNoRows) {
@@ -50,7 +51,7 @@ func (s *Service) store(ctx context.Context, c Caller, a *storeArgs) (*StoreResu
 		}
 	}
 	var (
-		res *StoreResult
+		res *domain.StoreResult
 		gen int32
 	)
 	// The duplicate check runs meanwhile on another connection: it reads
@@ -61,7 +62,7 @@ func (s *Service) store(ctx context.Context, c Caller, a *storeArgs) (*StoreResu
 	// is stored (no quota unit, no insert).
 	words := wordsOf(c.OrgID, a.Title, a.Body)
 	similar := s.similarAsync(ctx, c.OrgID, a.Title, a.Body, words)
-	if a.IfSimilar == IfSimilarSkip {
+	if a.IfSimilar == domain.IfSimilarSkip {
 		out := similar(uuid.Nil)
 		if best, ok := out.best(); ok && best.Score >= SkipThreshold {
 			res, err := s.skipped(ctx, c, best.ID, out)
@@ -84,20 +85,20 @@ func (s *Service) store(ctx context.Context, c Caller, a *storeArgs) (*StoreResu
 		return nil, mapErr(err, "")
 	}
 	out := similar(res.ID)
-	res.Similar = slices.DeleteFunc(out.list, func(x Similar) bool { return x.ID == res.ID })
+	res.Similar = slices.DeleteFunc(out.list, func(x domain.Similar) bool { return x.ID == res.ID })
 	res.SimilarCheck = out.check
 	if s.reuseVector(ctx, c.OrgID, res.ID, gen, out) {
 		res.EmbeddingStatus = "ready"
 		return res, nil // nothing left for the worker
 	}
-	s.enqueue(ctx, EmbeddingJob{OrgID: c.OrgID, EntryID: res.ID, Generation: gen})
+	s.enqueue(ctx, domain.EmbeddingJob{OrgID: c.OrgID, EntryID: res.ID, Generation: gen})
 	return res, nil
 }
 
 // skipped is the answer of a store with ifSimilar: skip that found entry
 // id of the org close enough: that entry, skipped, with the check's
 // listings. pgx.ErrNoRows: the entry is gone (forgotten meanwhile).
-func (s *Service) skipped(ctx context.Context, c Caller, id uuid.UUID, out similarOutcome) (*StoreResult, error) {
+func (s *Service) skipped(ctx context.Context, c domain.Caller, id uuid.UUID, out similarOutcome) (*domain.StoreResult, error) {
 	e, err := s.q.GetEntry(ctx, sqlc.GetEntryParams{OrgID: c.OrgID, ID: id})
 	if err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -105,11 +106,11 @@ func (s *Service) skipped(ctx context.Context, c Caller, id uuid.UUID, out simil
 		}
 		return nil, mapErr(err, "")
 	}
-	return &StoreResult{
-		ID: e.ID, Title: e.Title, Tags: nonNil(e.Tags), Confidence: int(e.Confidence), ExpiresAt: e.ExpiresAt,
+	return &domain.StoreResult{
+		ID: e.ID, Title: e.Title, Tags: domain.NonNil(e.Tags), Confidence: int(e.Confidence), ExpiresAt: e.ExpiresAt,
 		EmbeddingStatus: e.EmbeddingStatus, CreatedAt: e.CreatedAt,
 		Similar: out.list, SimilarCheck: out.check, Skipped: true,
-		Source: strOf(e.Source), Kind: e.Kind, Metadata: decodeMetadata(e.Metadata),
+		Source: domain.StrOf(e.Source), Kind: e.Kind, Metadata: domain.DecodeMetadata(e.Metadata),
 	}, nil
 }
 
@@ -146,7 +147,7 @@ func (s *Service) reuseVector(ctx context.Context, org, id uuid.UUID, gen int32,
 // quota, the entry (with its duplicate-check keys, wordsOf), its task edge.
 // errTokenTaken: the client token already made an entry (the caller rolls
 // back and replays).
-func insertEntryTx(ctx context.Context, tx pgx.Tx, c Caller, a *storeArgs, keys []int64) (*StoreResult, int32, error) {
+func insertEntryTx(ctx context.Context, tx pgx.Tx, c domain.Caller, a *domain.StoreArgs, keys []int64) (*domain.StoreResult, int32, error) {
 	if err := tenancy.ConsumeQuota(ctx, tx, c.OrgID, tenancy.ResourceKnowledgeStored); err != nil {
 		return nil, 0, err
 	}
@@ -156,7 +157,7 @@ func insertEntryTx(ctx context.Context, tx pgx.Tx, c Caller, a *storeArgs, keys 
 		OrgID: c.OrgID, Title: a.Title, Body: a.Body, Tags: a.Tags,
 		Confidence: int16(a.Confidence), AgentID: &agent, ExpiresAt: a.ExpiresAt,
 		ClientToken: a.ClientToken, SimilarKeys: keys,
-		Source: strOrNil(a.Source), Kind: a.kind(), Metadata: a.metadataJSON(),
+		Source: domain.StrOrNil(a.Source), Kind: a.EntryKind(), Metadata: a.MetadataJSON(),
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, 0, errTokenTaken // rolled back: the quota unit goes back too
@@ -164,11 +165,11 @@ func insertEntryTx(ctx context.Context, tx pgx.Tx, c Caller, a *storeArgs, keys 
 	if err != nil {
 		return nil, 0, err
 	}
-	res := &StoreResult{
+	res := &domain.StoreResult{
 		ID: row.ID, Title: a.Title, Tags: a.Tags, Confidence: a.Confidence,
 		ExpiresAt: a.ExpiresAt, EmbeddingStatus: row.EmbeddingStatus, CreatedAt: row.CreatedAt,
-		Similar: []Similar{}, SimilarCheck: SimilarCheckNone, // Store runs the check
-		Source: a.Source, Kind: a.kind(), Metadata: decodeMetadata(a.Metadata),
+		Similar: []domain.Similar{}, SimilarCheck: SimilarCheckNone, // Store runs the check
+		Source: a.Source, Kind: a.EntryKind(), Metadata: domain.DecodeMetadata(a.Metadata),
 	}
 	if a.TaskRef != nil {
 		l, err := q.InsertTaskLink(ctx, sqlc.InsertTaskLinkParams{
@@ -178,14 +179,14 @@ func insertEntryTx(ctx context.Context, tx pgx.Tx, c Caller, a *storeArgs, keys 
 		if err != nil {
 			return nil, 0, err
 		}
-		res.TaskLink = &TaskLink{TaskID: l.TaskID, KnowledgeID: l.KnowledgeID, Kind: LinkKind(l.Kind), CreatedAt: l.CreatedAt}
+		res.TaskLink = &domain.TaskLink{TaskID: l.TaskID, KnowledgeID: l.KnowledgeID, Kind: domain.LinkKind(l.Kind), CreatedAt: l.CreatedAt}
 	}
 	return res, row.EmbeddingGeneration, nil
 }
 
 // replayFromDB answers a repeated client token from Postgres: the entry the
 // token made, if its arguments are the same. pgx.ErrNoRows: no such entry.
-func (s *Service) replayFromDB(ctx context.Context, c Caller, a *storeArgs) (*StoreResult, error) {
+func (s *Service) replayFromDB(ctx context.Context, c domain.Caller, a *domain.StoreArgs) (*domain.StoreResult, error) {
 	agent := c.AgentID
 	row, err := s.q.GetEntryByClientToken(ctx, sqlc.GetEntryByClientTokenParams{
 		OrgID: c.OrgID, AgentID: &agent, ClientToken: a.ClientToken,
@@ -198,12 +199,12 @@ func (s *Service) replayFromDB(ctx context.Context, c Caller, a *storeArgs) (*St
 	}
 	same := row.Title == a.Title && row.Body == a.Body && slices.Equal(row.Tags, a.Tags) &&
 		int(row.Confidence) == a.Confidence && sameTime(row.ExpiresAt, a.ExpiresAt) &&
-		strOf(row.Source) == a.Source && row.Kind == a.kind() && sameMetadata(row.Metadata, a.Metadata)
-	res := &StoreResult{
+		domain.StrOf(row.Source) == a.Source && row.Kind == a.EntryKind() && domain.SameMetadata(row.Metadata, a.Metadata)
+	res := &domain.StoreResult{
 		ID: row.ID, Title: row.Title, Tags: row.Tags, Confidence: int(row.Confidence),
 		ExpiresAt: row.ExpiresAt, EmbeddingStatus: row.EmbeddingStatus, CreatedAt: row.CreatedAt, Replayed: true,
-		Similar: []Similar{}, SimilarCheck: SimilarCheckNone, // not recomputed for a replay answered from the database
-		Source: strOf(row.Source), Kind: row.Kind, Metadata: decodeMetadata(row.Metadata),
+		Similar: []domain.Similar{}, SimilarCheck: SimilarCheckNone, // not recomputed for a replay answered from the database
+		Source: domain.StrOf(row.Source), Kind: row.Kind, Metadata: domain.DecodeMetadata(row.Metadata),
 	}
 	if same && a.TaskRef != nil {
 		l, err := s.q.GetTaskLink(ctx, sqlc.GetTaskLinkParams{
@@ -215,7 +216,7 @@ func (s *Service) replayFromDB(ctx context.Context, c Caller, a *storeArgs) (*St
 		case err != nil:
 			return nil, mapErr(err, "")
 		default:
-			res.TaskLink = &TaskLink{TaskID: l.TaskID, KnowledgeID: l.KnowledgeID, Kind: LinkKind(l.Kind), CreatedAt: l.CreatedAt}
+			res.TaskLink = &domain.TaskLink{TaskID: l.TaskID, KnowledgeID: l.KnowledgeID, Kind: domain.LinkKind(l.Kind), CreatedAt: l.CreatedAt}
 		}
 	}
 	if !same {
@@ -229,7 +230,7 @@ func (s *Service) replayFromDB(ctx context.Context, c Caller, a *storeArgs) (*St
 // forgotten. A retry of that store must not bring the forgotten text back
 // under a new id: it is refused, naming neither the id nor the title.
 // (A purge leaves no tombstone: a retry after a purge stores anew.)
-func (s *Service) forgottenToken(ctx context.Context, c Caller, a *storeArgs) error {
+func (s *Service) forgottenToken(ctx context.Context, c domain.Caller, a *domain.StoreArgs) error {
 	agent := c.AgentID
 	_, err := s.q.TombstoneByClientToken(ctx, sqlc.TombstoneByClientTokenParams{
 		OrgID: c.OrgID, AgentID: &agent, ClientToken: a.ClientToken,

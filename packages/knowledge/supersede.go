@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -52,10 +53,10 @@ const maxRaceAttempts = 5
 // and an attempt, into a short wait. Supersessions are rare next to stores
 // and searches (which never take it), each holds it for milliseconds, and
 // other orgs never wait. TestSupersedeSerialisedPerOrg pins the lock.
-func (s *Service) Supersede(ctx context.Context, c Caller, oldID, newID uuid.UUID) (_ *SupersedeResult, err error) {
+func (s *Service) Supersede(ctx context.Context, c domain.Caller, oldID, newID uuid.UUID) (_ *domain.SupersedeResult, err error) {
 	defer wrapOp(&err, "knowledge.Supersede")
 	ctx = db.WithOrg(ctx, c.OrgID)
-	if err := checkCaller(c, true); err != nil {
+	if err := domain.CheckCaller(c, true); err != nil {
 		return nil, err
 	}
 	switch {
@@ -66,7 +67,7 @@ func (s *Service) Supersede(ctx context.Context, c Caller, oldID, newID uuid.UUI
 	case oldID == newID:
 		return nil, errs.InvalidArgument("newId", "must differ from oldId: an entry cannot supersede itself")
 	}
-	var res *SupersedeResult
+	var res *domain.SupersedeResult
 	err = s.txRetryingRaces(ctx, func(tx pgx.Tx) error {
 		var err error
 		res, err = supersedeTx(ctx, sqlc.New(tx), c, oldID, newID, testHookAfterChecks)
@@ -96,9 +97,9 @@ func (s *Service) txRetryingRaces(ctx context.Context, f func(pgx.Tx) error) err
 // Supersede runs), is called inside the transaction after every check has
 // passed and before the head of new is locked and anything is written, so a
 // test can hold one supersession there while another runs.
-var testHookAfterChecks func(c Caller, oldID, newID uuid.UUID)
+var testHookAfterChecks func(c domain.Caller, oldID, newID uuid.UUID)
 
-func supersedeTx(ctx context.Context, q *sqlc.Queries, c Caller, oldID, newID uuid.UUID, afterChecks func(Caller, uuid.UUID, uuid.UUID)) (*SupersedeResult, error) {
+func supersedeTx(ctx context.Context, q *sqlc.Queries, c domain.Caller, oldID, newID uuid.UUID, afterChecks func(domain.Caller, uuid.UUID, uuid.UUID)) (*domain.SupersedeResult, error) {
 	if err := q.LockOrgSupersessions(ctx, c.OrgID.String()); err != nil {
 		return nil, err
 	}
@@ -127,7 +128,7 @@ func supersedeTx(ctx context.Context, q *sqlc.Queries, c Caller, oldID, newID uu
 	}
 	if old.SupersededBy != nil {
 		if *old.SupersededBy == newID {
-			return &SupersedeResult{OldID: oldID, NewID: newID, HeadID: *old.HeadID, AlreadySuperseded: true}, nil
+			return &domain.SupersedeResult{OldID: oldID, NewID: newID, HeadID: *old.HeadID, AlreadySuperseded: true}, nil
 		}
 		return nil, &errs.Error{Code: errs.CodeConflict, Field: "oldId", Message: fmt.Sprintf(
 			"is already superseded by %s; the current head of its chain is %s (supersede that one instead)",
@@ -163,7 +164,7 @@ func supersedeTx(ctx context.Context, q *sqlc.Queries, c Caller, oldID, newID uu
 	if err := q.InsertSupersession(ctx, sqlc.InsertSupersessionParams{OrgID: c.OrgID, OldID: oldID, NewID: newID, AgentID: c.AgentID}); err != nil {
 		return nil, err
 	}
-	return &SupersedeResult{OldID: oldID, NewID: newID, HeadID: head, Moved: int(moved) + 1}, nil
+	return &domain.SupersedeResult{OldID: oldID, NewID: newID, HeadID: head, Moved: int(moved) + 1}, nil
 }
 
 func createdBy(r *sqlc.LockEntriesRow, agent uuid.UUID) bool {

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentfleet/orchestrator/packages/errs"
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/testenv"
 	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
 )
@@ -27,7 +28,7 @@ import (
 var raceHooks sync.Map // org uuid.UUID -> func(oldID, newID uuid.UUID)
 
 func init() {
-	testHookAfterChecks = func(c Caller, oldID, newID uuid.UUID) {
+	testHookAfterChecks = func(c domain.Caller, oldID, newID uuid.UUID) {
 		if f, ok := raceHooks.Load(c.OrgID); ok {
 			f.(func(uuid.UUID, uuid.UUID))(oldID, newID)
 		}
@@ -102,7 +103,7 @@ type raceEnv struct {
 	pool  *pgxpool.Pool
 	svc   *Service
 	org   uuid.UUID
-	agent Caller
+	agent domain.Caller
 }
 
 func newRaceEnv(t *testing.T) *raceEnv {
@@ -110,16 +111,16 @@ func newRaceEnv(t *testing.T) *raceEnv {
 	db := testenv.Postgres(t)
 	e := &raceEnv{ctx: context.Background(), pool: db.Pool, svc: New(db.Pool, Options{})}
 	a := testfactory.Agent(e.ctx, t, e.pool, nil)
-	e.org, e.agent = a.OrgID, Caller{OrgID: a.OrgID, AgentID: a.ID}
+	e.org, e.agent = a.OrgID, domain.Caller{OrgID: a.OrgID, AgentID: a.ID}
 	t.Cleanup(func() { raceHooks.Delete(e.org) })
 	return e
 }
 
-func (e *raceEnv) entries(t *testing.T, c Caller, n int) []uuid.UUID {
+func (e *raceEnv) entries(t *testing.T, c domain.Caller, n int) []uuid.UUID {
 	t.Helper()
 	ids := make([]uuid.UUID, n)
 	for i := range ids {
-		r, err := e.svc.Store(e.ctx, c, StoreInput{Title: "e", Body: "e"})
+		r, err := e.svc.Store(e.ctx, c, domain.StoreInput{Title: "e", Body: "e"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,7 +129,7 @@ func (e *raceEnv) entries(t *testing.T, c Caller, n int) []uuid.UUID {
 	return ids
 }
 
-func (e *raceEnv) supersede(t *testing.T, c Caller, oldID, newID uuid.UUID) {
+func (e *raceEnv) supersede(t *testing.T, c domain.Caller, oldID, newID uuid.UUID) {
 	t.Helper()
 	if _, err := e.svc.Supersede(e.ctx, c, oldID, newID); err != nil {
 		t.Fatal(err)
@@ -139,13 +140,13 @@ func (e *raceEnv) supersede(t *testing.T, c Caller, oldID, newID uuid.UUID) {
 // its checks until all have reached that point (or the bounded wait ends),
 // then released in the order of pairs, and returns their errors in that
 // order.
-func (e *raceEnv) concurrently(t *testing.T, c Caller, pairs ...[2]uuid.UUID) ([]error, *rendezvous) {
+func (e *raceEnv) concurrently(t *testing.T, c domain.Caller, pairs ...[2]uuid.UUID) ([]error, *rendezvous) {
 	t.Helper()
 	return e.held(t, c, newRendezvous(rendezvousWait, pairs...), pairs...)
 }
 
 // held is concurrently with a given rendezvous.
-func (e *raceEnv) held(t *testing.T, c Caller, rv *rendezvous, pairs ...[2]uuid.UUID) ([]error, *rendezvous) {
+func (e *raceEnv) held(t *testing.T, c domain.Caller, rv *rendezvous, pairs ...[2]uuid.UUID) ([]error, *rendezvous) {
 	t.Helper()
 	raceHooks.Store(c.OrgID, rv.hook)
 	defer raceHooks.Delete(c.OrgID)
@@ -392,7 +393,7 @@ func TestSupersedeSerialisedPerOrg(t *testing.T) {
 	// Two orgs: each supersession registers under its own org, both held
 	// by one shared rendezvous.
 	oa := testfactory.Agent(e.ctx, t, e.pool, nil)
-	other := Caller{OrgID: oa.OrgID, AgentID: oa.ID}
+	other := domain.Caller{OrgID: oa.OrgID, AgentID: oa.ID}
 	t.Cleanup(func() { raceHooks.Delete(other.OrgID) })
 	mine, theirs := e.entries(t, e.agent, 2), e.entries(t, other, 2)
 	// Nothing serialises these, so a generous bound only matters on a
@@ -402,7 +403,7 @@ func TestSupersedeSerialisedPerOrg(t *testing.T) {
 	raceHooks.Store(other.OrgID, rv.hook)
 	var wg sync.WaitGroup
 	for _, p := range []struct {
-		c    Caller
+		c    domain.Caller
 		o, n uuid.UUID
 	}{{e.agent, mine[0], mine[1]}, {other, theirs[0], theirs[1]}} {
 		wg.Add(1)

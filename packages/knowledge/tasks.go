@@ -3,13 +3,13 @@ package knowledge
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -17,16 +17,16 @@ import (
 // Linking twice is idempotent: the existing link is returned. An entry or a
 // task of another org is not found. The caller's agent is recorded when it
 // has one (task runners may call with AgentID = uuid.Nil).
-func (s *Service) LinkTask(ctx context.Context, c Caller, knowledgeID uuid.UUID, ref TaskRef) (_ *TaskLink, err error) {
+func (s *Service) LinkTask(ctx context.Context, c domain.Caller, knowledgeID uuid.UUID, ref domain.TaskRef) (_ *domain.TaskLink, err error) {
 	defer wrapOp(&err, "knowledge.LinkTask")
 	ctx = db.WithOrg(ctx, c.OrgID)
-	if err := checkCaller(c, false); err != nil {
+	if err := domain.CheckCaller(c, false); err != nil {
 		return nil, err
 	}
 	if knowledgeID == uuid.Nil {
 		return nil, errs.InvalidArgument("knowledgeId", "is required")
 	}
-	if err := ref.check(); err != nil {
+	if err := ref.Check(); err != nil {
 		return nil, err
 	}
 	var agent *uuid.UUID
@@ -43,35 +43,22 @@ func (s *Service) LinkTask(ctx context.Context, c Caller, knowledgeID uuid.UUID,
 		if err != nil {
 			return nil, mapErr(err, "")
 		}
-		return &TaskLink{TaskID: g.TaskID, KnowledgeID: g.KnowledgeID, Kind: LinkKind(g.Kind), CreatedAt: g.CreatedAt}, nil
+		return &domain.TaskLink{TaskID: g.TaskID, KnowledgeID: g.KnowledgeID, Kind: domain.LinkKind(g.Kind), CreatedAt: g.CreatedAt}, nil
 	}
 	if err != nil {
 		return nil, mapErr(err, "")
 	}
-	return &TaskLink{TaskID: l.TaskID, KnowledgeID: l.KnowledgeID, Kind: LinkKind(l.Kind), CreatedAt: l.CreatedAt}, nil
-}
-
-// TaskEntry is one entry linked to a task, with the link.
-type TaskEntry struct {
-	Link            TaskLink   `json:"link"`
-	ID              uuid.UUID  `json:"id"`
-	Title           string     `json:"title"`
-	Tags            []string   `json:"tags"`
-	Confidence      int        `json:"confidence"`
-	EmbeddingStatus string     `json:"embeddingStatus"`
-	Superseded      bool       `json:"superseded"`
-	HeadID          *uuid.UUID `json:"headId,omitempty"`
-	CreatedAt       time.Time  `json:"createdAt"`
+	return &domain.TaskLink{TaskID: l.TaskID, KnowledgeID: l.KnowledgeID, Kind: domain.LinkKind(l.Kind), CreatedAt: l.CreatedAt}, nil
 }
 
 // TaskKnowledge lists the entries linked to a task; kind "" means all kinds.
 // A task of another org is not found (field "taskId"); a task without links
 // gives an empty list. Superseded entries are listed too, naming their head,
 // so a task runner can follow to the current knowledge.
-func (s *Service) TaskKnowledge(ctx context.Context, c Caller, taskID uuid.UUID, kind LinkKind) (_ []TaskEntry, err error) {
+func (s *Service) TaskKnowledge(ctx context.Context, c domain.Caller, taskID uuid.UUID, kind domain.LinkKind) (_ []domain.TaskEntry, err error) {
 	defer wrapOp(&err, "knowledge.TaskKnowledge")
 	ctx = db.WithOrg(ctx, c.OrgID)
-	if err := checkCaller(c, false); err != nil {
+	if err := domain.CheckCaller(c, false); err != nil {
 		return nil, err
 	}
 	if taskID == uuid.Nil {
@@ -80,7 +67,7 @@ func (s *Service) TaskKnowledge(ctx context.Context, c Caller, taskID uuid.UUID,
 	var k *string
 	switch kind {
 	case "":
-	case LinkReferences, LinkProduced:
+	case domain.LinkReferences, domain.LinkProduced:
 		ks := string(kind)
 		k = &ks
 	default:
@@ -97,11 +84,11 @@ func (s *Service) TaskKnowledge(ctx context.Context, c Caller, taskID uuid.UUID,
 	if err != nil {
 		return nil, mapErr(err, "")
 	}
-	out := make([]TaskEntry, 0, len(rows))
+	out := make([]domain.TaskEntry, 0, len(rows))
 	for _, r := range rows {
-		out = append(out, TaskEntry{
-			Link: TaskLink{TaskID: r.TaskID, KnowledgeID: r.KnowledgeID, Kind: LinkKind(r.Kind), CreatedAt: r.LinkedAt},
-			ID:   r.KnowledgeID, Title: r.Title, Tags: nonNil(r.Tags), Confidence: int(r.Confidence),
+		out = append(out, domain.TaskEntry{
+			Link: domain.TaskLink{TaskID: r.TaskID, KnowledgeID: r.KnowledgeID, Kind: domain.LinkKind(r.Kind), CreatedAt: r.LinkedAt},
+			ID:   r.KnowledgeID, Title: r.Title, Tags: domain.NonNil(r.Tags), Confidence: int(r.Confidence),
 			EmbeddingStatus: r.EmbeddingStatus, Superseded: r.HeadID != nil, HeadID: r.HeadID, CreatedAt: r.CreatedAt,
 		})
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/transferfmt"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
@@ -247,7 +248,7 @@ func (x *exporter) entryPage(after entryCursor) ([]exportedEntry, error) {
 
 func (x *exporter) entry(r exportedEntry) (entryCursor, error) {
 	e := transferfmt.Entry{Kind: transferfmt.KindEntry, ID: r.ID, Title: r.Title, Body: r.Body, Tags: r.Tags, Confidence: r.Confidence,
-		Origin: r.Origin, Source: strOf(r.Source), EntryKind: r.Kind, AuthorAgentID: r.CreatedByAgentID, ExpiresAt: utcp(r.ExpiresAt),
+		Origin: r.Origin, Source: domain.StrOf(r.Source), EntryKind: r.Kind, AuthorAgentID: r.CreatedByAgentID, ExpiresAt: utcp(r.ExpiresAt),
 		SupersededBy: r.SupersededBy, HeadID: r.HeadID, SupersededAt: utcp(r.SupersededAt),
 		CreatedAt: utc(r.CreatedAt), UpdatedAt: utc(r.UpdatedAt)}
 	if e.Tags == nil {
@@ -606,19 +607,19 @@ func (im *importer) entryFields(e *transferfmt.Entry) error {
 		e.Origin, e.Source = e.Source, ""
 	}
 	switch e.Origin {
-	case OriginAgent, OriginOperator, OriginImport:
+	case domain.OriginAgent, domain.OriginOperator, domain.OriginImport:
 	case "":
-		e.Origin = OriginImport
+		e.Origin = domain.OriginImport
 	default:
-		return fmt.Errorf("origin %q is not one of %s, %s, %s", e.Origin, OriginAgent, OriginOperator, OriginImport)
+		return fmt.Errorf("origin %q is not one of %s, %s, %s", e.Origin, domain.OriginAgent, domain.OriginOperator, domain.OriginImport)
 	}
 	if e.EntryKind == "" {
-		e.EntryKind = DefaultKind
+		e.EntryKind = domain.DefaultKind
 	}
-	if err := checkKind("entryKind", e.EntryKind); err != nil {
+	if err := domain.CheckKind("entryKind", e.EntryKind); err != nil {
 		return err
 	}
-	if err := checkSource("source", e.Source); err != nil {
+	if err := domain.CheckSource("source", e.Source); err != nil {
 		return err
 	}
 	if len(e.Metadata) > 0 {
@@ -628,7 +629,7 @@ func (im *importer) entryFields(e *transferfmt.Entry) error {
 		if err := dec.Decode(&m); err != nil {
 			return fmt.Errorf("metadata is not a JSON object: %w", err)
 		}
-		meta, err := normaliseMetadata("metadata", m)
+		meta, err := domain.NormaliseMetadata("metadata", m)
 		if err != nil {
 			return err
 		}
@@ -794,10 +795,10 @@ func orNil(id *uuid.UUID) uuid.UUID {
 // the org has it already (the same name and inverse); a name or inverse
 // the org's catalogue uses otherwise refuses the file.
 func (s *Service) importRelationType(ctx context.Context, q *sqlc.Queries, org uuid.UUID, t transferfmt.RelationType) (bool, error) {
-	if err := checkTypeName("name", t.Name); err != nil {
+	if err := domain.CheckTypeName("name", t.Name); err != nil {
 		return false, err
 	}
-	if err := checkTypeName("inverse", t.Inverse); err != nil {
+	if err := domain.CheckTypeName("inverse", t.Inverse); err != nil {
 		return false, err
 	}
 	cat, err := s.catalogueOf(ctx, q, org)
@@ -855,10 +856,10 @@ func (s *Service) importEntries(ctx context.Context, tx pgx.Tx, q *sqlc.Queries,
 		var vec *pgvector.Vector
 		var model *string
 		var at *time.Time
-		status := EmbeddingPending
+		status := domain.EmbeddingPending
 		if e.Embedding != nil {
 			v := pgvector.NewVector(e.Embedding.Vector)
-			vec, model, at, status = &v, &e.Embedding.Model, e.Embedding.EmbeddedAt, EmbeddingReady
+			vec, model, at, status = &v, &e.Embedding.Model, e.Embedding.EmbeddedAt, domain.EmbeddingReady
 			if at == nil {
 				now := s.opts.Now()
 				at = &now
@@ -873,7 +874,7 @@ func (s *Service) importEntries(ctx context.Context, tx pgx.Tx, q *sqlc.Queries,
 		if len(meta) == 0 {
 			meta = []byte("{}")
 		}
-		rows = append(rows, []any{org, e.ID, e.Title, e.Body, tags, e.Confidence, e.Origin, strOrNil(e.Source), e.EntryKind, meta,
+		rows = append(rows, []any{org, e.ID, e.Title, e.Body, tags, e.Confidence, e.Origin, domain.StrOrNil(e.Source), e.EntryKind, meta,
 			e.AuthorAgentID, e.ExpiresAt,
 			nil, e.CreatedAt, e.UpdatedAt, vec, status, model, at, // client_token: see transferfmt.Entry
 			wordsOf(org, e.Title, e.Body).keys})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -34,10 +35,10 @@ var uploadContentSQL string
 // The document's client token is in.ClientToken, or else the upload's id,
 // so a finish retried after a failure between the store and the record of
 // its answer replays the document instead of storing it twice.
-func (s *Service) UploadFinish(ctx context.Context, c Caller, in UploadFinishInput) (_ *DocumentResult, err error) {
+func (s *Service) UploadFinish(ctx context.Context, c domain.Caller, in domain.UploadFinishInput) (_ *domain.DocumentResult, err error) {
 	defer wrapOp(&err, "knowledge.UploadFinish")
 	ctx = db.WithOrg(ctx, c.OrgID)
-	if err := checkCaller(c, true); err != nil {
+	if err := domain.CheckCaller(c, true); err != nil {
 		return nil, err
 	}
 	if in.UploadID == uuid.Nil {
@@ -113,7 +114,7 @@ func (s *Service) assemble(ctx context.Context, org uuid.UUID, u sqlc.GetUploadR
 // outlives it. A document erased before this runs leaves no answer: the
 // upload is deleted. A concurrent finish of the same upload that recorded
 // first wins; this one changes nothing.
-func (s *Service) recordFinish(ctx context.Context, org, upload uuid.UUID, res *DocumentResult) error {
+func (s *Service) recordFinish(ctx context.Context, org, upload uuid.UUID, res *domain.DocumentResult) error {
 	b, err := json.Marshal(res)
 	if err != nil {
 		return err
@@ -142,7 +143,7 @@ func (s *Service) recordFinish(ctx context.Context, org, upload uuid.UUID, res *
 
 // finishedUpload answers a finish of an upload finished before: the first
 // answer, replayed, if its document still exists.
-func (s *Service) finishedUpload(ctx context.Context, c Caller, u sqlc.GetUploadRow) (*DocumentResult, error) {
+func (s *Service) finishedUpload(ctx context.Context, c domain.Caller, u sqlc.GetUploadRow) (*domain.DocumentResult, error) {
 	if u.DocumentID != nil {
 		ok, err := s.q.DocumentExists(ctx, sqlc.DocumentExistsParams{OrgID: c.OrgID, ID: *u.DocumentID})
 		if err != nil {
@@ -153,7 +154,7 @@ func (s *Service) finishedUpload(ctx context.Context, c Caller, u sqlc.GetUpload
 				Message: "this upload was finished, and the document it stored has since been erased"}
 		}
 	}
-	var res DocumentResult
+	var res domain.DocumentResult
 	if err := json.Unmarshal(u.Result, &res); err != nil {
 		return nil, fmt.Errorf("upload %s: its recorded answer: %w", u.ID, err)
 	}
@@ -162,14 +163,14 @@ func (s *Service) finishedUpload(ctx context.Context, c Caller, u sqlc.GetUpload
 }
 
 // uploadDocument is the document an upload stores, without its content.
-func uploadDocument(u sqlc.GetUploadRow) DocumentInput {
-	doc := DocumentInput{Title: u.Title, Tags: u.Tags, Format: u.Format}
+func uploadDocument(u sqlc.GetUploadRow) domain.DocumentInput {
+	doc := domain.DocumentInput{Title: u.Title, Tags: u.Tags, Format: u.Format}
 	if u.Source != nil {
 		doc.Source = *u.Source
 	}
 	if u.Kind != nil {
 		doc.Kind = *u.Kind
 	}
-	doc.Metadata = decodeMetadata(u.Metadata) // numbers as written (json.Number)
+	doc.Metadata = domain.DecodeMetadata(u.Metadata) // numbers as written (json.Number)
 	return doc
 }

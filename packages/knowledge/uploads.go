@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -39,55 +40,6 @@ const (
 	MaxStagedUploads = 64
 )
 
-// UploadStartInput is document_upload_start: what the document will be
-// stored with (as DocumentInput, without its content) and its size.
-type UploadStartInput struct {
-	Title      string
-	Source     string
-	Tags       []string
-	Kind       string
-	Metadata   map[string]any
-	Format     string
-	TotalBytes int64 // UTF-8 bytes of the whole content, 1..MaxUploadBytes
-}
-
-// UploadStartResult is the answer of UploadStart.
-type UploadStartResult struct {
-	UploadID     uuid.UUID `json:"uploadId"`
-	TotalBytes   int64     `json:"totalBytes"`
-	MaxPartBytes int       `json:"maxPartBytes"`
-	ExpiresAt    time.Time `json:"expiresAt"`
-}
-
-// UploadAppendInput is document_upload_append: the part at Index (0, 1,
-// 2, ... in order) of the upload.
-type UploadAppendInput struct {
-	UploadID uuid.UUID
-	Index    *int // required
-	Content  string
-}
-
-// UploadAppendResult is the state of the upload after an append.
-type UploadAppendResult struct {
-	UploadID      uuid.UUID `json:"uploadId"`
-	Index         int       `json:"index"`
-	ReceivedBytes int64     `json:"receivedBytes"`
-	TotalBytes    int64     `json:"totalBytes"`
-	NextIndex     int       `json:"nextIndex"`
-	ExpiresAt     time.Time `json:"expiresAt"`
-	// Repeated: this part had been received already (a retry); nothing
-	// changed.
-	Repeated bool `json:"repeated,omitempty"`
-}
-
-// UploadFinishInput is document_upload_finish.
-type UploadFinishInput struct {
-	UploadID uuid.UUID
-	// ClientToken is the stored document's client token; without one the
-	// upload's id is, so a retried finish never stores it twice.
-	ClientToken *uuid.UUID
-}
-
 // uploadNotFound is the answer for an upload that is not the caller's, does
 // not exist or has expired: the three are one to the caller.
 func uploadNotFound() *errs.Error {
@@ -101,7 +53,7 @@ func uploadNotFound() *errs.Error {
 // reserve their totalBytes against Config.MaxStagedBytes: a start that
 // would pass it is refused (quota_exceeded on totalBytes) and an append
 // never is.
-func (s *Service) UploadStart(ctx context.Context, c Caller, in UploadStartInput) (_ *UploadStartResult, err error) {
+func (s *Service) UploadStart(ctx context.Context, c domain.Caller, in domain.UploadStartInput) (_ *domain.UploadStartResult, err error) {
 	defer wrapOp(&err, "knowledge.UploadStart")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	m, err := checkUploadStart(c, in)
@@ -109,7 +61,7 @@ func (s *Service) UploadStart(ctx context.Context, c Caller, in UploadStartInput
 		return nil, err
 	}
 	now := s.opts.Now()
-	var res *UploadStartResult
+	var res *domain.UploadStartResult
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := sqlc.New(tx)
 		if err := q.LockOrgUploads(ctx, c.OrgID.String()); err != nil {
@@ -130,7 +82,7 @@ func (s *Service) UploadStart(ctx context.Context, c Caller, in UploadStartInput
 		if err != nil {
 			return err
 		}
-		res = &UploadStartResult{UploadID: row.ID, TotalBytes: in.TotalBytes, MaxPartBytes: MaxUploadPartBytes, ExpiresAt: row.ExpiresAt}
+		res = &domain.UploadStartResult{UploadID: row.ID, TotalBytes: in.TotalBytes, MaxPartBytes: MaxUploadPartBytes, ExpiresAt: row.ExpiresAt}
 		return nil
 	})
 	if err != nil {
@@ -169,7 +121,7 @@ func (s *Service) maxStagedBytes() int64 {
 // naming the one expected. Each append pushes the upload's expiry to
 // UploadTTL from now. Appends of one upload take turns (a row lock), so
 // the order holds under concurrent retries.
-func (s *Service) UploadAppend(ctx context.Context, c Caller, in UploadAppendInput) (_ *UploadAppendResult, err error) {
+func (s *Service) UploadAppend(ctx context.Context, c domain.Caller, in domain.UploadAppendInput) (_ *domain.UploadAppendResult, err error) {
 	defer wrapOp(&err, "knowledge.UploadAppend")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := checkUploadAppend(c, in); err != nil {
@@ -178,7 +130,7 @@ func (s *Service) UploadAppend(ctx context.Context, c Caller, in UploadAppendInp
 	index := *in.Index
 	digest := sha256.Sum256([]byte(in.Content))
 	now := s.opts.Now()
-	var res *UploadAppendResult
+	var res *domain.UploadAppendResult
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := sqlc.New(tx)
 		u, err := q.LockUpload(ctx, sqlc.LockUploadParams{OrgID: c.OrgID, ID: in.UploadID, AgentID: c.AgentID, Now: now})
@@ -188,7 +140,7 @@ func (s *Service) UploadAppend(ctx context.Context, c Caller, in UploadAppendInp
 		if err != nil {
 			return err
 		}
-		res = &UploadAppendResult{UploadID: u.ID, Index: index, ReceivedBytes: u.ReceivedBytes, TotalBytes: u.TotalBytes,
+		res = &domain.UploadAppendResult{UploadID: u.ID, Index: index, ReceivedBytes: u.ReceivedBytes, TotalBytes: u.TotalBytes,
 			NextIndex: int(u.NextIndex), ExpiresAt: u.ExpiresAt}
 		if u.FinishedAt != nil {
 			return &errs.Error{Code: errs.CodeConflict, Field: "uploadId", Message: "this upload is finished; start a new upload for another document"}
@@ -223,7 +175,7 @@ func (s *Service) UploadAppend(ctx context.Context, c Caller, in UploadAppendInp
 
 // samePart answers a repeated append of a part already received: a no-op
 // success when its content is the same, a conflict when it is not.
-func samePart(ctx context.Context, q *sqlc.Queries, org, upload uuid.UUID, index int, digest []byte, res *UploadAppendResult) error {
+func samePart(ctx context.Context, q *sqlc.Queries, org, upload uuid.UUID, index int, digest []byte, res *domain.UploadAppendResult) error {
 	p, err := q.UploadPartDigest(ctx, sqlc.UploadPartDigestParams{OrgID: org, UploadID: upload, Index: int32(index)})
 	if err != nil {
 		return err
@@ -237,8 +189,8 @@ func samePart(ctx context.Context, q *sqlc.Queries, org, upload uuid.UUID, index
 }
 
 // checkUploadAppend checks an append's arguments; it does no I/O.
-func checkUploadAppend(c Caller, in UploadAppendInput) error {
-	if err := checkCaller(c, true); err != nil {
+func checkUploadAppend(c domain.Caller, in domain.UploadAppendInput) error {
+	if err := domain.CheckCaller(c, true); err != nil {
 		return err
 	}
 	if in.UploadID == uuid.Nil {
@@ -273,8 +225,8 @@ type uploadMeta struct {
 // stored with (validateDocument's, which also rules on a content: here a
 // stand-in, the parts are checked as they come), so that a finish is not
 // refused for an argument given at the start; it does no I/O.
-func checkUploadStart(c Caller, in UploadStartInput) (*uploadMeta, error) {
-	doc := DocumentInput{Title: in.Title, Content: "-", Source: in.Source, Tags: in.Tags, Kind: in.Kind, Metadata: in.Metadata, Format: in.Format}
+func checkUploadStart(c domain.Caller, in domain.UploadStartInput) (*uploadMeta, error) {
+	doc := domain.DocumentInput{Title: in.Title, Content: "-", Source: in.Source, Tags: in.Tags, Kind: in.Kind, Metadata: in.Metadata, Format: in.Format}
 	a, err := validateDocument(c, doc, MaxUploadBytes)
 	if err != nil {
 		return nil, err

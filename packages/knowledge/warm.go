@@ -3,6 +3,7 @@ package knowledge
 import (
 	"context"
 
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
@@ -22,9 +23,9 @@ func (m *Maintenance) WarmConn(ctx context.Context, conn *pgx.Conn) (err error) 
 	defer wrapOp(&err, "knowledge.WarmConn")
 	s := m.s
 	vec := pgvector.NewVector(make([]float32, s.opts.Embedder.Dimensions()))
-	a := &searchArgs{Query: "warm up", EfSearch: DefaultEfSearch}
-	for _, lists := range []int{listsLexical, listVector} {
-		if _, err := s.candidates(ctx, conn, Caller{OrgID: uuid.Nil}, a, 1, 1, lists, &vec); err != nil {
+	a := &domain.SearchArgs{Query: "warm up", EfSearch: domain.DefaultEfSearch}
+	for _, lists := range []int{domain.ListsLexical, domain.ListVector} {
+		if _, err := s.candidates(ctx, conn, domain.Caller{OrgID: uuid.Nil}, a, 1, 1, lists, &vec); err != nil {
 			s.log().Warn("knowledge: warming a database connection failed; its first search plans itself", "err", err)
 			return nil
 		}

@@ -1,4 +1,4 @@
-package knowledge
+package domain
 
 import (
 	"bytes"
@@ -52,33 +52,33 @@ const (
 // MetadataKeyPattern is the rule of a metadata key: lower snake case.
 const MetadataKeyPattern = `^[a-z][a-z0-9_]*$`
 
-var metadataKey = regexp.MustCompile(MetadataKeyPattern)
+var MetadataKey = regexp.MustCompile(MetadataKeyPattern)
 
-// checkSource is the rule of a source (store, correct, and the source
+// CheckSource is the rule of a source (store, correct, and the source
 // filters): valid UTF-8 without NUL, not blank, at most MaxSourceChars.
 // "" is "not given".
-func checkSource(field, v string) error {
+func CheckSource(field, v string) error {
 	if v == "" {
 		return nil
 	}
-	return checkText(field, v, MaxSourceChars)
+	return CheckText(field, v, MaxSourceChars)
 }
 
-// checkKind is the rule of a kind; "" is "not given" (the caller picks the
+// CheckKind is the rule of a kind; "" is "not given" (the caller picks the
 // default).
-func checkKind(field, v string) error {
+func CheckKind(field, v string) error {
 	if v == "" || slices.Contains(Kinds, v) {
 		return nil
 	}
-	return errs.InvalidArgument(field, "must be one of: %s (got %q)", strings.Join(Kinds, ", "), clipRunes(v, 40))
+	return errs.InvalidArgument(field, "must be one of: %s (got %q)", strings.Join(Kinds, ", "), ClipRunes(v, 40))
 }
 
-// normaliseMetadata checks metadata (field names the argument, e.g.
+// NormaliseMetadata checks metadata (field names the argument, e.g.
 // "metadata"; a bad key is named as "metadata.<key>") and returns it as
 // compact JSON with sorted keys, or nil when m is empty. Values are
 // strings, finite numbers or booleans: a flat object an agent can filter
 // on by equality, never null, an array or an object.
-func normaliseMetadata(field string, m map[string]any) ([]byte, error) {
+func NormaliseMetadata(field string, m map[string]any) ([]byte, error) {
 	if len(m) == 0 {
 		return nil, nil
 	}
@@ -91,7 +91,7 @@ func normaliseMetadata(field string, m map[string]any) ([]byte, error) {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		if err := checkMetadataEntry(field, k, m[k]); err != nil {
+		if err := CheckMetadataEntry(field, k, m[k]); err != nil {
 			return nil, err
 		}
 	}
@@ -108,13 +108,13 @@ func normaliseMetadata(field string, m map[string]any) ([]byte, error) {
 	return out, nil
 }
 
-// checkMetadataEntry is the rule of one key and its value.
-func checkMetadataEntry(field, k string, v any) error {
+// CheckMetadataEntry is the rule of one key and its value.
+func CheckMetadataEntry(field, k string, v any) error {
 	if !utf8.ValidString(k) || utf8.RuneCountInString(k) > MaxMetadataKeyChars {
-		return errs.InvalidArgument(field+"."+clipRunes(k, MaxMetadataKeyChars), "key must be at most %d characters", MaxMetadataKeyChars)
+		return errs.InvalidArgument(field+"."+ClipRunes(k, MaxMetadataKeyChars), "key must be at most %d characters", MaxMetadataKeyChars)
 	}
 	name := field + "." + k
-	if !metadataKey.MatchString(k) {
+	if !MetadataKey.MatchString(k) {
 		return errs.InvalidArgument(name, "key must be lower snake case (%s: a-z first, then a-z, 0-9, _)", MetadataKeyPattern)
 	}
 	switch x := v.(type) {
@@ -133,19 +133,19 @@ func checkMetadataEntry(field, k string, v any) error {
 		}
 	case json.Number:
 		if _, err := x.Float64(); err != nil {
-			return errs.InvalidArgument(name, "must be a finite number (got %s)", clipRunes(string(x), 40))
+			return errs.InvalidArgument(name, "must be a finite number (got %s)", ClipRunes(string(x), 40))
 		}
 	case nil:
 		return errs.InvalidArgument(name, "must be a string, a number or a boolean, not null (leave the key out instead)")
 	case []any, map[string]any:
-		return errs.InvalidArgument(name, "must be a string, a number or a boolean, not %s (metadata is flat)", jsonTypeName(x))
+		return errs.InvalidArgument(name, "must be a string, a number or a boolean, not %s (metadata is flat)", JsonTypeName(x))
 	default:
-		return errs.InvalidArgument(name, "must be a string, a number or a boolean (got %s)", jsonTypeName(x))
+		return errs.InvalidArgument(name, "must be a string, a number or a boolean (got %s)", JsonTypeName(x))
 	}
 	return nil
 }
 
-func jsonTypeName(v any) string {
+func JsonTypeName(v any) string {
 	switch v.(type) {
 	case []any:
 		return "an array"
@@ -155,10 +155,10 @@ func jsonTypeName(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
-// decodeMetadata reads stored metadata (JSON of a flat object) back into
+// DecodeMetadata reads stored metadata (JSON of a flat object) back into
 // a map; numbers stay json.Number so that an integer reads back as
 // written. An empty object is nil (omitted from answers).
-func decodeMetadata(raw []byte) map[string]any {
+func DecodeMetadata(raw []byte) map[string]any {
 	if len(raw) == 0 || string(raw) == "{}" {
 		return nil
 	}
@@ -171,10 +171,10 @@ func decodeMetadata(raw []byte) map[string]any {
 	return m
 }
 
-// sameMetadata says whether two JSON objects hold the same keys and
+// SameMetadata says whether two JSON objects hold the same keys and
 // values (PostgreSQL's jsonb orders keys its own way and keeps numbers as
 // written: compared as values, not bytes).
-func sameMetadata(a, b []byte) bool {
+func SameMetadata(a, b []byte) bool {
 	var x, y map[string]any
 	if len(a) > 0 && json.Unmarshal(a, &x) != nil {
 		return false
@@ -182,26 +182,26 @@ func sameMetadata(a, b []byte) bool {
 	if len(b) > 0 && json.Unmarshal(b, &y) != nil {
 		return false
 	}
-	return len(x) == len(y) && reflect.DeepEqual(nonNilMap(x), nonNilMap(y))
+	return len(x) == len(y) && reflect.DeepEqual(NonNilMap(x), NonNilMap(y))
 }
 
-func nonNilMap(m map[string]any) map[string]any {
+func NonNilMap(m map[string]any) map[string]any {
 	if m == nil {
 		return map[string]any{}
 	}
 	return m
 }
 
-// strOrNil is s, or nil when s is "" (a column left NULL).
-func strOrNil(s string) *string {
+// StrOrNil is s, or nil when s is "" (a column left NULL).
+func StrOrNil(s string) *string {
 	if s == "" {
 		return nil
 	}
 	return &s
 }
 
-// strOf is *p, or "" for NULL.
-func strOf(p *string) string {
+// StrOf is *p, or "" for NULL.
+func StrOf(p *string) string {
 	if p == nil {
 		return ""
 	}
@@ -223,40 +223,40 @@ type Filters struct {
 	Metadata map[string]any
 }
 
-// filterArgs are Filters checked: nil pointers and a nil Metadata are
+// FilterArgs are Filters checked: nil pointers and a nil Metadata are
 // filters not given (NULL arguments of the statements).
-type filterArgs struct {
+type FilterArgs struct {
 	Kind, Source, SourcePrefix *string
 	Metadata                   []byte // compact JSON, keys sorted
 }
 
-// checkFilters checks the filters by the rules of the fields they filter
+// CheckFilters checks the filters by the rules of the fields they filter
 // on; the errors name kind, source, sourcePrefix and metadata.<key>.
-func checkFilters(f Filters) (filterArgs, error) {
-	var a filterArgs
-	if err := checkKind("kind", f.Kind); err != nil {
+func CheckFilters(f Filters) (FilterArgs, error) {
+	var a FilterArgs
+	if err := CheckKind("kind", f.Kind); err != nil {
 		return a, err
 	}
-	if err := checkSource("source", f.Source); err != nil {
+	if err := CheckSource("source", f.Source); err != nil {
 		return a, err
 	}
-	if err := checkSource("sourcePrefix", f.SourcePrefix); err != nil {
+	if err := CheckSource("sourcePrefix", f.SourcePrefix); err != nil {
 		return a, err
 	}
 	if f.Source != "" && f.SourcePrefix != "" {
 		return a, errs.InvalidArgument("sourcePrefix", "give source (exact) or sourcePrefix, not both")
 	}
-	meta, err := normaliseMetadata("metadata", f.Metadata)
+	meta, err := NormaliseMetadata("metadata", f.Metadata)
 	if err != nil {
 		return a, err
 	}
-	a.Kind, a.Source, a.SourcePrefix, a.Metadata = strOrNil(f.Kind), strOrNil(f.Source), strOrNil(f.SourcePrefix), meta
+	a.Kind, a.Source, a.SourcePrefix, a.Metadata = StrOrNil(f.Kind), StrOrNil(f.Source), StrOrNil(f.SourcePrefix), meta
 	return a, nil
 }
 
-// prefixEnd is the exclusive upper bound of the sources starting with
+// PrefixEnd is the exclusive upper bound of the sources starting with
 // prefix, in the column's byte order (COLLATE "C"): the prefix followed
 // by the highest code point. (A source holding U+10FFFF, a noncharacter,
 // right after the prefix would fall outside; the prefix test still
 // checks every row the range gives.)
-func prefixEnd(prefix string) string { return prefix + "\U0010FFFF" }
+func PrefixEnd(prefix string) string { return prefix + "\U0010FFFF" }

@@ -1,4 +1,4 @@
-package knowledge
+package domain
 
 import (
 	"encoding/base64"
@@ -36,11 +36,11 @@ func EstimateTokens(v any) int {
 	return (len(b) + BytesPerToken - 1) / BytesPerToken
 }
 
-// budgetSnippets are the snippet lengths (characters) a trimmed answer
+// BudgetSnippets are the snippet lengths (characters) a trimmed answer
 // tries, longest first: SnippetChars (as given), then shorter, then none.
-var budgetSnippets = []int{SnippetChars, 120, 60, 0}
+var BudgetSnippets = []int{SnippetChars, 120, 60, 0}
 
-// fitBudget trims an answer of n hits to maxTokens: it tries the snippet
+// FitBudget trims an answer of n hits to maxTokens: it tries the snippet
 // lengths of budgetSnippets with every hit, and keeps the longest that
 // fits; when none does, it keeps the first hits that fit with 60-character
 // snippets (none if even one does not fit with them, then no snippets),
@@ -49,11 +49,11 @@ var budgetSnippets = []int{SnippetChars, 120, 60, 0}
 // so lengths never compound), keepFirst drops the hits after the first k,
 // and size estimates the answer as it then is. It returns whether anything
 // was cut and how many hits were dropped.
-func fitBudget(maxTokens, n, keep int, setSnippet func(chars int), keepFirst func(k int), size func() int) (truncated bool, dropped int) {
+func FitBudget(maxTokens, n, keep int, setSnippet func(chars int), keepFirst func(k int), size func() int) (truncated bool, dropped int) {
 	if size() <= maxTokens {
 		return false, 0
 	}
-	for _, chars := range budgetSnippets[1:] {
+	for _, chars := range BudgetSnippets[1:] {
 		setSnippet(chars)
 		if size() <= maxTokens {
 			return true, 0
@@ -89,7 +89,7 @@ func FitSearch(res *SearchResult, maxTokens int) {
 	}
 	all := res.Hits
 	res.Truncated = true // in the estimates: the answer will carry it
-	fitBudget(maxTokens, len(all), 0,
+	FitBudget(maxTokens, len(all), 0,
 		func(chars int) {
 			for i := range all {
 				all[i].Snippet = snippet.Cut(orig[i], chars)
@@ -99,11 +99,11 @@ func FitSearch(res *SearchResult, maxTokens int) {
 		func() int { return EstimateTokens(res) })
 }
 
-// fitList trims a listing's page to about maxTokens, keeping at least one
+// FitList trims a listing's page to about maxTokens, keeping at least one
 // hit so that paging makes progress. When it leaves hits out, the caller
 // seals the next cursor after the last hit kept (its length is counted
 // here already).
-func fitList(res *ListResult, maxTokens int) (dropped int) {
+func FitList(res *ListResult, maxTokens int) (dropped int) {
 	if res == nil || maxTokens <= 0 || EstimateTokens(res) <= maxTokens {
 		return 0
 	}
@@ -113,7 +113,7 @@ func fitList(res *ListResult, maxTokens int) (dropped int) {
 	}
 	all, next := res.Hits, res.NextCursor
 	res.Truncated = true
-	_, dropped = fitBudget(maxTokens, len(all), min(len(all), 1),
+	_, dropped = FitBudget(maxTokens, len(all), min(len(all), 1),
 		func(chars int) {
 			for i := range all {
 				all[i].Snippet = snippet.Cut(orig[i], chars)
@@ -122,7 +122,7 @@ func fitList(res *ListResult, maxTokens int) (dropped int) {
 		func(k int) {
 			res.Hits, res.NextCursor = all[:k], next
 			if k < len(all) {
-				res.NextCursor = cursorPlaceholder
+				res.NextCursor = CursorPlaceholder
 			}
 		},
 		func() int { return EstimateTokens(res) })
@@ -130,6 +130,6 @@ func fitList(res *ListResult, maxTokens int) (dropped int) {
 	return dropped
 }
 
-// cursorPlaceholder has the length of every cursor (sealCursor), for the
+// CursorPlaceholder has the length of every cursor (sealCursor), for the
 // estimate of a page whose cursor is sealed after the trim.
-var cursorPlaceholder = strings.Repeat("c", base64.RawURLEncoding.EncodedLen(cursorPayload+16))
+var CursorPlaceholder = strings.Repeat("c", base64.RawURLEncoding.EncodedLen(CursorPayload+16))
