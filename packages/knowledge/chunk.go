@@ -165,7 +165,7 @@ func (s *Service) bodies(ctx context.Context, org uuid.UUID, hits []rankedHit, v
 		ids[i] = h.ID
 	}
 	out := make(map[uuid.UUID]hitBody, len(hits))
-	q, err := s.readsOf(ctx, org)
+	q, err := s.data.Reads(ctx, org)
 	if err != nil {
 		return nil, mapErr(err, "")
 	}

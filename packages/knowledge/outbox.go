@@ -13,8 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgvector/pgvector-go"
 
-	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -31,14 +31,15 @@ import (
 // row-level security (the worker's, the operator's). It is safe for
 // concurrent use.
 type Outbox struct {
-	pool *pgxpool.Pool
+	data *data.DB
 	q    *sqlc.Queries
 }
 
 // NewOutbox returns the outbox of pool (from db.Open, which registers
 // pgvector's types).
 func NewOutbox(pool *pgxpool.Pool) *Outbox {
-	return &Outbox{pool: pool, q: sqlc.New(pool)}
+	d := data.New(pool)
+	return &Outbox{data: d, q: d.Q()}
 }
 
 // PendingEntry is an entry that still waits for the vectors of its job's
@@ -58,19 +59,13 @@ func (o *Outbox) Pending(ctx context.Context, jobs []domain.EmbeddingJob) ([]Pen
 	if len(jobs) == 0 {
 		return nil, nil
 	}
-	citus, err := db.IsCitus(ctx, o.pool)
+	groups, err := o.data.Runs(ctx, len(jobs), func(i int) uuid.UUID { return jobs[i].OrgID })
 	if err != nil {
 		return nil, fmt.Errorf("load entries: %w", err)
 	}
-	runs := [][]domain.EmbeddingJob{jobs}
-	if citus {
-		runs = nil
-		for _, g := range orgRuns(len(jobs), func(i int) uuid.UUID { return jobs[i].OrgID }) {
-			runs = append(runs, pick(jobs, g))
-		}
-	}
 	var out []PendingEntry
-	for _, run := range runs {
+	for _, g := range groups {
+		run := data.Pick(jobs, g)
 		rows, err := o.q.ListJobEntries(ctx, sqlc.ListJobEntriesParams(jobArrays(run)))
 		if err != nil {
 			return nil, fmt.Errorf("load entries: %w", err)
@@ -143,17 +138,12 @@ func (o *Outbox) WriteVectors(ctx context.Context, model string, entries []Pendi
 		}
 		return bytes.Compare(x.EntryID[:], y.EntryID[:])
 	})
-	citus, err := db.IsCitus(ctx, o.pool)
+	groups, err := o.data.Runs(ctx, len(order), func(i int) uuid.UUID { return entries[order[i]].Job.OrgID })
 	if err != nil {
 		return out, fmt.Errorf("write vectors: %w", err)
 	}
-	if !citus {
-		return out, o.writeRun(ctx, model, entries, vecs, order, &out)
-	}
-	// No distributed transaction, and a row lock statement may not span
-	// shards.
-	for _, g := range orgRuns(len(order), func(i int) uuid.UUID { return entries[order[i]].Job.OrgID }) {
-		if err := o.writeRun(ctx, model, entries, vecs, pick(order, g), &out); err != nil {
+	for _, g := range groups {
+		if err := o.writeRun(ctx, model, entries, vecs, data.Pick(order, g), &out); err != nil {
 			return out, err
 		}
 	}
@@ -211,7 +201,7 @@ func (o *Outbox) writeOnce(ctx context.Context, model string, entries []PendingE
 		}
 		return js
 	}
-	err = pgx.BeginFunc(ctx, o.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, o.data.Pool(), func(tx pgx.Tx) error {
 		written, lags, busy = 0, nil, nil
 		q := o.q.WithTx(tx)
 		locked, err := q.LockPendingForEmbedding(ctx, sqlc.LockPendingForEmbeddingParams(jobArrays(picked(idx))))
@@ -385,29 +375,4 @@ func jobArrays(jobs []domain.EmbeddingJob) jobIDs {
 		p.OrgIds[i], p.Ids[i], p.Generations[i] = j.OrgID, j.EntryID, j.Generation
 	}
 	return p
-}
-
-// orgRuns groups the indexes 0..n-1 by org (first seen first).
-func orgRuns(n int, org func(int) uuid.UUID) [][]int {
-	var runs [][]int
-	at := map[uuid.UUID]int{}
-	for i := range n {
-		o := org(i)
-		k, ok := at[o]
-		if !ok {
-			k = len(runs)
-			at[o] = k
-			runs = append(runs, nil)
-		}
-		runs[k] = append(runs[k], i)
-	}
-	return runs
-}
-
-func pick[T any](xs []T, idx []int) []T {
-	out := make([]T, len(idx))
-	for k, i := range idx {
-		out[k] = xs[i]
-	}
-	return out
 }

@@ -325,7 +325,7 @@ func (s *Service) candidates(ctx context.Context, db pgbatch.Sender, c domain.Ca
 	}
 	args := s.candidateArgs(c, a, depth, tableDocs, lists, vec)
 	if db == pgbatch.Sender(s.pool) {
-		rows, ok, err := s.onWorker(ctx, stmt, c.OrgID, searchSettings(a.EfSearch, pin), args)
+		rows, ok, err := s.data.OnWorker(ctx, stmt, c.OrgID, searchSettings(a.EfSearch, pin), args)
 		if ok {
 			return collectCandidates(rows, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/pgbatch"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
@@ -126,6 +127,7 @@ type Service struct {
 	// methods a caller reaches put the caller's org in the context first
 	// (scope), so row-level security shows them their org only.
 	pool db.Scoped
+	data *data.DB
 	opts Options
 	q    *sqlc.Queries
 
@@ -135,7 +137,6 @@ type Service struct {
 	vecStmt   *pgbatch.Named // the vector list's statement, of the embedder's space (search.go)
 	qvec      *queryVectors  // query vector cache (queryvec.go)
 	listKeys  listKeyCache   // list cursor key (browse.go)
-	orgCalls  orgCalls       // statements run on an org's worker (onworker.go)
 	common    commonFilters  // filters found common lately (filtersearch.go)
 }
 
@@ -175,8 +176,8 @@ func New(pool *pgxpool.Pool, opts Options) *Service {
 		c := CalibrationFor(opts.Embedder.Model())
 		opts.VectorCalibration = &c
 	}
-	scoped := db.Scope(pool)
-	return &Service{pool: scoped, opts: opts, q: sqlc.New(scoped), qvec: newQueryVectors(), next: next,
+	d := data.New(pool)
+	return &Service{pool: d.Scoped(), data: d, opts: opts, q: d.Q(), qvec: newQueryVectors(), next: next,
 		vecStmt: vectorStmt(SpaceOf(opts.Embedder))}
 }
 

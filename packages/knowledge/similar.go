@@ -18,9 +18,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
 
-	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/pgbatch"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/rank"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
@@ -256,7 +256,7 @@ func (s *Service) similarByVector(ctx context.Context, org uuid.UUID, vec []floa
 	a := &domain.SearchArgs{Tags: []string{}, EfSearch: domain.DefaultEfSearch}
 	pv := pgvector.NewVector(vec)
 	args := s.candidateArgs(domain.Caller{OrgID: org}, a, similarCandidates, tableDocs, domain.ListVector, &pv)
-	rows, ok, err := s.onWorker(ctx, s.vecStmt, org, searchSettings(a.EfSearch, true), args)
+	rows, ok, err := s.data.OnWorker(ctx, s.vecStmt, org, searchSettings(a.EfSearch, true), args)
 	if !ok && err == nil {
 		p := pgbatch.New(s.pool)
 		if err := sqlc.New(p).SearchConfig(ctx, sqlc.SearchConfigParams{EfSearch: strconv.Itoa(a.EfSearch), PinVectorPlan: true}); err != nil {
@@ -333,7 +333,7 @@ func (s *Service) similarWith(ctx context.Context, org uuid.UUID, title, body st
 	for k, v := range override {
 		args[k] = v
 	}
-	rows, ok, err := s.onWorker(ctx, similarCandidatesStmt, org, similarSettings, args)
+	rows, ok, err := s.data.OnWorker(ctx, similarCandidatesStmt, org, similarSettings, args)
 	if !ok && err == nil {
 		p := pgbatch.New(s.pool)
 		if err := sqlc.New(p).SimilarConfig(ctx); err != nil {
@@ -573,21 +573,14 @@ func (s *Service) backfillSimilarKeys(ctx context.Context) (int, error) {
 // Citus cluster (each routed to the org's shard: a row lock may not span
 // shards).
 func (s *Service) setSimilarKeys(ctx context.Context, rows []sqlc.SimilarKeysMissingRow) (int, error) {
-	citus, err := db.IsCitus(ctx, s.pool.Pool)
+	groups, err := s.data.Runs(ctx, len(rows), func(i int) uuid.UUID { return rows[i].OrgID })
 	if err != nil {
 		return 0, err
 	}
 	done := 0
-	for len(rows) > 0 {
-		n := len(rows)
-		if citus {
-			n = 1
-			for n < len(rows) && rows[n].OrgID == rows[0].OrgID {
-				n++
-			}
-		}
+	for _, g := range groups {
 		p := sqlc.SetSimilarKeysParams{}
-		for _, r := range rows[:n] {
+		for _, r := range data.Pick(rows, g) {
 			p.OrgIds = append(p.OrgIds, r.OrgID)
 			p.Ids = append(p.Ids, r.ID)
 			p.Keys = append(p.Keys, keysLiteral(wordsOf(r.OrgID, r.Title, r.Body).keys))
@@ -597,7 +590,6 @@ func (s *Service) setSimilarKeys(ctx context.Context, rows []sqlc.SimilarKeysMis
 		if err != nil {
 			return done, err
 		}
-		rows = rows[n:]
 	}
 	return done, nil
 }
