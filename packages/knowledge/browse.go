@@ -15,6 +15,7 @@ import (
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/pgbatch"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/snippet"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
@@ -40,7 +41,7 @@ var (
 // at the first, and entries stored meanwhile (newer than any page already
 // served) neither shift nor repeat the pages after.
 func (s *Service) List(ctx context.Context, c domain.Caller, in domain.ListInput) (_ *domain.ListResult, err error) {
-	defer wrapOp(&err, "knowledge.List")
+	defer data.WrapOp(&err, "knowledge.List")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	limit, tags, f, err := checkList(c, in)
 	if err != nil {
@@ -81,7 +82,7 @@ func (s *Service) List(ctx context.Context, c domain.Caller, in domain.ListInput
 	}
 	rows, err := listEntries(ctx, s.pool, p, byIDs, ids)
 	if err != nil {
-		return nil, mapErr(err, "")
+		return nil, data.MapErr(err, "")
 	}
 	seal := func(at time.Time, id uuid.UUID) string { return sealCursor(key, c.OrgID, filters, at, id) }
 	out := listPage(rows, limit, seal)
@@ -275,7 +276,7 @@ func (s *Service) listKey(ctx context.Context) ([]byte, error) {
 	if s.listKeys.key == nil {
 		k, err := s.q.ListCursorKey(ctx)
 		if err != nil {
-			return nil, mapErr(err, "")
+			return nil, data.MapErr(err, "")
 		}
 		s.listKeys.key = k
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/chunk"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/snippet"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
@@ -167,12 +168,12 @@ func (s *Service) bodies(ctx context.Context, org uuid.UUID, hits []rankedHit, v
 	out := make(map[uuid.UUID]hitBody, len(hits))
 	q, err := s.data.Reads(ctx, org)
 	if err != nil {
-		return nil, mapErr(err, "")
+		return nil, data.MapErr(err, "")
 	}
 	if vec == nil {
 		rows, err := q.SearchBodies(ctx, sqlc.SearchBodiesParams{OrgID: org, Ids: ids})
 		if err != nil {
-			return nil, mapErr(err, "")
+			return nil, data.MapErr(err, "")
 		}
 		for _, r := range rows {
 			out[r.ID] = hitBody{r.Body, Span{Start: -1, End: -1}, fieldsOf(r.Source, r.Kind, r.Metadata)}
@@ -183,7 +184,7 @@ func (s *Service) bodies(ctx context.Context, org uuid.UUID, hits []rankedHit, v
 		OrgID: org, Ids: ids, QueryVec: *vec, Model: s.opts.Embedder.Model(),
 	})
 	if err != nil {
-		return nil, mapErr(err, "")
+		return nil, data.MapErr(err, "")
 	}
 	for _, r := range rows {
 		out[r.ID] = hitBody{r.Body, Span{Start: int(r.StartChar), End: int(r.EndChar)}, fieldsOf(r.Source, r.Kind, r.Metadata)}

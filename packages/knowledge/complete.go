@@ -9,6 +9,7 @@ import (
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -38,7 +39,7 @@ const maxCompletionPrefix = 200
 // and pick the id. Nothing of another org is ever offered. hasMore says
 // more values match than were answered.
 func (s *Service) Complete(ctx context.Context, c domain.Caller, what, prefix string) (values []string, hasMore bool, err error) {
-	defer wrapOp(&err, "knowledge.Complete")
+	defer data.WrapOp(&err, "knowledge.Complete")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := domain.CheckCaller(c, false); err != nil {
 		return nil, false, err
@@ -64,7 +65,7 @@ func (s *Service) Complete(ctx context.Context, c domain.Caller, what, prefix st
 		return nil, false, errs.InvalidArgument("argument", "cannot be completed (known: %s, %s, %s, %s)", CompleteEntry, CompleteTask, CompleteAgent, CompleteTag)
 	}
 	if err != nil {
-		return nil, false, mapErr(err, "")
+		return nil, false, data.MapErr(err, "")
 	}
 	for _, id := range ids {
 		values = append(values, id.String())

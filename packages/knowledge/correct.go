@@ -10,6 +10,7 @@ import (
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -20,7 +21,7 @@ import (
 // Store's, its errors name "replacement.<argument>". With a client token a
 // retry answers the first result (Stored.Replayed, AlreadySuperseded).
 func (s *Service) Correct(ctx context.Context, c domain.Caller, oldID uuid.UUID, replacement domain.StoreInput) (_ *domain.CorrectResult, err error) {
-	defer wrapOp(&err, "knowledge.Correct")
+	defer data.WrapOp(&err, "knowledge.Correct")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := domain.CheckCaller(c, true); err != nil {
 		return nil, err
@@ -77,7 +78,7 @@ func (s *Service) Correct(ctx context.Context, c domain.Caller, oldID uuid.UUID,
 		return s.correctReplay(ctx, c, oldID, prev)
 	}
 	if err != nil {
-		return nil, mapErr(err, "")
+		return nil, data.MapErr(err, "")
 	}
 	s.enqueue(ctx, domain.EmbeddingJob{OrgID: c.OrgID, EntryID: res.Stored.ID, Generation: gen})
 	return res, nil

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -24,11 +25,11 @@ func (s *Service) documentOf(ctx context.Context, org, id uuid.UUID) (*domain.Do
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, refs[id], nil
 		}
-		return nil, nil, mapErr(err, "")
+		return nil, nil, data.MapErr(err, "")
 	}
 	rows, err := s.q.DocumentSections(ctx, sqlc.DocumentSectionsParams{OrgID: org, DocumentID: id})
 	if err != nil {
-		return nil, nil, mapErr(err, "")
+		return nil, nil, data.MapErr(err, "")
 	}
 	info := &domain.DocumentInfo{Format: d.Format, Live: d.Live, Chars: d.Chars, Sections: make([]domain.DocumentSection, len(rows))}
 	if d.Source != nil {
@@ -48,7 +49,7 @@ func (s *Service) sectionDocuments(ctx context.Context, org uuid.UUID, ids []uui
 	}
 	rows, err := s.q.SectionsDocuments(ctx, sqlc.SectionsDocumentsParams{OrgID: org, Ids: ids})
 	if err != nil {
-		return nil, mapErr(err, "")
+		return nil, data.MapErr(err, "")
 	}
 	out := make(map[uuid.UUID]*domain.DocumentRef, len(rows))
 	for _, r := range rows {

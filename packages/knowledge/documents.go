@@ -15,6 +15,7 @@ import (
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/docsplit"
 )
 
@@ -69,7 +70,7 @@ const sectionTitleSep = " › "
 // anything is written. With a ClientToken a retry is answered, not stored
 // again; without one, storing the same content again changes nothing.
 func (s *Service) StoreDocument(ctx context.Context, c domain.Caller, in domain.DocumentInput) (_ *domain.DocumentResult, err error) {
-	defer wrapOp(&err, "knowledge.StoreDocument")
+	defer data.WrapOp(&err, "knowledge.StoreDocument")
 	return s.storeDocument(ctx, c, in, MaxDocumentBytes)
 }
 
@@ -100,7 +101,7 @@ func (s *Service) storeDocument(ctx context.Context, c domain.Caller, in domain.
 		}
 	}
 	if err != nil {
-		return nil, mapErr(err, "")
+		return nil, data.MapErr(err, "")
 	}
 	s.enqueueAll(ctx, jobs)
 	return res, nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
@@ -405,7 +406,7 @@ func (s *Service) replayDocument(ctx context.Context, c domain.Caller, a *docume
 		return nil, nil
 	}
 	if err != nil {
-		return nil, mapErr(err, "")
+		return nil, data.MapErr(err, "")
 	}
 	if row.ForgottenAt != nil || row.DocumentID == nil {
 		return nil, &errs.Error{Code: errs.CodeInvalidArgument, Field: "clientToken",
@@ -418,7 +419,7 @@ func (s *Service) replayDocument(ctx context.Context, c domain.Caller, a *docume
 	}
 	secs, err := s.q.DocumentSections(ctx, sqlc.DocumentSectionsParams{OrgID: c.OrgID, DocumentID: doc})
 	if err != nil {
-		return nil, mapErr(err, "")
+		return nil, data.MapErr(err, "")
 	}
 	res := &domain.DocumentResult{ID: doc, Title: a.Title, Source: a.Source, Kind: a.Kind, Replayed: true,
 		Sections: make([]domain.SectionRef, len(secs)), Retired: []uuid.UUID{}, Kept: len(secs)}

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -29,7 +30,7 @@ func (s *Service) filterMatches(ctx context.Context, org uuid.UUID, f domain.Fil
 	if doc != nil {
 		ids, err := s.q.DocumentSectionIDs(ctx, sqlc.DocumentSectionIDsParams{OrgID: org, Ids: []uuid.UUID{*doc}})
 		if err != nil {
-			return domain.MatchSet{}, mapErr(err, "")
+			return domain.MatchSet{}, data.MapErr(err, "")
 		}
 		return domain.MatchSet{ByIDs: true, Ids: ids}, nil
 	}
@@ -63,7 +64,7 @@ func (s *Service) filterMatches(ctx context.Context, org uuid.UUID, f domain.Fil
 		}
 		ids, err := r.read()
 		if err != nil {
-			return domain.MatchSet{}, mapErr(err, "")
+			return domain.MatchSet{}, data.MapErr(err, "")
 		}
 		if len(ids) <= bound {
 			return domain.MatchSet{ByIDs: true, Ids: ids}, nil

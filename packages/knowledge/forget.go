@@ -12,6 +12,7 @@ import (
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -30,7 +31,7 @@ import (
 // its author and to whoever forgot it; to anyone else a forgotten id is
 // not found, like an id that never existed or belongs to another org.
 func (s *Service) Forget(ctx context.Context, c domain.Caller, id uuid.UUID, reason string, othersAllowed bool) (_ *domain.ForgetResult, err error) {
-	defer wrapOp(&err, "knowledge.Forget")
+	defer data.WrapOp(&err, "knowledge.Forget")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	if reason, err = checkForget(c, id, reason); err != nil {
 		return nil, err
@@ -43,7 +44,7 @@ func (s *Service) Forget(ctx context.Context, c domain.Caller, id uuid.UUID, rea
 		return err
 	})
 	if err != nil {
-		return nil, mapErr(err, "id")
+		return nil, data.MapErr(err, "id")
 	}
 	if !res.AlreadyForgotten {
 		s.forgetStoreAnswers(ctx, c.OrgID, id, gone)

@@ -11,6 +11,7 @@ import (
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -19,7 +20,7 @@ import (
 // the entries it directly replaced) and its task links. An id of another org
 // is not found, exactly like a missing one.
 func (s *Service) Get(ctx context.Context, c domain.Caller, id uuid.UUID) (_ *domain.Entry, err error) {
-	defer wrapOp(&err, "knowledge.Get")
+	defer data.WrapOp(&err, "knowledge.Get")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := domain.CheckCaller(c, false); err != nil {
 		return nil, err
@@ -40,7 +41,7 @@ func (s *Service) Get(ctx context.Context, c domain.Caller, id uuid.UUID) (_ *do
 		}
 	}
 	if err != nil {
-		return nil, mapErr(err, "id")
+		return nil, data.MapErr(err, "id")
 	}
 	links, err := s.entryLinks(ctx, c.OrgID, id)
 	if err != nil {
@@ -48,7 +49,7 @@ func (s *Service) Get(ctx context.Context, c domain.Caller, id uuid.UUID) (_ *do
 	}
 	chain, err := s.q.EntryChain(ctx, sqlc.EntryChainParams{OrgID: c.OrgID, ID: id})
 	if err != nil {
-		return nil, mapErr(err, "id")
+		return nil, data.MapErr(err, "id")
 	}
 	e := &domain.Entry{
 		ID: row.ID, State: domain.StateOf(row.SupersededBy, row.ExpiresAt, s.opts.Now()), Title: row.Title, Body: row.Body, Tags: domain.NonNil(row.Tags), Confidence: int(row.Confidence),
@@ -80,7 +81,7 @@ func (s *Service) Get(ctx context.Context, c domain.Caller, id uuid.UUID) (_ *do
 func (s *Service) entryLinks(ctx context.Context, org, id uuid.UUID) ([]domain.TaskLink, error) {
 	rows, err := s.q.ListEntryTaskLinks(ctx, sqlc.ListEntryTaskLinksParams{OrgID: org, KnowledgeID: id})
 	if err != nil {
-		return nil, mapErr(err, "")
+		return nil, data.MapErr(err, "")
 	}
 	links := make([]domain.TaskLink, 0, len(rows))
 	for _, l := range rows {
@@ -101,7 +102,7 @@ func sameTime(a, b *time.Time) bool {
 // of that source if there is one (its sections carry the source too),
 // else the newest such entry. not_found when none is, naming source.
 func (s *Service) GetBySource(ctx context.Context, c domain.Caller, source string) (_ *domain.Entry, err error) {
-	defer wrapOp(&err, "knowledge.GetBySource")
+	defer data.WrapOp(&err, "knowledge.GetBySource")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := domain.CheckCaller(c, false); err != nil {
 		return nil, err
@@ -117,7 +118,7 @@ func (s *Service) GetBySource(ctx context.Context, c domain.Caller, source strin
 		return nil, &errs.Error{Code: errs.CodeNotFound, Field: "source", Message: "no live entry of your organisation has this source"}
 	}
 	if err != nil {
-		return nil, mapErr(err, "source")
+		return nil, data.MapErr(err, "source")
 	}
 	return s.Get(ctx, c, id)
 }

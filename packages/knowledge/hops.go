@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -75,7 +76,7 @@ func (s *Service) expand(ctx context.Context, c domain.Caller, a *domain.SearchA
 			Within: a.Within.HopIDs(),
 		})
 		if err != nil {
-			return nil, mapErr(err, "")
+			return nil, data.MapErr(err, "")
 		}
 		// The best-scored sources first; the statement gives each source's
 		// relations newest first, and a stable sort keeps that order.

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -48,7 +49,7 @@ var indexBatchPositional = strings.NewReplacer("@org_id", "$1", "@max", "$2", "@
 // exactly once even with several workers, and a crash loses nothing (the
 // transaction rolls back, the rows stay queued).
 func (m *Maintenance) IndexPending(ctx context.Context, org uuid.UUID, max int) (_ int, err error) {
-	defer wrapOp(&err, "knowledge.IndexPending")
+	defer data.WrapOp(&err, "knowledge.IndexPending")
 	s := m.s
 	unscoped := ctx
 	ctx = db.WithOrg(ctx, org)
@@ -58,7 +59,7 @@ func (m *Maintenance) IndexPending(ctx context.Context, org uuid.UUID, max int) 
 	var n int
 	citus, err := db.IsCitus(ctx, s.pool.Pool)
 	if err != nil {
-		return 0, mapErr(err, "")
+		return 0, data.MapErr(err, "")
 	}
 	if citus {
 		// On a Citus cluster the two statements go as one call of
@@ -71,7 +72,7 @@ func (m *Maintenance) IndexPending(ctx context.Context, org uuid.UUID, max int) 
 		err := s.pool.QueryRow(unscoped, "SELECT knowledge_index_org($1, $2, $3, $4, $5, $6::regconfig)",
 			org, indexBatchPositional, max, BM25K1, BM25B, s.opts.TextSearchConfig).Scan(&n)
 		if err != nil {
-			return 0, mapErr(err, "")
+			return 0, data.MapErr(err, "")
 		}
 		return n, nil
 	}
@@ -86,7 +87,7 @@ func (m *Maintenance) IndexPending(ctx context.Context, org uuid.UUID, max int) 
 		}).Scan(&n)
 	})
 	if err != nil {
-		return 0, mapErr(err, "")
+		return 0, data.MapErr(err, "")
 	}
 	return n, nil
 }
@@ -100,7 +101,7 @@ func (m *Maintenance) IndexPending(ctx context.Context, org uuid.UUID, max int) 
 // a lock held too long) must not stall every org's index. The errors are
 // returned together at the end.
 func (m *Maintenance) IndexAll(ctx context.Context) (_ int, err error) {
-	defer wrapOp(&err, "knowledge.IndexAll")
+	defer data.WrapOp(&err, "knowledge.IndexAll")
 	s := m.s
 	total := 0
 	failed := map[uuid.UUID]error{}
@@ -114,7 +115,7 @@ func (m *Maintenance) IndexAll(ctx context.Context) (_ int, err error) {
 		}
 		orgs, err := s.q.OrgsWithQueuedEntries(ctx, int32(100+len(failed)))
 		if err != nil {
-			return total, errors.Join(mapErr(err, ""), joinOrgErrors(failed))
+			return total, errors.Join(data.MapErr(err, ""), joinOrgErrors(failed))
 		}
 		moved := 0
 		for _, org := range orgs {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -55,7 +56,7 @@ type IsolateReport struct {
 // already is reported as such. The Maintenance's pool must be the schema
 // owner's: Citus requires the tables' owner.
 func (m *Maintenance) IsolateOrg(ctx context.Context, org uuid.UUID, mode string) (_ IsolateReport, err error) {
-	defer wrapOp(&err, "knowledge.IsolateOrg")
+	defer data.WrapOp(&err, "knowledge.IsolateOrg")
 	s := m.s
 	rep := IsolateReport{OrgID: org}
 	switch mode {

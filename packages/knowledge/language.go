@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/vecspace"
 )
@@ -52,15 +53,15 @@ type VectorIndexState struct {
 // SearchIndexStatus reports an org's lexical index and its own vector
 // indexes.
 func (s *Service) SearchIndexStatus(ctx context.Context, org uuid.UUID) (_ *SearchIndexStatus, err error) {
-	defer wrapOp(&err, "knowledge.SearchIndexStatus")
+	defer data.WrapOp(&err, "knowledge.SearchIndexStatus")
 	ctx = db.WithOrg(ctx, org)
 	r, err := s.q.SearchIndexStatus(ctx, org)
 	if err != nil {
-		return nil, mapErr(err, "")
+		return nil, data.MapErr(err, "")
 	}
 	ixs, err := s.q.IndexesNamed(ctx, vecspace.OrgIndexPrefix(org))
 	if err != nil {
-		return nil, mapErr(err, "")
+		return nil, data.MapErr(err, "")
 	}
 	st := &SearchIndexStatus{OrgID: org, TextSearchConfig: r.Config, Indexed: r.Indexed, Queued: r.Queued,
 		VectorIndexes: []VectorIndexState{}}
@@ -78,7 +79,7 @@ func (s *Service) SearchIndexStatus(ctx context.Context, org uuid.UUID) (_ *Sear
 // fly) and every entry through the vector list. Other orgs are untouched.
 // It returns how many entries were queued.
 func (s *Service) SetTextSearchConfig(ctx context.Context, org uuid.UUID, config string) (_ int64, err error) {
-	defer wrapOp(&err, "knowledge.SetTextSearchConfig")
+	defer data.WrapOp(&err, "knowledge.SetTextSearchConfig")
 	ctx = db.WithOrg(ctx, org)
 	config = strings.TrimSpace(config)
 	if config == "" {
@@ -86,12 +87,12 @@ func (s *Service) SetTextSearchConfig(ctx context.Context, org uuid.UUID, config
 	}
 	ok, err := s.q.TextSearchConfigExists(ctx, config)
 	if err != nil {
-		return 0, mapErr(err, "")
+		return 0, data.MapErr(err, "")
 	}
 	if !ok {
 		names, err := s.q.TextSearchConfigs(ctx)
 		if err != nil {
-			return 0, mapErr(err, "")
+			return 0, data.MapErr(err, "")
 		}
 		return 0, errs.InvalidArgument("config", "%q is not a text search configuration of this server (it has: %s)",
 			config, strings.Join(names, ", "))
@@ -119,7 +120,7 @@ func (s *Service) SetTextSearchConfig(ctx context.Context, org uuid.UUID, config
 		return err
 	})
 	if err != nil {
-		return 0, mapErr(err, "org") // an org that does not exist: not_found
+		return 0, data.MapErr(err, "org") // an org that does not exist: not_found
 	}
 	return queued, nil
 }

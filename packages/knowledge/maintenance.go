@@ -1,6 +1,10 @@
 package knowledge
 
-import "context"
+import (
+	"context"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
+)
 
 // Maintenance keeps the knowledge tables searchable, out of the agents'
 // and operators' way: the lexical indexer (IndexAll, IndexPending), the
@@ -61,6 +65,6 @@ func NewMaintenance(s *Service, cfg MaintenanceConfig) *Maintenance {
 // Upkeep calls it. It returns how many counters it changed. Readers are
 // exact either way: it only keeps the deltas they sum short.
 func (m *Maintenance) CompactCounts(ctx context.Context, batch int) (_ int64, err error) {
-	defer wrapOp(&err, "knowledge.CompactCounts")
+	defer data.WrapOp(&err, "knowledge.CompactCounts")
 	return m.s.compactCounts(ctx, batch)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -127,7 +128,7 @@ type BackfillReport struct {
 // at once: they may embed an entry twice, and the second write does
 // nothing.
 func (m *Maintenance) Backfill(ctx context.Context, next embed.Embedder, o BackfillOptions) (_ BackfillReport, err error) {
-	defer wrapOp(&err, "knowledge.Backfill")
+	defer data.WrapOp(&err, "knowledge.Backfill")
 	s := m.s
 	var rep BackfillReport
 	if err := CheckModelSwitch(s.opts.Embedder, next); err != nil {
@@ -149,7 +150,7 @@ func (m *Maintenance) Backfill(ctx context.Context, next embed.Embedder, o Backf
 			AfterOrg: afterOrg, AfterID: afterID, Model: next.Model(), Max: int32(n),
 		})
 		if err != nil {
-			return rep, mapErr(err, "")
+			return rep, data.MapErr(err, "")
 		}
 		if len(rows) == 0 {
 			break
@@ -193,7 +194,7 @@ func (m *Maintenance) Backfill(ctx context.Context, next embed.Embedder, o Backf
 func (s *Service) writeNext(ctx context.Context, r sqlc.BackfillEntriesRow, model string, v EntryVectors) (bool, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return false, mapErr(err, "")
+		return false, data.MapErr(err, "")
 	}
 	defer tx.Rollback(ctx)
 	q := s.q.WithTx(tx)
@@ -203,26 +204,26 @@ func (s *Service) writeNext(ctx context.Context, r sqlc.BackfillEntriesRow, mode
 			Chunk: int32(j), StartChar: int32(sp.Start), EndChar: int32(sp.End), Embedding: pgvector.NewVector(v.Vecs[j]),
 		})
 		if err != nil {
-			return false, mapErr(err, "")
+			return false, data.MapErr(err, "")
 		}
 		if n == 0 && j == 0 {
 			return false, nil // gone, re-embedded or forgotten, or written by another worker
 		}
 	}
-	return true, mapErr(tx.Commit(ctx), "")
+	return true, data.MapErr(tx.Commit(ctx), "")
 }
 
 // cutOver serves every covered org by the next model from now on.
 func (s *Service) cutOver(ctx context.Context, next VectorSpace) ([]uuid.UUID, error) {
 	orgs, err := s.q.OrgsToCutOver(ctx, next.Model)
 	if err != nil {
-		return nil, mapErr(err, "")
+		return nil, data.MapErr(err, "")
 	}
 	var cut []uuid.UUID
 	for _, org := range orgs {
 		n, err := s.q.CutOverOrg(ctx, sqlc.CutOverOrgParams{OrgID: org, Model: next.Model, Dims: int32(next.Dims)})
 		if err != nil {
-			return cut, mapErr(err, "")
+			return cut, data.MapErr(err, "")
 		}
 		if n == 1 {
 			cut = append(cut, org)
@@ -243,13 +244,13 @@ type SwitchCoverage struct {
 // ModelSwitchCoverage reports every org's progress in the switch to next
 // (it reads every entry: for operators, not for every pass).
 func (s *Service) ModelSwitchCoverage(ctx context.Context, next embed.Embedder) (_ []SwitchCoverage, err error) {
-	defer wrapOp(&err, "knowledge.ModelSwitchCoverage")
+	defer data.WrapOp(&err, "knowledge.ModelSwitchCoverage")
 	if next == nil {
 		return nil, errors.New("no model switch is configured (no next model)")
 	}
 	rows, err := s.q.SwitchCoverage(ctx, next.Model())
 	if err != nil {
-		return nil, mapErr(err, "")
+		return nil, data.MapErr(err, "")
 	}
 	out := make([]SwitchCoverage, len(rows))
 	for i, r := range rows {
@@ -267,13 +268,13 @@ func (s *Service) ModelSwitchCoverage(ctx context.Context, next embed.Embedder) 
 // org, from the chunks table until an entry is moved, from its row after.
 // It refuses while an org is not cut over, and is safe to run again.
 func (s *Service) FinishModelSwitch(ctx context.Context, next VectorSpace) (moved int64, err error) {
-	defer wrapOp(&err, "knowledge.FinishModelSwitch")
+	defer data.WrapOp(&err, "knowledge.FinishModelSwitch")
 	if err := next.Validate(); err != nil {
 		return 0, err
 	}
 	cov, err := s.q.SwitchCoverage(ctx, next.Model)
 	if err != nil {
-		return 0, mapErr(err, "")
+		return 0, data.MapErr(err, "")
 	}
 	for _, c := range cov {
 		if c.WithVector > 0 && !c.Switched {
@@ -285,7 +286,7 @@ func (s *Service) FinishModelSwitch(ctx context.Context, next VectorSpace) (move
 		for {
 			n, err := s.q.FinishSwitchBatch(ctx, sqlc.FinishSwitchBatchParams{OrgID: c.OrgID, Model: next.Model, Max: 500})
 			if err != nil {
-				return moved, mapErr(err, "")
+				return moved, data.MapErr(err, "")
 			}
 			if n == 0 {
 				break
@@ -294,7 +295,7 @@ func (s *Service) FinishModelSwitch(ctx context.Context, next VectorSpace) (move
 		}
 	}
 	if _, err := s.q.ForgetOrgSpaces(ctx, sqlc.ForgetOrgSpacesParams{Model: next.Model, Dims: int32(next.Dims)}); err != nil {
-		return moved, mapErr(err, "")
+		return moved, data.MapErr(err, "")
 	}
 	return moved, nil
 }

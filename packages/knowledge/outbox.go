@@ -159,7 +159,7 @@ func (o *Outbox) writeRun(ctx context.Context, model string, entries []PendingEn
 	wait := writeBackoff
 	for attempt := 1; ; attempt++ {
 		n, lags, busy, err := o.writeOnce(ctx, model, entries, vecs, order)
-		if err != nil && !isRetryableTx(err) {
+		if err != nil && !data.IsRetryableTx(err) {
 			return err
 		}
 		if err == nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
@@ -40,7 +41,7 @@ const purgeBatch = 500
 // dryRun counts without writing. Entries of another org, or ids that do not
 // exist, are simply not found: the report says 0.
 func (s *Service) Purge(ctx context.Context, org uuid.UUID, scope domain.PurgeScope, dryRun bool) (_ *domain.PurgeReport, err error) {
-	defer wrapOp(&err, "knowledge.Purge")
+	defer data.WrapOp(&err, "knowledge.Purge")
 	return s.PurgeWith(ctx, org, scope, domain.PurgeOptions{DryRun: dryRun})
 }
 
@@ -57,7 +58,7 @@ func (s *Service) Purge(ctx context.Context, org uuid.UUID, scope domain.PurgeSc
 // a later batch, and the second reset leaves the index exactly what
 // indexing the remaining rows gives (docs/operators.md, "Purge").
 func (s *Service) PurgeWith(ctx context.Context, org uuid.UUID, scope domain.PurgeScope, o domain.PurgeOptions) (_ *domain.PurgeReport, err error) {
-	defer wrapOp(&err, "knowledge.PurgeWith")
+	defer data.WrapOp(&err, "knowledge.PurgeWith")
 	ctx = db.WithOrg(ctx, org)
 	dryRun := o.DryRun
 	if err := scope.Validate(); err != nil {
@@ -67,7 +68,7 @@ func (s *Service) PurgeWith(ctx context.Context, org uuid.UUID, scope domain.Pur
 	// Uploads first: no finish can store a document from them once the
 	// entries are being erased.
 	if rep.Uploads, err = s.purgeUploads(ctx, org, scope, dryRun); err != nil {
-		return rep, mapErr(err, "")
+		return rep, data.MapErr(err, "")
 	}
 	if scope.All && !dryRun {
 		if _, err := s.resetOrgIndex(ctx, org, false); err != nil {
@@ -91,7 +92,7 @@ func (s *Service) PurgeWith(ctx context.Context, org uuid.UUID, scope domain.Pur
 			ids, err = s.q.PurgeSelectAll(ctx, sqlc.PurgeSelectAllParams{OrgID: org, After: after, MaxRows: purgeBatch})
 		}
 		if err != nil {
-			return rep, mapErr(err, "")
+			return rep, data.MapErr(err, "")
 		}
 		if len(ids) == 0 {
 			break
@@ -110,7 +111,7 @@ func (s *Service) PurgeWith(ctx context.Context, org uuid.UUID, scope domain.Pur
 			}
 		}
 		if err != nil {
-			return rep, mapErr(err, "")
+			return rep, data.MapErr(err, "")
 		}
 		if o.Progress != nil {
 			o.Progress(*rep)
@@ -173,7 +174,7 @@ func (s *Service) transientTx(ctx context.Context, f func(pgx.Tx) error) error {
 	wait := txBackoff
 	for attempt := 1; ; attempt++ {
 		err := pgx.BeginFunc(ctx, s.pool, f)
-		if err == nil || !isRetryableTx(err) || attempt >= txAttempts {
+		if err == nil || !data.IsRetryableTx(err) || attempt >= txAttempts {
 			return err
 		}
 		s.log().Warn("knowledge: transaction aborted by a transient conflict; retrying", "attempt", attempt, "err", err)
@@ -222,7 +223,7 @@ func (s *Service) resetOrgIndex(ctx context.Context, org uuid.UUID, requeue bool
 		queued, err = q.QueueOrgEntries(ctx, org)
 		return err
 	})
-	return queued, mapErr(err, "")
+	return queued, data.MapErr(err, "")
 }
 
 // purgeBatch erases ids (at most purgeBatch) in tx.

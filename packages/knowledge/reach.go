@@ -6,6 +6,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 )
 
 // The lexical index's reach, for an evaluation or an operator asking why a
@@ -40,7 +41,7 @@ SELECT EXISTS (
 // answers every such query, so a miss points at a bug. False for an org
 // with nothing indexed yet.
 func SharesAWord(ctx context.Context, s *Service, org uuid.UUID, query string) (_ bool, err error) {
-	defer wrapOp(&err, "knowledge.SharesAWord")
+	defer data.WrapOp(&err, "knowledge.SharesAWord")
 	ctx = db.WithOrg(ctx, org)
 	var shares bool
 	err = s.pool.QueryRow(ctx, sharesAWordSQL, org, query).Scan(&shares)
@@ -101,7 +102,7 @@ type TermsOverBound struct {
 // CountTermsOverBound counts, over queries searched in org, the terms read
 // partly (TermsOverBound).
 func CountTermsOverBound(ctx context.Context, s *Service, org uuid.UUID, queries []string) (_ TermsOverBound, err error) {
-	defer wrapOp(&err, "knowledge.CountTermsOverBound")
+	defer data.WrapOp(&err, "knowledge.CountTermsOverBound")
 	ctx = db.WithOrg(ctx, org)
 	var t TermsOverBound
 	err = s.pool.QueryRow(ctx, termsOverBoundSQL, org, queries, PerTermPostings, MaxQueryTerms, MinTermPostings).

@@ -19,6 +19,7 @@ import (
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -127,7 +128,7 @@ func (s *Service) writableCatalogue(ctx context.Context, q *sqlc.Queries, org uu
 func (s *Service) catalogueOf(ctx context.Context, q *sqlc.Queries, org uuid.UUID) (*catalogue, error) {
 	rows, err := q.ListOrgRelationTypes(ctx, org)
 	if err != nil {
-		return nil, mapErr(err, "")
+		return nil, data.MapErr(err, "")
 	}
 	own := make([]domain.RelationType, 0, len(rows))
 	for _, r := range rows {
@@ -139,7 +140,7 @@ func (s *Service) catalogueOf(ctx context.Context, q *sqlc.Queries, org uuid.UUI
 // RelationTypes lists the catalogue of the caller's org: the built-in
 // types and the org's own.
 func (s *Service) RelationTypes(ctx context.Context, c domain.Caller) (_ []domain.RelationType, err error) {
-	defer wrapOp(&err, "knowledge.RelationTypes")
+	defer data.WrapOp(&err, "knowledge.RelationTypes")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := domain.CheckCaller(c, false); err != nil {
 		return nil, err
@@ -156,7 +157,7 @@ func (s *Service) RelationTypes(ctx context.Context, c domain.Caller) (_ []domai
 // name itself). Neither name may already be a name or an inverse in the
 // org's catalogue (built-in or the org's), so every name means one thing.
 func (s *Service) AddRelationType(ctx context.Context, org uuid.UUID, name, inverse string, symmetric bool) (_ *domain.RelationType, err error) {
-	defer wrapOp(&err, "knowledge.AddRelationType")
+	defer data.WrapOp(&err, "knowledge.AddRelationType")
 	ctx = db.WithOrg(ctx, org)
 	if org == uuid.Nil {
 		return nil, errs.InvalidArgument("org", "is required")
@@ -201,7 +202,7 @@ func (s *Service) AddRelationType(ctx context.Context, org uuid.UUID, name, inve
 		return nil
 	})
 	if err != nil {
-		return nil, mapErr(err, "org")
+		return nil, data.MapErr(err, "org")
 	}
 	return out, nil
 }
@@ -247,7 +248,7 @@ func (s *Service) checkLinkArgs(c domain.Caller, from, to uuid.UUID) error {
 // answers it with Existed. Past MaxRelationsPerEntry open relations on
 // either end: conflict naming the end.
 func (s *Service) Link(ctx context.Context, c domain.Caller, in domain.LinkInput) (_ *domain.RelationChange, err error) {
-	defer wrapOp(&err, "knowledge.Link")
+	defer data.WrapOp(&err, "knowledge.Link")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := s.checkLinkArgs(c, in.FromID, in.ToID); err != nil {
 		return nil, err
@@ -322,7 +323,7 @@ func (s *Service) Link(ctx context.Context, c domain.Caller, in domain.LinkInput
 		return &errs.Error{Code: errs.CodeConflict, Retryable: true, Message: "changed concurrently; retry"}
 	})
 	if err != nil {
-		return nil, mapErr(err, "")
+		return nil, data.MapErr(err, "")
 	}
 	return out, nil
 }
@@ -333,7 +334,7 @@ func (s *Service) Link(ctx context.Context, c domain.Caller, in domain.LinkInput
 // AlreadyClosed; one that never existed is not_found on type. The ends
 // must be live entries of the org (not_found naming the field).
 func (s *Service) Unlink(ctx context.Context, c domain.Caller, fromID, toID uuid.UUID, typ string) (_ *domain.RelationChange, err error) {
-	defer wrapOp(&err, "knowledge.Unlink")
+	defer data.WrapOp(&err, "knowledge.Unlink")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := s.checkLinkArgs(c, fromID, toID); err != nil {
 		return nil, err
@@ -380,7 +381,7 @@ func (s *Service) Unlink(ctx context.Context, c domain.Caller, fromID, toID uuid
 		return nil
 	})
 	if err != nil {
-		return nil, mapErr(err, "")
+		return nil, data.MapErr(err, "")
 	}
 	return out, nil
 }
@@ -453,7 +454,7 @@ type relCursor struct {
 // continues after the page's last relation; a cursor belongs to the entry
 // and filters that made it (else invalid_argument on cursor).
 func (s *Service) Relations(ctx context.Context, c domain.Caller, in domain.RelationsInput) (_ *domain.RelationsResult, err error) {
-	defer wrapOp(&err, "knowledge.Relations")
+	defer data.WrapOp(&err, "knowledge.Relations")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := domain.CheckCaller(c, false); err != nil {
 		return nil, err
@@ -490,12 +491,12 @@ func (s *Service) Relations(ctx context.Context, c domain.Caller, in domain.Rela
 	}
 	rows, err := s.q.ListRelations(ctx, p)
 	if err != nil {
-		return nil, mapErr(err, "")
+		return nil, data.MapErr(err, "")
 	}
 	if len(rows) == 0 && in.Cursor == "" {
 		// An entry without relations, or none at all: tell them apart.
 		if _, err := s.q.GetEntry(ctx, sqlc.GetEntryParams{OrgID: c.OrgID, ID: in.ID}); err != nil {
-			return nil, mapErr(err, "id")
+			return nil, data.MapErr(err, "id")
 		}
 	}
 	return relationsPage(cat, rows, limit, relCursor{ID: in.ID, Filter: filter}, s.opts.Now()), nil
@@ -623,7 +624,7 @@ func decodeRelCursor(s string) (*relCursor, error) {
 func (s *Service) relationSummary(ctx context.Context, c domain.Caller, id uuid.UUID) (*domain.RelationSummary, error) {
 	counts, err := s.q.RelationCounts(ctx, sqlc.RelationCountsParams{OrgID: c.OrgID, ID: id})
 	if err != nil {
-		return nil, mapErr(err, "")
+		return nil, data.MapErr(err, "")
 	}
 	sum := &domain.RelationSummary{ByType: []domain.RelationCount{}, First: []domain.Relation{}}
 	if len(counts) == 0 {
@@ -654,7 +655,7 @@ func (s *Service) relationSummary(ctx context.Context, c domain.Caller, id uuid.
 	rows, err := s.q.ListRelations(ctx, sqlc.ListRelationsParams{OrgID: c.OrgID, ID: id, WantOut: true, WantIn: true,
 		SymTypes: domain.NonNil(cat.sym), WantSupersedes: true, WantSupersededBy: true, MaxRows: domain.RelationSummaryFirst})
 	if err != nil {
-		return nil, mapErr(err, "")
+		return nil, data.MapErr(err, "")
 	}
 	now := s.opts.Now()
 	for _, r := range rows {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/pgbatch"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/rank"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
@@ -36,7 +37,7 @@ import (
 // answer comes from the two lexical lists, with VectorSearch false and a
 // Notice saying why: a degraded answer beats none.
 func (s *Service) Search(ctx context.Context, c domain.Caller, in domain.SearchInput) (_ *domain.SearchResult, err error) {
-	defer wrapOp(&err, "knowledge.Search")
+	defer data.WrapOp(&err, "knowledge.Search")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	if n := s.servedByNext(ctx, c.OrgID); n != nil {
 		return n.Search(ctx, c, in) // the org has cut over to the next model
@@ -233,7 +234,7 @@ func (s *Service) rank(ctx context.Context, c domain.Caller, a *domain.SearchArg
 	}
 	tableDocs, err := s.tableDocs.get(ctx, s.q)
 	if err != nil {
-		return nil, mapErr(err, "")
+		return nil, data.MapErr(err, "")
 	}
 	if err := s.searchMatches(ctx, c.OrgID, a); err != nil {
 		return nil, err
@@ -330,13 +331,13 @@ func (s *Service) candidates(ctx context.Context, db pgbatch.Sender, c domain.Ca
 			return collectCandidates(rows, err)
 		}
 		if err != nil {
-			return nil, mapErr(err, "")
+			return nil, data.MapErr(err, "")
 		}
 	}
 	p := pgbatch.New(db)
 	// Queued, not sent: it goes in the same batch as the search below.
 	if err := sqlc.New(p).SearchConfig(ctx, sqlc.SearchConfigParams{EfSearch: strconv.Itoa(a.EfSearch), PinVectorPlan: pin}); err != nil {
-		return nil, mapErr(err, "")
+		return nil, data.MapErr(err, "")
 	}
 	return collectCandidates(stmt.Query(ctx, p, args))
 }
@@ -344,11 +345,11 @@ func (s *Service) candidates(ctx context.Context, db pgbatch.Sender, c domain.Ca
 // collectCandidates reads the rows of a ranking statement.
 func collectCandidates(rows pgx.Rows, err error) ([]candidateRow, error) {
 	if err != nil {
-		return nil, mapErr(err, "")
+		return nil, data.MapErr(err, "")
 	}
 	cands, err := pgx.CollectRows(rows, scanCandidate)
 	if err != nil {
-		return nil, mapErr(err, "")
+		return nil, data.MapErr(err, "")
 	}
 	return cands, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 )
 
 // ListHit is one entry of one ranked list: its id and the list's own
@@ -49,7 +50,7 @@ const MaxListDepth = 1000
 // (apps/eval), and neither the agents' and operators' Service nor the
 // worker's Maintenance has a use for it.
 func SearchLists(ctx context.Context, s *Service, c domain.Caller, in domain.SearchInput, depth int) (_ *Lists, err error) {
-	defer wrapOp(&err, "knowledge.SearchLists")
+	defer data.WrapOp(&err, "knowledge.SearchLists")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	if n := s.servedByNext(ctx, c.OrgID); n != nil {
 		return SearchLists(ctx, n, c, in, depth) // the org has cut over to the next model

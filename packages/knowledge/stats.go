@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
@@ -98,7 +99,7 @@ type AgentCount struct {
 // docs/benchmarks.md). The org is not checked: callers pass an org that
 // exists (a token's, or one ctl looked up).
 func (s *Service) Stats(ctx context.Context, org uuid.UUID, topTags int) (_ *OrgStats, err error) {
-	defer wrapOp(&err, "knowledge.Stats")
+	defer data.WrapOp(&err, "knowledge.Stats")
 	ctx = db.WithOrg(ctx, org)
 	if topTags <= 0 {
 		topTags = 10
@@ -151,7 +152,7 @@ func (s *Service) Stats(ctx context.Context, org uuid.UUID, topTags int) (_ *Org
 		return nil
 	})
 	if err != nil {
-		return nil, mapErr(err, "")
+		return nil, data.MapErr(err, "")
 	}
 	st.ElapsedMs = float64(time.Since(start).Microseconds()) / 1000
 	return st, nil
@@ -268,7 +269,7 @@ func (s *Service) compactCounts(ctx context.Context, batch int) (int64, error) {
 	for {
 		n, err := s.q.CompactCounts(ctx, int32(batch))
 		if err != nil {
-			return total, mapErr(err, "")
+			return total, data.MapErr(err, "")
 		}
 		total += n
 		if n == 0 {
@@ -278,7 +279,7 @@ func (s *Service) compactCounts(ctx context.Context, batch int) (int64, error) {
 	// A counter at zero names a key nothing carries any more; when the key
 	// is a tag, that is content an erasure must not leave behind.
 	if _, err := s.q.DeleteZeroCounts(ctx); err != nil {
-		return total, mapErr(err, "")
+		return total, data.MapErr(err, "")
 	}
 	return total, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
@@ -28,7 +29,7 @@ var errTokenTaken = errors.New("client token already used")
 // failed store consumes nothing. After commit the entry is handed to the
 // Enqueuer. With a ClientToken the call is idempotent (see idempotence.go).
 func (s *Service) Store(ctx context.Context, c domain.Caller, in domain.StoreInput) (_ *domain.StoreResult, err error) {
-	defer wrapOp(&err, "knowledge.Store")
+	defer data.WrapOp(&err, "knowledge.Store")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	a, err := domain.ValidateStore(c, in, s.opts.Now())
 	if err != nil {
@@ -82,7 +83,7 @@ func (s *Service) store(ctx context.Context, c domain.Caller, a *domain.StoreArg
 		return s.replayFromDB(ctx, c, a)
 	}
 	if err != nil {
-		return nil, mapErr(err, "")
+		return nil, data.MapErr(err, "")
 	}
 	out := similar(res.ID)
 	res.Similar = slices.DeleteFunc(out.list, func(x domain.Similar) bool { return x.ID == res.ID })
@@ -104,7 +105,7 @@ func (s *Service) skipped(ctx context.Context, c domain.Caller, id uuid.UUID, ou
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, err
 		}
-		return nil, mapErr(err, "")
+		return nil, data.MapErr(err, "")
 	}
 	return &domain.StoreResult{
 		ID: e.ID, Title: e.Title, Tags: domain.NonNil(e.Tags), Confidence: int(e.Confidence), ExpiresAt: e.ExpiresAt,
@@ -195,7 +196,7 @@ func (s *Service) replayFromDB(ctx context.Context, c domain.Caller, a *domain.S
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, s.forgottenToken(ctx, c, a)
 		}
-		return nil, mapErr(err, "")
+		return nil, data.MapErr(err, "")
 	}
 	same := row.Title == a.Title && row.Body == a.Body && slices.Equal(row.Tags, a.Tags) &&
 		int(row.Confidence) == a.Confidence && sameTime(row.ExpiresAt, a.ExpiresAt) &&
@@ -214,7 +215,7 @@ func (s *Service) replayFromDB(ctx context.Context, c domain.Caller, a *domain.S
 		case errors.Is(err, pgx.ErrNoRows):
 			same = false
 		case err != nil:
-			return nil, mapErr(err, "")
+			return nil, data.MapErr(err, "")
 		default:
 			res.TaskLink = &domain.TaskLink{TaskID: l.TaskID, KnowledgeID: l.KnowledgeID, Kind: domain.LinkKind(l.Kind), CreatedAt: l.CreatedAt}
 		}
@@ -239,7 +240,7 @@ func (s *Service) forgottenToken(ctx context.Context, c domain.Caller, a *domain
 	case errors.Is(err, pgx.ErrNoRows):
 		return err
 	case err != nil:
-		return mapErr(err, "")
+		return data.MapErr(err, "")
 	}
 	return &errs.Error{Code: errs.CodeInvalidArgument, Field: "clientToken",
 		Message: "made an entry that has since been forgotten; it is not stored again under this clientToken (use a new clientToken to store it anew)"}

@@ -10,6 +10,7 @@ import (
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -54,7 +55,7 @@ const maxRaceAttempts = 5
 // and searches (which never take it), each holds it for milliseconds, and
 // other orgs never wait. TestSupersedeSerialisedPerOrg pins the lock.
 func (s *Service) Supersede(ctx context.Context, c domain.Caller, oldID, newID uuid.UUID) (_ *domain.SupersedeResult, err error) {
-	defer wrapOp(&err, "knowledge.Supersede")
+	defer data.WrapOp(&err, "knowledge.Supersede")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := domain.CheckCaller(c, true); err != nil {
 		return nil, err
@@ -74,7 +75,7 @@ func (s *Service) Supersede(ctx context.Context, c domain.Caller, oldID, newID u
 		return err
 	})
 	if err != nil {
-		return nil, mapErr(err, "")
+		return nil, data.MapErr(err, "")
 	}
 	return res, nil
 }
@@ -87,7 +88,7 @@ func (s *Service) Supersede(ctx context.Context, c domain.Caller, oldID, newID u
 func (s *Service) txRetryingRaces(ctx context.Context, f func(pgx.Tx) error) error {
 	for attempt := 1; ; attempt++ {
 		err := pgx.BeginFunc(ctx, s.pool, f)
-		if err == nil || !isRetryableTx(err) || attempt >= maxRaceAttempts {
+		if err == nil || !data.IsRetryableTx(err) || attempt >= maxRaceAttempts {
 			return err
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -18,7 +19,7 @@ import (
 // task of another org is not found. The caller's agent is recorded when it
 // has one (task runners may call with AgentID = uuid.Nil).
 func (s *Service) LinkTask(ctx context.Context, c domain.Caller, knowledgeID uuid.UUID, ref domain.TaskRef) (_ *domain.TaskLink, err error) {
-	defer wrapOp(&err, "knowledge.LinkTask")
+	defer data.WrapOp(&err, "knowledge.LinkTask")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := domain.CheckCaller(c, false); err != nil {
 		return nil, err
@@ -41,12 +42,12 @@ func (s *Service) LinkTask(ctx context.Context, c domain.Caller, knowledgeID uui
 			OrgID: c.OrgID, TaskID: ref.TaskID, KnowledgeID: knowledgeID, Kind: string(ref.Kind),
 		})
 		if err != nil {
-			return nil, mapErr(err, "")
+			return nil, data.MapErr(err, "")
 		}
 		return &domain.TaskLink{TaskID: g.TaskID, KnowledgeID: g.KnowledgeID, Kind: domain.LinkKind(g.Kind), CreatedAt: g.CreatedAt}, nil
 	}
 	if err != nil {
-		return nil, mapErr(err, "")
+		return nil, data.MapErr(err, "")
 	}
 	return &domain.TaskLink{TaskID: l.TaskID, KnowledgeID: l.KnowledgeID, Kind: domain.LinkKind(l.Kind), CreatedAt: l.CreatedAt}, nil
 }
@@ -56,7 +57,7 @@ func (s *Service) LinkTask(ctx context.Context, c domain.Caller, knowledgeID uui
 // gives an empty list. Superseded entries are listed too, naming their head,
 // so a task runner can follow to the current knowledge.
 func (s *Service) TaskKnowledge(ctx context.Context, c domain.Caller, taskID uuid.UUID, kind domain.LinkKind) (_ []domain.TaskEntry, err error) {
-	defer wrapOp(&err, "knowledge.TaskKnowledge")
+	defer data.WrapOp(&err, "knowledge.TaskKnowledge")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := domain.CheckCaller(c, false); err != nil {
 		return nil, err
@@ -75,14 +76,14 @@ func (s *Service) TaskKnowledge(ctx context.Context, c domain.Caller, taskID uui
 	}
 	ok, err := s.q.TaskExists(ctx, sqlc.TaskExistsParams{OrgID: c.OrgID, ID: taskID})
 	if err != nil {
-		return nil, mapErr(err, "")
+		return nil, data.MapErr(err, "")
 	}
 	if !ok {
 		return nil, &errs.Error{Code: errs.CodeNotFound, Field: "taskId", Message: "no such task in this org"}
 	}
 	rows, err := s.q.ListTaskKnowledge(ctx, sqlc.ListTaskKnowledgeParams{OrgID: c.OrgID, TaskID: taskID, Kind: k})
 	if err != nil {
-		return nil, mapErr(err, "")
+		return nil, data.MapErr(err, "")
 	}
 	out := make([]domain.TaskEntry, 0, len(rows))
 	for _, r := range rows {

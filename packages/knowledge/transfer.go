@@ -17,6 +17,7 @@ import (
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/transferfmt"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
@@ -84,7 +85,7 @@ func utcp(t *time.Time) *time.Time {
 // read, read-only transaction), page by page with keyset paging, so its
 // memory does not grow with the org; w is buffered here.
 func (s *Service) Export(ctx context.Context, org uuid.UUID, w io.Writer, o ExportOptions) (_ *ExportReport, err error) {
-	defer wrapOp(&err, "knowledge.Export")
+	defer data.WrapOp(&err, "knowledge.Export")
 	ctx = db.WithOrg(ctx, org)
 	if o.PageSize <= 0 {
 		o.PageSize = 1000
@@ -104,7 +105,7 @@ func (s *Service) Export(ctx context.Context, org uuid.UUID, w io.Writer, o Expo
 		return bw.Flush()
 	})
 	if err != nil {
-		return rep, mapErr(err, "")
+		return rep, data.MapErr(err, "")
 	}
 	return rep, nil
 }
@@ -346,7 +347,7 @@ var ErrNewerFormat = transferfmt.ErrNewerFormat
 // grace period (WORKER_RECONCILE_GRACE); the lexical indexer picks them up
 // on its next pass.
 func (s *Service) Import(ctx context.Context, org uuid.UUID, open func() (io.ReadCloser, error), o ImportOptions) (_ *ImportReport, err error) {
-	defer wrapOp(&err, "knowledge.Import")
+	defer data.WrapOp(&err, "knowledge.Import")
 	ctx = db.WithOrg(ctx, org)
 	rep := &ImportReport{Skipped: map[string]int64{}}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -377,7 +378,7 @@ func (s *Service) Import(ctx context.Context, org uuid.UUID, open func() (io.Rea
 		if errors.As(err, &ke) || errors.Is(err, ErrNewerFormat) {
 			return rep, err
 		}
-		return rep, mapErr(err, "")
+		return rep, data.MapErr(err, "")
 	}
 	// Each COPY batch appended its changes to the org counters (up to a
 	// row per distinct tag); fold them now rather than at the worker's

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/vecspace"
 )
@@ -102,7 +103,7 @@ type UpkeepReport struct {
 // Upkeep runs the maintenance that is due (see above) and reports it. A
 // statement is cancelled when ctx ends; what it did by then is kept.
 func (m *Maintenance) Upkeep(ctx context.Context) (_ UpkeepReport, err error) {
-	defer wrapOp(&err, "knowledge.Upkeep")
+	defer data.WrapOp(&err, "knowledge.Upkeep")
 	s := m.s
 	var rep UpkeepReport
 	// The statistics' counters first (stats.go): cheap, and it keeps
@@ -153,7 +154,7 @@ func (m *Maintenance) Upkeep(ctx context.Context) (_ UpkeepReport, err error) {
 	n, err := s.backfillSimilarKeys(ctx)
 	rep.SimilarKeys = n
 	if err != nil {
-		return rep, fmt.Errorf("upkeep: duplicate-check keys: %w", mapErr(err, ""))
+		return rep, fmt.Errorf("upkeep: duplicate-check keys: %w", data.MapErr(err, ""))
 	}
 	return rep, nil
 }
@@ -164,7 +165,7 @@ func (m *Maintenance) Upkeep(ctx context.Context) (_ UpkeepReport, err error) {
 // that wants an org's vector index without waiting for the vacuums (the
 // benchmarks measure search in that state).
 func (m *Maintenance) UpkeepVectorIndexes(ctx context.Context) (_ UpkeepReport, err error) {
-	defer wrapOp(&err, "knowledge.UpkeepVectorIndexes")
+	defer data.WrapOp(&err, "knowledge.UpkeepVectorIndexes")
 	var rep UpkeepReport
 	err = m.orgVectorIndex(ctx, &rep)
 	return rep, err
@@ -206,7 +207,7 @@ func (m *Maintenance) orgVectorIndex(ctx context.Context, rep *UpkeepReport) err
 	}
 	have, err := s.q.IndexesNamed(ctx, vecspace.OrgIndexesPrefix)
 	if err != nil {
-		return mapErr(err, "")
+		return data.MapErr(err, "")
 	}
 	valid := map[string]bool{}
 	for _, ix := range have {
@@ -226,7 +227,7 @@ func (m *Maintenance) orgVectorIndex(ctx context.Context, rep *UpkeepReport) err
 		MinDocs: int64(m.cfg.OrgVectorIndexMinDocs), MaxShare: OrgVectorIndexMaxShare,
 	})
 	if err != nil {
-		return mapErr(err, "")
+		return data.MapErr(err, "")
 	}
 	for _, o := range orgs {
 		name := sp.OrgIndexName(o.OrgID)

@@ -6,6 +6,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -37,12 +38,12 @@ func (m *Maintenance) upkeepParts(ctx context.Context) ([]upkeepPart, error) {
 	s := m.s
 	citus, err := db.IsCitus(ctx, s.pool.Pool)
 	if err != nil {
-		return nil, mapErr(err, "")
+		return nil, data.MapErr(err, "")
 	}
 	if !citus {
 		rows, err := s.q.TableActivity(ctx, upkeepTables)
 		if err != nil {
-			return nil, mapErr(err, "")
+			return nil, data.MapErr(err, "")
 		}
 		parts := make([]upkeepPart, len(rows))
 		for i, r := range rows {
@@ -52,7 +53,7 @@ func (m *Maintenance) upkeepParts(ctx context.Context) ([]upkeepPart, error) {
 	}
 	rows, err := s.q.ShardActivity(ctx, upkeepTables)
 	if err != nil {
-		return nil, mapErr(err, "")
+		return nil, data.MapErr(err, "")
 	}
 	parts := make([]upkeepPart, len(rows))
 	for i, r := range rows {

@@ -6,6 +6,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -19,7 +20,7 @@ const uploadExpiryBatch = 500
 // upload is already not found by the agents' calls, so when it runs only
 // decides how long expired parts take room in the database.
 func (m *Maintenance) DeleteExpiredUploads(ctx context.Context) (_ int64, err error) {
-	defer wrapOp(&err, "knowledge.DeleteExpiredUploads")
+	defer data.WrapOp(&err, "knowledge.DeleteExpiredUploads")
 	s := m.s
 	var total int64
 	for {

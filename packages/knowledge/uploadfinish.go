@@ -14,6 +14,7 @@ import (
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -36,7 +37,7 @@ var uploadContentSQL string
 // so a finish retried after a failure between the store and the record of
 // its answer replays the document instead of storing it twice.
 func (s *Service) UploadFinish(ctx context.Context, c domain.Caller, in domain.UploadFinishInput) (_ *domain.DocumentResult, err error) {
-	defer wrapOp(&err, "knowledge.UploadFinish")
+	defer data.WrapOp(&err, "knowledge.UploadFinish")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := domain.CheckCaller(c, true); err != nil {
 		return nil, err
@@ -53,7 +54,7 @@ func (s *Service) UploadFinish(ctx context.Context, c domain.Caller, in domain.U
 		return nil, uploadNotFound()
 	}
 	if err != nil {
-		return nil, mapErr(err, "")
+		return nil, data.MapErr(err, "")
 	}
 	if u.FinishedAt != nil {
 		return s.finishedUpload(ctx, c, u)
@@ -88,7 +89,7 @@ func (s *Service) assemble(ctx context.Context, org uuid.UUID, u sqlc.GetUploadR
 	b.Grow(int(u.TotalBytes))
 	rows, err := s.pool.Query(ctx, uploadContentSQL, org, u.ID)
 	if err != nil {
-		return "", mapErr(err, "")
+		return "", data.MapErr(err, "")
 	}
 	defer rows.Close()
 	parts := 0
@@ -99,7 +100,7 @@ func (s *Service) assemble(ctx context.Context, org uuid.UUID, u sqlc.GetUploadR
 		parts++
 	}
 	if err := rows.Err(); err != nil {
-		return "", mapErr(err, "")
+		return "", data.MapErr(err, "")
 	}
 	if parts != int(u.NextIndex) || int64(b.Len()) != u.TotalBytes {
 		return "", fmt.Errorf("upload %s: %d parts of %d bytes read, %d parts of %d bytes counted", u.ID, parts, b.Len(), u.NextIndex, u.TotalBytes)
@@ -147,7 +148,7 @@ func (s *Service) finishedUpload(ctx context.Context, c domain.Caller, u sqlc.Ge
 	if u.DocumentID != nil {
 		ok, err := s.q.DocumentExists(ctx, sqlc.DocumentExistsParams{OrgID: c.OrgID, ID: *u.DocumentID})
 		if err != nil {
-			return nil, mapErr(err, "")
+			return nil, data.MapErr(err, "")
 		}
 		if !ok {
 			return nil, &errs.Error{Code: errs.CodeNotFound, Field: "uploadId",

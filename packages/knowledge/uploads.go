@@ -16,6 +16,7 @@ import (
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -54,7 +55,7 @@ func uploadNotFound() *errs.Error {
 // would pass it is refused (quota_exceeded on totalBytes) and an append
 // never is.
 func (s *Service) UploadStart(ctx context.Context, c domain.Caller, in domain.UploadStartInput) (_ *domain.UploadStartResult, err error) {
-	defer wrapOp(&err, "knowledge.UploadStart")
+	defer data.WrapOp(&err, "knowledge.UploadStart")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	m, err := checkUploadStart(c, in)
 	if err != nil {
@@ -86,7 +87,7 @@ func (s *Service) UploadStart(ctx context.Context, c domain.Caller, in domain.Up
 		return nil
 	})
 	if err != nil {
-		return nil, mapErr(err, "")
+		return nil, data.MapErr(err, "")
 	}
 	return res, nil
 }
@@ -122,7 +123,7 @@ func (s *Service) maxStagedBytes() int64 {
 // UploadTTL from now. Appends of one upload take turns (a row lock), so
 // the order holds under concurrent retries.
 func (s *Service) UploadAppend(ctx context.Context, c domain.Caller, in domain.UploadAppendInput) (_ *domain.UploadAppendResult, err error) {
-	defer wrapOp(&err, "knowledge.UploadAppend")
+	defer data.WrapOp(&err, "knowledge.UploadAppend")
 	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := checkUploadAppend(c, in); err != nil {
 		return nil, err
@@ -168,7 +169,7 @@ func (s *Service) UploadAppend(ctx context.Context, c domain.Caller, in domain.U
 		return nil
 	})
 	if err != nil {
-		return nil, mapErr(err, "")
+		return nil, data.MapErr(err, "")
 	}
 	return res, nil
 }

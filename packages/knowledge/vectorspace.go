@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/vecspace"
 )
@@ -35,7 +36,7 @@ func SpaceOf(e embed.Embedder) VectorSpace {
 // look-ups when the index is there. Until the index is valid, the vector
 // list uses the exact scan of the org (search_candidates.sql).
 func (m *Maintenance) EnsureVectorIndex(ctx context.Context) (built bool, err error) {
-	defer wrapOp(&err, "knowledge.EnsureVectorIndex")
+	defer data.WrapOp(&err, "knowledge.EnsureVectorIndex")
 	names, err := m.ensureVectorIndexes(ctx)
 	return len(names) > 0, err
 }
@@ -61,7 +62,7 @@ func (m *Maintenance) ensureVectorIndexes(ctx context.Context) (built []string, 
 	} {
 		st, err := s.q.IndexState(ctx, ix.name)
 		if err != nil {
-			return built, mapErr(err, "")
+			return built, data.MapErr(err, "")
 		}
 		if st.Present && st.Valid {
 			continue
@@ -95,7 +96,7 @@ func (m *Maintenance) buildVectorIndex(ctx context.Context, name, ddl string, sp
 	q := sqlc.New(conn)
 	locked, err := q.TryLockVectorIndexBuild(ctx)
 	if err != nil {
-		return false, mapErr(err, "")
+		return false, data.MapErr(err, "")
 	}
 	if !locked {
 		return false, nil // another worker is building one
@@ -104,7 +105,7 @@ func (m *Maintenance) buildVectorIndex(ctx context.Context, name, ddl string, sp
 	// Looked at again under the lock: another worker may have built it.
 	st, err := q.IndexState(ctx, name)
 	if err != nil {
-		return false, mapErr(err, "")
+		return false, data.MapErr(err, "")
 	}
 	if st.Present && st.Valid {
 		return false, nil
@@ -118,11 +119,11 @@ func (m *Maintenance) buildVectorIndex(ctx context.Context, name, ddl string, sp
 	}
 	n, err := elements(ctx, q)
 	if err != nil {
-		return false, mapErr(err, "")
+		return false, data.MapErr(err, "")
 	}
 	server, err := q.MaintenanceWorkMem(ctx)
 	if err != nil {
-		return false, mapErr(err, "")
+		return false, data.MapErr(err, "")
 	}
 	mem, capped := vecspace.BuildMemory(sp, n, server, m.cfg.VectorIndexMemory)
 	log := s.log().With("index", name, "elements", n, "maintenance_work_mem_mb", mem>>20)

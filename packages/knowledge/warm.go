@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
@@ -20,7 +21,7 @@ import (
 // not migrated yet, a statement cancelled) is logged, never returned: a
 // cold connection still works.
 func (m *Maintenance) WarmConn(ctx context.Context, conn *pgx.Conn) (err error) {
-	defer wrapOp(&err, "knowledge.WarmConn")
+	defer data.WrapOp(&err, "knowledge.WarmConn")
 	s := m.s
 	vec := pgvector.NewVector(make([]float32, s.opts.Embedder.Dimensions()))
 	a := &domain.SearchArgs{Query: "warm up", EfSearch: domain.DefaultEfSearch}

@@ -1,4 +1,4 @@
-package knowledge
+package data
 
 import (
 	"context"
@@ -58,12 +58,12 @@ func constraintError(pgErr *pgconn.PgError) (*errs.Error, bool) {
 	return e, ok
 }
 
-// mapErr is the one place where driver and dependency errors become
+// MapErr is the one place where driver and dependency errors become
 // *errs.Error values. notFoundField names the argument a pgx.ErrNoRows is
 // about. A database that cannot be reached, or asks for a retry, is
 // unavailable (retryable). Errors it does not know pass through, and the
-// service boundary (wrapOp) makes them internal: they are bugs, not input.
-func mapErr(err error, notFoundField string) error {
+// service boundary (WrapOp) makes them internal: they are bugs, not input.
+func MapErr(err error, notFoundField string) error {
 	if err == nil {
 		return nil
 	}
@@ -119,27 +119,27 @@ func mapErr(err error, notFoundField string) error {
 	return err
 }
 
-// dbUnavailable is mapErr's answer for a database it cannot use now. The
+// dbUnavailable is MapErr's answer for a database it cannot use now. The
 // context check sits between its two uses because context.DeadlineExceeded
 // is a net.Error too, and the caller's deadline is not the database's fault.
 func dbUnavailable(err error) *errs.Error {
 	return &errs.Error{Code: errs.CodeUnavailable, Message: "the database is unavailable", Retryable: true, Err: err}
 }
 
-// wrapOp is deferred by every exported method of Service: a driver error
+// WrapOp is deferred by every exported method of Service: a driver error
 // no inner call mapped is mapped here, and the operation is recorded
 // (errs.Wrap), so that an error the vocabulary does not know reaches the
 // edge as internal, naming the operation that failed.
-func wrapOp(errp *error, op string) {
+func WrapOp(errp *error, op string) {
 	if *errp != nil {
-		*errp = mapErr(*errp, "")
+		*errp = MapErr(*errp, "")
 		errs.Wrap(errp, op)
 	}
 }
 
-// isRetryableTx reports a transaction failure that a retry of the whole
+// IsRetryableTx reports a transaction failure that a retry of the whole
 // transaction can fix (serialisation failure, deadlock).
-func isRetryableTx(err error) bool {
+func IsRetryableTx(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
 }

@@ -1,4 +1,4 @@
-package knowledge
+package data
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 )
 
 // TestConstraintErrorsNameTheSchemasConstraints pins the error mapping to
-// the schema: every constraint name mapErr keys on exists, so renaming one
+// the schema: every constraint name MapErr keys on exists, so renaming one
 // in a migration fails here instead of turning a clear error (no such task)
 // into an opaque failure.
 func TestConstraintErrorsNameTheSchemasConstraints(t *testing.T) {
@@ -58,7 +58,7 @@ func TestBoundaryClassifiesErrors(t *testing.T) {
 		{"no rows", pgx.ErrNoRows, errs.CodeNotFound},
 	} {
 		err := tc.err
-		wrapOp(&err, "knowledge.Test")
+		WrapOp(&err, "knowledge.Test")
 		if errs.CodeOf(err) != tc.code || errs.OpOf(err) != "knowledge.Test" || !errors.Is(err, tc.err) {
 			t.Errorf("%s: code %q op %q (is cause: %v), want %q", tc.name, errs.CodeOf(err), errs.OpOf(err), errors.Is(err, tc.err), tc.code)
 		}
