@@ -11,6 +11,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/simkeys"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -59,7 +60,7 @@ func (s *Service) Correct(ctx context.Context, c domain.Caller, oldID uuid.UUID,
 		if err := sqlc.New(tx).LockOrgSupersessions(ctx, c.OrgID.String()); err != nil {
 			return err
 		}
-		st, g, err := insertEntryTx(ctx, tx, c, a, wordsOf(c.OrgID, a.Title, a.Body).keys)
+		st, g, err := insertEntryTx(ctx, tx, c, a, simkeys.WordsOf(c.OrgID, a.Title, a.Body).Keys)
 		if err != nil {
 			return err
 		}

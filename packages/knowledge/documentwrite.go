@@ -13,6 +13,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/simkeys"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
@@ -212,7 +213,7 @@ func (t *docTx) insertEntries(ctx context.Context, newDoc bool, docID uuid.UUID,
 	var titles, bodies, keys []string
 	add := func(id uuid.UUID, title, body string) {
 		ids, titles, bodies = append(ids, id), append(titles, title), append(bodies, body)
-		keys = append(keys, keysLiteral(wordsOf(t.c.OrgID, title, body).keys))
+		keys = append(keys, simkeys.KeysLiteral(simkeys.WordsOf(t.c.OrgID, title, body).Keys))
 	}
 	if newDoc {
 		add(docID, t.a.Title, t.p.toc)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/pgvector/pgvector-go"
@@ -35,55 +33,6 @@ import (
 //   - An entry stored after its org cut over is embedded by the current
 //     model first and backfilled within a pass: until then it is found by
 //     the lexical lists.
-
-// servedByTTL is how long an org's serving model is cached: a search
-// reads it at most this often per org. A search that read it just before
-// the cut-over uses the current model, whose vectors are all still there.
-const servedByTTL = time.Second
-
-type servedByCache struct {
-	mu sync.Mutex
-	m  map[uuid.UUID]servedByEntry
-}
-
-type servedByEntry struct {
-	next bool
-	at   time.Time
-}
-
-// servedByNext is the next model's Service when the org has cut over to
-// it, else nil (no switch configured, or not cut over yet). A failure to
-// read it serves the current model, whose vectors are all there.
-func (s *Service) servedByNext(ctx context.Context, org uuid.UUID) *Service {
-	if s.next == nil {
-		return nil
-	}
-	c := &s.servedBy
-	c.mu.Lock()
-	e, ok := c.m[org]
-	c.mu.Unlock()
-	// Wall time, not the service's clock: the entry's age is how long ago
-	// the database was read.
-	if !ok || time.Since(e.at) > servedByTTL {
-		sp := SpaceOf(s.opts.NextEmbedder)
-		next, err := s.q.OrgServedBy(ctx, sqlc.OrgServedByParams{OrgID: org, Model: sp.Model, Dims: int32(sp.Dims)})
-		if err != nil {
-			s.log().Warn("knowledge: reading the org's model failed; serving the current model", "org", org, "err", err)
-			return nil
-		}
-		e = servedByEntry{next: next, at: time.Now()}
-		c.mu.Lock()
-		if c.m == nil {
-			c.m = map[uuid.UUID]servedByEntry{}
-		}
-		c.m[org] = e
-		c.mu.Unlock()
-	}
-	if e.next {
-		return s.next
-	}
-	return nil
-}
 
 // CheckModelSwitch says whether a next model can be configured with the
 // current one: another model (the next model's vectors are told apart from

@@ -3,16 +3,12 @@ package knowledge
 import (
 	"context"
 	_ "embed"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
-	"unicode"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -20,9 +16,9 @@ import (
 
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
-	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/pgbatch"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/rank"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/simkeys"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -140,7 +136,7 @@ func (o similarOutcome) best() (domain.Similar, bool) {
 // of the check that fails or runs out of budget is logged, never
 // returned, and the answer's check says what was left: a store does not
 // fail for want of advice.
-func (s *Service) similarAsync(ctx context.Context, org uuid.UUID, title, body string, w entryWords) func(id uuid.UUID) similarOutcome {
+func (s *Service) similarAsync(ctx context.Context, org uuid.UUID, title, body string, w simkeys.EntryWords) func(id uuid.UUID) similarOutcome {
 	if s.opts.Testing.SkipSimilar {
 		return func(uuid.UUID) similarOutcome {
 			return similarOutcome{list: []domain.Similar{}, check: SimilarCheckNone}
@@ -164,7 +160,7 @@ func (s *Service) similarAsync(ctx context.Context, org uuid.UUID, title, body s
 // similarCheck runs the duplicate check: the word statement while the new
 // text is embedded (by the model that serves the org), then the vector
 // statement, and merges their listings.
-func (s *Service) similarCheck(ctx context.Context, org uuid.UUID, title, body string, w entryWords) similarOutcome {
+func (s *Service) similarCheck(ctx context.Context, org uuid.UUID, title, body string, w simkeys.EntryWords) similarOutcome {
 	sv := s
 	if n := s.servedByNext(ctx, org); n != nil {
 		sv = n // the org has cut over: its vectors are the next model's
@@ -315,7 +311,7 @@ var similarCandidatesStmt = pgbatch.NewNamed(similarCandidatesSQL)
 // (whose words are w), best first (MaxSimilar + 1 at most: one may be the
 // entry just stored). override replaces some of the statement's arguments
 // (tests take one way to the candidates away to test another).
-func (s *Service) similarWith(ctx context.Context, org uuid.UUID, title, body string, w entryWords, override pgx.NamedArgs) ([]domain.Similar, error) {
+func (s *Service) similarWith(ctx context.Context, org uuid.UUID, title, body string, w simkeys.EntryWords, override pgx.NamedArgs) ([]domain.Similar, error) {
 	args := pgx.NamedArgs{
 		"org_id":          org,
 		"default_config":  s.opts.TextSearchConfig,
@@ -327,7 +323,7 @@ func (s *Service) similarWith(ctx context.Context, org uuid.UUID, title, body st
 		"postings_budget": similarPostingsBudget,
 		"min_shared":      similarMinShared,
 		"candidates":      similarCandidates,
-		"keys":            w.keys,
+		"keys":            w.Keys,
 		"max_key_hits":    similarMaxKeyHits,
 	}
 	for k, v := range override {
@@ -354,7 +350,7 @@ func (s *Service) similarWith(ctx context.Context, org uuid.UUID, title, body st
 		if err := rows.Scan(&id, &ctitle, &cbd); err != nil {
 			return nil, err
 		}
-		if sc := jaccard(w.set, wordSet(ctitle, cbd)); sc >= SimilarThreshold {
+		if sc := simkeys.Jaccard(w.Set, simkeys.WordSet(ctitle, cbd)); sc >= SimilarThreshold {
 			out = append(out, domain.Similar{ID: id, Title: ctitle, Score: roundScore(sc)})
 		}
 	}
@@ -371,263 +367,5 @@ func (s *Service) similarWith(ctx context.Context, org uuid.UUID, title, body st
 // SimilarScore is the duplicate check's word score of two entries: the
 // Jaccard similarity of their word sets (exported for apps/eval).
 func SimilarScore(titleA, bodyA, titleB, bodyB string) float64 {
-	return jaccard(wordSet(titleA, bodyA), wordSet(titleB, bodyB))
-}
-
-// entryWords is what the duplicate check knows of an entry: its word set
-// (the Jaccard measure) and the keys made from it (the index look-up and
-// the stored column). A store computes it once for both.
-type entryWords struct {
-	set  map[string]struct{}
-	keys []int64
-}
-
-func wordsOf(org uuid.UUID, title, body string) entryWords {
-	set := wordSet(title, body)
-	return entryWords{set: set, keys: similarKeys(org, set)}
-}
-
-// wordSet is the set of words of an entry: runs of letters and digits,
-// lower-cased, without English stop words and one-letter words. No
-// stemming: near-duplicates share their word forms, and a stemmer would
-// tie this measure to one language's configuration. Chinese, Japanese and
-// Korean runs, which have no spaces between words, give their overlapping
-// character bigrams, as the index cuts them (db/migrations/00013_cjk.sql).
-func wordSet(title, body string) map[string]struct{} {
-	set := make(map[string]struct{}, 64)
-	add := func(text string) {
-		for w := range strings.FieldsFuncSeq(text, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
-			w = strings.ToLower(w)
-			if _, stop := stopWords[w]; stop {
-				continue
-			}
-			if len(w) == 1 && !unicode.IsDigit(rune(w[0])) {
-				continue
-			}
-			if !hasCJK(w) {
-				set[w] = struct{}{}
-				continue
-			}
-			for _, g := range cjkWords(w) {
-				set[g] = struct{}{}
-			}
-		}
-	}
-	add(title)
-	add(body)
-	return set
-}
-
-func jaccard(a, b map[string]struct{}) float64 {
-	if len(a) == 0 || len(b) == 0 {
-		return 0
-	}
-	if len(a) > len(b) {
-		a, b = b, a
-	}
-	inter := 0
-	for w := range a {
-		if _, ok := b[w]; ok {
-			inter++
-		}
-	}
-	return float64(inter) / float64(len(a)+len(b)-inter)
-}
-
-// stopWords: the most frequent English function words, which say nothing
-// about what an entry is about.
-var stopWords = func() map[string]struct{} {
-	m := map[string]struct{}{}
-	for _, w := range strings.Fields(`a an and are as at be been being but by can could did do does for from had has have
-		he her his i if in into is it its me my no not of on or our she so such than that the their them then there
-		these they this those to too us was we were what when where which who why will with would you your also may`) {
-		m[w] = struct{}{}
-	}
-	return m
-}()
-
-// Locality-sensitive keys of an entry's word set (migration 00009): a
-// MinHash signature of similarHashes values cut into bands of
-// similarBandRows; each band is one key, salted with the org. Two entries
-// share a band's key with probability J^similarBandRows (J their Jaccard
-// similarity), so they share at least one key with probability
-// 1 - (1 - J^3)^16: 0.65 at J = 0.4 (the threshold), 0.88 at 0.5, 0.98 at
-// 0.6, 0.9998 at 0.8; two entries on one subject (J ~ 0.15) share one
-// with 0.05, unrelated ones (J ~ 0.03) with 0.0004. They find the
-// near-duplicates the rare-term candidates cannot (text made only of words
-// common in the org) and are cheap to look up in any org size.
-const (
-	similarBandRows = 3
-	similarBands    = 16
-	similarHashes   = similarBandRows * similarBands
-)
-
-// similarSeeds are the MinHash permutations' seeds: fixed forever (keys
-// stored with one set are compared with keys made with the same set).
-var similarSeeds = func() [similarHashes]uint64 {
-	var s [similarHashes]uint64
-	x := uint64(0x9e3779b97f4a7c15)
-	for i := range s {
-		x = mix64(x + uint64(i) + 1)
-		s[i] = x
-	}
-	return s
-}()
-
-// mix64 is SplitMix64's finaliser: a bijective, well-mixed 64-bit hash.
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
-}
-
-// similarKeys returns the keys of an entry of org with words ws; empty
-// when it has no words.
-func similarKeys(org uuid.UUID, ws map[string]struct{}) []int64 {
-	if len(ws) == 0 {
-		return []int64{}
-	}
-	var sig [similarHashes]uint64
-	for i := range sig {
-		sig[i] = math.MaxUint64
-	}
-	for w := range ws {
-		h := fnv.New64a()
-		h.Write([]byte(w))
-		base := h.Sum64()
-		for i, seed := range similarSeeds {
-			if v := mix64(base ^ seed); v < sig[i] {
-				sig[i] = v
-			}
-		}
-	}
-	keys := make([]int64, similarBands)
-	var buf [16 + 1 + 8*similarBandRows]byte
-	copy(buf[:16], org[:])
-	for b := range similarBands {
-		buf[16] = byte(b)
-		for r := range similarBandRows {
-			binary.LittleEndian.PutUint64(buf[17+8*r:], sig[b*similarBandRows+r])
-		}
-		h := fnv.New64a()
-		h.Write(buf[:])
-		keys[b] = int64(h.Sum64())
-	}
-	return keys
-}
-
-// keysLiteral writes keys as a PostgreSQL array literal.
-func keysLiteral(keys []int64) string {
-	var sb strings.Builder
-	sb.WriteByte('{')
-	for i, k := range keys {
-		if i > 0 {
-			sb.WriteByte(',')
-		}
-		sb.WriteString(strconv.FormatInt(k, 10))
-	}
-	sb.WriteByte('}')
-	return sb.String()
-}
-
-// similarBackfillBatch and similarBackfillMax: Upkeep gives entries
-// without keys (stored before migration 00009; an import writes them) theirs, this
-// many per statement, at most this many per pass.
-const (
-	similarBackfillBatch = 1000
-	similarBackfillMax   = 50000
-)
-
-// backfillSimilarKeys fills in the keys of entries that have none, and
-// returns how many it did.
-func (s *Service) backfillSimilarKeys(ctx context.Context) (int, error) {
-	done := 0
-	for done < similarBackfillMax {
-		q := sqlc.New(pgbatch.New(s.pool))
-		if err := q.ListConfig(ctx, false); err != nil { // no sort, no scan: the partial index in order
-			return done, err
-		}
-		rows, err := q.SimilarKeysMissing(ctx, similarBackfillBatch)
-		if err != nil || len(rows) == 0 {
-			return done, err
-		}
-		n, err := s.setSimilarKeys(ctx, rows)
-		done += n
-		if err != nil {
-			return done, err
-		}
-		if n < len(rows) {
-			// Rows another transaction holds were skipped (or are gone):
-			// the next pass comes back to them.
-			return done, nil
-		}
-	}
-	return done, nil
-}
-
-// setSimilarKeys writes the keys of rows (in (org, id) order) and returns
-// how many it wrote: in one statement on a single node, one per org on a
-// Citus cluster (each routed to the org's shard: a row lock may not span
-// shards).
-func (s *Service) setSimilarKeys(ctx context.Context, rows []sqlc.SimilarKeysMissingRow) (int, error) {
-	groups, err := s.data.Runs(ctx, len(rows), func(i int) uuid.UUID { return rows[i].OrgID })
-	if err != nil {
-		return 0, err
-	}
-	done := 0
-	for _, g := range groups {
-		p := sqlc.SetSimilarKeysParams{}
-		for _, r := range data.Pick(rows, g) {
-			p.OrgIds = append(p.OrgIds, r.OrgID)
-			p.Ids = append(p.Ids, r.ID)
-			p.Keys = append(p.Keys, keysLiteral(wordsOf(r.OrgID, r.Title, r.Body).keys))
-		}
-		w, err := s.q.SetSimilarKeys(ctx, p)
-		done += int(w)
-		if err != nil {
-			return done, err
-		}
-	}
-	return done, nil
-}
-
-// isCJK reports whether r is written without spaces between words.
-func isCJK(r rune) bool {
-	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul)
-}
-
-func hasCJK(w string) bool {
-	return strings.IndexFunc(w, isCJK) >= 0
-}
-
-// cjkWords cuts a word holding CJK characters into its other runs, whole,
-// and the overlapping bigrams of its CJK runs (a run of one character is
-// itself).
-func cjkWords(w string) []string {
-	var out []string
-	rs := []rune(w)
-	for i := 0; i < len(rs); {
-		j := i + 1
-		for j < len(rs) && isCJK(rs[j]) == isCJK(rs[i]) {
-			j++
-		}
-		run := rs[i:j]
-		switch {
-		case !isCJK(run[0]):
-			if len(run) > 1 {
-				out = append(out, string(run))
-			}
-		case len(run) == 1:
-			out = append(out, string(run))
-		default:
-			for k := 0; k+1 < len(run); k++ {
-				out = append(out, string(run[k:k+2]))
-			}
-		}
-		i = j
-	}
-	return out
+	return simkeys.Jaccard(simkeys.WordSet(titleA, bodyA), simkeys.WordSet(titleB, bodyB))
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/simkeys"
 	"github.com/agentfleet/orchestrator/packages/testenv"
 	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
 )
@@ -49,7 +50,7 @@ func TestSimilarCandidatesEachWay(t *testing.T) {
 	}
 	probe := func(name string, override pgx.NamedArgs, title, body string, want uuid.UUID) {
 		t.Helper()
-		got, err := svc.similarWith(ctx, c.OrgID, title, body, wordsOf(c.OrgID, title, body), override)
+		got, err := svc.similarWith(ctx, c.OrgID, title, body, simkeys.WordsOf(c.OrgID, title, body), override)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +67,7 @@ func TestSimilarCandidatesEachWay(t *testing.T) {
 	}
 	probe("keys alone, not indexed yet", pgx.NamedArgs{"rare_terms": 0}, "zebra crossing rules", "pedestrians first at the zebra crossing", fresh.ID)
 	zt, zb := "zebra crossing rules", "pedestrians first at the zebra crossing"
-	if got, err := svc.similarWith(ctx, c.OrgID, zt, zb, wordsOf(c.OrgID, zt, zb), pgx.NamedArgs{"keys": []int64{}}); err != nil || len(got) != 0 {
+	if got, err := svc.similarWith(ctx, c.OrgID, zt, zb, simkeys.WordsOf(c.OrgID, zt, zb), pgx.NamedArgs{"keys": []int64{}}); err != nil || len(got) != 0 {
 		t.Errorf("rare terms alone, an entry not indexed yet: %+v %v", got, err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/simkeys"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
@@ -61,7 +62,7 @@ func (s *Service) store(ctx context.Context, c domain.Caller, a *domain.StoreArg
 	// check's budgets, whichever is longer. With ifSimilar: skip the store
 	// waits for it first: a close enough entry is the answer, and nothing
 	// is stored (no quota unit, no insert).
-	words := wordsOf(c.OrgID, a.Title, a.Body)
+	words := simkeys.WordsOf(c.OrgID, a.Title, a.Body)
 	similar := s.similarAsync(ctx, c.OrgID, a.Title, a.Body, words)
 	if a.IfSimilar == domain.IfSimilarSkip {
 		out := similar(uuid.Nil)
@@ -76,7 +77,7 @@ func (s *Service) store(ctx context.Context, c domain.Caller, a *domain.StoreArg
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
-		res, gen, err = insertEntryTx(ctx, tx, c, a, words.keys)
+		res, gen, err = insertEntryTx(ctx, tx, c, a, words.Keys)
 		return err
 	})
 	if errors.Is(err, errTokenTaken) {

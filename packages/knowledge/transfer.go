@@ -18,6 +18,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/simkeys"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/transferfmt"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
@@ -878,7 +879,7 @@ func (s *Service) importEntries(ctx context.Context, tx pgx.Tx, q *sqlc.Queries,
 		rows = append(rows, []any{org, e.ID, e.Title, e.Body, tags, e.Confidence, e.Origin, domain.StrOrNil(e.Source), e.EntryKind, meta,
 			e.AuthorAgentID, e.ExpiresAt,
 			nil, e.CreatedAt, e.UpdatedAt, vec, status, model, at, // client_token: see transferfmt.Entry
-			wordsOf(org, e.Title, e.Body).keys})
+			simkeys.WordsOf(org, e.Title, e.Body).Keys})
 	}
 	if len(rows) == 0 {
 		return nil
