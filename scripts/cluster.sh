@@ -9,7 +9,9 @@
 #
 # The machine's own PostgreSQL (5432) and Redis (6379) are never touched.
 # Citus is built from ../shared/vendor/citus (the release tarball and a patch for
-# PostgreSQL 15.20) only when it is not installed yet. `up` is idempotent: what
+# PostgreSQL 15.20) only when it is not installed yet, and installed from
+# the build cache ($CITUS_CACHE_DIR, below) when that holds the same build.
+# `up` is idempotent: what
 # runs is left running. It migrates the coordinator and ends by printing the
 # environment lines the apps run with.
 set -euo pipefail
@@ -36,6 +38,32 @@ die() { printf 'cluster: error: %s\n' "$*" >&2; exit 1; }
 
 citus_installed() { [ -f "$PG_BIN/../lib/citus.so" ] || [ -f "/usr/lib/postgresql/$PG_MAJOR/lib/citus.so" ]; }
 
+# The build is cached outside the repository, as a tarball of the files
+# `make install` writes, keyed by the source's and the patch's checksums,
+# the PostgreSQL release it was built against and the architecture: a
+# machine that keeps $CITUS_CACHE_DIR (CI's cache) installs Citus in
+# seconds instead of building it again. CITUS_CACHE_DIR= (empty) turns
+# the cache off.
+CITUS_CACHE_DIR=${CITUS_CACHE_DIR-/var/cache/knowledge-citus}
+citus_cache_file() {
+  local pg sums
+  pg=$("$PG_BIN/postgres" --version | awk '{print $3}')
+  sums=$(cd "$CITUS_VENDOR" && sha256sum "citus-$CITUS_VERSION.tar.gz" "citus-$CITUS_VERSION-pg15.20.patch" | sha256sum | cut -c1-16)
+  echo "$CITUS_CACHE_DIR/citus-$CITUS_VERSION-pg$pg-$(uname -m)-$sums.tar.gz"
+}
+
+# The shared libraries citus.so needs at run time (its build needs their
+# -dev packages; a machine installing from the cache may lack them).
+citus_runtime_libs() {
+  local so=/usr/lib/postgresql/$PG_MAJOR/lib/citus.so
+  if ldd "$so" | grep -q 'not found'; then
+    log "installing the libraries citus.so needs: $(ldd "$so" | awk '/not found/ {print $1}' | tr '\n' ' ')"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libcurl4 liblz4-1 libzstd1 libkrb5-3 >/dev/null \
+      || { apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libcurl4 liblz4-1 libzstd1 libkrb5-3 >/dev/null; }
+    ! ldd "$so" | grep 'not found' || die "citus.so still misses libraries"
+  fi
+}
+
 build_citus() {
   citus_installed && return 0
   local tarball=$CITUS_VENDOR/citus-$CITUS_VERSION.tar.gz
@@ -46,8 +74,17 @@ build_citus() {
   CITUS_VENDOR to the folder that holds them, or install Citus from its own packages
   (https://docs.citusdata.com/en/stable/installation/) for PostgreSQL $PG_MAJOR."
   fi
-  [ "$(id -u)" = 0 ] || die "building Citus needs root (make install into PostgreSQL $PG_MAJOR's directories)"
+  [ "$(id -u)" = 0 ] || die "installing Citus needs root (make install into PostgreSQL $PG_MAJOR's directories)"
   (cd "$CITUS_VENDOR" && sha256sum -c --quiet SHA256SUMS) || die "checksums of $CITUS_VENDOR do not match SHA256SUMS"
+  local cache=""
+  [ -n "$CITUS_CACHE_DIR" ] && cache=$(citus_cache_file)
+  # --no-overwrite-dir: the archive holds only files, and directories that
+  # exist keep their owner and mode.
+  if [ -n "$cache" ] && [ -f "$cache" ] && tar xzf "$cache" -C / --no-overwrite-dir && citus_installed; then
+    citus_runtime_libs
+    log "Citus $CITUS_VERSION installed from the build cache $cache"
+    return 0
+  fi
   log "building Citus $CITUS_VERSION for PostgreSQL $PG_MAJOR (once; about 4 minutes on two cores)"
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
     "postgresql-server-dev-$PG_MAJOR" build-essential liblz4-dev libzstd-dev libcurl4-openssl-dev libkrb5-dev >/dev/null \
@@ -56,12 +93,19 @@ build_citus() {
   local work
   work=$(mktemp -d /tmp/citus-build.XXXXXX)
   tar xzf "$tarball" -C "$work"
+  # Installed into a staging tree first, which is what the cache keeps.
   (cd "$work/citus-$CITUS_VERSION" && patch -s -p1 <"$patchf" \
     && ./configure PG_CONFIG="$PG_BIN/pg_config" >"$work/configure.log" 2>&1 \
-    && make -s -j2 >"$work/make.log" 2>&1 && make -s install >"$work/install.log" 2>&1) \
+    && make -s -j"$(nproc)" >"$work/make.log" 2>&1 && make -s install DESTDIR="$work/stage" >"$work/install.log" 2>&1 \
+    && cd "$work/stage" && find . -type f -o -type l | sort >"$work/files" \
+    && tar czf "$work/citus.tar.gz" -T "$work/files" && tar xzf "$work/citus.tar.gz" -C / --no-overwrite-dir) \
     || die "the Citus build failed: logs in $work"
-  rm -rf "$work"
   citus_installed || die "the Citus build installed no citus.so"
+  if [ -n "$cache" ]; then
+    mkdir -p "$CITUS_CACHE_DIR" && cp "$work/citus.tar.gz" "$cache.tmp" && mv "$cache.tmp" "$cache" \
+      && log "the build is cached in $cache" || log "could not write the build cache $cache (the build is installed)"
+  fi
+  rm -rf "$work"
   log "Citus $CITUS_VERSION installed"
 }
 
@@ -217,6 +261,20 @@ single_up() {
   single_urls
 }
 
+# check: every node of the Citus cluster reaches every other and is
+# active, and the Redis Cluster serves every slot; non-zero otherwise.
+check() {
+  local coord=${PG_PORTS[0]} bad
+  bad=$(psql_at "$coord" "$DB" -c "select count(*) from citus_check_cluster_node_health() where result is not true") \
+    || die "the coordinator on $coord does not answer"
+  [ "$bad" = 0 ] || die "$bad node pairs of the Citus cluster do not reach each other: select * from citus_check_cluster_node_health()"
+  bad=$(psql_at "$coord" "$DB" -c "select count(*) from pg_dist_node where not isactive")
+  [ "$bad" = 0 ] || die "$bad Citus nodes are not active: select * from pg_dist_node"
+  redis-cli -h 127.0.0.1 -p "${REDIS_PORTS[0]}" cluster info 2>/dev/null | grep -q 'cluster_state:ok' \
+    || die "the Redis Cluster is not ok: redis-cli -p ${REDIS_PORTS[0]} cluster info"
+  log "healthy: every Citus node reaches every other; the Redis Cluster serves every slot"
+}
+
 down() {
   local p dir
   for p in "${REDIS_PORTS[@]}"; do
@@ -242,11 +300,12 @@ down() {
 
 case "${1:-}" in
   build) build_citus ;;
+  check) check ;;
   up) up ;;
   down) shift; down "$@" ;;
   urls) urls ;;
   workers) workers ;;
   single-up) single_up ;;
   single-urls) single_urls ;;
-  *) die "usage: $0 up | down [--purge] | urls | workers | build | single-up | single-urls" ;;
+  *) die "usage: $0 up | down [--purge] | check | urls | workers | build | single-up | single-urls" ;;
 esac
