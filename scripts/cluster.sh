@@ -19,11 +19,15 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CLUSTER_DIR=${CLUSTER_DIR:-/var/tmp/knowledge-cluster}
 # ../shared beside the repository; from a git worktree elsewhere, beside
-# the main checkout.
+# the main checkout; from a clone of a checkout on this machine (CI's
+# clean clone), beside the checkout it was cloned from.
 if [ -z "${CITUS_VENDOR:-}" ]; then
   CITUS_VENDOR=$ROOT/../shared/vendor/citus
   if [ ! -d "$CITUS_VENDOR" ] && common=$(git -C "$ROOT" rev-parse --path-format=absolute --git-common-dir 2>/dev/null); then
     CITUS_VENDOR=$(dirname "$common")/../shared/vendor/citus
+  fi
+  if [ ! -d "$CITUS_VENDOR" ] && origin=$(git -C "$ROOT" remote get-url origin 2>/dev/null) && [ -d "$origin" ]; then
+    CITUS_VENDOR=$(cd "$origin" && pwd)/../shared/vendor/citus
   fi
 fi
 CITUS_VERSION=13.2.2
