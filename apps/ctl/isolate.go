@@ -12,7 +12,7 @@ import (
 )
 
 // isolate-org gives a big org a shard of its own on a Citus cluster
-// (packages/knowledge/isolate.go, docs/scale-out.md "Isolating a big
+// (packages/knowledge/cluster/isolate.go, docs/scale-out.md "Isolating a big
 // tenant"). Citus requires the tables' owner, so it connects as the schema
 // owner (OWNER_DATABASE_URL), as migrate does.
 

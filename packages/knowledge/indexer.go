@@ -56,25 +56,11 @@ func (m *Maintenance) IndexPending(ctx context.Context, org uuid.UUID, max int) 
 	if max <= 0 {
 		max = IndexBatchSize
 	}
-	var n int
-	citus, err := db.IsCitus(ctx, s.pool.Pool)
-	if err != nil {
-		return 0, data.MapErr(err, "")
-	}
-	if citus {
-		// On a Citus cluster the two statements go as one call of
-		// knowledge_index_org (migration 00029), delegated to the org's
-		// worker: the batch statement's data-modifying CTEs are never one
-		// routed query. Sent on its own (not in a transaction block, which
-		// Citus 13.2 fails to delegate into after a propagated SET LOCAL):
-		// the function runs as the schema's owner, whom the policies do not
-		// filter, and names the org in every statement.
-		err := s.pool.QueryRow(unscoped, "SELECT knowledge_index_org($1, $2, $3, $4, $5, $6::regconfig)",
-			org, indexBatchPositional, max, BM25K1, BM25B, s.opts.TextSearchConfig).Scan(&n)
-		if err != nil {
-			return 0, data.MapErr(err, "")
-		}
-		return n, nil
+	// On a Citus cluster the batch runs on the org's worker, as one call
+	// (cluster.Cluster.IndexOrg), sent without the org in the context.
+	n, delegated, err := m.cluster.IndexOrg(unscoped, org, indexBatchPositional, max, BM25K1, BM25B, s.opts.TextSearchConfig)
+	if err != nil || delegated {
+		return n, err
 	}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := sqlc.New(tx).LockSearchStats(ctx, sqlc.LockSearchStatsParams{

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/vecspace"
@@ -43,12 +44,7 @@ type SearchIndexStatus struct {
 }
 
 // VectorIndexState is one of an org's own HNSW indexes.
-type VectorIndexState struct {
-	Name string `json:"name"`
-	// Valid is false while the index is being built (CONCURRENTLY), or
-	// after a build that failed, which Upkeep drops and builds again.
-	Valid bool `json:"valid"`
-}
+type VectorIndexState = domain.VectorIndexState
 
 // SearchIndexStatus reports an org's lexical index and its own vector
 // indexes.

@@ -3,6 +3,9 @@ package knowledge
 import (
 	"context"
 
+	"github.com/google/uuid"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge/cluster"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 )
 
@@ -23,8 +26,9 @@ import (
 // upkeep, the backfill) need a pool of a role exempt from row-level
 // security: the worker's, or the schema owner's.
 type Maintenance struct {
-	s   *Service
-	cfg MaintenanceConfig
+	s       *Service
+	cfg     MaintenanceConfig
+	cluster *cluster.Cluster // the Citus-only operations (shards, isolation)
 }
 
 // MaintenanceConfig tunes a Maintenance; its zero value is the documented
@@ -57,7 +61,7 @@ func NewMaintenance(s *Service, cfg MaintenanceConfig) *Maintenance {
 	if cfg.OrgVectorIndexMinDocs <= 0 {
 		cfg.OrgVectorIndexMinDocs = OrgVectorIndexMinDocs
 	}
-	return &Maintenance{s: s, cfg: cfg}
+	return &Maintenance{s: s, cfg: cfg, cluster: cluster.New(s.data)}
 }
 
 // CompactCounts folds the counters' pending deltas (of every org) into
@@ -68,3 +72,20 @@ func (m *Maintenance) CompactCounts(ctx context.Context, batch int) (_ int64, er
 	defer data.WrapOp(&err, "knowledge.CompactCounts")
 	return m.s.compactCounts(ctx, batch)
 }
+
+// IsolateOrg gives org a shard of its own on a Citus cluster
+// (cluster.Cluster.IsolateOrg), copying its rows with mode (IsolateAuto
+// when empty); it refuses on a single node.
+func (m *Maintenance) IsolateOrg(ctx context.Context, org uuid.UUID, mode string) (IsolateReport, error) {
+	return m.cluster.IsolateOrg(ctx, org, mode)
+}
+
+// IsolateReport says what IsolateOrg did.
+type IsolateReport = cluster.IsolateReport
+
+// Shard transfer modes of IsolateOrg (cluster.IsolateAuto, ...).
+const (
+	IsolateAuto         = cluster.IsolateAuto
+	IsolateBlockWrites  = cluster.IsolateBlockWrites
+	IsolateForceLogical = cluster.IsolateForceLogical
+)

@@ -34,7 +34,7 @@ import (
 // autovacuum, so work autovacuum already did is not repeated) and runs
 // VACUUM (ANALYZE) or ANALYZE on the tables past their threshold, smallest
 // first (sqlc.TableActivity; on a Citus cluster each shard's, on its
-// worker: upkeepshards.go). The worker calls it periodically
+// worker: cluster.Cluster.UpkeepParts). The worker calls it periodically
 // (jobs.Worker), and at once after an indexer pass that indexed a bulk
 // load; it is cheap when nothing is due.
 
@@ -84,7 +84,7 @@ func unseen(r sqlc.TableActivityRow) bool {
 
 // UpkeepReport says what one Upkeep pass did. Vacuumed and Analyzed name
 // tables on a single node and shards (knowledge_102008) on a Citus
-// cluster (upkeepshards.go).
+// cluster (cluster.Cluster.UpkeepParts).
 type UpkeepReport struct {
 	Vacuumed []string `json:"vacuumed"`
 	Analyzed []string `json:"analyzed"`
@@ -114,7 +114,7 @@ func (m *Maintenance) Upkeep(ctx context.Context) (_ UpkeepReport, err error) {
 	// What the tables need is read before the vector indexes are built:
 	// CREATE INDEX writes the table's row and page counts to the catalog,
 	// which would hide a never-analyzed, unvacuumed table from unseen.
-	parts, err := m.upkeepParts(ctx)
+	parts, err := m.cluster.UpkeepParts(ctx, upkeepTables)
 	if err != nil {
 		return rep, err
 	}
@@ -123,24 +123,24 @@ func (m *Maintenance) Upkeep(ctx context.Context) (_ UpkeepReport, err error) {
 		return rep, err
 	}
 	for _, p := range parts {
-		if p.unreachable != "" {
-			rep.Skipped = append(rep.Skipped, p.name)
+		if p.Unreachable != "" {
+			rep.Skipped = append(rep.Skipped, p.Name)
 			s.log().Warn("upkeep: a shard's worker did not answer; its upkeep waits for a later pass",
-				"shard", p.name, "err", p.unreachable)
+				"shard", p.Name, "err", p.Unreachable)
 			continue
 		}
-		vacuum, analyze := upkeepDue(p.figures)
+		vacuum, analyze := upkeepDue(p.Figures)
 		if !vacuum && !analyze {
 			continue
 		}
-		if err := m.upkeepRun(ctx, p, vacuum); err != nil {
-			return rep, fmt.Errorf("upkeep of %s: %w", p.name, err)
+		if err := m.cluster.UpkeepRun(ctx, p, vacuum); err != nil {
+			return rep, fmt.Errorf("upkeep of %s: %w", p.Name, err)
 		}
 		// Reported once done, so a failed statement is not counted as run.
 		if vacuum {
-			rep.Vacuumed = append(rep.Vacuumed, p.name)
+			rep.Vacuumed = append(rep.Vacuumed, p.Name)
 		}
-		rep.Analyzed = append(rep.Analyzed, p.name)
+		rep.Analyzed = append(rep.Analyzed, p.Name)
 	}
 	// Last, the duplicate-check keys of entries that have none (stored
 	// before migration 00009, or loaded around the product; Store and
@@ -247,4 +247,18 @@ func (m *Maintenance) orgVectorIndex(ctx context.Context, rep *UpkeepReport) err
 		return nil // one build a pass: a pass stays bounded
 	}
 	return nil
+}
+
+// upkeepDue is Upkeep's rule for one part (a table, or a shard on a Citus
+// cluster: cluster.UpkeepPart): vacuum (with analyze) when the rows
+// inserted or dead since its last vacuum pass the threshold or the catalog
+// shows what no vacuum saw (unseen); analyze alone when the rows changed
+// since its last analyze pass it, or it holds rows and was never analyzed.
+func upkeepDue(r sqlc.TableActivityRow) (vacuum, analyze bool) {
+	due := func(changed int64) bool {
+		return float64(changed) > UpkeepBaseRows+UpkeepScale*float64(r.Live)
+	}
+	vacuum = due(r.InsSinceVacuum+r.Dead) || unseen(r)
+	analyze = vacuum || due(r.ModSinceAnalyze) || (!r.Analyzed && r.Live > 0)
+	return vacuum, analyze
 }

@@ -1,4 +1,4 @@
-package knowledge
+package cluster
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
@@ -47,17 +47,16 @@ type IsolateReport struct {
 	Seconds         float64 `json:"seconds"`
 	// VectorIndexes are the org's own HNSW indexes on its shard, as the
 	// worker has them (none for an org Upkeep gave none).
-	VectorIndexes []VectorIndexState `json:"vectorIndexes"`
+	VectorIndexes []domain.VectorIndexState `json:"vectorIndexes"`
 }
 
 // IsolateOrg gives org a shard of its own on a Citus cluster (see above),
 // copying its rows with mode (IsolateAuto when empty). It refuses on a
 // single node, and names an unknown org as not found. An org isolated
-// already is reported as such. The Maintenance's pool must be the schema
+// already is reported as such. The Cluster's pool must be the schema
 // owner's: Citus requires the tables' owner.
-func (m *Maintenance) IsolateOrg(ctx context.Context, org uuid.UUID, mode string) (_ IsolateReport, err error) {
+func (c *Cluster) IsolateOrg(ctx context.Context, org uuid.UUID, mode string) (_ IsolateReport, err error) {
 	defer data.WrapOp(&err, "knowledge.IsolateOrg")
-	s := m.s
 	rep := IsolateReport{OrgID: org}
 	switch mode {
 	case "":
@@ -66,7 +65,7 @@ func (m *Maintenance) IsolateOrg(ctx context.Context, org uuid.UUID, mode string
 	default:
 		return rep, errs.InvalidArgument("transferMode", "must be %s, %s or %s", IsolateAuto, IsolateBlockWrites, IsolateForceLogical)
 	}
-	citus, err := db.IsCitus(ctx, s.pool.Pool)
+	citus, err := c.data.Citus(ctx)
 	if err != nil {
 		return rep, err
 	}
@@ -74,14 +73,14 @@ func (m *Maintenance) IsolateOrg(ctx context.Context, org uuid.UUID, mode string
 		return rep, &errs.Error{Code: errs.CodeInvalidArgument, Message: "this database is a single PostgreSQL, not a Citus cluster " +
 			"(no citus extension): every org already shares the same tables and there is no shard to isolate (docs/scale-out.md)"}
 	}
-	known, err := s.q.OrgKnown(ctx, org)
+	known, err := c.data.Q().OrgKnown(ctx, org)
 	if err != nil {
 		return rep, err
 	}
 	if !known {
 		return rep, &errs.Error{Code: errs.CodeNotFound, Field: "org", Message: "no such org"}
 	}
-	before, err := m.orgShard(ctx, org)
+	before, err := c.orgShard(ctx, org)
 	if err != nil {
 		return rep, err
 	}
@@ -92,7 +91,7 @@ func (m *Maintenance) IsolateOrg(ctx context.Context, org uuid.UUID, mode string
 		start := time.Now()
 		// Not through sqlc: Citus's functions are not in the schema sqlc
 		// reads. CASCADE: every co-located table's range moves with it.
-		if _, err := s.pool.Exec(ctx, "SELECT isolate_tenant_to_new_shard('knowledge', $1::uuid, 'CASCADE', shard_transfer_mode => $2::citus.shard_transfer_mode)",
+		if _, err := c.data.Scoped().Exec(ctx, "SELECT isolate_tenant_to_new_shard('knowledge', $1::uuid, 'CASCADE', shard_transfer_mode => $2::citus.shard_transfer_mode)",
 			org, mode); err != nil {
 			if strings.Contains(err.Error(), "may not be used as an output plugin") {
 				err = fmt.Errorf("%w (the workers must allow citus as a logical decoding output plugin: "+
@@ -101,21 +100,21 @@ func (m *Maintenance) IsolateOrg(ctx context.Context, org uuid.UUID, mode string
 			return rep, fmt.Errorf("isolate_tenant_to_new_shard: %w", err)
 		}
 		rep.Seconds = time.Since(start).Seconds()
-		if before, err = m.orgShard(ctx, org); err != nil {
+		if before, err = c.orgShard(ctx, org); err != nil {
 			return rep, err
 		}
 	}
 	rep.Shard, rep.ShardName, rep.Node = before.ShardID, before.Shard, fmt.Sprintf("%s:%d", before.Node, before.Port)
-	ixs, err := s.q.ShardIndexes(ctx, before.ShardID)
+	ixs, err := c.data.Q().ShardIndexes(ctx, before.ShardID)
 	if err != nil {
 		return rep, err
 	}
-	rep.VectorIndexes = []VectorIndexState{}
+	rep.VectorIndexes = []domain.VectorIndexState{}
 	for _, ix := range ixs {
 		// The org's own HNSW indexes, known by their predicate: Citus
 		// shortens a name as long as theirs on the shards.
 		if strings.Contains(ix.Definition, "USING hnsw") && strings.Contains(ix.Definition, "'"+org.String()+"'::uuid") {
-			rep.VectorIndexes = append(rep.VectorIndexes, VectorIndexState{Name: ix.Name, Valid: ix.Valid})
+			rep.VectorIndexes = append(rep.VectorIndexes, domain.VectorIndexState{Name: ix.Name, Valid: ix.Valid})
 		}
 	}
 	for _, ix := range rep.VectorIndexes {
@@ -127,8 +126,8 @@ func (m *Maintenance) IsolateOrg(ctx context.Context, org uuid.UUID, mode string
 }
 
 // orgShard is the org's shard of knowledge and its worker.
-func (m *Maintenance) orgShard(ctx context.Context, org uuid.UUID) (sqlc.OrgShardRow, error) {
-	rows, err := m.s.q.OrgShard(ctx, org)
+func (c *Cluster) orgShard(ctx context.Context, org uuid.UUID) (sqlc.OrgShardRow, error) {
+	rows, err := c.data.Q().OrgShard(ctx, org)
 	if err != nil {
 		return sqlc.OrgShardRow{}, err
 	}

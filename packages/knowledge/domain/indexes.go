@@ -1,0 +1,11 @@
+package domain
+
+// VectorIndexState is one of an org's own HNSW indexes, as an operator
+// sees it: in an org's search index status and in the report of its
+// isolation on a Citus cluster.
+type VectorIndexState struct {
+	Name string `json:"name"`
+	// Valid is false while the index is being built (CONCURRENTLY), or
+	// after a build that failed, which Upkeep drops and builds again.
+	Valid bool `json:"valid"`
+}
