@@ -140,14 +140,17 @@ type rpcPeek struct {
 	} `json:"params"`
 }
 
-// scopeGate answers HTTP 403 with error="insufficient_scope" (the MCP
-// authorization spec's way) when a request calls a tool or reads a resource
-// the token's scopes do not grant. The body is a JSON-RPC error naming the
-// missing scope, which the go-sdk client (and others) surface as the call's
-// error. The check and the refusal's record are refuseScope's, which the MCP
-// middleware runs too (stdio has no HTTP). It also holds the body to
-// MCP_MAX_BODY_BYTES unless every message calls store_document, which may
-// send up to MCP_MAX_DOCUMENT_BODY_BYTES (413 beyond either).
+// scopeGate reads the body of an MCP request, once, and answers HTTP 403
+// with error="insufficient_scope" (the MCP authorization spec's way) when
+// the request calls a tool or reads a resource (the stepUp paths) the
+// token's scopes do not grant: nothing of the request runs then. The body
+// is a JSON-RPC error naming the missing scope, which the go-sdk client
+// (and others) surface as the call's error. The check and the refusal's
+// record are the gate's (refuseScope); the calls it let through are marked
+// so that the gate does not check them again (scopeChecked). It also holds
+// the body to MCP_MAX_BODY_BYTES unless every message calls
+// store_document, which may send up to MCP_MAX_DOCUMENT_BODY_BYTES (413
+// beyond either).
 func (s *Server) scopeGate(metadataURL string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Body == nil {
@@ -183,17 +186,19 @@ func (s *Server) scopeGate(metadataURL string, next http.Handler) http.Handler {
 				s.cfg.MaxBodyBytes, s.documentBodyLimit()), http.StatusRequestEntityTooLarge)
 			return
 		}
+		checked := scopeChecked{}
 		for _, m := range msgs {
-			if m.Method != "tools/call" && m.Method != "resources/read" {
+			c, ok := callOf(m.Method, m.Params.Name, m.Params.URI, m.Params.Arguments)
+			if !ok || !c.path.stepUp {
 				continue
 			}
-			a := access{method: m.Method, name: m.Params.Name, uri: m.Params.URI, args: m.Params.Arguments}
-			eb, refused := s.refuseScope(r.Context(), p, a, time.Now())
+			eb, refused := s.refuseScope(r.Context(), p, c, time.Now())
 			if !refused {
+				checked[c.key()] = struct{}{}
 				continue
 			}
 			data, _ := json.Marshal(kt.ErrorPayload{Error: eb})
-			scope, what := eb.RequiredScope, a.what()
+			scope, what := eb.RequiredScope, c.what()
 			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="insufficient_scope", scope=%q%s, error_description=%q`,
 				scope, challengeMetadata(metadataURL), what+" needs the "+scope+" scope"))
 			w.Header().Set("Content-Type", "application/json")
@@ -209,8 +214,44 @@ func (s *Server) scopeGate(metadataURL string, next http.Handler) http.Handler {
 			})
 			return
 		}
+		// The token info is the request's own (authn.Verified), and the
+		// SDK hands it to the gate with every message of this request.
+		if ti := auth.TokenInfoFromContext(r.Context()); ti != nil && len(checked) > 0 {
+			if ti.Extra == nil {
+				ti.Extra = map[string]any{}
+			}
+			ti.Extra[scopeCheckedKey] = checked
+		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// scopeChecked is the set of calls of one request whose scope scopeGate
+// checked and found granted, so that the gate does not check it again.
+// It is keyed by what the check read (the method, the tool, the URI): a
+// call the SDK read otherwise than the scope gate is not in it, and the
+// gate checks it as it checks every call over stdio.
+type scopeChecked map[callKey]struct{}
+
+// scopeCheckedKey is scopeChecked's key in the token info (auth.TokenInfo
+// Extra), the request's state the go-sdk carries to the gate
+// (mcp.RequestExtra.TokenInfo).
+const scopeCheckedKey = "knowledge.scopeChecked"
+
+// callKey is what a scope check reads of a call.
+type callKey struct{ method, name, uri string }
+
+func (c call) key() callKey { return callKey{c.path.method, c.name, c.uri} }
+
+// scopeCheckedAtEdge: scopeGate checked c's scope in req's HTTP request.
+func scopeCheckedAtEdge(req mcp.Request, c call) bool {
+	ex := req.GetExtra()
+	if ex == nil || ex.TokenInfo == nil {
+		return false
+	}
+	checked, _ := ex.TokenInfo.Extra[scopeCheckedKey].(scopeChecked)
+	_, ok := checked[c.key()]
+	return ok
 }
 
 // documentBodyLimit is the body limit of a request calling a tool that

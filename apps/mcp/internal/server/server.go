@@ -122,9 +122,9 @@ func New(cfg Config, deps Deps) *Server {
 // principalFunc resolves who makes an MCP request.
 type principalFunc func(ctx context.Context, req mcp.Request) (*tenancy.Principal, error)
 
-// newMCPServer builds the go-sdk server with the tools, resources and the
-// middleware that resolves the principal, enforces scopes, times, logs and
-// counts every call.
+// newMCPServer builds the go-sdk server with the tools, resources and two
+// receiving middlewares: the one that resolves the principal and filters
+// the lists, then the gate every call that touches data passes (gate.go).
 func (s *Server) newMCPServer(resolve principalFunc) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "agentfleet-knowledge", Title: "Agent fleet knowledge", Version: Version}, &mcp.ServerOptions{
 		Instructions: instructions,
@@ -144,7 +144,7 @@ func (s *Server) newMCPServer(resolve principalFunc) *mcp.Server {
 		},
 	})
 	kt.Register(srv, s.deps.Knowledge, kt.Options{Logger: s.logger})
-	srv.AddReceivingMiddleware(s.callMiddleware(resolve))
+	srv.AddReceivingMiddleware(s.callMiddleware(resolve), s.gateMiddleware())
 	return srv
 }
 
