@@ -30,3 +30,7 @@ require (
 )
 
 replace github.com/agentfleet/orchestrator/packages/testenv => ../packages/testenv
+
+require github.com/agentfleet/orchestrator/packages/errs v0.0.0
+
+replace github.com/agentfleet/orchestrator/packages/errs => ../packages/errs

@@ -9,8 +9,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/transferfmt"
@@ -141,15 +141,15 @@ func (im *importer) flushSections() error {
 // of document or section rows: one naming an entry or document that is
 // neither in the file nor in the org, or a value outside a CHECK.
 func refusedRows(err error, what string) error {
-	var pe *pgconn.PgError
-	if !errors.As(err, &pe) {
-		return err
+	refused := func(r db.Refusal) *errs.Error {
+		return errs.InvalidArgument("file", "a %s line has a value the schema refuses (%s); nothing imported", what, r.Constraint)
 	}
-	switch pe.Code {
-	case "23503":
-		return errs.InvalidArgument("file", "a %s line names an entry or document that is neither in the file nor in this org (%s); nothing imported", what, pe.ConstraintName)
-	case "23514", "23502":
-		return errs.InvalidArgument("file", "a %s line has a value the schema refuses (%s); nothing imported", what, pe.ConstraintName)
+	w := db.Wording{
+		Missing: func(r db.Refusal) *errs.Error {
+			return errs.InvalidArgument("file", "a %s line names an entry or document that is neither in the file nor in this org (%s); nothing imported", what, r.Constraint)
+		},
+		Check:   refused,
+		NotNull: refused,
 	}
-	return err
+	return w.Map(err, "")
 }

@@ -2,10 +2,9 @@ package knowledge
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 
+	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/vecspace"
@@ -168,6 +167,5 @@ var runBuild = func(ctx context.Context, conn *pgx.Conn, ddl string) error {
 // segment ... No space left on device" (disk_full, from /dev/shm) or its
 // out_of_memory twin.
 func sharedMemoryShort(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && (pe.Code == "53100" || pe.Code == "53200") && strings.Contains(pe.Message, "shared memory")
+	return db.SharedMemoryShort(err)
 }

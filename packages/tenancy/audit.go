@@ -70,7 +70,7 @@ type QueryHasher struct{ key []byte }
 
 // QueryHasher reads the key from the database.
 func (s *Service) QueryHasher(ctx context.Context) (_ *QueryHasher, err error) {
-	defer errs.Wrap(&err, "tenancy.QueryHasher")
+	defer wrapOp(&err, "tenancy.QueryHasher")
 	key, err := s.q().AuditKey(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("audit key: %w", err)
@@ -95,7 +95,7 @@ func (h *QueryHasher) Hash(q string) []byte {
 // made ahead, a clock far off) makes the days it needs and is written
 // again.
 func (s *Service) WriteAudit(ctx context.Context, events []AuditEvent) (err error) {
-	defer errs.Wrap(&err, "tenancy.WriteAudit")
+	defer wrapOp(&err, "tenancy.WriteAudit")
 	if len(events) == 0 {
 		return nil
 	}
@@ -143,9 +143,7 @@ func (s *Service) WriteAudit(ctx context.Context, events []AuditEvent) (err erro
 		return s.pool.Pool.SendBatch(ctx, b).Close()
 	}
 	err = write()
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "23514" && pgErr.ConstraintName == "" {
-		// "no partition of relation audit_events found for row"
+	if db.NoPartition(err) {
 		for d := range days {
 			if _, err := s.EnsureAuditDays(ctx, d, d); err != nil {
 				return err
@@ -179,7 +177,7 @@ const AuditDaysAhead = 7
 // EnsureAuditDays makes the audit trail's day partitions (UTC) from from's
 // day to to's day that are missing, and returns how many it made.
 func (s *Service) EnsureAuditDays(ctx context.Context, from, to time.Time) (_ int, err error) {
-	defer errs.Wrap(&err, "tenancy.EnsureAuditDays")
+	defer wrapOp(&err, "tenancy.EnsureAuditDays")
 	n, err := s.q().EnsureAuditDays(ctx, sqlc.EnsureAuditDaysParams{FromAt: from, ToAt: to})
 	if err != nil {
 		return 0, fmt.Errorf("audit days: %w", err)
@@ -221,7 +219,7 @@ func (f AuditFilter) Validate() error {
 // Audit returns an org's records, newest first. An org that does not exist
 // is not_found.
 func (s *Service) Audit(ctx context.Context, orgID uuid.UUID, f AuditFilter) (_ []AuditEvent, err error) {
-	defer errs.Wrap(&err, "tenancy.Audit")
+	defer wrapOp(&err, "tenancy.Audit")
 	ctx = db.WithOrg(ctx, orgID)
 	if f.Limit == 0 {
 		f.Limit = 100
@@ -262,7 +260,7 @@ func (s *Service) Audit(ctx context.Context, orgID uuid.UUID, f AuditFilter) (_ 
 // audit_drop_partitions_before, which only the operator's role (and the
 // schema's owner) may run.
 func (s *Service) PruneAudit(ctx context.Context, before time.Time) (_ int64, err error) {
-	defer errs.Wrap(&err, "tenancy.PruneAudit")
+	defer wrapOp(&err, "tenancy.PruneAudit")
 	n, err := s.q().DropAuditDaysBefore(ctx, before)
 	if err != nil {
 		return 0, fmt.Errorf("audit retention: %w", err)

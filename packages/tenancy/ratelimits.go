@@ -61,7 +61,7 @@ func checkRateLimit(l RateLimit) error {
 
 // SetRateLimit sets one rate limit of an org (see RateLimit).
 func (s *Service) SetRateLimit(ctx context.Context, orgID uuid.UUID, l RateLimit) (_ *RateLimit, err error) {
-	defer errs.Wrap(&err, "tenancy.SetRateLimit")
+	defer wrapOp(&err, "tenancy.SetRateLimit")
 	ctx = db.WithOrg(ctx, orgID)
 	if err := checkRateLimit(l); err != nil {
 		return nil, err
@@ -89,7 +89,7 @@ func (s *Service) SetRateLimit(ctx context.Context, orgID uuid.UUID, l RateLimit
 // ClearRateLimit removes a setting, so the server's default applies again.
 // It reports whether there was one.
 func (s *Service) ClearRateLimit(ctx context.Context, orgID uuid.UUID, l RateLimit) (_ bool, err error) {
-	defer errs.Wrap(&err, "tenancy.ClearRateLimit")
+	defer wrapOp(&err, "tenancy.ClearRateLimit")
 	ctx = db.WithOrg(ctx, orgID)
 	l.PerMinute = nil
 	if err := checkRateLimit(l); err != nil {
@@ -102,7 +102,7 @@ func (s *Service) ClearRateLimit(ctx context.Context, orgID uuid.UUID, l RateLim
 // RateLimits lists an org's settings (the server's defaults apply to the
 // rest).
 func (s *Service) RateLimits(ctx context.Context, orgID uuid.UUID) (_ []RateLimit, err error) {
-	defer errs.Wrap(&err, "tenancy.RateLimits")
+	defer wrapOp(&err, "tenancy.RateLimits")
 	ctx = db.WithOrg(ctx, orgID)
 	if _, err := s.q().GetOrg(ctx, orgID); err != nil {
 		return nil, mapErr(err, "org "+orgID.String())
@@ -113,7 +113,7 @@ func (s *Service) RateLimits(ctx context.Context, orgID uuid.UUID) (_ []RateLimi
 // RateLimitsFor returns the settings that can apply to one agent's calls:
 // the org's own, the org's default for each agent, and the agent's.
 func (s *Service) RateLimitsFor(ctx context.Context, orgID, agentID uuid.UUID) (_ []RateLimit, err error) {
-	defer errs.Wrap(&err, "tenancy.RateLimitsFor")
+	defer wrapOp(&err, "tenancy.RateLimitsFor")
 	ctx = db.WithOrg(ctx, orgID)
 	rows, err := s.q().RateLimitsFor(ctx, sqlc.RateLimitsForParams{OrgID: orgID, AgentID: &agentID})
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
@@ -19,26 +18,36 @@ import (
 
 func (s *Service) q() *sqlc.Queries { return sqlc.New(s.pool) }
 
-// mapErr turns driver errors into the vocabulary's in one place; what names
+// errWording is how tenancy words the database's refusals; what its
+// callers name is the row looked up or written ("org <id>"). A database
+// that cannot serve the call now is unavailable (retryable), as in every
+// domain (db.Unavailable).
+var errWording = db.Wording{
+	NoRows: func(what string) *errs.Error {
+		return &errs.Error{Code: errs.CodeNotFound, Message: what + ": not found"}
+	},
+	Duplicate: func(r db.Refusal) *errs.Error {
+		return &errs.Error{Code: errs.CodeConflict, Message: r.What + ": already exists"}
+	},
+	Missing: func(r db.Refusal) *errs.Error {
+		return &errs.Error{Code: errs.CodeNotFound, Message: r.What + ": not found"}
+	},
+}
+
+// mapErr turns driver errors into the vocabulary's (errWording); what names
 // the row looked up or written ("org <id>"). Others pass through, and the
-// service boundary (errs.Wrap) makes them internal.
-func mapErr(err error, what string) error {
-	if err == nil {
-		return nil
+// service boundary (wrapOp) makes them internal.
+func mapErr(err error, what string) error { return errWording.Map(err, what) }
+
+// wrapOp is deferred by every exported method of Service: a database that
+// cannot serve the call now, met where no mapErr looked, is unavailable
+// (db.Unavailable); then the operation is recorded (errs.Wrap), and an
+// error the vocabulary does not know becomes internal.
+func wrapOp(errp *error, op string) {
+	if *errp != nil {
+		*errp = db.Unavailable(*errp)
+		errs.Wrap(errp, op)
 	}
-	if errors.Is(err, pgx.ErrNoRows) {
-		return &errs.Error{Code: errs.CodeNotFound, Message: what + ": not found", Err: err}
-	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		switch pgErr.Code {
-		case "23505":
-			return &errs.Error{Code: errs.CodeConflict, Message: what + ": already exists", Err: err}
-		case "23503":
-			return &errs.Error{Code: errs.CodeNotFound, Message: what + ": not found", Err: err}
-		}
-	}
-	return err
 }
 
 func checkName(field, v string, max int) error {
@@ -56,7 +65,7 @@ func checkName(field, v string, max int) error {
 
 // CreateOrg creates an org; names are unique.
 func (s *Service) CreateOrg(ctx context.Context, name string) (_ *Org, err error) {
-	defer errs.Wrap(&err, "tenancy.CreateOrg")
+	defer wrapOp(&err, "tenancy.CreateOrg")
 	if err := checkName("name", name, 200); err != nil {
 		return nil, err
 	}
@@ -69,7 +78,7 @@ func (s *Service) CreateOrg(ctx context.Context, name string) (_ *Org, err error
 
 // ListOrgs lists every org.
 func (s *Service) ListOrgs(ctx context.Context) (_ []Org, err error) {
-	defer errs.Wrap(&err, "tenancy.ListOrgs")
+	defer wrapOp(&err, "tenancy.ListOrgs")
 	rows, err := s.q().ListOrgs(ctx)
 	if err != nil {
 		return nil, err
@@ -83,7 +92,7 @@ func (s *Service) ListOrgs(ctx context.Context) (_ []Org, err error) {
 
 // CreateAgent creates an agent in an org; names are unique per org.
 func (s *Service) CreateAgent(ctx context.Context, orgID uuid.UUID, name string) (_ *Agent, err error) {
-	defer errs.Wrap(&err, "tenancy.CreateAgent")
+	defer wrapOp(&err, "tenancy.CreateAgent")
 	ctx = db.WithOrg(ctx, orgID)
 	if err := checkName("name", name, 200); err != nil {
 		return nil, err
@@ -97,7 +106,7 @@ func (s *Service) CreateAgent(ctx context.Context, orgID uuid.UUID, name string)
 
 // ListAgents lists the agents of an org.
 func (s *Service) ListAgents(ctx context.Context, orgID uuid.UUID) (_ []Agent, err error) {
-	defer errs.Wrap(&err, "tenancy.ListAgents")
+	defer wrapOp(&err, "tenancy.ListAgents")
 	ctx = db.WithOrg(ctx, orgID)
 	if _, err := s.q().GetOrg(ctx, orgID); err != nil {
 		return nil, mapErr(err, "org "+orgID.String())
@@ -143,7 +152,7 @@ func ParseScopes(list string) ([]string, error) {
 // IssueToken creates a token for an agent. The token's text is returned once;
 // only a hash of its secret is stored. ttl 0 means no expiry.
 func (s *Service) IssueToken(ctx context.Context, orgID, agentID uuid.UUID, scopes []string, ttl time.Duration) (_ *IssuedToken, err error) {
-	defer errs.Wrap(&err, "tenancy.IssueToken")
+	defer wrapOp(&err, "tenancy.IssueToken")
 	ctx = db.WithOrg(ctx, orgID)
 	scopes, err = ParseScopes(strings.Join(scopes, ","))
 	if err != nil {
@@ -180,7 +189,7 @@ func toToken(t sqlc.AgentToken) Token {
 
 // ListTokens lists an org's tokens, never their text.
 func (s *Service) ListTokens(ctx context.Context, orgID uuid.UUID) (_ []Token, err error) {
-	defer errs.Wrap(&err, "tenancy.ListTokens")
+	defer wrapOp(&err, "tenancy.ListTokens")
 	ctx = db.WithOrg(ctx, orgID)
 	if _, err := s.q().GetOrg(ctx, orgID); err != nil {
 		return nil, mapErr(err, "org "+orgID.String())
@@ -199,7 +208,7 @@ func (s *Service) ListTokens(ctx context.Context, orgID uuid.UUID) (_ []Token, e
 // RevokeToken revokes a token by id (optionally checked against an org). It
 // is idempotent: revoking twice keeps the first time.
 func (s *Service) RevokeToken(ctx context.Context, orgID *uuid.UUID, id uuid.UUID) (_ *Token, err error) {
-	defer errs.Wrap(&err, "tenancy.RevokeToken")
+	defer wrapOp(&err, "tenancy.RevokeToken")
 	if orgID != nil {
 		ctx = db.WithOrg(ctx, *orgID)
 	}
@@ -215,7 +224,7 @@ func (s *Service) RevokeToken(ctx context.Context, orgID *uuid.UUID, id uuid.UUI
 // failure (malformed, unknown, wrong secret, revoked, expired) is
 // unauthenticated and says nothing more to the caller.
 func (s *Service) VerifyToken(ctx context.Context, raw string) (_ *Principal, err error) {
-	defer errs.Wrap(&err, "tenancy.VerifyToken")
+	defer wrapOp(&err, "tenancy.VerifyToken")
 	tok, err := parseToken(raw)
 	if err != nil {
 		return nil, err
@@ -244,7 +253,7 @@ func (s *Service) VerifyToken(ctx context.Context, raw string) (_ *Principal, er
 
 // SetQuota sets (or, with nil, lifts) an org's limit on a resource.
 func (s *Service) SetQuota(ctx context.Context, orgID uuid.UUID, resource string, limit *int64) (_ *Quota, err error) {
-	defer errs.Wrap(&err, "tenancy.SetQuota")
+	defer wrapOp(&err, "tenancy.SetQuota")
 	ctx = db.WithOrg(ctx, orgID)
 	if resource != ResourceKnowledgeStored {
 		return nil, errs.InvalidArgument("resource", "%q is not a known quota (known: %s)", resource, ResourceKnowledgeStored)
@@ -262,7 +271,7 @@ func (s *Service) SetQuota(ctx context.Context, orgID uuid.UUID, resource string
 // Quotas lists an org's quotas. A resource without a row is unlimited and
 // unused, and is listed as such.
 func (s *Service) Quotas(ctx context.Context, orgID uuid.UUID) (_ []Quota, err error) {
-	defer errs.Wrap(&err, "tenancy.Quotas")
+	defer wrapOp(&err, "tenancy.Quotas")
 	ctx = db.WithOrg(ctx, orgID)
 	if _, err := s.q().GetOrg(ctx, orgID); err != nil {
 		return nil, mapErr(err, "org "+orgID.String())
@@ -283,7 +292,7 @@ func ConsumeQuota(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, resource stri
 
 // CreateTask creates a task: a stand-in for the orchestrator, which owns tasks.
 func (s *Service) CreateTask(ctx context.Context, orgID uuid.UUID, title string) (_ *Task, err error) {
-	defer errs.Wrap(&err, "tenancy.CreateTask")
+	defer wrapOp(&err, "tenancy.CreateTask")
 	ctx = db.WithOrg(ctx, orgID)
 	if err := checkName("title", title, 500); err != nil {
 		return nil, err
@@ -310,7 +319,7 @@ func ReleaseQuota(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, resource stri
 // checks accept a revoked token until their cache expires (the MCP server:
 // MCP_TOKEN_CACHE_TTL, at most 30 s).
 func (s *Service) RevokeOrgTokens(ctx context.Context, orgID uuid.UUID) (_ int64, err error) {
-	defer errs.Wrap(&err, "tenancy.RevokeOrgTokens")
+	defer wrapOp(&err, "tenancy.RevokeOrgTokens")
 	ctx = db.WithOrg(ctx, orgID)
 	n, err := s.q().RevokeOrgTokens(ctx, orgID)
 	if err != nil {
@@ -387,7 +396,7 @@ func ImportTask(ctx context.Context, tx pgx.Tx, t Task) (bool, error) {
 // (apps/mcp/internal/oauth): the operator provisions agents by name, or
 // lets the first token of a subject create its agent.
 func (s *Service) AgentByName(ctx context.Context, orgID uuid.UUID, name string, create bool) (a *Agent, created bool, err error) {
-	defer errs.Wrap(&err, "tenancy.AgentByName")
+	defer wrapOp(&err, "tenancy.AgentByName")
 	ctx = db.WithOrg(ctx, orgID)
 	if err := checkName("name", name, 200); err != nil {
 		return nil, false, err

@@ -11,6 +11,7 @@ require (
 )
 
 require (
+	github.com/agentfleet/orchestrator/packages/errs v0.0.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
@@ -27,3 +28,5 @@ require (
 )
 
 replace github.com/agentfleet/orchestrator/db => ../../db
+
+replace github.com/agentfleet/orchestrator/packages/errs => ../errs

@@ -1,23 +1,16 @@
 package data
 
 import (
-	"context"
-	"errors"
-	"io"
-	"net"
-	"regexp"
-	"strings"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-
+	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
 )
 
 // constraintErrors maps the schema's constraint names to domain errors. The
 // names are given by 00003_ratelimits.sql (not left to Postgres' defaults),
 // and TestConstraintErrorsNameTheSchemasConstraints pins each to the schema.
-var constraintErrors = map[string]*errs.Error{
+// db.Wording finds them on a Citus shard too (the shard's id appended, the
+// name only in a message the coordinator relayed).
+var constraintErrors = db.Constraints{
 	"task_knowledge_task_fkey":  {Code: errs.CodeNotFound, Field: "taskRef.taskId", Message: "no such task in this org"},
 	"task_knowledge_entry_fkey": {Code: errs.CodeNotFound, Field: "knowledgeId", Message: "no such entry in this org"},
 	"knowledge_author_fkey": {Code: errs.CodeForbidden,
@@ -33,97 +26,35 @@ var constraintErrors = map[string]*errs.Error{
 		Message: "the calling agent is not an agent of this org"},
 }
 
-// constraintInMessage finds the constraint a message names, for an error
-// relayed by a Citus coordinator, which leaves the worker's constraint
-// field out.
-var constraintInMessage = regexp.MustCompile(`constraint "([^"]+)"`)
+// errWording is how knowledge words the database's refusals; what MapErr's
+// caller names is the field at fault.
+var errWording = db.Wording{
+	Constraints: constraintErrors,
+	NoRows: func(field string) *errs.Error {
+		return &errs.Error{Code: errs.CodeNotFound, Field: field, Message: "not found in this org"}
+	},
+	Duplicate: func(r db.Refusal) *errs.Error {
+		return &errs.Error{Code: errs.CodeConflict, Message: "already exists: " + r.Detail}
+	},
+	Missing: func(r db.Refusal) *errs.Error {
+		return &errs.Error{Code: errs.CodeNotFound, Field: r.What, Message: "refers to something not in this org"}
+	},
+	Check:     refusedByTheDatabase,
+	Malformed: refusedByTheDatabase,
+}
 
-// constraintError is constraintErrors' entry of the constraint pgErr
-// names, also when it is a Citus shard's: relayed without its constraint
-// field, and named as the distributed table's constraint with the shard's
-// id appended (task_knowledge_task_fkey_102041).
-func constraintError(pgErr *pgconn.PgError) (*errs.Error, bool) {
-	name := pgErr.ConstraintName
-	if m := constraintInMessage.FindStringSubmatch(pgErr.Message); name == "" && m != nil {
-		name = m[1]
-	}
-	if e, ok := constraintErrors[name]; ok {
-		return e, true
-	}
-	i := strings.LastIndexByte(name, '_')
-	if i < 0 || strings.Trim(name[i+1:], "0123456789") != "" || i == len(name)-1 {
-		return nil, false
-	}
-	e, ok := constraintErrors[name[:i]]
-	return e, ok
+func refusedByTheDatabase(r db.Refusal) *errs.Error {
+	return &errs.Error{Code: errs.CodeInvalidArgument, Message: "refused by the database: " + r.Message}
 }
 
 // MapErr is the one place where driver and dependency errors become
 // *errs.Error values. notFoundField names the argument a pgx.ErrNoRows is
 // about. A database that cannot be reached, or asks for a retry, is
-// unavailable (retryable). Errors it does not know pass through, and the
-// service boundary (WrapOp) makes them internal: they are bugs, not input.
+// unavailable (retryable: db.Unavailable). Errors it does not know pass
+// through, and the service boundary (WrapOp) makes them internal: they are
+// bugs, not input.
 func MapErr(err error, notFoundField string) error {
-	if err == nil {
-		return nil
-	}
-	var de *errs.Error
-	if errors.As(err, &de) {
-		return err
-	}
-	if errors.Is(err, pgx.ErrNoRows) {
-		return &errs.Error{Code: errs.CodeNotFound, Field: notFoundField, Message: "not found in this org", Err: err}
-	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		if e, ok := constraintError(pgErr); ok {
-			c := *e
-			c.Err = err
-			return &c
-		}
-		switch pgErr.Code {
-		case "23505":
-			return &errs.Error{Code: errs.CodeConflict, Message: "already exists: " + pgErr.Detail, Err: err}
-		case "23503":
-			return &errs.Error{Code: errs.CodeNotFound, Field: notFoundField, Message: "refers to something not in this org", Err: err}
-		case "23514", "22001", "22P02", "22021":
-			return &errs.Error{Code: errs.CodeInvalidArgument, Message: "refused by the database: " + pgErr.Message, Err: err}
-		case "40001", "40P01", "55P03", "57014", "53300":
-			return &errs.Error{Code: errs.CodeUnavailable, Message: "the database asked to retry: " + pgErr.Message, Retryable: true, Err: err}
-		case "57P01", "57P02", "57P03":
-			// The server is shutting down or starting up.
-			return dbUnavailable(err)
-		}
-		if strings.HasPrefix(pgErr.Code, "08") {
-			// A connection exception the server reports: on a Citus
-			// cluster, the coordinator could not reach the worker that
-			// holds the org's shards (08006). That worker is down, not the
-			// call wrong: the org's calls are unavailable until it is back,
-			// and the other workers' orgs are served meanwhile.
-			return dbUnavailable(err)
-		}
-		return err
-	}
-	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
-		return dbUnavailable(err)
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err // the caller's: only the edge that set the deadline can word it
-	}
-	var ce *pgconn.ConnectError
-	var ne net.Error
-	if errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) {
-		// The database cannot be reached or dropped the connection.
-		return dbUnavailable(err)
-	}
-	return err
-}
-
-// dbUnavailable is MapErr's answer for a database it cannot use now. The
-// context check sits between its two uses because context.DeadlineExceeded
-// is a net.Error too, and the caller's deadline is not the database's fault.
-func dbUnavailable(err error) *errs.Error {
-	return &errs.Error{Code: errs.CodeUnavailable, Message: "the database is unavailable", Retryable: true, Err: err}
+	return errWording.Map(err, notFoundField)
 }
 
 // WrapOp is deferred by every exported method of Service: a driver error
@@ -139,7 +70,4 @@ func WrapOp(errp *error, op string) {
 
 // IsRetryableTx reports a transaction failure that a retry of the whole
 // transaction can fix (serialisation failure, deadlock).
-func IsRetryableTx(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
-}
+func IsRetryableTx(err error) bool { return db.LostRace(err) }
