@@ -13,6 +13,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/idem"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -155,7 +156,7 @@ func (s *Service) forgetStoreAnswers(ctx context.Context, org, id uuid.UUID, gon
 	for _, g := range gone {
 		names[g] = true
 	}
-	if _, err := s.forgetIdempotenceRecords(ctx, org, names); err != nil {
+	if _, err := idem.ForgetNaming(ctx, s.opts.Redis, org, names); err != nil {
 		s.log().Warn("knowledge: forget: deleting idempotence records naming the entry failed; they expire within 60 s", "org", org, "err", err)
 	}
 }

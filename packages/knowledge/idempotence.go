@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/idem"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -33,51 +34,11 @@ const (
 	idemRunningTTL = 15 * time.Second
 )
 
-// idemRecord is the value of an idempotence key.
-type idemRecord struct {
-	State  string              `json:"state"` // "running" or "done"
-	FP     string              `json:"fp"`    // fingerprint of the normalised arguments
-	Owner  string              `json:"owner,omitempty"`
-	Result *domain.StoreResult `json:"result,omitempty"`
-}
-
-// names says whether the recorded answer names one of ids: as the entry
-// the store made (or skipped to) or in its similar list.
-func (r *idemRecord) names(ids map[uuid.UUID]bool) bool {
-	if r.Result == nil {
-		return false
-	}
-	if ids[r.Result.ID] {
-		return true
-	}
-	for _, x := range r.Result.Similar {
-		if ids[x.ID] {
-			return true
-		}
-	}
-	return false
-}
-
 // releaseScript deletes the running marker only if it is still ours.
 var releaseScript = redis.NewScript(`
 local v = redis.call('GET', KEYS[1])
 if v and string.find(v, ARGV[1], 1, true) then return redis.call('DEL', KEYS[1]) end
 return 0`)
-
-// IdempotenceKey is the Redis key of a store's client token:
-// idemKeyPrefix(org, agent) and the token.
-func IdempotenceKey(org, agent, token uuid.UUID) string {
-	return idemKeyPrefix(org, agent) + token.String()
-}
-
-// idemKeyPrefix is the prefix of the store idempotence keys of org's agent,
-// or of all of org's with agent uuid.Nil: a purge and an erasure scan them.
-func idemKeyPrefix(org, agent uuid.UUID) string {
-	if agent == uuid.Nil {
-		return "idem:k.store:" + org.String() + ":"
-	}
-	return "idem:k.store:" + org.String() + ":" + agent.String() + ":"
-}
 
 // fingerprint identifies the normalised arguments of a store call, so the
 // same token with other arguments is told apart from a replay.
@@ -101,10 +62,10 @@ func fingerprint(a *domain.StoreArgs) string {
 // allows one entry per token (the error is logged).
 func (s *Service) storeIdempotent(ctx context.Context, c domain.Caller, a *domain.StoreArgs) (*domain.StoreResult, error) {
 	rdb := s.opts.Redis
-	key := IdempotenceKey(c.OrgID, c.AgentID, *a.ClientToken)
+	key := idem.Key(c.OrgID, c.AgentID, *a.ClientToken)
 	fp := fingerprint(a)
 	owner := uuid.NewString()
-	marker, _ := json.Marshal(idemRecord{State: "running", FP: fp, Owner: owner})
+	marker, _ := json.Marshal(idem.Record{State: "running", FP: fp, Owner: owner})
 	for range 3 {
 		ok, err := rdb.SetNX(ctx, key, marker, idemRunningTTL).Result()
 		if err != nil {
@@ -120,7 +81,7 @@ func (s *Service) storeIdempotent(ctx context.Context, c domain.Caller, a *domai
 		if err != nil {
 			return s.storeWithoutRedis(ctx, c, a, err)
 		}
-		var rec idemRecord
+		var rec idem.Record
 		if err := json.Unmarshal(raw, &rec); err != nil || (rec.State == "done" && rec.Result == nil) {
 			return s.storeWithoutRedis(ctx, c, a, fmt.Errorf("unreadable idempotence record: %v", err))
 		}
@@ -190,33 +151,6 @@ func (s *Service) replayable(ctx context.Context, c domain.Caller, rec *domain.S
 	return &res, nil
 }
 
-// forgetIdempotenceRecords deletes the org's store idempotence records
-// that name an entry of ids (as the entry made or in the similar list), so
-// Redis holds no title of an erased entry. Best effort: replays check what
-// they answer anyway (replayable). It returns how many it deleted.
-func (s *Service) forgetIdempotenceRecords(ctx context.Context, org uuid.UUID, ids map[uuid.UUID]bool) (int64, error) {
-	if s.opts.Redis == nil {
-		return 0, nil
-	}
-	var n int64
-	err := ScanKeys(ctx, s.opts.Redis, idemKeyPrefix(org, uuid.Nil)+"*", func(ctx context.Context, c redis.Cmdable, key string) error {
-		v, err := c.Get(ctx, key).Bytes()
-		if err != nil {
-			return nil // expired meanwhile
-		}
-		var rec idemRecord
-		if json.Unmarshal(v, &rec) != nil || !rec.names(ids) {
-			return nil
-		}
-		if err := c.Del(ctx, key).Err(); err != nil {
-			return err
-		}
-		n++
-		return nil
-	})
-	return n, err
-}
-
 // whileRunning answers a store whose token's key says another call with
 // the same arguments is running. A committed entry of the token is the
 // answer (replayed from Postgres): the marker may be one the call that
@@ -252,7 +186,7 @@ func (s *Service) storeAndRemember(ctx context.Context, c domain.Caller, a *doma
 	}
 	first := *res
 	first.Replayed = false
-	val, _ := json.Marshal(idemRecord{State: "done", FP: fp, Result: &first})
+	val, _ := json.Marshal(idem.Record{State: "done", FP: fp, Result: &first})
 	if err := rdb.Set(bg, key, val, idemAnswerTTL).Err(); err != nil {
 		s.log().Warn("knowledge: could not record idempotent answer; Postgres still guards the token", "key", key, "err", err)
 	}

@@ -15,6 +15,8 @@ import (
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/idem"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/rediskit"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
@@ -443,21 +445,21 @@ func (s *Service) purgeIdempotenceKeys(ctx context.Context, org uuid.UUID, scope
 	for _, id := range rep.IDs {
 		erased[id] = true
 	}
-	prefix := idemKeyPrefix(org, uuid.Nil)
+	prefix := idem.Prefix(org, uuid.Nil)
 	agentPrefix := ""
 	if scope.Agent != uuid.Nil {
-		agentPrefix = idemKeyPrefix(org, scope.Agent)
+		agentPrefix = idem.Prefix(org, scope.Agent)
 	}
 	var n int64
-	err := ScanKeys(ctx, s.opts.Redis, prefix+"*", func(ctx context.Context, c redis.Cmdable, key string) error {
+	err := rediskit.ScanKeys(ctx, s.opts.Redis, prefix+"*", func(ctx context.Context, c redis.Cmdable, key string) error {
 		del := scope.All || (agentPrefix != "" && strings.HasPrefix(key, agentPrefix))
 		if !del {
 			v, err := c.Get(ctx, key).Bytes()
 			if err != nil {
 				return nil // expired meanwhile
 			}
-			var rec idemRecord
-			if json.Unmarshal(v, &rec) == nil && rec.names(erased) {
+			var rec idem.Record
+			if json.Unmarshal(v, &rec) == nil && rec.Names(erased) {
 				del = true
 			}
 		}

@@ -1,4 +1,4 @@
-package knowledge
+package rediskit
 
 import (
 	"context"
@@ -33,7 +33,7 @@ type RedisConfig struct {
 func ParseRedisURL(raw string) (RedisConfig, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
-		return RedisConfig{}, fmt.Errorf("redis url %q: no scheme (redis://, rediss://, redis+cluster://)", redact(raw))
+		return RedisConfig{}, fmt.Errorf("redis url %q: no scheme (redis://, rediss://, redis+cluster://)", Redact(raw))
 	}
 	cluster := false
 	switch scheme {
@@ -62,10 +62,10 @@ func ParseRedisURL(raw string) (RedisConfig, error) {
 	}
 	u, err := url.Parse(scheme + "://" + strings.Replace(rest, hosts, "placeholder", 1))
 	if err != nil {
-		return RedisConfig{}, fmt.Errorf("redis url %q: %w", redact(raw), err)
+		return RedisConfig{}, fmt.Errorf("redis url %q: %w", Redact(raw), err)
 	}
 	if p := strings.Trim(u.Path, "/"); p != "" && p != "0" {
-		return RedisConfig{}, fmt.Errorf("redis url %q: a Redis Cluster has only database 0 (drop /%s)", redact(raw), p)
+		return RedisConfig{}, fmt.Errorf("redis url %q: a Redis Cluster has only database 0 (drop /%s)", Redact(raw), p)
 	}
 	co := &redis.ClusterOptions{}
 	for h := range strings.SplitSeq(hosts, ",") {
@@ -78,7 +78,7 @@ func ParseRedisURL(raw string) (RedisConfig, error) {
 		co.Addrs = append(co.Addrs, h)
 	}
 	if len(co.Addrs) == 0 {
-		return RedisConfig{}, fmt.Errorf("redis url %q: no cluster node address", redact(raw))
+		return RedisConfig{}, fmt.Errorf("redis url %q: no cluster node address", Redact(raw))
 	}
 	if u.User != nil {
 		co.Username = u.User.Username()
@@ -90,7 +90,7 @@ func ParseRedisURL(raw string) (RedisConfig, error) {
 	return RedisConfig{Cluster: true, Nodes: co}, nil
 }
 
-func redact(raw string) string {
+func Redact(raw string) string {
 	if u, err := url.Parse(raw); err == nil && u.User != nil {
 		if _, ok := u.User.Password(); ok {
 			u.User = url.UserPassword(u.User.Username(), "xxxxx")

@@ -1,15 +1,15 @@
-package knowledge_test
+package rediskit_test
 
 import (
 	"testing"
 
 	"github.com/hibiken/asynq"
 
-	"github.com/agentfleet/orchestrator/packages/knowledge"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/rediskit"
 )
 
 func TestParseRedisURL(t *testing.T) {
-	c, err := knowledge.ParseRedisURL("redis://127.0.0.1:6379/3")
+	c, err := rediskit.ParseRedisURL("redis://127.0.0.1:6379/3")
 	if err != nil || c.Cluster || c.Single.Addr != "127.0.0.1:6379" || c.Single.DB != 3 {
 		t.Fatalf("single: %+v %v", c, err)
 	}
@@ -20,7 +20,7 @@ func TestParseRedisURL(t *testing.T) {
 		"redis+cluster://u:secret@10.0.0.1:7001,10.0.0.2:7002,10.0.0.3",
 		"redis://u:secret@10.0.0.1:7001,10.0.0.2:7002,10.0.0.3/0",
 	} {
-		c, err := knowledge.ParseRedisURL(u)
+		c, err := rediskit.ParseRedisURL(u)
 		if err != nil || !c.Cluster {
 			t.Fatalf("%s: %+v %v", u, c, err)
 		}
@@ -34,11 +34,11 @@ func TestParseRedisURL(t *testing.T) {
 			t.Fatalf("%s: asynq %#v", u, c.Asynq())
 		}
 	}
-	if c, err := knowledge.ParseRedisURL("rediss+cluster://h:1"); err != nil || !c.Cluster || c.Nodes.TLSConfig == nil {
+	if c, err := rediskit.ParseRedisURL("rediss+cluster://h:1"); err != nil || !c.Cluster || c.Nodes.TLSConfig == nil {
 		t.Fatalf("tls cluster: %+v %v", c, err)
 	}
 	for _, bad := range []string{"redis+cluster://h:1,h:2/2", "127.0.0.1:6379", "redis+cluster:///"} {
-		if _, err := knowledge.ParseRedisURL(bad); err == nil {
+		if _, err := rediskit.ParseRedisURL(bad); err == nil {
 			t.Errorf("%s: accepted", bad)
 		}
 	}
