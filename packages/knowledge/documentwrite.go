@@ -451,21 +451,3 @@ func (s *Service) enqueueAll(ctx context.Context, jobs []domain.EmbeddingJob) {
 	close(next)
 	wg.Wait()
 }
-
-// deleteDocumentRows deletes, in an erasure of ids (forget, purge), the
-// document rows that name them: tokens, section rows (of the erased
-// sections, and of the erased documents' sections, which are plain
-// entries from then on), document marks; in the foreign keys' order.
-func deleteDocumentRows(ctx context.Context, q *sqlc.Queries, org uuid.UUID, ids []uuid.UUID) error {
-	if _, err := q.DeleteDocumentTokens(ctx, sqlc.DeleteDocumentTokensParams{OrgID: org, Ids: ids}); err != nil {
-		return err
-	}
-	if _, err := q.DeleteSectionRows(ctx, sqlc.DeleteSectionRowsParams{OrgID: org, Ids: ids}); err != nil {
-		return err
-	}
-	if _, err := q.DeleteDocumentsSectionRows(ctx, sqlc.DeleteDocumentsSectionRowsParams{OrgID: org, Ids: ids}); err != nil {
-		return err
-	}
-	_, err := q.DeleteDocumentMarks(ctx, sqlc.DeleteDocumentMarksParams{OrgID: org, Ids: ids})
-	return err
-}

@@ -122,3 +122,22 @@ func (s *Service) GetBySource(ctx context.Context, c domain.Caller, source strin
 	}
 	return s.Get(ctx, c, id)
 }
+
+// tombstoneFor reads id's tombstone for c: only the entry's author and the
+// agent that forgot it see it; to anyone else it does not exist.
+func (s *Service) tombstoneFor(ctx context.Context, q *sqlc.Queries, c domain.Caller, id uuid.UUID) (*domain.Tombstone, error) {
+	t, err := q.GetTombstone(ctx, sqlc.GetTombstoneParams{OrgID: c.OrgID, ID: id})
+	if err != nil {
+		return nil, err
+	}
+	if t.ForgottenByAgentID != c.AgentID && (t.CreatedByAgentID == nil || *t.CreatedByAgentID != c.AgentID) {
+		return nil, pgx.ErrNoRows
+	}
+	ts := tombstone(t)
+	return &ts, nil
+}
+
+func tombstone(t sqlc.KnowledgeTombstone) domain.Tombstone {
+	return domain.Tombstone{ID: t.ID, State: domain.StateForgotten, CreatedByAgentID: t.CreatedByAgentID, CreatedAt: t.CreatedAt,
+		ForgottenByAgentID: t.ForgottenByAgentID, ForgottenAt: t.ForgottenAt, Reason: t.Reason, Relations: int(t.Relations)}
+}
