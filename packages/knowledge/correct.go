@@ -51,7 +51,7 @@ func (s *Service) Correct(ctx context.Context, c domain.Caller, oldID uuid.UUID,
 		res *domain.CorrectResult
 		gen int32
 	)
-	err = s.txRetryingRaces(ctx, func(tx pgx.Tx) error {
+	err = s.data.RetryTx(ctx, func(tx pgx.Tx) error {
 		// The org's supersession lock first, before the quota row the
 		// insert takes: the lock order of every writer of an entry
 		// (docs/operators.md, "Lock order"); purge and forget take the

@@ -15,6 +15,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/simkeys"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
+	"github.com/agentfleet/orchestrator/packages/knowledge/relations"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
 
@@ -98,7 +99,7 @@ type docTx struct {
 // committed first.
 func (s *Service) writeDocument(ctx context.Context, c domain.Caller, a *documentArgs, p *documentPlan) (*domain.DocumentResult, []domain.EmbeddingJob, error) {
 	var t *docTx
-	err := s.transientTx(ctx, func(tx pgx.Tx) error {
+	err := s.data.RetryTx(ctx, func(tx pgx.Tx) error {
 		t = &docTx{q: sqlc.New(tx), c: c, a: a, p: p, res: &domain.DocumentResult{
 			Title: a.Title, Source: a.Source, Kind: a.Kind, Sections: make([]domain.SectionRef, 0, len(p.sections)), Retired: []uuid.UUID{}}}
 		return t.run(ctx, tx)
@@ -333,14 +334,14 @@ func (t *docTx) link(ctx context.Context, live *sqlc.LiveDocumentBySourceRow, ne
 	}
 	if live != nil {
 		leaving = append(append(leaving, changed...), d.retired...)
-		if err := unlinkParts(ctx, t.q, org, agent, live.ID, leaving); err != nil {
+		if err := relations.UnlinkParts(ctx, t.q, org, agent, live.ID, leaving); err != nil {
 			return err
 		}
 	}
 	if err := t.putSections(ctx, docID); err != nil {
 		return err
 	}
-	if err := linkParts(ctx, t.q, org, agent, docID, joining); err != nil {
+	if err := relations.LinkParts(ctx, t.q, org, agent, docID, joining); err != nil {
 		return err
 	}
 	return t.token(ctx, docID)

@@ -39,7 +39,7 @@ func (s *Service) Forget(ctx context.Context, c domain.Caller, id uuid.UUID, rea
 	}
 	var res *domain.ForgetResult
 	var gone []uuid.UUID
-	err = s.transientTx(ctx, func(tx pgx.Tx) error {
+	err = s.data.RetryTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		res, gone, err = s.forgetIn(ctx, tx, c, id, reason, othersAllowed)
 		return err

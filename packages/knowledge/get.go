@@ -63,7 +63,7 @@ func (s *Service) Get(ctx context.Context, c domain.Caller, id uuid.UUID) (_ *do
 	for _, l := range chain {
 		e.Chain = append(e.Chain, domain.ChainLink{Direction: l.Direction, OldID: l.OldID, NewID: l.NewID, ByAgentID: l.AgentID, At: l.CreatedAt})
 	}
-	if e.Relations, err = s.relationSummary(ctx, c, id); err != nil {
+	if e.Relations, err = s.relations.Summary(ctx, c, id); err != nil {
 		return nil, err
 	}
 	if e.Document, e.Section, err = s.documentOf(ctx, c.OrgID, id); err != nil {

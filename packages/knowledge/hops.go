@@ -11,30 +11,31 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
+	"github.com/agentfleet/orchestrator/packages/knowledge/relations"
 )
 
 // hopTypes maps relationTypes (names as read from a hit) to the stored
 // types to follow in each direction; nil: every type.
-func hopTypes(cat *catalogue, names []string) (out, in []string, err error) {
+func hopTypes(cat *relations.Catalogue, names []string) (out, in []string, err error) {
 	if names == nil {
 		return nil, nil, nil
 	}
 	out, in = []string{}, []string{}
 	for i, n := range names {
-		r, err := cat.resolve(fmt.Sprintf("relationTypes[%d]", i), n, false)
+		r, err := cat.Resolve(fmt.Sprintf("relationTypes[%d]", i), n, false)
 		if err != nil {
 			return nil, nil, err
 		}
 		switch {
-		case r.t.ReadOnly:
+		case r.Type.ReadOnly:
 			return nil, nil, errs.InvalidArgument(fmt.Sprintf("relationTypes[%d]", i),
 				"%s is not followed by hops: a related entry that was superseded is answered as the head of its chain, and a superseded hit names its head (headId)", n)
-		case r.t.Symmetric:
-			out, in = append(out, r.t.Name), append(in, r.t.Name)
-		case r.reversed:
-			in = append(in, r.t.Name)
+		case r.Type.Symmetric:
+			out, in = append(out, r.Type.Name), append(in, r.Type.Name)
+		case r.Reversed:
+			in = append(in, r.Type.Name)
 		default:
-			out = append(out, r.t.Name)
+			out = append(out, r.Type.Name)
 		}
 	}
 	return out, in, nil
@@ -51,7 +52,7 @@ func (s *Service) expand(ctx context.Context, c domain.Caller, a *domain.SearchA
 	if a.Hops == 0 || len(hits) == 0 {
 		return nil, nil
 	}
-	cat, err := s.catalogueOf(ctx, s.q, c.OrgID)
+	cat, err := relations.CatalogueOf(ctx, s.q, c.OrgID)
 	if err != nil {
 		return nil, err
 	}
@@ -104,9 +105,9 @@ func (s *Service) expand(ctx context.Context, c domain.Caller, a *domain.SearchA
 			frontier = append(frontier, r.ID)
 			typ := r.Type
 			switch {
-			case cat.symmetric(r.Type):
+			case cat.Symmetric(r.Type):
 			case r.Dir == domain.DirIn:
-				typ = cat.inverseOf(r.Type)
+				typ = cat.InverseOf(r.Type)
 			}
 			added = append(added, rankedHit{
 				fusedHit: fusedHit{Candidate: Candidate{ID: r.ID}, Score: sc},

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -53,7 +51,7 @@ func (s *Service) Purge(ctx context.Context, org uuid.UUID, scope domain.PurgeSc
 // the org's supersession lock, the org's index statistics row, then the
 // entries in id order, as every writer of an entry does; one that
 // Postgres aborts as a deadlock or serialisation failure anyway is run
-// again after a bounded back-off (transientTx). A purge of a whole org
+// again after a bounded back-off (data.RetryTx). A purge of a whole org
 // empties the org's lexical index first and, after the last batch, once
 // more, queueing every entry left (those stored while it ran) for the
 // indexer: entries stored meanwhile may have been indexed, then erased by
@@ -104,7 +102,7 @@ func (s *Service) PurgeWith(ctx context.Context, org uuid.UUID, scope domain.Pur
 			err = s.countBatch(ctx, org, ids, rep)
 		} else {
 			var batch domain.PurgeReport
-			err = s.transientTx(ctx, func(tx pgx.Tx) error {
+			err = s.data.RetryTx(ctx, func(tx pgx.Tx) error {
 				batch = domain.PurgeReport{}
 				return s.purgeBatch(ctx, tx, org, ids, !scope.All, &batch)
 			})
@@ -159,36 +157,6 @@ func (s *Service) purgeUploads(ctx context.Context, org uuid.UUID, scope domain.
 	}
 }
 
-// Transient transaction failures (a deadlock, SQLSTATE 40P01, or a
-// serialisation failure, 40001) are retried inside the product: up to
-// txAttempts runs in all, waiting txBackoff, then twice as long each time
-// (at most txBackoffMax), with jitter so two victims do not meet again.
-const (
-	txAttempts   = 8
-	txBackoff    = 20 * time.Millisecond
-	txBackoffMax = time.Second
-)
-
-// transientTx runs f in a transaction, again after a bounded back-off
-// when Postgres aborted it as a deadlock or serialisation failure, and
-// returns f's last error as is.
-func (s *Service) transientTx(ctx context.Context, f func(pgx.Tx) error) error {
-	wait := txBackoff
-	for attempt := 1; ; attempt++ {
-		err := pgx.BeginFunc(ctx, s.pool, f)
-		if err == nil || !data.IsRetryableTx(err) || attempt >= txAttempts {
-			return err
-		}
-		s.log().Warn("knowledge: transaction aborted by a transient conflict; retrying", "attempt", attempt, "err", err)
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(wait/2 + rand.N(wait)):
-		}
-		wait = min(2*wait, txBackoffMax)
-	}
-}
-
 // resetOrgIndex empties the org's whole lexical index (postings, term
 // statistics, statistics row, queue) when the whole org goes: one
 // statement per table instead of re-analysing every entry. Before the
@@ -201,7 +169,7 @@ func (s *Service) transientTx(ctx context.Context, f func(pgx.Tx) error) error {
 // returns how many entries it queued.
 func (s *Service) resetOrgIndex(ctx context.Context, org uuid.UUID, requeue bool) (int64, error) {
 	var queued int64
-	err := s.transientTx(ctx, func(tx pgx.Tx) error {
+	err := s.data.RetryTx(ctx, func(tx pgx.Tx) error {
 		q := sqlc.New(tx)
 		if _, err := q.LockSearchStats(ctx, sqlc.LockSearchStatsParams{OrgID: org, DefaultConfig: s.opts.TextSearchConfig}); err != nil {
 			return err

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/pgbatch"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
+	"github.com/agentfleet/orchestrator/packages/knowledge/relations"
 )
 
 // Options are what a Service is made with besides its pool: its
@@ -138,6 +140,8 @@ type Service struct {
 	qvec      *queryVectors  // query vector cache (queryvec.go)
 	listKeys  listKeyCache   // list cursor key (browse.go)
 	common    commonFilters  // filters found common lately (filtersearch.go)
+
+	relations *relations.Relations
 }
 
 // New returns a Service on pool. The pool must come from db.Open, which
@@ -176,9 +180,17 @@ func New(pool *pgxpool.Pool, opts Options) *Service {
 		c := CalibrationFor(opts.Embedder.Model())
 		opts.VectorCalibration = &c
 	}
-	d := data.New(pool)
+	d := data.New(pool).WithLogger(opts.Logger)
 	return &Service{pool: d.Scoped(), data: d, opts: opts, q: d.Q(), qvec: newQueryVectors(), next: next,
-		vecStmt: vectorStmt(SpaceOf(opts.Embedder))}
+		vecStmt:   vectorStmt(SpaceOf(opts.Embedder)),
+		relations: relations.New(d, relations.Options{Now: opts.Now})}
+}
+
+// scope returns ctx carrying org: every statement sent for it runs as that
+// org (row-level security). The facade's methods call it once with the
+// caller's org before they hand the call to a capability.
+func (s *Service) scope(ctx context.Context, org uuid.UUID) context.Context {
+	return data.AsOrg(ctx, org)
 }
 
 func (s *Service) log() *slog.Logger { return s.opts.Logger }

@@ -50,7 +50,7 @@ type OrgStats struct {
 		OldestPendingSeconds float64          `json:"oldestPendingSeconds"`
 	} `json:"embeddings"`
 	// OpenRelations counts the org's open relations (link_knowledge,
-	// relations.go), RelationsByType by their stored (catalogue) type,
+	// package relations), RelationsByType by their stored (catalogue) type,
 	// largest first; closed ones are history and not counted.
 	OpenRelations   int64                  `json:"openRelations"`
 	RelationsByType []domain.RelationCount `json:"relationsByType"`

@@ -14,11 +14,6 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
-// maxRaceAttempts bounds the runs of a transaction that changes a
-// supersession chain (txRetryingRaces) when Postgres aborts it as a
-// deadlock or serialisation failure.
-const maxRaceAttempts = 5
-
 // Supersede marks oldID as superseded by newID (supersede_knowledge).
 //
 // Rules, in the order they are checked: oldId = newId is refused; both ids
@@ -44,7 +39,7 @@ const maxRaceAttempts = 5
 // Two supersessions that would together make a cycle or a stale head
 // (T1: A by B with head(B) = H; T2: H by C with head(C) = A) therefore
 // deadlock instead, Postgres aborts one, and it is retried against the
-// committed state (up to maxRaceAttempts times), where the check sees
+// committed state (data.RetryTx), where the check sees
 // the other's result.
 //
 // Supersessions are additionally serialised per org with a
@@ -69,7 +64,7 @@ func (s *Service) Supersede(ctx context.Context, c domain.Caller, oldID, newID u
 		return nil, errs.InvalidArgument("newId", "must differ from oldId: an entry cannot supersede itself")
 	}
 	var res *domain.SupersedeResult
-	err = s.txRetryingRaces(ctx, func(tx pgx.Tx) error {
+	err = s.data.RetryTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		res, err = supersedeTx(ctx, sqlc.New(tx), c, oldID, newID, testHookAfterChecks)
 		return err
@@ -78,20 +73,6 @@ func (s *Service) Supersede(ctx context.Context, c domain.Caller, oldID, newID u
 		return nil, data.MapErr(err, "")
 	}
 	return res, nil
-}
-
-// txRetryingRaces runs f in a transaction, again at once (up to
-// maxRaceAttempts) when the transaction lost a deadlock or a serialisation
-// race, and returns f's last error as is. The calls that change a
-// supersession chain run in it (Supersede, Correct): see Supersede for why
-// a lost race is retried and not answered.
-func (s *Service) txRetryingRaces(ctx context.Context, f func(pgx.Tx) error) error {
-	for attempt := 1; ; attempt++ {
-		err := pgx.BeginFunc(ctx, s.pool, f)
-		if err == nil || !data.IsRetryableTx(err) || attempt >= maxRaceAttempts {
-			return err
-		}
-	}
 }
 
 // testHookAfterChecks, when set (only by internal tests, before any

@@ -21,6 +21,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/simkeys"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/transferfmt"
+	"github.com/agentfleet/orchestrator/packages/knowledge/relations"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
 
@@ -467,7 +468,7 @@ type importer struct {
 	rels    []transferfmt.Relation
 	docs    []transferfmt.Document
 	secs    []transferfmt.Section
-	cat     *catalogue // the org's, read when pass 2 meets its first relation
+	cat     *relations.Catalogue // the org's, read when pass 2 meets its first relation
 }
 
 // recordDecoder reads the lines of one kind: pass is the pass that reads
@@ -662,11 +663,11 @@ func (im *importer) relation(b []byte) error {
 		return err
 	}
 	if im.cat == nil {
-		if im.cat, err = im.s.catalogueOf(im.ctx, im.q, im.org); err != nil {
+		if im.cat, err = relations.CatalogueOf(im.ctx, im.q, im.org); err != nil {
 			return err
 		}
 	}
-	if ref, ok := im.cat.byName[r.Type]; !ok || ref.reversed || ref.t.ReadOnly {
+	if ref, ok := im.cat.Lookup(r.Type); !ok || ref.Reversed || ref.Type.ReadOnly {
 		return im.bad(fmt.Errorf("relation type %q is not a type of this org's catalogue (the file's relationType lines add the org's own)", r.Type))
 	}
 	im.rels = append(im.rels, r)
@@ -803,16 +804,16 @@ func (s *Service) importRelationType(ctx context.Context, q *sqlc.Queries, org u
 	if err := domain.CheckTypeName("inverse", t.Inverse); err != nil {
 		return false, err
 	}
-	cat, err := s.catalogueOf(ctx, q, org)
+	cat, err := relations.CatalogueOf(ctx, q, org)
 	if err != nil {
 		return false, err
 	}
-	if r, ok := cat.byName[t.Name]; ok && !r.reversed && r.t.Inverse == t.Inverse && !r.t.Builtin {
+	if r, ok := cat.Lookup(t.Name); ok && !r.Reversed && r.Type.Inverse == t.Inverse && !r.Type.Builtin {
 		return false, nil
 	}
 	for _, n := range []string{t.Name, t.Inverse} {
-		if r, ok := cat.byName[n]; ok {
-			return false, fmt.Errorf("relation type %s / %s clashes with the org's %s / %s", t.Name, t.Inverse, r.t.Name, r.t.Inverse)
+		if r, ok := cat.Lookup(n); ok {
+			return false, fmt.Errorf("relation type %s / %s clashes with the org's %s / %s", t.Name, t.Inverse, r.Type.Name, r.Type.Inverse)
 		}
 	}
 	if _, err := q.InsertRelationType(ctx, sqlc.InsertRelationTypeParams{OrgID: org, Name: t.Name, Inverse: t.Inverse}); err != nil {

@@ -278,7 +278,7 @@ type Entry struct {
 
 	TaskLinks []TaskLink `json:"taskLinks"`
 
-	// Relations summarises the entry's open typed relations (relations.go):
+	// Relations summarises the entry's open typed relations (package relations):
 	// counts by type as read from this entry and the newest few;
 	// list_relations pages through all of them.
 	Relations *RelationSummary `json:"relations,omitempty"`

@@ -2,6 +2,7 @@ package data
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -15,6 +16,7 @@ type DB struct {
 	scoped db.Scoped
 	q      *sqlc.Queries
 	calls  orgCalls
+	log    *slog.Logger // RetryTx's retries (WithLogger)
 }
 
 // New returns a DB on pool. The pool must come from db.Open, which registers

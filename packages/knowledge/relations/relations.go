@@ -1,4 +1,4 @@
-package knowledge
+package relations
 
 import (
 	"bytes"
@@ -16,12 +16,35 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
+
+// Relations records and reads the typed relations between entries and the
+// catalogue of their types. Every method's ctx carries the caller's org
+// (data.AsOrg: the facade puts it there). It is safe for concurrent use.
+type Relations struct {
+	data *data.DB
+	now  func() time.Time
+}
+
+// Options are what a Relations is made with; every zero value is the
+// documented default.
+type Options struct {
+	// Now is the clock of as-of reads and of the entries' states the
+	// listings name. Default: time.Now.
+	Now func() time.Time
+}
+
+// New returns the relations of d's database.
+func New(d *data.DB, o Options) *Relations {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Relations{data: d, now: o.Now}
+}
 
 // BuiltinRelationTypes is the catalogue every org has.
 var BuiltinRelationTypes = []domain.RelationType{
@@ -38,39 +61,40 @@ var BuiltinRelationTypes = []domain.RelationType{
 	{Name: domain.RelSupersedes, Inverse: domain.RelSupersededBy, ReadOnly: true, Builtin: true},
 }
 
-// catalogue resolves a type name (a type's name or its inverse) for one org.
-type catalogue struct {
+// Catalogue resolves a type name (a type's name or its inverse) for one org.
+type Catalogue struct {
 	types  []domain.RelationType
-	byName map[string]typeRef
+	byName map[string]TypeRef
 	sym    []string // symmetric names
 }
 
-// typeRef is what a name means: the type, and whether it is the type's
+// TypeRef is what a name means: the type, and whether it is the type's
 // inverse name (the relation then runs the other way).
-type typeRef struct {
-	t        domain.RelationType
-	reversed bool
+type TypeRef struct {
+	Type     domain.RelationType
+	Reversed bool
 }
 
-func newCatalogue(org []domain.RelationType) *catalogue {
-	c := &catalogue{byName: map[string]typeRef{}}
+// newCatalogue is the built-in types and org's own.
+func newCatalogue(org []domain.RelationType) *Catalogue {
+	c := &Catalogue{byName: map[string]TypeRef{}}
 	for _, t := range append(slices.Clone(BuiltinRelationTypes), org...) {
 		c.types = append(c.types, t)
-		c.byName[t.Name] = typeRef{t: t}
+		c.byName[t.Name] = TypeRef{Type: t}
 		if t.Symmetric {
 			c.sym = append(c.sym, t.Name)
 		} else {
-			c.byName[t.Inverse] = typeRef{t: t, reversed: true}
+			c.byName[t.Inverse] = TypeRef{Type: t, Reversed: true}
 		}
 	}
 	return c
 }
 
 // names lists every name a caller may use, sorted.
-func (c *catalogue) names(writable bool) []string {
+func (c *Catalogue) names(writable bool) []string {
 	var out []string
 	for n, r := range c.byName {
-		if writable && r.t.ReadOnly {
+		if writable && r.Type.ReadOnly {
 			continue
 		}
 		out = append(out, n)
@@ -79,33 +103,41 @@ func (c *catalogue) names(writable bool) []string {
 	return out
 }
 
-// resolve finds name in the catalogue; field names the argument for errors.
-func (c *catalogue) resolve(field, name string, writable bool) (typeRef, error) {
+// Lookup is what name means in the catalogue (a type's name or inverse,
+// as is: no check of its spelling), and whether it is there.
+func (c *Catalogue) Lookup(name string) (TypeRef, bool) {
+	r, ok := c.byName[name]
+	return r, ok
+}
+
+// Resolve finds name in the catalogue; field names the argument for errors.
+func (c *Catalogue) Resolve(field, name string, writable bool) (TypeRef, error) {
 	if err := domain.CheckTypeName(field, name); err != nil {
-		return typeRef{}, err
+		return TypeRef{}, err
 	}
 	r, ok := c.byName[name]
 	if !ok {
-		return typeRef{}, errs.InvalidArgument(field, "unknown relation type %q; known: %s (an operator adds an org's own with ctl relation-type add)",
+		return TypeRef{}, errs.InvalidArgument(field, "unknown relation type %q; known: %s (an operator adds an org's own with ctl relation-type add)",
 			name, strings.Join(c.names(writable), ", "))
 	}
-	if writable && r.t.ReadOnly {
-		return typeRef{}, errs.InvalidArgument(field, "%s is derived from supersession and read only: use supersede_knowledge to record that one entry replaces another", name)
+	if writable && r.Type.ReadOnly {
+		return TypeRef{}, errs.InvalidArgument(field, "%s is derived from supersession and read only: use supersede_knowledge to record that one entry replaces another", name)
 	}
 	return r, nil
 }
 
-// inverseOf names a stored type as read from its to end.
-func (c *catalogue) inverseOf(stored string) string {
-	if r, ok := c.byName[stored]; ok && !r.reversed {
-		return r.t.Inverse
+// InverseOf names a stored type as read from its to end.
+func (c *Catalogue) InverseOf(stored string) string {
+	if r, ok := c.byName[stored]; ok && !r.Reversed {
+		return r.Type.Inverse
 	}
 	return stored
 }
 
-func (c *catalogue) symmetric(stored string) bool {
+// Symmetric tells whether a stored type reads the same from both ends.
+func (c *Catalogue) Symmetric(stored string) bool {
 	r, ok := c.byName[stored]
-	return ok && r.t.Symmetric
+	return ok && r.Type.Symmetric
 }
 
 // builtinCatalogue is the catalogue of the built-in types alone.
@@ -116,16 +148,17 @@ var builtinCatalogue = newCatalogue(nil)
 // clash with a built-in name or inverse, so the org's table need not be
 // read: one round trip less on every link of a built-in type), else the
 // org's whole catalogue.
-func (s *Service) writableCatalogue(ctx context.Context, q *sqlc.Queries, org uuid.UUID, name string) (*catalogue, error) {
+func writableCatalogue(ctx context.Context, q *sqlc.Queries, org uuid.UUID, name string) (*Catalogue, error) {
 	if _, ok := builtinCatalogue.byName[name]; ok {
 		return builtinCatalogue, nil
 	}
-	return s.catalogueOf(ctx, q, org)
+	return CatalogueOf(ctx, q, org)
 }
 
-// catalogueOf reads the org's own types (one small index range) and
-// builds its catalogue. ctx must carry the org (db.WithOrg).
-func (s *Service) catalogueOf(ctx context.Context, q *sqlc.Queries, org uuid.UUID) (*catalogue, error) {
+// CatalogueOf reads the org's own types (one small index range) and
+// builds its catalogue, with q (the pool's queries or a transaction's).
+// ctx must carry the org (data.AsOrg).
+func CatalogueOf(ctx context.Context, q *sqlc.Queries, org uuid.UUID) (*Catalogue, error) {
 	rows, err := q.ListOrgRelationTypes(ctx, org)
 	if err != nil {
 		return nil, data.MapErr(err, "")
@@ -139,13 +172,12 @@ func (s *Service) catalogueOf(ctx context.Context, q *sqlc.Queries, org uuid.UUI
 
 // RelationTypes lists the catalogue of the caller's org: the built-in
 // types and the org's own.
-func (s *Service) RelationTypes(ctx context.Context, c domain.Caller) (_ []domain.RelationType, err error) {
+func (s *Relations) RelationTypes(ctx context.Context, c domain.Caller) (_ []domain.RelationType, err error) {
 	defer data.WrapOp(&err, "knowledge.RelationTypes")
-	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := domain.CheckCaller(c, false); err != nil {
 		return nil, err
 	}
-	cat, err := s.catalogueOf(ctx, s.q, c.OrgID)
+	cat, err := CatalogueOf(ctx, s.data.Q(), c.OrgID)
 	if err != nil {
 		return nil, err
 	}
@@ -156,9 +188,8 @@ func (s *Service) RelationTypes(ctx context.Context, c domain.Caller) (_ []domai
 // operators): name and its inverse, or a symmetric type (inverse "" or the
 // name itself). Neither name may already be a name or an inverse in the
 // org's catalogue (built-in or the org's), so every name means one thing.
-func (s *Service) AddRelationType(ctx context.Context, org uuid.UUID, name, inverse string, symmetric bool) (_ *domain.RelationType, err error) {
+func (s *Relations) AddRelationType(ctx context.Context, org uuid.UUID, name, inverse string, symmetric bool) (_ *domain.RelationType, err error) {
 	defer data.WrapOp(&err, "knowledge.AddRelationType")
-	ctx = db.WithOrg(ctx, org)
 	if org == uuid.Nil {
 		return nil, errs.InvalidArgument("org", "is required")
 	}
@@ -179,19 +210,19 @@ func (s *Service) AddRelationType(ctx context.Context, org uuid.UUID, name, inve
 		return nil, err
 	}
 	var out *domain.RelationType
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.data.Scoped(), func(tx pgx.Tx) error {
 		q := sqlc.New(tx)
 		if err := q.LockOrgRelationTypes(ctx, org.String()); err != nil {
 			return err
 		}
-		cat, err := s.catalogueOf(ctx, q, org)
+		cat, err := CatalogueOf(ctx, q, org)
 		if err != nil {
 			return err
 		}
 		for _, n := range []struct{ field, v string }{{"name", name}, {"inverse", inverse}} {
 			if r, ok := cat.byName[n.v]; ok {
 				return &errs.Error{Code: errs.CodeConflict, Field: n.field, Message: fmt.Sprintf(
-					"%s is already in the org's catalogue (type %s, inverse %s)", n.v, r.t.Name, r.t.Inverse)}
+					"%s is already in the org's catalogue (type %s, inverse %s)", n.v, r.Type.Name, r.Type.Inverse)}
 			}
 		}
 		row, err := q.InsertRelationType(ctx, sqlc.InsertRelationTypeParams{OrgID: org, Name: name, Inverse: inverse})
@@ -210,20 +241,20 @@ func (s *Service) AddRelationType(ctx context.Context, org uuid.UUID, name, inve
 // stored is a relation as its row holds it: canonical type, ends ordered.
 type stored struct {
 	from, to uuid.UUID
-	ref      typeRef
+	ref      TypeRef
 }
 
 // canonical maps the caller's (from, name, to) to the stored row's key: an
 // inverse name is stored from the other end, a symmetric type with the
 // smaller id first.
-func canonical(from, to uuid.UUID, r typeRef) stored {
-	if r.reversed || (r.t.Symmetric && bytes.Compare(to[:], from[:]) < 0) {
+func canonical(from, to uuid.UUID, r TypeRef) stored {
+	if r.Reversed || (r.Type.Symmetric && bytes.Compare(to[:], from[:]) < 0) {
 		from, to = to, from
 	}
 	return stored{from: from, to: to, ref: r}
 }
 
-func (s *Service) checkLinkArgs(c domain.Caller, from, to uuid.UUID) error {
+func (s *Relations) checkLinkArgs(c domain.Caller, from, to uuid.UUID) error {
 	if err := domain.CheckCaller(c, false); err != nil {
 		return err
 	}
@@ -247,9 +278,8 @@ func (s *Service) checkLinkArgs(c domain.Caller, from, to uuid.UUID) error {
 // field; an open relation of the same type between the same entries
 // answers it with Existed. Past MaxRelationsPerEntry open relations on
 // either end: conflict naming the end.
-func (s *Service) Link(ctx context.Context, c domain.Caller, in domain.LinkInput) (_ *domain.RelationChange, err error) {
+func (s *Relations) Link(ctx context.Context, c domain.Caller, in domain.LinkInput) (_ *domain.RelationChange, err error) {
 	defer data.WrapOp(&err, "knowledge.Link")
-	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := s.checkLinkArgs(c, in.FromID, in.ToID); err != nil {
 		return nil, err
 	}
@@ -273,13 +303,13 @@ func (s *Service) Link(ctx context.Context, c domain.Caller, in domain.LinkInput
 		agent = &c.AgentID
 	}
 	var out *domain.RelationChange
-	err = s.transientTx(ctx, func(tx pgx.Tx) error {
+	err = s.data.RetryTx(ctx, func(tx pgx.Tx) error {
 		q := sqlc.New(tx)
-		cat, err := s.writableCatalogue(ctx, q, c.OrgID, in.Type)
+		cat, err := writableCatalogue(ctx, q, c.OrgID, in.Type)
 		if err != nil {
 			return err
 		}
-		ref, err := cat.resolve("type", in.Type, true)
+		ref, err := cat.Resolve("type", in.Type, true)
 		if err != nil {
 			return err
 		}
@@ -290,7 +320,7 @@ func (s *Service) Link(ctx context.Context, c domain.Caller, in domain.LinkInput
 		// One statement on the common path: the insert, if under the cap
 		// and not open already; only when it wrote nothing is it asked why.
 		r, err := q.InsertRelationCapped(ctx, sqlc.InsertRelationCappedParams{
-			ID: uuid.New(), OrgID: c.OrgID, FromID: st.from, ToID: st.to, Type: ref.t.Name, Note: note, AgentID: agent, MaxOpen: domain.MaxRelationsPerEntry})
+			ID: uuid.New(), OrgID: c.OrgID, FromID: st.from, ToID: st.to, Type: ref.Type.Name, Note: note, AgentID: agent, MaxOpen: domain.MaxRelationsPerEntry})
 		if err == nil {
 			out = change(in.FromID, in.ToID, in.Type, cat, relationRow(sqlc.GetOpenRelationRow(r)))
 			return nil
@@ -298,7 +328,7 @@ func (s *Service) Link(ctx context.Context, c domain.Caller, in domain.LinkInput
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
-		key := sqlc.GetOpenRelationParams{OrgID: c.OrgID, FromID: st.from, Type: ref.t.Name, ToID: st.to}
+		key := sqlc.GetOpenRelationParams{OrgID: c.OrgID, FromID: st.from, Type: ref.Type.Name, ToID: st.to}
 		if r, err := q.GetOpenRelation(ctx, key); err == nil {
 			out = change(in.FromID, in.ToID, in.Type, cat, relationRow(r))
 			out.Existed = true
@@ -333,9 +363,8 @@ func (s *Service) Link(ctx context.Context, c domain.Caller, in domain.LinkInput
 // includeClosed or asOf still reads it. A relation closed before answers
 // AlreadyClosed; one that never existed is not_found on type. The ends
 // must be live entries of the org (not_found naming the field).
-func (s *Service) Unlink(ctx context.Context, c domain.Caller, fromID, toID uuid.UUID, typ string) (_ *domain.RelationChange, err error) {
+func (s *Relations) Unlink(ctx context.Context, c domain.Caller, fromID, toID uuid.UUID, typ string) (_ *domain.RelationChange, err error) {
 	defer data.WrapOp(&err, "knowledge.Unlink")
-	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := s.checkLinkArgs(c, fromID, toID); err != nil {
 		return nil, err
 	}
@@ -347,13 +376,13 @@ func (s *Service) Unlink(ctx context.Context, c domain.Caller, fromID, toID uuid
 		agent = &c.AgentID
 	}
 	var out *domain.RelationChange
-	err = s.transientTx(ctx, func(tx pgx.Tx) error {
+	err = s.data.RetryTx(ctx, func(tx pgx.Tx) error {
 		q := sqlc.New(tx)
-		cat, err := s.writableCatalogue(ctx, q, c.OrgID, typ)
+		cat, err := writableCatalogue(ctx, q, c.OrgID, typ)
 		if err != nil {
 			return err
 		}
-		ref, err := cat.resolve("type", typ, true)
+		ref, err := cat.Resolve("type", typ, true)
 		if err != nil {
 			return err
 		}
@@ -361,7 +390,7 @@ func (s *Service) Unlink(ctx context.Context, c domain.Caller, fromID, toID uuid
 		if err := lockEnds(ctx, q, c.OrgID, fromID, toID); err != nil {
 			return err
 		}
-		r, err := q.CloseRelation(ctx, sqlc.CloseRelationParams{OrgID: c.OrgID, FromID: st.from, Type: ref.t.Name, ToID: st.to, AgentID: agent})
+		r, err := q.CloseRelation(ctx, sqlc.CloseRelationParams{OrgID: c.OrgID, FromID: st.from, Type: ref.Type.Name, ToID: st.to, AgentID: agent})
 		if err == nil {
 			out = change(fromID, toID, typ, cat, relationRow(sqlc.GetOpenRelationRow(r)))
 			return nil
@@ -369,7 +398,7 @@ func (s *Service) Unlink(ctx context.Context, c domain.Caller, fromID, toID uuid
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
-		last, err := q.LastClosedRelation(ctx, sqlc.LastClosedRelationParams{OrgID: c.OrgID, FromID: st.from, Type: ref.t.Name, ToID: st.to})
+		last, err := q.LastClosedRelation(ctx, sqlc.LastClosedRelationParams{OrgID: c.OrgID, FromID: st.from, Type: ref.Type.Name, ToID: st.to})
 		if errors.Is(err, pgx.ErrNoRows) {
 			return &errs.Error{Code: errs.CodeNotFound, Field: "type", Message: fmt.Sprintf("no %s relation from fromId to toId (list_relations shows an entry's relations)", typ)}
 		}
@@ -421,17 +450,17 @@ func relationRow(r sqlc.GetOpenRelationRow) relRow {
 		storedFrom: r.FromID.String(), storedType: r.Type}
 }
 
-func change(from, to uuid.UUID, typ string, cat *catalogue, r relRow) *domain.RelationChange {
+func change(from, to uuid.UUID, typ string, cat *Catalogue, r relRow) *domain.RelationChange {
 	out := &domain.RelationChange{ID: r.id, FromID: from, ToID: to, Type: typ, CreatedByAgentID: r.author,
 		ValidFrom: r.validFrom, ValidTo: r.validTo}
 	if ref, ok := cat.byName[typ]; ok {
 		switch {
-		case ref.t.Symmetric:
+		case ref.Type.Symmetric:
 			out.Inverse = typ
-		case ref.reversed:
-			out.Inverse = ref.t.Name
+		case ref.Reversed:
+			out.Inverse = ref.Type.Name
 		default:
-			out.Inverse = ref.t.Inverse
+			out.Inverse = ref.Type.Inverse
 		}
 	}
 	if r.note != nil {
@@ -453,9 +482,8 @@ type relCursor struct {
 // SUPERSEDES / SUPERSEDED_BY relations. Keyset-paged: NextCursor
 // continues after the page's last relation; a cursor belongs to the entry
 // and filters that made it (else invalid_argument on cursor).
-func (s *Service) Relations(ctx context.Context, c domain.Caller, in domain.RelationsInput) (_ *domain.RelationsResult, err error) {
+func (s *Relations) Relations(ctx context.Context, c domain.Caller, in domain.RelationsInput) (_ *domain.RelationsResult, err error) {
 	defer data.WrapOp(&err, "knowledge.Relations")
-	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := domain.CheckCaller(c, false); err != nil {
 		return nil, err
 	}
@@ -466,7 +494,7 @@ func (s *Service) Relations(ctx context.Context, c domain.Caller, in domain.Rela
 	if err := domain.CheckRange("limit", limit, 1, domain.MaxRelationsLimit); err != nil {
 		return nil, err
 	}
-	asOf, err := domain.CheckAsOf(in.AsOf, s.opts.Now())
+	asOf, err := domain.CheckAsOf(in.AsOf, s.now())
 	if err != nil {
 		return nil, err
 	}
@@ -474,7 +502,7 @@ func (s *Service) Relations(ctx context.Context, c domain.Caller, in domain.Rela
 	if err := wantDirection(&p, in.Direction); err != nil {
 		return nil, err
 	}
-	cat, err := s.catalogueOf(ctx, s.q, c.OrgID)
+	cat, err := CatalogueOf(ctx, s.data.Q(), c.OrgID)
 	if err != nil {
 		return nil, err
 	}
@@ -489,17 +517,17 @@ func (s *Service) Relations(ctx context.Context, c domain.Caller, in domain.Rela
 		}
 		p.AfterTime, p.AfterKey = &cur.Time, cur.Key
 	}
-	rows, err := s.q.ListRelations(ctx, p)
+	rows, err := s.data.Q().ListRelations(ctx, p)
 	if err != nil {
 		return nil, data.MapErr(err, "")
 	}
 	if len(rows) == 0 && in.Cursor == "" {
 		// An entry without relations, or none at all: tell them apart.
-		if _, err := s.q.GetEntry(ctx, sqlc.GetEntryParams{OrgID: c.OrgID, ID: in.ID}); err != nil {
+		if _, err := s.data.Q().GetEntry(ctx, sqlc.GetEntryParams{OrgID: c.OrgID, ID: in.ID}); err != nil {
 			return nil, data.MapErr(err, "id")
 		}
 	}
-	return relationsPage(cat, rows, limit, relCursor{ID: in.ID, Filter: filter}, s.opts.Now()), nil
+	return relationsPage(cat, rows, limit, relCursor{ID: in.ID, Filter: filter}, s.now()), nil
 }
 
 // wantDirection sets the ends of the relations a listing reads from its
@@ -521,7 +549,7 @@ func wantDirection(p *sqlc.ListRelationsParams, dir string) error {
 // wantTypes sets the types a listing reads, each named from the entry's
 // end (an inverse name reads the type's incoming relations; nil: every
 // type, supersession included), after wantDirection.
-func wantTypes(p *sqlc.ListRelationsParams, cat *catalogue, types []string) error {
+func wantTypes(p *sqlc.ListRelationsParams, cat *Catalogue, types []string) error {
 	p.SymTypes = domain.NonNil(cat.sym)
 	if types == nil {
 		p.WantSupersedes, p.WantSupersededBy = p.WantOut, p.WantIn
@@ -532,22 +560,22 @@ func wantTypes(p *sqlc.ListRelationsParams, cat *catalogue, types []string) erro
 	}
 	p.OutTypes, p.InTypes = []string{}, []string{}
 	for i, n := range types {
-		r, err := cat.resolve(fmt.Sprintf("types[%d]", i), n, false)
+		r, err := cat.Resolve(fmt.Sprintf("types[%d]", i), n, false)
 		if err != nil {
 			return err
 		}
 		switch {
-		case r.t.Name == domain.RelSupersedes && !r.reversed:
+		case r.Type.Name == domain.RelSupersedes && !r.Reversed:
 			p.WantSupersedes = p.WantOut
-		case r.t.Name == domain.RelSupersedes:
+		case r.Type.Name == domain.RelSupersedes:
 			p.WantSupersededBy = p.WantIn
-		case r.t.Symmetric:
-			p.OutTypes = append(p.OutTypes, r.t.Name)
-			p.InTypes = append(p.InTypes, r.t.Name)
-		case r.reversed:
-			p.InTypes = append(p.InTypes, r.t.Name)
+		case r.Type.Symmetric:
+			p.OutTypes = append(p.OutTypes, r.Type.Name)
+			p.InTypes = append(p.InTypes, r.Type.Name)
+		case r.Reversed:
+			p.InTypes = append(p.InTypes, r.Type.Name)
 		default:
-			p.OutTypes = append(p.OutTypes, r.t.Name)
+			p.OutTypes = append(p.OutTypes, r.Type.Name)
 		}
 	}
 	return nil
@@ -556,7 +584,7 @@ func wantTypes(p *sqlc.ListRelationsParams, cat *catalogue, types []string) erro
 // relationsPage is the first limit rows (of limit+1 read) as relations,
 // with the cursor after the last when there are more (next holds the
 // cursor's entry and filter).
-func relationsPage(cat *catalogue, rows []sqlc.ListRelationsRow, limit int, next relCursor, now time.Time) *domain.RelationsResult {
+func relationsPage(cat *Catalogue, rows []sqlc.ListRelationsRow, limit int, next relCursor, now time.Time) *domain.RelationsResult {
 	res := &domain.RelationsResult{Relations: make([]domain.Relation, 0, min(len(rows), limit))}
 	for i, r := range rows {
 		if i == limit {
@@ -572,7 +600,7 @@ func relationsPage(cat *catalogue, rows []sqlc.ListRelationsRow, limit int, next
 }
 
 // readRelation names a stored relation as read from one of its ends.
-func readRelation(cat *catalogue, key, typ, dir string, other uuid.UUID, title string, supersededBy *uuid.UUID, expiresAt *time.Time,
+func readRelation(cat *Catalogue, key, typ, dir string, other uuid.UUID, title string, supersededBy *uuid.UUID, expiresAt *time.Time,
 	note *string, author *uuid.UUID, from time.Time, to *time.Time, now time.Time) domain.Relation {
 	rel := domain.Relation{Type: typ, Direction: dir, OtherID: other, OtherTitle: title, OtherState: domain.StateOf(supersededBy, expiresAt, now),
 		CreatedByAgentID: author, ValidFrom: from, ValidTo: to, Derived: strings.HasPrefix(key, "s")}
@@ -582,10 +610,10 @@ func readRelation(cat *catalogue, key, typ, dir string, other uuid.UUID, title s
 		}
 	}
 	switch {
-	case cat.symmetric(typ):
+	case cat.Symmetric(typ):
 		rel.Direction = domain.DirBoth
 	case dir == domain.DirIn:
-		rel.Type = cat.inverseOf(typ)
+		rel.Type = cat.InverseOf(typ)
 	}
 	if note != nil {
 		rel.Note = *note
@@ -621,8 +649,10 @@ func decodeRelCursor(s string) (*relCursor, error) {
 	return &c, nil
 }
 
-func (s *Service) relationSummary(ctx context.Context, c domain.Caller, id uuid.UUID) (*domain.RelationSummary, error) {
-	counts, err := s.q.RelationCounts(ctx, sqlc.RelationCountsParams{OrgID: c.OrgID, ID: id})
+// Summary is an entry's relations as get_knowledge answers them: the open
+// ones counted by type (named from the entry's end) and the newest few.
+func (s *Relations) Summary(ctx context.Context, c domain.Caller, id uuid.UUID) (*domain.RelationSummary, error) {
+	counts, err := s.data.Q().RelationCounts(ctx, sqlc.RelationCountsParams{OrgID: c.OrgID, ID: id})
 	if err != nil {
 		return nil, data.MapErr(err, "")
 	}
@@ -630,15 +660,15 @@ func (s *Service) relationSummary(ctx context.Context, c domain.Caller, id uuid.
 	if len(counts) == 0 {
 		return sum, nil
 	}
-	cat, err := s.catalogueOf(ctx, s.q, c.OrgID)
+	cat, err := CatalogueOf(ctx, s.data.Q(), c.OrgID)
 	if err != nil {
 		return nil, err
 	}
 	by := map[string]int64{}
 	for _, r := range counts {
 		name := r.Type
-		if r.Dir == domain.DirIn && !cat.symmetric(r.Type) {
-			name = cat.inverseOf(r.Type)
+		if r.Dir == domain.DirIn && !cat.Symmetric(r.Type) {
+			name = cat.InverseOf(r.Type)
 		}
 		by[name] += r.N
 		sum.Open += r.N
@@ -652,12 +682,12 @@ func (s *Service) relationSummary(ctx context.Context, c domain.Caller, id uuid.
 		}
 		return strings.Compare(a.Type, b.Type)
 	})
-	rows, err := s.q.ListRelations(ctx, sqlc.ListRelationsParams{OrgID: c.OrgID, ID: id, WantOut: true, WantIn: true,
+	rows, err := s.data.Q().ListRelations(ctx, sqlc.ListRelationsParams{OrgID: c.OrgID, ID: id, WantOut: true, WantIn: true,
 		SymTypes: domain.NonNil(cat.sym), WantSupersedes: true, WantSupersededBy: true, MaxRows: domain.RelationSummaryFirst})
 	if err != nil {
 		return nil, data.MapErr(err, "")
 	}
-	now := s.opts.Now()
+	now := s.now()
 	for _, r := range rows {
 		sum.First = append(sum.First, readRelation(cat, r.Key, r.Type, r.Dir, r.OtherID, r.Title, r.SupersededBy, r.ExpiresAt,
 			r.Note, r.CreatedByAgentID, r.ValidFrom, r.ValidTo, now))
@@ -665,10 +695,10 @@ func (s *Service) relationSummary(ctx context.Context, c domain.Caller, id uuid.
 	return sum, nil
 }
 
-// linkParts makes each of sections PART_OF doc (a document's sections,
+// LinkParts makes each of sections PART_OF doc (a document's sections,
 // documents.go), in the caller's transaction, by agent. Not capped per
 // entry: MaxDocumentSections bounds them.
-func linkParts(ctx context.Context, q *sqlc.Queries, org, agent, doc uuid.UUID, sections []uuid.UUID) error {
+func LinkParts(ctx context.Context, q *sqlc.Queries, org, agent, doc uuid.UUID, sections []uuid.UUID) error {
 	if len(sections) == 0 {
 		return nil
 	}
@@ -679,10 +709,10 @@ func linkParts(ctx context.Context, q *sqlc.Queries, org, agent, doc uuid.UUID, 
 	return q.InsertPartOfRelations(ctx, sqlc.InsertPartOfRelationsParams{OrgID: org, DocumentID: doc, SectionIds: sections, RelationIds: ids, AgentID: &agent})
 }
 
-// unlinkParts closes the open PART_OF relations of sections to doc (they
+// UnlinkParts closes the open PART_OF relations of sections to doc (they
 // left it: changed, retired, or moved to the document's new entry); the
 // rows stay, so the relations read as of a past time still hold them.
-func unlinkParts(ctx context.Context, q *sqlc.Queries, org, agent, doc uuid.UUID, sections []uuid.UUID) error {
+func UnlinkParts(ctx context.Context, q *sqlc.Queries, org, agent, doc uuid.UUID, sections []uuid.UUID) error {
 	if len(sections) == 0 {
 		return nil
 	}

@@ -1,0 +1,57 @@
+package data
+
+import (
+	"context"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// A transaction Postgres aborted as a deadlock (SQLSTATE 40P01) or a
+// serialisation failure (40001) is run again inside the product, not
+// answered: up to txAttempts runs in all, waiting txBackoff, then twice as
+// long each time (at most txBackoffMax), with jitter so two victims do not
+// meet again. The one policy of every write that may lose such a race
+// (relations, supersession chains, forget, purge, documents).
+const (
+	txAttempts   = 8
+	txBackoff    = 20 * time.Millisecond
+	txBackoffMax = time.Second
+)
+
+// RetryTx runs f in a transaction sent as the context's org, again after
+// the back-off above when Postgres aborted it as a deadlock or
+// serialisation failure (IsRetryableTx), and returns f's last error as is.
+// f must be safe to run again: everything it wrote was rolled back.
+func (d *DB) RetryTx(ctx context.Context, f func(pgx.Tx) error) error {
+	wait := txBackoff
+	for attempt := 1; ; attempt++ {
+		err := pgx.BeginFunc(ctx, d.scoped, f)
+		if err == nil || !IsRetryableTx(err) || attempt >= txAttempts {
+			return err
+		}
+		d.logger().Warn("knowledge: transaction aborted by a transient conflict; retrying", "attempt", attempt, "err", err)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait/2 + rand.N(wait)):
+		}
+		wait = min(2*wait, txBackoffMax)
+	}
+}
+
+// WithLogger makes d log with l (RetryTx's retries) and returns d; it is
+// called once, before d is used. Default: slog.Default().
+func (d *DB) WithLogger(l *slog.Logger) *DB {
+	d.log = l
+	return d
+}
+
+func (d *DB) logger() *slog.Logger {
+	if d.log == nil {
+		return slog.Default()
+	}
+	return d.log
+}
