@@ -221,8 +221,10 @@ func (s *Service) RevokeToken(ctx context.Context, orgID *uuid.UUID, id uuid.UUI
 }
 
 // VerifyToken checks a bearer token and returns who it speaks for. Every
-// failure (malformed, unknown, wrong secret, revoked, expired) is
-// unauthenticated and says nothing more to the caller.
+// failure is unauthenticated. A malformed or unknown token or a wrong secret
+// says nothing more, so nothing tells a guesser whether a token exists; a
+// revoked or expired token whose secret verified carries a TokenRefusal
+// that says so, for its holder.
 func (s *Service) VerifyToken(ctx context.Context, raw string) (_ *Principal, err error) {
 	defer wrapOp(&err, "tenancy.VerifyToken")
 	tok, err := parseToken(raw)
@@ -240,11 +242,12 @@ func (s *Service) VerifyToken(ctx context.Context, raw string) (_ *Principal, er
 	if !tok.matches(row.SecretHash) {
 		return nil, unauthenticated("wrong secret")
 	}
+	// From here the token is genuine: its holder may learn why it is refused.
 	if row.RevokedAt != nil {
-		return nil, unauthenticated("revoked token")
+		return nil, RefuseToken(RefusedRevoked, "the bearer token was revoked at "+row.RevokedAt.UTC().Format(time.RFC3339)+"; a new token is needed (an operator issues one: ctl token create)")
 	}
 	if row.ExpiresAt != nil && !time.Now().Before(*row.ExpiresAt) {
-		return nil, unauthenticated("expired token")
+		return nil, TokenExpired(*row.ExpiresAt)
 	}
 	// last_used_at is advisory: a failure to record it must not refuse the call.
 	_ = s.q().TouchToken(ctx, sqlc.TouchTokenParams{OrgID: tok.org, ID: tok.id})

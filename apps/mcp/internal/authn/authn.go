@@ -39,12 +39,44 @@ const MaxCacheTTL = 30 * time.Second
 // full, emptied (a burst of distinct valid tokens only costs look-ups).
 const maxEntries = 10000
 
-// ErrInvalidToken is what callers see for any refused token; it says nothing
-// about why (unknown, revoked, expired and malformed look the same).
+// ErrInvalidToken is what callers see for a refused token that may not be
+// genuine; it says nothing about why (missing, malformed, unknown and
+// forged look the same). Every refusal matches it with errors.Is,
+// including those that tell a reason (Reason).
 var ErrInvalidToken = fmt.Errorf("%s: %w", Refusal, auth.ErrInvalidToken)
 
-// Refusal is the body of every 401: one text whatever check failed.
-const Refusal = "invalid_token: the bearer token is missing, malformed, unknown, revoked or expired"
+// Generic is the error_description of every refusal without a reason to
+// tell: one text whatever check failed.
+const Generic = "the bearer token is missing, malformed or unknown"
+
+// Refusal is the text of a refusal without a reason to tell.
+const Refusal = "invalid_token: " + Generic
+
+// refused is a refusal of a genuine token: its text says why.
+type refused struct{ r *tenancy.TokenRefusal }
+
+func (e refused) Error() string   { return "invalid_token: " + e.r.Description }
+func (e refused) Unwrap() []error { return []error{ErrInvalidToken, e.r} }
+
+// refusal is the refusal of err (an unauthenticated error of a verifier):
+// with the reason it carries, or the generic ErrInvalidToken.
+func refusal(err error) error {
+	var r *tenancy.TokenRefusal
+	if errors.As(err, &r) {
+		return refused{r}
+	}
+	return ErrInvalidToken
+}
+
+// Reason returns the reason err (a refusal of Verify) may tell the
+// token's holder, or nil when it must stay the generic answer.
+func Reason(err error) *tenancy.TokenRefusal {
+	var r *tenancy.TokenRefusal
+	if errors.As(err, &r) {
+		return r
+	}
+	return nil
+}
 
 // ErrUnavailable is returned when the token store cannot be reached or does
 // not answer within the verifier's deadline. The HTTP edge answers it with
@@ -90,8 +122,9 @@ func NewVerifier(v TokenVerifier, ttl, timeout time.Duration, logger *slog.Logge
 }
 
 // Verify returns the principal of raw, or an error wrapping ErrInvalidToken
-// (refused) or ErrUnavailable (the token store is unreachable or did not
-// answer within the look-up deadline).
+// (refused; Reason tells whether the holder may learn why) or
+// ErrUnavailable (the token store is unreachable or did not answer within
+// the look-up deadline).
 func (v *Verifier) Verify(ctx context.Context, raw string) (*tenancy.Principal, error) {
 	if raw == "" {
 		return nil, ErrInvalidToken
@@ -104,7 +137,7 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*tenancy.Principal, 
 		v.mu.Unlock()
 		if ok && now.Sub(e.fetched) < v.ttl {
 			if e.p.ExpiresAt != nil && !now.Before(*e.p.ExpiresAt) {
-				return nil, ErrInvalidToken
+				return nil, refusal(tenancy.TokenExpired(*e.p.ExpiresAt))
 			}
 			return e.p, nil
 		}
@@ -113,7 +146,7 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*tenancy.Principal, 
 	p, err := v.v.VerifyToken(lctx, raw)
 	cancel()
 	if errors.Is(err, errs.ErrUnauthenticated) {
-		return nil, ErrInvalidToken
+		return nil, refusal(err)
 	}
 	if err != nil {
 		v.logger.ErrorContext(ctx, "token verification failed", "err", err, "timeout", v.timeout.String())
@@ -145,8 +178,9 @@ const principalKey = "principal"
 // that middleware put in the request's context to auth.RequireBearerToken,
 // which is what makes the SDK carry it as the request's TokenInfo. Verifying
 // once, in our middleware, is what lets an outage answer 503 + Retry-After
-// and every refusal answer one and the same 401 (the SDK's middleware
-// answers 500 for the one and a reason-specific text for the other).
+// and a refusal answer our 401 (the SDK's middleware answers 500 for the
+// one and its own reason-specific text for the other, whether or not the
+// token is genuine).
 func Verified(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
 	p := PrincipalFrom(r.Context())
 	if p == nil {

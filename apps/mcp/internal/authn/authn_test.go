@@ -64,8 +64,18 @@ func TestCacheBoundsRevocationAndHonoursExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	now = soon // within the TTL of the cached answer
-	if _, err := v.Verify(ctx, "tok"); !errors.Is(err, ErrInvalidToken) {
-		t.Fatalf("expired but cached: %v", err)
+	if _, err := v.Verify(ctx, "tok"); !errors.Is(err, ErrInvalidToken) || Reason(err) == nil || Reason(err).Reason != tenancy.RefusedExpired {
+		t.Fatalf("expired but cached: %v, want an expired refusal with its reason", err)
+	}
+	// A verifier's reason reaches the caller; a refusal without one stays
+	// the generic answer.
+	f.p, f.err = nil, tenancy.RefuseToken(tenancy.RefusedRevoked, "revoked")
+	if _, err := v.Verify(ctx, "revoked"); !errors.Is(err, ErrInvalidToken) || err.Error() != "invalid_token: revoked" {
+		t.Fatalf("revoked: %v", err)
+	}
+	f.err = fmt.Errorf("wrong secret: %w", errs.ErrUnauthenticated)
+	if _, err := v.Verify(ctx, "forged"); err != ErrInvalidToken || Reason(err) != nil {
+		t.Fatalf("forged: %v, want ErrInvalidToken itself", err)
 	}
 	// Store errors are not auth failures and say nothing about the store.
 	f.err = errors.New("dial tcp: connection refused")

@@ -86,10 +86,52 @@ func (v *Validator) SetAudience(resource string) {
 // Issuer is the configured issuer.
 func (v *Validator) Issuer() string { return v.cfg.Issuer }
 
-// refuse is a refusal: the same 401 as any bad token, the reason logged.
+// refuse is a refusal of a token that may not be genuine: the same 401 as
+// any bad token, the reason only logged.
 func (v *Validator) refuse(ctx context.Context, reason string, args ...any) error {
 	v.logger.InfoContext(ctx, "oauth token refused", append([]any{"reason", reason}, args...)...)
 	return fmt.Errorf("oauth: %s: %w", reason, errs.ErrUnauthenticated)
+}
+
+// tell is the refusal of a genuine token (its signature verified): the
+// error carries a tenancy.TokenRefusal the holder is told; the log says the
+// same, with what only operators may see (args).
+func (v *Validator) tell(ctx context.Context, refusal error, args ...any) error {
+	v.logger.InfoContext(ctx, "oauth token refused", append([]any{"reason", refusal.Error()}, args...)...)
+	return refusal
+}
+
+// refuseClaims is the refusal of a genuine token whose registered claims
+// failed the parser's checks (err wraps jwt.ErrTokenInvalidClaims): it
+// names the claim. A claim of the wrong type stays the generic refusal.
+func (v *Validator) refuseClaims(ctx context.Context, err error, claims jwt.MapClaims) error {
+	at := func(get func() (*jwt.NumericDate, error)) string {
+		if d, e := get(); e == nil && d != nil {
+			return d.Time.UTC().Format(time.RFC3339)
+		}
+		return "?"
+	}
+	switch {
+	case errors.Is(err, jwt.ErrTokenInvalidIssuer):
+		iss, _ := claims.GetIssuer()
+		return v.tell(ctx, tenancy.RefuseToken(tenancy.RefusedIssuer,
+			"the access token's issuer (iss) is not this server's authorization server, "+v.cfg.Issuer), "iss", iss)
+	case errors.Is(err, jwt.ErrTokenExpired):
+		// The moment it stopped being accepted, as a cached token's
+		// expiry is worded (its ExpiresAt includes the skew too).
+		if exp, e := claims.GetExpirationTime(); e == nil && exp != nil {
+			return v.tell(ctx, tenancy.TokenExpired(exp.Time.Add(v.cfg.ClockSkew)))
+		}
+	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
+		return v.tell(ctx, tenancy.RefuseToken(tenancy.RefusedNoExpiry, "the access token has no expiry (exp); this server accepts only tokens that expire"))
+	case errors.Is(err, jwt.ErrTokenNotValidYet):
+		return v.tell(ctx, tenancy.RefuseToken(tenancy.RefusedNotYetValid,
+			"the access token is not valid before "+at(claims.GetNotBefore)+" (nbf); check the clocks of the issuer and this server"))
+	case errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
+		return v.tell(ctx, tenancy.RefuseToken(tenancy.RefusedNotYetValid,
+			"the access token was issued in the future, at "+at(claims.GetIssuedAt)+" (iat); check the clocks of the issuer and this server"))
+	}
+	return v.refuse(ctx, err.Error())
 }
 
 // LooksLikeJWT tells whether raw has the shape of a compact JWS (three
@@ -136,33 +178,45 @@ func (v *Validator) VerifyToken(ctx context.Context, raw string) (*tenancy.Princ
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, keyErr)
 	}
 	if err != nil {
+		if errors.Is(err, jwt.ErrTokenInvalidClaims) {
+			// The parser checks the claims only once the signature has
+			// verified: the token is genuine, its holder may learn why.
+			return nil, v.refuseClaims(ctx, err, claims)
+		}
 		return nil, v.refuse(ctx, err.Error())
 	}
 	// RFC 9068 and the MCP spec: the token must be meant for this
 	// resource. A trailing slash is tolerated (oauthex.MatchesResource).
 	auds, _ := claims.GetAudience()
 	if !oauthex.MatchesResource(auds, *aud) {
-		return nil, v.refuse(ctx, "aud does not name this resource", "aud", strings.Join(auds, " "), "resource", *aud)
+		return nil, v.tell(ctx, tenancy.RefuseToken(tenancy.RefusedAudience,
+			"the access token is for another resource (aud); this resource is "+*aud+": ask the authorization server for a token with resource="+*aud),
+			"aud", strings.Join(auds, " "), "resource", *aud)
 	}
+	// The subject claims: the holder learns which claim names no agent,
+	// never whether the org exists (the same words for either).
+	noAgent := "the access token's claims " + v.cfg.OrgClaim + " and " + v.cfg.AgentClaim + " name no agent of this server"
 	orgText, _ := claims[v.cfg.OrgClaim].(string)
 	orgID, err := uuid.Parse(orgText)
 	if err != nil {
-		return nil, v.refuse(ctx, "claim "+v.cfg.OrgClaim+" is not an org id (a UUID)")
+		return nil, v.tell(ctx, tenancy.RefuseToken(tenancy.RefusedSubject, "the access token's claim "+v.cfg.OrgClaim+" is not an org id (a UUID)"))
 	}
 	name, _ := claims[v.cfg.AgentClaim].(string)
 	if strings.TrimSpace(name) == "" {
-		return nil, v.refuse(ctx, "claim "+v.cfg.AgentClaim+" (the agent) is missing or empty")
+		return nil, v.tell(ctx, tenancy.RefuseToken(tenancy.RefusedSubject, "the access token's claim "+v.cfg.AgentClaim+" (the agent) is missing or empty"))
 	}
 	agent, created, err := v.agents.AgentByName(ctx, orgID, name, v.cfg.CreateAgents)
 	var ve *errs.Error
 	switch {
 	case errors.Is(err, errs.ErrNotFound) && v.cfg.CreateAgents:
-		return nil, v.refuse(ctx, "the org does not exist", "org", orgID.String())
+		return nil, v.tell(ctx, tenancy.RefuseToken(tenancy.RefusedSubject, noAgent), "log_reason", "the org does not exist", "org", orgID.String())
 	case errors.Is(err, errs.ErrNotFound):
-		return nil, v.refuse(ctx, "no agent of the org has this name (create it with ctl agent create, or set MCP_OAUTH_CREATE_AGENTS=true)",
+		return nil, v.tell(ctx, tenancy.RefuseToken(tenancy.RefusedSubject, noAgent+" (an operator creates it: ctl agent create)"),
+			"log_reason", "no agent of the org has this name (create it with ctl agent create, or set MCP_OAUTH_CREATE_AGENTS=true)",
 			"org", orgID.String(), "agent_name", name)
 	case errors.As(err, &ve) && ve.Code == errs.CodeInvalidArgument:
-		return nil, v.refuse(ctx, "claim "+v.cfg.AgentClaim+" is not a usable agent name: "+ve.Message, "org", orgID.String())
+		return nil, v.tell(ctx, tenancy.RefuseToken(tenancy.RefusedSubject, "the access token's claim "+v.cfg.AgentClaim+" is not a usable agent name: "+ve.Message),
+			"org", orgID.String())
 	case err != nil:
 		return nil, fmt.Errorf("%w: agent look-up: %v", ErrUnavailable, err)
 	}

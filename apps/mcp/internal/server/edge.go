@@ -45,9 +45,13 @@ func (s *Server) limit(next http.Handler) http.Handler {
 // authenticate verifies the bearer token of every /mcp request with a
 // deadline (authn.Verifier) and answers the refusals itself:
 //
-//   - no, malformed, unknown, forged, revoked or expired token: 401 with the
-//     Bearer challenge and one body for every reason, so a caller learns
-//     nothing about which check failed;
+//   - no, malformed, unknown or forged token: 401 with the Bearer challenge
+//     and one body for every reason, so a guesser learns nothing about
+//     which check failed or whether a token exists;
+//   - a genuine token (its secret or signature verified) that is revoked,
+//     expired, not yet valid or meant for another resource: the same 401,
+//     its error_description (challenge and JSON body) saying which, so an
+//     agent knows to get a new token rather than check its configuration;
 //   - the token store is down or too slow: 503 with Retry-After, because the
 //     token may be fine and the client should retry, not re-authenticate.
 //
@@ -76,12 +80,19 @@ func (s *Server) authenticate(metadataURL string, next http.Handler) http.Handle
 			}
 		}
 		if errors.Is(err, authn.ErrInvalidToken) {
+			desc := authn.Generic
+			if r := authn.Reason(err); r != nil {
+				desc = r.Description
+			}
 			ch := challenge
 			if presented {
-				ch += `, error="invalid_token"`
+				ch += `, error="invalid_token", error_description="` + desc + `"`
 			}
 			w.Header().Set("WWW-Authenticate", ch)
-			http.Error(w, authn.Refusal, http.StatusUnauthorized)
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("X-Content-Type-Options", "nosniff")
+			w.WriteHeader(http.StatusUnauthorized)
+			json.NewEncoder(w).Encode(map[string]string{"error": "invalid_token", "error_description": desc})
 			return
 		}
 		s.metrics.unavailable.WithLabelValues("token_store").Inc()

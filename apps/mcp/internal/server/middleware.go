@@ -49,7 +49,11 @@ func (s *Server) callMiddleware(resolve principalFunc) mcp.Middleware {
 			}
 			p, err := resolve(ctx, req)
 			if errors.Is(err, authn.ErrInvalidToken) {
-				return nil, &jsonrpc.Error{Code: errCodeUnauthenticated, Message: authn.ErrInvalidToken.Error()}
+				msg := authn.ErrInvalidToken.Error()
+				if authn.Reason(err) != nil {
+					msg = err.Error() // a genuine token's reason: its holder may learn it
+				}
+				return nil, &jsonrpc.Error{Code: errCodeUnauthenticated, Message: msg}
 			}
 			if err != nil {
 				// authn.ErrUnavailable (stdio: the token store is down or
