@@ -8,7 +8,19 @@
 # source package against postgresql-server-dev-<major>. The trixie deb-src line
 # lives in a private sources list, so the machine's own apt setup is untouched.
 # Elsewhere it stops with a message that says what to install.
+#
+# --browser also installs Debian's Chromium, which the dashboard's browser
+# tests drive (they skip without it; CI passes the flag so they run there).
+# Installed, it costs one `command -v`.
 set -euo pipefail
+
+browser=0
+for arg in "$@"; do
+  case $arg in
+    --browser) browser=1 ;;
+    *) printf 'setup: unknown argument %s (known: --browser)\n' "$arg" >&2; exit 2 ;;
+  esac
+done
 
 # The schema owner's connection: the database is made with it; the
 # application's and the operator's roles are made by `ctl migrate up`.
@@ -136,4 +148,14 @@ if ! redis_ready; then
   redis_ready || die "Redis is not reachable at $REDIS_URL: start it or set REDIS_URL"
 fi
 log "Redis reachable at $redis_host:$redis_port"
+
+# --- Chromium (--browser) -----------------------------------------------------
+if [ "$browser" = 1 ]; then
+  if ! command -v chromium >/dev/null; then
+    is_root_debian || die "chromium not found: install Chromium (Debian: apt-get install chromium) for the dashboard's browser tests"
+    log "installing Chromium for the dashboard's browser tests"
+    apt_install chromium
+  fi
+  log "$(chromium --version 2>/dev/null || echo chromium)"
+fi
 log "ready"

@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/google/uuid v1.6.0 // indirect
+	github.com/google/uuid v1.6.0
 	github.com/gorilla/mux v1.8.0 // indirect
 	github.com/hibiken/asynq v0.26.0
 	github.com/hibiken/asynqmon v0.7.2
@@ -22,7 +22,7 @@ require (
 )
 
 require (
-	github.com/agentfleet/orchestrator/packages/tenancy v0.0.0 // indirect
+	github.com/agentfleet/orchestrator/packages/tenancy v0.0.0
 	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
@@ -49,7 +49,11 @@ replace github.com/agentfleet/orchestrator/packages/knowledge => ../../packages/
 
 replace github.com/agentfleet/orchestrator/packages/tenancy => ../../packages/tenancy
 
-require github.com/agentfleet/orchestrator/packages/appenv v0.0.0
+require (
+	github.com/agentfleet/orchestrator/packages/appenv v0.0.0
+	github.com/chromedp/cdproto v0.159.0
+	github.com/chromedp/chromedp v0.23.0
+)
 
 replace github.com/agentfleet/orchestrator/packages/appenv => ../../packages/appenv
 
@@ -57,6 +61,7 @@ require (
 	github.com/JohannesKaufmann/dom v0.3.1 // indirect
 	github.com/JohannesKaufmann/html-to-markdown/v2 v2.5.2 // indirect
 	github.com/agentfleet/orchestrator/packages/errs v0.0.0 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect

@@ -43,6 +43,7 @@ type page struct {
 	// manifest is asynqmon's manifest with icon paths under the root path
 	// (its stock file names them at the host root).
 	manifest []byte
+	ui       *patchedUI // asynqmon's main script made readable (readable.go)
 }
 
 // buildPage renders asynqmon's index and manifest once and derives the
@@ -63,7 +64,10 @@ func buildPage(mon http.Handler, root string) (*page, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &page{raw: raw, html: thirdPartyLink.ReplaceAll(raw, nil)}
+	p := &page{raw: raw, html: withCSS(thirdPartyLink.ReplaceAll(raw, nil))}
+	if p.ui, err = patchUI(mon, raw); err != nil {
+		return nil, err
+	}
 	hashes := []string{}
 	for _, m := range inlineScript.FindAllSubmatch(p.html, -1) {
 		sum := sha256.Sum256(m[1])
@@ -119,14 +123,38 @@ func (p *page) secure(h http.Handler) http.Handler {
 }
 
 // rewriteIndex serves the cleaned index wherever asynqmon would serve its
-// own (the root and, as a single-page app, any unknown path under it).
-// API answers pass straight through; other GET answers are buffered and
+// own (the root and, as a single-page app, any unknown path under it), and
+// the readable main script and queue counts of readable.go. Other API
+// answers pass straight through; other GET answers are buffered and
 // compared with asynqmon's index (the static files are at most ~1 MB).
 func (p *page) rewriteIndex(mon http.Handler, root string) http.Handler {
 	api := root + "/api/"
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && queueAnswer(r.URL.Path, api) {
+			rec := httptest.NewRecorder()
+			mon.ServeHTTP(rec, r)
+			body := rec.Body.Bytes()
+			if rec.Code == http.StatusOK {
+				body = notCompleted(body)
+			}
+			for k, v := range rec.Header() {
+				w.Header()[k] = v
+			}
+			w.Header().Del("Content-Length")
+			w.WriteHeader(rec.Code)
+			_, _ = w.Write(body)
+			return
+		}
 		if r.Method != http.MethodGet || strings.HasPrefix(r.URL.Path, api) {
 			mon.ServeHTTP(w, r)
+			return
+		}
+		if r.URL.Path == p.ui.path {
+			w.Header().Set("Content-Type", "application/javascript; charset=utf-8")
+			// The stock script has the same name: a browser must not
+			// keep either across a change of the patches.
+			w.Header().Set("Cache-Control", "no-cache")
+			_, _ = w.Write(p.ui.script)
 			return
 		}
 		if r.URL.Path == root+"/manifest.json" {

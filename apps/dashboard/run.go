@@ -21,6 +21,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/appenv"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
+	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
 
 // Defaults: loopback only, so a dashboard that can delete and re-run tasks
@@ -32,7 +33,9 @@ const (
 
 // run serves the dashboard until ctx is done.
 //
-// Environment: DASHBOARD_ADDR, REDIS_URL, DASHBOARD_USER (default admin),
+// Environment: DASHBOARD_ADDR, REDIS_URL, DATABASE_URL (where org names
+// are read, as the application's role by default; names.go),
+// DASHBOARD_USER (default admin),
 // DASHBOARD_PASSWORD (required), DASHBOARD_READONLY (true: view only),
 // DASHBOARD_ROOT_PATH (default /: the path the dashboard is served under, for
 // a proxy at e.g. /asynq/ that forwards the path unchanged),
@@ -46,11 +49,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
+	// Without connecting: the dashboard starts, and shows ids without
+	// names, while PostgreSQL is down.
+	pool, err := db.Connect(cfg.databaseURL)
+	if err != nil {
+		return fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	defer pool.Close()
+	names := newOrgNames(tenancy.New(pool).ListOrgs, cfg.log)
 	mon := asynqmon.New(asynqmon.Options{
 		RootPath: cfg.root + "/", RedisConnOpt: cfg.redis, ReadOnly: cfg.readOnly,
-		// One line per task instead of a batch's whole JSON (jobs/format.go).
-		PayloadFormatter: asynqmon.PayloadFormatterFunc(jobs.FormatPayload),
-		ResultFormatter:  asynqmon.ResultFormatterFunc(jobs.FormatResult),
+		// One line per task, orgs named, instead of a batch's whole JSON
+		// (jobs/format.go).
+		PayloadFormatter: asynqmon.PayloadFormatterFunc(func(taskType string, payload []byte) string {
+			return jobs.FormatPayloadNamed(taskType, payload, names.name)
+		}),
+		ResultFormatter: asynqmon.ResultFormatterFunc(jobs.FormatResult),
 	})
 	defer mon.Close()
 	h, err := handler(mon, cfg)
@@ -74,6 +88,7 @@ type config struct {
 	readOnly       bool
 	user, password string
 	addr           string
+	databaseURL    string
 	redis          asynq.RedisConnOpt
 	root           string // "" for the host root, as asynqmon keeps it
 	trusted        []string
@@ -99,6 +114,9 @@ func readConfig(args []string, getenv func(string) string, stdout io.Writer) (co
 		user:     env.String("DASHBOARD_USER", DefaultUser),
 		password: env.Raw("DASHBOARD_PASSWORD"), // as set: spaces may be part of it
 		addr:     env.String("DASHBOARD_ADDR", DefaultAddr),
+		// The application's role reads org names (orgs have no row-level
+		// policy); the dashboard needs no more.
+		databaseURL: env.String("DATABASE_URL", db.DefaultURL),
 	}
 	redisURL := env.String("REDIS_URL", db.DefaultRedisURL)
 	root := env.String("DASHBOARD_ROOT_PATH", "/")
@@ -137,6 +155,10 @@ func handler(mon *asynqmon.HTTPHandler, cfg config) (http.Handler, error) {
 	pg, err := buildPage(mon, cfg.root)
 	if err != nil {
 		return nil, err
+	}
+	if len(pg.ui.missed) > 0 {
+		cfg.log.Warn("asynqmon's page is not as readable.go expects: served without these changes",
+			"missed", strings.Join(pg.ui.missed, "; "), "script", pg.ui.path)
 	}
 	app := pg.rewriteIndex(mon, cfg.root)
 	var h http.Handler = app

@@ -39,6 +39,9 @@ func startFull(t *testing.T, env map[string]string, args ...string) (string, *te
 	r := testenv.LeaseRedis(t)
 	env["REDIS_URL"] = r.URL
 	env["DASHBOARD_ADDR"] = "127.0.0.1:0"
+	if _, ok := env["DATABASE_URL"]; !ok { // no names: nothing listens on port 1
+		env["DATABASE_URL"] = "postgres://knowledge_app@127.0.0.1:1/knowledge?sslmode=disable"
+	}
 	out := &testenv.Buffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

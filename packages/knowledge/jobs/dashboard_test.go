@@ -45,6 +45,27 @@ func TestFormatPayloadIsOneLine(t *testing.T) {
 	}
 }
 
+// The dashboard names orgs beside their whole ids; an org it cannot name
+// keeps its id alone.
+func TestFormatPayloadNamesOrgs(t *testing.T) {
+	t.Parallel()
+	named, unnamed := uuid.New(), uuid.New()
+	names := func(id uuid.UUID) string {
+		if id == named {
+			return "Acme Fleet"
+		}
+		return ""
+	}
+	e, _ := json.Marshal(knowledge.EmbeddingJob{OrgID: named, EntryID: uuid.New(), Generation: 2})
+	if got, want := jobs.FormatPayloadNamed(jobs.TypeEmbedEntry, e, names), "org Acme Fleet ("+named.String()+")"; !strings.HasSuffix(got, want) {
+		t.Errorf("entry: %q, want it to end with %q", got, want)
+	}
+	b, _ := json.Marshal(jobs.BatchPayload{Jobs: []knowledge.EmbeddingJob{{OrgID: unnamed, EntryID: uuid.New(), Generation: 1}}})
+	if got, want := jobs.FormatPayloadNamed(jobs.TypeEmbedBatch, b, names), "org "+unnamed.String()+" · gen 1"; !strings.Contains(got, want) {
+		t.Errorf("batch of an unnamed org: %q, want %q in it", got, want)
+	}
+}
+
 // TaskIDs of one org's entries must differ before the first "-": the
 // dashboard shows only that part.
 func TestTaskIDsAreDistinctWhereTheDashboardCutsThem(t *testing.T) {

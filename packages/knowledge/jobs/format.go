@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/google/uuid"
 )
 
 // BatchResult is what a batch task records as its asynq result: how its jobs
@@ -22,42 +24,58 @@ type BatchResult struct {
 // shown as its size, org(s), generation range and first entry ids instead.
 // Unknown types and undecodable payloads fall back to a clipped raw form.
 func FormatPayload(taskType string, payload []byte) string {
+	return FormatPayloadNamed(taskType, payload, nil)
+}
+
+// FormatPayloadNamed is FormatPayload with each org's name before its id
+// ("org Acme (c307b184-…)"), so an operator sees whose task it is without
+// looking the id up. orgName returns "" for an org it cannot name (the
+// id alone is shown); nil names none.
+func FormatPayloadNamed(taskType string, payload []byte, orgName func(uuid.UUID) string) string {
+	org := func(id uuid.UUID) string {
+		if orgName != nil {
+			if n := orgName(id); n != "" {
+				return n + " (" + id.String() + ")"
+			}
+		}
+		return id.String()
+	}
 	switch taskType {
 	case TypeEmbedEntry:
 		var j EntryPayload
 		if json.Unmarshal(payload, &j) == nil {
-			return fmt.Sprintf("entry %s · gen %d · org %s", j.EntryID, j.Generation, j.OrgID)
+			return fmt.Sprintf("entry %s · gen %d · org %s", j.EntryID, j.Generation, org(j.OrgID))
 		}
 	case TypeEmbedBatch:
 		var p BatchPayload
 		if json.Unmarshal(payload, &p) == nil {
-			return summariseBatch(p)
+			return summariseBatch(p, org)
 		}
 	}
 	return clipRaw(payload)
 }
 
-func summariseBatch(p BatchPayload) string {
+func summariseBatch(p BatchPayload, org func(uuid.UUID) string) string {
 	if len(p.Jobs) == 0 {
 		return "batch of 0 entries"
 	}
-	orgs := map[string]bool{}
+	orgs := map[uuid.UUID]bool{}
 	minGen, maxGen := p.Jobs[0].Generation, p.Jobs[0].Generation
 	for _, j := range p.Jobs {
-		orgs[j.OrgID.String()] = true
+		orgs[j.OrgID] = true
 		minGen, maxGen = min(minGen, j.Generation), max(maxGen, j.Generation)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "batch of %d entr%s · org ", len(p.Jobs), plural(len(p.Jobs), "y", "ies"))
 	if len(orgs) == 1 {
-		b.WriteString(p.Jobs[0].OrgID.String())
+		b.WriteString(org(p.Jobs[0].OrgID))
 	} else {
-		names := make([]string, 0, len(orgs))
+		ids := make([]uuid.UUID, 0, len(orgs))
 		for o := range orgs {
-			names = append(names, o)
+			ids = append(ids, o)
 		}
-		sort.Strings(names)
-		fmt.Fprintf(&b, "%s (+%d more)", names[0], len(names)-1)
+		sort.Slice(ids, func(i, j int) bool { return ids[i].String() < ids[j].String() })
+		fmt.Fprintf(&b, "%s (+%d more)", org(ids[0]), len(ids)-1)
 	}
 	if minGen == maxGen {
 		fmt.Fprintf(&b, " · gen %d", minGen)

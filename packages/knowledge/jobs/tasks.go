@@ -40,9 +40,10 @@ type BatchPayload struct {
 const DefaultShards = 8
 
 // TaskID is the asynq task id of an entry job: equal jobs collapse into one
-// task while it waits in its group. The entry id comes first because the
-// dashboard shortens ids to their text before the first "-": with the org
-// first, every waiting task of an org showed the same "embed:<org prefix>".
+// task while it waits in its group. The entry id comes first because
+// asynqmon's stock page shortens ids to their text before the first "-":
+// with the org first, every waiting task of an org showed the same
+// "embed:<org prefix>" (apps/dashboard shows them whole).
 func TaskID(job knowledge.EmbeddingJob) string {
 	return fmt.Sprintf("embed:%s:%d:%s", job.EntryID, job.Generation, job.OrgID)
 }
