@@ -22,7 +22,10 @@ type command struct {
 	summary string
 	// arg: the command takes one positional argument besides its flags
 	// (import FILE), in env.arg.
-	arg    bool
+	arg bool
+	// writes: the command writes to the database; when it succeeds, ctl
+	// names the database on stderr (env.target).
+	writes bool
 	newRun func(fs *flag.FlagSet) func(e *env) error
 	// fields maps the domain's field names in errors (errs.Error.Field) to
 	// this command's flags where the flag is not the field in kebab case:
@@ -52,45 +55,45 @@ func (c *command) flagOf(field string) string {
 // commands is ctl's command tree; each run is a named function of its
 // file, taking the command's flags as a struct.
 var commands = []command{
-	{name: "migrate up", summary: "apply every pending migration (as the schema owner, OWNER_DATABASE_URL), then make or check the application's and the operator's roles and grant their privileges", newRun: bind(runMigrateUp)},
-	{name: "migrate status", summary: "list migrations and whether they are applied (as the schema owner, OWNER_DATABASE_URL)", newRun: bind(runMigrateStatus)},
+	{name: "migrate up", writes: true, summary: "apply every pending migration (as the schema owner, OWNER_DATABASE_URL), then make or check the application's and the operator's roles and grant their privileges [--ignore-database-url]", newRun: bind(runMigrateUp)},
+	{name: "migrate status", summary: "list migrations and whether they are applied (as the schema owner, OWNER_DATABASE_URL) [--ignore-database-url]", newRun: bind(runMigrateStatus)},
 
-	{name: "org create", summary: "create an org: --name N", newRun: bind(runOrgCreate)},
+	{name: "org create", writes: true, summary: "create an org: --name N", newRun: bind(runOrgCreate)},
 	{name: "org list", summary: "list orgs", newRun: bind(runOrgList)},
-	{name: "agent create", summary: "create an agent: --org ORG --name N", newRun: bind(runAgentCreate)},
+	{name: "agent create", writes: true, summary: "create an agent: --org ORG --name N", newRun: bind(runAgentCreate)},
 	{name: "agent list", summary: "list an org's agents: --org ORG", newRun: bind(runAgentList)},
-	{name: "token create", summary: "issue a token: --org ORG --agent AGENT --scopes S1,S2 [--ttl 720h]", newRun: bind(runTokenCreate)},
-	{name: "token revoke", summary: "revoke a token: --id ID [--org ORG]", newRun: bind(runTokenRevoke)},
+	{name: "token create", writes: true, summary: "issue a token: --org ORG --agent AGENT --scopes S1,S2 [--ttl 720h]", newRun: bind(runTokenCreate)},
+	{name: "token revoke", writes: true, summary: "revoke a token: --id ID [--org ORG]", newRun: bind(runTokenRevoke)},
 	{name: "token list", summary: "list an org's tokens (never their text): --org ORG", newRun: bind(runTokenList)},
-	{name: "quota set", summary: "set a quota: --org ORG --knowledge-stored N|unlimited", newRun: bind(runQuotaSet),
+	{name: "quota set", writes: true, summary: "set a quota: --org ORG --knowledge-stored N|unlimited", newRun: bind(runQuotaSet),
 		fields: map[string]string{"limit": "knowledge-stored"}},
 	{name: "quota show", summary: "show an org's quotas: --org ORG", newRun: bind(runQuotaShow)},
-	{name: "task create", summary: "create a task (stand-in for the orchestrator): --org ORG --title T", newRun: bind(runTaskCreate)},
-	{name: "dev bootstrap", summary: "for local development: make sure an org and agent exist, issue a read+write token", newRun: bind(runDevBootstrap)},
+	{name: "task create", writes: true, summary: "create a task (stand-in for the orchestrator): --org ORG --title T", newRun: bind(runTaskCreate)},
+	{name: "dev bootstrap", writes: true, summary: "for local development: make sure an org and agent exist, issue a read+write token", newRun: bind(runDevBootstrap)},
 
-	{name: "ratelimit set", summary: "set a rate limit: --org ORG [--agent AGENT | --each-agent] --kind read|write --per-minute N|unlimited", newRun: bind(runRateLimitSet)},
-	{name: "ratelimit clear", summary: "remove a rate limit (the server's default applies again): --org ORG [--agent AGENT | --each-agent] --kind read|write", newRun: bind(runRateLimitClear)},
+	{name: "ratelimit set", writes: true, summary: "set a rate limit: --org ORG [--agent AGENT | --each-agent] --kind read|write --per-minute N|unlimited", newRun: bind(runRateLimitSet)},
+	{name: "ratelimit clear", writes: true, summary: "remove a rate limit (the server's default applies again): --org ORG [--agent AGENT | --each-agent] --kind read|write", newRun: bind(runRateLimitClear)},
 	{name: "ratelimit show", summary: "show an org's rate limit settings: --org ORG", newRun: bind(runRateLimitShow)},
 
 	{name: "audit", summary: "who did what: --org ORG [--agent A] [--entry ID] [--tool T] [--since T] [--until T] [--limit N] (newest first)", newRun: bind(runAudit),
 		fields: map[string]string{"name": "tool"}},
-	{name: "audit-prune", summary: "drop the audit trail's days older than --older-than (default 90d; days, or a Go duration of at least 1h), of every org", newRun: bind(runAuditPrune)},
+	{name: "audit-prune", writes: true, summary: "drop the audit trail's days older than --older-than (default 90d; days, or a Go duration of at least 1h), of every org", newRun: bind(runAuditPrune)},
 
 	{name: "stats", summary: "what an org holds: --org ORG [--top-tags N] (entries by state, embeddings, quota, rate limits, tags, authors)", newRun: bind(runStats)},
 	{name: "search status", summary: "an org's search indexes: --org ORG (language, entries indexed and queued, its own vector indexes)", newRun: bind(runSearchStatus)},
-	{name: "search language", summary: "rebuild an org's lexical index in another text search configuration: --org ORG --config NAME", newRun: bind(runSearchLanguage)},
-	{name: "relation-type add", summary: "add an org's own relation type: --org ORG --name NAME (--inverse NAME | --symmetric)", newRun: bind(runRelationTypeAdd)},
+	{name: "search language", writes: true, summary: "rebuild an org's lexical index in another text search configuration: --org ORG --config NAME", newRun: bind(runSearchLanguage)},
+	{name: "relation-type add", writes: true, summary: "add an org's own relation type: --org ORG --name NAME (--inverse NAME | --symmetric)", newRun: bind(runRelationTypeAdd)},
 	{name: "relation-type list", summary: "an org's relation types, built-in and its own: --org ORG", newRun: bind(runRelationTypeList)},
 
-	{name: "isolate-org", summary: "on a Citus cluster, give an org a shard of its own (as the schema owner, OWNER_DATABASE_URL): --org ORG [--transfer-mode auto|block_writes|force_logical] [--timeout 1h]", newRun: bind(runIsolateOrg)},
+	{name: "isolate-org", writes: true, summary: "on a Citus cluster, give an org a shard of its own (as the schema owner, OWNER_DATABASE_URL): --org ORG [--transfer-mode auto|block_writes|force_logical] [--timeout 1h] [--ignore-database-url]", newRun: bind(runIsolateOrg)},
 
 	{name: "export", summary: "write an org's knowledge as JSON Lines: --org ORG [--out FILE] [--vectors]", newRun: bind(runExport)},
-	{name: "import", summary: "read an export into an org: --org ORG FILE [--ignore-quota] (or --file FILE)", arg: true, newRun: bind(runImport)},
-	{name: "purge", summary: "erase knowledge for good: --org ORG (--entry ID | --agent AGENT | --all) [--dry-run] [--yes]", newRun: bind(runPurge)},
+	{name: "import", writes: true, summary: "read an export into an org: --org ORG FILE [--ignore-quota] (or --file FILE)", arg: true, newRun: bind(runImport)},
+	{name: "purge", writes: true, summary: "erase knowledge for good: --org ORG (--entry ID | --agent AGENT | --all) [--dry-run] [--yes]", newRun: bind(runPurge)},
 
-	{name: "reembed", summary: "ask for new vectors after a model change: --org ORG [--all]", newRun: bind(runReembed)},
+	{name: "reembed", writes: true, summary: "ask for new vectors after a model change: --org ORG [--all]", newRun: bind(runReembed)},
 	{name: "embeddings switch-status", summary: "a model switch's progress per org (EMBEDDINGS_NEXT_* names the next model)", newRun: bind(runSwitchStatus)},
-	{name: "embeddings switch-finish", summary: "end a model switch every org has cut over in: run with the next model configured as EMBEDDINGS_MODEL", newRun: bind(runSwitchFinish)},
+	{name: "embeddings switch-finish", writes: true, summary: "end a model switch every org has cut over in: run with the next model configured as EMBEDDINGS_MODEL", newRun: bind(runSwitchFinish)},
 }
 
 // flags is a command's flags: a struct whose define declares them on the
@@ -151,6 +154,8 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-16s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nenvironment: DATABASE_URL (the operator's role, default "+db.DefaultOperatorURL+"),")
-	fmt.Fprintln(w, "  OWNER_DATABASE_URL (migrate: the schema owner, default "+db.DefaultOwnerURL+"),")
+	fmt.Fprintln(w, "  OWNER_DATABASE_URL (migrate, isolate-org: the schema owner, default "+db.DefaultOwnerURL+";")
+	fmt.Fprintln(w, "    refused when DATABASE_URL is set and names another database, unless --ignore-database-url),")
 	fmt.Fprintln(w, "  DB_APP_ROLE, DB_OPERATOR_ROLE (migrate: the roles it makes and grants), REDIS_URL (reembed)")
+	fmt.Fprintln(w, "\na command that writes names the database it wrote on stderr (stdout stays its output)")
 }

@@ -280,3 +280,92 @@ func TestFlagOfDomainField(t *testing.T) {
 		}
 	}
 }
+
+// TestMigrateRefusesADatabaseURLOfAnotherDatabase: with DATABASE_URL
+// naming one database and OWNER_DATABASE_URL (set or not) another, migrate
+// and isolate-org refuse, naming both, and touch neither; with
+// --ignore-database-url, or an owner's URL of the same database, they run
+// and name the database written.
+func TestMigrateRefusesADatabaseURLOfAnotherDatabase(t *testing.T) {
+	t.Parallel()
+	mine, other := testenv.EmptyPostgres(t), testenv.EmptyPostgres(t)
+	for name, c := range map[string]*cli{
+		"owner unset": {t: t, url: mine.OperatorURL()},
+		"owner set":   {t: t, url: mine.OperatorURL(), owner: other.URL},
+	} {
+		for _, args := range [][]string{{"migrate", "up"}, {"migrate", "status"}, {"isolate-org", "--org", uuid.NewString()}} {
+			code, out, errs := c.run(args...)
+			owner := other.Name + " on 127.0.0.1:5432"
+			if c.owner == "" {
+				owner = "knowledge on 127.0.0.1:5432"
+			}
+			if code != 1 || out != "" || !strings.Contains(errs, "DATABASE_URL names database "+mine.Name+" on 127.0.0.1:5432") ||
+				!strings.Contains(errs, "which names database "+owner) || !strings.Contains(errs, "--ignore-database-url") {
+				t.Errorf("%s, %v: exit %d, %q %q; want exit 1 naming both databases and the flag", name, args, code, out, errs)
+			}
+		}
+	}
+	for _, d := range []*testenv.Database{mine, other} {
+		var n int
+		if err := d.Pool.QueryRow(context.Background(), `SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'`).Scan(&n); err != nil || n != 0 {
+			t.Fatalf("%s after the refusals: %d tables (%v), want none", d.Name, n, err)
+		}
+	}
+
+	// The flag: the owner's database it is, and ctl says so.
+	c := &cli{t: t, url: mine.OperatorURL(), owner: other.URL}
+	code, out, errs := c.run("migrate", "up", "--ignore-database-url", "--json")
+	if code != 0 || errs != "ctl migrate up: wrote database "+other.Name+" on 127.0.0.1:5432 as postgres\n" {
+		t.Fatalf("migrate up --ignore-database-url: exit %d, %q %q", code, out, errs)
+	}
+	var up map[string]any
+	if err := json.Unmarshal([]byte(out), &up); err != nil || len(up["applied"].([]any)) == 0 {
+		t.Fatalf("migrate up --json: %v %q", err, out)
+	}
+	// The owner's URL of DATABASE_URL's database: no flag needed. The
+	// owner's role and the operator's differ, and localhost is 127.0.0.1.
+	c = &cli{t: t, url: strings.Replace(mine.OperatorURL(), "127.0.0.1", "localhost", 1), owner: mine.URL}
+	if code, out, errs := c.run("migrate", "up"); code != 0 || !strings.Contains(out, "applied 00001") ||
+		errs != "ctl migrate up: wrote database "+mine.Name+" on 127.0.0.1:5432 as postgres\n" {
+		t.Fatalf("migrate up of DATABASE_URL's database: exit %d, %q %q", code, out, errs)
+	}
+}
+
+// TestWritesNameTheDatabase: every command that writes names, on stderr,
+// the database it wrote; one that only reads, or fails, says nothing there,
+// and stdout is the command's output alone.
+func TestWritesNameTheDatabase(t *testing.T) {
+	t.Parallel()
+	d := testenv.Postgres(t)
+	c := &cli{t: t, url: d.OperatorURL(), owner: d.URL}
+	wrote := func(cmd string) string {
+		return "ctl " + cmd + ": wrote database " + d.Name + " on 127.0.0.1:5432 as knowledge_operator\n"
+	}
+	code, out, errs := c.run("org", "create", "--name", "acme", "--json")
+	var org map[string]any
+	if code != 0 || errs != wrote("org create") || json.Unmarshal([]byte(out), &org) != nil {
+		t.Fatalf("org create: exit %d, %q %q", code, out, errs)
+	}
+	id := org["id"].(string)
+	for _, args := range [][]string{
+		{"agent", "create", "--org", id, "--name", "scout"},
+		{"quota", "set", "--org", id, "--knowledge-stored", "5"},
+		{"task", "create", "--org", id, "--title", "t"},
+		{"dev", "bootstrap"},
+		{"ratelimit", "set", "--org", id, "--kind", "read", "--per-minute", "60"},
+		{"audit-prune"},
+	} {
+		cmd := strings.Join(args[:min(2, len(args))], " ")
+		if args[0] == "audit-prune" {
+			cmd = "audit-prune"
+		}
+		if code, _, errs := c.run(args...); code != 0 || errs != wrote(cmd) {
+			t.Errorf("%v: exit %d, stderr %q, want %q", args, code, errs, wrote(cmd))
+		}
+	}
+	for _, args := range [][]string{{"org", "list"}, {"quota", "show", "--org", id}, {"org", "create", "--name", "acme"}} {
+		if _, _, errs := c.run(args...); strings.Contains(errs, "wrote") {
+			t.Errorf("%v: stderr %q; a read or a failed write names no database written", args, errs)
+		}
+	}
+}

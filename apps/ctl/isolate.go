@@ -18,12 +18,14 @@ import (
 
 type isolateFlags struct {
 	orgFlags
+	ownerFlags
 	mode    string
 	timeout time.Duration
 }
 
 func (f *isolateFlags) define(fs *flag.FlagSet) {
 	f.orgFlags.define(fs)
+	f.ownerFlags.define(fs)
 	fs.StringVar(&f.mode, "transfer-mode", knowledge.IsolateAuto, "how the org's rows are copied: auto (logical replication, writes go on), block_writes, force_logical")
 	fs.DurationVar(&f.timeout, "timeout", time.Hour, "give up (and let Citus clean up the split) after this long")
 }
@@ -36,9 +38,9 @@ func runIsolateOrg(e *env, f *isolateFlags) error {
 	if f.timeout <= 0 {
 		return usagef("--timeout must be positive")
 	}
-	p, err := db.Open(e.ctx, e.config().String("OWNER_DATABASE_URL", db.DefaultOwnerURL))
+	p, err := e.ownerDB(&f.ownerFlags)
 	if err != nil {
-		return fmt.Errorf("OWNER_DATABASE_URL: %w", err)
+		return err
 	}
 	defer p.Close()
 	if err := db.CheckSchema(e.ctx, p); err != nil {

@@ -8,11 +8,11 @@ import (
 )
 
 // Migrations run as the schema owner (OWNER_DATABASE_URL), not as the
-// operator's role the other commands use.
+// operator's role the other commands use; env.ownerDB refuses an owner's
+// URL that leads elsewhere than DATABASE_URL.
 
-func runMigrateUp(e *env, _ *noFlags) error {
+func runMigrateUp(e *env, f *ownerFlags) error {
 	cfg := e.config()
-	ownerURL := cfg.String("OWNER_DATABASE_URL", db.DefaultOwnerURL)
 	roles := db.Roles{
 		App:      cfg.String("DB_APP_ROLE", db.DefaultAppRole),
 		Operator: cfg.String("DB_OPERATOR_ROLE", db.DefaultOperatorRole),
@@ -20,9 +20,9 @@ func runMigrateUp(e *env, _ *noFlags) error {
 	if err := roles.Check(); err != nil {
 		return fmt.Errorf("DB_APP_ROLE / DB_OPERATOR_ROLE: %w", err)
 	}
-	p, err := db.Open(e.ctx, ownerURL)
+	p, err := e.ownerDB(f)
 	if err != nil {
-		return fmt.Errorf("OWNER_DATABASE_URL: %w", err)
+		return err
 	}
 	defer p.Close()
 	applied, err := db.Migrate(e.ctx, p)
@@ -43,10 +43,10 @@ func runMigrateUp(e *env, _ *noFlags) error {
 	})
 }
 
-func runMigrateStatus(e *env, _ *noFlags) error {
-	p, err := db.Open(e.ctx, e.config().String("OWNER_DATABASE_URL", db.DefaultOwnerURL))
+func runMigrateStatus(e *env, f *ownerFlags) error {
+	p, err := e.ownerDB(f)
 	if err != nil {
-		return fmt.Errorf("OWNER_DATABASE_URL: %w", err)
+		return err
 	}
 	defer p.Close()
 	st, err := db.Status(e.ctx, p)

@@ -115,6 +115,7 @@ func runPurge(e *env, f *purgeFlags) error {
 		}
 	}
 
+	e.dryRun = f.dry
 	out := purgeOutput{OrgID: orgID, Scope: scopeName, DryRun: f.dry}
 	if scope.All && !f.dry {
 		// First, so no agent of the org stores while it is erased.

@@ -37,6 +37,11 @@ type env struct {
 	arg    string    // the one positional argument of a command that takes one (import FILE)
 	json   bool
 	pool   *pgxpool.Pool
+	// target is the database the command opened (db, ownerDB): a command
+	// that writes names it when it succeeds.
+	target *dbTarget
+	// dryRun: the command wrote nothing this time (purge --dry-run).
+	dryRun bool
 }
 
 // usageError marks a wrong command line (exit 2): ctl's own words, or a
@@ -88,13 +93,17 @@ func (e *env) db() (*pgxpool.Pool, error) {
 	if e.pool != nil {
 		return e.pool, nil
 	}
-	p, err := db.Open(e.ctx, e.config().String("DATABASE_URL", db.DefaultOperatorURL))
+	url := e.config().String("DATABASE_URL", db.DefaultOperatorURL)
+	p, err := db.Open(e.ctx, url)
 	if err != nil {
 		return nil, err
 	}
 	if err := db.CheckSchema(e.ctx, p); err != nil {
 		p.Close()
 		return nil, err
+	}
+	if t, err := targetOf(url); err == nil {
+		e.target = &t
 	}
 	e.pool = p
 	return p, nil
@@ -174,6 +183,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			json.NewEncoder(stdout).Encode(map[string]string{"error": describe(cmd, err)})
 		}
 		return exitError
+	}
+	if cmd.writes && e.target != nil && !e.dryRun {
+		// On stderr, so that stdout stays the command's output (its JSON
+		// with --json): one line naming the database written, so that a
+		// write to another database than meant is seen at once.
+		fmt.Fprintf(stderr, "ctl %s: wrote %s\n", name, e.target)
 	}
 	return exitOK
 }
