@@ -3,10 +3,11 @@ package data
 import (
 	"context"
 	"log/slog"
-	"math/rand/v2"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/agentfleet/orchestrator/db"
 )
 
 // A transaction Postgres aborted as a deadlock (SQLSTATE 40P01) or a
@@ -26,20 +27,10 @@ const (
 // serialisation failure (IsRetryableTx), and returns f's last error as is.
 // f must be safe to run again: everything it wrote was rolled back.
 func (d *DB) RetryTx(ctx context.Context, f func(pgx.Tx) error) error {
-	wait := txBackoff
-	for attempt := 1; ; attempt++ {
-		err := pgx.BeginFunc(ctx, d.scoped, f)
-		if err == nil || !IsRetryableTx(err) || attempt >= txAttempts {
-			return err
-		}
-		d.logger().Warn("knowledge: transaction aborted by a transient conflict; retrying", "attempt", attempt, "err", err)
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(wait/2 + rand.N(wait)):
-		}
-		wait = min(2*wait, txBackoffMax)
-	}
+	return db.RetryTx(ctx, d.scoped, db.TxRetry{Attempts: txAttempts, Backoff: txBackoff, MaxBackoff: txBackoffMax,
+		OnRetry: func(attempt int, err error) {
+			d.logger().Warn("knowledge: transaction aborted by a transient conflict; retrying", "attempt", attempt, "err", err)
+		}}, f)
 }
 
 // WithLogger makes d log with l (RetryTx's retries) and returns d; it is
