@@ -50,6 +50,22 @@ func wrapOp(errp *error, op string) {
 	}
 }
 
+// Limits of tenancy's names, in Unicode characters: the longest name or
+// title a call takes, checked before the database's CHECK of the same
+// length (00001_init.sql; TestSchemaChecksMatchTheLimits pins the two
+// together), so an over-long one is refused naming its field.
+const (
+	// MaxOrgNameChars is the longest org name.
+	MaxOrgNameChars = 200
+	// MaxAgentNameChars is the longest agent name, an OAuth token's agent
+	// claim's included (AgentByName).
+	MaxAgentNameChars = 200
+	// MaxTaskTitleChars is the longest task title.
+	MaxTaskTitleChars = 500
+)
+
+// checkName refuses a name or title that is not text, blank, or longer
+// than max characters.
 func checkName(field, v string, max int) error {
 	if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
 		return errs.InvalidArgument(field, "must be valid UTF-8 text without NUL bytes")
@@ -66,7 +82,7 @@ func checkName(field, v string, max int) error {
 // CreateOrg creates an org; names are unique.
 func (s *Service) CreateOrg(ctx context.Context, name string) (_ *Org, err error) {
 	defer wrapOp(&err, "tenancy.CreateOrg")
-	if err := checkName("name", name, 200); err != nil {
+	if err := checkName("name", name, MaxOrgNameChars); err != nil {
 		return nil, err
 	}
 	o, err := s.q().CreateOrg(ctx, name)
@@ -94,7 +110,7 @@ func (s *Service) ListOrgs(ctx context.Context) (_ []Org, err error) {
 func (s *Service) CreateAgent(ctx context.Context, orgID uuid.UUID, name string) (_ *Agent, err error) {
 	defer wrapOp(&err, "tenancy.CreateAgent")
 	ctx = db.WithOrg(ctx, orgID)
-	if err := checkName("name", name, 200); err != nil {
+	if err := checkName("name", name, MaxAgentNameChars); err != nil {
 		return nil, err
 	}
 	a, err := s.q().CreateAgent(ctx, sqlc.CreateAgentParams{OrgID: orgID, Name: name})
@@ -297,7 +313,7 @@ func ConsumeQuota(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, resource stri
 func (s *Service) CreateTask(ctx context.Context, orgID uuid.UUID, title string) (_ *Task, err error) {
 	defer wrapOp(&err, "tenancy.CreateTask")
 	ctx = db.WithOrg(ctx, orgID)
-	if err := checkName("title", title, 500); err != nil {
+	if err := checkName("title", title, MaxTaskTitleChars); err != nil {
 		return nil, err
 	}
 	t, err := s.q().CreateTask(ctx, sqlc.CreateTaskParams{OrgID: orgID, Title: title})
@@ -401,7 +417,7 @@ func ImportTask(ctx context.Context, tx pgx.Tx, t Task) (bool, error) {
 func (s *Service) AgentByName(ctx context.Context, orgID uuid.UUID, name string, create bool) (a *Agent, created bool, err error) {
 	defer wrapOp(&err, "tenancy.AgentByName")
 	ctx = db.WithOrg(ctx, orgID)
-	if err := checkName("name", name, 200); err != nil {
+	if err := checkName("name", name, MaxAgentNameChars); err != nil {
 		return nil, false, err
 	}
 	toAgent := func(r sqlc.Agent) *Agent {
