@@ -53,6 +53,40 @@ func OrgQueue(b *pgx.Batch, org uuid.UUID, citus bool) {
 	b.Queue(SetOrgSQL, org.String())
 }
 
+// OrgBatch is one org's statements in a batch that acts for several orgs
+// (Scoped.ExecForOrgs).
+type OrgBatch struct {
+	Org   uuid.UUID
+	Batch *pgx.Batch
+}
+
+// ExecForOrgs sends the orgs' statements as one batch, one round trip and
+// one transaction (all or none), each org's behind the setting of that
+// org: row-level security accepts a row only for the org set, and a batch
+// of several orgs' rows (the audit writer's) sets each in turn. On a
+// single node the batch's implicit transaction holds them and each
+// set_config holds until the next; on a Citus coordinator, SET LOCAL
+// inside BEGIN ... COMMIT, the form it passes on to the workers. It is for
+// writes: the statements' results are not read.
+func (s Scoped) ExecForOrgs(ctx context.Context, parts []OrgBatch) error {
+	citus, err := IsCitus(ctx, s.Pool)
+	if err != nil {
+		return err
+	}
+	b := &pgx.Batch{}
+	if citus {
+		b.Queue("BEGIN")
+	}
+	for _, p := range parts {
+		OrgQueue(b, p.Org, citus)
+		b.QueuedQueries = append(b.QueuedQueries, p.Batch.QueuedQueries...)
+	}
+	if citus {
+		b.Queue("COMMIT")
+	}
+	return s.Pool.SendBatch(ctx, b).Close()
+}
+
 // clusterBatch sends b's statements for org on a connection of its own, in
 // BEGIN ... COMMIT behind SET LOCAL, as one batch. The results are b's; the
 // returned BatchResults' Close reads the COMMIT, rolls back a transaction

@@ -89,9 +89,9 @@ func (h *QueryHasher) Hash(q string) []byte {
 // round trip: a pipelined batch of INSERTs, the records of each org after
 // setting the transaction's org, since the records of one batch come from
 // the calls of several orgs and row-level security accepts a row only for
-// the org set (db.Scoped). (COPY, one statement for all, is not allowed
-// into a table with row-level security.) A record that falls on a
-// day without a partition (the first call after midnight beyond the days
+// the org set (db.Scoped.ExecForOrgs). (COPY, one statement for all, is
+// not allowed into a table with row-level security.) A record that falls
+// on a day without a partition (the first call after midnight beyond the days
 // made ahead, a clock far off) makes the days it needs and is written
 // again.
 func (s *Service) WriteAudit(ctx context.Context, events []AuditEvent) (err error) {
@@ -118,29 +118,17 @@ func (s *Service) WriteAudit(ctx context.Context, events []AuditEvent) (err erro
 		days[e.At.UTC().Truncate(24*time.Hour)] = true
 	}
 	write := func() error {
-		// One batch is one implicit transaction: all or none, and each
-		// set_config holds until the next.
-		// On a Citus coordinator, SET LOCAL in BEGIN ... COMMIT instead
-		// (the form it passes on to the workers: db/citus.go).
-		citus, err := db.IsCitus(ctx, s.pool.Pool)
-		if err != nil {
-			return err
-		}
-		b := &pgx.Batch{}
-		q := sqlc.New(&queue{b})
-		if citus {
-			b.Queue("BEGIN")
-		}
-		for _, org := range orgs {
-			db.OrgQueue(b, org, citus)
+		// Built again for each try: a sent batch is not sent twice.
+		parts := make([]db.OrgBatch, len(orgs))
+		for i, org := range orgs {
+			b := &pgx.Batch{}
+			q := sqlc.New(&queue{b})
 			for _, r := range byOrg[org] {
 				_ = q.InsertAuditEvent(ctx, r) // queued
 			}
+			parts[i] = db.OrgBatch{Org: org, Batch: b}
 		}
-		if citus {
-			b.Queue("COMMIT")
-		}
-		return s.pool.Pool.SendBatch(ctx, b).Close()
+		return s.pool.ExecForOrgs(ctx, parts)
 	}
 	err = write()
 	if db.NoPartition(err) {
