@@ -194,7 +194,7 @@ func Postgres(t testing.TB) *Database {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { d.close(t.Logf) })
+	t.Cleanup(func() { d.closeAfter(t) })
 	return d
 }
 
@@ -228,7 +228,7 @@ func EmptyPostgres(t testing.TB) *Database {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { d.close(t.Logf) })
+	t.Cleanup(func() { d.closeAfter(t) })
 	return d
 }
 
@@ -238,8 +238,28 @@ func (d *Database) Close() {
 	d.close(func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) })
 }
 
+// closeAfter closes the database at the end of t: its pool at once, the
+// drop in the background under Main (a failed drop is reported on stderr:
+// t has ended by then).
+func (d *Database) closeAfter(t testing.TB) {
+	d.Pool.Close()
+	if !backgroundDrops.Load() {
+		d.drop(t.Logf)
+		return
+	}
+	drops.Add(1)
+	go func() {
+		defer drops.Done()
+		d.drop(func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) })
+	}()
+}
+
 func (d *Database) close(logf func(format string, args ...any)) {
 	d.Pool.Close()
+	d.drop(logf)
+}
+
+func (d *Database) drop(logf func(format string, args ...any)) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, DatabaseURL())
@@ -279,7 +299,10 @@ func createDatabase(ctx context.Context, admin *pgx.Conn, tpl string) (*Database
 		for attempt := 0; ; attempt++ {
 			_, err = c.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" TEMPLATE "+pgx.Identifier{tpl}.Sanitize())
 			if err == nil {
-				return copySettings(ctx, c, tpl, name)
+				if err := copySettings(ctx, c, tpl, name); err != nil {
+					return err
+				}
+				return relaxDurability(ctx, c, name)
 			}
 			if attempt >= 20 || !strings.Contains(err.Error(), "being accessed by other users") {
 				return err
@@ -339,4 +362,15 @@ func copySettings(ctx context.Context, c *pgx.Conn, from, to string) error {
 		}
 	}
 	return nil
+}
+
+// relaxDurability turns synchronous_commit off in a test's database: a
+// commit returns before its WAL reaches the disk. A test database is
+// dropped when its test ends and never outlives a crash, so nothing is
+// lost, and a test that commits thousands of times no longer waits for a
+// disk flush at each one. Visibility, locking and constraints are those
+// of any commit: only the wait for the flush goes.
+func relaxDurability(ctx context.Context, c *pgx.Conn, name string) error {
+	_, err := c.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{name}.Sanitize()+" SET synchronous_commit = off")
+	return err
 }

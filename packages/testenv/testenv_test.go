@@ -42,3 +42,5 @@ func TestRedisLeasesAreDistinctAndEmpty(t *testing.T) {
 		t.Fatalf("db %d sees a key of db %d", b.DB, a.DB)
 	}
 }
+
+func TestMain(m *testing.M) { Main(m) }

@@ -170,7 +170,7 @@ func (b *bundle) waitStatus(t testing.TB, status string, timeout time.Duration, 
 }
 
 // worker starts a worker tuned for tests (1s grace: asynq's minimum; fast
-// retries; fast reconciler) and stops it when t ends.
+// retries, looked for as often; fast reconciler) and stops it when t ends.
 func (b *bundle) worker(t testing.TB, emb embed.Embedder, mod func(*jobs.WorkerOptions)) *jobs.Worker {
 	t.Helper()
 	o := jobs.WorkerOptions{
@@ -180,6 +180,7 @@ func (b *bundle) worker(t testing.TB, emb embed.Embedder, mod func(*jobs.WorkerO
 		BatchMaxDelay:     2 * time.Second,
 		MaxRetry:          5,
 		RetryDelay:        func(int) time.Duration { return 100 * time.Millisecond },
+		PollInterval:      100 * time.Millisecond, // the retries come due at once
 		ShutdownTimeout:   time.Second,
 		ReconcileInterval: time.Hour, // tests that need it turn it on
 		Reconciler:        jobs.ReconcilerOptions{Grace: time.Hour},

@@ -35,6 +35,12 @@ type WorkerOptions struct {
 	// RetryDelay is the wait before retry n (1-based). Default: exponential
 	// from 10s, doubling, capped at 10m, with jitter.
 	RetryDelay func(n int) time.Duration
+	// PollInterval, when set, is how often the asynq server looks for
+	// retries that came due (its DelayedTaskCheckInterval, default 5s) and,
+	// with the queue empty, for new tasks (TaskCheckInterval, default 1s):
+	// a retry runs at the first look after its RetryDelay, so retry delays
+	// far below 5s need a PollInterval to match. Zero: asynq's defaults.
+	PollInterval time.Duration
 	// TaskTimeout bounds one batch. Default 2m.
 	TaskTimeout time.Duration
 	// Retention keeps completed batches visible in the dashboard. Default 1h.
@@ -222,6 +228,9 @@ func (w *Worker) Start() error {
 		GroupMaxDelay:    o.BatchMaxDelay,
 		RetryDelayFunc:   func(n int, _ error, _ *asynq.Task) time.Duration { return o.RetryDelay(n) },
 		ShutdownTimeout:  o.ShutdownTimeout,
+		// Zero leaves asynq's defaults.
+		DelayedTaskCheckInterval: o.PollInterval,
+		TaskCheckInterval:        o.PollInterval,
 		ErrorHandler: asynq.ErrorHandlerFunc(func(ctx context.Context, t *asynq.Task, err error) {
 			n, _ := asynq.GetRetryCount(ctx)
 			max, _ := asynq.GetMaxRetry(ctx)
