@@ -69,7 +69,7 @@ var commands = []command{
 		fields: map[string]string{"limit": "knowledge-stored"}},
 	{name: "quota show", summary: "show an org's quotas: --org ORG", newRun: bind(runQuotaShow)},
 	{name: "task create", writes: true, summary: "create a task (stand-in for the orchestrator): --org ORG --title T", newRun: bind(runTaskCreate)},
-	{name: "dev bootstrap", writes: true, summary: "for local development: make sure an org and agent exist, issue a read+write token", newRun: bind(runDevBootstrap)},
+	{name: "dev bootstrap", writes: true, summary: "for local development: make sure an org and agent exist, issue a token with every scope (--ttl 24h)", newRun: bind(runDevBootstrap)},
 
 	{name: "ratelimit set", writes: true, summary: "set a rate limit: --org ORG [--agent AGENT | --each-agent] --kind read|write --per-minute N|unlimited", newRun: bind(runRateLimitSet)},
 	{name: "ratelimit clear", writes: true, summary: "remove a rate limit (the server's default applies again): --org ORG [--agent AGENT | --each-agent] --kind read|write", newRun: bind(runRateLimitClear)},

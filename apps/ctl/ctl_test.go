@@ -178,8 +178,21 @@ func TestDevBootstrapIsRepeatable(t *testing.T) {
 	if a["orgId"] != b["orgId"] || a["agentId"] != b["agentId"] || a["token"] == b["token"] {
 		t.Fatalf("bootstrap not repeatable: %v then %v", a, b)
 	}
-	if n := len(c.ok("token", "list", "--org", a["orgId"].(string))["tokens"].([]any)); n != 2 {
-		t.Fatalf("want 2 tokens, got %d", n)
+	toks := c.ok("token", "list", "--org", a["orgId"].(string))["tokens"].([]any)
+	if len(toks) != 2 {
+		t.Fatalf("want 2 tokens, got %d", len(toks))
+	}
+	// It issues every scope, as its help says.
+	var scopes []string
+	for _, s := range toks[0].(map[string]any)["scopes"].([]any) {
+		scopes = append(scopes, s.(string))
+	}
+	if !slices.Equal(scopes, tenancy.Catalogue) {
+		t.Errorf("dev bootstrap's token has %v, want every scope %v", scopes, tenancy.Catalogue)
+	}
+	_, help, _ := c.run("help")
+	if !strings.Contains(help, "issue a token with every scope") || strings.Contains(help, "read+write") {
+		t.Errorf("help of dev bootstrap: %q", help)
 	}
 }
 

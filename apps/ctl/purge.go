@@ -25,12 +25,22 @@ type purgeOutput struct {
 	Scope  string    `json:"scope"`
 	DryRun bool      `json:"dryRun"`
 	*knowledge.PurgeReport
-	TokensRevoked int64  `json:"tokensRevoked"`
-	QueuedTasks   int    `json:"queuedTasksDeleted"`
-	MixedTasks    int    `json:"queuedTasksKept"`
-	Vacuumed      bool   `json:"vacuumed"`
-	Note          string `json:"note,omitempty"`
+	TokensRevoked int64 `json:"tokensRevoked"`
+	// OrgIndexDropped: --all dropped the org's whole lexical index at once,
+	// uncounted, so postings is 0 (docs/operators.md, "Purge").
+	OrgIndexDropped bool   `json:"orgIndexDropped,omitempty"`
+	QueuedTasks     int    `json:"queuedTasksDeleted"`
+	MixedTasks      int    `json:"queuedTasksKept"`
+	Vacuumed        bool   `json:"vacuumed"`
+	Note            string `json:"note,omitempty"`
 }
+
+// tokenCacheNote is what revoking an org's tokens cannot do at once.
+const tokenCacheNote = "an MCP server may accept a revoked token until its MCP_TOKEN_CACHE_TTL (default 5 s) ends: if agents were storing, run the purge again after that"
+
+// orgIndexWhy is why a real purge of --all reports no index postings
+// where its dry run counted them.
+const orgIndexWhy = "--all drops the org's whole lexical index at once (postings, term statistics, queue) without counting its postings"
 
 // Purge: erasing knowledge for good (a legal request). The domain part is
 // knowledge.Service.Purge; this command adds what spans the deployment:
@@ -122,7 +132,9 @@ func runPurge(e *env, f *purgeFlags) error {
 		if out.TokensRevoked, err = t.RevokeOrgTokens(e.ctx, orgID); err != nil {
 			return err
 		}
-		out.Note = "tokens revoked; an MCP server may accept a revoked token until its MCP_TOKEN_CACHE_TTL (default 5 s) ends: if agents were storing, run the purge again after that"
+		if out.TokensRevoked > 0 {
+			out.Note = tokenCacheNote
+		}
 	}
 	// Progress on a terminal: the entries erased so far, batch by
 	// batch. A purge cut short is resumed by running it again (it
@@ -135,6 +147,7 @@ func runPurge(e *env, f *purgeFlags) error {
 	rep, err := svc.PurgeWith(e.ctx, orgID, scope, knowledge.PurgeOptions{DryRun: f.dry, Progress: onBatch})
 	clear()
 	out.PurgeReport = rep
+	out.OrgIndexDropped = scope.All && !f.dry
 	if err != nil {
 		return err
 	}
@@ -207,13 +220,24 @@ func printPurge(w io.Writer, out purgeOutput, all bool) {
 	if out.DryRun {
 		verb = "would erase"
 	}
-	fmt.Fprintf(w, "org %s (%s): %s %d entries, %d task links, %d supersession edges (%d chain entries relinked, %d heads again), %d index postings, %d idempotence keys, %d uploads in parts\n",
-		out.OrgID, out.Scope, verb, rep.Entries, rep.TaskLinks, rep.SupersessionEdges, rep.Relinked, rep.HeadsAgain, rep.Postings, rep.IdempotenceKeys, rep.Uploads)
+	postings := fmt.Sprintf("%d index postings", rep.Postings)
+	if out.OrgIndexDropped {
+		postings = "the org's whole index (its postings uncounted)"
+	}
+	fmt.Fprintf(w, "org %s (%s): %s %d entries, %d task links, %d supersession edges (%d chain entries relinked, %d heads again), %s, %d idempotence keys, %d uploads in parts\n",
+		out.OrgID, out.Scope, verb, rep.Entries, rep.TaskLinks, rep.SupersessionEdges, rep.Relinked, rep.HeadsAgain, postings, rep.IdempotenceKeys, rep.Uploads)
+	if all && out.DryRun {
+		fmt.Fprintf(w, "the purge itself reports 0 index postings: %s\n", orgIndexWhy)
+	}
 	if !out.DryRun {
 		fmt.Fprintf(w, "%d queued embedding tasks deleted (%d kept: they also hold surviving entries), vacuumed: %v\n", out.QueuedTasks, out.MixedTasks, out.Vacuumed)
 	}
 	if all && !out.DryRun {
-		fmt.Fprintf(w, "%d tokens revoked\n%s\n", out.TokensRevoked, out.Note)
+		if out.TokensRevoked == 0 {
+			fmt.Fprintln(w, "0 tokens revoked: the org had none left unrevoked")
+		} else {
+			fmt.Fprintf(w, "%d tokens revoked; %s\n", out.TokensRevoked, out.Note)
+		}
 	}
 }
 

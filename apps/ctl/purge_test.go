@@ -123,11 +123,18 @@ func TestPurgeOrg(t *testing.T) {
 		t.Fatalf("unconfirmed purge: exit %d %q, %d entries", code, errs, countAcme())
 	}
 	dry := c.okEnv(getenv, "purge", "--org", acme.id.String(), "--all", "--dry-run")
-	if dry["entries"].(float64) != 3 || dry["dryRun"] != true || countAcme() != 3 {
+	if dry["entries"].(float64) != 3 || dry["dryRun"] != true || dry["postings"].(float64) == 0 || countAcme() != 3 {
 		t.Fatalf("dry run: %v", dry)
 	}
+	// The dry run counts the postings the real run drops uncounted, and
+	// says so (issue 40).
+	code, out, errs := runCtl("purge", "--org", acme.id.String(), "--all", "--dry-run")
+	if want := "the purge itself reports 0 index postings: --all drops the org's whole lexical index at once"; code != 0 ||
+		!strings.Contains(out, " index postings, ") || !strings.Contains(out, want) || strings.Contains(errs, "wrote") {
+		t.Fatalf("human dry run: exit %d, %q %q; want the postings counted and %q, and no database written", code, out, errs, want)
+	}
 
-	code, out, errs := runCtl("purge", "--org", acme.id.String(), "--all", "--yes", "--json")
+	code, out, errs = runCtl("purge", "--org", acme.id.String(), "--all", "--yes", "--json")
 	if code != 0 {
 		t.Fatalf("purge: %d %s %s", code, out, errs)
 	}
@@ -136,7 +143,8 @@ func TestPurgeOrg(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got["entries"].(float64) != 3 || got["tokensRevoked"].(float64) != 1 || got["queuedTasksDeleted"].(float64) != 4 ||
-		got["idempotenceKeys"].(float64) != 3 || got["vacuumed"] != true {
+		got["idempotenceKeys"].(float64) != 3 || got["vacuumed"] != true ||
+		got["postings"].(float64) != 0 || got["orgIndexDropped"] != true || !strings.HasPrefix(got["note"].(string), "an MCP server may accept a revoked token") {
 		t.Fatalf("purge answer: %s", out)
 	}
 	if countAcme() != 0 || orgTasks(acme.id) != 0 {
@@ -165,8 +173,15 @@ func TestPurgeOrg(t *testing.T) {
 		t.Fatalf("the other org: %d tasks, %d hits", orgTasks(other.id), len(res.Hits))
 	}
 	// Running it again is harmless.
-	if again := c.okEnv(getenv, "purge", "--org", acme.id.String(), "--all", "--yes"); again["entries"].(float64) != 0 {
-		t.Fatalf("second purge: %v", again)
+	if again := c.okEnv(getenv, "purge", "--org", acme.id.String(), "--all", "--yes"); again["entries"].(float64) != 0 || again["note"] != nil {
+		t.Fatalf("second purge: %v (no token revoked, no note about revoked tokens)", again)
+	}
+	// No token left to revoke: the output says 0 and nothing about revoked
+	// tokens; the index line says why it counts no postings.
+	code, out, _ = runCtl("purge", "--org", acme.id.String(), "--all", "--yes")
+	if code != 0 || !strings.Contains(out, "0 tokens revoked: the org had none left unrevoked\n") || strings.Contains(out, "tokens revoked;") ||
+		!strings.Contains(out, "the org's whole index (its postings uncounted)") || strings.Contains(out, "0 index postings") {
+		t.Fatalf("third purge, human: exit %d, %q", code, out)
 	}
 }
 
