@@ -1,4 +1,4 @@
--- Chunks of long entries (packages/knowledge/chunk.go, jobs/handler.go;
+-- Chunks of long entries (packages/knowledge/outbox/chunk.go, jobs/handler.go;
 -- db/migrations/00008_embedding_width.sql).
 
 -- name: DeleteChunks :exec

@@ -1,4 +1,4 @@
--- The embeddings pipeline (packages/knowledge/outbox.go, for
+-- The embeddings pipeline (packages/knowledge/outbox/outbox.go, for
 -- packages/knowledge/jobs and apps/worker).
 --
 -- An entry's embedding_status = 'pending' is the outbox of the embeddings
@@ -83,7 +83,7 @@ JOIN (SELECT unnest(@org_ids::uuid[]) AS org_id, unnest(@ids::uuid[]) AS id,
 -- rows another transaction holds (a purge or forget erasing them, a
 -- supersession, upkeep). The worker never waits for a row lock, so it is
 -- never part of a deadlock; the rows it skipped it tries again after a
--- short back-off (packages/knowledge/outbox.go, WriteVectors).
+-- short back-off (packages/knowledge/outbox/outbox.go, WriteVectors).
 SELECT k.org_id, k.id
 FROM knowledge k
 JOIN (SELECT unnest(@org_ids::uuid[]) AS org_id, unnest(@ids::uuid[]) AS id,

@@ -40,7 +40,7 @@ type DeleteChunksParams struct {
 	EmbeddingModel string
 }
 
-// Chunks of long entries (packages/knowledge/chunk.go, jobs/handler.go;
+// Chunks of long entries (packages/knowledge/outbox/chunk.go, jobs/handler.go;
 // db/migrations/00008_embedding_width.sql).
 // An entry's chunks of one model, before its new ones are written (its
 // vector was cleared before a re-embed, which already deleted them: this

@@ -82,7 +82,7 @@ type ListJobEntriesRow struct {
 	EmbeddingRequestedAt time.Time
 }
 
-// The embeddings pipeline (packages/knowledge/outbox.go, for
+// The embeddings pipeline (packages/knowledge/outbox/outbox.go, for
 // packages/knowledge/jobs and apps/worker).
 //
 // An entry's embedding_status = 'pending' is the outbox of the embeddings
@@ -188,7 +188,7 @@ type LockPendingForEmbeddingRow struct {
 // rows another transaction holds (a purge or forget erasing them, a
 // supersession, upkeep). The worker never waits for a row lock, so it is
 // never part of a deadlock; the rows it skipped it tries again after a
-// short back-off (packages/knowledge/outbox.go, WriteVectors).
+// short back-off (packages/knowledge/outbox/outbox.go, WriteVectors).
 func (q *Queries) LockPendingForEmbedding(ctx context.Context, arg LockPendingForEmbeddingParams) ([]LockPendingForEmbeddingRow, error) {
 	rows, err := q.db.Query(ctx, lockPendingForEmbedding, arg.OrgIds, arg.Ids, arg.Generations)
 	if err != nil {

@@ -55,7 +55,7 @@ func (v Space) hash() string {
 func (v Space) IndexName() string { return "knowledge_hnsw_m_" + v.hash()[:16] }
 
 // ChunkIndexName is the space's HNSW index of the chunks of long entries
-// (knowledge's chunk.go), over every org.
+// (knowledge's outbox/chunk.go), over every org.
 func (v Space) ChunkIndexName() string { return "knowledge_chunks_hnsw_m_" + v.hash()[:16] }
 
 // OrgIndexName is the space's HNSW index of one large org (knowledge's upkeep.go).

@@ -1,4 +1,4 @@
-package knowledge
+package outbox
 
 import (
 	"context"
@@ -48,7 +48,7 @@ const (
 // 1,000 tokens): they could read more, but a chunk is also the unit a
 // query is matched with, and a vector of 8,000 tokens blurs its topics.
 // The first name contained in the model's name (lowercased) wins.
-var chunkModels = []struct {
+var ChunkModels = []struct {
 	name  string
 	chars int
 }{
@@ -74,7 +74,7 @@ const DefaultMaxInputChars = 8000
 func ChunkOptionsFor(model string) ChunkOptions {
 	m := strings.ToLower(model)
 	chars := DefaultChunkChars
-	for _, c := range chunkModels {
+	for _, c := range ChunkModels {
 		if strings.Contains(m, c.name) {
 			chars = c.chars
 			break

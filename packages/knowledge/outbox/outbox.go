@@ -1,4 +1,4 @@
-package knowledge
+package outbox
 
 import (
 	"bytes"
@@ -16,14 +16,16 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/vecspace"
 )
 
 // The embeddings pipeline's calls (packages/knowledge/jobs, apps/worker,
 // `ctl reembed`). An entry's embedding_status = 'pending' is the outbox of
 // the embeddings queue and embedding_generation names the request a job was
-// made for; this package is the only writer of the knowledge tables, so the
-// pipeline reads and writes them here. Every write is conditional on
-// (pending, generation): a late or repeated job never overwrites newer data.
+// made for; the knowledge module is the only writer of the knowledge
+// tables, so the pipeline reads and writes them here. Every write is
+// conditional on (pending, generation): a late or repeated job never
+// overwrites newer data.
 
 // Outbox is the pipeline's view of the knowledge tables: the entries waiting
 // for vectors, and the writes that end their wait. Its statements see every
@@ -31,15 +33,15 @@ import (
 // row-level security (the worker's, the operator's). It is safe for
 // concurrent use.
 type Outbox struct {
-	data *data.DB
-	q    *sqlc.Queries
+	Data *data.DB
+	Q    *sqlc.Queries
 }
 
 // NewOutbox returns the outbox of pool (from db.Open, which registers
 // pgvector's types).
 func NewOutbox(pool *pgxpool.Pool) *Outbox {
 	d := data.New(pool)
-	return &Outbox{data: d, q: d.Q()}
+	return &Outbox{Data: d, Q: d.Q()}
 }
 
 // PendingEntry is an entry that still waits for the vectors of its job's
@@ -59,14 +61,14 @@ func (o *Outbox) Pending(ctx context.Context, jobs []domain.EmbeddingJob) ([]Pen
 	if len(jobs) == 0 {
 		return nil, nil
 	}
-	groups, err := o.data.Runs(ctx, len(jobs), func(i int) uuid.UUID { return jobs[i].OrgID })
+	groups, err := o.Data.Runs(ctx, len(jobs), func(i int) uuid.UUID { return jobs[i].OrgID })
 	if err != nil {
 		return nil, fmt.Errorf("load entries: %w", err)
 	}
 	var out []PendingEntry
 	for _, g := range groups {
 		run := data.Pick(jobs, g)
-		rows, err := o.q.ListJobEntries(ctx, sqlc.ListJobEntriesParams(jobArrays(run)))
+		rows, err := o.Q.ListJobEntries(ctx, sqlc.ListJobEntriesParams(JobArrays(run)))
 		if err != nil {
 			return nil, fmt.Errorf("load entries: %w", err)
 		}
@@ -88,7 +90,7 @@ const MaxEmbeddingErrorChars = 1000
 // marked says whether it was.
 func (o *Outbox) MarkFailed(ctx context.Context, job domain.EmbeddingJob, reason string) (marked bool, err error) {
 	msg := domain.ClipRunes(reason, MaxEmbeddingErrorChars)
-	n, err := o.q.MarkEmbeddingFailed(ctx, sqlc.MarkEmbeddingFailedParams{
+	n, err := o.Q.MarkEmbeddingFailed(ctx, sqlc.MarkEmbeddingFailedParams{
 		Error: &msg, OrgID: job.OrgID, ID: job.EntryID, Generation: job.Generation,
 	})
 	if err != nil {
@@ -104,8 +106,8 @@ func (o *Outbox) MarkFailed(ctx context.Context, job domain.EmbeddingJob, reason
 // held then fail the write with a retryable error (the task comes back; the
 // writes are conditional on the generation, so nothing is written twice).
 const (
-	writeAttempts = 6
-	writeBackoff  = 50 * time.Millisecond
+	WriteAttempts = 6
+	WriteBackoff  = 50 * time.Millisecond
 )
 
 // VectorsWritten is what WriteVectors did.
@@ -138,12 +140,12 @@ func (o *Outbox) WriteVectors(ctx context.Context, model string, entries []Pendi
 		}
 		return bytes.Compare(x.EntryID[:], y.EntryID[:])
 	})
-	groups, err := o.data.Runs(ctx, len(order), func(i int) uuid.UUID { return entries[order[i]].Job.OrgID })
+	groups, err := o.Data.Runs(ctx, len(order), func(i int) uuid.UUID { return entries[order[i]].Job.OrgID })
 	if err != nil {
 		return out, fmt.Errorf("write vectors: %w", err)
 	}
 	for _, g := range groups {
-		if err := o.writeRun(ctx, model, entries, vecs, data.Pick(order, g), &out); err != nil {
+		if err := o.WriteRun(ctx, model, entries, vecs, data.Pick(order, g), &out); err != nil {
 			return out, err
 		}
 	}
@@ -153,12 +155,12 @@ func (o *Outbox) WriteVectors(ctx context.Context, model string, entries []Pendi
 // writeRun writes the vectors of the entries named by order (indexes into
 // entries, in (org, id) order), retrying the ones another transaction
 // holds, and counts in out the ready and the stale among them.
-func (o *Outbox) writeRun(ctx context.Context, model string, entries []PendingEntry, vecs []EntryVectors, order []int, out *VectorsWritten) error {
+func (o *Outbox) WriteRun(ctx context.Context, model string, entries []PendingEntry, vecs []EntryVectors, order []int, out *VectorsWritten) error {
 	total := len(order)
 	var written int
-	wait := writeBackoff
+	wait := WriteBackoff
 	for attempt := 1; ; attempt++ {
-		n, lags, busy, err := o.writeOnce(ctx, model, entries, vecs, order)
+		n, lags, busy, err := o.WriteOnce(ctx, model, entries, vecs, order)
 		if err != nil && !data.IsRetryableTx(err) {
 			return err
 		}
@@ -170,7 +172,7 @@ func (o *Outbox) writeRun(ctx context.Context, model string, entries []PendingEn
 			}
 			order = busy
 		}
-		if attempt >= writeAttempts {
+		if attempt >= WriteAttempts {
 			out.Ready += written
 			if err != nil {
 				return fmt.Errorf("write vectors: %w", err)
@@ -193,7 +195,7 @@ func (o *Outbox) writeRun(ctx context.Context, model string, entries []PendingEn
 // by idx (indexes into entries, in (org, id) order) it can lock without
 // waiting. busy: the indexes of entries still pending at their generation
 // that another transaction holds.
-func (o *Outbox) writeOnce(ctx context.Context, model string, entries []PendingEntry, vecs []EntryVectors, idx []int) (written int, lags []time.Duration, busy []int, err error) {
+func (o *Outbox) WriteOnce(ctx context.Context, model string, entries []PendingEntry, vecs []EntryVectors, idx []int) (written int, lags []time.Duration, busy []int, err error) {
 	picked := func(idx []int) []domain.EmbeddingJob {
 		js := make([]domain.EmbeddingJob, len(idx))
 		for k, i := range idx {
@@ -201,10 +203,10 @@ func (o *Outbox) writeOnce(ctx context.Context, model string, entries []PendingE
 		}
 		return js
 	}
-	err = pgx.BeginFunc(ctx, o.data.Pool(), func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, o.Data.Pool(), func(tx pgx.Tx) error {
 		written, lags, busy = 0, nil, nil
-		q := o.q.WithTx(tx)
-		locked, err := q.LockPendingForEmbedding(ctx, sqlc.LockPendingForEmbeddingParams(jobArrays(picked(idx))))
+		q := o.Q.WithTx(tx)
+		locked, err := q.LockPendingForEmbedding(ctx, sqlc.LockPendingForEmbeddingParams(JobArrays(picked(idx))))
 		if err != nil {
 			return fmt.Errorf("lock entries: %w", err)
 		}
@@ -219,7 +221,7 @@ func (o *Outbox) writeOnce(ctx context.Context, model string, entries []PendingE
 				skipped = append(skipped, i)
 				continue
 			}
-			lag, ok, err := writeEntryVectors(ctx, q, model, j, vecs[i])
+			lag, ok, err := WriteEntryVectors(ctx, q, model, j, vecs[i])
 			if err != nil {
 				return err
 			}
@@ -236,7 +238,7 @@ func (o *Outbox) writeOnce(ctx context.Context, model string, entries []PendingE
 		// Skipped: held by another transaction, or no longer pending at the
 		// job's generation (erased, re-embedded, done). Only the first are
 		// tried again.
-		still, err := q.ListJobEntries(ctx, sqlc.ListJobEntriesParams(jobArrays(picked(skipped))))
+		still, err := q.ListJobEntries(ctx, sqlc.ListJobEntriesParams(JobArrays(picked(skipped))))
 		if err != nil {
 			return fmt.Errorf("load skipped entries: %w", err)
 		}
@@ -259,7 +261,7 @@ func (o *Outbox) writeOnce(ctx context.Context, model string, entries []PendingE
 // the job's), replacing any left over. ok is false when the entry was not
 // pending at the job's generation (nothing written); lag is the
 // request-to-ready time, nil when unknown.
-func writeEntryVectors(ctx context.Context, q *sqlc.Queries, model string, j domain.EmbeddingJob, ev EntryVectors) (lag *time.Duration, ok bool, err error) {
+func WriteEntryVectors(ctx context.Context, q *sqlc.Queries, model string, j domain.EmbeddingJob, ev EntryVectors) (lag *time.Duration, ok bool, err error) {
 	v := pgvector.NewVector(ev.Vecs[0])
 	res, err := q.MarkEmbeddingReady(ctx, sqlc.MarkEmbeddingReadyParams{
 		Embedding: &v, Model: &model, OrgID: j.OrgID, ID: j.EntryID, Generation: j.Generation,
@@ -295,34 +297,34 @@ func writeEntryVectors(ctx context.Context, q *sqlc.Queries, model string, j dom
 // width; with all, every entry. Each chosen entry gets a new generation (so
 // jobs still in flight for the old one do nothing) and goes back to pending,
 // its vector cleared (the schema ties 'ready' to a vector).
-func (o *Outbox) RequestReembed(ctx context.Context, org uuid.UUID, space VectorSpace, all bool) ([]domain.EmbeddingJob, error) {
-	rows, err := o.q.RequestReembed(ctx, sqlc.RequestReembedParams{OrgID: org, AllEntries: all, Model: space.Model, Dims: int32(space.Dims)})
+func (o *Outbox) RequestReembed(ctx context.Context, org uuid.UUID, space vecspace.Space, all bool) ([]domain.EmbeddingJob, error) {
+	rows, err := o.Q.RequestReembed(ctx, sqlc.RequestReembedParams{OrgID: org, AllEntries: all, Model: space.Model, Dims: int32(space.Dims)})
 	if err != nil {
 		return nil, fmt.Errorf("request re-embed: %w", err)
 	}
-	return jobsOf(rows), nil
+	return JobsOf(rows), nil
 }
 
 // Current returns the jobs that still name their entry's current
 // generation, in any status: a job whose entry is gone or was re-requested
 // since has nothing left to say.
 func (o *Outbox) Current(ctx context.Context, jobs []domain.EmbeddingJob) ([]domain.EmbeddingJob, error) {
-	rows, err := o.q.ListCurrentJobs(ctx, sqlc.ListCurrentJobsParams(jobArrays(jobs)))
+	rows, err := o.Q.ListCurrentJobs(ctx, sqlc.ListCurrentJobsParams(JobArrays(jobs)))
 	if err != nil {
 		return nil, err
 	}
-	return jobsOf(rows), nil
+	return JobsOf(rows), nil
 }
 
 // Stale returns the jobs of entries pending since before before, the
 // oldest first, at most max: those whose enqueue failed or whose task was
 // lost, for the reconciler to enqueue again. Across orgs.
 func (o *Outbox) Stale(ctx context.Context, before time.Time, max int) ([]domain.EmbeddingJob, error) {
-	rows, err := o.q.ListStalePending(ctx, sqlc.ListStalePendingParams{Before: before, MaxRows: int32(max)})
+	rows, err := o.Q.ListStalePending(ctx, sqlc.ListStalePendingParams{Before: before, MaxRows: int32(max)})
 	if err != nil {
 		return nil, err
 	}
-	return jobsOf(rows), nil
+	return JobsOf(rows), nil
 }
 
 // Backlog is the size and age of the outbox.
@@ -334,7 +336,7 @@ type Backlog struct {
 // Backlog reads the outbox's size and age, across orgs (the worker's
 // backlog gauges).
 func (o *Outbox) Backlog(ctx context.Context) (Backlog, error) {
-	r, err := o.q.PendingBacklog(ctx)
+	r, err := o.Q.PendingBacklog(ctx)
 	if err != nil {
 		return Backlog{}, err
 	}
@@ -342,31 +344,31 @@ func (o *Outbox) Backlog(ctx context.Context) (Backlog, error) {
 }
 
 // jobRow is the columns naming a job in the statements' rows.
-type jobRow = struct {
+type JobRow = struct {
 	OrgID               uuid.UUID
 	ID                  uuid.UUID
 	EmbeddingGeneration int32
 }
 
 // jobsOf is the jobs of rows.
-func jobsOf[R ~jobRow](rows []R) []domain.EmbeddingJob {
+func JobsOf[R ~JobRow](rows []R) []domain.EmbeddingJob {
 	out := make([]domain.EmbeddingJob, len(rows))
 	for i, r := range rows {
-		j := jobRow(r)
+		j := JobRow(r)
 		out[i] = domain.EmbeddingJob{OrgID: j.OrgID, EntryID: j.ID, Generation: j.EmbeddingGeneration}
 	}
 	return out
 }
 
 // jobIDs is the column arrays the job statements take (unnest).
-type jobIDs struct {
+type JobIDs struct {
 	OrgIds      []uuid.UUID
 	Ids         []uuid.UUID
 	Generations []int32
 }
 
-func jobArrays(jobs []domain.EmbeddingJob) jobIDs {
-	p := jobIDs{
+func JobArrays(jobs []domain.EmbeddingJob) JobIDs {
+	p := JobIDs{
 		OrgIds:      make([]uuid.UUID, len(jobs)),
 		Ids:         make([]uuid.UUID, len(jobs)),
 		Generations: make([]int32, len(jobs)),
