@@ -246,7 +246,7 @@ WHERE (cardinality(@tags::text[]) = 0 OR t.tags @> @tags::text[])
   AND (sqlc.narg(source_prefix)::text IS NULL OR starts_with(t.source, sqlc.narg(source_prefix)::text))
   AND (sqlc.narg(metadata)::jsonb IS NULL OR t.metadata @> sqlc.narg(metadata)::jsonb)
   -- The search's match set (a document's sections, a selective filter's
-  -- matches: packages/knowledge/filtersearch.go); NULL: none.
+  -- matches: packages/knowledge/search/filtersearch.go); NULL: none.
   AND (sqlc.narg(within)::uuid[] IS NULL OR t.id = ANY(sqlc.narg(within)::uuid[]));
 
 -- name: ExportRelationTypes :many

@@ -12,13 +12,13 @@
 -- same pipeline (see search.go): the HNSW probe width, pgvector 0.8's
 -- iterative index scan so a small org's filter does not starve the vector
 -- list, and generic plans: the statement's plan is pinned by its shape (see
--- packages/knowledge/sql/search_candidates.sql), not by the selectivity of
+-- packages/knowledge/search/sql/search_candidates.sql), not by the selectivity of
 -- its arguments, so it is planned once per connection instead of on every
 -- call (planning it took ~3 ms, as long as running it). No JIT: the HNSW
 -- scan's cost estimate (millions) crosses jit_above_cost, and compiling
 -- the plan took 100-180 ms of a search that runs in milliseconds.
 -- pin_vector_plan, for the vector list's statement
--- (packages/knowledge/sql/search_vector.sql): no sequential scan, sort or
+-- (packages/knowledge/search/sql/search_vector.sql): no sequential scan, sort or
 -- bitmap scan where an index gives the order, so its generic plan walks
 -- the space's HNSW index whatever the statistics say (the settings the
 -- vector functions carry themselves). The other statements keep the

@@ -1,6 +1,6 @@
 // Package knowledge is the domain library of the knowledge module: store
 // (with the duplicate check), hybrid search (vector + full text + title,
-// fused by evidence-weighted Reciprocal Rank Fusion: rrf.go), supersession
+// fused by evidence-weighted Reciprocal Rank Fusion: search/rrf.go), supersession
 // with a transitive head cache and cycle detection, correction, listing,
 // forgetting and purge, typed relations, task links, export and import, and
 // the org statistics. Every rule of the SPEC for the MCP tools lives here,

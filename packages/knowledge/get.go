@@ -66,7 +66,7 @@ func (s *Service) Get(ctx context.Context, c domain.Caller, id uuid.UUID) (_ *do
 	if e.Relations, err = s.relations.Summary(ctx, c, id); err != nil {
 		return nil, err
 	}
-	if e.Document, e.Section, err = s.documentOf(ctx, c.OrgID, id); err != nil {
+	if e.Document, e.Section, err = s.search.DocumentOf(ctx, c.OrgID, id); err != nil {
 		return nil, err
 	}
 	if row.EmbeddingModel != nil {

@@ -2,13 +2,17 @@ package knowledge_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgvector/pgvector-go"
 
@@ -226,4 +230,143 @@ func (b *bundle) drainIndex(t *testing.T, org uuid.UUID) {
 // the worker runs between a test's writes and its reads.
 func maint(svc *knowledge.Service) *knowledge.Maintenance {
 	return knowledge.NewMaintenance(svc, knowledge.MaintenanceConfig{})
+}
+
+// fullText returns the full-text list of q in c's org: ids best first,
+// and each id's BM25.
+func (b *bundle) fullText(t *testing.T, c knowledge.Caller, q string) ([]uuid.UUID, map[uuid.UUID]float64) {
+	t.Helper()
+	l, err := knowledge.SearchLists(b.ctx, b.svc, c, knowledge.SearchInput{Query: q}, 100)
+	if err != nil {
+		t.Fatalf("lists of %q: %v", q, err)
+	}
+	var out []uuid.UUID
+	scores := map[uuid.UUID]float64{}
+	for _, h := range l.FullText {
+		out = append(out, h.ID)
+		scores[h.ID] = h.Score
+	}
+	return out, scores
+}
+
+// filler stores n entries that hold none of the test's words, so that
+// document frequencies mean something.
+func (b *bundle) filler(t *testing.T, c knowledge.Caller, n int) {
+	t.Helper()
+	for i := range n {
+		b.store(t, c, fmt.Sprintf("Filler note %d", i), fmt.Sprintf("Routine observation number %d about nothing in particular.", i))
+	}
+}
+
+func jsonOf(t *testing.T, v any) string {
+	t.Helper()
+	j, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(j)
+}
+
+func ids(hits []knowledge.Hit) []uuid.UUID {
+	out := make([]uuid.UUID, len(hits))
+	for i, h := range hits {
+		out[i] = h.ID
+	}
+	return out
+}
+
+func (b *bundle) search(t *testing.T, c knowledge.Caller, in knowledge.SearchInput) *knowledge.SearchResult {
+	t.Helper()
+	r, err := b.svc.Search(b.ctx, c, in)
+	if err != nil {
+		t.Fatalf("search %+v: %v", in, err)
+	}
+	// Every hit: a score in (0, 1] that is at most the plain RRF of its
+	// ranks (evidence weighs each list's term by at most 1), at least the
+	// gate, best first, and a raw signal for exactly the lists that found it.
+	gate := knowledge.DefaultMinScore
+	if in.MinScore != nil {
+		gate = *in.MinScore
+	}
+	for i, h := range r.Hits {
+		rrf := knowledge.RRFScore(h.VectorRank, h.FullTextRank, h.TitleRank)
+		if h.Score <= 0 || h.Score > 1 || h.Score > rrf+1e-12 || h.Score < gate {
+			t.Fatalf("hit %s: score %v, RRF of ranks (%d,%d,%d) is %v, gate %v", h.Title, h.Score, h.VectorRank, h.FullTextRank, h.TitleRank, rrf, gate)
+		}
+		if i > 0 && h.Score > r.Hits[i-1].Score {
+			t.Fatalf("hit %d scores %v, above hit %d's %v", i, h.Score, i-1, r.Hits[i-1].Score)
+		}
+		if (h.VectorRank > 0) != (h.Signals.Cosine != nil) || (h.FullTextRank > 0) != (h.Signals.BM25 != nil) ||
+			(h.TitleRank > 0) != (h.Signals.TitleBM25 != nil) {
+			t.Fatalf("hit %s: ranks (%d,%d,%d) but signals %+v", h.Title, h.VectorRank, h.FullTextRank, h.TitleRank, h.Signals)
+		}
+		if len([]rune(h.Snippet)) > knowledge.SnippetChars {
+			t.Fatalf("snippet of %d characters", len([]rune(h.Snippet)))
+		}
+	}
+	return r
+}
+
+// vectorPlan is the plan of the vector list's HNSW function for an org and
+// a query vector (the statement the function makes, as the planner planned
+// it), read with auto_explain on a connection of its own: the function
+// builds its statement at run time, so EXPLAIN of the call shows nothing of
+// it.
+func vectorPlan(t *testing.T, pool *pgxpool.Pool, fn string, org uuid.UUID, model string, vec []float32) string {
+	t.Helper()
+	ctx := context.Background()
+	conn, notices := explainConn(t, pool, "SET auto_explain.log_nested_statements = on", "SET hnsw.iterative_scan = relaxed_order")
+	parts := make([]string, len(vec))
+	for i, x := range vec {
+		parts[i] = fmt.Sprint(x)
+	}
+	if _, err := conn.Exec(ctx, "SELECT * FROM "+fn+"($1, $2::text::vector, $3, '{}', false, false, 40, NULL, NULL, NULL, NULL)",
+		org, "["+strings.Join(parts, ",")+"]", model); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(*notices, "\n")
+}
+
+// explainConn is a connection of its own, closed with the test, on which
+// auto_explain sends the plan of every statement as a notice, after the
+// settings given; the notices gather in the slice returned.
+func explainConn(t *testing.T, pool *pgxpool.Pool, settings ...string) (*pgx.Conn, *[]string) {
+	t.Helper()
+	ctx := context.Background()
+	cfg := pool.Config().ConnConfig.Copy()
+	notices := &[]string{}
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) { *notices = append(*notices, n.Message) }
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	for _, s := range append([]string{"LOAD 'auto_explain'", "SET auto_explain.log_min_duration = 0",
+		"SET auto_explain.log_level = notice"}, settings...) {
+		if _, err := conn.Exec(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return conn, notices
+}
+
+// listAll pages through a listing and returns the ids in order.
+func (b *bundle) listAll(t *testing.T, c knowledge.Caller, in knowledge.ListInput) []uuid.UUID {
+	t.Helper()
+	var out []uuid.UUID
+	for range 100 {
+		r, err := b.svc.List(b.ctx, c, in)
+		if err != nil {
+			t.Fatalf("list %+v: %v", in, err)
+		}
+		for _, h := range r.Hits {
+			out = append(out, h.ID)
+		}
+		if r.NextCursor == "" {
+			return out
+		}
+		in.Cursor = r.NextCursor
+	}
+	t.Fatal("the listing never ended")
+	return nil
 }

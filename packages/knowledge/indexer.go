@@ -24,7 +24,7 @@ import (
 // a common term's frequency is updated once for hundreds of entries.
 //
 // Search never waits for the indexer: queued entries are scored on the fly
-// (the "tail" of sql/search_candidates.sql, bounded by TailEntries), so an entry is
+// (the "tail" of search/sql/search_candidates.sql, bounded by TailEntries), so an entry is
 // found as soon as it is stored, and a stopped indexer makes search slower,
 // never blind.
 

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge/cluster"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
@@ -89,3 +90,10 @@ const (
 	IsolateBlockWrites  = cluster.IsolateBlockWrites
 	IsolateForceLogical = cluster.IsolateForceLogical
 )
+
+// WarmConn readies a new database connection for search, for
+// db.AfterConnect (search.Searcher.WarmConn says how). A failure is
+// logged, never returned: a cold connection still works.
+func (m *Maintenance) WarmConn(ctx context.Context, conn *pgx.Conn) error {
+	return m.s.search.WarmConn(ctx, conn)
+}

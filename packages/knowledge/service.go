@@ -14,9 +14,9 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
-	"github.com/agentfleet/orchestrator/packages/knowledge/internal/pgbatch"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/knowledge/relations"
+	"github.com/agentfleet/orchestrator/packages/knowledge/search"
 )
 
 // Options are what a Service is made with besides its pool: its
@@ -59,7 +59,7 @@ type Config struct {
 	// Default: DefaultEmbedTimeout.
 	EmbedTimeout time.Duration
 	// QueryEmbedBudget is how long a search waits for its query embedding
-	// (queryvec.go): past it, a slow provider degrades the search to the
+	// (search/queryvec.go): past it, a slow provider degrades the search to the
 	// lexical lists instead of holding it, and the call goes on (up to
 	// EmbedTimeout) to fill the query vector cache. Default:
 	// DefaultQueryEmbedBudget.
@@ -71,7 +71,7 @@ type Config struct {
 	// DefaultTextSearchConfig.
 	TextSearchConfig string
 	// VectorCalibration maps the embedder's cosine similarities to evidence
-	// (see rrf.go). Default: CalibrationFor(Embedder.Model()).
+	// (see search/rrf.go). Default: CalibrationFor(Embedder.Model()).
 	VectorCalibration *VectorCalibration
 	// Chunk is how the embeddings worker cuts bodies (the MCP server must
 	// cut alike): a store whose text is one chunk writes the vector its
@@ -108,7 +108,7 @@ type TestingKnobs struct {
 	// the bound itself sets it below any statement's.
 	SimilarBudget time.Duration
 	// FilterMatches replaces FilterMatchMax, the most matches of a filter
-	// a search reads first (filtersearch.go): a small bound makes a test's
+	// a search reads first (search/filtersearch.go): a small bound makes a test's
 	// filter take the lists' own path; negative: never read first (the
 	// lists test every filter on their candidates), to compare the two.
 	FilterMatches int
@@ -117,10 +117,10 @@ type TestingKnobs struct {
 // Defaults of Config.
 const (
 	// DefaultEmbedTimeout bounds a query embedding's provider call.
-	DefaultEmbedTimeout = 5 * time.Second
+	DefaultEmbedTimeout = search.DefaultEmbedTimeout
 	// DefaultTextSearchConfig is the text search configuration of a
 	// deployment that sets none.
-	DefaultTextSearchConfig = "english"
+	DefaultTextSearchConfig = search.DefaultTextSearchConfig
 )
 
 // Service is the knowledge domain API. It is safe for concurrent use.
@@ -133,14 +133,7 @@ type Service struct {
 	opts Options
 	q    *sqlc.Queries
 
-	next      *Service       // the next model's searches (modelswitch.go)
-	servedBy  servedByCache  // orgs cut over to it (modelswitch.go)
-	tableDocs tableDocsCache // see vectorPlan in search.go
-	vecStmt   *pgbatch.Named // the vector list's statement, of the embedder's space (search.go)
-	qvec      *queryVectors  // query vector cache (queryvec.go)
-	listKeys  listKeyCache   // list cursor key (browse.go)
-	common    commonFilters  // filters found common lately (filtersearch.go)
-
+	search    *search.Searcher // search, lists, completions, and the next model's (package search)
 	relations *relations.Relations
 }
 
@@ -166,23 +159,17 @@ func New(pool *pgxpool.Pool, opts Options) *Service {
 		opts.Testing.SimilarBudget = similarBudget
 	}
 	opts.TextSearchConfig = cmp.Or(opts.TextSearchConfig, DefaultTextSearchConfig)
-	var next *Service
-	if opts.NextEmbedder != nil {
-		no := opts
-		no.Embedder, no.NextEmbedder = opts.NextEmbedder, nil // its calibration: the given one, else its model's
-		no.Chunk = ChunkOptions{}                             // its model's
-		next = New(pool, no)
-	}
 	if opts.Chunk.Chars <= 0 {
 		opts.Chunk = ChunkOptionsFor(opts.Embedder.Model())
 	}
-	if opts.VectorCalibration == nil {
-		c := CalibrationFor(opts.Embedder.Model())
-		opts.VectorCalibration = &c
-	}
 	d := data.New(pool).WithLogger(opts.Logger)
-	return &Service{pool: d.Scoped(), data: d, opts: opts, q: d.Q(), qvec: newQueryVectors(), next: next,
-		vecStmt:   vectorStmt(SpaceOf(opts.Embedder)),
+	return &Service{pool: d.Scoped(), data: d, opts: opts, q: d.Q(),
+		search: search.New(d, search.Options{
+			Embedder: opts.Embedder, NextEmbedder: opts.NextEmbedder, Redis: opts.Redis, Logger: opts.Logger, Now: opts.Now,
+			EmbedTimeout: opts.EmbedTimeout, QueryEmbedBudget: opts.QueryEmbedBudget, TextSearchConfig: opts.TextSearchConfig,
+			VectorCalibration: opts.VectorCalibration, SerialSearch: opts.Testing.SerialSearch,
+			UnboundedPostings: opts.Testing.UnboundedPostings, FilterMatches: opts.Testing.FilterMatches,
+		}),
 		relations: relations.New(d, relations.Options{Now: opts.Now})}
 }
 

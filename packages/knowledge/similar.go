@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/pgvector/pgvector-go"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
@@ -20,6 +18,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/rank"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/simkeys"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
+	"github.com/agentfleet/orchestrator/packages/knowledge/search"
 )
 
 // The duplicate check (docs/knowledge.md, "Duplicates at store time"; its
@@ -161,10 +160,7 @@ func (s *Service) similarAsync(ctx context.Context, org uuid.UUID, title, body s
 // text is embedded (by the model that serves the org), then the vector
 // statement, and merges their listings.
 func (s *Service) similarCheck(ctx context.Context, org uuid.UUID, title, body string, w simkeys.EntryWords) similarOutcome {
-	sv := s
-	if n := s.servedByNext(ctx, org); n != nil {
-		sv = n // the org has cut over: its vectors are the next model's
-	}
+	sv := s.search.ServedBy(ctx, org) // the next model's, if the org has cut over
 	type embedded struct {
 		vec   []float32
 		whole bool
@@ -172,12 +168,12 @@ func (s *Service) similarCheck(ctx context.Context, org uuid.UUID, title, body s
 	}
 	vch := make(chan embedded, 1)
 	go func() {
-		if _, ok := sv.opts.Embedder.(embed.InProcess); ok {
+		if _, ok := sv.Embedder().(embed.InProcess); ok {
 			vch <- embedded{err: errLexicalEmbedder}
 			return
 		}
-		text, whole := sv.newEntryText(title, body)
-		v, err := sv.newTextVector(ctx, text)
+		text, whole := s.newEntryText(sv, title, body)
+		v, err := newTextVector(ctx, sv, text)
 		vch <- embedded{v, whole, err}
 	}()
 	wctx, wcancel := context.WithTimeout(ctx, s.opts.Testing.SimilarBudget)
@@ -191,11 +187,11 @@ func (s *Service) similarCheck(ctx context.Context, org uuid.UUID, title, body s
 	merr := e.err
 	if merr == nil {
 		mctx, mcancel := context.WithTimeout(ctx, s.opts.Testing.SimilarBudget)
-		byMeaning, merr = sv.similarByVector(mctx, org, e.vec)
+		byMeaning, merr = similarByVector(mctx, sv, org, e.vec)
 		mcancel()
 	}
 	if merr != nil && !errors.Is(merr, errLexicalEmbedder) {
-		s.log().Warn("knowledge: duplicate check by meaning left out", "org", org, "model", sv.opts.Embedder.Model(), "err", merr)
+		s.log().Warn("knowledge: duplicate check by meaning left out", "org", org, "model", sv.Embedder().Model(), "err", merr)
 	}
 	out := similarOutcome{list: mergeSimilar(byWords, byMeaning)}
 	switch {
@@ -208,7 +204,7 @@ func (s *Service) similarCheck(ctx context.Context, org uuid.UUID, title, body s
 	default:
 		out.check = SimilarCheckNone
 	}
-	if e.err == nil && sv == s {
+	if e.err == nil && sv == s.search {
 		out.vec, out.whole = e.vec, e.whole
 	}
 	return out
@@ -222,54 +218,43 @@ func (s *Service) similarCheck(ctx context.Context, org uuid.UUID, title, body s
 var errLexicalEmbedder = errors.New("the in-process embedder's vectors are lexical: the check is by words")
 
 // newEntryText is the text the embeddings worker embeds first for an
-// entry (its first chunk, cut as the worker cuts: Options.Chunk and
-// DefaultMaxInputChars), and whether that is the whole entry (one chunk).
-func (s *Service) newEntryText(title, body string) (string, bool) {
+// entry when sv serves the org (its first chunk, cut as the worker cuts:
+// Options.Chunk for the Service's own model, the default cut of a next
+// model's; DefaultMaxInputChars), and whether that is the whole entry
+// (one chunk).
+func (s *Service) newEntryText(sv *search.Searcher, title, body string) (string, bool) {
+	o := s.opts.Chunk
+	if sv != s.search {
+		o = ChunkOptionsFor(sv.Embedder().Model())
+	}
 	rs := []rune(body)
-	spans := Chunks(title, rs, s.opts.Chunk)
+	spans := Chunks(title, rs, o)
 	return domain.ClipRunes(ChunkText(title, rs, spans[0]), DefaultMaxInputChars), len(spans) == 1
 }
 
 // newTextVector embeds a new entry's text for the duplicate check (the
-// query vector's rules: queryvec.go), or says why it could not.
-func (s *Service) newTextVector(ctx context.Context, text string) ([]float32, error) {
-	e := s.opts.Embedder
+// query vector's rules: search's queryvec.go) by sv's embedder, or says
+// why it could not.
+func newTextVector(ctx context.Context, sv *search.Searcher, text string) ([]float32, error) {
+	e := sv.Embedder()
 	if d := e.Dimensions(); d < embed.MinDimensions || d > embed.MaxDimensions {
 		return nil, fmt.Errorf("the embedder %q makes %d-dimensional vectors, outside %d to %d", e.Model(), d, embed.MinDimensions, embed.MaxDimensions)
 	}
-	return s.embedNewText(ctx, text)
+	return sv.EmbedNewText(ctx, text)
 }
 
 // similarByVector lists the org's head, unexpired entries nearest to vec
 // (similarCandidates of them, found as search's vector list finds them:
-// sql/search_vector.sql, same plans) whose meaning score reaches
-// SimilarThreshold, best first.
-func (s *Service) similarByVector(ctx context.Context, org uuid.UUID, vec []float32) ([]domain.Similar, error) {
-	tableDocs, err := s.tableDocs.get(ctx, s.q)
-	if err != nil {
-		return nil, err
-	}
-	a := &domain.SearchArgs{Tags: []string{}, EfSearch: domain.DefaultEfSearch}
-	pv := pgvector.NewVector(vec)
-	args := s.candidateArgs(domain.Caller{OrgID: org}, a, similarCandidates, tableDocs, domain.ListVector, &pv)
-	rows, ok, err := s.data.OnWorker(ctx, s.vecStmt, org, searchSettings(a.EfSearch, true), args)
-	if !ok && err == nil {
-		p := pgbatch.New(s.pool)
-		if err := sqlc.New(p).SearchConfig(ctx, sqlc.SearchConfigParams{EfSearch: strconv.Itoa(a.EfSearch), PinVectorPlan: true}); err != nil {
-			return nil, err
-		}
-		rows, err = s.vecStmt.Query(ctx, p, args)
-	}
-	if err != nil {
-		return nil, err
-	}
-	cands, err := pgx.CollectRows(rows, scanCandidate)
+// search.VectorNeighbours) whose meaning score, by sv's calibration,
+// reaches SimilarThreshold, best first.
+func similarByVector(ctx context.Context, sv *search.Searcher, org uuid.UUID, vec []float32) ([]domain.Similar, error) {
+	near, err := sv.VectorNeighbours(ctx, org, vec, similarCandidates)
 	if err != nil {
 		return nil, err
 	}
 	out := []domain.Similar{}
-	for _, c := range cands {
-		if sc := MeaningScore(*s.opts.VectorCalibration, c.Cosine); sc >= SimilarThreshold {
+	for _, c := range near {
+		if sc := MeaningScore(sv.Calibration(), c.Cosine); sc >= SimilarThreshold {
 			out = append(out, domain.Similar{ID: c.ID, Title: c.Title, Score: roundScore(sc)})
 		}
 	}
@@ -306,6 +291,9 @@ var similarCandidatesSQL string
 
 // similarCandidatesStmt is similarCandidatesSQL made positional once (pgbatch.Named).
 var similarCandidatesStmt = pgbatch.NewNamed(similarCandidatesSQL)
+
+// similarSettings are SimilarConfig's (queries/knowledge.sql).
+var similarSettings = []string{"plan_cache_mode", "force_generic_plan", "enable_seqscan", "off", "jit", "off"}
 
 // similarWith finds the head entries of org that look like title and body
 // (whose words are w), best first (MaxSimilar + 1 at most: one may be the

@@ -20,7 +20,7 @@ import (
 //   - dead rows removed: the embeddings worker updates every entry once, and
 //     the indexer deletes every queue row;
 //   - planner statistics: the plans of the search statement are pinned by
-//     its shape (sql/search_candidates.sql), but the other statements of the
+//     its shape (search/sql/search_candidates.sql), but the other statements of the
 //     module, and any operator's query, still plan from them.
 //
 // It also gives a large org an HNSW index of its own (see below), and does

@@ -18,9 +18,7 @@ import (
 type VectorSpace = vecspace.Space
 
 // SpaceOf is the space of the vectors an embedder makes.
-func SpaceOf(e embed.Embedder) VectorSpace {
-	return VectorSpace{Model: e.Model(), Dims: e.Dimensions()}
-}
+func SpaceOf(e embed.Embedder) VectorSpace { return vecspace.Of(e) }
 
 // StoredSpace is a space some stored vectors are of.
 type StoredSpace struct {

@@ -119,7 +119,7 @@ type SearchInput struct {
 	// Forgotten entries stay forgotten. Must not be in the future.
 	AsOf *time.Time
 	// Hops (0..MaxHops, default 0) adds the entries reachable from the
-	// hits over that many relations (hops.go); RelationTypes, names as
+	// hits over that many relations (search/hops.go); RelationTypes, names as
 	// read from the hit, limits which (nil: every type). Relations are the
 	// open ones, or with AsOf those valid then.
 	Hops          int
@@ -158,7 +158,7 @@ type Hit struct {
 	ID      uuid.UUID `json:"id"`
 	Title   string    `json:"title"`
 	Snippet string    `json:"snippet"`
-	// Score is the calibrated fused score in [0, 1] (rrf.go): about the
+	// Score is the calibrated fused score in [0, 1] (search/rrf.go): about the
 	// share of the query the entry answers, times how many of the three
 	// lists agree (a hit found by one list scores at most 1/3).
 	Score      float64    `json:"score"`

@@ -93,7 +93,7 @@ type SearchArgs struct {
 	MaxTokens         int // 0: no budget
 	Filters           FilterArgs
 	DocumentID        *uuid.UUID
-	// Within: the entries the filters were read first as (filtersearch.go,
+	// Within: the entries the filters were read first as (search/filtersearch.go,
 	// set by searchMatches); the lists rank those only.
 	Within MatchSet
 	// Lists: the lists the mode ranks by (listVector, listFullText,

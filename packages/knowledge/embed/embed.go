@@ -35,7 +35,7 @@ type Embedder interface {
 
 // InProcess is implemented by an embedder that computes a vector in this
 // process in microseconds (Local). Search embeds a query with it directly:
-// the query vector caches (knowledge/queryvec.go) exist for providers
+// the query vector caches (knowledge/search/queryvec.go) exist for providers
 // behind HTTP, and looking a vector up in Redis costs more than computing
 // this one.
 type InProcess interface {

@@ -923,7 +923,7 @@ WHERE (cardinality($4::text[]) = 0 OR t.tags @> $4::text[])
   AND ($8::text IS NULL OR starts_with(t.source, $8::text))
   AND ($9::jsonb IS NULL OR t.metadata @> $9::jsonb)
   -- The search's match set (a document's sections, a selective filter's
-  -- matches: packages/knowledge/filtersearch.go); NULL: none.
+  -- matches: packages/knowledge/search/filtersearch.go); NULL: none.
   AND ($10::uuid[] IS NULL OR t.id = ANY($10::uuid[]))
 `
 

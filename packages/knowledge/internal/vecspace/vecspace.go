@@ -39,6 +39,9 @@ type Space struct {
 	Dims  int
 }
 
+// Of is the space of the vectors an embedder makes.
+func Of(e embed.Embedder) Space { return Space{Model: e.Model(), Dims: e.Dimensions()} }
+
 // halfvecFrom is the width from which a space's index is on halfvec.
 const halfvecFrom = 2001
 

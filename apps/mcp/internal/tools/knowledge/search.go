@@ -63,7 +63,7 @@ var (
 )
 
 // searchDescription tells agents how to read a score (the calibrated
-// evidence of packages/knowledge/rrf.go) and what an empty answer means, so
+// evidence of packages/knowledge/search/rrf.go) and what an empty answer means, so
 // they neither trust a lone weak hit nor give up on a topic too early. It is
 // sent with every tools/list: every sentence costs every agent tokens.
 var searchDescription = `Search what the agents of your organisation have learned. Use it before starting work on a topic, before storing something (to avoid duplicates), and whenever you need facts about systems, decisions or past fixes.

@@ -1,0 +1,79 @@
+package search
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+	"github.com/pgvector/pgvector-go"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/chunk"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/snippet"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
+)
+
+// hitBody is what an answer reads of a hit besides the ranking's row: its
+// body (for the snippet) and its fields.
+type hitBody struct {
+	body   string
+	near   chunk.Span
+	fields entryFields
+}
+
+// entryFields are an entry's source, kind and metadata as answers give them.
+type entryFields struct {
+	Source   string
+	Kind     string
+	Metadata map[string]any
+}
+
+func fieldsOf(source *string, kind string, metadata []byte) entryFields {
+	return entryFields{Source: domain.StrOf(source), Kind: kind, Metadata: domain.DecodeMetadata(metadata)}
+}
+
+// snippet is the hit's snippet: centred on its nearest chunk when the hit
+// was found by the vector list through a later chunk, else snippet.Of's rule.
+func (b hitBody) snippet(h rankedHit, query string) string {
+	if h.VectorRank > 0 && b.near.Start >= 0 {
+		return snippet.In(b.body, query, b.near.Start, b.near.End)
+	}
+	return snippet.Of(b.body, query)
+}
+
+// bodies reads the bodies of the hits answered and, with a query vector,
+// the span of each one's nearest later chunk (queries/chunks.sql).
+func (s *Searcher) bodies(ctx context.Context, org uuid.UUID, hits []rankedHit, vec *pgvector.Vector) (map[uuid.UUID]hitBody, error) {
+	if len(hits) == 0 {
+		return nil, nil
+	}
+	ids := make([]uuid.UUID, len(hits))
+	for i, h := range hits {
+		ids[i] = h.ID
+	}
+	out := make(map[uuid.UUID]hitBody, len(hits))
+	q, err := s.data.Reads(ctx, org)
+	if err != nil {
+		return nil, data.MapErr(err, "")
+	}
+	if vec == nil {
+		rows, err := q.SearchBodies(ctx, sqlc.SearchBodiesParams{OrgID: org, Ids: ids})
+		if err != nil {
+			return nil, data.MapErr(err, "")
+		}
+		for _, r := range rows {
+			out[r.ID] = hitBody{r.Body, chunk.Span{Start: -1, End: -1}, fieldsOf(r.Source, r.Kind, r.Metadata)}
+		}
+		return out, nil
+	}
+	rows, err := q.SearchBodiesNear(ctx, sqlc.SearchBodiesNearParams{
+		OrgID: org, Ids: ids, QueryVec: *vec, Model: s.opts.Embedder.Model(),
+	})
+	if err != nil {
+		return nil, data.MapErr(err, "")
+	}
+	for _, r := range rows {
+		out[r.ID] = hitBody{r.Body, chunk.Span{Start: int(r.StartChar), End: int(r.EndChar)}, fieldsOf(r.Source, r.Kind, r.Metadata)}
+	}
+	return out, nil
+}

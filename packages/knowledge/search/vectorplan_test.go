@@ -1,0 +1,285 @@
+package search_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/pgvector/pgvector-go"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
+	"github.com/agentfleet/orchestrator/packages/knowledge/search"
+	"github.com/agentfleet/orchestrator/packages/testenv"
+)
+
+// widthEmbedder names a model of a given width; these tests never embed.
+type widthEmbedder struct {
+	model string
+	dims  int
+}
+
+func (w widthEmbedder) Model() string   { return w.model }
+func (w widthEmbedder) Dimensions() int { return w.dims }
+func (w widthEmbedder) Embed(context.Context, []string) ([][]float32, error) {
+	return nil, fmt.Errorf("not for embedding")
+}
+
+// fillSpaces stores, in b's org, n entries of emb's space, 20 of its model
+// at another width (a changed EMBEDDINGS_DIMENSIONS) and 20 of another
+// model at its width, with random vectors; and two chunks for each entry
+// of the model (both widths).
+func fillSpaces(t *testing.T, b *bundle, emb widthEmbedder, n int) {
+	t.Helper()
+	for _, r := range []struct {
+		model string
+		dims  int
+		n     int
+	}{{emb.model, emb.dims, n}, {emb.model, 256, 20}, {"other-model", emb.dims, 20}} {
+		if _, err := b.pool.Exec(b.ctx, `
+			INSERT INTO knowledge (org_id, title, body, created_by_agent_id, embedding, embedding_status, embedding_model, embedded_at)
+			SELECT $1, 'note ' || i, 'body ' || i, $2,
+			       (SELECT array_agg(random() - 0.5)::real[] FROM generate_series(1, $3::int) WHERE i > 0)::vector,
+			       'ready', $4, now()
+			FROM generate_series(1, $5::int) i`, b.org, b.alice.AgentID, r.dims, r.model, r.n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, dims := range []int{emb.dims, 256} {
+		if _, err := b.pool.Exec(b.ctx, `
+			INSERT INTO knowledge_chunks (org_id, entry_id, chunk, start_char, end_char, embedding_model, embedding)
+			SELECT k.org_id, k.id, c, c * 10, c * 10 + 10, $2,
+			       (SELECT array_agg(random() - 0.5)::real[] FROM generate_series(1, $3::int) WHERE c > 0)::vector
+			FROM knowledge k CROSS JOIN generate_series(1, 2) c
+			WHERE k.org_id = $1 AND k.embedding_model = $2 AND vector_dims(k.embedding) = $3`, b.org, emb.model, dims); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// The vector list's HNSW plan uses the HNSW index of the configured model
+// and width, at every width: vector(N) up to 2,000 dimensions, halfvec(N)
+// past them; rows of another model or width in the same table neither
+// break the cast nor reach the list.
+func TestVectorListUsesTheModelsIndexAtEveryWidth(t *testing.T) {
+	t.Parallel()
+	testenv.SkipOnCluster(t, "reads the vector function's plan through the session's auto_explain; on a cluster the function runs on the org's worker")
+	for _, dims := range []int{384, 1536, 3072} {
+		t.Run(fmt.Sprint(dims), func(t *testing.T) {
+			t.Parallel()
+			emb := widthEmbedder{"wide-model's-" + fmt.Sprint(dims), dims} // a quote in the name, on purpose
+			b := setup(t, func(o *knowledge.Options) { o.Embedder = emb })
+			fillSpaces(t, b, emb, 60)
+			built, err := maint(b.ops).EnsureVectorIndex(b.ctx)
+			if err != nil || !built {
+				t.Fatalf("ensure: %v %v", built, err)
+			}
+			name := knowledge.SpaceOf(emb).IndexName()
+			var def string
+			if err := b.pool.QueryRow(b.ctx, "SELECT indexdef FROM pg_indexes WHERE indexname = $1", name).Scan(&def); err != nil {
+				t.Fatal(err)
+			}
+			cast := fmt.Sprintf("vector(%d)", dims)
+			if dims > 2000 {
+				cast = fmt.Sprintf("halfvec(%d)", dims)
+			}
+			if !strings.Contains(def, cast) {
+				t.Fatalf("want an index on %s: %s", cast, def)
+			}
+			q := make([]float32, dims)
+			q[0] = 1
+			plan := vectorPlan(t, b.pool, "knowledge_vector_hnsw", b.org, emb.model, q)
+			for _, ix := range []string{name, knowledge.SpaceOf(emb).ChunkIndexName()} {
+				if !strings.Contains(plan, "Index Scan using "+ix) {
+					t.Fatalf("the HNSW plan does not use %s:\n%s", ix, plan)
+				}
+			}
+			// Both plans answer only the model's vectors at its width.
+			for _, fn := range []string{"knowledge_vector_hnsw", "knowledge_vector_exact"} {
+				var n int
+				tx, err := b.pool.Begin(b.ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer tx.Rollback(b.ctx)
+				if _, err := tx.Exec(b.ctx, "SET LOCAL hnsw.ef_search = 200"); err != nil {
+					t.Fatal(err)
+				}
+				if err := tx.QueryRow(b.ctx, "SELECT count(*) FROM "+fn+"($1, $2, $3, '{}', false, false, 200, NULL, NULL, NULL, NULL)",
+					b.org, pgvector.NewVector(q), emb.model).Scan(&n); err != nil {
+					t.Fatalf("%s: %v", fn, err)
+				}
+				if n != 60 {
+					t.Fatalf("%s answered %d entries, want the model's 60", fn, n)
+				}
+			}
+		})
+	}
+}
+
+// The vector list's statement (sql/search_vector.sql) runs the plan the
+// org's size and indexes call for, on a never-analyzed table, at every
+// width (vector(N) and halfvec(N)) and with a quote in the model's name:
+// the space's HNSW indexes through the statement's own plan, made once
+// for the connection (generic); the org's own index through the function
+// planned per call; the exact scan for a small org. The space's plan
+// answers what the function answers, in the same order, and only the
+// space's vectors.
+func TestVectorStatementRunsThePlanOfTheOrg(t *testing.T) {
+	t.Parallel()
+	testenv.SkipOnCluster(t, "reads the vector function's plan through the session's auto_explain; on a cluster the function runs on the org's worker")
+	for _, dims := range []int{384, 3072} {
+		t.Run(fmt.Sprint(dims), func(t *testing.T) {
+			t.Parallel()
+			emb := widthEmbedder{"o'model-" + fmt.Sprint(dims), dims}
+			b := setup(t, func(o *knowledge.Options) { o.Embedder = emb })
+			ctx, s, sp, c := b.ctx, search.New(data.New(b.pool), search.Options{Embedder: emb}), knowledge.SpaceOf(emb), b.alice
+			fillSpaces(t, b, emb, 80)
+			// 20 of the org's entries superseded.
+			if _, err := b.pool.Exec(ctx, `
+				WITH head AS (SELECT max(id::text)::uuid AS id FROM knowledge WHERE org_id = $1),
+				     old AS (SELECT id FROM knowledge WHERE org_id = $1 AND id <> (SELECT id FROM head) ORDER BY id LIMIT 20)
+				UPDATE knowledge k SET head_id = head.id, superseded_by = head.id, superseded_at = now()
+				FROM old, head WHERE k.id = old.id`, c.OrgID); err != nil {
+				t.Fatal(err)
+			}
+			if built, err := maint(b.ops).EnsureVectorIndex(ctx); err != nil || !built {
+				t.Fatalf("ensure: %v %v", built, err)
+			}
+			var q pgvector.Vector
+			if err := b.pool.QueryRow(ctx, `SELECT embedding FROM knowledge_chunks WHERE org_id = $1 AND vector_dims(embedding) = $2 LIMIT 1`, c.OrgID, dims).Scan(&q); err != nil {
+				t.Fatal(err)
+			}
+			// The org's size as the indexer counts it (a large share of a
+			// small table: the space's plan), without indexing 3,000
+			// entries.
+			setDocs := func(n int) {
+				t.Helper()
+				if _, err := b.pool.Exec(ctx, `INSERT INTO knowledge_search_stats (org_id, config, docs) VALUES ($1, 'english', $2)
+					ON CONFLICT (org_id) DO UPDATE SET docs = excluded.docs`, c.OrgID, n); err != nil {
+					t.Fatal(err)
+				}
+			}
+			conn, notices := explainConn(t, b.pool, "SET auto_explain.log_analyze = on", "SET auto_explain.log_timing = off",
+				"SET auto_explain.log_nested_statements = on")
+			run := func(docs int) (ids []uuid.UUID, plan string) {
+				t.Helper()
+				setDocs(docs)
+				*notices = nil
+				ids, err := s.RunVectorStatement(ctx, conn, knowledge.Caller{OrgID: c.OrgID}, q, 200, int64(docs))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return ids, strings.Join(*notices, "\n")
+			}
+			want := func(fn string) []uuid.UUID {
+				t.Helper()
+				tx, err := b.pool.Begin(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer tx.Rollback(ctx)
+				if _, err := tx.Exec(ctx, "SET LOCAL hnsw.ef_search = 200"); err != nil {
+					t.Fatal(err)
+				}
+				rows, err := tx.Query(ctx, "SELECT id FROM "+fn+"($1, $2, $3, '{}', false, false, 40, NULL, NULL, NULL, NULL)", c.OrgID, q, emb.model)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+				if err != nil {
+					t.Fatal(err)
+				}
+				return ids
+			}
+			ran := func(plan, what string) bool {
+				for _, line := range strings.Split(plan, "\n") {
+					if strings.Contains(line, what) && !strings.Contains(line, "never executed") {
+						return true
+					}
+				}
+				return false
+			}
+			exact := want("knowledge_vector_exact")
+			if len(exact) != 40 {
+				t.Fatalf("the exact plan answered %d entries, want 40", len(exact))
+			}
+
+			// A large share of its table, no index of its own: the space's,
+			// never analyzed and analyzed (a small table, whose analyzed
+			// planner would rather scan it all and sort: the plan is pinned).
+			spacePlan := func() {
+				t.Helper()
+				for range 7 { // past the plan cache's first custom plans
+					got, plan := run(3000)
+					for _, ix := range []string{sp.IndexName(), sp.ChunkIndexName()} {
+						if !ran(plan, "Index Scan using "+ix) {
+							t.Fatalf("the space's plan did not walk %s:\n%s", ix, plan)
+						}
+					}
+					if ran(plan, "Function Scan on knowledge_vector_") {
+						t.Fatalf("the space's plan ran a vector function:\n%s", plan)
+					}
+					if fn := want("knowledge_vector_hnsw"); !slices.Equal(got, fn) {
+						t.Fatalf("the space's plan answered\n%v\nthe function\n%v", got, fn)
+					}
+					// 240 vectors under ef_search 200: the exact scan's
+					// entries, but at the edge (sameEntries).
+					if !sameEntries(got, exact) {
+						t.Fatalf("the space's plan answered\n%v\nthe exact scan\n%v", got, exact)
+					}
+				}
+			}
+			spacePlan()
+			if _, err := b.pool.Exec(ctx, "ANALYZE knowledge, knowledge_chunks"); err != nil {
+				t.Fatal(err)
+			}
+			spacePlan()
+			var generic int64
+			if err := conn.QueryRow(ctx, `SELECT coalesce(sum(generic_plans), 0) FROM pg_prepared_statements WHERE statement LIKE '%knowledge_vector_hnsw%'`).Scan(&generic); err != nil {
+				t.Fatal(err)
+			}
+			if generic == 0 {
+				t.Fatal("the vector statement was not run with a generic plan")
+			}
+			// Small: the exact scan, a bitmap of the org's rows whatever the
+			// settings the statement runs under (its own HNSW scans are
+			// pinned with bitmap scans and sorts off).
+			if got, plan := run(100); !ran(plan, "Function Scan on knowledge_vector_exact") || ran(plan, "Index Scan using "+sp.IndexName()) ||
+				!ran(plan, "Bitmap Heap Scan on knowledge") || ran(plan, "Seq Scan on knowledge") || !slices.Equal(got, exact) {
+				t.Fatalf("a small org's plan:\n%s\n%v", plan, got)
+			}
+			// An index of its own: the function, whose plan names the org.
+			org := c.OrgID
+			if _, err := b.pool.Exec(ctx, sp.IndexDDL(sp.OrgIndexName(org), &org)); err != nil {
+				t.Fatal(err)
+			}
+			if got, plan := run(3000); !ran(plan, "Function Scan on knowledge_vector_hnsw") || !sameEntries(got, exact) {
+				t.Fatalf("the org's own plan:\n%s\n%v", plan, got)
+			}
+		})
+	}
+}
+
+// sameEntries says whether an HNSW answer holds the exact scan's entries.
+// At the answer's edge the two may differ by design: the chunks' side
+// reads as many chunks as the answer has places (00011), so an entry
+// whose best vector is a chunk past the nearest 40 chunks can miss the
+// last places, and past 2,000 dimensions the index compares halfvec
+// distances, the exact scan full ones. The exact scan's first three
+// quarters must be there, and as many entries as it answered.
+func sameEntries(got, exact []uuid.UUID) bool {
+	if len(got) != len(exact) {
+		return false
+	}
+	for _, id := range exact[:len(exact)*3/4] {
+		if !slices.Contains(got, id) {
+			return false
+		}
+	}
+	return true
+}
