@@ -52,7 +52,7 @@ func TestLostDatabaseIsUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ended bool
-	if err := d.Pool.QueryRow(ctx, "SELECT pg_terminate_backend($1, 10000)", pid).Scan(&ended); err != nil || !ended {
+	if err := d.Pool.QueryRow(ctx, "SELECT pg_terminate_backend($1::int, 10000)", pid).Scan(&ended); err != nil || !ended {
 		t.Fatalf("terminate backend %d: %v (ended %v)", pid, err, ended)
 	}
 	svc := tenancy.New(pool)
