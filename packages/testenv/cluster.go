@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -46,6 +47,18 @@ func CitusWorkers() []string {
 		}
 	}
 	return out
+}
+
+// citusShardCount is the shard count of the cluster mode's distributed
+// tables (TEST_CITUS_SHARD_COUNT, a number), "" for Citus's default (32).
+// Fewer shards make each test's clone of the template smaller and faster
+// to make; the statements are routed to one shard all the same.
+func citusShardCount() string {
+	n := strings.TrimSpace(os.Getenv("TEST_CITUS_SHARD_COUNT"))
+	if _, err := strconv.Atoi(n); err != nil {
+		return ""
+	}
+	return n
 }
 
 // IsCluster says whether test databases are Citus databases (cluster mode).
@@ -124,6 +137,11 @@ func makeClusterTemplate(ctx context.Context, admin *pgx.Conn, base, name string
 	})
 	if err != nil {
 		return err
+	}
+	if n := citusShardCount(); n != "" {
+		if _, err := admin.Exec(ctx, "ALTER DATABASE "+id+" SET citus.shard_count = "+n); err != nil {
+			return err
+		}
 	}
 	u, err := urlFor(base, name)
 	if err != nil {

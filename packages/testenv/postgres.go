@@ -60,7 +60,7 @@ func templateName() (string, error) {
 	}
 	name := "knowledge_tpl_" + hex.EncodeToString(h.Sum(nil))[:12]
 	if IsCluster() {
-		name += "_citus"
+		name += "_citus" + citusShardCount()
 	}
 	return name, nil
 }
