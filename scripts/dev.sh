@@ -4,6 +4,7 @@
 # dashboard, until Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+start=$EPOCHREALTIME
 # Each app connects as its own role (docs/operators.md, "Roles"): the MCP
 # server as knowledge_app, the worker and ctl migrate as the schema owner,
 # ctl as knowledge_operator; their defaults are these loopback URLs.
@@ -31,16 +32,51 @@ for var in MCP_ADDR DASHBOARD_ADDR WORKER_METRICS_ADDR; do
 done
 [ "$busy" = 0 ] || exit 1
 
+# Each step's time, printed once the worker and the dashboard run too
+# (README.md, "The two commands").
+last=$EPOCHREALTIME
+times=()
+step() { # name: the time since the previous step
+  local now=$EPOCHREALTIME d
+  d=$(((${now/[.,]/} - ${last/[.,]/}) / 1000))
+  times+=("$1 $((d / 1000)).$((d % 1000 / 100)) s")
+  last=$now
+}
+
+pids=()
+cleanup() {
+  trap - INT TERM EXIT
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+trap cleanup INT TERM EXIT
+
 bash scripts/setup.sh
+step setup
+# ctl and the MCP server first, the worker and the dashboard while the
+# server starts: /mcp answers once two binaries are linked, not four.
+# Without debug information (-s -w) a link takes half the time; panics
+# still print their stacks (dlv debug ./apps/mcp for a debugger). go
+# build leaves a binary that is up to date alone.
 mkdir -p bin
-go build -o bin/ ./apps/ctl ./apps/mcp ./apps/worker ./apps/dashboard
+ldflags='-s -w'
+go build -ldflags="$ldflags" -o bin/ ./apps/ctl ./apps/mcp
+step "build ctl, mcp"
+build_log=$(mktemp /tmp/dev-build.XXXXXX)
+go build -ldflags="$ldflags" -o bin/ ./apps/worker ./apps/dashboard >"$build_log" 2>&1 &
+build=$!
+pids+=("$build")
+# Applies what is pending; on a migrated database it only checks the
+# roles (about 0.1 s).
 bin/ctl migrate up
+step migrate
 
 # The dev org and agent are made once and reused; a fresh token each run.
 boot=$(bin/ctl dev bootstrap)
 org=$(sed -n 's/^org //p' <<<"$boot")
 agent=$(sed -n 's/^agent //p' <<<"$boot")
 token=$(sed -n 's/^token //p' <<<"$boot")
+step bootstrap
 
 # Say plainly what search understands: the default embedder matches words,
 # not meanings (docs/embeddings.md).
@@ -68,15 +104,27 @@ cat <<INFO
 
 INFO
 
-pids=()
-cleanup() {
-  trap - INT TERM EXIT
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-}
-trap cleanup INT TERM EXIT
 bin/mcp & pids+=($!)
+mcp=$!
+host=${MCP_ADDR%:*}
+[ -n "$host" ] && [ "$host" != "0.0.0.0" ] || host=127.0.0.1
+until (exec 3<>"/dev/tcp/$host/${MCP_ADDR##*:}") 2>/dev/null; do
+  kill -0 "$mcp" 2>/dev/null || break
+  sleep 0.05
+done
+step "mcp answering"
+answered=$(((${EPOCHREALTIME/[.,]/} - ${start/[.,]/}) / 100000))
+if ! wait "$build"; then
+  cat "$build_log" >&2
+  rm -f "$build_log"
+  echo "dev: building the worker and the dashboard failed" >&2
+  exit 1
+fi
+rm -f "$build_log"
+step "build worker, dashboard (beside mcp's start)"
 bin/worker & pids+=($!)
 bin/dashboard & pids+=($!)
+summary=$(printf '%s, ' "${times[@]}")
+echo "dev: /mcp answered $((answered / 10)).$((answered % 10)) s after the start: ${summary%, }" >&2
 # Stop everything as soon as one of them exits.
 wait -n
