@@ -62,9 +62,19 @@ ORDER BY s.position;
 -- send them on in a second step. (The target's alias qualifies RETURNING:
 -- Citus 13.2 sends a routed INSERT ... SELECT's unqualified RETURNING to
 -- the shard naming the distributed table, which the worker refuses.)
-INSERT INTO knowledge AS ins (org_id, id, title, body, tags, created_by_agent_id, source, kind, metadata, similar_keys)
+-- They are made no earlier than the source's live document last changed
+-- (its entry, its sections made or ended): now() is the transaction's
+-- start, which can precede the replacement this one waited for on the
+-- source's lock, and a heading's versions follow each other in time.
+INSERT INTO knowledge AS ins (org_id, id, title, body, tags, created_by_agent_id, source, kind, metadata, similar_keys, created_at)
 SELECT a.org_id, v.id, v.title, v.body, @tags::text[], a.id,
-       sqlc.narg(source)::text, @kind::text, @metadata::jsonb, v.keys::bigint[]
+       sqlc.narg(source)::text, @kind::text, @metadata::jsonb, v.keys::bigint[],
+       greatest(now(), (SELECT max(greatest(kd.created_at, ks.created_at, s.ended_at))
+                        FROM knowledge_documents d
+                        JOIN knowledge kd ON kd.org_id = d.org_id AND kd.id = d.id
+                        LEFT JOIN knowledge_sections s ON s.org_id = d.org_id AND s.document_id = d.id
+                        LEFT JOIN knowledge ks ON ks.org_id = s.org_id AND ks.id = s.id
+                        WHERE d.org_id = @org_id AND d.source = sqlc.narg(source)::text AND d.live))
 FROM agents a
 CROSS JOIN (SELECT unnest(@ids::uuid[]) AS id, unnest(@titles::text[]) AS title, unnest(@bodies::text[]) AS body,
              unnest(@keys::text[]) AS keys) v
@@ -100,14 +110,22 @@ WHERE k.org_id = @org_id
 ON CONFLICT (org_id, id) DO UPDATE SET document_id = excluded.document_id, position = excluded.position;
 
 -- name: EndSections :exec
--- Sections a replacement changed or retired: their rows stay, for the history.
-UPDATE knowledge_sections SET ended_at = now(), ended_how = @how::text
-WHERE org_id = @org_id AND id = ANY(@ids::uuid[]) AND ended_at IS NULL;
+-- Sections a replacement changed or retired: their rows stay, for the
+-- history. A section ends no earlier than its entry was made (now() can
+-- precede the replacement this one waited for on the source's lock).
+UPDATE knowledge_sections s SET ended_at = greatest(now(), k.created_at), ended_how = @how::text
+FROM knowledge k
+WHERE s.org_id = @org_id AND s.id = ANY(@ids::uuid[]) AND s.ended_at IS NULL
+  AND k.org_id = s.org_id AND k.id = s.id;
 
 -- name: SupersedeSections :exec
--- Each changed section (a head, locked) superseded by its new version.
+-- Each changed section (a head, locked) superseded by its new version, no
+-- earlier than it was made and than its earlier versions were superseded
+-- (MarkSuperseded).
 UPDATE knowledge k
-SET superseded_by = v.new_id, head_id = v.new_id, superseded_at = now(), updated_at = now()
+SET superseded_by = v.new_id, head_id = v.new_id, updated_at = now(),
+    superseded_at = greatest(now(), k.created_at,
+                             (SELECT max(p.superseded_at) FROM knowledge p WHERE p.org_id = @org_id AND p.head_id = k.id))
 FROM (SELECT unnest(@old_ids::uuid[]) AS old_id, unnest(@new_ids::uuid[]) AS new_id) v
 WHERE k.org_id = @org_id AND k.id = v.old_id AND k.head_id IS NULL;
 
@@ -122,18 +140,20 @@ WHERE k.org_id = @org_id AND k.head_id = v.old_id;
 -- Joined to the old sections' entries: routed whole on a Citus cluster
 -- (InsertDocumentEntries; from the arrays alone the coordinator would COPY
 -- the rows into the shard, which row-level security refuses).
-INSERT INTO knowledge_supersessions (org_id, old_id, new_id, agent_id)
-SELECT k.org_id, v.old_id, v.new_id, @agent_id
+-- Each edge at the time SupersedeSections wrote.
+INSERT INTO knowledge_supersessions (org_id, old_id, new_id, agent_id, created_at)
+SELECT k.org_id, v.old_id, v.new_id, @agent_id, coalesce(k.superseded_at, now())
 FROM knowledge k
 JOIN (SELECT unnest(@old_ids::uuid[]) AS old_id, unnest(@new_ids::uuid[]) AS new_id) v ON v.old_id = k.id
 WHERE k.org_id = @org_id;
 
 -- name: RetireSections :exec
 -- Removed sections expire now: no longer current (search and list leave
--- them out), still readable with asOf before now, and by id.
+-- them out), still readable with asOf before now, and by id; no earlier
+-- than they were made (EndSections).
 UPDATE knowledge
-SET expires_at = now(), updated_at = now()
-WHERE org_id = @org_id AND id = ANY(@ids::uuid[]) AND (expires_at IS NULL OR expires_at > now());
+SET expires_at = greatest(now(), created_at), updated_at = now()
+WHERE org_id = @org_id AND id = ANY(@ids::uuid[]) AND (expires_at IS NULL OR expires_at > greatest(now(), created_at));
 
 -- name: GetDocument :one
 -- The mark of a document entry (get_knowledge).

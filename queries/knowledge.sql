@@ -109,10 +109,16 @@ ORDER BY id
 FOR UPDATE;
 
 -- name: MarkSuperseded :execrows
--- Only a head can be superseded; the WHERE re-checks it.
-UPDATE knowledge
-SET superseded_by = @new_id, head_id = @head_id, superseded_at = now(), updated_at = now()
-WHERE org_id = @org_id AND id = @old_id AND head_id IS NULL;
+-- Only a head can be superseded; the WHERE re-checks it. It is superseded
+-- no earlier than it was made and than the entries it replaced were
+-- superseded: now() is the transaction's start, which can precede the
+-- supersession this one waited for on the org's lock, and a chain's
+-- supersessions follow each other in time.
+UPDATE knowledge k
+SET superseded_by = @new_id, head_id = @head_id, updated_at = now(),
+    superseded_at = greatest(now(), k.created_at,
+                             (SELECT max(p.superseded_at) FROM knowledge p WHERE p.org_id = @org_id AND p.head_id = k.id))
+WHERE k.org_id = @org_id AND k.id = @old_id AND k.head_id IS NULL;
 
 -- name: MoveHeads :execrows
 -- Every entry whose cached head was old_head now points at new_head.
@@ -121,8 +127,11 @@ SET head_id = @new_head, updated_at = now()
 WHERE org_id = @org_id AND head_id = @old_head;
 
 -- name: InsertSupersession :exec
-INSERT INTO knowledge_supersessions (org_id, old_id, new_id, agent_id)
-VALUES (@org_id, @old_id, @new_id, @agent_id);
+-- The edge of a supersession MarkSuperseded wrote, at the time it wrote.
+INSERT INTO knowledge_supersessions (org_id, old_id, new_id, agent_id, created_at)
+SELECT k.org_id, @old_id, @new_id, @agent_id, coalesce(k.superseded_at, now())
+FROM knowledge k
+WHERE k.org_id = @org_id AND k.id = @old_id;
 
 -- name: ListCursorKey :one
 -- The key list cursors are signed with (migration 00005).

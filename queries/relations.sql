@@ -58,8 +58,14 @@ RETURNING id, from_id, to_id, type, note, created_by_agent_id, valid_from, valid
 -- whole to the org's worker only when it reads a co-located table and
 -- calls no volatile function (the column's default, gen_random_uuid()),
 -- and its RETURNING names the target by an alias (InsertDocumentEntries).
-INSERT INTO knowledge_relations AS ins (org_id, id, from_id, to_id, type, note, created_by_agent_id)
-SELECT k.org_id, @id, @from_id, @to_id, @type, sqlc.narg(note)::text, sqlc.narg(agent_id)::uuid
+-- The interval starts at the later of now() and the end of the relation's
+-- last interval: now() is the transaction's start, which can precede the
+-- unlink that this link waited for on the ends' locks, and the relation's
+-- history is a sequence of intervals that never overlap.
+INSERT INTO knowledge_relations AS ins (org_id, id, from_id, to_id, type, note, created_by_agent_id, valid_from)
+SELECT k.org_id, @id, @from_id, @to_id, @type, sqlc.narg(note)::text, sqlc.narg(agent_id)::uuid,
+       greatest(now(), (SELECT max(p.valid_to) FROM knowledge_relations p
+                        WHERE p.org_id = @org_id AND p.from_id = @from_id AND p.type = @type AND p.to_id = @to_id))
 FROM knowledge k
 WHERE k.org_id = @org_id AND k.id = @from_id
   AND (SELECT count(*) FROM knowledge_relations r
@@ -280,9 +286,12 @@ RETURNING ins.id;
 -- per-entry cap here: a document's sections are bounded by
 -- MaxDocumentSections, which is at most the cap. Joined to the sections'
 -- entries, with the relations' ids given: routed whole on a Citus cluster
--- (InsertRelationCapped).
-INSERT INTO knowledge_relations (org_id, id, from_id, to_id, type, created_by_agent_id)
-SELECT k.org_id, v.rel_id, v.id, @document_id, 'PART_OF', sqlc.narg(agent_id)::uuid
+-- (InsertRelationCapped). Each starts no earlier than its relation's last
+-- interval ended (InsertRelationCapped).
+INSERT INTO knowledge_relations (org_id, id, from_id, to_id, type, created_by_agent_id, valid_from)
+SELECT k.org_id, v.rel_id, v.id, @document_id, 'PART_OF', sqlc.narg(agent_id)::uuid,
+       greatest(now(), (SELECT max(p.valid_to) FROM knowledge_relations p
+                        WHERE p.org_id = @org_id AND p.from_id = v.id AND p.type = 'PART_OF' AND p.to_id = @document_id))
 FROM knowledge k
 JOIN (SELECT unnest(@section_ids::uuid[]) AS id, unnest(@relation_ids::uuid[]) AS rel_id) v ON v.id = k.id
 WHERE k.org_id = @org_id

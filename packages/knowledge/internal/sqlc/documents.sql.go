@@ -246,8 +246,10 @@ func (q *Queries) EndDocument(ctx context.Context, arg EndDocumentParams) error 
 }
 
 const endSections = `-- name: EndSections :exec
-UPDATE knowledge_sections SET ended_at = now(), ended_how = $1::text
-WHERE org_id = $2 AND id = ANY($3::uuid[]) AND ended_at IS NULL
+UPDATE knowledge_sections s SET ended_at = greatest(now(), k.created_at), ended_how = $1::text
+FROM knowledge k
+WHERE s.org_id = $2 AND s.id = ANY($3::uuid[]) AND s.ended_at IS NULL
+  AND k.org_id = s.org_id AND k.id = s.id
 `
 
 type EndSectionsParams struct {
@@ -256,7 +258,9 @@ type EndSectionsParams struct {
 	Ids   []uuid.UUID
 }
 
-// Sections a replacement changed or retired: their rows stay, for the history.
+// Sections a replacement changed or retired: their rows stay, for the
+// history. A section ends no earlier than its entry was made (now() can
+// precede the replacement this one waited for on the source's lock).
 func (q *Queries) EndSections(ctx context.Context, arg EndSectionsParams) error {
 	_, err := q.db.Exec(ctx, endSections, arg.How, arg.OrgID, arg.Ids)
 	return err
@@ -382,13 +386,19 @@ func (q *Queries) InsertDocument(ctx context.Context, arg InsertDocumentParams) 
 }
 
 const insertDocumentEntries = `-- name: InsertDocumentEntries :many
-INSERT INTO knowledge AS ins (org_id, id, title, body, tags, created_by_agent_id, source, kind, metadata, similar_keys)
+INSERT INTO knowledge AS ins (org_id, id, title, body, tags, created_by_agent_id, source, kind, metadata, similar_keys, created_at)
 SELECT a.org_id, v.id, v.title, v.body, $1::text[], a.id,
-       $2::text, $3::text, $4::jsonb, v.keys::bigint[]
+       $2::text, $3::text, $4::jsonb, v.keys::bigint[],
+       greatest(now(), (SELECT max(greatest(kd.created_at, ks.created_at, s.ended_at))
+                        FROM knowledge_documents d
+                        JOIN knowledge kd ON kd.org_id = d.org_id AND kd.id = d.id
+                        LEFT JOIN knowledge_sections s ON s.org_id = d.org_id AND s.document_id = d.id
+                        LEFT JOIN knowledge ks ON ks.org_id = s.org_id AND ks.id = s.id
+                        WHERE d.org_id = $5 AND d.source = $2::text AND d.live))
 FROM agents a
-CROSS JOIN (SELECT unnest($5::uuid[]) AS id, unnest($6::text[]) AS title, unnest($7::text[]) AS body,
-             unnest($8::text[]) AS keys) v
-WHERE a.org_id = $9 AND a.id = $10
+CROSS JOIN (SELECT unnest($6::uuid[]) AS id, unnest($7::text[]) AS title, unnest($8::text[]) AS body,
+             unnest($9::text[]) AS keys) v
+WHERE a.org_id = $5 AND a.id = $10
 RETURNING ins.id, ins.embedding_generation, ins.created_at
 `
 
@@ -397,11 +407,11 @@ type InsertDocumentEntriesParams struct {
 	Source   *string
 	Kind     string
 	Metadata []byte
+	OrgID    uuid.UUID
 	Ids      []uuid.UUID
 	Titles   []string
 	Bodies   []string
 	Keys     []string
-	OrgID    uuid.UUID
 	AgentID  uuid.UUID
 }
 
@@ -421,17 +431,21 @@ type InsertDocumentEntriesRow struct {
 // send them on in a second step. (The target's alias qualifies RETURNING:
 // Citus 13.2 sends a routed INSERT ... SELECT's unqualified RETURNING to
 // the shard naming the distributed table, which the worker refuses.)
+// They are made no earlier than the source's live document last changed
+// (its entry, its sections made or ended): now() is the transaction's
+// start, which can precede the replacement this one waited for on the
+// source's lock, and a heading's versions follow each other in time.
 func (q *Queries) InsertDocumentEntries(ctx context.Context, arg InsertDocumentEntriesParams) ([]InsertDocumentEntriesRow, error) {
 	rows, err := q.db.Query(ctx, insertDocumentEntries,
 		arg.Tags,
 		arg.Source,
 		arg.Kind,
 		arg.Metadata,
+		arg.OrgID,
 		arg.Ids,
 		arg.Titles,
 		arg.Bodies,
 		arg.Keys,
-		arg.OrgID,
 		arg.AgentID,
 	)
 	if err != nil {
@@ -483,8 +497,8 @@ func (q *Queries) InsertDocumentToken(ctx context.Context, arg InsertDocumentTok
 }
 
 const insertSectionSupersessions = `-- name: InsertSectionSupersessions :exec
-INSERT INTO knowledge_supersessions (org_id, old_id, new_id, agent_id)
-SELECT k.org_id, v.old_id, v.new_id, $1
+INSERT INTO knowledge_supersessions (org_id, old_id, new_id, agent_id, created_at)
+SELECT k.org_id, v.old_id, v.new_id, $1, coalesce(k.superseded_at, now())
 FROM knowledge k
 JOIN (SELECT unnest($2::uuid[]) AS old_id, unnest($3::uuid[]) AS new_id) v ON v.old_id = k.id
 WHERE k.org_id = $4
@@ -500,6 +514,7 @@ type InsertSectionSupersessionsParams struct {
 // Joined to the old sections' entries: routed whole on a Citus cluster
 // (InsertDocumentEntries; from the arrays alone the coordinator would COPY
 // the rows into the shard, which row-level security refuses).
+// Each edge at the time SupersedeSections wrote.
 func (q *Queries) InsertSectionSupersessions(ctx context.Context, arg InsertSectionSupersessionsParams) error {
 	_, err := q.db.Exec(ctx, insertSectionSupersessions,
 		arg.AgentID,
@@ -621,8 +636,8 @@ func (q *Queries) PutSections(ctx context.Context, arg PutSectionsParams) error 
 
 const retireSections = `-- name: RetireSections :exec
 UPDATE knowledge
-SET expires_at = now(), updated_at = now()
-WHERE org_id = $1 AND id = ANY($2::uuid[]) AND (expires_at IS NULL OR expires_at > now())
+SET expires_at = greatest(now(), created_at), updated_at = now()
+WHERE org_id = $1 AND id = ANY($2::uuid[]) AND (expires_at IS NULL OR expires_at > greatest(now(), created_at))
 `
 
 type RetireSectionsParams struct {
@@ -631,7 +646,8 @@ type RetireSectionsParams struct {
 }
 
 // Removed sections expire now: no longer current (search and list leave
-// them out), still readable with asOf before now, and by id.
+// them out), still readable with asOf before now, and by id; no earlier
+// than they were made (EndSections).
 func (q *Queries) RetireSections(ctx context.Context, arg RetireSectionsParams) error {
 	_, err := q.db.Exec(ctx, retireSections, arg.OrgID, arg.Ids)
 	return err
@@ -691,7 +707,9 @@ func (q *Queries) SectionsDocuments(ctx context.Context, arg SectionsDocumentsPa
 
 const supersedeSections = `-- name: SupersedeSections :exec
 UPDATE knowledge k
-SET superseded_by = v.new_id, head_id = v.new_id, superseded_at = now(), updated_at = now()
+SET superseded_by = v.new_id, head_id = v.new_id, updated_at = now(),
+    superseded_at = greatest(now(), k.created_at,
+                             (SELECT max(p.superseded_at) FROM knowledge p WHERE p.org_id = $1 AND p.head_id = k.id))
 FROM (SELECT unnest($2::uuid[]) AS old_id, unnest($3::uuid[]) AS new_id) v
 WHERE k.org_id = $1 AND k.id = v.old_id AND k.head_id IS NULL
 `
@@ -702,7 +720,9 @@ type SupersedeSectionsParams struct {
 	NewIds []uuid.UUID
 }
 
-// Each changed section (a head, locked) superseded by its new version.
+// Each changed section (a head, locked) superseded by its new version, no
+// earlier than it was made and than its earlier versions were superseded
+// (MarkSuperseded).
 func (q *Queries) SupersedeSections(ctx context.Context, arg SupersedeSectionsParams) error {
 	_, err := q.db.Exec(ctx, supersedeSections, arg.OrgID, arg.OldIds, arg.NewIds)
 	return err

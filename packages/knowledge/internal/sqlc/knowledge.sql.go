@@ -352,23 +352,26 @@ func (q *Queries) InsertEntry(ctx context.Context, arg InsertEntryParams) (Inser
 }
 
 const insertSupersession = `-- name: InsertSupersession :exec
-INSERT INTO knowledge_supersessions (org_id, old_id, new_id, agent_id)
-VALUES ($1, $2, $3, $4)
+INSERT INTO knowledge_supersessions (org_id, old_id, new_id, agent_id, created_at)
+SELECT k.org_id, $1, $2, $3, coalesce(k.superseded_at, now())
+FROM knowledge k
+WHERE k.org_id = $4 AND k.id = $1
 `
 
 type InsertSupersessionParams struct {
-	OrgID   uuid.UUID
 	OldID   uuid.UUID
 	NewID   uuid.UUID
 	AgentID uuid.UUID
+	OrgID   uuid.UUID
 }
 
+// The edge of a supersession MarkSuperseded wrote, at the time it wrote.
 func (q *Queries) InsertSupersession(ctx context.Context, arg InsertSupersessionParams) error {
 	_, err := q.db.Exec(ctx, insertSupersession,
-		arg.OrgID,
 		arg.OldID,
 		arg.NewID,
 		arg.AgentID,
+		arg.OrgID,
 	)
 	return err
 }
@@ -898,9 +901,11 @@ func (q *Queries) LockOrgSupersessions(ctx context.Context, orgID string) error 
 }
 
 const markSuperseded = `-- name: MarkSuperseded :execrows
-UPDATE knowledge
-SET superseded_by = $1, head_id = $2, superseded_at = now(), updated_at = now()
-WHERE org_id = $3 AND id = $4 AND head_id IS NULL
+UPDATE knowledge k
+SET superseded_by = $1, head_id = $2, updated_at = now(),
+    superseded_at = greatest(now(), k.created_at,
+                             (SELECT max(p.superseded_at) FROM knowledge p WHERE p.org_id = $3 AND p.head_id = k.id))
+WHERE k.org_id = $3 AND k.id = $4 AND k.head_id IS NULL
 `
 
 type MarkSupersededParams struct {
@@ -910,7 +915,11 @@ type MarkSupersededParams struct {
 	OldID  uuid.UUID
 }
 
-// Only a head can be superseded; the WHERE re-checks it.
+// Only a head can be superseded; the WHERE re-checks it. It is superseded
+// no earlier than it was made and than the entries it replaced were
+// superseded: now() is the transaction's start, which can precede the
+// supersession this one waited for on the org's lock, and a chain's
+// supersessions follow each other in time.
 func (q *Queries) MarkSuperseded(ctx context.Context, arg MarkSupersededParams) (int64, error) {
 	result, err := q.db.Exec(ctx, markSuperseded,
 		arg.NewID,

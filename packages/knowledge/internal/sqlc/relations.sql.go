@@ -308,20 +308,22 @@ func (q *Queries) ImportRelations(ctx context.Context, arg ImportRelationsParams
 }
 
 const insertPartOfRelations = `-- name: InsertPartOfRelations :exec
-INSERT INTO knowledge_relations (org_id, id, from_id, to_id, type, created_by_agent_id)
-SELECT k.org_id, v.rel_id, v.id, $1, 'PART_OF', $2::uuid
+INSERT INTO knowledge_relations (org_id, id, from_id, to_id, type, created_by_agent_id, valid_from)
+SELECT k.org_id, v.rel_id, v.id, $1, 'PART_OF', $2::uuid,
+       greatest(now(), (SELECT max(p.valid_to) FROM knowledge_relations p
+                        WHERE p.org_id = $3 AND p.from_id = v.id AND p.type = 'PART_OF' AND p.to_id = $1))
 FROM knowledge k
-JOIN (SELECT unnest($3::uuid[]) AS id, unnest($4::uuid[]) AS rel_id) v ON v.id = k.id
-WHERE k.org_id = $5
+JOIN (SELECT unnest($4::uuid[]) AS id, unnest($5::uuid[]) AS rel_id) v ON v.id = k.id
+WHERE k.org_id = $3
 ON CONFLICT (org_id, from_id, type, to_id) WHERE valid_to IS NULL DO NOTHING
 `
 
 type InsertPartOfRelationsParams struct {
 	DocumentID  uuid.UUID
 	AgentID     *uuid.UUID
+	OrgID       uuid.UUID
 	SectionIds  []uuid.UUID
 	RelationIds []uuid.UUID
-	OrgID       uuid.UUID
 }
 
 // A document's sections, each PART_OF the document (documents.go): one
@@ -329,14 +331,15 @@ type InsertPartOfRelationsParams struct {
 // per-entry cap here: a document's sections are bounded by
 // MaxDocumentSections, which is at most the cap. Joined to the sections'
 // entries, with the relations' ids given: routed whole on a Citus cluster
-// (InsertRelationCapped).
+// (InsertRelationCapped). Each starts no earlier than its relation's last
+// interval ended (InsertRelationCapped).
 func (q *Queries) InsertPartOfRelations(ctx context.Context, arg InsertPartOfRelationsParams) error {
 	_, err := q.db.Exec(ctx, insertPartOfRelations,
 		arg.DocumentID,
 		arg.AgentID,
+		arg.OrgID,
 		arg.SectionIds,
 		arg.RelationIds,
-		arg.OrgID,
 	)
 	return err
 }
@@ -395,8 +398,10 @@ func (q *Queries) InsertRelation(ctx context.Context, arg InsertRelationParams) 
 }
 
 const insertRelationCapped = `-- name: InsertRelationCapped :one
-INSERT INTO knowledge_relations AS ins (org_id, id, from_id, to_id, type, note, created_by_agent_id)
-SELECT k.org_id, $1, $2, $3, $4, $5::text, $6::uuid
+INSERT INTO knowledge_relations AS ins (org_id, id, from_id, to_id, type, note, created_by_agent_id, valid_from)
+SELECT k.org_id, $1, $2, $3, $4, $5::text, $6::uuid,
+       greatest(now(), (SELECT max(p.valid_to) FROM knowledge_relations p
+                        WHERE p.org_id = $7 AND p.from_id = $2 AND p.type = $4 AND p.to_id = $3))
 FROM knowledge k
 WHERE k.org_id = $7 AND k.id = $2
   AND (SELECT count(*) FROM knowledge_relations r
@@ -439,6 +444,10 @@ type InsertRelationCappedRow struct {
 // whole to the org's worker only when it reads a co-located table and
 // calls no volatile function (the column's default, gen_random_uuid()),
 // and its RETURNING names the target by an alias (InsertDocumentEntries).
+// The interval starts at the later of now() and the end of the relation's
+// last interval: now() is the transaction's start, which can precede the
+// unlink that this link waited for on the ends' locks, and the relation's
+// history is a sequence of intervals that never overlap.
 func (q *Queries) InsertRelationCapped(ctx context.Context, arg InsertRelationCappedParams) (InsertRelationCappedRow, error) {
 	row := q.db.QueryRow(ctx, insertRelationCapped,
 		arg.ID,
