@@ -153,7 +153,7 @@ SELECT coalesce((SELECT s.config::text FROM knowledge_search_stats s WHERE s.org
 
 -- name: OrgsForVectorIndex :many
 -- Orgs large enough for an HNSW index of their own but a minority of the
--- table (see upkeep.go), largest first.
+-- table (see maintenance/upkeep.go), largest first.
 SELECT s.org_id, s.docs
 FROM knowledge_search_stats s
 WHERE s.docs >= @min_docs::bigint

@@ -10,7 +10,7 @@ import (
 
 // The lexical index of an org: which text search configuration (language)
 // it is built with, how far the indexer is, and moving an org to another
-// language (packages/knowledge/language.go says how that is served).
+// language (packages/knowledge/maintenance/language.go says how that is served).
 
 func runSearchStatus(e *env, f *orgFlags) error {
 	orgID, err := f.orgID()

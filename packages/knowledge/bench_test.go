@@ -404,7 +404,7 @@ func benchURL(b *testing.B, name string) string {
 // state again (KNOWLEDGE_BENCH_REUSE=name, or a copy of it) without a
 // reload. The copy keeps the tables, indexes and planner state (none); the
 // server's activity counters are not copied, so Upkeep on a copy goes by
-// the catalog alone (upkeep.go, unseen), as after a restore.
+// the catalog alone (maintenance/upkeep.go, unseen), as after a restore.
 func snapshot(b *testing.B, bd *benchDB, name string) {
 	ctx := context.Background()
 	bd.pool.Close()

@@ -4,96 +4,58 @@ import (
 	"context"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
-	"github.com/agentfleet/orchestrator/packages/knowledge/cluster"
-	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
+	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
+	"github.com/agentfleet/orchestrator/packages/knowledge/maintenance"
 )
 
-// Maintenance keeps the knowledge tables searchable, out of the agents'
-// and operators' way: the lexical indexer (IndexAll, IndexPending), the
-// tables' upkeep and the per-org vector indexes (Upkeep,
-// UpkeepVectorIndexes), the space's vector indexes (EnsureVectorIndex), a
-// model switch's backfill (Backfill), the org counters' folding
-// (CompactCounts), and a new connection readied for search (WarmConn, the
-// MCP server's pool hook). The embeddings worker runs it (jobs.Worker);
-// tools run it after a bulk load (apps/eval, the benchmarks). Agents' and
-// operators' calls are the Service's. It is safe for concurrent use.
-//
-// A Maintenance works on its Service's pool, with its embedder (the space
-// whose indexes it builds and whose statements WarmConn plans), its text
-// search configuration and its logger: the indexer writes what that
-// service searches. Its statements that cross orgs (the indexer's queue,
-// upkeep, the backfill) need a pool of a role exempt from row-level
-// security: the worker's, or the schema owner's.
-type Maintenance struct {
-	s       *Service
-	cfg     MaintenanceConfig
-	cluster *cluster.Cluster // the Citus-only operations (shards, isolation)
-}
+// Maintenance keeps the knowledge tables searchable: the worker's passes
+// (package maintenance says what each does).
+type Maintenance = maintenance.Maintenance
 
 // MaintenanceConfig tunes a Maintenance; its zero value is the documented
-// defaults (the apps read it from their environment:
-// packages/appenv/knowledgeenv).
-type MaintenanceConfig struct {
-	// VectorIndexMemory is the most memory (bytes) an HNSW index build may
-	// take (maintenance_work_mem of its connection); a build takes what its
-	// graph needs up to that (vecspace.BuildMemory). Default:
-	// DefaultVectorIndexMemory.
-	VectorIndexMemory int64
-	// OrgVectorIndexMinDocs is the size from which Upkeep gives an org its
-	// own HNSW index (upkeep.go). Default: OrgVectorIndexMinDocs; tests
-	// lower it for small orgs.
-	OrgVectorIndexMinDocs int
-}
+// defaults.
+type MaintenanceConfig = maintenance.Config
 
-// DefaultVectorIndexMemory is MaintenanceConfig.VectorIndexMemory's
-// default: room for the graph of 1M entries of 768 dimensions (3.8 GB), or
-// of 560,000 of 1,536. A parallel build reserves it in shared memory
-// (/dev/shm) for the build's length, so it is a ceiling a database server
-// must be able to give, not a target.
-const DefaultVectorIndexMemory = 4 << 30
-
-// NewMaintenance returns the maintenance of the tables s searches.
+// NewMaintenance returns the maintenance of the tables s searches: on its
+// pool, with its embedder, text search configuration, clock and logger,
+// readying new connections for its searches (WarmConn).
 func NewMaintenance(s *Service, cfg MaintenanceConfig) *Maintenance {
-	if cfg.VectorIndexMemory <= 0 {
-		cfg.VectorIndexMemory = DefaultVectorIndexMemory
-	}
-	if cfg.OrgVectorIndexMinDocs <= 0 {
-		cfg.OrgVectorIndexMinDocs = OrgVectorIndexMinDocs
-	}
-	return &Maintenance{s: s, cfg: cfg, cluster: cluster.New(s.data)}
+	return maintenance.New(s.data, maintenance.Options{
+		Embedder: s.opts.Embedder, TextSearchConfig: s.opts.TextSearchConfig,
+		Now: s.opts.Now, Logger: s.opts.Logger, Warm: s.search.WarmConn, Config: cfg,
+	})
 }
 
-// CompactCounts folds the counters' pending deltas (of every org) into
-// their totals, batch rows at a time, until none is left or ctx ends;
-// Upkeep calls it. It returns how many counters it changed. Readers are
-// exact either way: it only keeps the deltas they sum short.
-func (m *Maintenance) CompactCounts(ctx context.Context, batch int) (_ int64, err error) {
-	defer data.WrapOp(&err, "knowledge.CompactCounts")
-	return m.s.compactCounts(ctx, batch)
+// Stats reads org's statistics (docs/operators.md; latency by org size in
+// docs/benchmarks.md). The org is not checked: callers pass an org that
+// exists (a token's, or one ctl looked up).
+func (s *Service) Stats(ctx context.Context, org uuid.UUID, topTags int) (*OrgStats, error) {
+	return s.maint.Stats(s.scope(ctx, org), org, topTags)
 }
 
-// IsolateOrg gives org a shard of its own on a Citus cluster
-// (cluster.Cluster.IsolateOrg), copying its rows with mode (IsolateAuto
-// when empty); it refuses on a single node.
-func (m *Maintenance) IsolateOrg(ctx context.Context, org uuid.UUID, mode string) (IsolateReport, error) {
-	return m.cluster.IsolateOrg(ctx, org, mode)
+// SearchIndexStatus reports an org's lexical index and its own vector
+// indexes.
+func (s *Service) SearchIndexStatus(ctx context.Context, org uuid.UUID) (*SearchIndexStatus, error) {
+	return s.maint.SearchIndexStatus(s.scope(ctx, org), org)
 }
 
-// IsolateReport says what IsolateOrg did.
-type IsolateReport = cluster.IsolateReport
+// SetTextSearchConfig moves org's lexical index to another text search
+// configuration and queues every entry again (Maintenance's says how); it
+// returns how many entries were queued.
+func (s *Service) SetTextSearchConfig(ctx context.Context, org uuid.UUID, config string) (int64, error) {
+	return s.maint.SetTextSearchConfig(s.scope(ctx, org), org, config)
+}
 
-// Shard transfer modes of IsolateOrg (cluster.IsolateAuto, ...).
-const (
-	IsolateAuto         = cluster.IsolateAuto
-	IsolateBlockWrites  = cluster.IsolateBlockWrites
-	IsolateForceLogical = cluster.IsolateForceLogical
-)
+// ModelSwitchCoverage reports every org's progress in the switch to next
+// (it reads every entry: for operators, not for every pass).
+func (s *Service) ModelSwitchCoverage(ctx context.Context, next embed.Embedder) ([]SwitchCoverage, error) {
+	return s.maint.ModelSwitchCoverage(ctx, next)
+}
 
-// WarmConn readies a new database connection for search, for
-// db.AfterConnect (search.Searcher.WarmConn says how). A failure is
-// logged, never returned: a cold connection still works.
-func (m *Maintenance) WarmConn(ctx context.Context, conn *pgx.Conn) error {
-	return m.s.search.WarmConn(ctx, conn)
+// FinishModelSwitch ends a switch whose orgs have all cut over to next
+// (Maintenance's says how); it refuses while an org is not cut over, and
+// is safe to run again.
+func (s *Service) FinishModelSwitch(ctx context.Context, next VectorSpace) (int64, error) {
+	return s.maint.FinishModelSwitch(ctx, next)
 }

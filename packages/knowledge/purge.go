@@ -16,6 +16,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/idem"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/rediskit"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
+	"github.com/agentfleet/orchestrator/packages/knowledge/maintenance"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
 
@@ -123,10 +124,10 @@ func (s *Service) PurgeWith(ctx context.Context, org uuid.UUID, scope domain.Pur
 		}
 	}
 	if !dryRun {
-		// The erased entries' tags are keys of the org counters (stats.go):
+		// The erased entries' tags are keys of the org counters (maintenance/stats.go):
 		// fold the purge's deltas now, which deletes the counters that fell
 		// to zero, rather than at the worker's next upkeep.
-		if _, err := s.compactCounts(ctx, 0); err != nil {
+		if _, err := maintenance.CompactCounts(ctx, s.data, 0); err != nil {
 			return rep, fmt.Errorf("entries erased; folding the org counters (the worker's upkeep will): %w", err)
 		}
 	}

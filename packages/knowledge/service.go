@@ -15,6 +15,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
+	"github.com/agentfleet/orchestrator/packages/knowledge/maintenance"
 	"github.com/agentfleet/orchestrator/packages/knowledge/relations"
 	"github.com/agentfleet/orchestrator/packages/knowledge/search"
 )
@@ -26,7 +27,7 @@ import (
 type Options struct {
 	// Embedder embeds search queries. Default: the local embedder.
 	Embedder embed.Embedder
-	// NextEmbedder is the next model of a model switch (modelswitch.go):
+	// NextEmbedder is the next model of a model switch (maintenance/modelswitch.go):
 	// an org that has cut over to it is searched with it. Default: none.
 	NextEmbedder embed.Embedder
 	// Enqueuer receives committed entries. Default: none (the reconciler
@@ -135,6 +136,7 @@ type Service struct {
 
 	search    *search.Searcher // search, lists, completions, and the next model's (package search)
 	relations *relations.Relations
+	maint     *maintenance.Maintenance // the operators' calls on what maintenance keeps
 }
 
 // New returns a Service on pool. The pool must come from db.Open, which
@@ -163,7 +165,7 @@ func New(pool *pgxpool.Pool, opts Options) *Service {
 		opts.Chunk = ChunkOptionsFor(opts.Embedder.Model())
 	}
 	d := data.New(pool).WithLogger(opts.Logger)
-	return &Service{pool: d.Scoped(), data: d, opts: opts, q: d.Q(),
+	s := &Service{pool: d.Scoped(), data: d, opts: opts, q: d.Q(),
 		search: search.New(d, search.Options{
 			Embedder: opts.Embedder, NextEmbedder: opts.NextEmbedder, Redis: opts.Redis, Logger: opts.Logger, Now: opts.Now,
 			EmbedTimeout: opts.EmbedTimeout, QueryEmbedBudget: opts.QueryEmbedBudget, TextSearchConfig: opts.TextSearchConfig,
@@ -171,6 +173,8 @@ func New(pool *pgxpool.Pool, opts Options) *Service {
 			UnboundedPostings: opts.Testing.UnboundedPostings, FilterMatches: opts.Testing.FilterMatches,
 		}),
 		relations: relations.New(d, relations.Options{Now: opts.Now})}
+	s.maint = NewMaintenance(s, MaintenanceConfig{})
+	return s
 }
 
 // scope returns ctx carrying org: every statement sent for it runs as that

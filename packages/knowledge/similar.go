@@ -114,7 +114,7 @@ type similarOutcome struct {
 	list  []domain.Similar // best first
 	check string           // SimilarCheck*
 	// vec is the new text's vector when the Service's own embedder made
-	// it (not a next model's: see modelswitch.go), and whole says it is
+	// it (not a next model's: see maintenance/modelswitch.go), and whole says it is
 	// the vector the embeddings worker would make for the entry (its text
 	// is one chunk): the store then writes it as the entry's own.
 	vec   []float32

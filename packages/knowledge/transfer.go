@@ -21,6 +21,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/simkeys"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/transferfmt"
+	"github.com/agentfleet/orchestrator/packages/knowledge/maintenance"
 	"github.com/agentfleet/orchestrator/packages/knowledge/relations"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
@@ -386,7 +387,7 @@ func (s *Service) Import(ctx context.Context, org uuid.UUID, open func() (io.Rea
 	// row per distinct tag); fold them now rather than at the worker's
 	// next upkeep, so stats stays quick right after a large import. Stats
 	// are exact either way, so a failure here is no failure of the import.
-	_, _ = s.compactCounts(ctx, 0)
+	_, _ = maintenance.CompactCounts(ctx, s.data, 0)
 	return rep, nil
 }
 

@@ -9,3 +9,7 @@ type VectorIndexState struct {
 	// after a build that failed, which Upkeep drops and builds again.
 	Valid bool `json:"valid"`
 }
+
+// DefaultTextSearchConfig is the text search configuration an org's
+// lexical index is built with in a deployment that sets none.
+const DefaultTextSearchConfig = "english"

@@ -3,11 +3,10 @@ package outbox
 import (
 	"context"
 	"fmt"
-	"strings"
 
-	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/chunk"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/chunkembed"
 )
 
 // Long entries are embedded in chunks (docs/embeddings.md, "Long entries:
@@ -22,16 +21,11 @@ import (
 // entry by its best vector, and the snippet of a hit found by a later chunk
 // is centred on that chunk.
 
-// ChunkOptions say how bodies are cut, in characters (runes).
-type ChunkOptions struct {
-	// Chars is the most characters of one chunk's text (title, blank line
-	// and the body's part), what the model must be able to read. A body
-	// that fits with its title is one chunk, embedded as before.
-	Chars int
-	// Overlap is how many characters of the end of a chunk the next one
-	// repeats, so a fact cut by a boundary is whole in one of them.
-	Overlap int
-}
+// ChunkOptions say how bodies are cut, in characters (runes): Chars, the
+// most characters of one chunk's text (title, blank line and the body's
+// part), and Overlap, how many of them the next chunk repeats
+// (chunkembed.Options).
+type ChunkOptions = chunkembed.Options
 
 // Limits of the chunk settings.
 const (
@@ -41,47 +35,19 @@ const (
 	MaxChunks = chunk.Max
 )
 
-// chunkModels are the context sizes of models people run, as chunk sizes
-// in characters (about 4 characters a token in English, with room for the
-// tokenizer's differences): a 512-token model gets 2,000 characters, a
-// 256-token one 1,000. Long-context models get 4,000 characters (about
-// 1,000 tokens): they could read more, but a chunk is also the unit a
-// query is matched with, and a vector of 8,000 tokens blurs its topics.
-// The first name contained in the model's name (lowercased) wins.
-var ChunkModels = []struct {
-	name  string
-	chars int
-}{
-	{"all-minilm", 1000}, {"minilm", 1000}, {"paraphrase-multilingual", 1000},
-	{"bge-small", 2000}, {"bge-base", 2000}, {"bge-large", 2000}, {"bge-m3", 4000},
-	{"mxbai-embed", 2000}, {"snowflake-arctic-embed", 2000}, {"e5-", 2000}, {"gte-", 2000},
-	{"nomic-embed", 4000}, {"text-embedding-3", 4000}, {"text-embedding-ada", 4000},
-	{"jina-embeddings", 4000}, {"voyage", 4000},
-}
-
-// DefaultChunkChars is the chunk size of a model not in the list: 512
-// tokens is the smallest context of the common models but the 256-token
-// MiniLM family (which is in it).
-const DefaultChunkChars = 2000
+// DefaultChunkChars is the chunk size of a model without a known context
+// size (chunkembed.DefaultChars).
+const DefaultChunkChars = chunkembed.DefaultChars
 
 // DefaultMaxInputChars is the most characters of one text the embeddings
 // worker sends (jobs.HandlerOptions.MaxInputChars's default) and a model
 // switch's backfill sends, a net under the chunks.
-const DefaultMaxInputChars = 8000
+const DefaultMaxInputChars = chunkembed.DefaultMaxInputChars
 
-// ChunkOptionsFor is the default cut for a model: its chunk size from the
-// list above (else DefaultChunkChars) and an eighth of it as overlap.
-func ChunkOptionsFor(model string) ChunkOptions {
-	m := strings.ToLower(model)
-	chars := DefaultChunkChars
-	for _, c := range ChunkModels {
-		if strings.Contains(m, c.name) {
-			chars = c.chars
-			break
-		}
-	}
-	return ChunkOptions{Chars: chars, Overlap: chars / 8}
-}
+// ChunkOptionsFor is the default cut for a model: its chunk size
+// (chunkembed.OptionsFor lists the models it knows) and an eighth of it as
+// overlap.
+func ChunkOptionsFor(model string) ChunkOptions { return chunkembed.OptionsFor(model) }
 
 // ChunkSettings completes the configured cut (Chars 0: the model's size;
 // Overlap < 0: an eighth of the size) and checks it: the overlap must be
@@ -122,44 +88,16 @@ func Chunks(title string, body []rune, o ChunkOptions) []Span {
 }
 
 // EntryText is an entry to embed: its title and body.
-type EntryText struct{ Title, Body string }
+type EntryText = chunkembed.Entry
 
 // EntryVectors are an entry's vectors, one per chunk of its body (Spans[i]
 // is Vecs[i]'s part of the body); the first is the entry's own.
-type EntryVectors struct {
-	Spans []Span
-	Vecs  [][]float32
-}
+type EntryVectors = chunkembed.Vectors
 
 // EmbedEntries cuts each entry's body into chunks (o) and embeds every
-// chunk of every entry in one call of e (the provider client splits it into
-// requests of its batch size), each text cut to maxChars characters at most.
-// A wrong count or width is embed.ErrPermanent. The embeddings handler and
-// the backfill of a model switch both embed this way.
+// chunk of every entry in one call of e, each text cut to maxChars
+// characters at most (chunkembed.Embed). The embeddings handler and the
+// backfill of a model switch (maintenance) both embed this way.
 func EmbedEntries(ctx context.Context, e embed.Embedder, o ChunkOptions, maxChars int, entries []EntryText) ([]EntryVectors, error) {
-	out := make([]EntryVectors, len(entries))
-	var texts []string
-	for i, en := range entries {
-		body := []rune(en.Body)
-		out[i].Spans = Chunks(en.Title, body, o)
-		for _, sp := range out[i].Spans {
-			texts = append(texts, domain.ClipRunes(ChunkText(en.Title, body, sp), maxChars))
-		}
-	}
-	vecs, err := e.Embed(ctx, texts)
-	if err != nil {
-		return nil, err
-	}
-	if len(vecs) != len(texts) {
-		return nil, fmt.Errorf("embedder returned %d vectors for %d texts: %w", len(vecs), len(texts), embed.ErrPermanent)
-	}
-	for _, v := range vecs {
-		if len(v) != e.Dimensions() {
-			return nil, fmt.Errorf("embedder returned %d dimensions, its model %q has %d: %w", len(v), e.Model(), e.Dimensions(), embed.ErrPermanent)
-		}
-	}
-	for i := range out {
-		out[i].Vecs, vecs = vecs[:len(out[i].Spans)], vecs[len(out[i].Spans):]
-	}
-	return out, nil
+	return chunkembed.Embed(ctx, e, o, maxChars, entries)
 }

@@ -14,7 +14,7 @@ func TestChunkSettings(t *testing.T) {
 			t.Fatalf("%s: %+v %v, want %d", model, o, err, want)
 		}
 	}
-	if o, err := ChunkSettings("m", ChunkOptions{Chars: 3000, Overlap: 0}); err != nil || o != (ChunkOptions{3000, 0}) {
+	if o, err := ChunkSettings("m", ChunkOptions{Chars: 3000, Overlap: 0}); err != nil || o != (ChunkOptions{Chars: 3000, Overlap: 0}) {
 		t.Fatalf("explicit: %+v %v", o, err)
 	}
 	var oe *ChunkOverlapError

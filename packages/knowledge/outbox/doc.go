@@ -12,9 +12,11 @@
 //
 // The cut (ChunkOptions, Chunks, ChunkText, EmbedEntries) is here because
 // the worker embeds with it; the MCP server's store cuts a new entry's
-// text alike (a one-chunk text's vector is written as the entry's own) and
-// a model switch's backfill embeds the same way, so both use this package
-// too. Where a body is cut is internal/chunk's.
+// text alike (a one-chunk text's vector is written as the entry's own), so
+// it uses this package too. Where a body is cut is internal/chunk's; the
+// options for a model and the embedding of entries in chunks are
+// internal/chunkembed's, which a model switch's backfill (maintenance, a
+// capability beside this one) uses as well.
 //
 // It sits at the bottom of the capabilities (domain, internal/data,
 // internal/chunk, internal/vecspace and embed below it) so that package

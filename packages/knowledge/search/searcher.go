@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/pgbatch"
@@ -86,7 +87,7 @@ const (
 	DefaultEmbedTimeout = 5 * time.Second
 	// DefaultTextSearchConfig is the text search configuration of a
 	// deployment that sets none.
-	DefaultTextSearchConfig = "english"
+	DefaultTextSearchConfig = domain.DefaultTextSearchConfig
 )
 
 // New returns the Searcher of d's database. d's pool must come from

@@ -203,7 +203,7 @@ type OrgServedByParams struct {
 	Dims  int32
 }
 
-// A model switch (packages/knowledge/modelswitch.go; docs/embeddings.md,
+// A model switch (packages/knowledge/maintenance/modelswitch.go; docs/embeddings.md,
 // "Model switch"): the next model's vectors are rows of knowledge_chunks
 // (chunk 0 is an entry's first), written by the backfill; an org is served
 // from the next model once it has cut over (knowledge_org_spaces).

@@ -73,7 +73,7 @@ type OrgsForVectorIndexRow struct {
 }
 
 // Orgs large enough for an HNSW index of their own but a minority of the
-// table (see upkeep.go), largest first.
+// table (see maintenance/upkeep.go), largest first.
 func (q *Queries) OrgsForVectorIndex(ctx context.Context, arg OrgsForVectorIndexParams) ([]OrgsForVectorIndexRow, error) {
 	rows, err := q.db.Query(ctx, orgsForVectorIndex, arg.MinDocs, arg.MaxShare)
 	if err != nil {

@@ -103,7 +103,7 @@ SELECT set_config('enable_seqscan', 'off', true),
        set_config('enable_bitmapscan', 'off', true)
 `
 
-// Org statistics (packages/knowledge/stats.go, ctl stats, knowledge://stats).
+// Org statistics (packages/knowledge/maintenance/stats.go, ctl stats, knowledge://stats).
 // Every statement is scoped by @org_id. The counts come from
 // knowledge_counts plus the deltas not folded into it yet (migration
 // 00007): exact, and their cost is the number of distinct keys, not of

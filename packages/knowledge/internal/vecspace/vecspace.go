@@ -16,7 +16,7 @@
 // with halfvec_cosine_ops (limit 4,000): the index holds 16-bit floats, the
 // row keeps the 32-bit vector. The vector list's HNSW function orders by the
 // same cast under the same filters, so the planner uses that index; a large
-// org's own index (knowledge's upkeep.go) is the same with org_id = the org
+// org's own index (knowledge's maintenance/upkeep.go) is the same with org_id = the org
 // added.
 package vecspace
 
@@ -61,7 +61,7 @@ func (v Space) IndexName() string { return "knowledge_hnsw_m_" + v.hash()[:16] }
 // (knowledge's outbox/chunk.go), over every org.
 func (v Space) ChunkIndexName() string { return "knowledge_chunks_hnsw_m_" + v.hash()[:16] }
 
-// OrgIndexName is the space's HNSW index of one large org (knowledge's upkeep.go).
+// OrgIndexName is the space's HNSW index of one large org (knowledge's maintenance/upkeep.go).
 func (v Space) OrgIndexName(org uuid.UUID) string {
 	return OrgIndexPrefix(org) + v.hash()[:8]
 }

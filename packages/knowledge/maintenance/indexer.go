@@ -1,4 +1,4 @@
-package knowledge
+package maintenance
 
 import (
 	_ "embed"
@@ -11,8 +11,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/rank"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
 
@@ -50,26 +50,25 @@ var indexBatchPositional = strings.NewReplacer("@org_id", "$1", "@max", "$2", "@
 // transaction rolls back, the rows stay queued).
 func (m *Maintenance) IndexPending(ctx context.Context, org uuid.UUID, max int) (_ int, err error) {
 	defer data.WrapOp(&err, "knowledge.IndexPending")
-	s := m.s
 	unscoped := ctx
-	ctx = db.WithOrg(ctx, org)
+	ctx = data.AsOrg(ctx, org) // a pass acts for one org after another
 	if max <= 0 {
 		max = IndexBatchSize
 	}
 	// On a Citus cluster the batch runs on the org's worker, as one call
 	// (cluster.Cluster.IndexOrg), sent without the org in the context.
-	n, delegated, err := m.cluster.IndexOrg(unscoped, org, indexBatchPositional, max, BM25K1, BM25B, s.opts.TextSearchConfig)
+	n, delegated, err := m.cluster.IndexOrg(unscoped, org, indexBatchPositional, max, rank.BM25K1, rank.BM25B, m.tsc)
 	if err != nil || delegated {
 		return n, err
 	}
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, m.data.Scoped(), func(tx pgx.Tx) error {
 		if _, err := sqlc.New(tx).LockSearchStats(ctx, sqlc.LockSearchStatsParams{
-			OrgID: org, DefaultConfig: s.opts.TextSearchConfig,
+			OrgID: org, DefaultConfig: m.tsc,
 		}); err != nil {
 			return err
 		}
 		return tx.QueryRow(ctx, indexBatchSQL, pgx.NamedArgs{
-			"org_id": org, "max": max, "k1": BM25K1, "b": BM25B,
+			"org_id": org, "max": max, "k1": rank.BM25K1, "b": rank.BM25B,
 		}).Scan(&n)
 	})
 	if err != nil {
@@ -88,7 +87,6 @@ func (m *Maintenance) IndexPending(ctx context.Context, org uuid.UUID, max int) 
 // returned together at the end.
 func (m *Maintenance) IndexAll(ctx context.Context) (_ int, err error) {
 	defer data.WrapOp(&err, "knowledge.IndexAll")
-	s := m.s
 	total := 0
 	failed := map[uuid.UUID]error{}
 	// Indexed since the indexer's tables were last vacuumed (see
@@ -96,10 +94,10 @@ func (m *Maintenance) IndexAll(ctx context.Context) (_ int, err error) {
 	unvacuumed := 0
 	for {
 		if unvacuumed >= IndexVacuumEvery {
-			s.vacuumIndexerTables(ctx, false)
+			m.vacuumIndexerTables(ctx, false)
 			unvacuumed = 0
 		}
-		orgs, err := s.q.OrgsWithQueuedEntries(ctx, int32(100+len(failed)))
+		orgs, err := m.q.OrgsWithQueuedEntries(ctx, int32(100+len(failed)))
 		if err != nil {
 			return total, errors.Join(data.MapErr(err, ""), joinOrgErrors(failed))
 		}
@@ -124,7 +122,7 @@ func (m *Maintenance) IndexAll(ctx context.Context) (_ int, err error) {
 		// or is locked by another indexer (which will finish it).
 		if moved == 0 {
 			if unvacuumed >= UpkeepBaseRows {
-				s.vacuumIndexerTables(ctx, true)
+				m.vacuumIndexerTables(ctx, true)
 			}
 			return total, joinOrgErrors(failed)
 		}
@@ -163,7 +161,7 @@ const IndexVacuumEvery = 20000
 // snapshot older than that commit may not see, if one is open then; the
 // Upkeep's all-visible rule catches a table left far behind.) A failure is
 // logged and left to Upkeep: indexing has succeeded either way.
-func (s *Service) vacuumIndexerTables(ctx context.Context, last bool) {
+func (m *Maintenance) vacuumIndexerTables(ctx context.Context, last bool) {
 	if ctx.Err() != nil {
 		return
 	}
@@ -173,8 +171,8 @@ func (s *Service) vacuumIndexerTables(ctx context.Context, last bool) {
 	}
 	// Not through sqlc: VACUUM is not a query, and cannot run in a
 	// transaction block.
-	if _, err := s.pool.Exec(ctx, stmt); err != nil && ctx.Err() == nil {
-		s.log().Warn("knowledge: vacuum of the index tables after indexing failed; Upkeep will do it", "err", err)
+	if _, err := m.data.Scoped().Exec(ctx, stmt); err != nil && ctx.Err() == nil {
+		m.log.Warn("knowledge: vacuum of the index tables after indexing failed; Upkeep will do it", "err", err)
 	}
 }
 

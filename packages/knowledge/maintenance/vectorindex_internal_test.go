@@ -1,4 +1,4 @@
-package knowledge
+package maintenance
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/vecspace"
 	"github.com/agentfleet/orchestrator/packages/testenv"
 )
 
@@ -24,8 +26,8 @@ func TestVectorIndexBuildFallsBackWithoutParallelWorkers(t *testing.T) {
 	db := testenv.Postgres(t)
 	ctx := context.Background()
 	var logs testenv.Buffer
-	svc := New(db.Pool, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	sp := SpaceOf(svc.opts.Embedder)
+	m := New(data.New(db.Pool), Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	sp := vecspace.Of(m.emb)
 	var dbName string
 	if err := db.Pool.QueryRow(ctx, "SELECT current_database()").Scan(&dbName); err != nil {
 		t.Fatal(err)
@@ -55,7 +57,7 @@ func TestVectorIndexBuildFallsBackWithoutParallelWorkers(t *testing.T) {
 	}
 	t.Cleanup(func() { runBuild = real })
 
-	built, err := maintOf(svc).EnsureVectorIndex(ctx)
+	built, err := m.EnsureVectorIndex(ctx)
 	if err != nil || !built {
 		t.Fatalf("EnsureVectorIndex: built %v, err %v", built, err)
 	}

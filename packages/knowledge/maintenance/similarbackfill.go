@@ -1,4 +1,4 @@
-package knowledge
+package maintenance
 
 import (
 	"context"
@@ -20,10 +20,10 @@ const (
 
 // backfillSimilarKeys fills in the keys of entries that have none, and
 // returns how many it did.
-func (s *Service) backfillSimilarKeys(ctx context.Context) (int, error) {
+func (m *Maintenance) backfillSimilarKeys(ctx context.Context) (int, error) {
 	done := 0
 	for done < similarBackfillMax {
-		q := sqlc.New(pgbatch.New(s.pool))
+		q := sqlc.New(pgbatch.New(m.data.Scoped()))
 		if err := q.ListConfig(ctx, false); err != nil { // no sort, no scan: the partial index in order
 			return done, err
 		}
@@ -31,7 +31,7 @@ func (s *Service) backfillSimilarKeys(ctx context.Context) (int, error) {
 		if err != nil || len(rows) == 0 {
 			return done, err
 		}
-		n, err := s.setSimilarKeys(ctx, rows)
+		n, err := m.setSimilarKeys(ctx, rows)
 		done += n
 		if err != nil {
 			return done, err
@@ -49,8 +49,8 @@ func (s *Service) backfillSimilarKeys(ctx context.Context) (int, error) {
 // how many it wrote: in one statement on a single node, one per org on a
 // Citus cluster (each routed to the org's shard: a row lock may not span
 // shards).
-func (s *Service) setSimilarKeys(ctx context.Context, rows []sqlc.SimilarKeysMissingRow) (int, error) {
-	groups, err := s.data.Runs(ctx, len(rows), func(i int) uuid.UUID { return rows[i].OrgID })
+func (m *Maintenance) setSimilarKeys(ctx context.Context, rows []sqlc.SimilarKeysMissingRow) (int, error) {
+	groups, err := m.data.Runs(ctx, len(rows), func(i int) uuid.UUID { return rows[i].OrgID })
 	if err != nil {
 		return 0, err
 	}
@@ -62,7 +62,7 @@ func (s *Service) setSimilarKeys(ctx context.Context, rows []sqlc.SimilarKeysMis
 			p.Ids = append(p.Ids, r.ID)
 			p.Keys = append(p.Keys, simkeys.KeysLiteral(simkeys.WordsOf(r.OrgID, r.Title, r.Body).Keys))
 		}
-		w, err := s.q.SetSimilarKeys(ctx, p)
+		w, err := m.q.SetSimilarKeys(ctx, p)
 		done += int(w)
 		if err != nil {
 			return done, err

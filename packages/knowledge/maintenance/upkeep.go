@@ -1,4 +1,4 @@
-package knowledge
+package maintenance
 
 import (
 	"context"
@@ -104,11 +104,10 @@ type UpkeepReport struct {
 // statement is cancelled when ctx ends; what it did by then is kept.
 func (m *Maintenance) Upkeep(ctx context.Context) (_ UpkeepReport, err error) {
 	defer data.WrapOp(&err, "knowledge.Upkeep")
-	s := m.s
 	var rep UpkeepReport
 	// The statistics' counters first (stats.go): cheap, and it keeps
 	// their deltas short whatever else the pass does.
-	if _, err := s.compactCounts(ctx, 0); err != nil {
+	if _, err := CompactCounts(ctx, m.data, 0); err != nil {
 		return rep, fmt.Errorf("upkeep of the org counters: %w", err)
 	}
 	// What the tables need is read before the vector indexes are built:
@@ -125,7 +124,7 @@ func (m *Maintenance) Upkeep(ctx context.Context) (_ UpkeepReport, err error) {
 	for _, p := range parts {
 		if p.Unreachable != "" {
 			rep.Skipped = append(rep.Skipped, p.Name)
-			s.log().Warn("upkeep: a shard's worker did not answer; its upkeep waits for a later pass",
+			m.log.Warn("upkeep: a shard's worker did not answer; its upkeep waits for a later pass",
 				"shard", p.Name, "err", p.Unreachable)
 			continue
 		}
@@ -151,7 +150,7 @@ func (m *Maintenance) Upkeep(ctx context.Context) (_ UpkeepReport, err error) {
 	// load"). After the vacuums, so a bulk load's tables
 	// are vacuumed without waiting for them; the rows they rewrite are
 	// vacuumed by a later pass.
-	n, err := s.backfillSimilarKeys(ctx)
+	n, err := m.backfillSimilarKeys(ctx)
 	rep.SimilarKeys = n
 	if err != nil {
 		return rep, fmt.Errorf("upkeep: duplicate-check keys: %w", data.MapErr(err, ""))
@@ -179,7 +178,7 @@ func (m *Maintenance) UpkeepVectorIndexes(ctx context.Context) (_ UpkeepReport, 
 // without one, an org too small a share of the table for the shared index
 // scans all its vectors, ~1.3 us each): an org past OrgVectorIndexMinDocs
 // entries that is at most OrgVectorIndexMaxShare of the table gets an HNSW
-// index of its own (VectorSpace.OrgIndexName, the space's index with
+// index of its own (vecspace.Space.OrgIndexName, the space's index with
 // org_id = the org added to its predicate), built CONCURRENTLY so stores and
 // searches go on, one per Upkeep pass, largest org first. The vector
 // function plans each call with the org's id as a constant, so the planner
@@ -195,8 +194,7 @@ const (
 // orgVectorIndex builds (or, after a failed build, drops) at most one
 // per-org HNSW index, and reports what it did.
 func (m *Maintenance) orgVectorIndex(ctx context.Context, rep *UpkeepReport) error {
-	s := m.s
-	sp := SpaceOf(s.opts.Embedder)
+	sp := vecspace.Of(m.emb)
 	built, err := m.ensureVectorIndexes(ctx)
 	if err != nil {
 		return err
@@ -205,7 +203,7 @@ func (m *Maintenance) orgVectorIndex(ctx context.Context, rep *UpkeepReport) err
 		rep.Built = append(rep.Built, built...)
 		return nil // the space's indexes alone in a pass: a pass stays bounded
 	}
-	have, err := s.q.IndexesNamed(ctx, vecspace.OrgIndexesPrefix)
+	have, err := m.q.IndexesNamed(ctx, vecspace.OrgIndexesPrefix)
 	if err != nil {
 		return data.MapErr(err, "")
 	}
@@ -215,7 +213,7 @@ func (m *Maintenance) orgVectorIndex(ctx context.Context, rep *UpkeepReport) err
 			// A concurrent build that failed or was cancelled leaves an
 			// invalid index that writes still maintain: drop it; the next
 			// pass builds it again.
-			if err := dropIndex(ctx, s.pool, ix.Name); err != nil {
+			if err := dropIndex(ctx, m.data.Scoped(), ix.Name); err != nil {
 				return fmt.Errorf("drop invalid %s: %w", ix.Name, err)
 			}
 			rep.Dropped = append(rep.Dropped, ix.Name)
@@ -223,7 +221,7 @@ func (m *Maintenance) orgVectorIndex(ctx context.Context, rep *UpkeepReport) err
 		}
 		valid[ix.Name] = true
 	}
-	orgs, err := s.q.OrgsForVectorIndex(ctx, sqlc.OrgsForVectorIndexParams{
+	orgs, err := m.q.OrgsForVectorIndex(ctx, sqlc.OrgsForVectorIndexParams{
 		MinDocs: int64(m.cfg.OrgVectorIndexMinDocs), MaxShare: OrgVectorIndexMaxShare,
 	})
 	if err != nil {

@@ -1,4 +1,4 @@
-package knowledge
+package maintenance
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
@@ -40,29 +39,25 @@ type SearchIndexStatus struct {
 	// valid one, its vector list walks the space's shared index filtering
 	// by org, or scans the org's vectors: after a bulk load, the tens of
 	// seconds in which its searches are several times slower.
-	VectorIndexes []VectorIndexState `json:"vectorIndexes"`
+	VectorIndexes []domain.VectorIndexState `json:"vectorIndexes"`
 }
-
-// VectorIndexState is one of an org's own HNSW indexes.
-type VectorIndexState = domain.VectorIndexState
 
 // SearchIndexStatus reports an org's lexical index and its own vector
 // indexes.
-func (s *Service) SearchIndexStatus(ctx context.Context, org uuid.UUID) (_ *SearchIndexStatus, err error) {
+func (m *Maintenance) SearchIndexStatus(ctx context.Context, org uuid.UUID) (_ *SearchIndexStatus, err error) {
 	defer data.WrapOp(&err, "knowledge.SearchIndexStatus")
-	ctx = db.WithOrg(ctx, org)
-	r, err := s.q.SearchIndexStatus(ctx, org)
+	r, err := m.q.SearchIndexStatus(ctx, org)
 	if err != nil {
 		return nil, data.MapErr(err, "")
 	}
-	ixs, err := s.q.IndexesNamed(ctx, vecspace.OrgIndexPrefix(org))
+	ixs, err := m.q.IndexesNamed(ctx, vecspace.OrgIndexPrefix(org))
 	if err != nil {
 		return nil, data.MapErr(err, "")
 	}
 	st := &SearchIndexStatus{OrgID: org, TextSearchConfig: r.Config, Indexed: r.Indexed, Queued: r.Queued,
-		VectorIndexes: []VectorIndexState{}}
+		VectorIndexes: []domain.VectorIndexState{}}
 	for _, ix := range ixs {
-		st.VectorIndexes = append(st.VectorIndexes, VectorIndexState{Name: ix.Name, Valid: ix.Valid})
+		st.VectorIndexes = append(st.VectorIndexes, domain.VectorIndexState{Name: ix.Name, Valid: ix.Valid})
 	}
 	return st, nil
 }
@@ -74,19 +69,18 @@ func (s *Service) SearchIndexStatus(ctx context.Context, org uuid.UUID) (_ *Sear
 // still finds the newest TailEntries queued entries by words (scored on the
 // fly) and every entry through the vector list. Other orgs are untouched.
 // It returns how many entries were queued.
-func (s *Service) SetTextSearchConfig(ctx context.Context, org uuid.UUID, config string) (_ int64, err error) {
+func (m *Maintenance) SetTextSearchConfig(ctx context.Context, org uuid.UUID, config string) (_ int64, err error) {
 	defer data.WrapOp(&err, "knowledge.SetTextSearchConfig")
-	ctx = db.WithOrg(ctx, org)
 	config = strings.TrimSpace(config)
 	if config == "" {
 		return 0, errs.InvalidArgument("config", "must name a text search configuration")
 	}
-	ok, err := s.q.TextSearchConfigExists(ctx, config)
+	ok, err := m.q.TextSearchConfigExists(ctx, config)
 	if err != nil {
 		return 0, data.MapErr(err, "")
 	}
 	if !ok {
-		names, err := s.q.TextSearchConfigs(ctx)
+		names, err := m.q.TextSearchConfigs(ctx)
 		if err != nil {
 			return 0, data.MapErr(err, "")
 		}
@@ -94,7 +88,7 @@ func (s *Service) SetTextSearchConfig(ctx context.Context, org uuid.UUID, config
 			config, strings.Join(names, ", "))
 	}
 	var queued int64
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, m.data.Scoped(), func(tx pgx.Tx) error {
 		q := sqlc.New(tx)
 		if _, err := q.LockSearchStats(ctx, sqlc.LockSearchStatsParams{OrgID: org, DefaultConfig: config}); err != nil {
 			return err

@@ -1,4 +1,4 @@
-package knowledge
+package maintenance
 
 import (
 	"context"
@@ -29,8 +29,7 @@ func (m *Maintenance) EnsureVectorIndex(ctx context.Context) (built bool, err er
 
 // ensureVectorIndexes is EnsureVectorIndex, naming the indexes it built.
 func (m *Maintenance) ensureVectorIndexes(ctx context.Context) (built []string, err error) {
-	s := m.s
-	sp := SpaceOf(s.opts.Embedder)
+	sp := vecspace.Of(m.emb)
 	if err := sp.Validate(); err != nil {
 		return nil, err
 	}
@@ -46,7 +45,7 @@ func (m *Maintenance) ensureVectorIndexes(ctx context.Context) (built []string, 
 			return q.CountSpaceChunks(ctx, sqlc.CountSpaceChunksParams(space))
 		}},
 	} {
-		st, err := s.q.IndexState(ctx, ix.name)
+		st, err := m.q.IndexState(ctx, ix.name)
 		if err != nil {
 			return built, data.MapErr(err, "")
 		}
@@ -71,10 +70,9 @@ func (m *Maintenance) ensureVectorIndexes(ctx context.Context) (built []string, 
 // while another worker builds one; elements is asked only by the worker
 // that builds (a count may read the table: not once a pass by every other
 // worker while one builds).
-func (m *Maintenance) buildVectorIndex(ctx context.Context, name, ddl string, sp VectorSpace,
+func (m *Maintenance) buildVectorIndex(ctx context.Context, name, ddl string, sp vecspace.Space,
 	elements func(context.Context, *sqlc.Queries) (int64, error)) (bool, error) {
-	s := m.s
-	conn, err := s.pool.Acquire(ctx)
+	conn, err := m.data.Scoped().Acquire(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -112,7 +110,7 @@ func (m *Maintenance) buildVectorIndex(ctx context.Context, name, ddl string, sp
 		return false, data.MapErr(err, "")
 	}
 	mem, capped := vecspace.BuildMemory(sp, n, server, m.cfg.VectorIndexMemory)
-	log := s.log().With("index", name, "elements", n, "maintenance_work_mem_mb", mem>>20)
+	log := m.log.With("index", name, "elements", n, "maintenance_work_mem_mb", mem>>20)
 	if capped {
 		log.Warn("vector index build: the graph does not fit in the memory allowed; the build will be several times slower",
 			"needed_mb", vecspace.GraphBytes(sp, n)>>20, "allowed_mb", m.cfg.VectorIndexMemory>>20)

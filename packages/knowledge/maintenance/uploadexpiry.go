@@ -1,11 +1,10 @@
-package knowledge
+package maintenance
 
 import (
 	"context"
 
 	"github.com/google/uuid"
 
-	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
@@ -21,10 +20,9 @@ const uploadExpiryBatch = 500
 // decides how long expired parts take room in the database.
 func (m *Maintenance) DeleteExpiredUploads(ctx context.Context) (_ int64, err error) {
 	defer data.WrapOp(&err, "knowledge.DeleteExpiredUploads")
-	s := m.s
 	var total int64
 	for {
-		rows, err := s.q.ExpiredUploads(ctx, sqlc.ExpiredUploadsParams{Now: s.opts.Now(), MaxRows: uploadExpiryBatch})
+		rows, err := m.q.ExpiredUploads(ctx, sqlc.ExpiredUploadsParams{Now: m.now(), MaxRows: uploadExpiryBatch})
 		if err != nil {
 			return total, err
 		}
@@ -33,7 +31,7 @@ func (m *Maintenance) DeleteExpiredUploads(ctx context.Context) (_ int64, err er
 			byOrg[r.OrgID] = append(byOrg[r.OrgID], r.ID)
 		}
 		for org, ids := range byOrg {
-			n, err := s.q.DeleteUploads(db.WithOrg(ctx, org), sqlc.DeleteUploadsParams{OrgID: org, Ids: ids})
+			n, err := m.q.DeleteUploads(data.AsOrg(ctx, org), sqlc.DeleteUploadsParams{OrgID: org, Ids: ids})
 			if err != nil {
 				return total, err
 			}

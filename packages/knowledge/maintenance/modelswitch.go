@@ -1,4 +1,4 @@
-package knowledge
+package maintenance
 
 import (
 	"context"
@@ -9,14 +9,16 @@ import (
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/chunkembed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/vecspace"
 )
 
 // A model switch without downtime (docs/embeddings.md, "Model switch"):
 //
 //   - The next model is configured next to the current one
-//     (Options.NextEmbedder). Its vectors, an entry's
+//     (knowledge.Options.NextEmbedder). Its vectors, an entry's
 //     first chunk included, are rows of knowledge_chunks: the entries' rows
 //     and the current model's searches are untouched.
 //   - The worker backfills them (Backfill): entries that have a vector of
@@ -45,7 +47,7 @@ func CheckModelSwitch(current, next embed.Embedder) error {
 		return fmt.Errorf("the next model, %s, must be another model than the current one (to change only the width, re-embed: ctl reembed)",
 			next.Model())
 	}
-	return SpaceOf(next).Validate()
+	return vecspace.Of(next).Validate()
 }
 
 // BackfillOptions tune one Backfill pass.
@@ -55,8 +57,8 @@ type BackfillOptions struct {
 	// Max is the most entries a pass embeds. Default: no limit.
 	Max int
 	// Chunk is how bodies are cut for the next model. Default:
-	// ChunkOptionsFor(its model).
-	Chunk ChunkOptions
+	// chunkembed.OptionsFor(its model).
+	Chunk chunkembed.Options
 	// Wait is called before each batch with its size; a rate limiter
 	// waits there. An error ends the pass.
 	Wait func(ctx context.Context, n int) error
@@ -78,16 +80,15 @@ type BackfillReport struct {
 // nothing.
 func (m *Maintenance) Backfill(ctx context.Context, next embed.Embedder, o BackfillOptions) (_ BackfillReport, err error) {
 	defer data.WrapOp(&err, "knowledge.Backfill")
-	s := m.s
 	var rep BackfillReport
-	if err := CheckModelSwitch(s.opts.Embedder, next); err != nil {
+	if err := CheckModelSwitch(m.emb, next); err != nil {
 		return rep, err
 	}
 	if o.Batch <= 0 {
 		o.Batch = 32
 	}
 	if o.Chunk.Chars <= 0 {
-		o.Chunk = ChunkOptionsFor(next.Model())
+		o.Chunk = chunkembed.OptionsFor(next.Model())
 	}
 	var afterOrg, afterID uuid.UUID
 	for o.Max <= 0 || rep.Embedded+rep.Stale < o.Max {
@@ -95,7 +96,7 @@ func (m *Maintenance) Backfill(ctx context.Context, next embed.Embedder, o Backf
 		if o.Max > 0 {
 			n = min(n, o.Max-rep.Embedded-rep.Stale)
 		}
-		rows, err := s.q.BackfillEntries(ctx, sqlc.BackfillEntriesParams{
+		rows, err := m.q.BackfillEntries(ctx, sqlc.BackfillEntriesParams{
 			AfterOrg: afterOrg, AfterID: afterID, Model: next.Model(), Max: int32(n),
 		})
 		if err != nil {
@@ -110,16 +111,16 @@ func (m *Maintenance) Backfill(ctx context.Context, next embed.Embedder, o Backf
 				return rep, err
 			}
 		}
-		texts := make([]EntryText, len(rows))
+		texts := make([]chunkembed.Entry, len(rows))
 		for i, r := range rows {
-			texts[i] = EntryText{Title: r.Title, Body: r.Body}
+			texts[i] = chunkembed.Entry{Title: r.Title, Body: r.Body}
 		}
-		vecs, err := EmbedEntries(ctx, next, o.Chunk, DefaultMaxInputChars, texts)
+		vecs, err := chunkembed.Embed(ctx, next, o.Chunk, chunkembed.DefaultMaxInputChars, texts)
 		if err != nil {
 			return rep, fmt.Errorf("backfill with %s: %w", next.Model(), err)
 		}
 		for i, r := range rows {
-			wrote, err := s.writeNext(ctx, r, next.Model(), vecs[i])
+			wrote, err := m.writeNext(ctx, r, next.Model(), vecs[i])
 			if err != nil {
 				return rep, err
 			}
@@ -133,20 +134,20 @@ func (m *Maintenance) Backfill(ctx context.Context, next embed.Embedder, o Backf
 	if o.Max > 0 && rep.Embedded+rep.Stale >= o.Max {
 		return rep, nil // more may be left: cut over after a full pass
 	}
-	cut, err := s.cutOver(ctx, SpaceOf(next))
+	cut, err := m.cutOver(ctx, vecspace.Of(next))
 	rep.CutOver = cut
 	return rep, err
 }
 
 // writeNext writes an entry's next-model vectors in one transaction, each
 // only while the entry still has its vector at the generation read.
-func (s *Service) writeNext(ctx context.Context, r sqlc.BackfillEntriesRow, model string, v EntryVectors) (bool, error) {
-	tx, err := s.pool.Begin(ctx)
+func (m *Maintenance) writeNext(ctx context.Context, r sqlc.BackfillEntriesRow, model string, v chunkembed.Vectors) (bool, error) {
+	tx, err := m.data.Scoped().Begin(ctx)
 	if err != nil {
 		return false, data.MapErr(err, "")
 	}
 	defer tx.Rollback(ctx)
-	q := s.q.WithTx(tx)
+	q := m.q.WithTx(tx)
 	for j, sp := range v.Spans {
 		n, err := q.InsertNextChunk(ctx, sqlc.InsertNextChunkParams{
 			OrgID: r.OrgID, EntryID: r.ID, Generation: r.EmbeddingGeneration, EmbeddingModel: model,
@@ -163,20 +164,20 @@ func (s *Service) writeNext(ctx context.Context, r sqlc.BackfillEntriesRow, mode
 }
 
 // cutOver serves every covered org by the next model from now on.
-func (s *Service) cutOver(ctx context.Context, next VectorSpace) ([]uuid.UUID, error) {
-	orgs, err := s.q.OrgsToCutOver(ctx, next.Model)
+func (m *Maintenance) cutOver(ctx context.Context, next vecspace.Space) ([]uuid.UUID, error) {
+	orgs, err := m.q.OrgsToCutOver(ctx, next.Model)
 	if err != nil {
 		return nil, data.MapErr(err, "")
 	}
 	var cut []uuid.UUID
 	for _, org := range orgs {
-		n, err := s.q.CutOverOrg(ctx, sqlc.CutOverOrgParams{OrgID: org, Model: next.Model, Dims: int32(next.Dims)})
+		n, err := m.q.CutOverOrg(ctx, sqlc.CutOverOrgParams{OrgID: org, Model: next.Model, Dims: int32(next.Dims)})
 		if err != nil {
 			return cut, data.MapErr(err, "")
 		}
 		if n == 1 {
 			cut = append(cut, org)
-			s.log().Info("knowledge: org cut over to the next model", "org", org, "model", next.Model, "dimensions", next.Dims)
+			m.log.Info("knowledge: org cut over to the next model", "org", org, "model", next.Model, "dimensions", next.Dims)
 		}
 	}
 	return cut, nil
@@ -192,12 +193,12 @@ type SwitchCoverage struct {
 
 // ModelSwitchCoverage reports every org's progress in the switch to next
 // (it reads every entry: for operators, not for every pass).
-func (s *Service) ModelSwitchCoverage(ctx context.Context, next embed.Embedder) (_ []SwitchCoverage, err error) {
+func (m *Maintenance) ModelSwitchCoverage(ctx context.Context, next embed.Embedder) (_ []SwitchCoverage, err error) {
 	defer data.WrapOp(&err, "knowledge.ModelSwitchCoverage")
 	if next == nil {
 		return nil, errors.New("no model switch is configured (no next model)")
 	}
-	rows, err := s.q.SwitchCoverage(ctx, next.Model())
+	rows, err := m.q.SwitchCoverage(ctx, next.Model())
 	if err != nil {
 		return nil, data.MapErr(err, "")
 	}
@@ -216,12 +217,12 @@ func (s *Service) ModelSwitchCoverage(ctx context.Context, next embed.Embedder) 
 // restarted without a next model): searches are then of next in every
 // org, from the chunks table until an entry is moved, from its row after.
 // It refuses while an org is not cut over, and is safe to run again.
-func (s *Service) FinishModelSwitch(ctx context.Context, next VectorSpace) (moved int64, err error) {
+func (m *Maintenance) FinishModelSwitch(ctx context.Context, next vecspace.Space) (moved int64, err error) {
 	defer data.WrapOp(&err, "knowledge.FinishModelSwitch")
 	if err := next.Validate(); err != nil {
 		return 0, err
 	}
-	cov, err := s.q.SwitchCoverage(ctx, next.Model)
+	cov, err := m.q.SwitchCoverage(ctx, next.Model)
 	if err != nil {
 		return 0, data.MapErr(err, "")
 	}
@@ -233,7 +234,7 @@ func (s *Service) FinishModelSwitch(ctx context.Context, next VectorSpace) (move
 	}
 	for _, c := range cov {
 		for {
-			n, err := s.q.FinishSwitchBatch(ctx, sqlc.FinishSwitchBatchParams{OrgID: c.OrgID, Model: next.Model, Max: 500})
+			n, err := m.q.FinishSwitchBatch(ctx, sqlc.FinishSwitchBatchParams{OrgID: c.OrgID, Model: next.Model, Max: 500})
 			if err != nil {
 				return moved, data.MapErr(err, "")
 			}
@@ -243,7 +244,7 @@ func (s *Service) FinishModelSwitch(ctx context.Context, next VectorSpace) (move
 			moved += n
 		}
 	}
-	if _, err := s.q.ForgetOrgSpaces(ctx, sqlc.ForgetOrgSpacesParams{Model: next.Model, Dims: int32(next.Dims)}); err != nil {
+	if _, err := m.q.ForgetOrgSpaces(ctx, sqlc.ForgetOrgSpacesParams{Model: next.Model, Dims: int32(next.Dims)}); err != nil {
 		return moved, data.MapErr(err, "")
 	}
 	return moved, nil

@@ -1,4 +1,4 @@
-package knowledge
+package maintenance
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
@@ -98,15 +97,14 @@ type AgentCount struct {
 // Stats reads org's statistics (docs/operators.md; latency by org size in
 // docs/benchmarks.md). The org is not checked: callers pass an org that
 // exists (a token's, or one ctl looked up).
-func (s *Service) Stats(ctx context.Context, org uuid.UUID, topTags int) (_ *OrgStats, err error) {
+func (m *Maintenance) Stats(ctx context.Context, org uuid.UUID, topTags int) (_ *OrgStats, err error) {
 	defer data.WrapOp(&err, "knowledge.Stats")
-	ctx = db.WithOrg(ctx, org)
 	if topTags <= 0 {
 		topTags = 10
 	}
 	start := time.Now() // wall time: ElapsedMs measures the call, whatever the service's clock
 	st := &OrgStats{OrgID: org}
-	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	err = pgx.BeginTxFunc(ctx, m.data.Scoped(), pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		q := sqlc.New(tx)
 		if err := q.StatsConfig(ctx); err != nil {
 			return err
@@ -260,14 +258,17 @@ func (st *OrgStats) addTenancy(ctx context.Context, tx pgx.Tx, org uuid.UUID) er
 	return nil
 }
 
-// compactCounts is Maintenance.CompactCounts; Purge and Import call it too.
-func (s *Service) compactCounts(ctx context.Context, batch int) (int64, error) {
+// CompactCounts is Maintenance.CompactCounts on d, its errors mapped but
+// not wrapped: Upkeep calls it, and so do a purge and an import (erasure,
+// transfer), whose own operation names their errors.
+func CompactCounts(ctx context.Context, d *data.DB, batch int) (int64, error) {
 	if batch <= 0 {
 		batch = 10_000
 	}
+	q := d.Q()
 	var total int64
 	for {
-		n, err := s.q.CompactCounts(ctx, int32(batch))
+		n, err := q.CompactCounts(ctx, int32(batch))
 		if err != nil {
 			return total, data.MapErr(err, "")
 		}
@@ -278,7 +279,7 @@ func (s *Service) compactCounts(ctx context.Context, batch int) (int64, error) {
 	}
 	// A counter at zero names a key nothing carries any more; when the key
 	// is a tag, that is content an erasure must not leave behind.
-	if _, err := s.q.DeleteZeroCounts(ctx); err != nil {
+	if _, err := q.DeleteZeroCounts(ctx); err != nil {
 		return total, data.MapErr(err, "")
 	}
 	return total, nil
