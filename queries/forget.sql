@@ -27,6 +27,6 @@ WHERE org_id = @org_id AND created_by_agent_id = @agent_id AND client_token = @c
 
 -- name: ExistingAmong :many
 -- The ids among @ids that are entries of the org now: a replayed store
--- answer names no erased entry (packages/knowledge/idempotence.go).
+-- answer names no erased entry (packages/knowledge/entries/idempotence.go).
 SELECT id FROM knowledge
 WHERE org_id = @org_id AND id = ANY(@ids::uuid[]);

@@ -97,7 +97,7 @@ WHERE l.org_id = @org_id AND l.task_id = @task_id
 ORDER BY l.created_at, l.knowledge_id, l.kind;
 
 -- name: LockOrgSupersessions :exec
--- Serialises the supersessions of one org (see supersede.go for why).
+-- Serialises the supersessions of one org (see entries/supersede.go for why).
 SELECT pg_advisory_xact_lock(hashtext('knowledge.supersede'), hashtext(@org_id::text));
 
 -- name: LockEntries :many
@@ -224,7 +224,7 @@ LIMIT @max_rows::int;
 
 -- name: SimilarConfig :exec
 -- Sent in the same batch (one implicit transaction) as the duplicate check
--- (packages/knowledge/similar.go): its shape pins its plan, so the plan is
+-- (packages/knowledge/entries/similar.go): its shape pins its plan, so the plan is
 -- built once per connection instead of once per store (about 2.7 ms of
 -- planning for a 1 ms statement), no sequential scan (the keys' GIN
 -- index is the only way to the entries sharing a key, whatever the

@@ -15,6 +15,7 @@ import (
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
+	"github.com/agentfleet/orchestrator/packages/knowledge/entries"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/docsplit"
 )
@@ -93,7 +94,7 @@ func (s *Service) storeDocument(ctx context.Context, c domain.Caller, in domain.
 		}
 	}
 	res, jobs, err := s.writeDocument(ctx, c, a, p)
-	if err == errTokenTaken {
+	if err == entries.ErrTokenTaken {
 		res, err = s.replayDocument(ctx, c, a)
 		if err == nil && res == nil {
 			err = &errs.Error{Code: errs.CodeConflict, Field: "clientToken", Retryable: true,

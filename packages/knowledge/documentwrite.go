@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
+	"github.com/agentfleet/orchestrator/packages/knowledge/entries"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/simkeys"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
@@ -95,7 +96,7 @@ type docTx struct {
 
 // writeDocument runs the store's transaction (again after a deadlock or
 // serialisation failure) and returns the answer and the embedding jobs of
-// the entries it wrote. errTokenTaken: another call with the clientToken
+// the entries it wrote. entries.ErrTokenTaken: another call with the clientToken
 // committed first.
 func (s *Service) writeDocument(ctx context.Context, c domain.Caller, a *documentArgs, p *documentPlan) (*domain.DocumentResult, []domain.EmbeddingJob, error) {
 	var t *docTx
@@ -202,7 +203,7 @@ func (t *docTx) token(ctx context.Context, doc uuid.UUID) error {
 		return err
 	}
 	if n == 0 {
-		return errTokenTaken
+		return entries.ErrTokenTaken
 	}
 	return nil
 }
@@ -442,7 +443,7 @@ func (s *Service) enqueueAll(ctx context.Context, jobs []domain.EmbeddingJob) {
 	for range min(parallel, len(jobs)) {
 		wg.Go(func() {
 			for j := range next {
-				s.enqueue(ctx, j)
+				s.entries.Enqueue(ctx, j)
 			}
 		})
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/idem"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/tombstone"
 )
 
 // Forget erases one entry of the caller's org at once and leaves a
@@ -95,7 +96,7 @@ func (s *Service) forgetIn(ctx context.Context, tx pgx.Tx, c domain.Caller, id u
 		return nil, nil, err
 	}
 	if len(rows) == 0 {
-		t, err := s.tombstoneFor(ctx, q, c, id)
+		t, err := tombstone.For(ctx, q, c, id)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -142,7 +143,7 @@ func writeTombstones(ctx context.Context, q *sqlc.Queries, c domain.Caller, id u
 			t = ts
 		}
 	}
-	return tombstone(t), nil
+	return tombstone.Of(t), nil
 }
 
 // forgetStoreAnswers deletes every store answer recorded in Redis (kept

@@ -13,6 +13,7 @@ import (
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
+	"github.com/agentfleet/orchestrator/packages/knowledge/entries"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/knowledge/maintenance"
@@ -77,7 +78,7 @@ type Config struct {
 	// Chunk is how the embeddings worker cuts bodies (the MCP server must
 	// cut alike): a store whose text is one chunk writes the vector its
 	// duplicate check made as the entry's own, so the worker has nothing
-	// left to embed (similar.go). Default: ChunkOptionsFor(Embedder.Model()).
+	// left to embed (entries/similar.go). Default: ChunkOptionsFor(Embedder.Model()).
 	Chunk ChunkOptions
 	// MaxStagedBytes bounds what an org's open uploads in parts may
 	// reserve (their totalBytes; uploads.go): a start past it is refused.
@@ -95,7 +96,7 @@ type TestingKnobs struct {
 	// when it has not (one connection at a time under load); both give the
 	// same answer.
 	SerialSearch bool
-	// SkipSimilar turns off store's duplicate check (similar.go), to
+	// SkipSimilar turns off store's duplicate check (entries/similar.go), to
 	// compare a store with and without it. Stores then answer similar: [].
 	SkipSimilar bool
 	// UnboundedPostings reads every posting of every query term (no
@@ -103,7 +104,7 @@ type TestingKnobs struct {
 	// the bounded read with.
 	UnboundedPostings bool
 	// SimilarBudget replaces the bound of each statement of the duplicate
-	// check (similarBudget, similar.go; 0: that bound). Tests that assert
+	// check (similarBudget, entries/similar.go; 0: that bound). Tests that assert
 	// what the check finds set it far above any load's latency, so that a
 	// loaded machine cannot turn their answer into "no check"; a test of
 	// the bound itself sets it below any statement's.
@@ -137,6 +138,7 @@ type Service struct {
 	search    *search.Searcher // search, lists, completions, and the next model's (package search)
 	relations *relations.Relations
 	maint     *maintenance.Maintenance // the operators' calls on what maintenance keeps
+	entries   *entries.Entries         // store, supersede, correct, get, task links (package entries)
 }
 
 // New returns a Service on pool. The pool must come from db.Open, which
@@ -157,9 +159,6 @@ func New(pool *pgxpool.Pool, opts Options) *Service {
 	if opts.QueryEmbedBudget <= 0 {
 		opts.QueryEmbedBudget = DefaultQueryEmbedBudget
 	}
-	if opts.Testing.SimilarBudget <= 0 {
-		opts.Testing.SimilarBudget = similarBudget
-	}
 	opts.TextSearchConfig = cmp.Or(opts.TextSearchConfig, DefaultTextSearchConfig)
 	if opts.Chunk.Chars <= 0 {
 		opts.Chunk = ChunkOptionsFor(opts.Embedder.Model())
@@ -174,6 +173,10 @@ func New(pool *pgxpool.Pool, opts Options) *Service {
 		}),
 		relations: relations.New(d, relations.Options{Now: opts.Now})}
 	s.maint = NewMaintenance(s, MaintenanceConfig{})
+	s.entries = entries.New(d, entries.Options{Search: s.search, Relations: s.relations,
+		Enqueuer: opts.Enqueuer, Redis: opts.Redis, Logger: opts.Logger, Now: opts.Now,
+		Chunk: opts.Chunk, TextSearchConfig: opts.TextSearchConfig,
+		SkipSimilar: opts.Testing.SkipSimilar, SimilarBudget: opts.Testing.SimilarBudget})
 	return s
 }
 
@@ -185,18 +188,3 @@ func (s *Service) scope(ctx context.Context, org uuid.UUID) context.Context {
 }
 
 func (s *Service) log() *slog.Logger { return s.opts.Logger }
-
-// enqueue hands a committed entry to the embeddings pipeline. It runs after
-// commit, detached from the caller's cancellation; a failure is only logged
-// because the entry's pending status is the outbox the reconciler re-reads.
-func (s *Service) enqueue(ctx context.Context, job domain.EmbeddingJob) {
-	if s.opts.Enqueuer == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := s.opts.Enqueuer.EnqueueEmbedding(ctx, job); err != nil {
-		s.log().Warn("knowledge: enqueue embedding failed; the reconciler will retry",
-			"org", job.OrgID, "entry", job.EntryID, "generation", job.Generation, "err", err)
-	}
-}

@@ -50,7 +50,7 @@ type StoreInput struct {
 	ClientToken *uuid.UUID // idempotence key
 	// IfSimilar says what to do when an existing entry looks like the
 	// same knowledge: IfSimilarStore (the default, also ""), or
-	// IfSimilarSkip: store nothing and answer that entry (similar.go,
+	// IfSimilarSkip: store nothing and answer that entry (entries/similar.go,
 	// SkipThreshold).
 	IfSimilar string
 	// Source says where the knowledge came from (a URL, a path, a ticket
@@ -87,11 +87,11 @@ type StoreResult struct {
 	Kind     string         `json:"kind"`
 	Metadata map[string]any `json:"metadata,omitempty"`
 	// Similar lists up to MaxSimilar existing head entries of the org that
-	// look like the same knowledge (similar.go); empty when none, or when
+	// look like the same knowledge (entries/similar.go); empty when none, or when
 	// the check could not run within its budget (the store is never held
 	// up or failed by it).
 	Similar []Similar `json:"similar"`
-	// SimilarCheck says how the duplicate check was made (similar.go):
+	// SimilarCheck says how the duplicate check was made (entries/similar.go):
 	// SimilarCheckWordsMeaning, SimilarCheckWords (the new text had no
 	// vector in time: past the embed budget, the embedder down, or an
 	// unsupported width), SimilarCheckMeaning (the word check failed) or

@@ -23,7 +23,7 @@ type ExistingAmongParams struct {
 }
 
 // The ids among @ids that are entries of the org now: a replayed store
-// answer names no erased entry (packages/knowledge/idempotence.go).
+// answer names no erased entry (packages/knowledge/entries/idempotence.go).
 func (q *Queries) ExistingAmong(ctx context.Context, arg ExistingAmongParams) ([]uuid.UUID, error) {
 	rows, err := q.db.Query(ctx, existingAmong, arg.OrgID, arg.Ids)
 	if err != nil {

@@ -894,7 +894,7 @@ const lockOrgSupersessions = `-- name: LockOrgSupersessions :exec
 SELECT pg_advisory_xact_lock(hashtext('knowledge.supersede'), hashtext($1::text))
 `
 
-// Serialises the supersessions of one org (see supersede.go for why).
+// Serialises the supersessions of one org (see entries/supersede.go for why).
 func (q *Queries) LockOrgSupersessions(ctx context.Context, orgID string) error {
 	_, err := q.db.Exec(ctx, lockOrgSupersessions, orgID)
 	return err
@@ -1031,7 +1031,7 @@ SELECT set_config('plan_cache_mode', CASE WHEN current_setting('citus.version', 
 `
 
 // Sent in the same batch (one implicit transaction) as the duplicate check
-// (packages/knowledge/similar.go): its shape pins its plan, so the plan is
+// (packages/knowledge/entries/similar.go): its shape pins its plan, so the plan is
 // built once per connection instead of once per store (about 2.7 ms of
 // planning for a 1 ms statement), no sequential scan (the keys' GIN
 // index is the only way to the entries sharing a key, whatever the

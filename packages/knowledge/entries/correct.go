@@ -1,4 +1,4 @@
-package knowledge
+package entries
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
@@ -21,9 +20,8 @@ import (
 // quota, a bad task) nothing is stored. The replacement's rules are
 // Store's, its errors name "replacement.<argument>". With a client token a
 // retry answers the first result (Stored.Replayed, AlreadySuperseded).
-func (s *Service) Correct(ctx context.Context, c domain.Caller, oldID uuid.UUID, replacement domain.StoreInput) (_ *domain.CorrectResult, err error) {
+func (s *Entries) Correct(ctx context.Context, c domain.Caller, oldID uuid.UUID, replacement domain.StoreInput) (_ *domain.CorrectResult, err error) {
 	defer data.WrapOp(&err, "knowledge.Correct")
-	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := domain.CheckCaller(c, true); err != nil {
 		return nil, err
 	}
@@ -71,7 +69,7 @@ func (s *Service) Correct(ctx context.Context, c domain.Caller, oldID uuid.UUID,
 		res, gen = &domain.CorrectResult{SupersedeResult: *sup, Stored: st}, g
 		return nil
 	})
-	if errors.Is(err, errTokenTaken) { // a concurrent twin committed first
+	if errors.Is(err, ErrTokenTaken) { // a concurrent twin committed first
 		prev, err := s.replayFromDB(ctx, c, a)
 		if err != nil {
 			return nil, InReplacement(err)
@@ -81,14 +79,14 @@ func (s *Service) Correct(ctx context.Context, c domain.Caller, oldID uuid.UUID,
 	if err != nil {
 		return nil, data.MapErr(err, "")
 	}
-	s.enqueue(ctx, domain.EmbeddingJob{OrgID: c.OrgID, EntryID: res.Stored.ID, Generation: gen})
+	s.Enqueue(ctx, domain.EmbeddingJob{OrgID: c.OrgID, EntryID: res.Stored.ID, Generation: gen})
 	return res, nil
 }
 
 // correctReplay answers a retried correction: the entry the client token
 // made, and the supersession as it stands (AlreadySuperseded when the
 // first call made it, as it did in the same transaction).
-func (s *Service) correctReplay(ctx context.Context, c domain.Caller, oldID uuid.UUID, prev *domain.StoreResult) (*domain.CorrectResult, error) {
+func (s *Entries) correctReplay(ctx context.Context, c domain.Caller, oldID uuid.UUID, prev *domain.StoreResult) (*domain.CorrectResult, error) {
 	sup, err := s.Supersede(ctx, c, oldID, prev.ID)
 	if err != nil {
 		return nil, err

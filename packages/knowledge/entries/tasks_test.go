@@ -1,4 +1,4 @@
-package knowledge_test
+package entries_test
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentfleet/orchestrator/packages/errs"
-	"github.com/agentfleet/orchestrator/packages/knowledge"
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 )
 
 func TestTaskLinks(t *testing.T) {
@@ -17,17 +17,17 @@ func TestTaskLinks(t *testing.T) {
 	a := b.store(t, b.alice, "a", "a")
 	c := b.store(t, b.alice, "c", "c")
 	foreign := b.store(t, b.eve, "f", "f")
-	runner := knowledge.Caller{OrgID: b.org} // a task runner without an agent
+	runner := domain.Caller{OrgID: b.org} // a task runner without an agent
 
-	l1, err := b.svc.LinkTask(b.ctx, runner, a, knowledge.TaskRef{TaskID: task, Kind: knowledge.LinkReferences})
+	l1, err := b.svc.LinkTask(b.ctx, runner, a, domain.TaskRef{TaskID: task, Kind: domain.LinkReferences})
 	if err != nil {
 		t.Fatal(err)
 	}
-	l2, err := b.svc.LinkTask(b.ctx, b.alice, a, knowledge.TaskRef{TaskID: task, Kind: knowledge.LinkReferences})
+	l2, err := b.svc.LinkTask(b.ctx, b.alice, a, domain.TaskRef{TaskID: task, Kind: domain.LinkReferences})
 	if err != nil || *l2 != *l1 {
 		t.Fatalf("a duplicate link is idempotent: %+v %+v %v", l1, l2, err)
 	}
-	if _, err := b.svc.LinkTask(b.ctx, b.alice, c, knowledge.TaskRef{TaskID: task, Kind: knowledge.LinkProduced}); err != nil {
+	if _, err := b.svc.LinkTask(b.ctx, b.alice, c, domain.TaskRef{TaskID: task, Kind: domain.LinkProduced}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.svc.Supersede(b.ctx, b.alice, a, c); err != nil {
@@ -41,7 +41,7 @@ func TestTaskLinks(t *testing.T) {
 	if !all[0].Superseded || *all[0].HeadID != c {
 		t.Fatalf("superseded linked entry must name its head: %+v", all[0])
 	}
-	prod, err := b.svc.TaskKnowledge(b.ctx, runner, task, knowledge.LinkProduced)
+	prod, err := b.svc.TaskKnowledge(b.ctx, runner, task, domain.LinkProduced)
 	if err != nil || len(prod) != 1 || prod[0].ID != c {
 		t.Fatalf("%+v %v", prod, err)
 	}
@@ -51,13 +51,13 @@ func TestTaskLinks(t *testing.T) {
 	}
 
 	// Bad input and org isolation.
-	_, err = b.svc.LinkTask(b.ctx, runner, a, knowledge.TaskRef{TaskID: task, Kind: "made"})
+	_, err = b.svc.LinkTask(b.ctx, runner, a, domain.TaskRef{TaskID: task, Kind: "made"})
 	wantCode(t, err, errs.CodeInvalidArgument, "taskRef.kind")
-	_, err = b.svc.LinkTask(b.ctx, runner, uuid.Nil, knowledge.TaskRef{TaskID: task, Kind: knowledge.LinkProduced})
+	_, err = b.svc.LinkTask(b.ctx, runner, uuid.Nil, domain.TaskRef{TaskID: task, Kind: domain.LinkProduced})
 	wantCode(t, err, errs.CodeInvalidArgument, "knowledgeId")
-	_, err = b.svc.LinkTask(b.ctx, runner, a, knowledge.TaskRef{TaskID: foreignTask, Kind: knowledge.LinkProduced})
+	_, err = b.svc.LinkTask(b.ctx, runner, a, domain.TaskRef{TaskID: foreignTask, Kind: domain.LinkProduced})
 	wantCode(t, err, errs.CodeNotFound, "taskRef.taskId")
-	_, err = b.svc.LinkTask(b.ctx, runner, foreign, knowledge.TaskRef{TaskID: task, Kind: knowledge.LinkProduced})
+	_, err = b.svc.LinkTask(b.ctx, runner, foreign, domain.TaskRef{TaskID: task, Kind: domain.LinkProduced})
 	wantCode(t, err, errs.CodeNotFound, "knowledgeId")
 	_, err = b.svc.TaskKnowledge(b.ctx, runner, foreignTask, "")
 	wantCode(t, err, errs.CodeNotFound, "taskId")

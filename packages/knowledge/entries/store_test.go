@@ -1,4 +1,4 @@
-package knowledge_test
+package entries_test
 
 import (
 	"context"
@@ -12,15 +12,16 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentfleet/orchestrator/packages/errs"
-	"github.com/agentfleet/orchestrator/packages/knowledge"
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/idem"
 )
 
 func TestStoreValidation(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	task := b.mkTask(t, b.org)
-	ok := knowledge.StoreInput{Title: "t", Body: "b"}
-	with := func(f func(*knowledge.StoreInput)) knowledge.StoreInput {
+	ok := domain.StoreInput{Title: "t", Body: "b"}
+	with := func(f func(*domain.StoreInput)) domain.StoreInput {
 		in := ok
 		f(&in)
 		return in
@@ -31,39 +32,39 @@ func TestStoreValidation(t *testing.T) {
 	}
 	cases := []struct {
 		name  string
-		in    knowledge.StoreInput
+		in    domain.StoreInput
 		field string
 	}{
-		{"empty title", with(func(in *knowledge.StoreInput) { in.Title = "" }), "title"},
-		{"blank title", with(func(in *knowledge.StoreInput) { in.Title = " \t\n" }), "title"},
-		{"title 201 chars", with(func(in *knowledge.StoreInput) { in.Title = strings.Repeat("é", 201) }), "title"},
-		{"title NUL", with(func(in *knowledge.StoreInput) { in.Title = "a\x00b" }), "title"},
-		{"title bad UTF-8", with(func(in *knowledge.StoreInput) { in.Title = "a\xffb" }), "title"},
-		{"empty body", with(func(in *knowledge.StoreInput) { in.Body = "" }), "body"},
-		{"body 32001 chars", with(func(in *knowledge.StoreInput) { in.Body = strings.Repeat("ж", 32001) }), "body"},
-		{"body NUL", with(func(in *knowledge.StoreInput) { in.Body = "\x00" }), "body"},
-		{"17 tags", with(func(in *knowledge.StoreInput) { in.Tags = seventeen }), "tags"},
-		{"tag not kebab", with(func(in *knowledge.StoreInput) { in.Tags = []string{"ok", "fine", "go", "c++"} }), "tags[3]"},
-		{"tag empty", with(func(in *knowledge.StoreInput) { in.Tags = []string{"  "} }), "tags[0]"},
-		{"tag only dashes", with(func(in *knowledge.StoreInput) { in.Tags = []string{"a", "--"} }), "tags[1]"},
-		{"tag trailing dash", with(func(in *knowledge.StoreInput) { in.Tags = []string{"abc_"} }), "tags[0]"},
-		{"tag 65 chars", with(func(in *knowledge.StoreInput) { in.Tags = []string{strings.Repeat("a", 65)} }), "tags[0]"},
-		{"tag non-ascii", with(func(in *knowledge.StoreInput) { in.Tags = []string{"café"} }), "tags[0]"},
-		{"tag bad UTF-8", with(func(in *knowledge.StoreInput) { in.Tags = []string{"\xff"} }), "tags[0]"},
-		{"confidence -1", with(func(in *knowledge.StoreInput) { in.Confidence = ptr(-1) }), "confidence"},
-		{"confidence 101", with(func(in *knowledge.StoreInput) { in.Confidence = ptr(101) }), "confidence"},
-		{"expiresAt now", with(func(in *knowledge.StoreInput) { in.ExpiresAt = ptr(time.Now().Add(-time.Millisecond)) }), "expiresAt"},
-		{"expiresAt past", with(func(in *knowledge.StoreInput) { in.ExpiresAt = ptr(time.Now().Add(-time.Hour)) }), "expiresAt"},
-		{"taskRef no task", with(func(in *knowledge.StoreInput) {
-			in.TaskRef = &knowledge.TaskRef{Kind: knowledge.LinkProduced}
+		{"empty title", with(func(in *domain.StoreInput) { in.Title = "" }), "title"},
+		{"blank title", with(func(in *domain.StoreInput) { in.Title = " \t\n" }), "title"},
+		{"title 201 chars", with(func(in *domain.StoreInput) { in.Title = strings.Repeat("é", 201) }), "title"},
+		{"title NUL", with(func(in *domain.StoreInput) { in.Title = "a\x00b" }), "title"},
+		{"title bad UTF-8", with(func(in *domain.StoreInput) { in.Title = "a\xffb" }), "title"},
+		{"empty body", with(func(in *domain.StoreInput) { in.Body = "" }), "body"},
+		{"body 32001 chars", with(func(in *domain.StoreInput) { in.Body = strings.Repeat("ж", 32001) }), "body"},
+		{"body NUL", with(func(in *domain.StoreInput) { in.Body = "\x00" }), "body"},
+		{"17 tags", with(func(in *domain.StoreInput) { in.Tags = seventeen }), "tags"},
+		{"tag not kebab", with(func(in *domain.StoreInput) { in.Tags = []string{"ok", "fine", "go", "c++"} }), "tags[3]"},
+		{"tag empty", with(func(in *domain.StoreInput) { in.Tags = []string{"  "} }), "tags[0]"},
+		{"tag only dashes", with(func(in *domain.StoreInput) { in.Tags = []string{"a", "--"} }), "tags[1]"},
+		{"tag trailing dash", with(func(in *domain.StoreInput) { in.Tags = []string{"abc_"} }), "tags[0]"},
+		{"tag 65 chars", with(func(in *domain.StoreInput) { in.Tags = []string{strings.Repeat("a", 65)} }), "tags[0]"},
+		{"tag non-ascii", with(func(in *domain.StoreInput) { in.Tags = []string{"café"} }), "tags[0]"},
+		{"tag bad UTF-8", with(func(in *domain.StoreInput) { in.Tags = []string{"\xff"} }), "tags[0]"},
+		{"confidence -1", with(func(in *domain.StoreInput) { in.Confidence = ptr(-1) }), "confidence"},
+		{"confidence 101", with(func(in *domain.StoreInput) { in.Confidence = ptr(101) }), "confidence"},
+		{"expiresAt now", with(func(in *domain.StoreInput) { in.ExpiresAt = ptr(time.Now().Add(-time.Millisecond)) }), "expiresAt"},
+		{"expiresAt past", with(func(in *domain.StoreInput) { in.ExpiresAt = ptr(time.Now().Add(-time.Hour)) }), "expiresAt"},
+		{"taskRef no task", with(func(in *domain.StoreInput) {
+			in.TaskRef = &domain.TaskRef{Kind: domain.LinkProduced}
 		}), "taskRef.taskId"},
-		{"taskRef bad kind", with(func(in *knowledge.StoreInput) {
-			in.TaskRef = &knowledge.TaskRef{TaskID: task, Kind: "made"}
+		{"taskRef bad kind", with(func(in *domain.StoreInput) {
+			in.TaskRef = &domain.TaskRef{TaskID: task, Kind: "made"}
 		}), "taskRef.kind"},
-		{"taskRef no kind", with(func(in *knowledge.StoreInput) {
-			in.TaskRef = &knowledge.TaskRef{TaskID: task}
+		{"taskRef no kind", with(func(in *domain.StoreInput) {
+			in.TaskRef = &domain.TaskRef{TaskID: task}
 		}), "taskRef.kind"},
-		{"nil clientToken", with(func(in *knowledge.StoreInput) { in.ClientToken = ptr(uuid.Nil) }), "clientToken"},
+		{"nil clientToken", with(func(in *domain.StoreInput) { in.ClientToken = ptr(uuid.Nil) }), "clientToken"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -80,7 +81,7 @@ func TestStoreValidation(t *testing.T) {
 	if n := b.count(t, "SELECT count(*) FROM org_quotas"); n != 0 {
 		t.Fatalf("bad input touched the quota")
 	}
-	if _, err := b.svc.Store(b.ctx, knowledge.Caller{OrgID: b.org}, ok); errs.CodeOf(err) != errs.CodeInvalidArgument {
+	if _, err := b.svc.Store(b.ctx, domain.Caller{OrgID: b.org}, ok); errs.CodeOf(err) != errs.CodeInvalidArgument {
 		t.Fatalf("a caller without agent must be refused, got %v", err)
 	}
 }
@@ -89,7 +90,7 @@ func TestStoreLimitsCountCharacters(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	// 200 two-byte characters are 400 bytes: allowed, the limit is in characters.
-	in := knowledge.StoreInput{Title: strings.Repeat("é", 200), Body: strings.Repeat("😀", 32000),
+	in := domain.StoreInput{Title: strings.Repeat("é", 200), Body: strings.Repeat("😀", 32000),
 		Tags: []string{strings.Repeat("a", 64)}, Confidence: ptr(0)}
 	r, err := b.svc.Store(b.ctx, b.alice, in)
 	if err != nil {
@@ -105,25 +106,25 @@ func TestStoreAndGet(t *testing.T) {
 	b := setup(t)
 	task := b.mkTask(t, b.org)
 	exp := time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)
-	r, err := b.svc.Store(b.ctx, b.alice, knowledge.StoreInput{
+	r, err := b.svc.Store(b.ctx, b.alice, domain.StoreInput{
 		Title: "Pool exhaustion", Body: "pgxpool waits when MaxConns is reached",
 		Tags:      []string{" Go_Lang ", "PGX  pool", "go-lang", "a__b--c"},
-		ExpiresAt: &exp, TaskRef: &knowledge.TaskRef{TaskID: task, Kind: knowledge.LinkProduced},
+		ExpiresAt: &exp, TaskRef: &domain.TaskRef{TaskID: task, Kind: domain.LinkProduced},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.EmbeddingStatus != knowledge.EmbeddingPending || r.Confidence != 80 || r.Replayed {
+	if r.EmbeddingStatus != domain.EmbeddingPending || r.Confidence != 80 || r.Replayed {
 		t.Fatalf("answer: %+v", r)
 	}
 	if got := strings.Join(r.Tags, ","); got != "go-lang,pgx-pool,a-b-c" {
 		t.Fatalf("tags normalised to %q", got)
 	}
-	if r.TaskLink == nil || r.TaskLink.TaskID != task || r.TaskLink.Kind != knowledge.LinkProduced {
+	if r.TaskLink == nil || r.TaskLink.TaskID != task || r.TaskLink.Kind != domain.LinkProduced {
 		t.Fatalf("task link: %+v", r.TaskLink)
 	}
 	jobs := b.enq.all()
-	if len(jobs) != 1 || jobs[0] != (knowledge.EmbeddingJob{OrgID: b.org, EntryID: r.ID, Generation: 1}) {
+	if len(jobs) != 1 || jobs[0] != (domain.EmbeddingJob{OrgID: b.org, EntryID: r.ID, Generation: 1}) {
 		t.Fatalf("enqueued %+v", jobs)
 	}
 	e, err := b.svc.Get(b.ctx, b.bob, r.ID)
@@ -146,8 +147,8 @@ func TestStoreUnknownTaskWritesNothing(t *testing.T) {
 	b := setup(t)
 	foreign := b.mkTask(t, b.other)
 	for _, id := range []uuid.UUID{uuid.New(), foreign} {
-		_, err := b.svc.Store(b.ctx, b.alice, knowledge.StoreInput{Title: "t", Body: "b",
-			TaskRef: &knowledge.TaskRef{TaskID: id, Kind: knowledge.LinkReferences}})
+		_, err := b.svc.Store(b.ctx, b.alice, domain.StoreInput{Title: "t", Body: "b",
+			TaskRef: &domain.TaskRef{TaskID: id, Kind: domain.LinkReferences}})
 		wantCode(t, err, errs.CodeNotFound, "taskRef.taskId")
 	}
 	if n := b.entries(t); n != 0 {
@@ -165,7 +166,7 @@ func TestStoreEnqueueFailureIsNotAnError(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.enq.fail = true
-	if _, err := b.svc.Store(b.ctx, b.alice, knowledge.StoreInput{Title: "t", Body: "b"}); err != nil {
+	if _, err := b.svc.Store(b.ctx, b.alice, domain.StoreInput{Title: "t", Body: "b"}); err != nil {
 		t.Fatalf("an enqueue failure must only be logged: %v", err)
 	}
 	if n := b.count(t, "SELECT count(*) FROM knowledge WHERE embedding_status = 'pending'"); n != 1 {
@@ -178,13 +179,13 @@ func TestStoreQuota(t *testing.T) {
 	b := setup(t)
 	b.setQuota(t, b.org, 1)
 	b.store(t, b.alice, "one", "body")
-	_, err := b.svc.Store(b.ctx, b.alice, knowledge.StoreInput{Title: "two", Body: "body"})
+	_, err := b.svc.Store(b.ctx, b.alice, domain.StoreInput{Title: "two", Body: "body"})
 	wantCode(t, err, errs.CodeQuotaExceeded, "")
 	if n := b.entries(t); n != 1 {
 		t.Fatalf("%d entries", n)
 	}
 	// Other orgs are not affected.
-	if _, err := b.svc.Store(b.ctx, b.eve, knowledge.StoreInput{Title: "two", Body: "body"}); err != nil {
+	if _, err := b.svc.Store(b.ctx, b.eve, domain.StoreInput{Title: "two", Body: "body"}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -204,7 +205,7 @@ func TestStoreQuotaRace(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := b.svc.Store(b.ctx, b.alice, knowledge.StoreInput{Title: "t", Body: strings.Repeat("b", i+1)})
+			_, err := b.svc.Store(b.ctx, b.alice, domain.StoreInput{Title: "t", Body: strings.Repeat("b", i+1)})
 			mu.Lock()
 			defer mu.Unlock()
 			switch errs.CodeOf(err) {
@@ -234,13 +235,13 @@ func TestIdempotentReplay(t *testing.T) {
 	b := setup(t)
 	task := b.mkTask(t, b.org)
 	tok := uuid.New()
-	in := knowledge.StoreInput{Title: "t", Body: "b", Tags: []string{"X"}, ClientToken: &tok,
-		ExpiresAt: ptr(time.Now().Add(time.Hour)), TaskRef: &knowledge.TaskRef{TaskID: task, Kind: knowledge.LinkReferences}}
+	in := domain.StoreInput{Title: "t", Body: "b", Tags: []string{"X"}, ClientToken: &tok,
+		ExpiresAt: ptr(time.Now().Add(time.Hour)), TaskRef: &domain.TaskRef{TaskID: task, Kind: domain.LinkReferences}}
 	first, err := b.svc.Store(b.ctx, b.alice, in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ttl := b.redis.Client.TTL(b.ctx, knowledge.IdempotenceKey(b.org, b.alice.AgentID, tok)).Val(); ttl <= 50*time.Second || ttl > 60*time.Second {
+	if ttl := b.redis.Client.TTL(b.ctx, idem.Key(b.org, b.alice.AgentID, tok)).Val(); ttl <= 50*time.Second || ttl > 60*time.Second {
 		t.Fatalf("answer kept for %v, want 60 s", ttl)
 	}
 	again, err := b.svc.Store(b.ctx, b.alice, in)
@@ -256,7 +257,7 @@ func TestIdempotentReplay(t *testing.T) {
 	_, err = b.svc.Store(b.ctx, b.alice, other)
 	wantCode(t, err, errs.CodeInvalidArgument, "clientToken")
 	// The same token of another agent is another key.
-	if r, err := b.svc.Store(b.ctx, b.bob, knowledge.StoreInput{Title: "t", Body: "b", ClientToken: &tok}); err != nil || r.Replayed {
+	if r, err := b.svc.Store(b.ctx, b.bob, domain.StoreInput{Title: "t", Body: "b", ClientToken: &tok}); err != nil || r.Replayed {
 		t.Fatalf("bob's token is his own: %+v %v", r, err)
 	}
 	// Redis lost its keys: Postgres still answers the replay, and still
@@ -281,8 +282,8 @@ func TestIdempotenceFailedStoreReleasesToken(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	tok := uuid.New()
-	in := knowledge.StoreInput{Title: "t", Body: "b", ClientToken: &tok,
-		TaskRef: &knowledge.TaskRef{TaskID: uuid.New(), Kind: knowledge.LinkReferences}}
+	in := domain.StoreInput{Title: "t", Body: "b", ClientToken: &tok,
+		TaskRef: &domain.TaskRef{TaskID: uuid.New(), Kind: domain.LinkReferences}}
 	_, err := b.svc.Store(b.ctx, b.alice, in)
 	wantCode(t, err, errs.CodeNotFound, "taskRef.taskId")
 	// The token is free again: a corrected call with it succeeds.
@@ -299,7 +300,7 @@ func TestIdempotenceConcurrent(t *testing.T) {
 	for _, withRedis := range []bool{true, false} {
 		t.Run(map[bool]string{true: "redis", false: "postgres-only"}[withRedis], func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, func(o *knowledge.Options) {
+			b := setup(t, func(o *testOptions) {
 				if !withRedis {
 					o.Redis = nil
 				}
@@ -318,7 +319,7 @@ func TestIdempotenceConcurrent(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					<-start
-					r, err := b.svc.Store(b.ctx, b.alice, knowledge.StoreInput{Title: "same", Body: "same", ClientToken: &tok})
+					r, err := b.svc.Store(b.ctx, b.alice, domain.StoreInput{Title: "same", Body: "same", ClientToken: &tok})
 					mu.Lock()
 					defer mu.Unlock()
 					var ke *errs.Error
@@ -352,9 +353,9 @@ func TestIdempotenceRedisDown(t *testing.T) {
 	t.Parallel()
 	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
 	t.Cleanup(func() { down.Close() })
-	b := setup(t, func(o *knowledge.Options) { o.Redis = down })
+	b := setup(t, func(o *testOptions) { o.Redis = down })
 	tok := uuid.New()
-	in := knowledge.StoreInput{Title: "t", Body: "b", ClientToken: &tok}
+	in := domain.StoreInput{Title: "t", Body: "b", ClientToken: &tok}
 	first, err := b.svc.Store(b.ctx, b.alice, in)
 	if err != nil {
 		t.Fatalf("Redis down must not fail a store: %v", err)
@@ -377,12 +378,12 @@ func TestIdempotenceMarkerOfACommittedStore(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	tok := uuid.New()
-	in := knowledge.StoreInput{Title: "t", Body: "b", ClientToken: &tok}
+	in := domain.StoreInput{Title: "t", Body: "b", ClientToken: &tok}
 	first, err := b.svc.Store(b.ctx, b.alice, in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := knowledge.IdempotenceKey(b.org, b.alice.AgentID, tok)
+	key := idem.Key(b.org, b.alice.AgentID, tok)
 	var rec map[string]any
 	if err := json.Unmarshal([]byte(b.redis.Client.Get(b.ctx, key).Val()), &rec); err != nil || rec["state"] != "done" {
 		t.Fatalf("the answer's record: %v %v", rec, err)
@@ -405,7 +406,7 @@ func TestStoreCallerOfAnotherOrg(t *testing.T) {
 	b := setup(t)
 	// An agent id that is not an agent of the org (a token can never carry
 	// one, but a task runner could pass anything).
-	_, err := b.svc.Store(b.ctx, knowledge.Caller{OrgID: b.org, AgentID: b.eve.AgentID}, knowledge.StoreInput{Title: "t", Body: "b"})
+	_, err := b.svc.Store(b.ctx, domain.Caller{OrgID: b.org, AgentID: b.eve.AgentID}, domain.StoreInput{Title: "t", Body: "b"})
 	wantCode(t, err, errs.CodeForbidden, "")
 	if n := b.entries(t); n != 0 {
 		t.Fatal("written")

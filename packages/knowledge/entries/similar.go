@@ -1,4 +1,4 @@
-package knowledge
+package entries
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/rank"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/simkeys"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
+	"github.com/agentfleet/orchestrator/packages/knowledge/outbox"
 	"github.com/agentfleet/orchestrator/packages/knowledge/search"
 )
 
@@ -81,9 +82,9 @@ const (
 )
 
 // similarBudget bounds each statement of the duplicate check (the words',
-// then the vectors'; TestingKnobs.SimilarBudget replaces it for tests);
+// then the vectors'; Options.SimilarBudget replaces it for tests);
 // the new text's vector is waited for at most the embed budget
-// (Options.QueryEmbedBudget), beside the word statement. Past them the
+// (search.Options.QueryEmbedBudget), beside the word statement. Past them the
 // store answers with what it has (and logs why).
 const similarBudget = 250 * time.Millisecond
 
@@ -95,7 +96,7 @@ const similarBudget = 250 * time.Millisecond
 // is SimilarThreshold at Full and SkipThreshold two thirds of the way to
 // 1. A pair that search would not give full evidence is never reported
 // by meaning.
-func MeaningScore(cal VectorCalibration, cosine float64) float64 {
+func MeaningScore(cal search.VectorCalibration, cosine float64) float64 {
 	if cal.Evidence(cosine) < 1 {
 		return 0
 	}
@@ -113,8 +114,8 @@ func MeaningScore(cal VectorCalibration, cosine float64) float64 {
 type similarOutcome struct {
 	list  []domain.Similar // best first
 	check string           // SimilarCheck*
-	// vec is the new text's vector when the Service's own embedder made
-	// it (not a next model's: see maintenance/modelswitch.go), and whole says it is
+	// vec is the new text's vector when the Search's own embedder made
+	// it (not a next model's: see search.Searcher.ServedBy), and whole says it is
 	// the vector the embeddings worker would make for the entry (its text
 	// is one chunk): the store then writes it as the entry's own.
 	vec   []float32
@@ -135,8 +136,8 @@ func (o similarOutcome) best() (domain.Similar, bool) {
 // of the check that fails or runs out of budget is logged, never
 // returned, and the answer's check says what was left: a store does not
 // fail for want of advice.
-func (s *Service) similarAsync(ctx context.Context, org uuid.UUID, title, body string, w simkeys.EntryWords) func(id uuid.UUID) similarOutcome {
-	if s.opts.Testing.SkipSimilar {
+func (s *Entries) similarAsync(ctx context.Context, org uuid.UUID, title, body string, w simkeys.EntryWords) func(id uuid.UUID) similarOutcome {
+	if s.opts.SkipSimilar {
 		return func(uuid.UUID) similarOutcome {
 			return similarOutcome{list: []domain.Similar{}, check: SimilarCheckNone}
 		}
@@ -159,8 +160,8 @@ func (s *Service) similarAsync(ctx context.Context, org uuid.UUID, title, body s
 // similarCheck runs the duplicate check: the word statement while the new
 // text is embedded (by the model that serves the org), then the vector
 // statement, and merges their listings.
-func (s *Service) similarCheck(ctx context.Context, org uuid.UUID, title, body string, w simkeys.EntryWords) similarOutcome {
-	sv := s.search.ServedBy(ctx, org) // the next model's, if the org has cut over
+func (s *Entries) similarCheck(ctx context.Context, org uuid.UUID, title, body string, w simkeys.EntryWords) similarOutcome {
+	sv := s.opts.Search.ServedBy(ctx, org) // the next model's, if the org has cut over
 	type embedded struct {
 		vec   []float32
 		whole bool
@@ -176,7 +177,7 @@ func (s *Service) similarCheck(ctx context.Context, org uuid.UUID, title, body s
 		v, err := newTextVector(ctx, sv, text)
 		vch <- embedded{v, whole, err}
 	}()
-	wctx, wcancel := context.WithTimeout(ctx, s.opts.Testing.SimilarBudget)
+	wctx, wcancel := context.WithTimeout(ctx, s.opts.SimilarBudget)
 	byWords, werr := s.similarWith(wctx, org, title, body, w, nil)
 	wcancel()
 	if werr != nil {
@@ -186,7 +187,7 @@ func (s *Service) similarCheck(ctx context.Context, org uuid.UUID, title, body s
 	var byMeaning []domain.Similar
 	merr := e.err
 	if merr == nil {
-		mctx, mcancel := context.WithTimeout(ctx, s.opts.Testing.SimilarBudget)
+		mctx, mcancel := context.WithTimeout(ctx, s.opts.SimilarBudget)
 		byMeaning, merr = similarByVector(mctx, sv, org, e.vec)
 		mcancel()
 	}
@@ -204,7 +205,7 @@ func (s *Service) similarCheck(ctx context.Context, org uuid.UUID, title, body s
 	default:
 		out.check = SimilarCheckNone
 	}
-	if e.err == nil && sv == s.search {
+	if e.err == nil && sv == s.opts.Search {
 		out.vec, out.whole = e.vec, e.whole
 	}
 	return out
@@ -219,17 +220,17 @@ var errLexicalEmbedder = errors.New("the in-process embedder's vectors are lexic
 
 // newEntryText is the text the embeddings worker embeds first for an
 // entry when sv serves the org (its first chunk, cut as the worker cuts:
-// Options.Chunk for the Service's own model, the default cut of a next
+// Options.Chunk for the Search's own model, the default cut of a next
 // model's; DefaultMaxInputChars), and whether that is the whole entry
 // (one chunk).
-func (s *Service) newEntryText(sv *search.Searcher, title, body string) (string, bool) {
+func (s *Entries) newEntryText(sv *search.Searcher, title, body string) (string, bool) {
 	o := s.opts.Chunk
-	if sv != s.search {
-		o = ChunkOptionsFor(sv.Embedder().Model())
+	if sv != s.opts.Search {
+		o = outbox.ChunkOptionsFor(sv.Embedder().Model())
 	}
 	rs := []rune(body)
-	spans := Chunks(title, rs, o)
-	return domain.ClipRunes(ChunkText(title, rs, spans[0]), DefaultMaxInputChars), len(spans) == 1
+	spans := outbox.Chunks(title, rs, o)
+	return domain.ClipRunes(outbox.ChunkText(title, rs, spans[0]), outbox.DefaultMaxInputChars), len(spans) == 1
 }
 
 // newTextVector embeds a new entry's text for the duplicate check (the
@@ -299,7 +300,7 @@ var similarSettings = []string{"plan_cache_mode", "force_generic_plan", "enable_
 // (whose words are w), best first (MaxSimilar + 1 at most: one may be the
 // entry just stored). override replaces some of the statement's arguments
 // (tests take one way to the candidates away to test another).
-func (s *Service) similarWith(ctx context.Context, org uuid.UUID, title, body string, w simkeys.EntryWords, override pgx.NamedArgs) ([]domain.Similar, error) {
+func (s *Entries) similarWith(ctx context.Context, org uuid.UUID, title, body string, w simkeys.EntryWords, override pgx.NamedArgs) ([]domain.Similar, error) {
 	args := pgx.NamedArgs{
 		"org_id":          org,
 		"default_config":  s.opts.TextSearchConfig,

@@ -1,4 +1,4 @@
-package knowledge_test
+package entries_test
 
 import (
 	"testing"

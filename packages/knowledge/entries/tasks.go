@@ -1,4 +1,4 @@
-package knowledge
+package entries
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
@@ -18,9 +17,8 @@ import (
 // Linking twice is idempotent: the existing link is returned. An entry or a
 // task of another org is not found. The caller's agent is recorded when it
 // has one (task runners may call with AgentID = uuid.Nil).
-func (s *Service) LinkTask(ctx context.Context, c domain.Caller, knowledgeID uuid.UUID, ref domain.TaskRef) (_ *domain.TaskLink, err error) {
+func (s *Entries) LinkTask(ctx context.Context, c domain.Caller, knowledgeID uuid.UUID, ref domain.TaskRef) (_ *domain.TaskLink, err error) {
 	defer data.WrapOp(&err, "knowledge.LinkTask")
-	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := domain.CheckCaller(c, false); err != nil {
 		return nil, err
 	}
@@ -56,9 +54,8 @@ func (s *Service) LinkTask(ctx context.Context, c domain.Caller, knowledgeID uui
 // A task of another org is not found (field "taskId"); a task without links
 // gives an empty list. Superseded entries are listed too, naming their head,
 // so a task runner can follow to the current knowledge.
-func (s *Service) TaskKnowledge(ctx context.Context, c domain.Caller, taskID uuid.UUID, kind domain.LinkKind) (_ []domain.TaskEntry, err error) {
+func (s *Entries) TaskKnowledge(ctx context.Context, c domain.Caller, taskID uuid.UUID, kind domain.LinkKind) (_ []domain.TaskEntry, err error) {
 	defer data.WrapOp(&err, "knowledge.TaskKnowledge")
-	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := domain.CheckCaller(c, false); err != nil {
 		return nil, err
 	}

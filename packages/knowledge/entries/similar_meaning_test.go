@@ -1,4 +1,4 @@
-package knowledge_test
+package entries_test
 
 import (
 	"context"
@@ -12,8 +12,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentfleet/orchestrator/packages/errs"
-	"github.com/agentfleet/orchestrator/packages/knowledge"
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
+	"github.com/agentfleet/orchestrator/packages/knowledge/entries"
 	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
+	"github.com/agentfleet/orchestrator/packages/knowledge/search"
 )
 
 // conceptEmbedder is a fake provider (not in-process, so stores go through
@@ -103,20 +105,19 @@ const (
 )
 
 func withConcepts(e *conceptEmbedder) option {
-	return func(o *knowledge.Options) {
-		o.Embedder = e
-		o.QueryEmbedBudget = inTime
+	return func(o *testOptions) {
+		o.Searcher.Embedder = e
+		o.Searcher.QueryEmbedBudget = inTime
 	}
 }
 
 // pastBudget is a Service of b's database whose embedder e holds every
 // call: its stores are always past the embed budget (20 ms), while the
 // held call (EmbedTimeout inTime) is still running when they answer.
-func pastBudget(t *testing.T, b *bundle, e *conceptEmbedder) *knowledge.Service {
+func pastBudget(t *testing.T, b *bundle, e *conceptEmbedder) *facade {
 	e.holdCalls(t)
-	return knowledge.New(b.pool, knowledge.Options{Embedder: e, Enqueuer: b.enq,
-		Config:  knowledge.Config{QueryEmbedBudget: 20 * time.Millisecond, EmbedTimeout: inTime},
-		Testing: knowledge.TestingKnobs{SimilarBudget: inTime}})
+	return newFacade(b.pool, testOptions{Options: entries.Options{Enqueuer: b.enq, SimilarBudget: inTime},
+		Searcher: search.Options{Embedder: e, QueryEmbedBudget: 20 * time.Millisecond, EmbedTimeout: inTime}})
 }
 
 // A paraphrase in other words is listed by meaning; the stored entry got
@@ -126,11 +127,11 @@ func TestSimilarByMeaning(t *testing.T) {
 	t.Parallel()
 	e := &conceptEmbedder{}
 	b := setup(t, withConcepts(e))
-	first, err := b.svc.Store(b.ctx, b.alice, knowledge.StoreInput{Title: escalationTitle, Body: escalationBody})
+	first, err := b.svc.Store(b.ctx, b.alice, domain.StoreInput{Title: escalationTitle, Body: escalationBody})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if first.EmbeddingStatus != "ready" || first.SimilarCheck != knowledge.SimilarCheckWordsMeaning || len(first.Similar) != 0 {
+	if first.EmbeddingStatus != "ready" || first.SimilarCheck != entries.SimilarCheckWordsMeaning || len(first.Similar) != 0 {
 		t.Fatalf("first store: %+v", first)
 	}
 	if n := b.count(t, "SELECT count(*) FROM knowledge WHERE id = $1 AND embedding_status = 'ready' AND embedding_model = 'fake-concepts' AND vector_dims(embedding) = $2", first.ID, conceptDims); n != 1 {
@@ -143,32 +144,32 @@ func TestSimilarByMeaning(t *testing.T) {
 	// finds nothing pending and does not call the provider.
 	calls := e.calls.Load()
 	h := jobs.NewEmbedHandler(b.pool, e, jobs.HandlerOptions{})
-	if err := h.Process(b.ctx, []knowledge.EmbeddingJob{{OrgID: b.org, EntryID: first.ID, Generation: 1}}); err != nil {
+	if err := h.Process(b.ctx, []domain.EmbeddingJob{{OrgID: b.org, EntryID: first.ID, Generation: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	if e.calls.Load() != calls {
 		t.Fatalf("the worker embedded a ready entry again")
 	}
 
-	if j := knowledge.SimilarScore(escalationTitle, escalationBody, pageTitle, pageBody); j >= knowledge.SimilarThreshold {
+	if j := entries.SimilarScore(escalationTitle, escalationBody, pageTitle, pageBody); j >= entries.SimilarThreshold {
 		t.Fatalf("the pair shares too many words for this test: %.2f", j)
 	}
-	r, err := b.svc.Store(b.ctx, b.bob, knowledge.StoreInput{Title: pageTitle, Body: pageBody})
+	r, err := b.svc.Store(b.ctx, b.bob, domain.StoreInput{Title: pageTitle, Body: pageBody})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.SimilarCheck != knowledge.SimilarCheckWordsMeaning || len(r.Similar) != 1 || r.Similar[0].ID != first.ID ||
-		r.Similar[0].Score < knowledge.SimilarThreshold || r.Similar[0].Title != escalationTitle {
+	if r.SimilarCheck != entries.SimilarCheckWordsMeaning || len(r.Similar) != 1 || r.Similar[0].ID != first.ID ||
+		r.Similar[0].Score < entries.SimilarThreshold || r.Similar[0].Title != escalationTitle {
 		t.Fatalf("paraphrase: %+v", r)
 	}
 	// Unrelated text is not listed, by either measure.
-	r, err = b.svc.Store(b.ctx, b.bob, knowledge.StoreInput{Title: "Go build cache", Body: "The CI runners clean the Go build cache nightly."})
+	r, err = b.svc.Store(b.ctx, b.bob, domain.StoreInput{Title: "Go build cache", Body: "The CI runners clean the Go build cache nightly."})
 	if err != nil || len(r.Similar) != 0 {
 		t.Fatalf("unrelated: %+v, %v", r, err)
 	}
 	// The other org's paraphrase lists nothing of this org.
-	r, err = b.svc.Store(b.ctx, b.eve, knowledge.StoreInput{Title: pageTitle, Body: pageBody})
-	if err != nil || len(r.Similar) != 0 || r.SimilarCheck != knowledge.SimilarCheckWordsMeaning {
+	r, err = b.svc.Store(b.ctx, b.eve, domain.StoreInput{Title: pageTitle, Body: pageBody})
+	if err != nil || len(r.Similar) != 0 || r.SimilarCheck != entries.SimilarCheckWordsMeaning {
 		t.Fatalf("other org: %+v, %v", r, err)
 	}
 }
@@ -177,11 +178,11 @@ func TestSimilarByMeaning(t *testing.T) {
 // it, SkipThreshold two thirds of the way to 1, 1 at cosine 1.
 func TestMeaningScore(t *testing.T) {
 	t.Parallel()
-	cal := knowledge.VectorCalibration{Floor: 0.25, Full: 0.7}
+	cal := search.VectorCalibration{Floor: 0.25, Full: 0.7}
 	for _, c := range []struct{ cos, want float64 }{
-		{0.1, 0}, {0.69, 0}, {0.7, knowledge.SimilarThreshold}, {0.9, knowledge.SkipThreshold}, {1, 1},
+		{0.1, 0}, {0.69, 0}, {0.7, entries.SimilarThreshold}, {0.9, entries.SkipThreshold}, {1, 1},
 	} {
-		if got := knowledge.MeaningScore(cal, c.cos); math.Abs(got-c.want) > 1e-9 {
+		if got := entries.MeaningScore(cal, c.cos); math.Abs(got-c.want) > 1e-9 {
 			t.Errorf("cosine %.2f: %.3f, want %.3f", c.cos, got, c.want)
 		}
 	}
@@ -198,18 +199,18 @@ func TestSimilarPastBudgetIsByWords(t *testing.T) {
 	first := b.store(t, b.alice, escalationTitle, escalationBody) // with its vector
 	slow := pastBudget(t, b, e)
 	answered := e.answered.Load()
-	r, err := slow.Store(b.ctx, b.bob, knowledge.StoreInput{Title: pageTitle, Body: pageBody})
+	r, err := slow.Store(b.ctx, b.bob, domain.StoreInput{Title: pageTitle, Body: pageBody})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.SimilarCheck != knowledge.SimilarCheckWords || len(r.Similar) != 0 || r.EmbeddingStatus != "pending" {
+	if r.SimilarCheck != entries.SimilarCheckWords || len(r.Similar) != 0 || r.EmbeddingStatus != "pending" {
 		t.Fatalf("paraphrase past the budget: %+v", r)
 	}
 	if e.answered.Load() != answered {
 		t.Fatal("the store waited for the provider's answer")
 	}
-	r, err = slow.Store(b.ctx, b.bob, knowledge.StoreInput{Title: escalationTitle, Body: escalationBody})
-	if err != nil || r.SimilarCheck != knowledge.SimilarCheckWords || len(r.Similar) != 1 || r.Similar[0].ID != first {
+	r, err = slow.Store(b.ctx, b.bob, domain.StoreInput{Title: escalationTitle, Body: escalationBody})
+	if err != nil || r.SimilarCheck != entries.SimilarCheckWords || len(r.Similar) != 1 || r.Similar[0].ID != first {
 		t.Fatalf("copy past the budget: %+v, %v", r, err)
 	}
 	if jobs := b.enq.all(); len(jobs) != 2 {
@@ -224,13 +225,13 @@ func TestSimilarPastBudgetIsByWords(t *testing.T) {
 func TestSimilarPastItsStatementBudgetStoresUnchecked(t *testing.T) {
 	t.Parallel()
 	e := &conceptEmbedder{}
-	b := setup(t, withConcepts(e), func(o *knowledge.Options) { o.Testing.SimilarBudget = time.Nanosecond })
+	b := setup(t, withConcepts(e), func(o *testOptions) { o.SimilarBudget = time.Nanosecond })
 	first := b.store(t, b.alice, escalationTitle, escalationBody)
-	r, err := b.svc.Store(b.ctx, b.bob, knowledge.StoreInput{Title: escalationTitle, Body: escalationBody})
+	r, err := b.svc.Store(b.ctx, b.bob, domain.StoreInput{Title: escalationTitle, Body: escalationBody})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.ID == first || r.SimilarCheck != knowledge.SimilarCheckNone || len(r.Similar) != 0 {
+	if r.ID == first || r.SimilarCheck != entries.SimilarCheckNone || len(r.Similar) != 0 {
 		t.Fatalf("a copy past the check's budget: %+v; want stored, similarCheck none", r)
 	}
 	if n := b.entries(t); n != 2 {
@@ -250,12 +251,12 @@ func TestIfSimilarSkip(t *testing.T) {
 	rows := b.entries(t)
 	var ids []uuid.UUID
 	for range 2 {
-		r, err := b.svc.Store(b.ctx, b.bob, knowledge.StoreInput{Title: pageTitle, Body: pageBody, IfSimilar: knowledge.IfSimilarSkip})
+		r, err := b.svc.Store(b.ctx, b.bob, domain.StoreInput{Title: pageTitle, Body: pageBody, IfSimilar: domain.IfSimilarSkip})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !r.Skipped || r.ID != first || r.Title != escalationTitle || r.SimilarCheck != knowledge.SimilarCheckWordsMeaning ||
-			len(r.Similar) == 0 || r.Similar[0].ID != first || r.Similar[0].Score < knowledge.SkipThreshold {
+		if !r.Skipped || r.ID != first || r.Title != escalationTitle || r.SimilarCheck != entries.SimilarCheckWordsMeaning ||
+			len(r.Similar) == 0 || r.Similar[0].ID != first || r.Similar[0].Score < entries.SkipThreshold {
 			t.Fatalf("skip: %+v", r)
 		}
 		ids = append(ids, r.ID)
@@ -265,16 +266,16 @@ func TestIfSimilarSkip(t *testing.T) {
 	}
 	// Below SkipThreshold (or nothing similar) it stores, and here the
 	// quota refuses it.
-	_, err := b.svc.Store(b.ctx, b.bob, knowledge.StoreInput{Title: "Go build cache", Body: "The CI runners clean the Go build cache nightly.", IfSimilar: knowledge.IfSimilarSkip})
+	_, err := b.svc.Store(b.ctx, b.bob, domain.StoreInput{Title: "Go build cache", Body: "The CI runners clean the Go build cache nightly.", IfSimilar: domain.IfSimilarSkip})
 	wantCode(t, err, errs.CodeQuotaExceeded, "")
 	// Another org's entry is never similar: eve's copy is stored.
-	r, err := b.svc.Store(b.ctx, b.eve, knowledge.StoreInput{Title: escalationTitle, Body: escalationBody, IfSimilar: knowledge.IfSimilarSkip})
+	r, err := b.svc.Store(b.ctx, b.eve, domain.StoreInput{Title: escalationTitle, Body: escalationBody, IfSimilar: domain.IfSimilarSkip})
 	if err != nil || r.Skipped || r.ID == first || len(r.Similar) != 0 {
 		t.Fatalf("other org: %+v, %v", r, err)
 	}
 	// The default (and "store") stores the paraphrase and lists the entry.
 	b.setQuota(t, b.org, 100)
-	r, err = b.svc.Store(b.ctx, b.bob, knowledge.StoreInput{Title: pageTitle, Body: pageBody, IfSimilar: knowledge.IfSimilarStore})
+	r, err = b.svc.Store(b.ctx, b.bob, domain.StoreInput{Title: pageTitle, Body: pageBody, IfSimilar: domain.IfSimilarStore})
 	if err != nil || r.Skipped || r.ID == first || len(r.Similar) != 1 || r.Similar[0].ID != first {
 		t.Fatalf("store: %+v, %v", r, err)
 	}
@@ -289,12 +290,12 @@ func TestIfSimilarSkipByWordsOnly(t *testing.T) {
 	b := setup(t, withConcepts(e))
 	first := b.store(t, b.alice, escalationTitle, escalationBody)
 	slow := pastBudget(t, b, e)
-	r, err := slow.Store(b.ctx, b.bob, knowledge.StoreInput{Title: escalationTitle, Body: escalationBody, IfSimilar: knowledge.IfSimilarSkip})
-	if err != nil || !r.Skipped || r.ID != first || r.SimilarCheck != knowledge.SimilarCheckWords {
+	r, err := slow.Store(b.ctx, b.bob, domain.StoreInput{Title: escalationTitle, Body: escalationBody, IfSimilar: domain.IfSimilarSkip})
+	if err != nil || !r.Skipped || r.ID != first || r.SimilarCheck != entries.SimilarCheckWords {
 		t.Fatalf("copy: %+v, %v", r, err)
 	}
-	r, err = slow.Store(b.ctx, b.bob, knowledge.StoreInput{Title: pageTitle, Body: pageBody, IfSimilar: knowledge.IfSimilarSkip})
-	if err != nil || r.Skipped || r.ID == first || r.SimilarCheck != knowledge.SimilarCheckWords {
+	r, err = slow.Store(b.ctx, b.bob, domain.StoreInput{Title: pageTitle, Body: pageBody, IfSimilar: domain.IfSimilarSkip})
+	if err != nil || r.Skipped || r.ID == first || r.SimilarCheck != entries.SimilarCheckWords {
 		t.Fatalf("paraphrase: %+v, %v", r, err)
 	}
 }
@@ -304,7 +305,7 @@ func TestIfSimilarSkipByWordsOnly(t *testing.T) {
 func TestIfSimilarBadValue(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	_, err := b.svc.Store(b.ctx, b.alice, knowledge.StoreInput{Title: "t", Body: "b", IfSimilar: "merge"})
+	_, err := b.svc.Store(b.ctx, b.alice, domain.StoreInput{Title: "t", Body: "b", IfSimilar: "merge"})
 	e := wantCode(t, err, errs.CodeInvalidArgument, "ifSimilar")
 	if !strings.Contains(e.Message, "store") || !strings.Contains(e.Message, "skip") || !strings.Contains(e.Message, "merge") {
 		t.Fatalf("message: %q", e.Message)
@@ -312,7 +313,7 @@ func TestIfSimilarBadValue(t *testing.T) {
 	if b.entries(t) != 0 || b.quotaUsed(t, b.org) != 0 {
 		t.Fatal("a refused store stored something")
 	}
-	_, err = b.svc.Correct(b.ctx, b.alice, uuid.New(), knowledge.StoreInput{Title: "t", Body: "b", IfSimilar: knowledge.IfSimilarSkip})
+	_, err = b.svc.Correct(b.ctx, b.alice, uuid.New(), domain.StoreInput{Title: "t", Body: "b", IfSimilar: domain.IfSimilarSkip})
 	wantCode(t, err, errs.CodeInvalidArgument, "replacement.ifSimilar")
 }
 
@@ -322,8 +323,8 @@ func TestSimilarWithLocalEmbedderIsByWords(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	first := b.store(t, b.alice, escalationTitle, escalationBody)
-	r, err := b.svc.Store(b.ctx, b.bob, knowledge.StoreInput{Title: escalationTitle, Body: escalationBody})
-	if err != nil || r.SimilarCheck != knowledge.SimilarCheckWords || len(r.Similar) != 1 || r.Similar[0].ID != first || r.EmbeddingStatus != "pending" {
+	r, err := b.svc.Store(b.ctx, b.bob, domain.StoreInput{Title: escalationTitle, Body: escalationBody})
+	if err != nil || r.SimilarCheck != entries.SimilarCheckWords || len(r.Similar) != 1 || r.Similar[0].ID != first || r.EmbeddingStatus != "pending" {
 		t.Fatalf("%+v, %v", r, err)
 	}
 }

@@ -1,4 +1,4 @@
-package knowledge_test
+package entries_test
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentfleet/orchestrator/packages/errs"
-	"github.com/agentfleet/orchestrator/packages/knowledge"
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 )
 
 // Correct stores the replacement and supersedes the old entry in one
@@ -19,7 +19,7 @@ func TestCorrectStoresAndSupersedesInOneTransaction(t *testing.T) {
 	entries, quota := b.entries(t), b.quotaUsed(t, b.org)
 
 	tok := uuid.New()
-	in := knowledge.StoreInput{Title: "Redis maxmemory is 4GB", Body: "Raised in June.", Tags: []string{"redis"}, ClientToken: &tok}
+	in := domain.StoreInput{Title: "Redis maxmemory is 4GB", Body: "Raised in June.", Tags: []string{"redis"}, ClientToken: &tok}
 	r, err := b.svc.Correct(b.ctx, b.bob, old, in)
 	if err != nil {
 		t.Fatal(err)
@@ -46,11 +46,11 @@ func TestCorrectStoresAndSupersedesInOneTransaction(t *testing.T) {
 	// superseded by another entry, stores nothing and charges nothing.
 	foreign := b.store(t, b.eve, "other org", "not yours")
 	entries, quota = b.entries(t), b.quotaUsed(t, b.org)
-	_, err = b.svc.Correct(b.ctx, b.bob, foreign, knowledge.StoreInput{Title: "t", Body: "b"})
+	_, err = b.svc.Correct(b.ctx, b.bob, foreign, domain.StoreInput{Title: "t", Body: "b"})
 	wantCode(t, err, errs.CodeNotFound, "oldId")
-	_, err = b.svc.Correct(b.ctx, b.bob, old, knowledge.StoreInput{Title: "t", Body: "b"})
+	_, err = b.svc.Correct(b.ctx, b.bob, old, domain.StoreInput{Title: "t", Body: "b"})
 	wantCode(t, err, errs.CodeConflict, "oldId")
-	_, err = b.svc.Correct(b.ctx, b.bob, old, knowledge.StoreInput{Title: "", Body: "b"})
+	_, err = b.svc.Correct(b.ctx, b.bob, old, domain.StoreInput{Title: "", Body: "b"})
 	wantCode(t, err, errs.CodeInvalidArgument, "replacement.title")
 	if b.entries(t) != entries || b.quotaUsed(t, b.org) != quota {
 		t.Fatal("a failed correction stored or charged")
@@ -58,7 +58,7 @@ func TestCorrectStoresAndSupersedesInOneTransaction(t *testing.T) {
 	// The quota: the last unit refused, nothing stored.
 	b.setQuota(t, b.org, int64(quota))
 	head := r.Stored.ID
-	_, err = b.svc.Correct(b.ctx, b.bob, head, knowledge.StoreInput{Title: "t", Body: "b"})
+	_, err = b.svc.Correct(b.ctx, b.bob, head, domain.StoreInput{Title: "t", Body: "b"})
 	wantCode(t, err, errs.CodeQuotaExceeded, "")
 	if e, _ := b.svc.Get(b.ctx, b.bob, head); e.HeadID != nil {
 		t.Fatal("the supersession was made though the store was refused")

@@ -1,4 +1,4 @@
-package knowledge
+package entries
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
+	"github.com/agentfleet/orchestrator/packages/knowledge/search"
 	"github.com/agentfleet/orchestrator/packages/testenv"
 	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
 )
@@ -98,10 +100,19 @@ func (r *rendezvous) overlapped() bool {
 	return r.met > 1
 }
 
+// newTestEntries returns Entries on pool with the default search.
+func newTestEntries(pool *pgxpool.Pool, o Options) *Entries {
+	d := data.New(pool)
+	if o.Search == nil {
+		o.Search = search.New(d, search.Options{})
+	}
+	return New(d, o)
+}
+
 type raceEnv struct {
 	ctx   context.Context
 	pool  *pgxpool.Pool
-	svc   *Service
+	svc   *Entries
 	org   uuid.UUID
 	agent domain.Caller
 }
@@ -109,7 +120,7 @@ type raceEnv struct {
 func newRaceEnv(t *testing.T) *raceEnv {
 	t.Helper()
 	db := testenv.Postgres(t)
-	e := &raceEnv{ctx: context.Background(), pool: db.Pool, svc: New(db.Pool, Options{})}
+	e := &raceEnv{ctx: context.Background(), pool: db.Pool, svc: newTestEntries(db.Pool, Options{})}
 	a := testfactory.Agent(e.ctx, t, e.pool, nil)
 	e.org, e.agent = a.OrgID, domain.Caller{OrgID: a.OrgID, AgentID: a.ID}
 	t.Cleanup(func() { raceHooks.Delete(e.org) })
@@ -120,7 +131,7 @@ func (e *raceEnv) entries(t *testing.T, c domain.Caller, n int) []uuid.UUID {
 	t.Helper()
 	ids := make([]uuid.UUID, n)
 	for i := range ids {
-		r, err := e.svc.Store(e.ctx, c, domain.StoreInput{Title: "e", Body: "e"})
+		r, err := e.svc.Store(data.AsOrg(e.ctx, c.OrgID), c, domain.StoreInput{Title: "e", Body: "e"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,7 +142,7 @@ func (e *raceEnv) entries(t *testing.T, c domain.Caller, n int) []uuid.UUID {
 
 func (e *raceEnv) supersede(t *testing.T, c domain.Caller, oldID, newID uuid.UUID) {
 	t.Helper()
-	if _, err := e.svc.Supersede(e.ctx, c, oldID, newID); err != nil {
+	if _, err := e.svc.Supersede(data.AsOrg(e.ctx, c.OrgID), c, oldID, newID); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -156,7 +167,7 @@ func (e *raceEnv) held(t *testing.T, c domain.Caller, rv *rendezvous, pairs ...[
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = e.svc.Supersede(e.ctx, c, p[0], p[1])
+			_, errs[i] = e.svc.Supersede(data.AsOrg(e.ctx, c.OrgID), c, p[0], p[1])
 		}()
 	}
 	wg.Wait()
@@ -409,7 +420,7 @@ func TestSupersedeSerialisedPerOrg(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := e.svc.Supersede(e.ctx, p.c, p.o, p.n); err != nil {
+			if _, err := e.svc.Supersede(data.AsOrg(e.ctx, p.c.OrgID), p.c, p.o, p.n); err != nil {
 				t.Error(err)
 			}
 		}()

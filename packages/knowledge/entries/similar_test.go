@@ -1,4 +1,4 @@
-package knowledge_test
+package entries_test
 
 import (
 	"fmt"
@@ -6,7 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentfleet/orchestrator/packages/knowledge"
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
+	"github.com/agentfleet/orchestrator/packages/knowledge/entries"
 )
 
 // store_knowledge lists the org's existing head entries that look like the
@@ -29,9 +30,9 @@ func TestStoreListsSimilarEntries(t *testing.T) {
 	}
 	b.indexAll(t)
 
-	check := func(name string, want int, title, body string) []knowledge.Similar {
+	check := func(name string, want int, title, body string) []domain.Similar {
 		t.Helper()
-		r, err := b.svc.Store(b.ctx, b.bob, knowledge.StoreInput{Title: title, Body: body})
+		r, err := b.svc.Store(b.ctx, b.bob, domain.StoreInput{Title: title, Body: body})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,7 +40,7 @@ func TestStoreListsSimilarEntries(t *testing.T) {
 			t.Fatalf("%s: similar %+v, want %d", name, r.Similar, want)
 		}
 		for _, s := range r.Similar {
-			if s.ID == r.ID || s.ID == old || s.Score < knowledge.SimilarThreshold || s.Score > 1 {
+			if s.ID == r.ID || s.ID == old || s.Score < entries.SimilarThreshold || s.Score > 1 {
 				t.Fatalf("%s: listed %+v", name, s)
 			}
 		}
@@ -76,7 +77,7 @@ func TestSimilarScore(t *testing.T) {
 		{"Straße in München", "STRASSE in münchen", 0.3, 0.34}, // München matches, Straße does not
 		{strings.Repeat("x ", 10) + "alpha beta", "alpha beta gamma", 0.66, 0.67},
 	} {
-		if got := knowledge.SimilarScore(tc.a, "", tc.b, ""); got < tc.min || got > tc.max {
+		if got := entries.SimilarScore(tc.a, "", tc.b, ""); got < tc.min || got > tc.max {
 			t.Errorf("%q vs %q: %v, want %v..%v", tc.a, tc.b, got, tc.min, tc.max)
 		}
 	}
@@ -99,7 +100,7 @@ func TestUpkeepBackfillsSimilarKeys(t *testing.T) {
 	if _, err := b.pool.Exec(b.ctx, "UPDATE knowledge SET similar_keys = NULL"); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := maint(b.ops).Upkeep(b.ctx)
+	rep, err := b.maint().Upkeep(b.ctx)
 	if err != nil || rep.SimilarKeys != 5 {
 		t.Fatalf("upkeep: %+v %v", rep, err)
 	}
@@ -110,13 +111,13 @@ func TestUpkeepBackfillsSimilarKeys(t *testing.T) {
 	if n := b.count(t, "SELECT count(DISTINCT similar_keys) FROM knowledge WHERE org_id = $1", b.org); n != stored {
 		t.Fatalf("%d distinct key sets after the backfill, %d before", n, stored)
 	}
-	if rep, err := maint(b.ops).Upkeep(b.ctx); err != nil || rep.SimilarKeys != 0 {
+	if rep, err := b.maint().Upkeep(b.ctx); err != nil || rep.SimilarKeys != 0 {
 		t.Fatalf("second upkeep: %+v %v", rep, err)
 	}
 	// Found again once the keys are back (the rare terms would find these
 	// too; TestSimilarCandidatesEachWay takes each way alone).
 	b.indexAll(t)
-	r, err := b.svc.Store(b.ctx, b.bob, knowledge.StoreInput{Title: "common words entry 3", Body: "service config error timeout retry queue worker"})
+	r, err := b.svc.Store(b.ctx, b.bob, domain.StoreInput{Title: "common words entry 3", Body: "service config error timeout retry queue worker"})
 	if err != nil || len(r.Similar) != 3 {
 		t.Fatalf("store of a copy: %+v %v", r, err)
 	}
@@ -131,14 +132,14 @@ func TestStoreListsSimilarCJKEntries(t *testing.T) {
 	orig := b.store(t, b.alice, "数据库连接池耗尽", "当连接池达到最大连接数时，新的请求会一直等待，直到有连接被释放回连接池。请检查慢查询并调大连接池。")
 	b.store(t, b.alice, "部署流水线失败", "构建镜像时磁盘空间不足，需要每晚清理旧的镜像层。")
 	b.indexAll(t)
-	r, err := b.svc.Store(b.ctx, b.bob, knowledge.StoreInput{
+	r, err := b.svc.Store(b.ctx, b.bob, domain.StoreInput{
 		Title: "数据库连接池耗尽了",
 		Body:  "当连接池达到最大连接数时，新的请求会一直等待，直到有连接被释放回池中。请检查慢查询，并调大连接池。",
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Similar) != 1 || r.Similar[0].ID != orig || r.Similar[0].Score < knowledge.SimilarThreshold {
+	if len(r.Similar) != 1 || r.Similar[0].ID != orig || r.Similar[0].Score < entries.SimilarThreshold {
 		t.Fatalf("want the original listed: %+v", r.Similar)
 	}
 }

@@ -1,4 +1,4 @@
-package knowledge
+package entries
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
 
-	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
@@ -19,8 +18,8 @@ import (
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
 
-// errTokenTaken: the insert met an entry with the same client token.
-var errTokenTaken = errors.New("client token already used")
+// ErrTokenTaken: the insert met an entry with the same client token.
+var ErrTokenTaken = errors.New("client token already used")
 
 // Store stores a new entry for the caller (store_knowledge).
 //
@@ -29,9 +28,8 @@ var errTokenTaken = errors.New("client token already used")
 // caller) and the task edge if asked; any failure rolls all of it back, so a
 // failed store consumes nothing. After commit the entry is handed to the
 // Enqueuer. With a ClientToken the call is idempotent (see idempotence.go).
-func (s *Service) Store(ctx context.Context, c domain.Caller, in domain.StoreInput) (_ *domain.StoreResult, err error) {
+func (s *Entries) Store(ctx context.Context, c domain.Caller, in domain.StoreInput) (_ *domain.StoreResult, err error) {
 	defer data.WrapOp(&err, "knowledge.Store")
-	ctx = db.WithOrg(ctx, c.OrgID)
 	a, err := domain.ValidateStore(c, in, s.opts.Now())
 	if err != nil {
 		return nil, err
@@ -45,7 +43,7 @@ func (s *Service) Store(ctx context.Context, c domain.Caller, in domain.StoreInp
 // store does the database part of Store. With a client token it first looks
 // for the entry that token made (Redis may have lost or never had the key),
 // and the insert's ON CONFLICT catches a concurrent twin.
-func (s *Service) store(ctx context.Context, c domain.Caller, a *domain.StoreArgs) (*domain.StoreResult, error) {
+func (s *Entries) store(ctx context.Context, c domain.Caller, a *domain.StoreArgs) (*domain.StoreResult, error) {
 	if a.ClientToken != nil {
 		res, err := s.replayFromDB(ctx, c, a)
 		if err == nil || !errors.Is(err, pgx.ErrNoRows) {
@@ -80,7 +78,7 @@ func (s *Service) store(ctx context.Context, c domain.Caller, a *domain.StoreArg
 		res, gen, err = insertEntryTx(ctx, tx, c, a, words.Keys)
 		return err
 	})
-	if errors.Is(err, errTokenTaken) {
+	if errors.Is(err, ErrTokenTaken) {
 		return s.replayFromDB(ctx, c, a)
 	}
 	if err != nil {
@@ -93,14 +91,14 @@ func (s *Service) store(ctx context.Context, c domain.Caller, a *domain.StoreArg
 		res.EmbeddingStatus = "ready"
 		return res, nil // nothing left for the worker
 	}
-	s.enqueue(ctx, domain.EmbeddingJob{OrgID: c.OrgID, EntryID: res.ID, Generation: gen})
+	s.Enqueue(ctx, domain.EmbeddingJob{OrgID: c.OrgID, EntryID: res.ID, Generation: gen})
 	return res, nil
 }
 
 // skipped is the answer of a store with ifSimilar: skip that found entry
 // id of the org close enough: that entry, skipped, with the check's
 // listings. pgx.ErrNoRows: the entry is gone (forgotten meanwhile).
-func (s *Service) skipped(ctx context.Context, c domain.Caller, id uuid.UUID, out similarOutcome) (*domain.StoreResult, error) {
+func (s *Entries) skipped(ctx context.Context, c domain.Caller, id uuid.UUID, out similarOutcome) (*domain.StoreResult, error) {
 	e, err := s.q.GetEntry(ctx, sqlc.GetEntryParams{OrgID: c.OrgID, ID: id})
 	if err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -118,20 +116,20 @@ func (s *Service) skipped(ctx context.Context, c domain.Caller, id uuid.UUID, ou
 
 // reuseVector writes the vector the duplicate check made for a new entry
 // as the entry's own, when it is exactly what the embeddings worker would
-// write: the Service's own model (the worker's), the entry one chunk, and
+// write: the Search's own model (the worker's), the entry one chunk, and
 // the entry still pending at the generation it was stored with (the same
 // conditional write as the worker's, queries/embeddings.sql). Only for an
 // embedder behind a provider: an in-process one embeds in microseconds in
 // the worker, less than this write costs the store. It says whether the
 // entry is ready now; if not, the store enqueues it as before.
-func (s *Service) reuseVector(ctx context.Context, org, id uuid.UUID, gen int32, out similarOutcome) bool {
+func (s *Entries) reuseVector(ctx context.Context, org, id uuid.UUID, gen int32, out similarOutcome) bool {
 	if out.vec == nil || !out.whole {
 		return false
 	}
-	if _, ok := s.opts.Embedder.(embed.InProcess); ok {
+	if _, ok := s.opts.Search.Embedder().(embed.InProcess); ok {
 		return false
 	}
-	model := s.opts.Embedder.Model()
+	model := s.opts.Search.Embedder().Model()
 	v := pgvector.NewVector(out.vec)
 	_, err := s.q.MarkEmbeddingReady(ctx, sqlc.MarkEmbeddingReadyParams{
 		Embedding: &v, Model: &model, OrgID: org, ID: id, Generation: gen,
@@ -147,7 +145,7 @@ func (s *Service) reuseVector(ctx context.Context, org, id uuid.UUID, gen int32,
 
 // insertEntryTx is the store inside a transaction: a unit of the org's
 // quota, the entry (with its duplicate-check keys, wordsOf), its task edge.
-// errTokenTaken: the client token already made an entry (the caller rolls
+// ErrTokenTaken: the client token already made an entry (the caller rolls
 // back and replays).
 func insertEntryTx(ctx context.Context, tx pgx.Tx, c domain.Caller, a *domain.StoreArgs, keys []int64) (*domain.StoreResult, int32, error) {
 	if err := tenancy.ConsumeQuota(ctx, tx, c.OrgID, tenancy.ResourceKnowledgeStored); err != nil {
@@ -162,7 +160,7 @@ func insertEntryTx(ctx context.Context, tx pgx.Tx, c domain.Caller, a *domain.St
 		Source: domain.StrOrNil(a.Source), Kind: a.EntryKind(), Metadata: a.MetadataJSON(),
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, 0, errTokenTaken // rolled back: the quota unit goes back too
+		return nil, 0, ErrTokenTaken // rolled back: the quota unit goes back too
 	}
 	if err != nil {
 		return nil, 0, err
@@ -188,7 +186,7 @@ func insertEntryTx(ctx context.Context, tx pgx.Tx, c domain.Caller, a *domain.St
 
 // replayFromDB answers a repeated client token from Postgres: the entry the
 // token made, if its arguments are the same. pgx.ErrNoRows: no such entry.
-func (s *Service) replayFromDB(ctx context.Context, c domain.Caller, a *domain.StoreArgs) (*domain.StoreResult, error) {
+func (s *Entries) replayFromDB(ctx context.Context, c domain.Caller, a *domain.StoreArgs) (*domain.StoreResult, error) {
 	agent := c.AgentID
 	row, err := s.q.GetEntryByClientToken(ctx, sqlc.GetEntryByClientTokenParams{
 		OrgID: c.OrgID, AgentID: &agent, ClientToken: a.ClientToken,
@@ -232,7 +230,7 @@ func (s *Service) replayFromDB(ctx context.Context, c domain.Caller, a *domain.S
 // forgotten. A retry of that store must not bring the forgotten text back
 // under a new id: it is refused, naming neither the id nor the title.
 // (A purge leaves no tombstone: a retry after a purge stores anew.)
-func (s *Service) forgottenToken(ctx context.Context, c domain.Caller, a *domain.StoreArgs) error {
+func (s *Entries) forgottenToken(ctx context.Context, c domain.Caller, a *domain.StoreArgs) error {
 	agent := c.AgentID
 	_, err := s.q.TombstoneByClientToken(ctx, sqlc.TombstoneByClientTokenParams{
 		OrgID: c.OrgID, AgentID: &agent, ClientToken: a.ClientToken,

@@ -1,4 +1,4 @@
-package knowledge
+package entries
 
 import (
 	"context"
@@ -8,20 +8,19 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/tombstone"
 )
 
 // Get reads one whole entry of the caller's org (the knowledge://{id}
 // resource): the entry, its supersession (direct successor, cached head,
 // the entries it directly replaced) and its task links. An id of another org
 // is not found, exactly like a missing one.
-func (s *Service) Get(ctx context.Context, c domain.Caller, id uuid.UUID) (_ *domain.Entry, err error) {
+func (s *Entries) Get(ctx context.Context, c domain.Caller, id uuid.UUID) (_ *domain.Entry, err error) {
 	defer data.WrapOp(&err, "knowledge.Get")
-	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := domain.CheckCaller(c, false); err != nil {
 		return nil, err
 	}
@@ -32,7 +31,7 @@ func (s *Service) Get(ctx context.Context, c domain.Caller, id uuid.UUID) (_ *do
 	if errors.Is(err, pgx.ErrNoRows) && c.AgentID != uuid.Nil {
 		// Its author, or whoever forgot it, reads a forgotten entry as its
 		// tombstone; to anyone else it does not exist.
-		t, terr := s.tombstoneFor(ctx, s.q, c, id)
+		t, terr := tombstone.For(ctx, s.q, c, id)
 		if terr == nil {
 			return &domain.Entry{ID: id, State: domain.StateForgotten, Forgotten: t}, nil
 		}
@@ -63,10 +62,10 @@ func (s *Service) Get(ctx context.Context, c domain.Caller, id uuid.UUID) (_ *do
 	for _, l := range chain {
 		e.Chain = append(e.Chain, domain.ChainLink{Direction: l.Direction, OldID: l.OldID, NewID: l.NewID, ByAgentID: l.AgentID, At: l.CreatedAt})
 	}
-	if e.Relations, err = s.relations.Summary(ctx, c, id); err != nil {
+	if e.Relations, err = s.opts.Relations.Summary(ctx, c, id); err != nil {
 		return nil, err
 	}
-	if e.Document, e.Section, err = s.search.DocumentOf(ctx, c.OrgID, id); err != nil {
+	if e.Document, e.Section, err = s.opts.Search.DocumentOf(ctx, c.OrgID, id); err != nil {
 		return nil, err
 	}
 	if row.EmbeddingModel != nil {
@@ -78,7 +77,7 @@ func (s *Service) Get(ctx context.Context, c domain.Caller, id uuid.UUID) (_ *do
 	return e, nil
 }
 
-func (s *Service) entryLinks(ctx context.Context, org, id uuid.UUID) ([]domain.TaskLink, error) {
+func (s *Entries) entryLinks(ctx context.Context, org, id uuid.UUID) ([]domain.TaskLink, error) {
 	rows, err := s.q.ListEntryTaskLinks(ctx, sqlc.ListEntryTaskLinksParams{OrgID: org, KnowledgeID: id})
 	if err != nil {
 		return nil, data.MapErr(err, "")
@@ -101,9 +100,8 @@ func sameTime(a, b *time.Time) bool {
 // of the caller's org whose source is exactly source: the live document
 // of that source if there is one (its sections carry the source too),
 // else the newest such entry. not_found when none is, naming source.
-func (s *Service) GetBySource(ctx context.Context, c domain.Caller, source string) (_ *domain.Entry, err error) {
+func (s *Entries) GetBySource(ctx context.Context, c domain.Caller, source string) (_ *domain.Entry, err error) {
 	defer data.WrapOp(&err, "knowledge.GetBySource")
-	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := domain.CheckCaller(c, false); err != nil {
 		return nil, err
 	}
@@ -121,23 +119,4 @@ func (s *Service) GetBySource(ctx context.Context, c domain.Caller, source strin
 		return nil, data.MapErr(err, "source")
 	}
 	return s.Get(ctx, c, id)
-}
-
-// tombstoneFor reads id's tombstone for c: only the entry's author and the
-// agent that forgot it see it; to anyone else it does not exist.
-func (s *Service) tombstoneFor(ctx context.Context, q *sqlc.Queries, c domain.Caller, id uuid.UUID) (*domain.Tombstone, error) {
-	t, err := q.GetTombstone(ctx, sqlc.GetTombstoneParams{OrgID: c.OrgID, ID: id})
-	if err != nil {
-		return nil, err
-	}
-	if t.ForgottenByAgentID != c.AgentID && (t.CreatedByAgentID == nil || *t.CreatedByAgentID != c.AgentID) {
-		return nil, pgx.ErrNoRows
-	}
-	ts := tombstone(t)
-	return &ts, nil
-}
-
-func tombstone(t sqlc.KnowledgeTombstone) domain.Tombstone {
-	return domain.Tombstone{ID: t.ID, State: domain.StateForgotten, CreatedByAgentID: t.CreatedByAgentID, CreatedAt: t.CreatedAt,
-		ForgottenByAgentID: t.ForgottenByAgentID, ForgottenAt: t.ForgottenAt, Reason: t.Reason, Relations: int(t.Relations)}
 }

@@ -1,4 +1,4 @@
-package knowledge
+package entries
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
@@ -49,9 +48,8 @@ import (
 // and an attempt, into a short wait. Supersessions are rare next to stores
 // and searches (which never take it), each holds it for milliseconds, and
 // other orgs never wait. TestSupersedeSerialisedPerOrg pins the lock.
-func (s *Service) Supersede(ctx context.Context, c domain.Caller, oldID, newID uuid.UUID) (_ *domain.SupersedeResult, err error) {
+func (s *Entries) Supersede(ctx context.Context, c domain.Caller, oldID, newID uuid.UUID) (_ *domain.SupersedeResult, err error) {
 	defer data.WrapOp(&err, "knowledge.Supersede")
-	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := domain.CheckCaller(c, true); err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package knowledge
+package entries
 
 import (
 	"context"
@@ -60,7 +60,7 @@ func fingerprint(a *domain.StoreArgs) string {
 // Redis is an accelerator, not the guard: when it fails the call goes on
 // against Postgres, whose unique (org, agent, client token) key still
 // allows one entry per token (the error is logged).
-func (s *Service) storeIdempotent(ctx context.Context, c domain.Caller, a *domain.StoreArgs) (*domain.StoreResult, error) {
+func (s *Entries) storeIdempotent(ctx context.Context, c domain.Caller, a *domain.StoreArgs) (*domain.StoreResult, error) {
 	rdb := s.opts.Redis
 	key := idem.Key(c.OrgID, c.AgentID, *a.ClientToken)
 	fp := fingerprint(a)
@@ -123,7 +123,7 @@ func (s *Service) storeIdempotent(ctx context.Context, c domain.Caller, a *domai
 // is what makes "a retried store is not answered with a forgotten id" hold
 // under any interleaving: an erasure commits before it returns, so a replay
 // after it never sees the rows. nil: the entry the store made is gone.
-func (s *Service) replayable(ctx context.Context, c domain.Caller, rec *domain.StoreResult) (*domain.StoreResult, error) {
+func (s *Entries) replayable(ctx context.Context, c domain.Caller, rec *domain.StoreResult) (*domain.StoreResult, error) {
 	ids := make([]uuid.UUID, 0, 1+len(rec.Similar))
 	ids = append(ids, rec.ID)
 	for _, x := range rec.Similar {
@@ -158,7 +158,7 @@ func (s *Service) replayable(ctx context.Context, c domain.Caller, rec *domain.S
 // Redis Cluster master is down, or the process dying after the commit).
 // Otherwise that call is still running, or died before committing: a
 // retryable conflict, until the marker expires.
-func (s *Service) whileRunning(ctx context.Context, c domain.Caller, a *domain.StoreArgs) (*domain.StoreResult, error) {
+func (s *Entries) whileRunning(ctx context.Context, c domain.Caller, a *domain.StoreArgs) (*domain.StoreResult, error) {
 	res, err := s.replayFromDB(ctx, c, a)
 	if err == nil || !errors.Is(err, pgx.ErrNoRows) {
 		return res, err
@@ -167,13 +167,13 @@ func (s *Service) whileRunning(ctx context.Context, c domain.Caller, a *domain.S
 		Message: "a call with this clientToken is still running; retry in a moment to get its answer"}
 }
 
-func (s *Service) storeWithoutRedis(ctx context.Context, c domain.Caller, a *domain.StoreArgs, cause error) (*domain.StoreResult, error) {
+func (s *Entries) storeWithoutRedis(ctx context.Context, c domain.Caller, a *domain.StoreArgs, cause error) (*domain.StoreResult, error) {
 	s.log().Warn("knowledge: idempotence key unavailable; relying on Postgres' unique client token",
 		"org", c.OrgID, "agent", c.AgentID, "err", cause)
 	return s.store(ctx, c, a)
 }
 
-func (s *Service) storeAndRemember(ctx context.Context, c domain.Caller, a *domain.StoreArgs, key, fp, owner string) (*domain.StoreResult, error) {
+func (s *Entries) storeAndRemember(ctx context.Context, c domain.Caller, a *domain.StoreArgs, key, fp, owner string) (*domain.StoreResult, error) {
 	rdb := s.opts.Redis
 	// The key must be settled even if the caller gives up now.
 	bg := context.WithoutCancel(ctx)

@@ -1,0 +1,55 @@
+package knowledge
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+)
+
+// One entry's life is package entries' (entries.Entries): the facade puts
+// the caller's org in the context and hands each call over.
+
+// Store stores a new entry for the caller (store_knowledge), with its
+// duplicate check and, given a client token, idempotently: see
+// entries.Entries.Store.
+func (s *Service) Store(ctx context.Context, c Caller, in StoreInput) (*StoreResult, error) {
+	return s.entries.Store(s.scope(ctx, c.OrgID), c, in)
+}
+
+// Supersede marks oldID as superseded by newID (supersede_knowledge): see
+// entries.Entries.Supersede for the rules and their order.
+func (s *Service) Supersede(ctx context.Context, c Caller, oldID, newID uuid.UUID) (*SupersedeResult, error) {
+	return s.entries.Supersede(s.scope(ctx, c.OrgID), c, oldID, newID)
+}
+
+// Correct stores a replacement for oldID and supersedes oldID with it, in
+// one transaction (supersede_knowledge with replacement): see
+// entries.Entries.Correct.
+func (s *Service) Correct(ctx context.Context, c Caller, oldID uuid.UUID, replacement StoreInput) (*CorrectResult, error) {
+	return s.entries.Correct(s.scope(ctx, c.OrgID), c, oldID, replacement)
+}
+
+// Get reads one whole entry of the caller's org (the knowledge://{id}
+// resource); a forgotten one as its tombstone to its author and to whoever
+// forgot it: see entries.Entries.Get.
+func (s *Service) Get(ctx context.Context, c Caller, id uuid.UUID) (*Entry, error) {
+	return s.entries.Get(s.scope(ctx, c.OrgID), c, id)
+}
+
+// GetBySource reads the live entry of the caller's org whose source is
+// exactly source: see entries.Entries.GetBySource.
+func (s *Service) GetBySource(ctx context.Context, c Caller, source string) (*Entry, error) {
+	return s.entries.GetBySource(s.scope(ctx, c.OrgID), c, source)
+}
+
+// LinkTask links an entry to a task of the caller's org (task runners):
+// see entries.Entries.LinkTask.
+func (s *Service) LinkTask(ctx context.Context, c Caller, knowledgeID uuid.UUID, ref TaskRef) (*TaskLink, error) {
+	return s.entries.LinkTask(s.scope(ctx, c.OrgID), c, knowledgeID, ref)
+}
+
+// TaskKnowledge lists the entries linked to a task; kind "" means all
+// kinds: see entries.Entries.TaskKnowledge.
+func (s *Service) TaskKnowledge(ctx context.Context, c Caller, taskID uuid.UUID, kind LinkKind) ([]TaskEntry, error) {
+	return s.entries.TaskKnowledge(s.scope(ctx, c.OrgID), c, taskID, kind)
+}
