@@ -14,6 +14,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/entries"
+	"github.com/agentfleet/orchestrator/packages/knowledge/erasure"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/knowledge/maintenance"
@@ -139,6 +140,7 @@ type Service struct {
 	relations *relations.Relations
 	maint     *maintenance.Maintenance // the operators' calls on what maintenance keeps
 	entries   *entries.Entries         // store, supersede, correct, get, task links (package entries)
+	erasure   *erasure.Erasure
 }
 
 // New returns a Service on pool. The pool must come from db.Open, which
@@ -171,7 +173,8 @@ func New(pool *pgxpool.Pool, opts Options) *Service {
 			VectorCalibration: opts.VectorCalibration, SerialSearch: opts.Testing.SerialSearch,
 			UnboundedPostings: opts.Testing.UnboundedPostings, FilterMatches: opts.Testing.FilterMatches,
 		}),
-		relations: relations.New(d, relations.Options{Now: opts.Now})}
+		relations: relations.New(d, relations.Options{Now: opts.Now}),
+		erasure:   erasure.New(d, erasure.Options{Redis: opts.Redis, Logger: opts.Logger, TextSearchConfig: opts.TextSearchConfig})}
 	s.maint = NewMaintenance(s, MaintenanceConfig{})
 	s.entries = entries.New(d, entries.Options{Search: s.search, Relations: s.relations,
 		Enqueuer: opts.Enqueuer, Redis: opts.Redis, Logger: opts.Logger, Now: opts.Now,

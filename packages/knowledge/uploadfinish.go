@@ -110,8 +110,8 @@ func (s *Service) assemble(ctx context.Context, org uuid.UUID, u sqlc.GetUploadR
 
 // recordFinish keeps a finished upload's answer and deletes its parts, in
 // one transaction, while the document is share-locked: an erasure of the
-// document (forget, purge) deletes the answer with it (eraseLocked), so
-// the answer, which holds the document's title and heading paths, never
+// document (forget, purge) deletes the answer with it (package erasure),
+// so the answer, which holds the document's title and heading paths, never
 // outlives it. A document erased before this runs leaves no answer: the
 // upload is deleted. A concurrent finish of the same upload that recorded
 // first wins; this one changes nothing.

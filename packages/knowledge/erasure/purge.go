@@ -1,4 +1,4 @@
-package knowledge
+package erasure
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/idem"
@@ -41,9 +40,9 @@ const purgeBatch = 500
 //
 // dryRun counts without writing. Entries of another org, or ids that do not
 // exist, are simply not found: the report says 0.
-func (s *Service) Purge(ctx context.Context, org uuid.UUID, scope domain.PurgeScope, dryRun bool) (_ *domain.PurgeReport, err error) {
+func (e *Erasure) Purge(ctx context.Context, org uuid.UUID, scope domain.PurgeScope, dryRun bool) (_ *domain.PurgeReport, err error) {
 	defer data.WrapOp(&err, "knowledge.Purge")
-	return s.PurgeWith(ctx, org, scope, domain.PurgeOptions{DryRun: dryRun})
+	return e.PurgeWith(ctx, org, scope, domain.PurgeOptions{DryRun: dryRun})
 }
 
 // PurgeWith is Purge with options (progress).
@@ -58,9 +57,8 @@ func (s *Service) Purge(ctx context.Context, org uuid.UUID, scope domain.PurgeSc
 // indexer: entries stored meanwhile may have been indexed, then erased by
 // a later batch, and the second reset leaves the index exactly what
 // indexing the remaining rows gives (docs/operators.md, "Purge").
-func (s *Service) PurgeWith(ctx context.Context, org uuid.UUID, scope domain.PurgeScope, o domain.PurgeOptions) (_ *domain.PurgeReport, err error) {
+func (e *Erasure) PurgeWith(ctx context.Context, org uuid.UUID, scope domain.PurgeScope, o domain.PurgeOptions) (_ *domain.PurgeReport, err error) {
 	defer data.WrapOp(&err, "knowledge.PurgeWith")
-	ctx = db.WithOrg(ctx, org)
 	dryRun := o.DryRun
 	if err := scope.Validate(); err != nil {
 		return nil, err
@@ -68,11 +66,11 @@ func (s *Service) PurgeWith(ctx context.Context, org uuid.UUID, scope domain.Pur
 	rep := &domain.PurgeReport{DryRun: dryRun}
 	// Uploads first: no finish can store a document from them once the
 	// entries are being erased.
-	if rep.Uploads, err = s.purgeUploads(ctx, org, scope, dryRun); err != nil {
+	if rep.Uploads, err = e.purgeUploads(ctx, org, scope, dryRun); err != nil {
 		return rep, data.MapErr(err, "")
 	}
 	if scope.All && !dryRun {
-		if _, err := s.resetOrgIndex(ctx, org, false); err != nil {
+		if _, err := e.resetOrgIndex(ctx, org, false); err != nil {
 			return rep, err
 		}
 	}
@@ -88,9 +86,9 @@ func (s *Service) PurgeWith(ctx context.Context, org uuid.UUID, scope domain.Pur
 				ids = []uuid.UUID{scope.Entry}
 			}
 		case scope.Agent != uuid.Nil:
-			ids, err = s.q.PurgeSelectByAgent(ctx, sqlc.PurgeSelectByAgentParams{OrgID: org, AgentID: &scope.Agent, After: after, MaxRows: purgeBatch})
+			ids, err = e.q.PurgeSelectByAgent(ctx, sqlc.PurgeSelectByAgentParams{OrgID: org, AgentID: &scope.Agent, After: after, MaxRows: purgeBatch})
 		default:
-			ids, err = s.q.PurgeSelectAll(ctx, sqlc.PurgeSelectAllParams{OrgID: org, After: after, MaxRows: purgeBatch})
+			ids, err = e.q.PurgeSelectAll(ctx, sqlc.PurgeSelectAllParams{OrgID: org, After: after, MaxRows: purgeBatch})
 		}
 		if err != nil {
 			return rep, data.MapErr(err, "")
@@ -100,12 +98,12 @@ func (s *Service) PurgeWith(ctx context.Context, org uuid.UUID, scope domain.Pur
 		}
 		after = ids[len(ids)-1]
 		if dryRun {
-			err = s.countBatch(ctx, org, ids, rep)
+			err = e.countBatch(ctx, org, ids, rep)
 		} else {
 			var batch domain.PurgeReport
-			err = s.data.RetryTx(ctx, func(tx pgx.Tx) error {
+			err = e.data.RetryTx(ctx, func(tx pgx.Tx) error {
 				batch = domain.PurgeReport{}
-				return s.purgeBatch(ctx, tx, org, ids, !scope.All, &batch)
+				return e.purgeBatch(ctx, tx, org, ids, !scope.All, &batch)
 			})
 			if err == nil {
 				rep.Add(&batch)
@@ -119,19 +117,20 @@ func (s *Service) PurgeWith(ctx context.Context, org uuid.UUID, scope domain.Pur
 		}
 	}
 	if scope.All && !dryRun {
-		if _, err := s.resetOrgIndex(ctx, org, true); err != nil {
+		if _, err := e.resetOrgIndex(ctx, org, true); err != nil {
 			return rep, err
 		}
 	}
 	if !dryRun {
-		// The erased entries' tags are keys of the org counters (maintenance/stats.go):
-		// fold the purge's deltas now, which deletes the counters that fell
-		// to zero, rather than at the worker's next upkeep.
-		if _, err := maintenance.CompactCounts(ctx, s.data, 0); err != nil {
+		// The erased entries' tags are keys of the org counters (package
+		// maintenance): fold the purge's deltas now, which deletes the
+		// counters that fell to zero, rather than at the worker's next
+		// upkeep.
+		if _, err := maintenance.CompactCounts(ctx, e.data, 0); err != nil {
 			return rep, fmt.Errorf("entries erased; folding the org counters (the worker's upkeep will): %w", err)
 		}
 	}
-	n, err := s.purgeIdempotenceKeys(ctx, org, scope, rep, dryRun)
+	n, err := e.purgeIdempotenceKeys(ctx, org, scope, rep, dryRun)
 	rep.IdempotenceKeys = n
 	if err != nil {
 		return rep, fmt.Errorf("entries erased; idempotence keys (they expire within 60 s): %w", err)
@@ -140,7 +139,7 @@ func (s *Service) PurgeWith(ctx context.Context, org uuid.UUID, scope domain.Pur
 }
 
 // purgeUploads deletes (or, in a dry run, counts) the uploads in scope.
-func (s *Service) purgeUploads(ctx context.Context, org uuid.UUID, scope domain.PurgeScope, dryRun bool) (int64, error) {
+func (e *Erasure) purgeUploads(ctx context.Context, org uuid.UUID, scope domain.PurgeScope, dryRun bool) (int64, error) {
 	switch {
 	case scope.Entry != uuid.Nil:
 		return 0, nil
@@ -149,12 +148,12 @@ func (s *Service) purgeUploads(ctx context.Context, org uuid.UUID, scope domain.
 		if scope.Agent != uuid.Nil {
 			agent = &scope.Agent
 		}
-		c, err := s.q.CountUploads(ctx, sqlc.CountUploadsParams{OrgID: org, AgentID: agent})
+		c, err := e.q.CountUploads(ctx, sqlc.CountUploadsParams{OrgID: org, AgentID: agent})
 		return c.Uploads, err
 	case scope.Agent != uuid.Nil:
-		return s.q.PurgeUploadsByAgent(ctx, sqlc.PurgeUploadsByAgentParams{OrgID: org, AgentID: scope.Agent})
+		return e.q.PurgeUploadsByAgent(ctx, sqlc.PurgeUploadsByAgentParams{OrgID: org, AgentID: scope.Agent})
 	default:
-		return s.q.PurgeUploadsAll(ctx, org)
+		return e.q.PurgeUploadsAll(ctx, org)
 	}
 }
 
@@ -168,11 +167,11 @@ func (s *Service) purgeUploads(ctx context.Context, org uuid.UUID, scope domain.
 // indexer rebuilds the index of the rows left. Held under the statistics
 // row's lock, as the indexer's batches, so none runs in between. It
 // returns how many entries it queued.
-func (s *Service) resetOrgIndex(ctx context.Context, org uuid.UUID, requeue bool) (int64, error) {
+func (e *Erasure) resetOrgIndex(ctx context.Context, org uuid.UUID, requeue bool) (int64, error) {
 	var queued int64
-	err := s.data.RetryTx(ctx, func(tx pgx.Tx) error {
+	err := e.data.RetryTx(ctx, func(tx pgx.Tx) error {
 		q := sqlc.New(tx)
-		if _, err := q.LockSearchStats(ctx, sqlc.LockSearchStatsParams{OrgID: org, DefaultConfig: s.opts.TextSearchConfig}); err != nil {
+		if _, err := q.LockSearchStats(ctx, sqlc.LockSearchStatsParams{OrgID: org, DefaultConfig: e.textSearchConfig}); err != nil {
 			return err
 		}
 		if err := q.DeleteOrgPostings(ctx, org); err != nil {
@@ -198,13 +197,13 @@ func (s *Service) resetOrgIndex(ctx context.Context, org uuid.UUID, requeue bool
 }
 
 // purgeBatch erases ids (at most purgeBatch) in tx.
-func (s *Service) purgeBatch(ctx context.Context, tx pgx.Tx, org uuid.UUID, ids []uuid.UUID, unindex bool, rep *domain.PurgeReport) error {
+func (e *Erasure) purgeBatch(ctx context.Context, tx pgx.Tx, org uuid.UUID, ids []uuid.UUID, unindex bool, rep *domain.PurgeReport) error {
 	q := sqlc.New(tx)
-	rows, err := s.lockForErase(ctx, q, org, ids, unindex)
+	rows, err := e.lockForErase(ctx, q, org, ids, unindex)
 	if err != nil || len(rows) == 0 {
 		return err
 	}
-	return s.eraseLocked(ctx, tx, org, rows, unindex, rep)
+	return e.eraseLocked(ctx, tx, org, rows, unindex, rep)
 }
 
 // lockForErase takes what erasing entries of org needs, in the order
@@ -212,12 +211,12 @@ func (s *Service) purgeBatch(ctx context.Context, tx pgx.Tx, org uuid.UUID, ids 
 // supersession lock (as Supersede), the index statistics row (as the
 // indexer, when unindex), then the entries of ids in id order, which it
 // returns (those that exist).
-func (s *Service) lockForErase(ctx context.Context, q *sqlc.Queries, org uuid.UUID, ids []uuid.UUID, unindex bool) ([]sqlc.PurgeLockEntriesRow, error) {
+func (e *Erasure) lockForErase(ctx context.Context, q *sqlc.Queries, org uuid.UUID, ids []uuid.UUID, unindex bool) ([]sqlc.PurgeLockEntriesRow, error) {
 	if err := q.LockOrgSupersessions(ctx, org.String()); err != nil {
 		return nil, err
 	}
 	if unindex {
-		if _, err := q.LockSearchStats(ctx, sqlc.LockSearchStatsParams{OrgID: org, DefaultConfig: s.opts.TextSearchConfig}); err != nil {
+		if _, err := q.LockSearchStats(ctx, sqlc.LockSearchStatsParams{OrgID: org, DefaultConfig: e.textSearchConfig}); err != nil {
 			return nil, err
 		}
 	}
@@ -226,7 +225,7 @@ func (s *Service) lockForErase(ctx context.Context, q *sqlc.Queries, org uuid.UU
 
 // eraseLocked erases the entries lockForErase locked in tx (rows, not
 // empty).
-func (s *Service) eraseLocked(ctx context.Context, tx pgx.Tx, org uuid.UUID, rows []sqlc.PurgeLockEntriesRow, unindex bool, rep *domain.PurgeReport) error {
+func (e *Erasure) eraseLocked(ctx context.Context, tx pgx.Tx, org uuid.UUID, rows []sqlc.PurgeLockEntriesRow, unindex bool, rep *domain.PurgeReport) error {
 	q := sqlc.New(tx)
 	ids, gone, heads := chainsOf(rows, make([]uuid.UUID, 0, len(rows)))
 	plan, err := planRelink(ctx, q, org, heads, gone)
@@ -308,13 +307,13 @@ func chainsOf(rows []sqlc.PurgeLockEntriesRow, ids []uuid.UUID) ([]uuid.UUID, ma
 }
 
 // countBatch is purgeBatch's dry run: the same numbers, nothing written.
-func (s *Service) countBatch(ctx context.Context, org uuid.UUID, ids []uuid.UUID, rep *domain.PurgeReport) error {
-	rows, err := s.q.PurgeLockEntries(ctx, sqlc.PurgeLockEntriesParams{OrgID: org, Ids: ids})
+func (e *Erasure) countBatch(ctx context.Context, org uuid.UUID, ids []uuid.UUID, rep *domain.PurgeReport) error {
+	rows, err := e.q.PurgeLockEntries(ctx, sqlc.PurgeLockEntriesParams{OrgID: org, Ids: ids})
 	if err != nil || len(rows) == 0 {
 		return err
 	}
 	ids, gone, heads := chainsOf(rows, ids[:0])
-	plan, err := planRelink(ctx, s.q, org, heads, gone)
+	plan, err := planRelink(ctx, e.q, org, heads, gone)
 	if err != nil {
 		return err
 	}
@@ -325,18 +324,18 @@ func (s *Service) countBatch(ctx context.Context, org uuid.UUID, ids []uuid.UUID
 			rep.Relinked++
 		}
 	}
-	c, err := s.q.PurgeCountLinks(ctx, sqlc.PurgeCountLinksParams{OrgID: org, Ids: ids})
+	c, err := e.q.PurgeCountLinks(ctx, sqlc.PurgeCountLinksParams{OrgID: org, Ids: ids})
 	if err != nil {
 		return err
 	}
 	rep.TaskLinks += c.Links
 	rep.SupersessionEdges += c.Edges
-	rel, err := s.q.PurgeCountRelations(ctx, sqlc.PurgeCountRelationsParams{OrgID: org, Ids: ids})
+	rel, err := e.q.PurgeCountRelations(ctx, sqlc.PurgeCountRelationsParams{OrgID: org, Ids: ids})
 	if err != nil {
 		return err
 	}
 	rep.Relations += rel
-	p, err := s.q.PurgeCountPostings(ctx, sqlc.PurgeCountPostingsParams{OrgID: org, Ids: ids})
+	p, err := e.q.PurgeCountPostings(ctx, sqlc.PurgeCountPostingsParams{OrgID: org, Ids: ids})
 	if err != nil {
 		return err
 	}
@@ -405,9 +404,9 @@ func planRelink(ctx context.Context, q *sqlc.Queries, org uuid.UUID, heads, gone
 // made or in its similar list (which holds titles). The keys live 60 s; a
 // SCAN of the org's prefix is small. A store that records its answer after
 // the scan may still name an erased entry for up to 60 s; a replay never
-// answers it (idempotence.go, replayable).
-func (s *Service) purgeIdempotenceKeys(ctx context.Context, org uuid.UUID, scope domain.PurgeScope, rep *domain.PurgeReport, dryRun bool) (int64, error) {
-	if s.opts.Redis == nil {
+// answers it (the store's replayable).
+func (e *Erasure) purgeIdempotenceKeys(ctx context.Context, org uuid.UUID, scope domain.PurgeScope, rep *domain.PurgeReport, dryRun bool) (int64, error) {
+	if e.redis == nil {
 		return 0, nil
 	}
 	erased := make(map[uuid.UUID]bool, len(rep.IDs))
@@ -420,7 +419,7 @@ func (s *Service) purgeIdempotenceKeys(ctx context.Context, org uuid.UUID, scope
 		agentPrefix = idem.Prefix(org, scope.Agent)
 	}
 	var n int64
-	err := rediskit.ScanKeys(ctx, s.opts.Redis, prefix+"*", func(ctx context.Context, c redis.Cmdable, key string) error {
+	err := rediskit.ScanKeys(ctx, e.redis, prefix+"*", func(ctx context.Context, c redis.Cmdable, key string) error {
 		del := scope.All || (agentPrefix != "" && strings.HasPrefix(key, agentPrefix))
 		if !del {
 			v, err := c.Get(ctx, key).Bytes()

@@ -1,4 +1,4 @@
-package knowledge
+package erasure
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
@@ -32,24 +31,23 @@ import (
 // a forgotten entry again answers the tombstone with AlreadyForgotten, to
 // its author and to whoever forgot it; to anyone else a forgotten id is
 // not found, like an id that never existed or belongs to another org.
-func (s *Service) Forget(ctx context.Context, c domain.Caller, id uuid.UUID, reason string, othersAllowed bool) (_ *domain.ForgetResult, err error) {
+func (e *Erasure) Forget(ctx context.Context, c domain.Caller, id uuid.UUID, reason string, othersAllowed bool) (_ *domain.ForgetResult, err error) {
 	defer data.WrapOp(&err, "knowledge.Forget")
-	ctx = db.WithOrg(ctx, c.OrgID)
 	if reason, err = checkForget(c, id, reason); err != nil {
 		return nil, err
 	}
 	var res *domain.ForgetResult
 	var gone []uuid.UUID
-	err = s.data.RetryTx(ctx, func(tx pgx.Tx) error {
+	err = e.data.RetryTx(ctx, func(tx pgx.Tx) error {
 		var err error
-		res, gone, err = s.forgetIn(ctx, tx, c, id, reason, othersAllowed)
+		res, gone, err = e.forgetIn(ctx, tx, c, id, reason, othersAllowed)
 		return err
 	})
 	if err != nil {
 		return nil, data.MapErr(err, "id")
 	}
 	if !res.AlreadyForgotten {
-		s.forgetStoreAnswers(ctx, c.OrgID, id, gone)
+		e.forgetStoreAnswers(ctx, c.OrgID, id, gone)
 	}
 	return res, nil
 }
@@ -79,7 +77,7 @@ func checkForget(c domain.Caller, id uuid.UUID, reason string) (string, error) {
 // checks that c may forget it, erases it as Purge does and leaves a
 // tombstone for each erased entry. It returns the answer and the ids
 // erased.
-func (s *Service) forgetIn(ctx context.Context, tx pgx.Tx, c domain.Caller, id uuid.UUID, reason string, othersAllowed bool) (*domain.ForgetResult, []uuid.UUID, error) {
+func (e *Erasure) forgetIn(ctx context.Context, tx pgx.Tx, c domain.Caller, id uuid.UUID, reason string, othersAllowed bool) (*domain.ForgetResult, []uuid.UUID, error) {
 	q := sqlc.New(tx)
 	// A document goes with its sections. Under the org's supersession
 	// lock (lockForErase takes it again) no replacement adds any between
@@ -91,7 +89,7 @@ func (s *Service) forgetIn(ctx context.Context, tx pgx.Tx, c domain.Caller, id u
 	if err != nil {
 		return nil, nil, err
 	}
-	rows, err := s.lockForErase(ctx, q, c.OrgID, append(ids, id), true)
+	rows, err := e.lockForErase(ctx, q, c.OrgID, append(ids, id), true)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -111,12 +109,12 @@ func (s *Service) forgetIn(ctx context.Context, tx pgx.Tx, c domain.Caller, id u
 			Message: "the calling agent did not write this entry; forgetting other agents' entries needs the knowledge:delete_others scope"}
 	}
 	// A document's client tokens outlive it, marked forgotten: a retry of
-	// its store is refused, not stored again (documentwrite.go).
+	// its store is refused, not stored again (the documents' write).
 	if _, err := q.ForgetDocumentTokens(ctx, sqlc.ForgetDocumentTokensParams{OrgID: c.OrgID, Ids: []uuid.UUID{id}}); err != nil {
 		return nil, nil, err
 	}
 	var rep domain.PurgeReport
-	if err := s.eraseLocked(ctx, tx, c.OrgID, rows, true, &rep); err != nil {
+	if err := e.eraseLocked(ctx, tx, c.OrgID, rows, true, &rep); err != nil {
 		return nil, nil, err
 	}
 	t, err := writeTombstones(ctx, q, c, id, rows, reason, rep.OpenRelations)
@@ -152,12 +150,12 @@ func writeTombstones(ctx context.Context, q *sqlc.Queries, c domain.Caller, id u
 // those of stores that listed it. The rows are gone whatever happens here,
 // and a replay never answers an erased entry (replayable); a failure only
 // leaves a record that expires within the minute.
-func (s *Service) forgetStoreAnswers(ctx context.Context, org, id uuid.UUID, gone []uuid.UUID) {
+func (e *Erasure) forgetStoreAnswers(ctx context.Context, org, id uuid.UUID, gone []uuid.UUID) {
 	names := map[uuid.UUID]bool{id: true}
 	for _, g := range gone {
 		names[g] = true
 	}
-	if _, err := idem.ForgetNaming(ctx, s.opts.Redis, org, names); err != nil {
-		s.log().Warn("knowledge: forget: deleting idempotence records naming the entry failed; they expire within 60 s", "org", org, "err", err)
+	if _, err := idem.ForgetNaming(ctx, e.redis, org, names); err != nil {
+		e.log.Warn("knowledge: forget: deleting idempotence records naming the entry failed; they expire within 60 s", "org", org, "err", err)
 	}
 }
