@@ -20,6 +20,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge/maintenance"
 	"github.com/agentfleet/orchestrator/packages/knowledge/relations"
 	"github.com/agentfleet/orchestrator/packages/knowledge/search"
+	"github.com/agentfleet/orchestrator/packages/knowledge/transfer"
 )
 
 // Options are what a Service is made with besides its pool: its
@@ -141,6 +142,7 @@ type Service struct {
 	maint     *maintenance.Maintenance // the operators' calls on what maintenance keeps
 	entries   *entries.Entries         // store, supersede, correct, get, task links (package entries)
 	erasure   *erasure.Erasure
+	transfer  *transfer.Transfer
 }
 
 // New returns a Service on pool. The pool must come from db.Open, which
@@ -174,7 +176,8 @@ func New(pool *pgxpool.Pool, opts Options) *Service {
 			UnboundedPostings: opts.Testing.UnboundedPostings, FilterMatches: opts.Testing.FilterMatches,
 		}),
 		relations: relations.New(d, relations.Options{Now: opts.Now}),
-		erasure:   erasure.New(d, erasure.Options{Redis: opts.Redis, Logger: opts.Logger, TextSearchConfig: opts.TextSearchConfig})}
+		erasure:   erasure.New(d, erasure.Options{Redis: opts.Redis, Logger: opts.Logger, TextSearchConfig: opts.TextSearchConfig}),
+		transfer:  transfer.New(d, transfer.Options{Now: opts.Now})}
 	s.maint = NewMaintenance(s, MaintenanceConfig{})
 	s.entries = entries.New(d, entries.Options{Search: s.search, Relations: s.relations,
 		Enqueuer: opts.Enqueuer, Redis: opts.Redis, Logger: opts.Logger, Now: opts.Now,

@@ -1,4 +1,4 @@
-package knowledge
+package transfer
 
 import (
 	"bufio"
@@ -14,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
 
-	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
@@ -25,54 +24,6 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge/relations"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
-
-// Export and import of an org's knowledge as JSON Lines (docs/operators.md).
-//
-// The file is one JSON object per line, each with a "kind": a header, then
-// the org's agents (authorship), its own relation types, the tasks its
-// entries are linked to, its entries oldest first, the documents among
-// them and their sections (transferdocs.go), the recorded supersession
-// edges, the task links, the relations (open and closed).
-// Ids are kept: every key of the schema leads with org_id, so the same ids
-// can live in any org of any database, and an import into another org is a
-// copy, not a clash. Nothing in the file names the org or the moment of the
-// export, so exporting an import gives the same bytes (tested).
-//
-// Not exported: tokens (secrets; an org moved elsewhere gets new ones),
-// quotas (an operator's setting of the target), embedding bookkeeping
-// (generations, errors). Without --vectors an imported entry is pending and
-// the worker embeds it with the target's model; with them, ready entries
-// keep their vector and model.
-
-// ExportFormat and ExportVersion name the file format
-// (internal/transferfmt). An import refuses a newer version: its meaning
-// may have changed.
-const (
-	ExportFormat  = transferfmt.Format
-	ExportVersion = transferfmt.Version
-)
-
-// ExportOptions are the optional settings of Export.
-type ExportOptions struct {
-	Vectors  bool          // include the vectors of ready entries
-	Progress func(n int64) // called with the entries written so far, every page
-	PageSize int           // rows per read; default 1000
-	_        struct{}      // keyed fields only
-}
-
-// ExportReport counts what an export wrote.
-type ExportReport struct {
-	Agents        int64 `json:"agents"`
-	Tasks         int64 `json:"tasks"`
-	Entries       int64 `json:"entries"`
-	Vectors       int64 `json:"vectors"`
-	Supersessions int64 `json:"supersessions"`
-	TaskLinks     int64 `json:"taskLinks"`
-	RelationTypes int64 `json:"relationTypes"`
-	Relations     int64 `json:"relations"`
-	Documents     int64 `json:"documents"`
-	Sections      int64 `json:"sections"`
-}
 
 func utc(t time.Time) time.Time { return t.UTC() }
 
@@ -87,17 +38,16 @@ func utcp(t *time.Time) *time.Time {
 // Export writes org's knowledge to w. It reads one snapshot (a repeatable
 // read, read-only transaction), page by page with keyset paging, so its
 // memory does not grow with the org; w is buffered here.
-func (s *Service) Export(ctx context.Context, org uuid.UUID, w io.Writer, o ExportOptions) (_ *ExportReport, err error) {
+func (tr *Transfer) Export(ctx context.Context, org uuid.UUID, w io.Writer, o domain.ExportOptions) (_ *domain.ExportReport, err error) {
 	defer data.WrapOp(&err, "knowledge.Export")
-	ctx = db.WithOrg(ctx, org)
 	if o.PageSize <= 0 {
 		o.PageSize = 1000
 	}
 	bw := bufio.NewWriterSize(w, 1<<16)
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
-	rep := &ExportReport{}
-	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	rep := &domain.ExportReport{}
+	err = pgx.BeginTxFunc(ctx, tr.data.Scoped(), pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		x := &exporter{ctx: ctx, tx: tx, q: sqlc.New(tx), org: org, enc: enc, o: o, rep: rep}
 		// The file's order (see above): what a line names comes before it.
 		for _, section := range []func() error{x.header, x.agents, x.relationTypes, x.tasks, x.entries, x.documents, x.sections, x.supersessions, x.taskLinks, x.relations} {
@@ -120,8 +70,8 @@ type exporter struct {
 	q   *sqlc.Queries
 	org uuid.UUID
 	enc *json.Encoder
-	o   ExportOptions
-	rep *ExportReport
+	o   domain.ExportOptions
+	rep *domain.ExportReport
 }
 
 // exportPages writes a keyset-paged list: page reads up to size rows after
@@ -159,7 +109,7 @@ func (x *exporter) encode(line any, n *int64) error {
 }
 
 func (x *exporter) header() error {
-	return x.enc.Encode(transferfmt.Header{Kind: transferfmt.KindHeader, Format: ExportFormat, Version: ExportVersion, Vectors: x.o.Vectors})
+	return x.enc.Encode(transferfmt.Header{Kind: transferfmt.KindHeader, Format: transferfmt.Format, Version: transferfmt.Version, Vectors: x.o.Vectors})
 }
 
 func (x *exporter) agents() error {
@@ -302,33 +252,8 @@ func (x *exporter) relations() error {
 		}, nil)
 }
 
-// ImportOptions are the optional settings of Import.
-type ImportOptions struct {
-	IgnoreQuota bool          // count the entries against the quota but do not stop at its limit
-	Progress    func(n int64) // entries read so far, every batch
-}
-
-// ImportReport counts what an import added and what it skipped, and why.
-type ImportReport struct {
-	Agents        int64            `json:"agents"`
-	Tasks         int64            `json:"tasks"`
-	Entries       int64            `json:"entries"`
-	Vectors       int64            `json:"vectors"`
-	Chains        int64            `json:"chains"` // entries given their supersession columns
-	Supersessions int64            `json:"supersessions"`
-	TaskLinks     int64            `json:"taskLinks"`
-	RelationTypes int64            `json:"relationTypes"`
-	Relations     int64            `json:"relations"`
-	Documents     int64            `json:"documents"`
-	Sections      int64            `json:"sections"`
-	Skipped       map[string]int64 `json:"skipped"` // reason -> count
-}
-
-func (r *ImportReport) skip(reason string) { r.Skipped[reason]++ }
-
-// ErrNewerFormat is returned for a file of a format version this code does
-// not know.
-var ErrNewerFormat = transferfmt.ErrNewerFormat
+// skip counts a line an import skipped, by reason.
+func skip(r *domain.ImportReport, reason string) { r.Skipped[reason]++ }
 
 // Import reads an export into org, in one transaction: all of it or
 // nothing. It reads the file twice (open is called twice): first agents,
@@ -349,12 +274,11 @@ var ErrNewerFormat = transferfmt.ErrNewerFormat
 // vector are pending: the worker's reconciler enqueues them within its
 // grace period (WORKER_RECONCILE_GRACE); the lexical indexer picks them up
 // on its next pass.
-func (s *Service) Import(ctx context.Context, org uuid.UUID, open func() (io.ReadCloser, error), o ImportOptions) (_ *ImportReport, err error) {
+func (tr *Transfer) Import(ctx context.Context, org uuid.UUID, open func() (io.ReadCloser, error), o domain.ImportOptions) (_ *domain.ImportReport, err error) {
 	defer data.WrapOp(&err, "knowledge.Import")
-	ctx = db.WithOrg(ctx, org)
-	rep := &ImportReport{Skipped: map[string]int64{}}
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := s.importPass(ctx, tx, org, open, 1, o, rep); err != nil {
+	rep := &domain.ImportReport{Skipped: map[string]int64{}}
+	err = pgx.BeginFunc(ctx, tr.data.Scoped(), func(tx pgx.Tx) error {
+		if err := tr.importPass(ctx, tx, org, open, 1, o, rep); err != nil {
 			return err
 		}
 		if err := tenancy.ConsumeQuotaN(ctx, tx, org, tenancy.ResourceKnowledgeStored, rep.Entries, o.IgnoreQuota); err != nil {
@@ -364,7 +288,7 @@ func (s *Service) Import(ctx context.Context, org uuid.UUID, open func() (io.Rea
 			}
 			return err
 		}
-		if err := s.importPass(ctx, tx, org, open, 2, o, rep); err != nil {
+		if err := tr.importPass(ctx, tx, org, open, 2, o, rep); err != nil {
 			return err
 		}
 		bad, err := sqlc.New(tx).ImportCheckChains(ctx, org)
@@ -378,7 +302,7 @@ func (s *Service) Import(ctx context.Context, org uuid.UUID, open func() (io.Rea
 	})
 	if err != nil {
 		var ke *errs.Error
-		if errors.As(err, &ke) || errors.Is(err, ErrNewerFormat) {
+		if errors.As(err, &ke) || errors.Is(err, transferfmt.ErrNewerFormat) {
 			return rep, err
 		}
 		return rep, data.MapErr(err, "")
@@ -387,7 +311,7 @@ func (s *Service) Import(ctx context.Context, org uuid.UUID, open func() (io.Rea
 	// row per distinct tag); fold them now rather than at the worker's
 	// next upkeep, so stats stays quick right after a large import. Stats
 	// are exact either way, so a failure here is no failure of the import.
-	_, _ = maintenance.CompactCounts(ctx, s.data, 0)
+	_, _ = maintenance.CompactCounts(ctx, tr.data, 0)
 	return rep, nil
 }
 
@@ -395,13 +319,13 @@ const importBatch = 1000
 
 // importPass reads the file once. Pass 1 writes agents, tasks, entries;
 // pass 2 chains, edges and links.
-func (s *Service) importPass(ctx context.Context, tx pgx.Tx, org uuid.UUID, open func() (io.ReadCloser, error), pass int, o ImportOptions, rep *ImportReport) error {
+func (tr *Transfer) importPass(ctx context.Context, tx pgx.Tx, org uuid.UUID, open func() (io.ReadCloser, error), pass int, o domain.ImportOptions, rep *domain.ImportReport) error {
 	f, err := open()
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	im := &importer{s: s, ctx: ctx, tx: tx, q: sqlc.New(tx), org: org, pass: pass, o: o, rep: rep}
+	im := &importer{tr: tr, ctx: ctx, tx: tx, q: sqlc.New(tx), org: org, pass: pass, o: o, rep: rep}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 16<<20) // an entry with a vector is ~10 KB; a body at most 32,000 characters
 	sawHeader := false
@@ -448,14 +372,14 @@ func (s *Service) importPass(ctx context.Context, tx pgx.Tx, org uuid.UUID, open
 // importer is one pass of an import: where it is in the file, and the
 // records it holds back to write a batch at a time.
 type importer struct {
-	s    *Service
+	tr   *Transfer
 	ctx  context.Context
 	tx   pgx.Tx
 	q    *sqlc.Queries
 	org  uuid.UUID
 	pass int
-	o    ImportOptions
-	rep  *ImportReport
+	o    domain.ImportOptions
+	rep  *domain.ImportReport
 
 	line    int    // of the record being read
 	kind    string // its kind
@@ -499,7 +423,7 @@ func (im *importer) record(b []byte) error {
 	d, ok := importDecoders[im.kind]
 	if !ok {
 		if im.pass == 1 {
-			im.rep.skip(fmt.Sprintf("unknown kind %q", im.kind))
+			skip(im.rep, fmt.Sprintf("unknown kind %q", im.kind))
 		}
 		return nil
 	}
@@ -543,7 +467,7 @@ func (im *importer) agent(b []byte) error {
 	if !exists {
 		return errs.InvalidArgument("file", "line %d: agent %s's name %q is taken in this org by another agent; rename one of them first", im.line, a.ID, a.Name)
 	}
-	im.rep.skip("agent: already present")
+	skip(im.rep, "agent: already present")
 	return nil
 }
 
@@ -565,7 +489,7 @@ func (im *importer) relationType(b []byte) error {
 	if err != nil {
 		return err
 	}
-	added, err := im.s.importRelationType(im.ctx, im.q, im.org, t)
+	added, err := im.tr.importRelationType(im.ctx, im.q, im.org, t)
 	if err != nil {
 		return im.bad(err)
 	}
@@ -578,7 +502,7 @@ func (im *importer) count(added bool, n *int64, reason string) {
 	if added {
 		*n++
 	} else {
-		im.rep.skip(reason)
+		skip(im.rep, reason)
 	}
 }
 
@@ -715,7 +639,7 @@ func (im *importer) flushEntries() error {
 	if len(im.entries) == 0 {
 		return nil
 	}
-	if err := im.s.importEntries(im.ctx, im.tx, im.q, im.org, im.entries, im.rep); err != nil {
+	if err := im.tr.importEntries(im.ctx, im.tx, im.q, im.org, im.entries, im.rep); err != nil {
 		return err
 	}
 	im.read += int64(len(im.entries))
@@ -798,7 +722,7 @@ func orNil(id *uuid.UUID) uuid.UUID {
 // importRelationType adds an org's own relation type from a file, unless
 // the org has it already (the same name and inverse); a name or inverse
 // the org's catalogue uses otherwise refuses the file.
-func (s *Service) importRelationType(ctx context.Context, q *sqlc.Queries, org uuid.UUID, t transferfmt.RelationType) (bool, error) {
+func (tr *Transfer) importRelationType(ctx context.Context, q *sqlc.Queries, org uuid.UUID, t transferfmt.RelationType) (bool, error) {
 	if err := domain.CheckTypeName("name", t.Name); err != nil {
 		return false, err
 	}
@@ -824,7 +748,7 @@ func (s *Service) importRelationType(ctx context.Context, q *sqlc.Queries, org u
 }
 
 // importEntries copies the entries of a batch that the org does not have.
-func (s *Service) importEntries(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, org uuid.UUID, batch []transferfmt.Entry, rep *ImportReport) error {
+func (tr *Transfer) importEntries(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, org uuid.UUID, batch []transferfmt.Entry, rep *domain.ImportReport) error {
 	ids := make([]uuid.UUID, len(batch))
 	for i, e := range batch {
 		ids[i] = e.ID
@@ -849,7 +773,7 @@ func (s *Service) importEntries(ctx context.Context, tx pgx.Tx, q *sqlc.Queries,
 	rows := make([][]any, 0, len(batch))
 	for _, e := range batch {
 		if present[e.ID] {
-			rep.skip("entry: already present")
+			skip(rep, "entry: already present")
 			continue
 		}
 		present[e.ID] = true // a line repeated in the file
@@ -865,7 +789,7 @@ func (s *Service) importEntries(ctx context.Context, tx pgx.Tx, q *sqlc.Queries,
 			v := pgvector.NewVector(e.Embedding.Vector)
 			vec, model, at, status = &v, &e.Embedding.Model, e.Embedding.EmbeddedAt, domain.EmbeddingReady
 			if at == nil {
-				now := s.opts.Now()
+				now := tr.now()
 				at = &now
 			}
 			rep.Vectors++
@@ -888,7 +812,7 @@ func (s *Service) importEntries(ctx context.Context, tx pgx.Tx, q *sqlc.Queries,
 	}
 	// COPY through pgx rather than a sqlc :copyfrom query: sqlc adds
 	// CopyFrom to the package's shared DBTX interface, which the search
-	// pipeline's adapter (search.go) does not implement. The columns are
+	// pipeline's adapter (package search) does not implement. The columns are
 	// the table's own; the knowledge_queue_for_index trigger fires for
 	// copied rows too, so the indexer takes them up.
 	n, err := tx.CopyFrom(ctx, pgx.Identifier{"knowledge"}, importColumns, pgx.CopyFromRows(rows))
