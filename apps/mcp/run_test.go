@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -53,36 +54,48 @@ func TestRunRefusesBadConfiguration(t *testing.T) {
 	cases := map[string]struct {
 		args []string
 		env  map[string]string
-		want string
+		// servers: DATABASE_URL and REDIS_URL name a fresh database (with
+		// an entry of the local model's vectors when stored) and Redis.
+		servers, stored bool
+		want            string
 	}{
-		"bad ttl":              {nil, map[string]string{"MCP_TOKEN_CACHE_TTL": "1h"}, "MCP_TOKEN_CACHE_TTL"},
-		"bad addr":             {nil, map[string]string{"MCP_ADDR": "8080"}, "MCP_ADDR"},
-		"bad public url":       {nil, map[string]string{"MCP_PUBLIC_URL": "mcp.example.com"}, "MCP_PUBLIC_URL"},
-		"cosine floor alone":   {nil, map[string]string{"SEARCH_COSINE_FLOOR": "0.3"}, "SEARCH_COSINE_FULL"},
-		"cosine full <= floor": {nil, map[string]string{"SEARCH_COSINE_FLOOR": "0.3", "SEARCH_COSINE_FULL": "0.2"}, "SEARCH_COSINE_FULL"},
-		"extra argument":       {[]string{"serve"}, nil, "usage"},
-		"stdio without token":  {[]string{"--stdio"}, map[string]string{"DATABASE_URL": testenv.Postgres(t).URL, "REDIS_URL": testenv.LeaseRedis(t).URL}, "KNOWLEDGE_TOKEN"},
-		"text search config":   {nil, map[string]string{"DATABASE_URL": testenv.Postgres(t).URL, "REDIS_URL": testenv.LeaseRedis(t).URL, "SEARCH_TEXT_CONFIG": "englsh"}, `SEARCH_TEXT_CONFIG="englsh"`},
-		"stdio bad token":      {[]string{"--stdio"}, map[string]string{"DATABASE_URL": testenv.Postgres(t).URL, "REDIS_URL": testenv.LeaseRedis(t).URL, "KNOWLEDGE_TOKEN": "nope"}, "invalid_token"},
+		"bad ttl":              {env: map[string]string{"MCP_TOKEN_CACHE_TTL": "1h"}, want: "MCP_TOKEN_CACHE_TTL"},
+		"bad addr":             {env: map[string]string{"MCP_ADDR": "8080"}, want: "MCP_ADDR"},
+		"bad public url":       {env: map[string]string{"MCP_PUBLIC_URL": "mcp.example.com"}, want: "MCP_PUBLIC_URL"},
+		"cosine floor alone":   {env: map[string]string{"SEARCH_COSINE_FLOOR": "0.3"}, want: "SEARCH_COSINE_FULL"},
+		"cosine full <= floor": {env: map[string]string{"SEARCH_COSINE_FLOOR": "0.3", "SEARCH_COSINE_FULL": "0.2"}, want: "SEARCH_COSINE_FULL"},
+		"extra argument":       {args: []string{"serve"}, want: "usage"},
+		"stdio without token":  {args: []string{"--stdio"}, servers: true, want: "KNOWLEDGE_TOKEN"},
+		"text search config":   {env: map[string]string{"SEARCH_TEXT_CONFIG": "englsh"}, servers: true, want: `SEARCH_TEXT_CONFIG="englsh"`},
+		"stdio bad token":      {args: []string{"--stdio"}, env: map[string]string{"KNOWLEDGE_TOKEN": "nope"}, servers: true, want: "invalid_token"},
+		// Vectors of the local model are stored; a server configured with
+		// another model of another width refuses to start, naming both.
+		"stored vectors of another model": {env: map[string]string{
+			"EMBEDDER": "openai", "EMBEDDINGS_MODEL": "text-embedding-3-small", "EMBEDDINGS_DIMENSIONS": "1536"},
+			servers: true, stored: true,
+			want: "EMBEDDINGS_MODEL=text-embedding-3-small: the configured embeddings are text-embedding-3-small (1536 dimensions), but the stored vectors are local-hash-v1 (768 dimensions)"},
 	}
-	// Vectors of the local model are stored; a server configured with
-	// another model of another width refuses to start, naming both.
-	stored := testenv.Postgres(t)
-	testfactory.Entry(context.Background(), t, stored.Pool, &testfactory.EntryOpts{Title: "t", Body: "b",
-		Embedding: slices.Repeat([]float32{0.1}, 768), Model: "local-hash-v1"})
-	cases["stored vectors of another model"] = struct {
-		args []string
-		env  map[string]string
-		want string
-	}{nil, map[string]string{"DATABASE_URL": stored.URL, "REDIS_URL": testenv.LeaseRedis(t).URL,
-		"EMBEDDER": "openai", "EMBEDDINGS_MODEL": "text-embedding-3-small", "EMBEDDINGS_DIMENSIONS": "1536"},
-		"EMBEDDINGS_MODEL=text-embedding-3-small: the configured embeddings are text-embedding-3-small (1536 dimensions), but the stored vectors are local-hash-v1 (768 dimensions)"}
 	for name, c := range cases {
-		var out, errb testenv.Buffer
-		err := run(context.Background(), c.args, func(k string) string { return c.env[k] }, strings.NewReader(""), &out, &errb)
-		if err == nil || !strings.Contains(err.Error()+errb.String(), c.want) {
-			t.Errorf("%s: got %v (stderr %s), want an error about %s", name, err, errb.String(), c.want)
-		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			env := maps.Clone(c.env)
+			if env == nil {
+				env = map[string]string{}
+			}
+			if c.servers {
+				db := testenv.Postgres(t)
+				if c.stored {
+					testfactory.Entry(context.Background(), t, db.Pool, &testfactory.EntryOpts{Title: "t", Body: "b",
+						Embedding: slices.Repeat([]float32{0.1}, 768), Model: "local-hash-v1"})
+				}
+				env["DATABASE_URL"], env["REDIS_URL"] = db.URL, testenv.LeaseRedis(t).URL
+			}
+			var out, errb testenv.Buffer
+			err := run(context.Background(), c.args, func(k string) string { return env[k] }, strings.NewReader(""), &out, &errb)
+			if err == nil || !strings.Contains(err.Error()+errb.String(), c.want) {
+				t.Errorf("%s: got %v (stderr %s), want an error about %s", name, err, errb.String(), c.want)
+			}
+		})
 	}
 }
 
