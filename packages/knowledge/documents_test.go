@@ -38,6 +38,7 @@ func (b *bundle) storeDoc(t *testing.T, c knowledge.Caller, in knowledge.Documen
 }
 
 func TestStoreDocumentMakesSectionsPartOfIt(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	r := b.storeDoc(t, b.alice, knowledge.DocumentInput{Title: "Pump manual", Content: manual(3, same), Source: "docs/pumps.md", Tags: []string{"pumps"},
 		Metadata: map[string]any{"team": "ops"}})
@@ -78,6 +79,7 @@ func TestStoreDocumentMakesSectionsPartOfIt(t *testing.T) {
 }
 
 func TestStoreDocumentRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	for _, tc := range []struct {
 		in    knowledge.DocumentInput
@@ -101,6 +103,7 @@ func TestStoreDocumentRefusesBadInput(t *testing.T) {
 }
 
 func TestReplaceDocumentKeepsUnchangedSections(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	in := knowledge.DocumentInput{Title: "Pump manual", Content: manual(5, same), Source: "docs/pumps.md"}
 	first := b.storeDoc(t, b.alice, in)
@@ -159,6 +162,7 @@ func TestReplaceDocumentKeepsUnchangedSections(t *testing.T) {
 }
 
 func TestReplaceDocumentNewTitleSupersedesTheDocument(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	in := knowledge.DocumentInput{Title: "Pump manual", Content: manual(3, same), Source: "docs/pumps.md"}
 	first := b.storeDoc(t, b.alice, in)
@@ -189,6 +193,7 @@ func TestReplaceDocumentNewTitleSupersedesTheDocument(t *testing.T) {
 // after the other; the document ends as one of them stored it, with one
 // live version and its sections' relations whole.
 func TestReplaceDocumentConcurrently(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	in := knowledge.DocumentInput{Title: "Pump manual", Content: manual(10, same), Source: "docs/pumps.md"}
 	b.storeDoc(t, b.alice, in)
@@ -237,6 +242,7 @@ func TestReplaceDocumentConcurrently(t *testing.T) {
 // The quota is checked for the whole document before anything is written,
 // and concurrent stores never pass it.
 func TestDocumentQuotaNeverExceeded(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	b.setQuota(t, b.org, 20)
 	var wg sync.WaitGroup
@@ -270,6 +276,7 @@ func TestDocumentQuotaNeverExceeded(t *testing.T) {
 }
 
 func TestDocumentClientToken(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	tok := uuid.New()
 	in := knowledge.DocumentInput{Title: "Pump manual", Content: manual(2, same), ClientToken: &tok}
@@ -296,6 +303,7 @@ func TestDocumentClientToken(t *testing.T) {
 // hash. Forgetting one section leaves the token answering; another
 // token, or another agent's, stores the document anew.
 func TestForgottenDocumentIsNotStoredAgainByItsToken(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	tok := uuid.New()
 	in := knowledge.DocumentInput{Title: "Pump manual", Content: manual(2, same), ClientToken: &tok}
@@ -335,6 +343,7 @@ func TestForgottenDocumentIsNotStoredAgainByItsToken(t *testing.T) {
 }
 
 func TestForgetDocumentForgetsItsSections(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	r := b.storeDoc(t, b.alice, knowledge.DocumentInput{Title: "Pump manual", Content: manual(3, same), Source: "docs/pumps.md"})
 	// One section alone first: the document stays, without it.
@@ -371,6 +380,7 @@ func TestForgetDocumentForgetsItsSections(t *testing.T) {
 }
 
 func TestReadDocumentAndItsSections(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	r := b.storeDoc(t, b.alice, knowledge.DocumentInput{Title: "Pump manual", Content: manual(3, same) + "# Chapter 9\n\nThe flux capacitor needs grease.\n", Source: "docs/pumps.md"})
 	e, err := b.svc.Get(b.ctx, b.alice, r.ID)
@@ -412,6 +422,7 @@ func TestReadDocumentAndItsSections(t *testing.T) {
 }
 
 func TestStoreHTMLDocumentCutsAtItsHeadings(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	r := b.storeDoc(t, b.alice, knowledge.DocumentInput{Title: "Page", Format: knowledge.FormatHTML,
 		Content: "<html><body><h1>Intro</h1><p>Hello pumps.</p><script>x()</script><h2>Valves</h2><p>Open slowly.</p></body></html>"})
@@ -421,6 +432,7 @@ func TestStoreHTMLDocumentCutsAtItsHeadings(t *testing.T) {
 }
 
 func TestStoreTextDocumentHasNoHeadings(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	r := b.storeDoc(t, b.alice, knowledge.DocumentInput{Title: "Notes", Format: knowledge.FormatText, Content: "# not a heading\n\nplain words\n"})
 	if len(r.Sections) != 1 || len(r.Sections[0].HeadingPath) != 0 {
@@ -429,6 +441,7 @@ func TestStoreTextDocumentHasNoHeadings(t *testing.T) {
 }
 
 func TestListByDocument(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	r := b.storeDoc(t, b.alice, knowledge.DocumentInput{Title: "Pump manual", Content: manual(3, same), Source: "docs/pumps.md"})
 	other := b.storeDoc(t, b.alice, knowledge.DocumentInput{Title: "Valve manual", Content: manual(2, same)})
