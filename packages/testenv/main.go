@@ -14,9 +14,10 @@ import (
 // local PostgreSQL and Redis busy without crowding them: `go test` runs
 // GOMAXPROCS test binaries at once (-p), so Main gives each binary
 // concurrentTests/GOMAXPROCS parallel tests (and never fewer than Go's
-// default, GOMAXPROCS). It stays under what the servers hold: the 15 Redis
-// databases LeaseRedis hands out (a test past them waits for one) and
-// PostgreSQL's default 100 connections (a test holds 2 to 8).
+// default, GOMAXPROCS). The servers bound it further, for every suite on
+// the machine at once: a test past the 15 Redis databases LeaseRedis hands
+// out waits for one, and a test past the database slots fitted to
+// PostgreSQL's max_connections (slot.go) waits for one.
 const concurrentTests = 16
 
 // Main runs a package's tests; a package whose tests use Postgres or

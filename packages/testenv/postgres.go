@@ -137,7 +137,8 @@ type Database struct {
 	URL  string
 	Pool *pgxpool.Pool
 
-	cluster bool // a database on every node of a Citus cluster (cluster.go)
+	cluster bool      // a database on every node of a Citus cluster (cluster.go)
+	slot    *pgx.Conn // the admin connection holding the database's slot (slot.go)
 }
 
 // AppPool is a pool on the database as the application's role
@@ -188,7 +189,7 @@ func userURL(u, user string) string {
 // the test with a message saying how to start one.
 func Postgres(t testing.TB) *Database {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), slotWait+2*time.Minute)
 	defer cancel()
 	d, err := OpenPostgres(ctx)
 	if err != nil {
@@ -201,13 +202,13 @@ func Postgres(t testing.TB) *Database {
 // OpenPostgres is Postgres for code that has no testing.TB (an Example
 // function): the caller closes the database, which drops it.
 func OpenPostgres(ctx context.Context) (*Database, error) {
-	admin, err := adminConn(ctx)
+	admin, err := takeSlot(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer admin.Close(context.Background())
 	tpl, err := ensureTemplate(ctx, admin, DatabaseURL())
 	if err != nil {
+		admin.Close(context.Background())
 		return nil, fmt.Errorf("testenv: %w", err)
 	}
 	return createDatabase(ctx, admin, tpl)
@@ -217,13 +218,12 @@ func OpenPostgres(ctx context.Context) (*Database, error) {
 // migrations themselves) and drops it when t ends.
 func EmptyPostgres(t testing.TB) *Database {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), slotWait+2*time.Minute)
 	defer cancel()
-	admin, err := adminConn(ctx)
+	admin, err := takeSlot(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer admin.Close(context.Background())
 	d, err := createDatabase(ctx, admin, "template0")
 	if err != nil {
 		t.Fatal(err)
@@ -259,15 +259,14 @@ func (d *Database) close(logf func(format string, args ...any)) {
 	d.drop(logf)
 }
 
+// drop drops the database on its slot's connection, then closes that
+// connection, which gives the slot back.
 func (d *Database) drop(logf func(format string, args ...any)) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, DatabaseURL())
-	if err != nil {
-		logf("testenv: drop %s: %v", d.Name, err)
-		return
-	}
+	conn := d.slot
 	defer conn.Close(ctx)
+	var err error
 	drop := func(c *pgx.Conn) error {
 		_, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{d.Name}.Sanitize()+" WITH (FORCE)")
 		return err
@@ -290,6 +289,8 @@ func adminConn(ctx context.Context) (*pgx.Conn, error) {
 	return admin, nil
 }
 
+// createDatabase clones tpl on admin, a slot's connection (takeSlot), which
+// the database keeps until it is dropped; admin is closed if it fails.
 func createDatabase(ctx context.Context, admin *pgx.Conn, tpl string) (*Database, error) {
 	name := "knowledge_test_" + randomHex(6)
 	clone := func(c *pgx.Conn) error {
@@ -320,17 +321,18 @@ func createDatabase(ctx context.Context, admin *pgx.Conn, tpl string) (*Database
 		err = clone(admin)
 	}
 	if err != nil {
+		admin.Close(context.Background())
 		return nil, fmt.Errorf("testenv: create database: %w", err)
 	}
-	u, err := urlFor(DatabaseURL(), name)
+	d := &Database{Name: name, cluster: cluster, slot: admin}
+	if d.URL, err = urlFor(DatabaseURL(), name); err == nil {
+		d.Pool, err = db.Open(ctx, d.URL)
+	}
 	if err != nil {
+		d.drop(func(string, ...any) {})
 		return nil, fmt.Errorf("testenv: %w", err)
 	}
-	pool, err := db.Open(ctx, u)
-	if err != nil {
-		return nil, fmt.Errorf("testenv: %w", err)
-	}
-	return &Database{Name: name, URL: u, Pool: pool, cluster: cluster}, nil
+	return d, nil
 }
 
 func randomHex(n int) string {
