@@ -1,4 +1,4 @@
--- Documents (packages/knowledge/documents.go): the owner of
+-- Documents (packages/knowledge/documents/documents.go): the owner of
 -- knowledge_documents, knowledge_sections and knowledge_document_tokens.
 -- Every statement is scoped by @org_id; every look-up is an equality on an
 -- org-led key (never a scan of the org, whatever the statistics say).

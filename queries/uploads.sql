@@ -1,4 +1,4 @@
--- Documents uploaded in parts (packages/knowledge/uploads.go). Every
+-- Documents uploaded in parts (packages/knowledge/documents/uploads.go). Every
 -- statement an agent's call sends is scoped by @org_id and @agent_id: an
 -- upload of another agent or org is one that does not exist. Look-ups are
 -- primary-key ranges, so plans do not depend on statistics.

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/knowledge/documents"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/entries"
@@ -83,7 +84,7 @@ type Config struct {
 	// left to embed (entries/similar.go). Default: ChunkOptionsFor(Embedder.Model()).
 	Chunk ChunkOptions
 	// MaxStagedBytes bounds what an org's open uploads in parts may
-	// reserve (their totalBytes; uploads.go): a start past it is refused.
+	// reserve (their totalBytes; documents/uploads.go): a start past it is refused.
 	// Default: DefaultMaxStagedBytes.
 	MaxStagedBytes int64
 }
@@ -143,6 +144,7 @@ type Service struct {
 	entries   *entries.Entries         // store, supersede, correct, get, task links (package entries)
 	erasure   *erasure.Erasure
 	transfer  *transfer.Transfer
+	documents *documents.Documents // store_document and uploads in parts (package documents)
 }
 
 // New returns a Service on pool. The pool must come from db.Open, which
@@ -177,7 +179,8 @@ func New(pool *pgxpool.Pool, opts Options) *Service {
 		}),
 		relations: relations.New(d, relations.Options{Now: opts.Now}),
 		erasure:   erasure.New(d, erasure.Options{Redis: opts.Redis, Logger: opts.Logger, TextSearchConfig: opts.TextSearchConfig}),
-		transfer:  transfer.New(d, transfer.Options{Now: opts.Now})}
+		transfer:  transfer.New(d, transfer.Options{Now: opts.Now}),
+		documents: documents.New(d, documents.Options{Enqueuer: opts.Enqueuer, Logger: opts.Logger, Now: opts.Now, MaxStagedBytes: opts.MaxStagedBytes})}
 	s.maint = NewMaintenance(s, MaintenanceConfig{})
 	s.entries = entries.New(d, entries.Options{Search: s.search, Relations: s.relations,
 		Enqueuer: opts.Enqueuer, Redis: opts.Redis, Logger: opts.Logger, Now: opts.Now,

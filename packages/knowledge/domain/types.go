@@ -587,7 +587,7 @@ type PurgeReport struct {
 	OpenRelations     int64 `json:"-"`                 // of which open (a tombstone keeps the count)
 	Postings          int64 `json:"postings"`          // lexical index rows
 	IdempotenceKeys   int64 `json:"idempotenceKeys"`   // Redis keys of recent stores
-	// Uploads are the documents uploaded in parts (uploads.go) the purge
+	// Uploads are the documents uploaded in parts (documents/uploads.go) the purge
 	// deleted with their staged parts: the agent's (scope Agent) or the
 	// org's (All); a purge of one entry leaves them.
 	Uploads int64 `json:"uploads"`

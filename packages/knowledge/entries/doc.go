@@ -19,9 +19,9 @@
 // It sits above search (the duplicate check ranks new text by search's
 // vector list, with the model that serves the org; Get names a section's
 // document with it) and relations (Get's summary), and below documents,
-// whose sections are entries written with their own insert and handed to
-// the pipeline through Enqueue (ErrTokenTaken is the answer both inserts
-// give to a taken client token). Every method's ctx carries the caller's
+// whose sections are entries written with their own insert
+// (ErrTokenTaken is the answer both inserts give to a taken client
+// token). Every method's ctx carries the caller's
 // org (data.AsOrg); the facade (package knowledge) puts it there once per
 // call.
 package entries

@@ -96,8 +96,8 @@ func New(d *data.DB, o Options) *Entries {
 
 func (s *Entries) log() *slog.Logger { return s.opts.Logger }
 
-// Enqueue hands a committed entry to the embeddings pipeline (the store's,
-// the correction's, and a document's sections). It runs after commit,
+// Enqueue hands a committed entry to the embeddings pipeline (the store's
+// and the correction's). It runs after commit,
 // detached from the caller's cancellation; a failure is only logged
 // because the entry's pending status is the outbox the reconciler
 // re-reads.

@@ -109,7 +109,7 @@ func (e *Erasure) forgetIn(ctx context.Context, tx pgx.Tx, c domain.Caller, id u
 			Message: "the calling agent did not write this entry; forgetting other agents' entries needs the knowledge:delete_others scope"}
 	}
 	// A document's client tokens outlive it, marked forgotten: a retry of
-	// its store is refused, not stored again (the documents' write).
+	// its store is refused, not stored again (documents/documentwrite.go).
 	if _, err := q.ForgetDocumentTokens(ctx, sqlc.ForgetDocumentTokensParams{OrgID: c.OrgID, Ids: []uuid.UUID{id}}); err != nil {
 		return nil, nil, err
 	}

@@ -67,7 +67,7 @@ type OrgStats struct {
 	// is set and Index.Queued is a lower bound (ctl search status counts
 	// them all).
 	// Uploads are the org's documents uploaded in parts and not finished
-	// (uploads.go), expired ones until the worker deletes them, and the
+	// (package documents), expired ones until the worker deletes them, and the
 	// bytes their staged parts hold.
 	Uploads struct {
 		Open        int64 `json:"open"`

@@ -696,7 +696,7 @@ func (s *Relations) Summary(ctx context.Context, c domain.Caller, id uuid.UUID) 
 }
 
 // LinkParts makes each of sections PART_OF doc (a document's sections,
-// documents.go), in the caller's transaction, by agent. Not capped per
+// documents/documents.go), in the caller's transaction, by agent. Not capped per
 // entry: MaxDocumentSections bounds them.
 func LinkParts(ctx context.Context, q *sqlc.Queries, org, agent, doc uuid.UUID, sections []uuid.UUID) error {
 	if len(sections) == 0 {

@@ -16,7 +16,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/transferfmt"
 )
 
-// Export and import of documents (store_document): a document is entries
+// Export and import of documents (package documents): a document is entries
 // (exported as entries) plus a mark on its entry and a row per section
 // entry (knowledge_documents, knowledge_sections), written here as
 // "document" and "section" lines after the entries; its sections' PART_OF

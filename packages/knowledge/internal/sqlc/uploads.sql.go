@@ -359,7 +359,7 @@ const lockOrgUploads = `-- name: LockOrgUploads :exec
 SELECT pg_advisory_xact_lock(hashtext('knowledge.uploads'), hashtext($1::text))
 `
 
-// Documents uploaded in parts (packages/knowledge/uploads.go). Every
+// Documents uploaded in parts (packages/knowledge/documents/uploads.go). Every
 // statement an agent's call sends is scoped by @org_id and @agent_id: an
 // upload of another agent or org is one that does not exist. Look-ups are
 // primary-key ranges, so plans do not depend on statistics.

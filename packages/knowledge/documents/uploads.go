@@ -1,4 +1,4 @@
-package knowledge
+package documents
 
 import (
 	"bytes"
@@ -13,7 +13,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
@@ -54,9 +53,8 @@ func uploadNotFound() *errs.Error {
 // reserve their totalBytes against Config.MaxStagedBytes: a start that
 // would pass it is refused (quota_exceeded on totalBytes) and an append
 // never is.
-func (s *Service) UploadStart(ctx context.Context, c domain.Caller, in domain.UploadStartInput) (_ *domain.UploadStartResult, err error) {
+func (s *Documents) UploadStart(ctx context.Context, c domain.Caller, in domain.UploadStartInput) (_ *domain.UploadStartResult, err error) {
 	defer data.WrapOp(&err, "knowledge.UploadStart")
-	ctx = db.WithOrg(ctx, c.OrgID)
 	m, err := checkUploadStart(c, in)
 	if err != nil {
 		return nil, err
@@ -94,7 +92,7 @@ func (s *Service) UploadStart(ctx context.Context, c domain.Caller, in domain.Up
 
 // checkStaging refuses a start of total bytes when the org's open uploads
 // (st) leave no room for it.
-func (s *Service) checkStaging(st sqlc.OrgStagingRow, total int64) error {
+func (s *Documents) checkStaging(st sqlc.OrgStagingRow, total int64) error {
 	limit := s.maxStagedBytes()
 	if st.Uploads >= MaxStagedUploads {
 		return &errs.Error{Code: errs.CodeQuotaExceeded, Field: "totalBytes", Retryable: true,
@@ -108,7 +106,7 @@ func (s *Service) checkStaging(st sqlc.OrgStagingRow, total int64) error {
 	return nil
 }
 
-func (s *Service) maxStagedBytes() int64 {
+func (s *Documents) maxStagedBytes() int64 {
 	if s.opts.MaxStagedBytes > 0 {
 		return s.opts.MaxStagedBytes
 	}
@@ -122,9 +120,8 @@ func (s *Service) maxStagedBytes() int64 {
 // naming the one expected. Each append pushes the upload's expiry to
 // UploadTTL from now. Appends of one upload take turns (a row lock), so
 // the order holds under concurrent retries.
-func (s *Service) UploadAppend(ctx context.Context, c domain.Caller, in domain.UploadAppendInput) (_ *domain.UploadAppendResult, err error) {
+func (s *Documents) UploadAppend(ctx context.Context, c domain.Caller, in domain.UploadAppendInput) (_ *domain.UploadAppendResult, err error) {
 	defer data.WrapOp(&err, "knowledge.UploadAppend")
-	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := checkUploadAppend(c, in); err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package knowledge
+package documents
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
@@ -36,9 +35,8 @@ var uploadContentSQL string
 // The document's client token is in.ClientToken, or else the upload's id,
 // so a finish retried after a failure between the store and the record of
 // its answer replays the document instead of storing it twice.
-func (s *Service) UploadFinish(ctx context.Context, c domain.Caller, in domain.UploadFinishInput) (_ *domain.DocumentResult, err error) {
+func (s *Documents) UploadFinish(ctx context.Context, c domain.Caller, in domain.UploadFinishInput) (_ *domain.DocumentResult, err error) {
 	defer data.WrapOp(&err, "knowledge.UploadFinish")
-	ctx = db.WithOrg(ctx, c.OrgID)
 	if err := domain.CheckCaller(c, true); err != nil {
 		return nil, err
 	}
@@ -84,7 +82,7 @@ func (s *Service) UploadFinish(ctx context.Context, c domain.Caller, in domain.U
 
 // assemble joins the upload's parts in index order. It checks that they
 // are the parts the upload counted, so a document is never stored short.
-func (s *Service) assemble(ctx context.Context, org uuid.UUID, u sqlc.GetUploadRow) (string, error) {
+func (s *Documents) assemble(ctx context.Context, org uuid.UUID, u sqlc.GetUploadRow) (string, error) {
 	var b strings.Builder
 	b.Grow(int(u.TotalBytes))
 	rows, err := s.pool.Query(ctx, uploadContentSQL, org, u.ID)
@@ -115,7 +113,7 @@ func (s *Service) assemble(ctx context.Context, org uuid.UUID, u sqlc.GetUploadR
 // outlives it. A document erased before this runs leaves no answer: the
 // upload is deleted. A concurrent finish of the same upload that recorded
 // first wins; this one changes nothing.
-func (s *Service) recordFinish(ctx context.Context, org, upload uuid.UUID, res *domain.DocumentResult) error {
+func (s *Documents) recordFinish(ctx context.Context, org, upload uuid.UUID, res *domain.DocumentResult) error {
 	b, err := json.Marshal(res)
 	if err != nil {
 		return err
@@ -144,7 +142,7 @@ func (s *Service) recordFinish(ctx context.Context, org, upload uuid.UUID, res *
 
 // finishedUpload answers a finish of an upload finished before: the first
 // answer, replayed, if its document still exists.
-func (s *Service) finishedUpload(ctx context.Context, c domain.Caller, u sqlc.GetUploadRow) (*domain.DocumentResult, error) {
+func (s *Documents) finishedUpload(ctx context.Context, c domain.Caller, u sqlc.GetUploadRow) (*domain.DocumentResult, error) {
 	if u.DocumentID != nil {
 		ok, err := s.q.DocumentExists(ctx, sqlc.DocumentExistsParams{OrgID: c.OrgID, ID: *u.DocumentID})
 		if err != nil {

@@ -1,11 +1,10 @@
-package knowledge
+package documents
 
 import (
 	"bytes"
 	"context"
 	"errors"
 	"strings"
-	"sync"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -98,7 +97,7 @@ type docTx struct {
 // serialisation failure) and returns the answer and the embedding jobs of
 // the entries it wrote. entries.ErrTokenTaken: another call with the clientToken
 // committed first.
-func (s *Service) writeDocument(ctx context.Context, c domain.Caller, a *documentArgs, p *documentPlan) (*domain.DocumentResult, []domain.EmbeddingJob, error) {
+func (s *Documents) writeDocument(ctx context.Context, c domain.Caller, a *documentArgs, p *documentPlan) (*domain.DocumentResult, []domain.EmbeddingJob, error) {
 	var t *docTx
 	err := s.data.RetryTx(ctx, func(tx pgx.Tx) error {
 		t = &docTx{q: sqlc.New(tx), c: c, a: a, p: p, res: &domain.DocumentResult{
@@ -403,7 +402,7 @@ func (t *docTx) putSections(ctx context.Context, docID uuid.UUID) error {
 // refused whatever the arguments, as store_knowledge refuses one
 // (forgottenToken): the agent forgot what the store made, and a retry
 // must not store it again under a new id.
-func (s *Service) replayDocument(ctx context.Context, c domain.Caller, a *documentArgs) (*domain.DocumentResult, error) {
+func (s *Documents) replayDocument(ctx context.Context, c domain.Caller, a *documentArgs) (*domain.DocumentResult, error) {
 	row, err := s.q.GetDocumentToken(ctx, sqlc.GetDocumentTokenParams{OrgID: c.OrgID, AgentID: c.AgentID, ClientToken: *a.ClientToken})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
@@ -430,26 +429,4 @@ func (s *Service) replayDocument(ctx context.Context, c domain.Caller, a *docume
 		res.Sections[i] = domain.SectionRef{ID: r.ID, HeadingPath: domain.NonNil(r.HeadingPath), Chars: int(r.Chars), Status: SectionKept, EmbeddingStatus: r.EmbeddingStatus}
 	}
 	return res, nil
-}
-
-// enqueueAll hands the new entries to the embeddings pipeline, a few at a
-// time (a document's hundreds of sections would otherwise wait on one
-// round trip each). A failure is logged by enqueue: the reconciler
-// re-enqueues pending entries.
-func (s *Service) enqueueAll(ctx context.Context, jobs []domain.EmbeddingJob) {
-	const parallel = 8
-	var wg sync.WaitGroup
-	next := make(chan domain.EmbeddingJob)
-	for range min(parallel, len(jobs)) {
-		wg.Go(func() {
-			for j := range next {
-				s.entries.Enqueue(ctx, j)
-			}
-		})
-	}
-	for _, j := range jobs {
-		next <- j
-	}
-	close(next)
-	wg.Wait()
 }

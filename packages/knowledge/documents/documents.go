@@ -1,4 +1,4 @@
-package knowledge
+package documents
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/entries"
@@ -70,15 +69,14 @@ const sectionTitleSep = " › "
 // are retired. Quota: one unit per entry written, all checked before
 // anything is written. With a ClientToken a retry is answered, not stored
 // again; without one, storing the same content again changes nothing.
-func (s *Service) StoreDocument(ctx context.Context, c domain.Caller, in domain.DocumentInput) (_ *domain.DocumentResult, err error) {
+func (s *Documents) StoreDocument(ctx context.Context, c domain.Caller, in domain.DocumentInput) (_ *domain.DocumentResult, err error) {
 	defer data.WrapOp(&err, "knowledge.StoreDocument")
 	return s.storeDocument(ctx, c, in, MaxDocumentBytes)
 }
 
 // storeDocument is StoreDocument with the content limit maxBytes (the
 // uploads in parts take MaxUploadBytes).
-func (s *Service) storeDocument(ctx context.Context, c domain.Caller, in domain.DocumentInput, maxBytes int) (*domain.DocumentResult, error) {
-	ctx = db.WithOrg(ctx, c.OrgID)
+func (s *Documents) storeDocument(ctx context.Context, c domain.Caller, in domain.DocumentInput, maxBytes int) (*domain.DocumentResult, error) {
 	a, err := validateDocument(c, in, maxBytes)
 	if err != nil {
 		return nil, err
