@@ -23,7 +23,7 @@ func runSwitchStatus(e *env, _ *noFlags) error {
 	if err != nil {
 		return err
 	}
-	cov, err := knowledge.New(pool, knowledge.Options{Embedder: cur}).ModelSwitchCoverage(e.ctx, next)
+	cov, err := knowledge.New(pool, knowledge.Options{Embedder: cur}).Operations().ModelSwitchCoverage(e.ctx, next)
 	if err != nil {
 		return err
 	}
@@ -48,7 +48,7 @@ func runSwitchFinish(e *env, _ *noFlags) error {
 	if err != nil {
 		return err
 	}
-	moved, err := knowledge.New(pool, knowledge.Options{Embedder: emb}).FinishModelSwitch(e.ctx, knowledge.SpaceOf(emb))
+	moved, err := knowledge.New(pool, knowledge.Options{Embedder: emb}).Operations().FinishModelSwitch(e.ctx, knowledge.SpaceOf(emb))
 	if err != nil {
 		return err
 	}

@@ -42,7 +42,7 @@ func runRelationTypeAdd(e *env, f *relationTypeAddFlags) error {
 	if err != nil {
 		return err
 	}
-	t, err := svc.AddRelationType(e.ctx, orgID, f.name, f.inverse, f.symmetric)
+	t, err := svc.Operations().AddRelationType(e.ctx, orgID, f.name, f.inverse, f.symmetric)
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,7 @@ func runSearchStatus(e *env, f *orgFlags) error {
 	if err != nil {
 		return err
 	}
-	st, err := svc.SearchIndexStatus(e.ctx, orgID)
+	st, err := svc.Operations().SearchIndexStatus(e.ctx, orgID)
 	if err != nil {
 		return err
 	}
@@ -69,7 +69,7 @@ func runSearchLanguage(e *env, f *searchLanguageFlags) error {
 	if err != nil {
 		return err
 	}
-	n, err := svc.SetTextSearchConfig(e.ctx, orgID, f.config)
+	n, err := svc.Operations().SetTextSearchConfig(e.ctx, orgID, f.config)
 	if err != nil {
 		return err
 	}

@@ -40,7 +40,7 @@ func runStats(e *env, f *statsFlags) error {
 		return err
 	}
 	// The same numbers as the knowledge://stats resource.
-	st, err := svc.Stats(e.ctx, orgID, f.top)
+	st, err := svc.Operations().Stats(e.ctx, orgID, f.top)
 	if err != nil {
 		return err
 	}

@@ -487,7 +487,7 @@ func embedAll(ctx context.Context, pool *pgxpool.Pool, emb embed.Embedder, org u
 // embeddingStatus counts the org's entries by embedding status, so a run
 // whose vectors did not all arrive says so next to its figures.
 func embeddingStatus(ctx context.Context, svc *knowledge.Service, org uuid.UUID) (map[string]int, error) {
-	st, err := svc.Stats(ctx, org, 0)
+	st, err := svc.Operations().Stats(ctx, org, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -331,11 +331,11 @@ func TestCJKSearchWhateverTheOrgsConfig(t *testing.T) {
 		t.Run(c.cfg, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
-			if _, err := b.ops.SetTextSearchConfig(b.ctx, b.org, c.cfg); err != nil {
+			if _, err := b.ops.Operations().SetTextSearchConfig(b.ctx, b.org, c.cfg); err != nil {
 				t.Fatal(err)
 			}
 			checkCJKSearch(t, b, b.alice, c.text, c.query)
-			if st, err := b.ops.SearchIndexStatus(b.ctx, b.org); err != nil || st.TextSearchConfig != c.cfg {
+			if st, err := b.ops.Operations().SearchIndexStatus(b.ctx, b.org); err != nil || st.TextSearchConfig != c.cfg {
 				t.Fatalf("status %+v %v", st, err)
 			}
 		})
@@ -573,7 +573,7 @@ func TestCJKMigrationReindexes(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := orgIndex(t, d.Pool, o.id)
-	if _, err := svc.SetTextSearchConfig(ctx, o.id, "english"); err != nil {
+	if _, err := svc.Operations().SetTextSearchConfig(ctx, o.id, "english"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := maint(svc).IndexAll(ctx); err != nil {

@@ -166,7 +166,7 @@ func TestErasureLeavesNoTraceAnywhere(t *testing.T) {
 			t.Errorf("round %d: a secret word is left in %s", round, where)
 		}
 		after := b.indexState(t, org)
-		if _, err := b.ops.SetTextSearchConfig(b.ctx, org, "english"); err != nil {
+		if _, err := b.ops.Operations().SetTextSearchConfig(b.ctx, org, "english"); err != nil {
 			t.Fatal(err)
 		}
 		b.indexAll(t)

@@ -35,9 +35,3 @@ func (s *Service) Relations(ctx context.Context, c domain.Caller, in domain.Rela
 func (s *Service) RelationTypes(ctx context.Context, c domain.Caller) ([]domain.RelationType, error) {
 	return s.relations.RelationTypes(s.scope(ctx, c.OrgID), c)
 }
-
-// AddRelationType adds an org's own relation type (ctl relation-type add,
-// operators): see relations.Relations.AddRelationType.
-func (s *Service) AddRelationType(ctx context.Context, org uuid.UUID, name, inverse string, symmetric bool) (*domain.RelationType, error) {
-	return s.relations.AddRelationType(s.scope(ctx, org), org, name, inverse, symmetric)
-}

@@ -75,7 +75,7 @@ func TestForgetErasesAndLeavesATombstone(t *testing.T) {
 	if reflect.DeepEqual(before, after) {
 		t.Error("the index did not change")
 	}
-	if _, err := b.ops.SetTextSearchConfig(b.ctx, b.org, "english"); err != nil {
+	if _, err := b.ops.Operations().SetTextSearchConfig(b.ctx, b.org, "english"); err != nil {
 		t.Fatal(err)
 	}
 	b.indexAll(t)

@@ -21,15 +21,15 @@ func TestSetTextSearchConfigRebuildsOneOrgsIndex(t *testing.T) {
 	}
 
 	// Bad names change nothing.
-	_, err := b.ops.SetTextSearchConfig(b.ctx, b.org, "klingon")
+	_, err := b.ops.Operations().SetTextSearchConfig(b.ctx, b.org, "klingon")
 	wantCode(t, err, errs.CodeInvalidArgument, "config")
-	_, err = b.ops.SetTextSearchConfig(b.ctx, uuid.New(), "simple")
+	_, err = b.ops.Operations().SetTextSearchConfig(b.ctx, uuid.New(), "simple")
 	wantCode(t, err, errs.CodeNotFound, "org")
-	if st, _ := b.ops.SearchIndexStatus(b.ctx, b.org); st.TextSearchConfig != "english" || st.Indexed != 4 || st.Queued != 0 {
+	if st, _ := b.ops.Operations().SearchIndexStatus(b.ctx, b.org); st.TextSearchConfig != "english" || st.Indexed != 4 || st.Queued != 0 {
 		t.Fatalf("status after refused changes: %+v", st)
 	}
 
-	n, err := b.ops.SetTextSearchConfig(b.ctx, b.org, "simple")
+	n, err := b.ops.Operations().SetTextSearchConfig(b.ctx, b.org, "simple")
 	if err != nil || n != 4 {
 		t.Fatalf("set simple: %d %v", n, err)
 	}
@@ -38,7 +38,7 @@ func TestSetTextSearchConfigRebuildsOneOrgsIndex(t *testing.T) {
 		t.Fatalf("while rebuilding: want %v, got %v", cats, got)
 	}
 	b.indexAll(t)
-	st, err := b.ops.SearchIndexStatus(b.ctx, b.org)
+	st, err := b.ops.Operations().SearchIndexStatus(b.ctx, b.org)
 	if err != nil || st.TextSearchConfig != "simple" || st.Indexed != 4 || st.Queued != 0 {
 		t.Fatalf("status after rebuild: %+v %v", st, err)
 	}
@@ -53,7 +53,7 @@ func TestSetTextSearchConfigRebuildsOneOrgsIndex(t *testing.T) {
 	if got, _ := b.fullText(t, b.eve, "cat run"); !slices.Equal(got, []uuid.UUID{other}) {
 		t.Fatalf("the other org changed: %v", got)
 	}
-	if st, _ := b.ops.SearchIndexStatus(b.ctx, b.other); st.TextSearchConfig != "english" {
+	if st, _ := b.ops.Operations().SearchIndexStatus(b.ctx, b.other); st.TextSearchConfig != "english" {
 		t.Fatalf("the other org's configuration: %+v", st)
 	}
 }

@@ -139,7 +139,7 @@ func TestModelSwitchUnderLiveTraffic(t *testing.T) {
 		t.Fatalf("searches saw before %d times, after %d times: the traffic did not span the switch", seen[before], seen[after])
 	}
 	// The other org, with no entries, was cut over too; coverage says so.
-	cov, err := b.ops.ModelSwitchCoverage(ctx, next)
+	cov, err := b.ops.Operations().ModelSwitchCoverage(ctx, next)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestModelSwitchUnderLiveTraffic(t *testing.T) {
 	// Finished with the next model configured as the current one: the
 	// entries hold its vectors, the old model's are gone, searches agree.
 	svcNext := knowledge.New(b.pool, knowledge.Options{Embedder: next})
-	if _, err := svcNext.FinishModelSwitch(ctx, knowledge.SpaceOf(next)); err != nil {
+	if _, err := svcNext.Operations().FinishModelSwitch(ctx, knowledge.SpaceOf(next)); err != nil {
 		t.Fatal(err)
 	}
 	var own, old, switched int

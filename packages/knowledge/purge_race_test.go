@@ -169,7 +169,7 @@ func TestPurgeAllRacingStoresAndWorker(t *testing.T) {
 				t.Fatalf("round %d: no entry left, index holds %v", round, after)
 			}
 		} else {
-			if _, err := b.ops.SetTextSearchConfig(b.ctx, org, "english"); err != nil {
+			if _, err := b.ops.Operations().SetTextSearchConfig(b.ctx, org, "english"); err != nil {
 				t.Fatal(err)
 			}
 			b.indexAll(t)

@@ -71,7 +71,7 @@ func TestPurgeEntryKeepsTheIndexTrue(t *testing.T) {
 		}
 	}
 	// Rebuild from scratch (same configuration) and compare.
-	if _, err := b.ops.SetTextSearchConfig(b.ctx, b.org, "english"); err != nil {
+	if _, err := b.ops.Operations().SetTextSearchConfig(b.ctx, b.org, "english"); err != nil {
 		t.Fatal(err)
 	}
 	b.indexAll(t)

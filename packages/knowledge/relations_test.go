@@ -71,7 +71,7 @@ func TestForgetAndPurgeEraseRelations(t *testing.T) {
 	// ctl stats and knowledge://stats count the open relations by type.
 	wantStats := func(open int64, byType string) {
 		t.Helper()
-		st, err := b.svc.Stats(b.ctx, b.org, 0)
+		st, err := b.svc.Operations().Stats(b.ctx, b.org, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -87,13 +87,13 @@ func BenchmarkStats(b *testing.B) {
 		for i, n := range sizes {
 			b.Run(fmt.Sprintf("%s/entries=%d", state, n), func(b *testing.B) {
 				for range b.N {
-					if _, err := svc.Stats(ctx, orgs[i], 10); err != nil { // warm-up
+					if _, err := svc.Operations().Stats(ctx, orgs[i], 10); err != nil { // warm-up
 						b.Fatal(err)
 					}
 					lat := make([]time.Duration, 50)
 					for j := range lat {
 						t0 := time.Now()
-						st, err := svc.Stats(ctx, orgs[i], 10)
+						st, err := svc.Operations().Stats(ctx, orgs[i], 10)
 						lat[j] = time.Since(t0)
 						if err != nil || st.Entries != int64(n) || st.Heads+st.Superseded+st.Expired != st.Entries {
 							b.Fatalf("stats: %+v %v", st, err)

@@ -179,7 +179,7 @@ func TestStatsCountersExact(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("counts and new deltas together")
-	st, err := b.ops.Stats(b.ctx, b.org, 2)
+	st, err := b.ops.Operations().Stats(b.ctx, b.org, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestStatsCountersExact(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if st, err = b.ops.Stats(b.ctx, b.org, 2); err != nil || st.Forgotten != 1 {
+	if st, err = b.ops.Operations().Stats(b.ctx, b.org, 2); err != nil || st.Forgotten != 1 {
 		t.Fatalf("forgotten: %v %v", st.Forgotten, err)
 	}
 }
@@ -232,7 +232,7 @@ func TestPurgeLeavesNoTagInTheCounters(t *testing.T) {
 		+ (SELECT count(*) FROM knowledge_count_deltas WHERE key = 'patient-jane-doe')`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("%d counter rows still name the purged tag (%v)", n, err)
 	}
-	st, err := b.ops.Stats(b.ctx, b.org, 10)
+	st, err := b.ops.Operations().Stats(b.ctx, b.org, 10)
 	if err != nil || st.Entries != 1 || len(st.TopTags) != 1 || st.TopTags[0].Tag != "shared" {
 		t.Fatalf("stats after the purge: %+v %v", st, err)
 	}
@@ -291,7 +291,7 @@ func TestStatsCountersUnderConcurrency(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	st, err := b.ops.Stats(b.ctx, b.org, 100)
+	st, err := b.ops.Operations().Stats(b.ctx, b.org, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +386,7 @@ func TestStatsCountsDocumentsAndKinds(t *testing.T) {
 // direct count of its rows (exactStats) and add up (checkAddsUp).
 func checkStatsExact(t *testing.T, b *bundle, when string) *knowledge.OrgStats {
 	t.Helper()
-	st, err := b.ops.Stats(b.ctx, b.org, 100)
+	st, err := b.ops.Operations().Stats(b.ctx, b.org, 100)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,7 +58,7 @@ func (b *bundle) variedOrg(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Relations: an org's own type, a note, a closed one (history).
-	if _, err := b.ops.AddRelationType(b.ctx, b.org, "BLOCKS", "BLOCKED_BY", false); err != nil {
+	if _, err := b.ops.Operations().AddRelationType(b.ctx, b.org, "BLOCKS", "BLOCKED_BY", false); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.svc.Link(b.ctx, b.alice, knowledge.LinkInput{FromID: h, ToID: d, Type: "DEPENDS_ON", Note: "see \"branch\""}); err != nil {

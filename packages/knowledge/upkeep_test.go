@@ -53,7 +53,7 @@ func TestUpkeepBuildsAnOrgVectorIndex(t *testing.T) {
 	name := space.OrgIndexName(b.org)
 	vectorIndexes := func(org uuid.UUID) []knowledge.VectorIndexState {
 		t.Helper()
-		st, err := b.ops.SearchIndexStatus(b.ctx, org)
+		st, err := b.ops.Operations().SearchIndexStatus(b.ctx, org)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -89,7 +89,7 @@ func TestUploadAppendsInOrderIdempotently(t *testing.T) {
 	if got != p0+p1 {
 		t.Fatalf("staged %q, want %q", got, p0+p1)
 	}
-	st, err := b.svc.Stats(b.ctx, b.org, 0)
+	st, err := b.svc.Operations().Stats(b.ctx, b.org, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

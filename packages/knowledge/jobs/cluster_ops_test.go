@@ -450,11 +450,11 @@ func TestClusterMigrateSingleNode(t *testing.T) {
 
 	cluster1 := knowledge.New(target, knowledge.Options{Embedder: embed.NewLocal()})
 	for _, c := range orgs {
-		want, err := single1.Stats(ctx, c.OrgID, 10)
+		want, err := single1.Operations().Stats(ctx, c.OrgID, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := cluster1.Stats(ctx, c.OrgID, 10)
+		got, err := cluster1.Operations().Stats(ctx, c.OrgID, 10)
 		if err != nil {
 			t.Fatalf("stats on the cluster: %v", err)
 		}

@@ -373,8 +373,8 @@ func (p *planRun) changeSteps() []planStep {
 		{"supersede", func() error { _, err := p.svc.Supersede(ctx, c, p.ids[0], p.ids[1]); return err }},
 		{"forget", func() error { _, err := p.svc.Forget(ctx, c, p.ids[2], "plan test", false); return err }},
 		{"relation types", func() error { _, err := p.svc.RelationTypes(ctx, c); return err }},
-		{"operator: stats", func() error { _, err := p.ops.Stats(ctx, c.OrgID, 10); return err }},
-		{"operator: index status", func() error { _, err := p.ops.SearchIndexStatus(ctx, c.OrgID); return err }},
+		{"operator: stats", func() error { _, err := p.ops.Operations().Stats(ctx, c.OrgID, 10); return err }},
+		{"operator: index status", func() error { _, err := p.ops.Operations().SearchIndexStatus(ctx, c.OrgID); return err }},
 		{"operator: export", func() error {
 			_, err := p.ops.Export(ctx, c.OrgID, io.Discard, knowledge.ExportOptions{Vectors: true})
 			return err

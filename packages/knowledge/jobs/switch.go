@@ -155,7 +155,7 @@ func (h *switchHandler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 		res.CutOver = []uuid.UUID{}
 	}
 	if rep.Embedded > 0 {
-		if res.Coverage, err = h.svc.ModelSwitchCoverage(ctx, next); err != nil {
+		if res.Coverage, err = h.svc.Operations().ModelSwitchCoverage(ctx, next); err != nil {
 			return err
 		}
 	}

@@ -53,7 +53,7 @@ func TestStatsResource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := b.svc.Stats(ctx, org, 10)
+	want, err := b.svc.Operations().Stats(ctx, org, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
