@@ -20,14 +20,23 @@ const ResourceStats = "org_stats"
 // statsTopTags is how many tags the resource lists (ctl stats' default).
 const statsTopTags = 10
 
-// StatsReader is what the statistics resource needs; a Service without it
-// (a test double) serves no knowledge://stats.
+// StatsReader is what the statistics resource needs: the operators' calls
+// (knowledge.Operations) have it; a Service that offers neither them nor
+// it (a test double) serves no knowledge://stats.
 type StatsReader interface {
 	Stats(ctx context.Context, org uuid.UUID, topTags int) (*domain.OrgStats, error)
 }
 
+// withOperations is a Service that reaches the operators' calls.
+type withOperations interface {
+	Operations() *domain.Operations
+}
+
 func (t *toolset) registerStats(srv *mcp.Server) {
 	sr, ok := t.svc.(StatsReader)
+	if o, isOps := t.svc.(withOperations); !ok && isOps {
+		sr, ok = o.Operations(), true
+	}
 	if !ok {
 		return
 	}
