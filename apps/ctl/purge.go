@@ -43,7 +43,7 @@ const tokenCacheNote = "an MCP server may accept a revoked token until its MCP_T
 const orgIndexWhy = "--all drops the org's whole lexical index at once (postings, term statistics, queue) without counting its postings"
 
 // Purge: erasing knowledge for good (a legal request). The domain part is
-// knowledge.Service.Purge; this command adds what spans the deployment:
+// knowledge.Operations.Purge; this command adds what spans the deployment:
 // the org's tokens (--all), the embedding tasks in Redis, and a VACUUM so
 // the erased rows do not linger in the tables' dead tuples.
 
@@ -144,7 +144,7 @@ func runPurge(e *env, f *purgeFlags) error {
 	if prog != nil && !f.dry {
 		onBatch = func(r knowledge.PurgeReport) { prog(r.Entries) }
 	}
-	rep, err := svc.PurgeWith(e.ctx, orgID, scope, knowledge.PurgeOptions{DryRun: f.dry, Progress: onBatch})
+	rep, err := svc.Operations().PurgeWith(e.ctx, orgID, scope, knowledge.PurgeOptions{DryRun: f.dry, Progress: onBatch})
 	clear()
 	out.PurgeReport = rep
 	out.OrgIndexDropped = scope.All && !f.dry
@@ -170,7 +170,7 @@ func confirmPurge(e *env, svc *knowledge.Service, orgID uuid.UUID, scope knowled
 	if f, ok := e.stdin.(*os.File); !ok || !term.IsTerminal(int(f.Fd())) {
 		return usagef("--yes is required when standard input is not a terminal (nothing erased)")
 	}
-	preview, err := svc.Purge(e.ctx, orgID, scope, true)
+	preview, err := svc.Operations().Purge(e.ctx, orgID, scope, true)
 	if err != nil {
 		return err
 	}

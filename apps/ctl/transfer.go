@@ -63,7 +63,7 @@ func runExport(e *env, f *exportFlags) error {
 	export := func(w io.Writer) (err error) {
 		prog, done := e.progress("exported")
 		defer done()
-		rep, err = svc.Export(e.ctx, orgID, w, knowledge.ExportOptions{Vectors: f.vectors, Progress: prog})
+		rep, err = svc.Operations().Export(e.ctx, orgID, w, knowledge.ExportOptions{Vectors: f.vectors, Progress: prog})
 		return err
 	}
 	if f.out == "" {
@@ -144,7 +144,7 @@ func runImport(e *env, f *importFlags) error {
 		return err
 	}
 	prog, done := e.progress("read")
-	rep, err := svc.Import(e.ctx, orgID, func() (io.ReadCloser, error) { return os.Open(file) }, knowledge.ImportOptions{IgnoreQuota: f.ignoreQuota, Progress: prog})
+	rep, err := svc.Operations().Import(e.ctx, orgID, func() (io.ReadCloser, error) { return os.Open(file) }, knowledge.ImportOptions{IgnoreQuota: f.ignoreQuota, Progress: prog})
 	done()
 	if errors.Is(err, knowledge.ErrNewerFormat) {
 		return fmt.Errorf("--file: %w", err)

@@ -569,7 +569,7 @@ func TestCJKMigrationReindexes(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := orgs[0]
-	if _, err := svc.Purge(ctx, o.id, knowledge.PurgeScope{Entry: o.cjk[0]}, false); err != nil {
+	if _, err := svc.Operations().Purge(ctx, o.id, knowledge.PurgeScope{Entry: o.cjk[0]}, false); err != nil {
 		t.Fatal(err)
 	}
 	after := orgIndex(t, d.Pool, o.id)

@@ -147,7 +147,7 @@ func TestErasureLeavesNoTraceAnywhere(t *testing.T) {
 			}
 		}
 		if err := withRetries(func() error {
-			_, err := b.ops.Purge(b.ctx, org, knowledge.PurgeScope{Agent: bob.AgentID}, false)
+			_, err := b.ops.Operations().Purge(b.ctx, org, knowledge.PurgeScope{Agent: bob.AgentID}, false)
 			return err
 		}); err != nil {
 			t.Fatalf("round %d: purge --agent: %v", round, err)

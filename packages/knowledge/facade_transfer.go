@@ -1,11 +1,6 @@
 package knowledge
 
 import (
-	"context"
-	"io"
-
-	"github.com/google/uuid"
-
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/transferfmt"
 )
@@ -29,15 +24,3 @@ type (
 	ImportOptions = domain.ImportOptions
 	ImportReport  = domain.ImportReport
 )
-
-// Export writes org's knowledge to w (ctl export): see
-// transfer.Transfer.Export.
-func (s *Service) Export(ctx context.Context, org uuid.UUID, w io.Writer, o domain.ExportOptions) (*domain.ExportReport, error) {
-	return s.transfer.Export(s.scope(ctx, org), org, w, o)
-}
-
-// Import reads an export into org, all of it or nothing (ctl import): see
-// transfer.Transfer.Import.
-func (s *Service) Import(ctx context.Context, org uuid.UUID, open func() (io.ReadCloser, error), o domain.ImportOptions) (*domain.ImportReport, error) {
-	return s.transfer.Import(s.scope(ctx, org), org, open, o)
-}

@@ -39,12 +39,12 @@ func BenchmarkPurge(b *testing.B) {
 			b.Fatal(err)
 		}
 		t0 := time.Now()
-		if rep, err := bd.ops.Purge(bd.ctx, bd.org, knowledge.PurgeScope{Entry: one}, false); err != nil || rep.Entries != 1 {
+		if rep, err := bd.ops.Operations().Purge(bd.ctx, bd.org, knowledge.PurgeScope{Entry: one}, false); err != nil || rep.Entries != 1 {
 			b.Fatalf("purge one: %+v %v", rep, err)
 		}
 		b.ReportMetric(float64(time.Since(t0).Microseconds())/1000, "one-entry-ms")
 		t1 := time.Now()
-		rep, err := bd.ops.Purge(bd.ctx, bd.org, knowledge.PurgeScope{Agent: bd.bob.AgentID}, false)
+		rep, err := bd.ops.Operations().Purge(bd.ctx, bd.org, knowledge.PurgeScope{Agent: bd.bob.AgentID}, false)
 		if err != nil || rep.Entries < 400 {
 			b.Fatalf("purge agent: %+v %v", rep, err)
 		}

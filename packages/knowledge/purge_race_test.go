@@ -19,7 +19,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
 )
 
-// Issue 24, items 2 and 3: `ctl purge --org ORG --all` (Service.Purge, as
+// Issue 24, items 2 and 3: `ctl purge --org ORG --all` (Operations.Purge, as
 // the command calls it) raced, round after round, against agents storing,
 // the embeddings worker's handler writing vectors batch by batch in job
 // order, and the lexical indexer. Every purge completes, no transaction of
@@ -148,7 +148,7 @@ func TestPurgeAllRacingStoresAndWorker(t *testing.T) {
 		time.Sleep(time.Duration(50+rng.IntN(150)) * time.Millisecond)
 		purging.Store(true)
 		t0 := time.Now()
-		rep, err := b.ops.Purge(b.ctx, org, knowledge.PurgeScope{All: true}, false)
+		rep, err := b.ops.Operations().Purge(b.ctx, org, knowledge.PurgeScope{All: true}, false)
 		took := time.Since(t0)
 		time.Sleep(time.Duration(rng.IntN(100)) * time.Millisecond)
 		cancel()

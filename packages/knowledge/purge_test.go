@@ -54,14 +54,14 @@ func TestPurgeEntryKeepsTheIndexTrue(t *testing.T) {
 	queued := b.store(t, b.alice, "Not indexed yet", "zanzibar harbour words still in the queue")
 	otherBefore := b.indexState(t, b.other)
 
-	rep, err := b.ops.Purge(b.ctx, b.org, knowledge.PurgeScope{Entry: gone}, false)
+	rep, err := b.ops.Operations().Purge(b.ctx, b.org, knowledge.PurgeScope{Entry: gone}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep.Entries != 1 || rep.Postings == 0 {
 		t.Fatalf("report %+v: want 1 entry and its postings", rep)
 	}
-	if rep2, err := b.ops.Purge(b.ctx, b.org, knowledge.PurgeScope{Entry: queued}, false); err != nil || rep2.Entries != 1 || rep2.Postings != 0 {
+	if rep2, err := b.ops.Operations().Purge(b.ctx, b.org, knowledge.PurgeScope{Entry: queued}, false); err != nil || rep2.Entries != 1 || rep2.Postings != 0 {
 		t.Fatalf("purge of a queued entry: %+v %v (it has no postings)", rep2, err)
 	}
 	after := b.indexState(t, b.org)
@@ -94,11 +94,11 @@ func TestPurgeEntryKeepsTheIndexTrue(t *testing.T) {
 		t.Fatalf("the other org's entry: %v", err)
 	}
 	// Idempotent: purging again finds nothing.
-	if rep, err := b.ops.Purge(b.ctx, b.org, knowledge.PurgeScope{Entry: gone}, false); err != nil || rep.Entries != 0 {
+	if rep, err := b.ops.Operations().Purge(b.ctx, b.org, knowledge.PurgeScope{Entry: gone}, false); err != nil || rep.Entries != 0 {
 		t.Fatalf("second purge: %+v %v", rep, err)
 	}
 	// Another org's entry id behaves like an id that does not exist.
-	if rep, err := b.ops.Purge(b.ctx, b.org, knowledge.PurgeScope{Entry: evesBefore}, false); err != nil || rep.Entries != 0 {
+	if rep, err := b.ops.Operations().Purge(b.ctx, b.org, knowledge.PurgeScope{Entry: evesBefore}, false); err != nil || rep.Entries != 0 {
 		t.Fatalf("purge of another org's id: %+v %v", rep, err)
 	}
 	if _, err := b.svc.Get(b.ctx, b.eve, evesBefore); err != nil {
@@ -136,14 +136,14 @@ func TestPurgeKeepsChainsTrue(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	dry, err := b.ops.Purge(b.ctx, b.org, knowledge.PurgeScope{Agent: b.bob.AgentID}, true)
+	dry, err := b.ops.Operations().Purge(b.ctx, b.org, knowledge.PurgeScope{Agent: b.bob.AgentID}, true)
 	if err != nil || dry.Entries != 1 || dry.Relinked != 1 {
 		t.Fatalf("dry run: %+v %v", dry, err)
 	}
 	if l := b.links(t, a)[a]; *l.next != m {
 		t.Fatal("a dry run changed a chain")
 	}
-	rep, err := b.ops.Purge(b.ctx, b.org, knowledge.PurgeScope{Agent: b.bob.AgentID}, false)
+	rep, err := b.ops.Operations().Purge(b.ctx, b.org, knowledge.PurgeScope{Agent: b.bob.AgentID}, false)
 	if err != nil || rep.Entries != 1 || rep.Relinked != 1 || rep.SupersessionEdges != 1 {
 		t.Fatalf("purge of bob: %+v %v", rep, err)
 	}
@@ -155,7 +155,7 @@ func TestPurgeKeepsChainsTrue(t *testing.T) {
 	if n := b.count(t, "SELECT count(*) FROM knowledge_supersessions WHERE org_id = $1 AND old_id = $2 AND new_id = $3", b.org, a, h); n != 1 {
 		t.Fatalf("recorded edge a -> h: %d", n)
 	}
-	rep, err = b.ops.Purge(b.ctx, b.org, knowledge.PurgeScope{Entry: h}, false)
+	rep, err = b.ops.Operations().Purge(b.ctx, b.org, knowledge.PurgeScope{Entry: h}, false)
 	if err != nil || rep.HeadsAgain != 2 {
 		t.Fatalf("purge of the head: %+v %v", rep, err)
 	}
@@ -197,11 +197,11 @@ func TestPurgeAgentAndOrg(t *testing.T) {
 	}
 	usedBefore := b.quotaUsed(t, b.org)
 
-	dry, err := b.ops.Purge(b.ctx, b.org, knowledge.PurgeScope{Agent: b.bob.AgentID}, true)
+	dry, err := b.ops.Operations().Purge(b.ctx, b.org, knowledge.PurgeScope{Agent: b.bob.AgentID}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := b.ops.Purge(b.ctx, b.org, knowledge.PurgeScope{Agent: b.bob.AgentID}, false)
+	rep, err := b.ops.Operations().Purge(b.ctx, b.org, knowledge.PurgeScope{Agent: b.bob.AgentID}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func TestPurgeAgentAndOrg(t *testing.T) {
 	}
 
 	otherBefore := b.indexState(t, b.other)
-	rep, err = b.ops.Purge(b.ctx, b.org, knowledge.PurgeScope{All: true}, false)
+	rep, err = b.ops.Operations().Purge(b.ctx, b.org, knowledge.PurgeScope{All: true}, false)
 	if err != nil || rep.Entries != 2 {
 		t.Fatalf("purge of the org: %+v %v", rep, err)
 	}
@@ -251,7 +251,7 @@ func TestPurgeAgentAndOrg(t *testing.T) {
 	if !reflect.DeepEqual(b.indexState(t, b.other), otherBefore) || b.count(t, "SELECT count(*) FROM knowledge WHERE org_id = $1", b.other) != 1 {
 		t.Fatal("the other org changed")
 	}
-	if _, err := b.ops.Purge(b.ctx, b.org, knowledge.PurgeScope{}, false); err == nil {
+	if _, err := b.ops.Operations().Purge(b.ctx, b.org, knowledge.PurgeScope{}, false); err == nil {
 		t.Fatal("a purge without a scope was accepted")
 	}
 }

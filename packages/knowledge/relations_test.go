@@ -104,11 +104,11 @@ func TestForgetAndPurgeEraseRelations(t *testing.T) {
 	_, err = b.svc.Relations(b.ctx, b.bob, knowledge.RelationsInput{ID: a})
 	wantCode(t, err, errs.CodeNotFound, "id")
 
-	rep, err := b.ops.Purge(b.ctx, b.org, knowledge.PurgeScope{Entry: d}, true)
+	rep, err := b.ops.Operations().Purge(b.ctx, b.org, knowledge.PurgeScope{Entry: d}, true)
 	if err != nil || rep.Relations != 2 {
 		t.Fatalf("dry run: %+v %v", rep, err)
 	}
-	rep, err = b.ops.Purge(b.ctx, b.org, knowledge.PurgeScope{All: true}, false)
+	rep, err = b.ops.Operations().Purge(b.ctx, b.org, knowledge.PurgeScope{All: true}, false)
 	if err != nil || rep.Relations != 2 {
 		t.Fatalf("purge: %+v %v", rep, err)
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
 )
 
-// BenchmarkStats measures Service.Stats (ctl stats, knowledge://stats)
+// BenchmarkStats measures Operations.Stats (ctl stats, knowledge://stats)
 // for orgs of the sizes in KNOWLEDGE_STATS_BENCH_SIZES (default
 // 10000,100000), all in one table, with rows as wide as production's (a
 // 768-dimension vector stored inline, ~600-character bodies), 20 authors,

@@ -163,7 +163,7 @@ func TestStatsCountersExact(t *testing.T) {
 		}
 	}
 	check("expiries in other hours")
-	if _, err := b.ops.Purge(b.ctx, b.org, knowledge.PurgeScope{Agent: b.bob.AgentID}, false); err != nil {
+	if _, err := b.ops.Operations().Purge(b.ctx, b.org, knowledge.PurgeScope{Agent: b.bob.AgentID}, false); err != nil {
 		t.Fatal(err)
 	}
 	check("after a purge of an agent")
@@ -224,7 +224,7 @@ func TestPurgeLeavesNoTagInTheCounters(t *testing.T) {
 	if _, err := maint(b.ops).CompactCounts(b.ctx, 0); err != nil { // the tag is a folded counter too
 		t.Fatal(err)
 	}
-	if _, err := b.ops.Purge(b.ctx, b.org, knowledge.PurgeScope{Agent: b.bob.AgentID}, false); err != nil {
+	if _, err := b.ops.Operations().Purge(b.ctx, b.org, knowledge.PurgeScope{Agent: b.bob.AgentID}, false); err != nil {
 		t.Fatal(err)
 	}
 	var n int
@@ -374,7 +374,7 @@ func TestStatsCountsDocumentsAndKinds(t *testing.T) {
 		t.Fatalf("documents %d, sections %d after the forget; want 0, 0", st.Documents, st.Sections)
 	}
 	doc(b.bob, 2, same, "Pump manual")
-	if _, err := b.ops.Purge(b.ctx, b.org, knowledge.PurgeScope{Agent: b.alice.AgentID}, false); err != nil {
+	if _, err := b.ops.Operations().Purge(b.ctx, b.org, knowledge.PurgeScope{Agent: b.alice.AgentID}, false); err != nil {
 		t.Fatal(err)
 	}
 	if st := check("after a purge of an agent"); st.Documents != 1 {

@@ -98,7 +98,7 @@ func BenchmarkExportImport(b *testing.B) {
 				var rep *knowledge.ExportReport
 				t0 := time.Now()
 				peak := peakHeap(func() {
-					rep, err = svc.Export(ctx, org, f, knowledge.ExportOptions{Vectors: vectors})
+					rep, err = svc.Operations().Export(ctx, org, f, knowledge.ExportOptions{Vectors: vectors})
 				})
 				exportSecs := time.Since(t0).Seconds()
 				f.Close()
@@ -110,7 +110,7 @@ func BenchmarkExportImport(b *testing.B) {
 				var irep *knowledge.ImportReport
 				t1 := time.Now()
 				ipeak := peakHeap(func() {
-					irep, err = svc.Import(ctx, org2, func() (io.ReadCloser, error) { return os.Open(file) }, knowledge.ImportOptions{})
+					irep, err = svc.Operations().Import(ctx, org2, func() (io.ReadCloser, error) { return os.Open(file) }, knowledge.ImportOptions{})
 				})
 				importSecs := time.Since(t1).Seconds()
 				if err != nil || irep.Entries != int64(n) {

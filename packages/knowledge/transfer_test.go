@@ -24,7 +24,7 @@ func opener(b []byte) func() (io.ReadCloser, error) {
 func (b *bundle) export(t *testing.T, svc *knowledge.Service, org uuid.UUID, vectors bool) ([]byte, *knowledge.ExportReport) {
 	t.Helper()
 	var buf bytes.Buffer
-	rep, err := svc.Export(b.ctx, org, &buf, knowledge.ExportOptions{Vectors: vectors, PageSize: 2})
+	rep, err := svc.Operations().Export(b.ctx, org, &buf, knowledge.ExportOptions{Vectors: vectors, PageSize: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 		db2 := testenv.Postgres(t)
 		svc2 := knowledge.New(db2.Pool, knowledge.Options{})
 		org2 := testfactory.Org(b.ctx, t, db2.Pool, &testfactory.OrgOpts{Name: "moved"}).ID
-		irep, err := svc2.Import(b.ctx, org2, opener(first), knowledge.ImportOptions{})
+		irep, err := svc2.Operations().Import(b.ctx, org2, opener(first), knowledge.ImportOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +117,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 			t.Fatalf("vectors=%v: export -> import -> export differs:\n%s\n---\n%s", vectors, first, second)
 		}
 		// Idempotent: a second import changes nothing and says why.
-		again, err := svc2.Import(b.ctx, org2, opener(first), knowledge.ImportOptions{})
+		again, err := svc2.Operations().Import(b.ctx, org2, opener(first), knowledge.ImportOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,12 +149,12 @@ func TestImportRespectsQuotaAndVersion(t *testing.T) {
 	b.variedOrg(t)
 	file, _ := b.export(t, b.svc, b.org, false)
 	b.setQuota(t, b.other, 3)
-	_, err := b.ops.Import(b.ctx, b.other, opener(file), knowledge.ImportOptions{})
+	_, err := b.ops.Operations().Import(b.ctx, b.other, opener(file), knowledge.ImportOptions{})
 	wantCode(t, err, errs.CodeQuotaExceeded, "ignoreQuota")
 	if n := b.count(t, "SELECT count(*) FROM knowledge WHERE org_id = $1", b.other); n != 0 {
 		t.Fatalf("a refused import left %d entries", n)
 	}
-	rep, err := b.ops.Import(b.ctx, b.other, opener(file), knowledge.ImportOptions{IgnoreQuota: true})
+	rep, err := b.ops.Operations().Import(b.ctx, b.other, opener(file), knowledge.ImportOptions{IgnoreQuota: true})
 	if err != nil || rep.Entries != 4 {
 		t.Fatalf("import with IgnoreQuota: %+v %v", rep, err)
 	}
@@ -166,16 +166,16 @@ func TestImportRespectsQuotaAndVersion(t *testing.T) {
 		t.Fatalf("%d shared ids", n)
 	}
 	newer := bytes.Replace(file, fmt.Appendf(nil, `"version":%d`, knowledge.ExportVersion), fmt.Appendf(nil, `"version":%d`, knowledge.ExportVersion+1), 1)
-	if _, err := b.ops.Import(b.ctx, b.other, opener(newer), knowledge.ImportOptions{}); !errors.Is(err, knowledge.ErrNewerFormat) {
+	if _, err := b.ops.Operations().Import(b.ctx, b.other, opener(newer), knowledge.ImportOptions{}); !errors.Is(err, knowledge.ErrNewerFormat) {
 		t.Fatalf("a newer version: %v", err)
 	}
 	unknown := append(append([]byte{}, file...), []byte(`{"kind":"hologram","id":"x"}`+"\n")...)
-	rep, err = b.ops.Import(b.ctx, b.other, opener(unknown), knowledge.ImportOptions{})
+	rep, err = b.ops.Operations().Import(b.ctx, b.other, opener(unknown), knowledge.ImportOptions{})
 	if err != nil || rep.Skipped[`unknown kind "hologram"`] != 1 {
 		t.Fatalf("unknown kind: %+v %v", rep, err)
 	}
 	broken := []byte(strings.SplitN(string(file), "\n", 2)[0] + "\n{not json\n")
-	_, err = b.ops.Import(b.ctx, b.other, opener(broken), knowledge.ImportOptions{})
+	_, err = b.ops.Operations().Import(b.ctx, b.other, opener(broken), knowledge.ImportOptions{})
 	wantCode(t, err, errs.CodeInvalidArgument, "file")
 }
 
@@ -197,7 +197,7 @@ func TestImportClientTokensNeverClash(t *testing.T) {
 	if bytes.Contains(file1, []byte(tok.String())) || bytes.Contains(file1, []byte("clientToken")) {
 		t.Fatalf("the export holds the client token:\n%s", file1)
 	}
-	if _, err := b.ops.Purge(b.ctx, b.org, knowledge.PurgeScope{Entry: first.ID}, false); err != nil {
+	if _, err := b.ops.Operations().Purge(b.ctx, b.org, knowledge.PurgeScope{Entry: first.ID}, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.redis.Client.FlushDB(b.ctx).Err(); err != nil { // the 60 s key expired
@@ -214,7 +214,7 @@ func TestImportClientTokensNeverClash(t *testing.T) {
 	}
 	target := b.mkOrg(t, "target")
 	for _, f := range [][]byte{withToken, file2} {
-		if _, err := b.ops.Import(b.ctx, target, opener(f), knowledge.ImportOptions{}); err != nil {
+		if _, err := b.ops.Operations().Import(b.ctx, target, opener(f), knowledge.ImportOptions{}); err != nil {
 			t.Fatalf("import: %v", err)
 		}
 	}
@@ -237,7 +237,7 @@ func TestImportRefusesForgottenEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := b.entries(t)
-	_, err := b.ops.Import(b.ctx, b.org, opener(file), knowledge.ImportOptions{})
+	_, err := b.ops.Operations().Import(b.ctx, b.org, opener(file), knowledge.ImportOptions{})
 	e := wantCode(t, err, errs.CodeInvalidArgument, "file")
 	if !strings.Contains(e.Message, gone.String()) || !strings.Contains(e.Message, "forgotten") {
 		t.Errorf("refusal: %v", e)
@@ -249,7 +249,7 @@ func TestImportRefusesForgottenEntries(t *testing.T) {
 		t.Fatal("the forgotten entry is back")
 	}
 	target := b.mkOrg(t, "target")
-	if _, err := b.ops.Import(b.ctx, target, opener(file), knowledge.ImportOptions{}); err != nil {
+	if _, err := b.ops.Operations().Import(b.ctx, target, opener(file), knowledge.ImportOptions{}); err != nil {
 		t.Fatalf("import into another org: %v", err)
 	}
 }
@@ -268,7 +268,7 @@ func TestImportRefusesUnknownRelationTypes(t *testing.T) {
 		}
 	}
 	target := b.mkOrg(t, "target")
-	_, err := b.ops.Import(b.ctx, target, opener([]byte(strings.Join(kept, "\n"))), knowledge.ImportOptions{})
+	_, err := b.ops.Operations().Import(b.ctx, target, opener([]byte(strings.Join(kept, "\n"))), knowledge.ImportOptions{})
 	if e := wantCode(t, err, errs.CodeInvalidArgument, "file"); !strings.Contains(e.Message, "BLOCKS") {
 		t.Fatalf("message: %s", e.Message)
 	}
@@ -291,7 +291,7 @@ func TestImportVersion1(t *testing.T) {
 	if bytes.Contains(v1, []byte("entryKind")) || !bytes.Contains(v1, []byte(`"source":"operator"`)) {
 		t.Fatalf("not a version 1 file: %s", v1)
 	}
-	rep, err := b.ops.Import(b.ctx, b.other, opener(v1), knowledge.ImportOptions{})
+	rep, err := b.ops.Operations().Import(b.ctx, b.other, opener(v1), knowledge.ImportOptions{})
 	if err != nil || rep.Entries != 1 {
 		t.Fatalf("import: %+v %v", rep, err)
 	}
@@ -306,7 +306,7 @@ func TestImportVersion1(t *testing.T) {
 	}
 	// A bad field of a current file is refused, naming it.
 	bad := bytes.Replace(file, []byte(`"entryKind":"semantic"`), []byte(`"entryKind":"gossip"`), 1)
-	if _, err := b.ops.Import(b.ctx, b.mkOrg(t, "org-c"), opener(bad), knowledge.ImportOptions{}); err == nil || !strings.Contains(err.Error(), "entryKind") {
+	if _, err := b.ops.Operations().Import(b.ctx, b.mkOrg(t, "org-c"), opener(bad), knowledge.ImportOptions{}); err == nil || !strings.Contains(err.Error(), "entryKind") {
 		t.Fatalf("a bad kind: %v", err)
 	}
 }

@@ -48,7 +48,7 @@ func TestExportImportDocuments(t *testing.T) {
 	db2 := testenv.Postgres(t)
 	svc2 := knowledge.New(db2.Pool, knowledge.Options{})
 	org2 := testfactory.Org(b.ctx, t, db2.Pool, &testfactory.OrgOpts{Name: "moved"}).ID
-	irep, err := svc2.Import(b.ctx, org2, opener(file), knowledge.ImportOptions{})
+	irep, err := svc2.Operations().Import(b.ctx, org2, opener(file), knowledge.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestExportImportDocuments(t *testing.T) {
 	}
 
 	// Idempotent: a second import adds nothing and says so.
-	twice, err := svc2.Import(b.ctx, org2, opener(file), knowledge.ImportOptions{})
+	twice, err := svc2.Operations().Import(b.ctx, org2, opener(file), knowledge.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestImportRefusesALiveDocumentOfATakenSource(t *testing.T) {
 	file, _ := b.export(t, b.svc, b.org, false)
 	b.storeDoc(t, b.eve, knowledge.DocumentInput{Title: "Their pump manual", Content: manual(1, same), Source: "docs/pumps.md"})
 	before := b.count(t, "SELECT count(*) FROM knowledge WHERE org_id = $1", b.other)
-	_, err := b.ops.Import(b.ctx, b.other, opener(file), knowledge.ImportOptions{})
+	_, err := b.ops.Operations().Import(b.ctx, b.other, opener(file), knowledge.ImportOptions{})
 	if e := wantCode(t, err, errs.CodeInvalidArgument, "file"); !strings.Contains(e.Message, "docs/pumps.md") {
 		t.Fatalf("refusal: %v", e)
 	}
@@ -121,7 +121,7 @@ func TestImportRefusesALiveDocumentOfATakenSource(t *testing.T) {
 		}
 	}
 	target := b.mkOrg(t, "target")
-	_, err = b.ops.Import(b.ctx, target, opener([]byte(strings.Join(kept, "\n"))), knowledge.ImportOptions{})
+	_, err = b.ops.Operations().Import(b.ctx, target, opener([]byte(strings.Join(kept, "\n"))), knowledge.ImportOptions{})
 	wantCode(t, err, errs.CodeInvalidArgument, "file")
 	if n := b.count(t, "SELECT count(*) FROM knowledge WHERE org_id = $1", target); n != 0 {
 		t.Fatalf("%d entries imported from a refused file", n)

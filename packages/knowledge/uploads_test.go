@@ -285,20 +285,20 @@ func TestPurgeErasesUploads(t *testing.T) {
 	b.appendPart(t, b.svc, b.bob, bb, 0, "bob")
 	e := b.startUpload(t, b.svc, b.eve, 10)
 
-	rep, err := b.ops.Purge(b.ctx, b.org, knowledge.PurgeScope{Agent: b.alice.AgentID}, true)
+	rep, err := b.ops.Operations().Purge(b.ctx, b.org, knowledge.PurgeScope{Agent: b.alice.AgentID}, true)
 	if err != nil || rep.Uploads != 1 {
 		t.Fatalf("dry run: %+v, %v", rep, err)
 	}
 	if n := b.count(t, "SELECT count(*) FROM knowledge_document_uploads"); n != 3 {
 		t.Fatalf("a dry run deleted uploads: %d left", n)
 	}
-	if rep, err = b.ops.Purge(b.ctx, b.org, knowledge.PurgeScope{Agent: b.alice.AgentID}, false); err != nil || rep.Uploads != 1 {
+	if rep, err = b.ops.Operations().Purge(b.ctx, b.org, knowledge.PurgeScope{Agent: b.alice.AgentID}, false); err != nil || rep.Uploads != 1 {
 		t.Fatalf("purge of alice: %+v, %v", rep, err)
 	}
 	if n := b.count(t, "SELECT count(*) FROM knowledge_document_upload_parts WHERE upload_id = $1", a); n != 0 {
 		t.Fatalf("%d parts of a purged upload left", n)
 	}
-	if rep, err = b.ops.Purge(b.ctx, b.org, knowledge.PurgeScope{All: true}, false); err != nil || rep.Uploads != 1 {
+	if rep, err = b.ops.Operations().Purge(b.ctx, b.org, knowledge.PurgeScope{All: true}, false); err != nil || rep.Uploads != 1 {
 		t.Fatalf("purge of the org: %+v, %v", rep, err)
 	}
 	if n := b.count(t, "SELECT count(*) FROM knowledge_document_uploads WHERE id = ANY($1)", []uuid.UUID{a, bb}); n != 0 {

@@ -376,11 +376,11 @@ func (p *planRun) changeSteps() []planStep {
 		{"operator: stats", func() error { _, err := p.ops.Operations().Stats(ctx, c.OrgID, 10); return err }},
 		{"operator: index status", func() error { _, err := p.ops.Operations().SearchIndexStatus(ctx, c.OrgID); return err }},
 		{"operator: export", func() error {
-			_, err := p.ops.Export(ctx, c.OrgID, io.Discard, knowledge.ExportOptions{Vectors: true})
+			_, err := p.ops.Operations().Export(ctx, c.OrgID, io.Discard, knowledge.ExportOptions{Vectors: true})
 			return err
 		}},
 		{"operator: purge (dry run)", func() error {
-			_, err := p.ops.Purge(ctx, c.OrgID, knowledge.PurgeScope{All: true}, true)
+			_, err := p.ops.Operations().Purge(ctx, c.OrgID, knowledge.PurgeScope{All: true}, true)
 			return err
 		}},
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 // TestStatsResource: knowledge://stats answers the caller's org's
-// statistics, the same numbers as ctl stats (Service.Stats), never
+// statistics, the same numbers as ctl stats (Operations.Stats), never
 // another org's, and needs knowledge:read.
 func TestStatsResource(t *testing.T) {
 	t.Parallel()
