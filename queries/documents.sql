@@ -147,6 +147,25 @@ FROM knowledge k
 JOIN (SELECT unnest(@old_ids::uuid[]) AS old_id, unnest(@new_ids::uuid[]) AS new_id) v ON v.old_id = k.id
 WHERE k.org_id = @org_id;
 
+-- name: EndSupersededSection :exec
+-- A current section superseded by a call of its own (supersede_knowledge,
+-- correct_knowledge), not by its document's replacement: it leaves the
+-- document as a changed section does, at its supersession, and its PART_OF
+-- is closed; the heading has no current section until the next
+-- replacement. Sections follow their document (docs/knowledge.md).
+WITH ended AS (
+    UPDATE knowledge_sections s
+    SET ended_at = k.superseded_at, ended_how = 'changed'
+    FROM knowledge k
+    WHERE s.org_id = @org_id AND s.id = @id AND s.ended_at IS NULL
+      AND k.org_id = s.org_id AND k.id = s.id AND k.superseded_at IS NOT NULL
+    RETURNING s.id, s.document_id, s.ended_at
+)
+UPDATE knowledge_relations r
+SET valid_to = greatest(e.ended_at, r.valid_from), closed_by_agent_id = sqlc.narg(agent_id)::uuid
+FROM ended e
+WHERE r.org_id = @org_id AND r.from_id = e.id AND r.to_id = e.document_id AND r.type = 'PART_OF' AND r.valid_to IS NULL;
+
 -- name: RetireSections :exec
 -- Removed sections expire now: no longer current (search and list leave
 -- them out), still readable with asOf before now, and by id; no earlier

@@ -35,12 +35,25 @@ WHERE org_id = @org_id AND (id = ANY(@heads::uuid[]) OR head_id = ANY(@heads::uu
 -- name: PurgeRelink :exec
 -- A surviving entry of a chain after the entries between it and its head
 -- (or the head) were erased: its next surviving successor and head, or
--- both NULL when nothing after it survives (it is a head again).
-UPDATE knowledge
+-- both NULL when nothing after it survives (it is a head again). A section
+-- whose document replaced it (its row ended: changed, retired) and a
+-- document that is no longer its source's live version do not come back
+-- as current knowledge: they are heads again, expired when they stopped
+-- being current (the section's end, else the supersession), as a retired
+-- section is. Sections follow their document (docs/knowledge.md).
+UPDATE knowledge k
 SET superseded_by = sqlc.narg(superseded_by)::uuid, head_id = sqlc.narg(head_id)::uuid,
-    superseded_at = CASE WHEN sqlc.narg(superseded_by)::uuid IS NULL THEN NULL ELSE superseded_at END,
+    superseded_at = CASE WHEN sqlc.narg(superseded_by)::uuid IS NULL THEN NULL ELSE k.superseded_at END,
+    expires_at = CASE
+        WHEN sqlc.narg(superseded_by)::uuid IS NULL
+         AND (EXISTS (SELECT 1 FROM knowledge_sections s WHERE s.org_id = @org_id AND s.id = @id AND s.ended_at IS NOT NULL)
+              OR EXISTS (SELECT 1 FROM knowledge_documents d WHERE d.org_id = @org_id AND d.id = @id AND NOT d.live))
+        THEN least(k.expires_at,
+                   (SELECT s.ended_at FROM knowledge_sections s WHERE s.org_id = @org_id AND s.id = @id),
+                   k.superseded_at, now())
+        ELSE k.expires_at END,
     updated_at = now()
-WHERE org_id = @org_id AND id = @id;
+WHERE k.org_id = @org_id AND k.id = @id;
 
 -- name: PurgeRelinkEdge :exec
 -- The recorded direct edge of a surviving entry now names its new

@@ -137,6 +137,11 @@ func supersedeTx(ctx context.Context, q *sqlc.Queries, c domain.Caller, oldID, n
 	if n != 1 { // impossible under the locks; refuse rather than half-write
 		return nil, &errs.Error{Code: errs.CodeConflict, Field: "oldId", Retryable: true, Message: "changed concurrently; retry"}
 	}
+	// A document's current section leaves its document (sections follow
+	// their document: docs/knowledge.md); a no-op for any other entry.
+	if err := q.EndSupersededSection(ctx, sqlc.EndSupersededSectionParams{OrgID: c.OrgID, ID: oldID, AgentID: &c.AgentID}); err != nil {
+		return nil, err
+	}
 	moved, err := q.MoveHeads(ctx, sqlc.MoveHeadsParams{OrgID: c.OrgID, OldHead: &oldID, NewHead: &head})
 	if err != nil {
 		return nil, err

@@ -266,6 +266,37 @@ func (q *Queries) EndSections(ctx context.Context, arg EndSectionsParams) error 
 	return err
 }
 
+const endSupersededSection = `-- name: EndSupersededSection :exec
+WITH ended AS (
+    UPDATE knowledge_sections s
+    SET ended_at = k.superseded_at, ended_how = 'changed'
+    FROM knowledge k
+    WHERE s.org_id = $2 AND s.id = $3 AND s.ended_at IS NULL
+      AND k.org_id = s.org_id AND k.id = s.id AND k.superseded_at IS NOT NULL
+    RETURNING s.id, s.document_id, s.ended_at
+)
+UPDATE knowledge_relations r
+SET valid_to = greatest(e.ended_at, r.valid_from), closed_by_agent_id = $1::uuid
+FROM ended e
+WHERE r.org_id = $2 AND r.from_id = e.id AND r.to_id = e.document_id AND r.type = 'PART_OF' AND r.valid_to IS NULL
+`
+
+type EndSupersededSectionParams struct {
+	AgentID *uuid.UUID
+	OrgID   uuid.UUID
+	ID      uuid.UUID
+}
+
+// A current section superseded by a call of its own (supersede_knowledge,
+// correct_knowledge), not by its document's replacement: it leaves the
+// document as a changed section does, at its supersession, and its PART_OF
+// is closed; the heading has no current section until the next
+// replacement. Sections follow their document (docs/knowledge.md).
+func (q *Queries) EndSupersededSection(ctx context.Context, arg EndSupersededSectionParams) error {
+	_, err := q.db.Exec(ctx, endSupersededSection, arg.AgentID, arg.OrgID, arg.ID)
+	return err
+}
+
 const forgetDocumentTokens = `-- name: ForgetDocumentTokens :execrows
 
 UPDATE knowledge_document_tokens

@@ -247,11 +247,19 @@ func (q *Queries) PurgeOrgIndex(ctx context.Context, orgID uuid.UUID) error {
 }
 
 const purgeRelink = `-- name: PurgeRelink :exec
-UPDATE knowledge
+UPDATE knowledge k
 SET superseded_by = $1::uuid, head_id = $2::uuid,
-    superseded_at = CASE WHEN $1::uuid IS NULL THEN NULL ELSE superseded_at END,
+    superseded_at = CASE WHEN $1::uuid IS NULL THEN NULL ELSE k.superseded_at END,
+    expires_at = CASE
+        WHEN $1::uuid IS NULL
+         AND (EXISTS (SELECT 1 FROM knowledge_sections s WHERE s.org_id = $3 AND s.id = $4 AND s.ended_at IS NOT NULL)
+              OR EXISTS (SELECT 1 FROM knowledge_documents d WHERE d.org_id = $3 AND d.id = $4 AND NOT d.live))
+        THEN least(k.expires_at,
+                   (SELECT s.ended_at FROM knowledge_sections s WHERE s.org_id = $3 AND s.id = $4),
+                   k.superseded_at, now())
+        ELSE k.expires_at END,
     updated_at = now()
-WHERE org_id = $3 AND id = $4
+WHERE k.org_id = $3 AND k.id = $4
 `
 
 type PurgeRelinkParams struct {
@@ -263,7 +271,12 @@ type PurgeRelinkParams struct {
 
 // A surviving entry of a chain after the entries between it and its head
 // (or the head) were erased: its next surviving successor and head, or
-// both NULL when nothing after it survives (it is a head again).
+// both NULL when nothing after it survives (it is a head again). A section
+// whose document replaced it (its row ended: changed, retired) and a
+// document that is no longer its source's live version do not come back
+// as current knowledge: they are heads again, expired when they stopped
+// being current (the section's end, else the supersession), as a retired
+// section is. Sections follow their document (docs/knowledge.md).
 func (q *Queries) PurgeRelink(ctx context.Context, arg PurgeRelinkParams) error {
 	_, err := q.db.Exec(ctx, purgeRelink,
 		arg.SupersededBy,
