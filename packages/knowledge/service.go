@@ -195,5 +195,3 @@ func New(pool *pgxpool.Pool, opts Options) *Service {
 func (s *Service) scope(ctx context.Context, org uuid.UUID) context.Context {
 	return data.AsOrg(ctx, org)
 }
-
-func (s *Service) log() *slog.Logger { return s.opts.Logger }
