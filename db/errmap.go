@@ -218,3 +218,10 @@ func SharedMemoryShort(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && (pe.Code == "53100" || pe.Code == "53200") && strings.Contains(pe.Message, "shared memory")
 }
+
+// TooManyClients reports the server refusing a connection because every
+// slot is taken (too_many_connections): a test harness waits for one.
+func TooManyClients(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "53300"
+}

@@ -1,6 +1,7 @@
 package tenancy
 
 import (
+	"context"
 	"time"
 
 	"github.com/google/uuid"
@@ -105,3 +106,9 @@ type Service struct {
 
 // New returns a Service on pool.
 func New(pool *pgxpool.Pool) *Service { return &Service{pool: db.Scope(pool)} }
+
+// asOrg is the one place tenancy puts the org its call acts for into the
+// context: each entry point calls it once, and every statement it sends
+// through s.pool (db.Scoped) then runs as that org under row-level
+// security.
+func asOrg(ctx context.Context, org uuid.UUID) context.Context { return db.WithOrg(ctx, org) }

@@ -208,7 +208,7 @@ func (f AuditFilter) Validate() error {
 // is not_found.
 func (s *Service) Audit(ctx context.Context, orgID uuid.UUID, f AuditFilter) (_ []AuditEvent, err error) {
 	defer wrapOp(&err, "tenancy.Audit")
-	ctx = db.WithOrg(ctx, orgID)
+	ctx = asOrg(ctx, orgID)
 	if f.Limit == 0 {
 		f.Limit = 100
 	}

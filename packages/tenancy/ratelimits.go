@@ -5,7 +5,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/tenancy/internal/sqlc"
 )
@@ -62,7 +61,7 @@ func checkRateLimit(l RateLimit) error {
 // SetRateLimit sets one rate limit of an org (see RateLimit).
 func (s *Service) SetRateLimit(ctx context.Context, orgID uuid.UUID, l RateLimit) (_ *RateLimit, err error) {
 	defer wrapOp(&err, "tenancy.SetRateLimit")
-	ctx = db.WithOrg(ctx, orgID)
+	ctx = asOrg(ctx, orgID)
 	if err := checkRateLimit(l); err != nil {
 		return nil, err
 	}
@@ -90,7 +89,7 @@ func (s *Service) SetRateLimit(ctx context.Context, orgID uuid.UUID, l RateLimit
 // It reports whether there was one.
 func (s *Service) ClearRateLimit(ctx context.Context, orgID uuid.UUID, l RateLimit) (_ bool, err error) {
 	defer wrapOp(&err, "tenancy.ClearRateLimit")
-	ctx = db.WithOrg(ctx, orgID)
+	ctx = asOrg(ctx, orgID)
 	l.PerMinute = nil
 	if err := checkRateLimit(l); err != nil {
 		return false, err
@@ -103,7 +102,7 @@ func (s *Service) ClearRateLimit(ctx context.Context, orgID uuid.UUID, l RateLim
 // rest).
 func (s *Service) RateLimits(ctx context.Context, orgID uuid.UUID) (_ []RateLimit, err error) {
 	defer wrapOp(&err, "tenancy.RateLimits")
-	ctx = db.WithOrg(ctx, orgID)
+	ctx = asOrg(ctx, orgID)
 	if _, err := s.q().GetOrg(ctx, orgID); err != nil {
 		return nil, mapErr(err, "org "+orgID.String())
 	}
@@ -114,7 +113,7 @@ func (s *Service) RateLimits(ctx context.Context, orgID uuid.UUID) (_ []RateLimi
 // the org's own, the org's default for each agent, and the agent's.
 func (s *Service) RateLimitsFor(ctx context.Context, orgID, agentID uuid.UUID) (_ []RateLimit, err error) {
 	defer wrapOp(&err, "tenancy.RateLimitsFor")
-	ctx = db.WithOrg(ctx, orgID)
+	ctx = asOrg(ctx, orgID)
 	rows, err := s.q().RateLimitsFor(ctx, sqlc.RateLimitsForParams{OrgID: orgID, AgentID: &agentID})
 	if err != nil {
 		return nil, err

@@ -109,7 +109,7 @@ func (s *Service) ListOrgs(ctx context.Context) (_ []Org, err error) {
 // CreateAgent creates an agent in an org; names are unique per org.
 func (s *Service) CreateAgent(ctx context.Context, orgID uuid.UUID, name string) (_ *Agent, err error) {
 	defer wrapOp(&err, "tenancy.CreateAgent")
-	ctx = db.WithOrg(ctx, orgID)
+	ctx = asOrg(ctx, orgID)
 	if err := checkName("name", name, MaxAgentNameChars); err != nil {
 		return nil, err
 	}
@@ -123,7 +123,7 @@ func (s *Service) CreateAgent(ctx context.Context, orgID uuid.UUID, name string)
 // ListAgents lists the agents of an org.
 func (s *Service) ListAgents(ctx context.Context, orgID uuid.UUID) (_ []Agent, err error) {
 	defer wrapOp(&err, "tenancy.ListAgents")
-	ctx = db.WithOrg(ctx, orgID)
+	ctx = asOrg(ctx, orgID)
 	if _, err := s.q().GetOrg(ctx, orgID); err != nil {
 		return nil, mapErr(err, "org "+orgID.String())
 	}
@@ -169,7 +169,7 @@ func ParseScopes(list string) ([]string, error) {
 // only a hash of its secret is stored. ttl 0 means no expiry.
 func (s *Service) IssueToken(ctx context.Context, orgID, agentID uuid.UUID, scopes []string, ttl time.Duration) (_ *IssuedToken, err error) {
 	defer wrapOp(&err, "tenancy.IssueToken")
-	ctx = db.WithOrg(ctx, orgID)
+	ctx = asOrg(ctx, orgID)
 	scopes, err = ParseScopes(strings.Join(scopes, ","))
 	if err != nil {
 		return nil, err
@@ -206,7 +206,7 @@ func toToken(t sqlc.AgentToken) Token {
 // ListTokens lists an org's tokens, never their text.
 func (s *Service) ListTokens(ctx context.Context, orgID uuid.UUID) (_ []Token, err error) {
 	defer wrapOp(&err, "tenancy.ListTokens")
-	ctx = db.WithOrg(ctx, orgID)
+	ctx = asOrg(ctx, orgID)
 	if _, err := s.q().GetOrg(ctx, orgID); err != nil {
 		return nil, mapErr(err, "org "+orgID.String())
 	}
@@ -226,7 +226,7 @@ func (s *Service) ListTokens(ctx context.Context, orgID uuid.UUID) (_ []Token, e
 func (s *Service) RevokeToken(ctx context.Context, orgID *uuid.UUID, id uuid.UUID) (_ *Token, err error) {
 	defer wrapOp(&err, "tenancy.RevokeToken")
 	if orgID != nil {
-		ctx = db.WithOrg(ctx, *orgID)
+		ctx = asOrg(ctx, *orgID)
 	}
 	t, err := s.q().RevokeToken(ctx, sqlc.RevokeTokenParams{ID: id, OrgID: orgID})
 	if err != nil {
@@ -247,7 +247,7 @@ func (s *Service) VerifyToken(ctx context.Context, raw string) (_ *Principal, er
 	if err != nil {
 		return nil, err
 	}
-	ctx = db.WithOrg(ctx, tok.org)
+	ctx = asOrg(ctx, tok.org)
 	row, err := s.q().GetToken(ctx, sqlc.GetTokenParams{OrgID: tok.org, ID: tok.id})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, unauthenticated("unknown token")
@@ -273,7 +273,7 @@ func (s *Service) VerifyToken(ctx context.Context, raw string) (_ *Principal, er
 // SetQuota sets (or, with nil, lifts) an org's limit on a resource.
 func (s *Service) SetQuota(ctx context.Context, orgID uuid.UUID, resource string, limit *int64) (_ *Quota, err error) {
 	defer wrapOp(&err, "tenancy.SetQuota")
-	ctx = db.WithOrg(ctx, orgID)
+	ctx = asOrg(ctx, orgID)
 	if resource != ResourceKnowledgeStored {
 		return nil, errs.InvalidArgument("resource", "%q is not a known quota (known: %s)", resource, ResourceKnowledgeStored)
 	}
@@ -291,7 +291,7 @@ func (s *Service) SetQuota(ctx context.Context, orgID uuid.UUID, resource string
 // unused, and is listed as such.
 func (s *Service) Quotas(ctx context.Context, orgID uuid.UUID) (_ []Quota, err error) {
 	defer wrapOp(&err, "tenancy.Quotas")
-	ctx = db.WithOrg(ctx, orgID)
+	ctx = asOrg(ctx, orgID)
 	if _, err := s.q().GetOrg(ctx, orgID); err != nil {
 		return nil, mapErr(err, "org "+orgID.String())
 	}
@@ -312,7 +312,7 @@ func ConsumeQuota(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, resource stri
 // CreateTask creates a task: a stand-in for the orchestrator, which owns tasks.
 func (s *Service) CreateTask(ctx context.Context, orgID uuid.UUID, title string) (_ *Task, err error) {
 	defer wrapOp(&err, "tenancy.CreateTask")
-	ctx = db.WithOrg(ctx, orgID)
+	ctx = asOrg(ctx, orgID)
 	if err := checkName("title", title, MaxTaskTitleChars); err != nil {
 		return nil, err
 	}
@@ -339,7 +339,7 @@ func ReleaseQuota(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, resource stri
 // MCP_TOKEN_CACHE_TTL, at most 30 s).
 func (s *Service) RevokeOrgTokens(ctx context.Context, orgID uuid.UUID) (_ int64, err error) {
 	defer wrapOp(&err, "tenancy.RevokeOrgTokens")
-	ctx = db.WithOrg(ctx, orgID)
+	ctx = asOrg(ctx, orgID)
 	n, err := s.q().RevokeOrgTokens(ctx, orgID)
 	if err != nil {
 		return 0, mapErr(err, "org")
@@ -416,7 +416,7 @@ func ImportTask(ctx context.Context, tx pgx.Tx, t Task) (bool, error) {
 // lets the first token of a subject create its agent.
 func (s *Service) AgentByName(ctx context.Context, orgID uuid.UUID, name string, create bool) (a *Agent, created bool, err error) {
 	defer wrapOp(&err, "tenancy.AgentByName")
-	ctx = db.WithOrg(ctx, orgID)
+	ctx = asOrg(ctx, orgID)
 	if err := checkName("name", name, MaxAgentNameChars); err != nil {
 		return nil, false, err
 	}

@@ -2,12 +2,11 @@ package testenv
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
+	"github.com/agentfleet/orchestrator/db"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // A test database is made only with a slot: a session advisory lock, one of
@@ -74,10 +73,7 @@ func takeSlot(ctx context.Context) (*pgx.Conn, error) {
 	}
 }
 
-func tooManyClients(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "53300"
-}
+func tooManyClients(err error) bool { return db.TooManyClients(err) }
 
 func sleep(ctx context.Context, d time.Duration) bool {
 	select {
