@@ -142,7 +142,7 @@ WHERE k.org_id = @org_id AND k.head_id = v.old_id;
 -- the rows into the shard, which row-level security refuses).
 -- Each edge at the time SupersedeSections wrote.
 INSERT INTO knowledge_supersessions (org_id, old_id, new_id, agent_id, created_at)
-SELECT k.org_id, v.old_id, v.new_id, @agent_id, coalesce(k.superseded_at, now())
+SELECT k.org_id, v.old_id, v.new_id, @agent_id, greatest(k.superseded_at, now())
 FROM knowledge k
 JOIN (SELECT unnest(@old_ids::uuid[]) AS old_id, unnest(@new_ids::uuid[]) AS new_id) v ON v.old_id = k.id
 WHERE k.org_id = @org_id;

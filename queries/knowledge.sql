@@ -127,9 +127,11 @@ SET head_id = @new_head, updated_at = now()
 WHERE org_id = @org_id AND head_id = @old_head;
 
 -- name: InsertSupersession :exec
--- The edge of a supersession MarkSuperseded wrote, at the time it wrote.
+-- The edge of a supersession MarkSuperseded wrote, at the time it wrote
+-- (never before now(): greatest rather than coalesce, which a Citus
+-- coordinator refuses around now()).
 INSERT INTO knowledge_supersessions (org_id, old_id, new_id, agent_id, created_at)
-SELECT k.org_id, @old_id, @new_id, @agent_id, coalesce(k.superseded_at, now())
+SELECT k.org_id, @old_id, @new_id, @agent_id, greatest(k.superseded_at, now())
 FROM knowledge k
 WHERE k.org_id = @org_id AND k.id = @old_id;
 

@@ -50,7 +50,7 @@ SET superseded_by = sqlc.narg(superseded_by)::uuid, head_id = sqlc.narg(head_id)
               OR EXISTS (SELECT 1 FROM knowledge_documents d WHERE d.org_id = @org_id AND d.id = @id AND NOT d.live))
         THEN least(k.expires_at,
                    (SELECT s.ended_at FROM knowledge_sections s WHERE s.org_id = @org_id AND s.id = @id),
-                   k.superseded_at, now())
+                   k.superseded_at)
         ELSE k.expires_at END,
     updated_at = now()
 WHERE k.org_id = @org_id AND k.id = @id;

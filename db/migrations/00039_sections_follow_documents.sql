@@ -9,20 +9,26 @@
 -- entries current again for good, and a superseded section stayed in its
 -- document's list. This migration ends and expires what the old rule left.
 -- +goose Up
+-- On a cluster, the updates below run on the shards in parallel, and Citus
+-- then refuses knowledge_distribute()'s function commands in the same
+-- transaction; one connection per worker lets both through (00030; a
+-- placeholder setting on a single node, where it does nothing).
+SELECT set_config('citus.multi_shard_modify_mode', 'sequential', true);
 -- Current sections superseded by a call of their own: their PART_OF
--- closes and their rows end at the supersession.
+-- closes and their rows end at the supersession. (No now() inside a CASE
+-- or coalesce anywhere here: a Citus coordinator refuses it in an UPDATE.)
 UPDATE knowledge_relations r
-SET valid_to = greatest(coalesce(k.superseded_at, now()), r.valid_from)
+SET valid_to = greatest(k.superseded_at, r.valid_from)
 FROM knowledge_sections s
 JOIN knowledge k ON k.org_id = s.org_id AND k.id = s.id
 WHERE r.org_id = s.org_id AND r.from_id = s.id AND r.to_id = s.document_id
   AND r.type = 'PART_OF' AND r.valid_to IS NULL
-  AND s.ended_at IS NULL AND k.head_id IS NOT NULL;
+  AND s.ended_at IS NULL AND k.head_id IS NOT NULL AND k.superseded_at IS NOT NULL;
 UPDATE knowledge_sections s
-SET ended_at = coalesce(k.superseded_at, now()), ended_how = 'changed'
+SET ended_at = k.superseded_at, ended_how = 'changed'
 FROM knowledge k
 WHERE k.org_id = s.org_id AND k.id = s.id
-  AND s.ended_at IS NULL AND k.head_id IS NOT NULL;
+  AND s.ended_at IS NULL AND k.head_id IS NOT NULL AND k.superseded_at IS NOT NULL;
 
 -- Revived sections: heads again whose rows ended expire at their end.
 UPDATE knowledge k

@@ -39,8 +39,12 @@ func TestRelationIntervalsNeverOverlapUnderContention(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			if _, err := tx.Exec(b.ctx, "SELECT id FROM knowledge WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE", []any{from, to}); err != nil {
+			// By org and id, as the link's own lock: on a Citus cluster a
+			// locking read must name the distribution column.
+			if _, err := tx.Exec(b.ctx, "SELECT id FROM knowledge WHERE org_id = $1 AND id = ANY($2) ORDER BY id FOR NO KEY UPDATE", b.org, []any{from, to}); err != nil {
 				t.Error(err)
+				_ = tx.Rollback(b.ctx)
+				return
 			}
 			time.Sleep(2 * time.Millisecond)
 			_ = tx.Rollback(b.ctx)

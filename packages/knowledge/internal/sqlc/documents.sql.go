@@ -529,7 +529,7 @@ func (q *Queries) InsertDocumentToken(ctx context.Context, arg InsertDocumentTok
 
 const insertSectionSupersessions = `-- name: InsertSectionSupersessions :exec
 INSERT INTO knowledge_supersessions (org_id, old_id, new_id, agent_id, created_at)
-SELECT k.org_id, v.old_id, v.new_id, $1, coalesce(k.superseded_at, now())
+SELECT k.org_id, v.old_id, v.new_id, $1, greatest(k.superseded_at, now())
 FROM knowledge k
 JOIN (SELECT unnest($2::uuid[]) AS old_id, unnest($3::uuid[]) AS new_id) v ON v.old_id = k.id
 WHERE k.org_id = $4

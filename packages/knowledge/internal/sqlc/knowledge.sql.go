@@ -353,7 +353,7 @@ func (q *Queries) InsertEntry(ctx context.Context, arg InsertEntryParams) (Inser
 
 const insertSupersession = `-- name: InsertSupersession :exec
 INSERT INTO knowledge_supersessions (org_id, old_id, new_id, agent_id, created_at)
-SELECT k.org_id, $1, $2, $3, coalesce(k.superseded_at, now())
+SELECT k.org_id, $1, $2, $3, greatest(k.superseded_at, now())
 FROM knowledge k
 WHERE k.org_id = $4 AND k.id = $1
 `
@@ -365,7 +365,9 @@ type InsertSupersessionParams struct {
 	OrgID   uuid.UUID
 }
 
-// The edge of a supersession MarkSuperseded wrote, at the time it wrote.
+// The edge of a supersession MarkSuperseded wrote, at the time it wrote
+// (never before now(): greatest rather than coalesce, which a Citus
+// coordinator refuses around now()).
 func (q *Queries) InsertSupersession(ctx context.Context, arg InsertSupersessionParams) error {
 	_, err := q.db.Exec(ctx, insertSupersession,
 		arg.OldID,

@@ -256,7 +256,7 @@ SET superseded_by = $1::uuid, head_id = $2::uuid,
               OR EXISTS (SELECT 1 FROM knowledge_documents d WHERE d.org_id = $3 AND d.id = $4 AND NOT d.live))
         THEN least(k.expires_at,
                    (SELECT s.ended_at FROM knowledge_sections s WHERE s.org_id = $3 AND s.id = $4),
-                   k.superseded_at, now())
+                   k.superseded_at)
         ELSE k.expires_at END,
     updated_at = now()
 WHERE k.org_id = $3 AND k.id = $4
