@@ -10,6 +10,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
+	"github.com/agentfleet/orchestrator/packages/knowledge/outbox"
 )
 
 // Documents stores documents (store_document) and the uploads in parts
@@ -65,7 +66,7 @@ func (s *Documents) enqueueAll(ctx context.Context, jobs []domain.EmbeddingJob) 
 	for range min(parallel, len(jobs)) {
 		wg.Go(func() {
 			for j := range next {
-				s.enqueue(ctx, j)
+				outbox.Enqueue(ctx, s.opts.Enqueuer, s.log(), j)
 			}
 		})
 	}
@@ -74,19 +75,4 @@ func (s *Documents) enqueueAll(ctx context.Context, jobs []domain.EmbeddingJob) 
 	}
 	close(next)
 	wg.Wait()
-}
-
-// enqueue hands a committed entry to the embeddings pipeline. It runs after
-// commit, detached from the caller's cancellation; a failure is only logged
-// because the entry's pending status is the outbox the reconciler re-reads.
-func (s *Documents) enqueue(ctx context.Context, job domain.EmbeddingJob) {
-	if s.opts.Enqueuer == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := s.opts.Enqueuer.EnqueueEmbedding(ctx, job); err != nil {
-		s.log().Warn("knowledge: enqueue embedding failed; the reconciler will retry",
-			"org", job.OrgID, "entry", job.EntryID, "generation", job.Generation, "err", err)
-	}
 }

@@ -97,18 +97,7 @@ func New(d *data.DB, o Options) *Entries {
 func (s *Entries) log() *slog.Logger { return s.opts.Logger }
 
 // Enqueue hands a committed entry to the embeddings pipeline (the store's
-// and the correction's). It runs after commit,
-// detached from the caller's cancellation; a failure is only logged
-// because the entry's pending status is the outbox the reconciler
-// re-reads.
+// and the correction's): outbox.Enqueue with the Options' Enqueuer.
 func (s *Entries) Enqueue(ctx context.Context, job domain.EmbeddingJob) {
-	if s.opts.Enqueuer == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := s.opts.Enqueuer.EnqueueEmbedding(ctx, job); err != nil {
-		s.log().Warn("knowledge: enqueue embedding failed; the reconciler will retry",
-			"org", job.OrgID, "entry", job.EntryID, "generation", job.Generation, "err", err)
-	}
+	outbox.Enqueue(ctx, s.opts.Enqueuer, s.log(), job)
 }
