@@ -10,14 +10,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge/documents"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/entries"
 	"github.com/agentfleet/orchestrator/packages/knowledge/erasure"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
-	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/knowledge/maintenance"
 	"github.com/agentfleet/orchestrator/packages/knowledge/relations"
 	"github.com/agentfleet/orchestrator/packages/knowledge/search"
@@ -130,13 +128,8 @@ const (
 
 // Service is the knowledge domain API. It is safe for concurrent use.
 type Service struct {
-	// pool sends every statement as the context's org (db.Scoped): the
-	// methods a caller reaches put the caller's org in the context first
-	// (scope), so row-level security shows them their org only.
-	pool db.Scoped
 	data *data.DB
 	opts Options
-	q    *sqlc.Queries
 
 	search    *search.Searcher // search, lists, completions, and the next model's (package search)
 	relations *relations.Relations
@@ -159,18 +152,12 @@ func New(pool *pgxpool.Pool, opts Options) *Service {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.EmbedTimeout <= 0 {
-		opts.EmbedTimeout = DefaultEmbedTimeout
-	}
-	if opts.QueryEmbedBudget <= 0 {
-		opts.QueryEmbedBudget = DefaultQueryEmbedBudget
-	}
 	opts.TextSearchConfig = cmp.Or(opts.TextSearchConfig, DefaultTextSearchConfig)
 	if opts.Chunk.Chars <= 0 {
 		opts.Chunk = ChunkOptionsFor(opts.Embedder.Model())
 	}
 	d := data.New(pool).WithLogger(opts.Logger)
-	s := &Service{pool: d.Scoped(), data: d, opts: opts, q: d.Q(),
+	s := &Service{data: d, opts: opts,
 		search: search.New(d, search.Options{
 			Embedder: opts.Embedder, NextEmbedder: opts.NextEmbedder, Redis: opts.Redis, Logger: opts.Logger, Now: opts.Now,
 			EmbedTimeout: opts.EmbedTimeout, QueryEmbedBudget: opts.QueryEmbedBudget, TextSearchConfig: opts.TextSearchConfig,
