@@ -5,9 +5,10 @@
 // keys entries lack), the HNSW indexes (the space's and a large org's
 // own), a model switch's backfill, cut-over and finish, the expiry of
 // uploads, and the org counters' folding (CompactCounts, which erasure and
-// import call too). It also answers the operators' reads and settings of
-// what it keeps: Stats, the search index status and an org's text search
-// configuration.
+// import call too). It also checks the configured embedder against the
+// vectors stored, at the apps' start (CheckEmbeddingSpace), and answers
+// the operators' reads and settings of what it keeps: Stats, the search
+// index status and an org's text search configuration.
 //
 // It sits on layer L1: above domain, internal/data and cluster (the
 // Citus-only operations it delegates the shards' upkeep, an org's
