@@ -39,6 +39,8 @@ type Report struct {
 	VectorIndexSeconds float64 `json:"vectorIndexSeconds"`
 
 	Rows []Row `json:"rows"`
+	// Against is the fused list against its best own list and plain BM25.
+	Against Against `json:"against"`
 	// Coverage: the full-text list's answers to queries sharing a word
 	// with the corpus.
 	Coverage Coverage `json:"fullTextCoverage"`
@@ -104,6 +106,9 @@ func (r *Report) Text(w io.Writer) error {
 	for _, row := range r.Rows {
 		p("%s\t%.4f\t%.4f\t%.4f\t%.4f\t%.1f%%", row.Name, row.NDCG10, row.Recall10, row.Recall100, row.MRR10, 100*row.Answered)
 	}
+	a := r.Against
+	p("fused against\tits best list (%s) %.4f: %+.4f; plain BM25 %.4f: %+.4f (%.3fx); fused >= both - %.3f: %s",
+		a.BestList, a.Best, a.Fused-a.Best, a.BM25, a.Fused-a.BM25, a.Ratio(), againstTolerance, yesNo(a.Met()))
 	p("full text reach\tanswers %d of %d queries sharing a non-stop word with the corpus (%.1f%%)",
 		r.Coverage.Answered, r.Coverage.SharingAWord, 100*r.Coverage.Share)
 	p("")
@@ -184,4 +189,60 @@ func (g *GateStudy) text(p func(string, ...any)) {
 		p("  no nonsense query found anything even at minScore 0 (no lexical match; every vector hit under the calibration's floor):")
 		p("  on this collection the gate is margin, not what keeps nonsense out")
 	}
+}
+
+// rowBM25 names the reference's row (bm25.go).
+const rowBM25 = "plain BM25 (reference)"
+
+// againstTolerance is how far under its best list or plain BM25 the fused
+// list may be (nDCG@10): a fresh load moves figures by about 0.001.
+const againstTolerance = 0.005
+
+// Against is the fused list's nDCG@10 next to its best own list's (vector,
+// full text or title) and the reference's, plain BM25: the fused list
+// should be at least as good as either (less againstTolerance).
+type Against struct {
+	Fused    float64 `json:"fused"`
+	BestList string  `json:"bestList"`
+	Best     float64 `json:"best"`
+	BM25     float64 `json:"plainBM25"`
+}
+
+// against reads Against from score's rows.
+func against(rows []Row) Against {
+	a := Against{}
+	for _, r := range rows {
+		switch r.Name {
+		case rowFused:
+			a.Fused = r.NDCG10
+		case rowVector, rowFullText, rowTitle:
+			if a.BestList == "" || r.NDCG10 > a.Best {
+				a.BestList, a.Best = r.Name, r.NDCG10
+			}
+		case rowBM25:
+			a.BM25 = r.NDCG10
+		}
+	}
+	return a
+}
+
+// Ratio is the fused list's nDCG@10 over plain BM25's (0 when BM25 found
+// nothing relevant).
+func (a Against) Ratio() float64 {
+	if a.BM25 == 0 {
+		return 0
+	}
+	return a.Fused / a.BM25
+}
+
+// Met says whether the fused list is within againstTolerance of both.
+func (a Against) Met() bool {
+	return a.Fused >= a.Best-againstTolerance && a.Fused >= a.BM25-againstTolerance
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }

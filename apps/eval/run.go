@@ -316,11 +316,17 @@ func (r *evalRun) prepare(ctx context.Context) error {
 // measure scores the queries and fills the report's figures.
 func (r *evalRun) measure(ctx context.Context) error {
 	ds, queries, docOf, rep, cfg, svc, caller, pool, progress := r.ds, r.queries, r.docOf, r.rep, r.cfg, r.svc, r.caller, r.pool, r.progress
+	progress("plain BM25, the reference")
+	ref, err := r.reference(ctx)
+	if err != nil {
+		return fmt.Errorf("plain BM25: %w", err)
+	}
 	progress("scoring %d queries", len(queries))
-	rows, bounded, noVector, err := score(ctx, svc, caller, ds, queries, docOf, cfg.depth)
+	rows, bounded, noVector, err := score(ctx, svc, caller, ds, queries, docOf, cfg.depth, ref)
 	if err != nil {
 		return err
 	}
+	rep.Against = against(rows)
 	if cfg.dump != "" {
 		if err := dump(ds, queries, bounded, cfg.dump); err != nil {
 			return fmt.Errorf("--dump: %w", err)
@@ -359,6 +365,29 @@ func (r *evalRun) measure(ctx context.Context) error {
 	}
 	rep.Statistics, err = statistics(ctx, pool, cfg.analyze)
 	return err
+}
+
+// reference ranks every query by plain BM25 (bm25.go) over the documents
+// the run stored, analysed with the org's text search configuration.
+func (r *evalRun) reference(ctx context.Context) ([][]string, error) {
+	st, err := r.svc.Operations().SearchIndexStatus(ctx, r.caller.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	stored := make(map[string]bool, len(r.docOf))
+	for _, id := range r.docOf {
+		stored[id] = true
+	}
+	docs := slices.DeleteFunc(slices.Clone(r.ds.Docs), func(d Doc) bool { return !stored[d.ID] })
+	ref, err := NewBM25Ref(ctx, docs, pgAnalyzer(r.pool, st.TextSearchConfig))
+	if err != nil {
+		return nil, err
+	}
+	texts := make([]string, len(r.queries))
+	for i, q := range r.queries {
+		texts[i] = queryText(q.Text)
+	}
+	return ref.Rank(ctx, texts, r.cfg.depth)
 }
 
 // scratch is the throwaway database of one run.
@@ -504,6 +533,14 @@ func embeddingStatus(ctx context.Context, svc *knowledge.Service, org uuid.UUID)
 // queries above MaxQueryChars.
 func queryText(q string) string { return cut(q, knowledge.MaxQueryChars) }
 
+// The rows of the product's lists (score).
+const (
+	rowFused    = "fused (product)"
+	rowVector   = "vector"
+	rowFullText = "full text"
+	rowTitle    = "title"
+)
+
 // docLists is one query's answer from SearchLists with every list as
 // corpus doc ids, the form the metrics and comparisons take.
 type docLists struct {
@@ -552,11 +589,12 @@ func searchLists(ctx context.Context, svc *knowledge.Service, c knowledge.Caller
 }
 
 // score runs SearchLists for every judged query and scores the four lists
-// of the product and a plain RRF of its three base lists. It also returns
+// of the product, a plain RRF of its three base lists and the reference,
+// plain BM25 (ref[i] is queries[i]'s ranking). It also returns
 // each query's lists, in the order of queries, for the comparisons that
 // follow (the per-term check).
-func score(ctx context.Context, svc *knowledge.Service, c knowledge.Caller, ds *Dataset, queries []Query, docOf map[uuid.UUID]string, depth int) ([]Row, []docLists, int, error) {
-	rows := []Row{{Name: "fused (product)"}, {Name: "vector"}, {Name: "full text"}, {Name: "title"}, {Name: fmt.Sprintf("plain RRF (k=%d)", rrfK)}}
+func score(ctx context.Context, svc *knowledge.Service, c knowledge.Caller, ds *Dataset, queries []Query, docOf map[uuid.UUID]string, depth int, ref [][]string) ([]Row, []docLists, int, error) {
+	rows := []Row{{Name: rowFused}, {Name: rowVector}, {Name: rowFullText}, {Name: rowTitle}, {Name: fmt.Sprintf("plain RRF (k=%d)", rrfK)}, {Name: rowBM25}}
 	all := make([]docLists, len(queries))
 	noVector := 0
 	for qi, q := range queries {
@@ -572,7 +610,7 @@ func score(ctx context.Context, svc *knowledge.Service, c knowledge.Caller, ds *
 			continue // nothing to find: the score study looks at these
 		}
 		rrf := RRF(rrfK, l.Vector, l.FullText, l.Title)
-		for i, r := range [][]string{l.Fused, l.Vector, l.FullText, l.Title, rrf[:min(depth, len(rrf))]} {
+		for i, r := range [][]string{l.Fused, l.Vector, l.FullText, l.Title, rrf[:min(depth, len(rrf))], ref[qi]} {
 			rows[i].Add(r, ds.Qrels[q.ID])
 		}
 	}

@@ -89,7 +89,7 @@ func TestRunOnTinyDataset(t *testing.T) {
 	if !strings.Contains(text, "answers 5 of 5 queries sharing a non-stop word") {
 		t.Errorf("full-text reach: want 5 of 5")
 	}
-	for _, want := range []string{"nDCG@10", "fused (product)", "vector", "full text", "title", "plain RRF (k=60)",
+	for _, want := range []string{"nDCG@10", "fused (product)", "vector", "full text", "title", "plain RRF (k=60)", "plain BM25 (reference)", "fused against",
 		"Search latency", "nonsense answered", "30 stored, 0 refused", "5 judged", "never analyzed",
 		"Per-term bound", "fused, exact", "the bound never bites", "Relevance gate", "0.05 (default)", "top-1 fused score", "full text reach"} {
 		if !strings.Contains(text, want) {
@@ -109,7 +109,7 @@ func TestRunOnTinyDataset(t *testing.T) {
 		t.Fatal("--keep did not report the database URL")
 	}
 	t.Cleanup(func() { dropKept(t, rep.DatabaseURL) })
-	if len(rep.Rows) != 5 || rep.Queries != 2 || rep.Docs != 15 || !rep.Limited || rep.Embeddings["ready"] != 15 {
+	if len(rep.Rows) != 6 || rep.Queries != 2 || rep.Docs != 15 || !rep.Limited || rep.Embeddings["ready"] != 15 {
 		t.Fatalf("report: %+v", rep)
 	}
 	for _, r := range rep.Rows {
