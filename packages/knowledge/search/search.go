@@ -303,7 +303,11 @@ func (s *Searcher) rank(ctx context.Context, c domain.Caller, a *domain.SearchAr
 		out.mass.Title = max(out.mass.Title, cands[i].QueryIdfTitle)
 		out.mass.OrgDocs = max(out.mass.OrgDocs, cands[i].OrgDocs)
 	}
-	for _, h := range rank.Fuse(plain, out.mass, *s.opts.VectorCalibration, minScore) {
+	fuse := rank.Fuse
+	if a.Lists == domain.ListVector {
+		fuse = rank.FuseByMeaning // semantic mode: no crowd floor (rank.FuseByMeaning says why)
+	}
+	for _, h := range fuse(plain, out.mass, *s.opts.VectorCalibration, minScore) {
 		out.hits = append(out.hits, rankedHit{fusedHit: h, row: byID[h.ID]})
 	}
 	return out, nil

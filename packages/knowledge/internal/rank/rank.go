@@ -50,7 +50,8 @@
 //     how near the query sits to everything (its crowd). A long query, or a
 //     weak model, puts many entries at similar cosines; only how far a hit
 //     stands out of that crowd, on the model's scale, is evidence. Hits at
-//     or below the floor leave the list.
+//     or below the floor leave the list. A search of the vector list alone
+//     has no crowd floor (FuseByMeaning).
 //
 // A query with nothing relevant comes back empty because nothing gives
 // evidence for it: no query word is in the org's index (or only stop
@@ -211,6 +212,22 @@ type Fused struct {
 // others do not change, as the list is ordered by cosine.
 func Fuse(cands []Candidate, mass QueryIDF, cal Calibration, minScore float64) []Fused {
 	cal.crowd = refCosine(cands)
+	return fuse(cands, mass, cal, minScore)
+}
+
+// FuseByMeaning is Fuse for a search of the vector list alone (semantic
+// mode): the floor is the model's alone, not the query's crowd. The crowd
+// floor keeps a weak vector list from outweighing the lexical lists; with
+// no lexical list it only hid the nearest entries where the query is near
+// most of the org (a small org whose entries share its words: the 20th
+// nearest sits among the nearest, and nothing stood out of it). The order
+// is the list's, by cosine, either way.
+func FuseByMeaning(cands []Candidate, mass QueryIDF, cal Calibration, minScore float64) []Fused {
+	return fuse(cands, mass, cal, minScore)
+}
+
+// fuse is Fuse with cal's crowd already set (0: the model's floor alone).
+func fuse(cands []Candidate, mass QueryIDF, cal Calibration, minScore float64) []Fused {
 	body, title := mass.capped(mass.Body), mass.capped(mass.Title)
 	out := make([]Fused, 0, len(cands))
 	for _, c := range cands {

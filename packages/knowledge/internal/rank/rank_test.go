@@ -118,6 +118,37 @@ func TestFuseVectorFloorOfTheQuery(t *testing.T) {
 	}
 }
 
+// A search of the vector list alone measures against the model's floor:
+// every hit above it stays, even where the query's crowd is as near as the
+// nearest hit (which Fuse answers with nothing).
+func TestFuseByMeaningHasNoCrowdFloor(t *testing.T) {
+	t.Parallel()
+	cal := Calibration{Floor: 0.2, Full: 0.9}
+	var cands []Candidate
+	for i := range 21 {
+		cos := 0.5
+		if i == 20 {
+			cos = 0.1 // under the model's floor
+		}
+		cands = append(cands, Candidate{ID: uuid.UUID{byte(i + 1)}, VectorRank: i + 1, Cosine: cos})
+	}
+	if got := Fuse(cands, QueryIDF{}, cal, 0); len(got) != 0 {
+		t.Fatalf("Fuse: %d hits above a crowd as near as the nearest", len(got))
+	}
+	got := FuseByMeaning(cands, QueryIDF{}, cal, 0)
+	if len(got) != 20 {
+		t.Fatalf("FuseByMeaning: %d hits, want the 20 above the model's floor", len(got))
+	}
+	for i, h := range got {
+		if h.VectorRank != i+1 {
+			t.Fatalf("hit %d has vector rank %d: not the list's order", i, h.VectorRank)
+		}
+	}
+	if want := (0.5 - cal.Floor) / (cal.Full - cal.Floor) * term(1) / (1 + 2*agreement); math.Abs(got[0].Score-want) > 1e-12 {
+		t.Errorf("best hit %v, want %v", got[0].Score, want)
+	}
+}
+
 // Each list brings four times the hits asked for, at least 40.
 func TestDepth(t *testing.T) {
 	t.Parallel()
