@@ -84,7 +84,9 @@ func describe(p map[string]*jsonschema.Schema, name, format string, args ...any)
 
 // Decoding of the arguments that JSON carries as strings. An argument not
 // given decodes to its zero value; whether it is required, like every
-// other rule on the values, is the domain's.
+// other rule on the values, is the domain's. So an id given as the nil
+// UUID is refused here: decoded, it would read as no id at all ("is
+// required", though one was given).
 
 var uuidRe = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
@@ -99,6 +101,9 @@ func parseUUID(field, v string) (*uuid.UUID, error) {
 	id, err := uuid.Parse(v)
 	if err != nil {
 		return nil, errs.InvalidArgument(field, "must be a UUID (got %s)", quoteShort(v))
+	}
+	if id == uuid.Nil {
+		return nil, errs.InvalidArgument(field, "must be a non-nil UUID (got the nil UUID %s, which names nothing)", v)
 	}
 	return &id, nil
 }
