@@ -73,13 +73,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	queue := asynq.NewClientFromRedisClient(rdb)
 	defer queue.Close()
 
+	reranker, err := s.rerank.New()
+	if err != nil {
+		return err
+	}
+	if reranker != nil {
+		s.log.Info("search reranker", "model", reranker.Model(), "url", s.rerank.Config.BaseURL, "preset", s.rerank.Config.Preset)
+	}
+	rerankMetrics := server.NewRerankMetrics()
 	svc := knowledge.New(pool, knowledge.Options{
-		Embedder:     emb,
-		NextEmbedder: next,
-		Enqueuer:     jobs.NewEnqueuer(queue),
-		Redis:        rdb,
-		Logger:       s.log,
-		Config:       s.knowledge,
+		Embedder:       emb,
+		NextEmbedder:   next,
+		Reranker:       reranker,
+		RerankObserver: rerankMetrics,
+		Enqueuer:       jobs.NewEnqueuer(queue),
+		Redis:          rdb,
+		Logger:         s.log,
+		Config:         s.knowledge,
 	})
 	maint := knowledge.NewMaintenance(svc, knowledge.MaintenanceConfig{})
 	warm.Store(maint)
@@ -89,14 +99,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 	ten := tenancy.New(pool)
 	srv := server.New(s.cfg, server.Deps{
-		Knowledge:    svc,
-		Tokens:       ten,
-		Redis:        rdb,
-		RateSettings: ten,
-		DBSlots:      int(pool.Config().MaxConns),
-		Audit:        ten, // the audit trail (docs/operators.md)
-		Ready:        map[string]server.Pinger{"postgres": pool, "redis": redisPinger{rdb}},
-		Logger:       s.log,
+		Knowledge:     svc,
+		Tokens:        ten,
+		Redis:         rdb,
+		RateSettings:  ten,
+		DBSlots:       int(pool.Config().MaxConns),
+		Audit:         ten, // the audit trail (docs/operators.md)
+		RerankMetrics: rerankMetrics,
+		Ready:         map[string]server.Pinger{"postgres": pool, "redis": redisPinger{rdb}},
+		Logger:        s.log,
 	})
 	if *stdio {
 		s.log.Info("mcp server on stdio")
@@ -142,6 +153,7 @@ type settings struct {
 	embedder         embed.Config
 	next             *embed.Config // a model switch's next model
 	knowledge        knowledge.Config
+	rerank           knowledgeenv.Rerank
 	allowModelChange bool
 	token            string // KNOWLEDGE_TOKEN: stdio's caller
 }
@@ -157,6 +169,7 @@ func readSettings(getenv func(string) string, stderr io.Writer) (settings, error
 		embedder:         knowledgeenv.Embedder(env),
 		next:             knowledgeenv.Next(env),
 		allowModelChange: knowledgeenv.AllowModelChange(env),
+		rerank:           knowledgeenv.Reranker(env),
 		token:            env.Raw("KNOWLEDGE_TOKEN"),
 	}
 	s.knowledge = knowledge.Config{
@@ -167,6 +180,7 @@ func readSettings(getenv func(string) string, stderr io.Writer) (settings, error
 		// vector of its duplicate check as the entry's).
 		Chunk: knowledgeenv.Chunk(env, s.embedder),
 	}
+	s.rerank.Apply(&s.knowledge)
 	return s, env.Err()
 }
 

@@ -88,6 +88,7 @@ require (
 	github.com/JohannesKaufmann/dom v0.3.1 // indirect
 	github.com/JohannesKaufmann/html-to-markdown/v2 v2.5.2 // indirect
 	github.com/agentfleet/orchestrator/packages/errs v0.0.0 // indirect
+	github.com/sony/gobreaker/v2 v2.4.0 // indirect
 )
 
 replace github.com/agentfleet/orchestrator/packages/errs => ../../packages/errs

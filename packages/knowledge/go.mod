@@ -55,6 +55,7 @@ replace github.com/agentfleet/orchestrator/packages/testenv => ../testenv
 require (
 	github.com/JohannesKaufmann/html-to-markdown/v2 v2.5.2
 	github.com/agentfleet/orchestrator/packages/errs v0.0.0
+	github.com/sony/gobreaker/v2 v2.4.0
 )
 
 replace github.com/agentfleet/orchestrator/packages/errs => ../errs

@@ -125,6 +125,12 @@ const MinRelationTypeChars = domain.MinRelationTypeChars
 const ModeHybrid = domain.ModeHybrid
 const ModeLexical = domain.ModeLexical
 const ModeSemantic = domain.ModeSemantic
+const RerankBreakerOpen = domain.RerankBreakerOpen
+const RerankError = domain.RerankError
+const RerankNoHits = domain.RerankNoHits
+const RerankNotConfigured = domain.RerankNotConfigured
+const RerankNotRequested = domain.RerankNotRequested
+const RerankTimeout = domain.RerankTimeout
 
 var Modes = domain.Modes
 var NormaliseTag = domain.NormaliseTag
@@ -287,6 +293,11 @@ const CompleteTask = search.CompleteTask
 const DefaultListLimit = search.DefaultListLimit
 const DefaultMinScore = search.DefaultMinScore
 const DefaultQueryEmbedBudget = search.DefaultQueryEmbedBudget
+const DefaultRerankBudget = search.DefaultRerankBudget
+
+var DefaultRerankCalibration = search.DefaultRerankCalibration
+
+const DefaultRerankTopN = search.DefaultRerankTopN
 
 var DefaultVectorCalibration = search.DefaultVectorCalibration
 var LikePattern = search.LikePattern
@@ -298,6 +309,7 @@ const MaxCompletions = search.MaxCompletions
 const MaxListDepth = search.MaxListDepth
 const MaxListLimit = search.MaxListLimit
 const MaxQueryTerms = search.MaxQueryTerms
+const MaxRerankTopN = search.MaxRerankTopN
 const MinTermPostings = search.MinTermPostings
 const PerTermPostings = search.PerTermPostings
 
@@ -306,6 +318,11 @@ type QueryIDF = search.QueryIDF
 const QueryVectorCacheSize = search.QueryVectorCacheSize
 const QueryVectorTTL = search.QueryVectorTTL
 const RRFK = search.RRFK
+const RerankPassageChars = search.RerankPassageChars
+
+type RerankCalibration = search.RerankCalibration
+
+var RerankCalibrationFor = search.RerankCalibrationFor
 
 var RRFScore = search.RRFScore
 

@@ -18,6 +18,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/maintenance"
 	"github.com/agentfleet/orchestrator/packages/knowledge/relations"
+	"github.com/agentfleet/orchestrator/packages/knowledge/rerank"
 	"github.com/agentfleet/orchestrator/packages/knowledge/search"
 	"github.com/agentfleet/orchestrator/packages/knowledge/transfer"
 )
@@ -32,6 +33,12 @@ type Options struct {
 	// NextEmbedder is the next model of a model switch (maintenance/modelswitch.go):
 	// an org that has cut over to it is searched with it. Default: none.
 	NextEmbedder embed.Embedder
+	// Reranker reorders the fused top candidates of every search that
+	// does not say rerank: false (search/rerank.go). Default: none.
+	Reranker rerank.Reranker
+	// RerankObserver is told of every rerank (the MCP server's metrics).
+	// Default: none.
+	RerankObserver rerank.Observer
 	// Enqueuer receives committed entries. Default: none (the reconciler
 	// of the worker picks pending entries up).
 	Enqueuer domain.Enqueuer
@@ -76,6 +83,16 @@ type Config struct {
 	// VectorCalibration maps the embedder's cosine similarities to evidence
 	// (see search/rrf.go). Default: CalibrationFor(Embedder.Model()).
 	VectorCalibration *VectorCalibration
+	// RerankTopN is how many fused candidates the reranker reads (1 to
+	// MaxRerankTopN). Default: DefaultRerankTopN.
+	RerankTopN int
+	// RerankBudget is how long a search waits for the reranker; past it
+	// the fused order stands (reranked false, timeout). Default:
+	// DefaultRerankBudget.
+	RerankBudget time.Duration
+	// RerankCalibration maps the reranker's scores to evidence (see
+	// search/rerank.go). Default: RerankCalibrationFor(Reranker.Model()).
+	RerankCalibration *RerankCalibration
 	// Chunk is how the embeddings worker cuts bodies (the MCP server must
 	// cut alike): a store whose text is one chunk writes the vector its
 	// duplicate check made as the entry's own, so the worker has nothing
@@ -162,6 +179,8 @@ func New(pool *pgxpool.Pool, opts Options) *Service {
 			Embedder: opts.Embedder, NextEmbedder: opts.NextEmbedder, Redis: opts.Redis, Logger: opts.Logger, Now: opts.Now,
 			EmbedTimeout: opts.EmbedTimeout, QueryEmbedBudget: opts.QueryEmbedBudget, TextSearchConfig: opts.TextSearchConfig,
 			VectorCalibration: opts.VectorCalibration, SerialSearch: opts.Testing.SerialSearch,
+			Reranker: opts.Reranker, RerankTopN: opts.RerankTopN, RerankBudget: opts.RerankBudget,
+			RerankCalibration: opts.RerankCalibration, RerankObserver: opts.RerankObserver,
 			UnboundedPostings: opts.Testing.UnboundedPostings, FilterMatches: opts.Testing.FilterMatches,
 		}),
 		relations: relations.New(d, relations.Options{Now: opts.Now}),

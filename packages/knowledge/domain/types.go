@@ -137,6 +137,9 @@ type SearchInput struct {
 	// ModeLexical (full text and title; the query is not embedded) or
 	// ModeSemantic (the vector list alone).
 	Mode string
+	// Rerank: false leaves the fused order as it is, even with a reranker
+	// configured (nil: rerank when one is; every mode reranks).
+	Rerank *bool
 }
 
 // The values of SearchInput.Mode.
@@ -170,10 +173,12 @@ type Hit struct {
 	Superseded      bool       `json:"superseded"`
 	HeadID          *uuid.UUID `json:"headId,omitempty"`
 	EmbeddingStatus string     `json:"embeddingStatus"`
-	// Ranks in each list (1-based; 0: not in that list).
+	// Ranks in each list (1-based; 0: not in that list), and the place
+	// the reranker gave it (0: not reranked).
 	VectorRank   int `json:"vectorRank,omitempty"`
 	FullTextRank int `json:"fullTextRank,omitempty"`
 	TitleRank    int `json:"titleRank,omitempty"`
+	RerankRank   int `json:"rerankRank,omitempty"`
 	// Signals are the raw signals of the lists that found the hit.
 	Signals Signals `json:"signals"`
 	// Via is set on an entry the search added by following relations from
@@ -204,6 +209,8 @@ type Signals struct {
 	TitleBM25 *float64 `json:"titleBm25,omitempty"`
 	// TitleContains: the title holds the whole query (case-insensitive).
 	TitleContains bool `json:"titleContains,omitempty"`
+	// Rerank is the reranker's relevance score (its scale is the model's).
+	Rerank *float64 `json:"rerank,omitempty"`
 }
 
 // SearchResult is the answer of Search.
@@ -213,12 +220,26 @@ type SearchResult struct {
 	// answer comes from the two lexical lists only; Notice says why.
 	VectorSearch bool   `json:"vectorSearch"`
 	Notice       string `json:"notice,omitempty"`
+	// Reranked says whether a reranker ordered the fused top hits; when
+	// not, RerankReason says why (one of the RerankReason* values).
+	Reranked     bool   `json:"reranked"`
+	RerankReason string `json:"rerankReason,omitempty"`
 	// Truncated: the answer was trimmed to the call's token budget
 	// (maxTokens, budget.go): snippets shortened, and OmittedHits of the
 	// lowest-ranked hits left out.
 	Truncated   bool `json:"truncated,omitempty"`
 	OmittedHits int  `json:"omittedHits,omitempty"`
 }
+
+// The values of SearchResult.RerankReason: why an answer was not reranked.
+const (
+	RerankNotConfigured = "not_configured" // the deployment has no reranker
+	RerankNotRequested  = "not_requested"  // the call said rerank: false
+	RerankNoHits        = "no_hits"        // nothing to rerank
+	RerankTimeout       = "timeout"        // no answer within the rerank budget
+	RerankError         = "error"          // the reranker failed (logged)
+	RerankBreakerOpen   = "breaker_open"   // it failed repeatedly and is left alone for a while
+)
 
 // SupersedeResult is the answer of Supersede.
 type SupersedeResult struct {

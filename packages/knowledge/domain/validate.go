@@ -99,6 +99,8 @@ type SearchArgs struct {
 	// Lists: the lists the mode ranks by (listVector, listFullText,
 	// listTitle bits).
 	Lists int
+	// Rerank: the call lets a configured reranker order the fused hits.
+	Rerank bool
 }
 
 // ValidateStore checks and normalises a store call. It does no I/O.
@@ -188,7 +190,7 @@ func ValidateSearch(c Caller, in SearchInput, now time.Time) (*SearchArgs, error
 		Query: in.Query, Limit: ValueOr(in.Limit, DefaultLimit), IncludeSuperseded: in.IncludeSuperseded,
 		IncludeExpired: in.IncludeExpired, MinScore: in.MinScore, EfSearch: ValueOr(in.EfSearch, DefaultEfSearch),
 		Hops: in.Hops, RelationTypes: in.RelationTypes, MaxTokens: ValueOr(in.MaxTokens, 0),
-		DocumentID: in.DocumentID,
+		DocumentID: in.DocumentID, Rerank: ValueOr(in.Rerank, true),
 	}
 	if err := CheckText("query", in.Query, MaxQueryChars); err != nil {
 		return nil, err

@@ -41,17 +41,24 @@ func (b hitBody) snippet(h rankedHit, query string) string {
 	return snippet.Of(b.body, query)
 }
 
-// bodies reads the bodies of the hits answered and, with a query vector,
-// the span of each one's nearest later chunk (queries/chunks.sql).
-func (s *Searcher) bodies(ctx context.Context, org uuid.UUID, hits []rankedHit, vec *pgvector.Vector) (map[uuid.UUID]hitBody, error) {
-	if len(hits) == 0 {
-		return nil, nil
+// bodies adds to have (made when nil) the bodies of the hits it does not
+// hold yet and, with a query vector, the span of each one's nearest later
+// chunk (queries/chunks.sql): the hits answered, or the candidates a
+// reranker reads (rerank.go), whose bodies then serve the answer too.
+func (s *Searcher) bodies(ctx context.Context, org uuid.UUID, hits []rankedHit, vec *pgvector.Vector, have map[uuid.UUID]hitBody) (map[uuid.UUID]hitBody, error) {
+	out := have
+	if out == nil {
+		out = make(map[uuid.UUID]hitBody, len(hits))
 	}
-	ids := make([]uuid.UUID, len(hits))
-	for i, h := range hits {
-		ids[i] = h.ID
+	var ids []uuid.UUID
+	for _, h := range hits {
+		if _, ok := out[h.ID]; !ok {
+			ids = append(ids, h.ID)
+		}
 	}
-	out := make(map[uuid.UUID]hitBody, len(hits))
+	if len(ids) == 0 {
+		return out, nil
+	}
 	q, err := s.data.Reads(ctx, org)
 	if err != nil {
 		return nil, data.MapErr(err, "")

@@ -35,8 +35,9 @@ import (
 // ranked lists and their fusion (rank), the cut at the limit, the hops
 // over relations (hops.go), the bodies and snippets (hitbodies.go), the
 // hits' documents (documentread.go), the token budget (domain.FitSearch).
-// A reranker goes between the fusion and the cut: it reranks the fused
-// top N, and the hops and the budget apply to its order.
+// With a reranker (rerank.go), the fused top candidates are reranked
+// between the fusion and the cut, and the hops and the budget apply to
+// its order; the answer says whether it was (Reranked, RerankReason).
 //
 // The query vector comes from the Embedder, through a cache (queryvec.go).
 // If it cannot be made (error, wrong width) or not within the budget, the
@@ -55,6 +56,10 @@ func (s *Searcher) Search(ctx context.Context, c domain.Caller, in domain.Search
 	if err != nil {
 		return nil, err
 	}
+	skipped, bodies, err := s.rerank(ctx, c.OrgID, a, r)
+	if err != nil {
+		return nil, err
+	}
 	hits := r.hits
 	if len(hits) > a.Limit {
 		hits = hits[:a.Limit]
@@ -64,11 +69,11 @@ func (s *Searcher) Search(ctx context.Context, c domain.Caller, in domain.Search
 		return nil, err
 	}
 	hits = mergeHits(hits, added)
-	bodies, err := s.bodies(ctx, c.OrgID, hits, r.vec)
-	if err != nil {
+	if bodies, err = s.bodies(ctx, c.OrgID, hits, r.vec, bodies); err != nil {
 		return nil, err
 	}
-	res := &domain.SearchResult{Hits: make([]domain.Hit, 0, len(hits)), VectorSearch: r.vectorSearch, Notice: r.notice}
+	res := &domain.SearchResult{Hits: make([]domain.Hit, 0, len(hits)), VectorSearch: r.vectorSearch, Notice: r.notice,
+		Reranked: skipped == "", RerankReason: skipped}
 	for _, h := range hits {
 		b := bodies[h.ID]
 		res.Hits = append(res.Hits, h.hit(b.snippet(h, a.Query), b.fields))
@@ -118,7 +123,10 @@ func (h rankedHit) hit(snippet string, f entryFields) domain.Hit {
 		ID: h.ID, Title: r.Title, Snippet: snippet, Score: h.Score,
 		Tags: domain.NonNil(r.Tags), Confidence: int(r.Confidence), CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
 		Superseded: r.HeadID != nil, HeadID: r.HeadID, EmbeddingStatus: r.EmbeddingStatus,
-		VectorRank: h.VectorRank, FullTextRank: h.FullTextRank, TitleRank: h.TitleRank, Via: h.via,
+		VectorRank: h.VectorRank, FullTextRank: h.FullTextRank, TitleRank: h.TitleRank, RerankRank: h.RerankRank, Via: h.via,
+	}
+	if h.RerankRank > 0 {
+		out.Signals.Rerank = ptr(h.Rerank)
 	}
 	if h.VectorRank > 0 {
 		out.Signals.Cosine = ptr(h.Cosine)

@@ -14,6 +14,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/pgbatch"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/vecspace"
+	"github.com/agentfleet/orchestrator/packages/knowledge/rerank"
 )
 
 // Searcher answers the reads of an org's entries: the hybrid search, the
@@ -69,6 +70,21 @@ type Options struct {
 	// gets the same given calibration, else its own model's.
 	VectorCalibration *VectorCalibration
 
+	// Reranker reorders the fused top candidates of a search (rerank.go).
+	// Default: none (answers say reranked false, not_configured).
+	Reranker rerank.Reranker
+	// RerankTopN is how many fused candidates it reads, 1 to
+	// MaxRerankTopN. Default: DefaultRerankTopN.
+	RerankTopN int
+	// RerankBudget is how long a search waits for it. Default:
+	// DefaultRerankBudget.
+	RerankBudget time.Duration
+	// RerankCalibration maps its scores to evidence. Default:
+	// RerankCalibrationFor(Reranker.Model()).
+	RerankCalibration *RerankCalibration
+	// RerankObserver is told of every rerank (metrics). Default: none.
+	RerankObserver rerank.Observer
+
 	// SerialSearch runs a search's two ranking statements one after the
 	// other, always (the facade's TestingKnobs.SerialSearch says why).
 	SerialSearch bool
@@ -109,6 +125,17 @@ func New(d *data.DB, o Options) *Searcher {
 		o.QueryEmbedBudget = DefaultQueryEmbedBudget
 	}
 	o.TextSearchConfig = cmp.Or(o.TextSearchConfig, DefaultTextSearchConfig)
+	if o.RerankTopN <= 0 {
+		o.RerankTopN = DefaultRerankTopN
+	}
+	o.RerankTopN = min(o.RerankTopN, MaxRerankTopN)
+	if o.RerankBudget <= 0 {
+		o.RerankBudget = DefaultRerankBudget
+	}
+	if o.Reranker != nil && o.RerankCalibration == nil {
+		c := RerankCalibrationFor(o.Reranker.Model())
+		o.RerankCalibration = &c
+	}
 	var next *Searcher
 	if o.NextEmbedder != nil {
 		no := o

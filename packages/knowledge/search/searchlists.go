@@ -17,6 +17,8 @@ import (
 type ListHit struct {
 	ID    uuid.UUID `json:"id"`
 	Score float64   `json:"score"`
+	// Rerank is the reranker's raw score of a hit it read (Lists.Reranked).
+	Rerank *float64 `json:"rerank,omitempty"`
 }
 
 // Lists is the inside of one search: each list's ranking, as deep as asked,
@@ -37,6 +39,11 @@ type Lists struct {
 	// and for studying fusion offline (apps/eval --dump).
 	Candidates []Candidate `json:"candidates"`
 	QueryIDF   QueryIDF    `json:"queryIdf"`
+	// Reranked is the fused ranking after the reranker (rerank.go), as
+	// Search orders it, when the searcher has one and it answered;
+	// RerankReason says why not otherwise (SearchResult.RerankReason).
+	Reranked     []ListHit `json:"reranked,omitempty"`
+	RerankReason string    `json:"rerankReason,omitempty"`
 }
 
 // MaxListDepth bounds SearchLists.
@@ -69,6 +76,18 @@ func SearchLists(ctx context.Context, s *Searcher, c domain.Caller, in domain.Se
 	for _, h := range r.hits {
 		out.Fused = append(out.Fused, ListHit{ID: h.ID, Score: h.Score})
 	}
+	if out.RerankReason, _, err = s.rerank(ctx, c.OrgID, a, r); err != nil {
+		return nil, err
+	}
+	if out.RerankReason == "" {
+		for _, h := range r.hits {
+			l := ListHit{ID: h.ID, Score: h.Score}
+			if h.RerankRank > 0 {
+				l.Rerank = ptr(h.Rerank)
+			}
+			out.Reranked = append(out.Reranked, l)
+		}
+	}
 	// listEntry is a hit with its rank in one list, until the list is sorted.
 	type listEntry struct {
 		rank int
@@ -78,13 +97,13 @@ func SearchLists(ctx context.Context, s *Searcher, c domain.Caller, in domain.Se
 	for _, row := range r.rows {
 		out.Candidates = append(out.Candidates, row.Candidate)
 		if row.VectorRank > 0 {
-			vec = append(vec, listEntry{row.VectorRank, ListHit{row.ID, row.Cosine}})
+			vec = append(vec, listEntry{row.VectorRank, ListHit{ID: row.ID, Score: row.Cosine}})
 		}
 		if row.FullTextRank > 0 {
-			fts = append(fts, listEntry{row.FullTextRank, ListHit{row.ID, row.BM25}})
+			fts = append(fts, listEntry{row.FullTextRank, ListHit{ID: row.ID, Score: row.BM25}})
 		}
 		if row.TitleRank > 0 {
-			ttl = append(ttl, listEntry{row.TitleRank, ListHit{row.ID, row.TitleBM25}})
+			ttl = append(ttl, listEntry{row.TitleRank, ListHit{ID: row.ID, Score: row.TitleBM25}})
 		}
 	}
 	order := func(l []listEntry) []ListHit {

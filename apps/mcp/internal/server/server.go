@@ -47,6 +47,9 @@ type Deps struct {
 	// DBSlots is the size of the database pool: calls beyond it wait at
 	// most Config.DBWait for a connection. 0: no bound.
 	DBSlots int
+	// RerankMetrics, the knowledge service's rerank observer, is served
+	// on /metrics; nil: none.
+	RerankMetrics *RerankMetrics
 	// Audit stores the audit trail (audit.go); nil: no audit trail.
 	Audit AuditSink
 	// Agents finds (and creates) the agents OAuth tokens name
@@ -107,6 +110,9 @@ func New(cfg Config, deps Deps) *Server {
 	s.verifier = authn.NewVerifier(tokens, cfg.TokenCacheTTL, cfg.TokenTimeout, deps.Logger)
 	if deps.DBSlots > 0 {
 		s.dbSlots = make(chan struct{}, deps.DBSlots)
+	}
+	if deps.RerankMetrics != nil {
+		s.metrics.reg.MustRegister(deps.RerankMetrics.collectors()...)
 	}
 	s.audit = s.newAuditor(deps.Audit)
 	if deps.Redis != nil {

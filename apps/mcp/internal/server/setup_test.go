@@ -21,6 +21,7 @@ import (
 	kt "github.com/agentfleet/orchestrator/apps/mcp/internal/tools/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
+	"github.com/agentfleet/orchestrator/packages/knowledge/rerank"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 	"github.com/agentfleet/orchestrator/packages/testenv"
 	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
@@ -68,6 +69,8 @@ type setupOpts struct {
 	// log replaces the server's logger (default: discarded, or the test's
 	// log with -v).
 	log *slog.Logger
+	// reranker is the knowledge service's (default: none).
+	reranker rerank.Reranker
 }
 
 func setup(t testing.TB, o setupOpts) *bundle {
@@ -91,7 +94,9 @@ func setup(t testing.TB, o setupOpts) *bundle {
 	if o.asOwner {
 		app = d.Pool
 	}
-	svc := knowledge.New(app, knowledge.Options{Embedder: embed.NewLocal(), Redis: r.Client, Logger: logger})
+	rerankMetrics := server.NewRerankMetrics()
+	svc := knowledge.New(app, knowledge.Options{Embedder: embed.NewLocal(), Redis: r.Client, Logger: logger,
+		Reranker: o.reranker, RerankObserver: rerankMetrics})
 	var ks kt.Service = svc
 	if o.wrap != nil {
 		ks = o.wrap(svc)
@@ -125,14 +130,15 @@ func setup(t testing.TB, o setupOpts) *bundle {
 		tokens, pgPing = tenancy.New(pool), pool
 	}
 	srv := server.New(cfg, server.Deps{
-		Knowledge:    ks,
-		Tokens:       tokens,
-		Ready:        map[string]server.Pinger{"postgres": pgPing, "redis": pinger{r.Client}},
-		Logger:       logger,
-		Redis:        cmp.Or(o.limiterRedis, r.Client),
-		RateSettings: tenancy.New(app),
-		DBSlots:      o.dbSlots,
-		Audit:        auditSink(o.audit, app),
+		Knowledge:     ks,
+		Tokens:        tokens,
+		Ready:         map[string]server.Pinger{"postgres": pgPing, "redis": pinger{r.Client}},
+		Logger:        logger,
+		Redis:         cmp.Or(o.limiterRedis, r.Client),
+		RateSettings:  tenancy.New(app),
+		DBSlots:       o.dbSlots,
+		Audit:         auditSink(o.audit, app),
+		RerankMetrics: rerankMetrics,
 	})
 	if _, err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)

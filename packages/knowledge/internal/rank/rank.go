@@ -199,11 +199,16 @@ func (m QueryIDF) capped(field float64) float64 {
 	return math.Min(field, rareTermsFull*math.Log(1+(m.OrgDocs-0.5)/1.5))
 }
 
-// Fused is a candidate with its evidence and fused score.
+// Fused is a candidate with its evidence and fused score, and, once
+// reranked (Rerank), the reranker's part.
 type Fused struct {
 	Candidate
 	Score                      float64
 	EVector, EFullText, ETitle float64
+	// RerankRank is the 1-based place in the reranker's order (0: not
+	// reranked), Rerank its raw score and ERerank the calibrated evidence.
+	RerankRank      int
+	Rerank, ERerank float64
 }
 
 // Fuse calibrates and fuses candidates, and returns those scoring at least

@@ -117,3 +117,39 @@ func TestCut(t *testing.T) {
 		t.Fatalf("%q", got)
 	}
 }
+
+func TestPassage(t *testing.T) {
+	t.Parallel()
+	filler := func(n int) string { return strings.Repeat("lorem ", n/6) }
+	t.Run("short body whole", func(t *testing.T) {
+		if got := Passage("a short note", "anything", 100, -1, -1); got != "a short note" {
+			t.Fatal(got)
+		}
+	})
+	t.Run("the window with the most distinct query words", func(t *testing.T) {
+		// "key" alone early, "rotate" and "key" and "signing" together late.
+		body := filler(600) + " key " + filler(3000) + " rotate the signing key " + filler(3000)
+		got := Passage(body, "How do I rotate the signing KEY?", 200, -1, -1)
+		if utf8.RuneCountInString(got) != 200 || !strings.Contains(got, "rotate the signing key") {
+			t.Fatalf("%q", got)
+		}
+	})
+	t.Run("the nearest chunk when no word occurs", func(t *testing.T) {
+		body := filler(3000) + "MIDDLE" + filler(3000)
+		at := strings.Index(body, "MIDDLE")
+		got := Passage(body, "nothing matches", 100, at-50, at+56)
+		if !strings.Contains(got, "MIDDLE") {
+			t.Fatalf("%q", got)
+		}
+		if got := Passage(body, "nothing matches", 100, -1, -1); got != body[:100] {
+			t.Fatalf("no match, no chunk: %q, want the start", got)
+		}
+	})
+	t.Run("runes, never bytes", func(t *testing.T) {
+		body := strings.Repeat("é", 5000) + " Schlüssel " + strings.Repeat("ü", 5000)
+		got := Passage(body, "schlüssel", 300, -1, -1)
+		if !utf8.ValidString(got) || utf8.RuneCountInString(got) != 300 || !strings.Contains(got, "Schlüssel") {
+			t.Fatalf("%d runes, valid %v", utf8.RuneCountInString(got), utf8.ValidString(got))
+		}
+	})
+}

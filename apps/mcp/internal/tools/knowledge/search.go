@@ -26,7 +26,8 @@ type SearchArgs struct {
 	RelationTypes     []string `json:"relationTypes,omitempty" jsonschema:"With hops: follow only these relation types, named as read from the hit (e.g. FIXED_BY: the entries that fix it). Default: every type."`
 	DocumentID        string   `json:"documentId,omitempty" jsonschema:"Only the sections of this document (the id store_document answered), with the other filters; hops stay within them too."`
 	FilterArgs
-	Mode string `json:"mode,omitempty"`
+	Mode   string `json:"mode,omitempty"`
+	Rerank *bool  `json:"rerank,omitempty"`
 }
 
 // FilterArgs are the entry-field filters of search_knowledge and
@@ -72,7 +73,7 @@ Three ranked lists (meaning: embeddings, which with the server's default local e
 
 score (0-1) is calibrated evidence, comparable across queries, org sizes and embedding models: ` + scoreStrong + ` or more: the hit answers the query (it holds the query's informative words, or means the same); ` + scoreWeak + ` to ` + scoreStrong + `: a partial match, read it; under ` + scoreWeak + `: weak, it shares some words or a vague likeness. One list at full evidence gives 0.63, lists agreeing add up to 1. Hits with almost no evidence are dropped (minScore, default ` + defaultMinScore + `), so no hits means nothing relevant is stored: try other words before concluding. signals are the raw evidence: cosine (meaning), bm25 (words), titleBm25, titleContains (title holds the whole query); vectorRank, fullTextRank, titleRank: place in each list (absent: not in it).
 
-embeddingStatus "pending": not yet in the meaning list (joins within seconds); "failed": not until re-embedded. vectorSearch false (with a notice): the query could not be embedded; only words and titles were searched.
+embeddingStatus "pending": not yet in the meaning list (joins within seconds); "failed": not until re-embedded. vectorSearch false (with a notice): the query could not be embedded; only words and titles were searched. reranked: whether a reranking model ordered the top hits (then each has rerankRank and signals.rerank); when false, rerankReason says why (not_configured, not_requested, no_hits, timeout, error, breaker_open) and the lists' order stands.
 
 Superseded entries are hidden unless includeSuperseded; then superseded: true and headId names the replacement, which you should prefer.
 
@@ -113,6 +114,8 @@ func searchTool() *mcp.Tool {
 			p["mode"].Default = []byte(`"` + domain.ModeHybrid + `"`)
 			describe(p, "mode", "Which lists rank: %s (default: meaning, words and title, fused), %s (words and title only: for an identifier, an error code, a name; the query is not embedded), %s (meaning only: for a paraphrase).",
 				domain.ModeHybrid, domain.ModeLexical, domain.ModeSemantic)
+			p["rerank"].Default = []byte("true")
+			p["rerank"].Description = "Let the server's reranking model, when it has one, order the best hits (in every mode). false keeps the lists' order and saves its time. Default true."
 		}),
 		// Read-only, so neither destructive nor with effects to repeat; every
 		// hint is given explicitly (clients differ in their defaults).
@@ -139,6 +142,7 @@ func (t *toolset) search(ctx context.Context, c domain.Caller, a *SearchArgs) (*
 		MaxTokens:         a.MaxTokens,
 		Filters:           a.filters(),
 		Mode:              a.Mode,
+		Rerank:            a.Rerank,
 	}
 	if a.Hops != nil {
 		in.Hops = *a.Hops
