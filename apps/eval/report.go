@@ -54,6 +54,8 @@ type Report struct {
 	// PerTermCheck is absent with --per-term-check=false.
 	PerTermCheck *BoundCheck `json:"perTermCheck,omitempty"`
 	Gate         *GateStudy  `json:"gate"`
+	// Rerank is the reranker study, with --rerank.
+	Rerank *RerankReport `json:"rerank,omitempty"`
 }
 
 // NonsenseResult is the nonsense check: how many made-up queries Search
@@ -132,6 +134,10 @@ func (r *Report) Text(w io.Writer) error {
 	if r.Gate != nil {
 		p("")
 		r.Gate.text(p)
+	}
+	if r.Rerank != nil {
+		p("")
+		r.Rerank.text(p)
 	}
 	return tw.Flush()
 }

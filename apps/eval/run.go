@@ -32,6 +32,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
+	"github.com/agentfleet/orchestrator/packages/knowledge/rerank"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
 
@@ -62,6 +63,10 @@ type config struct {
 	limitDocs, limitQueries int
 	variant, embedCache     string
 	dump, export            string
+	// The reranker study (rerankstudy.go).
+	rerank           bool
+	rerankTimed      int
+	rerankDownBudget time.Duration
 }
 
 // parseArgs reads flags before and after the dataset folder, so both
@@ -88,6 +93,9 @@ func parseArgs(args []string, out io.Writer) (config, error) {
 	fs.StringVar(&c.embedCache, "embed-cache", defaultEmbedCache(), "folder where a provider's vectors are kept between runs (\"\": none; the local embedder is never cached)")
 	fs.StringVar(&c.export, "export", "", "write the collection (with --variant, the variant) to this folder in the BEIR layout and stop: to run other engines, or an earlier version of this one, on the same data")
 	fs.StringVar(&c.dump, "dump", "", "write every query's candidates with their raw signals (SearchLists) to this JSON Lines file")
+	fs.BoolVar(&c.rerank, "rerank", false, "also measure the reranker configured by RERANK_*: nDCG@10, recall and latency before and after it, and searches with it down (docs/benchmarks.md, \"Reranking\")")
+	fs.IntVar(&c.rerankTimed, "rerank-timed", 100, "with --rerank: how many queries the latency with and without the reranker is timed on")
+	fs.DurationVar(&c.rerankDownBudget, "rerank-down-budget", knowledge.DefaultRerankBudget, "with --rerank: RERANK_BUDGET of the searches timed with the reranker down")
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -111,6 +119,8 @@ func parseArgs(args []string, out io.Writer) (config, error) {
 		return c, &usageError{fmt.Sprintf("--depth %d: must be 1..1000", c.depth)}
 	case c.limitDocs < 0 || c.limitQueries < 0:
 		return c, &usageError{"--limit-docs and --limit-queries must not be negative"}
+	case c.rerankTimed < 1 || c.rerankDownBudget <= 0:
+		return c, &usageError{"--rerank-timed and --rerank-down-budget must be positive"}
 	}
 	c.dir = pos[0]
 	return c, nil
@@ -145,6 +155,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
+	reranker, err := env.rerank.New()
+	if err != nil {
+		return err
+	}
+	if cfg.rerank && reranker == nil {
+		return &usageError{errNoReranker.Error()}
+	}
 	emb, closeEmb, err := newEmbedder(env, cfg)
 	if err != nil {
 		return err
@@ -166,6 +183,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	opts := knowledge.Options{Embedder: emb, Config: knowledge.Config{VectorCalibration: env.calibration, QueryEmbedBudget: env.budget}}
 	r := &evalRun{pool: pool, dbName: dbName, opts: opts, svc: knowledge.New(pool, opts), emb: emb, caller: caller,
 		ds: ds, queries: queries, cfg: cfg, env: env, rep: rep, progress: progress}
+	if cfg.rerank {
+		r.reranker = reranker
+	}
 	if err := r.prepare(ctx); err != nil {
 		return err
 	}
@@ -258,6 +278,8 @@ type evalRun struct {
 	env      settings
 	rep      *Report
 	progress func(string, ...any)
+	// reranker is RERANK_*'s, with --rerank (rerankstudy.go).
+	reranker rerank.Reranker
 }
 
 // prepare stores the collection and brings it where a deployment's would
@@ -362,6 +384,11 @@ func (r *evalRun) measure(ctx context.Context) error {
 	progress("relevance gate: minScore 0, depth %d", gateDepth)
 	if rep.Gate, err = gateStudy(ctx, svc, caller, ds, queries, docOf); err != nil {
 		return err
+	}
+	if r.reranker != nil {
+		if rep.Rerank, err = r.rerankStudy(ctx); err != nil {
+			return err
+		}
 	}
 	rep.Statistics, err = statistics(ctx, pool, cfg.analyze)
 	return err
@@ -755,6 +782,8 @@ type settings struct {
 	// quality on a busy provider sets it high, so that every query has
 	// its vector (the report counts those without).
 	budget time.Duration
+	// rerank is RERANK_* (knowledgeenv.Reranker), for --rerank.
+	rerank knowledgeenv.Rerank
 }
 
 func readSettings(getenv func(string) string) (settings, error) {
@@ -764,6 +793,7 @@ func readSettings(getenv func(string) string) (settings, error) {
 		embedder:    knowledgeenv.Embedder(e),
 		calibration: knowledgeenv.VectorCalibration(e),
 		budget:      knowledgeenv.QueryEmbedBudget(e),
+		rerank:      knowledgeenv.Reranker(e),
 	}
 	return s, e.Err()
 }
