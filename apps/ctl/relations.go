@@ -19,7 +19,7 @@ type relationTypeAddFlags struct {
 
 func (f *relationTypeAddFlags) define(fs *flag.FlagSet) {
 	f.orgFlags.define(fs)
-	fs.StringVar(&f.name, "name", "", "the type's name, UPPER_SNAKE_CASE, 2 to 48 characters (e.g. BLOCKS)")
+	fs.StringVar(&f.name, "name", "", "the type's name, UPPER_SNAKE_CASE of 2 to 48 characters once normalised as tags are (blocks and Blocks are BLOCKS, blocked-by is BLOCKED_BY)")
 	fs.StringVar(&f.inverse, "inverse", "", "the name read from the other end (e.g. BLOCKED_BY)")
 	fs.BoolVar(&f.symmetric, "symmetric", false, "the type reads the same from both ends (no --inverse)")
 }

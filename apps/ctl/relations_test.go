@@ -15,6 +15,13 @@ func TestRelationTypeAdd(t *testing.T) {
 	if r := c.ok("relation-type", "add", "--org", org, "--name", "PAIRS_WITH", "--symmetric"); r["inverse"] != "PAIRS_WITH" || r["symmetric"] != true {
 		t.Fatalf("add symmetric: %v", r)
 	}
+	// Names are normalised as tags are, before the catalogue's rules.
+	if r := c.ok("relation-type", "add", "--org", org, "--name", "waits on", "--inverse", "waited-on-by"); r["name"] != "WAITS_ON" || r["inverse"] != "WAITED_ON_BY" {
+		t.Fatalf("add normalised: %v", r)
+	}
+	if code, _, errs := c.run("relation-type", "add", "--org", org, "--name", "blocked by", "--inverse", "UNBLOCKS"); code != 1 || !strings.Contains(errs, "--name") || !strings.Contains(errs, "BLOCKED_BY") {
+		t.Errorf("a name that normalises to a known one: exit %d, %q", code, errs)
+	}
 	code, out, _ := c.run("relation-type", "list", "--org", org)
 	if code != 0 || !strings.Contains(out, "BLOCKS") || !strings.Contains(out, "RELATES_TO") || !strings.Contains(out, "org's own") {
 		t.Fatalf("list: exit %d\n%s", code, out)
@@ -26,7 +33,8 @@ func TestRelationTypeAdd(t *testing.T) {
 	}{
 		{[]string{"--name", "BLOCKED_BY", "--inverse", "UNBLOCKS"}, 1, "--name"},
 		{[]string{"--name", "GATES", "--inverse", "REQUIRED_BY"}, 1, "--inverse"},
-		{[]string{"--name", "gates", "--inverse", "GATED_BY"}, 1, "UPPER_SNAKE_CASE"},
+		{[]string{"--name", "gates!", "--inverse", "GATED_BY"}, 1, "UPPER_SNAKE_CASE"},
+		{[]string{"--name", "GATES", "--inverse", "gated by!"}, 1, "--inverse"},
 		{[]string{"--name", "GATES"}, 2, "--symmetric"},
 		{[]string{"--name", "GATES", "--inverse", "GATED_BY", "--symmetric"}, 2, "not both"},
 	} {

@@ -214,16 +214,11 @@ func ValidateSearch(c Caller, in SearchInput, now time.Time) (*SearchArgs, error
 	if err := CheckRange("hops", a.Hops, 0, MaxHops); err != nil {
 		return nil, err
 	}
-	if len(a.RelationTypes) > MaxRelationTypes {
-		return nil, errs.InvalidArgument("relationTypes", "must have at most %d types (got %d)", MaxRelationTypes, len(a.RelationTypes))
-	}
 	if a.RelationTypes != nil && a.Hops == 0 {
 		return nil, errs.InvalidArgument("relationTypes", "only applies with hops 1 to %d (the relations followed from the hits)", MaxHops)
 	}
-	for i, n := range a.RelationTypes {
-		if err := CheckTypeName(fmt.Sprintf("relationTypes[%d]", i), n); err != nil {
-			return nil, err
-		}
+	if a.RelationTypes, err = TypeNames("relationTypes", a.RelationTypes); err != nil {
+		return nil, err
 	}
 	if err := CheckRange("efSearch", a.EfSearch, 1, MaxEfSearch); err != nil {
 		return nil, err
@@ -482,6 +477,77 @@ const (
 	RelSupersededBy = "SUPERSEDED_BY"
 )
 
+// NormaliseRelationType maps a relation type's name to UPPER_SNAKE_CASE
+// as NormaliseTag maps a tag to kebab-case: trim, uppercase, spaces and
+// '-' to '_', runs of '_' collapsed ("fixes" is FIXES, "fixed by" and
+// "fixed-by" are FIXED_BY). The result may still be invalid (e.g.
+// "BLOCKS!"); TypeName refuses those.
+func NormaliseRelationType(name string) string {
+	name = strings.ToUpper(strings.TrimSpace(name))
+	var b strings.Builder
+	b.Grow(len(name))
+	under := false
+	for _, r := range name {
+		if r == '-' || unicode.IsSpace(r) {
+			r = '_'
+		}
+		if r == '_' {
+			if under {
+				continue
+			}
+			under = true
+		} else {
+			under = false
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// TypeName is the rule of a relation type's name wherever an agent or an
+// operator names one (link, unlink, list_relations' types, search's
+// relationTypes, ctl relation-type add): normalised (NormaliseRelationType),
+// then UPPER_SNAKE_CASE (RelationTypePattern) of MinRelationTypeChars to
+// MaxRelationTypeChars characters, as given and as normalised. It returns
+// the normalised name; field names the argument in its errors.
+func TypeName(field, name string) (string, error) {
+	if !utf8.ValidString(name) || strings.ContainsRune(name, 0) {
+		return "", errs.InvalidArgument(field, "must be valid UTF-8 text without NUL bytes")
+	}
+	n := NormaliseRelationType(name)
+	if n == "" {
+		return "", errs.InvalidArgument(field, "is required: a relation type such as RELATES_TO or DEPENDS_ON")
+	}
+	if chars := max(utf8.RuneCountInString(name), utf8.RuneCountInString(n)); chars > MaxRelationTypeChars || len(n) < MinRelationTypeChars || !RelationTypePattern.MatchString(n) {
+		return "", errs.InvalidArgument(field, "%s is not UPPER_SNAKE_CASE of %d to %d characters even after normalisation (%s): use A-Z and 0-9 in words joined by single '_' (spaces and '-' become '_', letters are upper-cased)",
+			QuoteType(name), MinRelationTypeChars, MaxRelationTypeChars, QuoteType(n))
+	}
+	return n, nil
+}
+
+// TypeNames is TypeName over a filter of relation types (list_relations'
+// types, search's relationTypes): at most MaxRelationTypes names, each
+// normalised and named by its index (field[i]). nil stays nil (no filter).
+func TypeNames(field string, names []string) ([]string, error) {
+	if names == nil {
+		return nil, nil
+	}
+	if len(names) > MaxRelationTypes {
+		return nil, errs.InvalidArgument(field, "must have at most %d types (got %d)", MaxRelationTypes, len(names))
+	}
+	out := make([]string, len(names))
+	for i, n := range names {
+		var err error
+		if out[i], err = TypeName(fmt.Sprintf("%s[%d]", field, i), n); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// CheckTypeName is the rule of a relation type's name as stored: already
+// UPPER_SNAKE_CASE, not normalised (an import reads the names an export
+// wrote).
 func CheckTypeName(field, name string) error {
 	if name == "" {
 		return errs.InvalidArgument(field, "is required: a relation type such as RELATES_TO or DEPENDS_ON")

@@ -112,7 +112,8 @@ func (c *Catalogue) Lookup(name string) (TypeRef, bool) {
 
 // Resolve finds name in the catalogue; field names the argument for errors.
 func (c *Catalogue) Resolve(field, name string, writable bool) (TypeRef, error) {
-	if err := domain.CheckTypeName(field, name); err != nil {
+	name, err := domain.TypeName(field, name)
+	if err != nil {
 		return TypeRef{}, err
 	}
 	r, ok := c.byName[name]
@@ -193,8 +194,13 @@ func (s *Relations) AddRelationType(ctx context.Context, org uuid.UUID, name, in
 	if org == uuid.Nil {
 		return nil, errs.InvalidArgument("org", "is required")
 	}
-	if err := domain.CheckTypeName("name", name); err != nil {
+	if name, err = domain.TypeName("name", name); err != nil {
 		return nil, err
+	}
+	if inverse != "" {
+		if inverse, err = domain.TypeName("inverse", inverse); err != nil {
+			return nil, err
+		}
 	}
 	switch {
 	case symmetric && inverse != "" && inverse != name:
@@ -205,9 +211,6 @@ func (s *Relations) AddRelationType(ctx context.Context, org uuid.UUID, name, in
 		return nil, errs.InvalidArgument("inverse", "is required unless the type is symmetric")
 	case inverse == name:
 		return nil, errs.InvalidArgument("inverse", "equals the name: a type that reads the same from both ends is symmetric")
-	}
-	if err := domain.CheckTypeName("inverse", inverse); err != nil {
-		return nil, err
 	}
 	var out *domain.RelationType
 	err = pgx.BeginFunc(ctx, s.data.Scoped(), func(tx pgx.Tx) error {
@@ -275,7 +278,7 @@ func (s *Relations) checkLinkArgs(c domain.Caller, from, to uuid.UUID) error {
 // that is missing, forgotten or of another org is not_found naming it; a
 // self link, an unknown type (the error lists the known ones) and a read
 // only type (SUPERSEDES: use Supersede) are invalid_argument on the
-// field; an open relation of the same type between the same entries
+// field (a type is normalised first, domain.TypeName: "fixes" is FIXES); an open relation of the same type between the same entries
 // answers it with Existed. Past MaxRelationsPerEntry open relations on
 // either end: conflict naming the end.
 func (s *Relations) Link(ctx context.Context, c domain.Caller, in domain.LinkInput) (_ *domain.RelationChange, err error) {
@@ -283,7 +286,7 @@ func (s *Relations) Link(ctx context.Context, c domain.Caller, in domain.LinkInp
 	if err := s.checkLinkArgs(c, in.FromID, in.ToID); err != nil {
 		return nil, err
 	}
-	if err := domain.CheckTypeName("type", in.Type); err != nil {
+	if in.Type, err = domain.TypeName("type", in.Type); err != nil {
 		return nil, err
 	}
 	var note *string
@@ -368,7 +371,7 @@ func (s *Relations) Unlink(ctx context.Context, c domain.Caller, fromID, toID uu
 	if err := s.checkLinkArgs(c, fromID, toID); err != nil {
 		return nil, err
 	}
-	if err := domain.CheckTypeName("type", typ); err != nil {
+	if typ, err = domain.TypeName("type", typ); err != nil {
 		return nil, err
 	}
 	var agent *uuid.UUID
@@ -506,6 +509,9 @@ func (s *Relations) Relations(ctx context.Context, c domain.Caller, in domain.Re
 	if err != nil {
 		return nil, err
 	}
+	if in.Types, err = domain.TypeNames("types", in.Types); err != nil {
+		return nil, err
+	}
 	if err := wantTypes(&p, cat, in.Types); err != nil {
 		return nil, err
 	}
@@ -548,15 +554,13 @@ func wantDirection(p *sqlc.ListRelationsParams, dir string) error {
 
 // wantTypes sets the types a listing reads, each named from the entry's
 // end (an inverse name reads the type's incoming relations; nil: every
-// type, supersession included), after wantDirection.
+// type, supersession included), after wantDirection; types are the
+// caller's, normalised and counted by domain.TypeNames.
 func wantTypes(p *sqlc.ListRelationsParams, cat *Catalogue, types []string) error {
 	p.SymTypes = domain.NonNil(cat.sym)
 	if types == nil {
 		p.WantSupersedes, p.WantSupersededBy = p.WantOut, p.WantIn
 		return nil
-	}
-	if len(types) > domain.MaxRelationTypes {
-		return errs.InvalidArgument("types", "must have at most %d types (got %d)", domain.MaxRelationTypes, len(types))
 	}
 	p.OutTypes, p.InTypes = []string{}, []string{}
 	for i, n := range types {

@@ -92,8 +92,10 @@ func TestLinkRefusals(t *testing.T) {
 	if !strings.Contains(e.Message, "RELATES_TO") || !strings.Contains(e.Message, "DEPENDS_ON") {
 		t.Fatalf("unknown type message names no known types: %s", e.Message)
 	}
-	_, err = b.Link(b.alice, domain.LinkInput{FromID: a, ToID: c, Type: "relates_to"})
-	wantCode(t, err, errs.CodeInvalidArgument, "type")
+	_, err = b.Link(b.alice, domain.LinkInput{FromID: a, ToID: c, Type: "relates to!"})
+	if e := wantCode(t, err, errs.CodeInvalidArgument, "type"); !strings.Contains(e.Message, "even after normalisation") {
+		t.Fatalf("a type no normalisation makes a name: %s", e.Message)
+	}
 	_, err = b.Link(b.alice, domain.LinkInput{FromID: a, ToID: a, Type: "RELATES_TO"})
 	wantCode(t, err, errs.CodeInvalidArgument, "toId")
 	for _, ro := range []string{"SUPERSEDES", "SUPERSEDED_BY"} {
@@ -297,8 +299,11 @@ func TestOrgRelationTypes(t *testing.T) {
 		_, err := b.AddRelationType(b.org, bad.name, bad.inv, false)
 		wantCode(t, err, errs.CodeConflict, bad.field)
 	}
-	_, err := b.AddRelationType(b.org, "blocks", "X_Y", false)
+	_, err := b.AddRelationType(b.org, "blocks!", "X_Y", false)
 	wantCode(t, err, errs.CodeInvalidArgument, "name")
+	// A name is normalised before the catalogue's rules: "blocks" is BLOCKS.
+	_, err = b.AddRelationType(b.org, "blocks", "X_Y", false)
+	wantCode(t, err, errs.CodeConflict, "name")
 	_, err = b.AddRelationType(b.org, "GATES", "", false)
 	wantCode(t, err, errs.CodeInvalidArgument, "inverse")
 

@@ -56,7 +56,7 @@ func TestRelationsThroughMCP(t *testing.T) {
 	}
 	expect("unknown type", call(t, a, kt.ToolLink, map[string]any{"fromId": runbook.ID, "toId": incident.ID, "type": "BLOCKS"}),
 		"invalid_argument", "type", "DEPENDS_ON")
-	expect("lower case", call(t, a, kt.ToolLink, map[string]any{"fromId": runbook.ID, "toId": incident.ID, "type": "fixes"}),
+	expect("not a name once normalised", call(t, a, kt.ToolLink, map[string]any{"fromId": runbook.ID, "toId": incident.ID, "type": "fixes!"}),
 		"invalid_argument", "type", "UPPER_SNAKE_CASE")
 	expect("read only", call(t, a, kt.ToolLink, map[string]any{"fromId": runbook.ID, "toId": incident.ID, "type": "SUPERSEDES"}),
 		"invalid_argument", "type", "supersede_knowledge")

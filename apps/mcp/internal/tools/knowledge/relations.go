@@ -53,10 +53,16 @@ func typeNames() string {
 	return s
 }
 
+// relationTypeSchema states the length of a relation type's name. No
+// pattern: the domain normalises a name before its rule (fixes is FIXES,
+// fixed-by is FIXED_BY), so the pattern of the normalised form would refuse
+// names the tools accept.
 func relationTypeSchema(s *jsonschema.Schema) {
 	lengthSchema(s, domain.MinRelationTypeChars, domain.MaxRelationTypeChars)
-	s.Pattern = domain.RelationTypePattern.String()
 }
+
+// typeRule is how the descriptions state a relation type's form.
+const typeRule = "case and separators are normalised as for tags (trimmed, upper-cased, spaces and '-' become '_': fixes is FIXES, fixed-by is FIXED_BY)"
 
 // relationTypesSchema states the limits of a filter of relation types.
 func relationTypesSchema(s *jsonschema.Schema) {
@@ -68,7 +74,7 @@ func relationTypesSchema(s *jsonschema.Schema) {
 type LinkArgs struct {
 	FromID      string `json:"fromId" jsonschema:"The entry the relation goes from."`
 	ToID        string `json:"toId" jsonschema:"The entry it goes to."`
-	Type        string `json:"type" jsonschema:"The relation type, UPPER_SNAKE_CASE, read from fromId: a catalogue type or its inverse name (fromId REQUIRED_BY toId is toId DEPENDS_ON fromId)."`
+	Type        string `json:"type"`
 	Note        string `json:"note,omitempty"`
 	ClientToken string `json:"clientToken,omitempty" jsonschema:"Optional UUID; linking is idempotent by itself (a repeat answers the open relation with existed: true), so it is only checked to be a UUID."`
 }
@@ -79,15 +85,16 @@ func linkTool() *mcp.Tool {
 		Title: "Link knowledge",
 		Description: `Record a typed relation between two entries of your organisation: a runbook FIXES an incident, a decision DEPENDS_ON a benchmark, a finding CONTRADICTS an older one, a note is PART_OF an investigation. Both ends read it: the other end sees the inverse name (the incident is FIXED_BY the runbook); a symmetric type reads the same from both. You need not be the author of either entry, but both must exist (forgotten entries do not).
 
-Types (name / inverse): ` + typeNames() + `. Your organisation may have its own (an operator adds them); an unknown type is refused with the list of known ones.
+Types (name / inverse): ` + typeNames() + `. Your organisation may have its own (an operator adds them); an unknown type is refused with the list of known ones. Type names are UPPER_SNAKE_CASE; ` + typeRule + `.
 
 Returns the relation (id, fromId, toId, type, inverse, note, createdByAgentId, validFrom) and existed: true when the same relation was already open (nothing changed; safe to retry). An entry may be an end of at most ` + relationsPerEntry + ` open relations.
 
-Errors: invalid_argument (not UUIDs, fromId = toId, a type that is not UPPER_SNAKE_CASE or unknown, SUPERSEDES / SUPERSEDED_BY: use supersede_knowledge, a note over ` + itoa(domain.MaxRelationNote) + ` characters), not_found (an id is not an entry of your organisation), conflict (an end already has ` + relationsPerEntry + ` open relations), unavailable (retry later).`,
+Errors: invalid_argument (not UUIDs, fromId = toId, a type that is not UPPER_SNAKE_CASE once normalised, or unknown, SUPERSEDES / SUPERSEDED_BY: use supersede_knowledge, a note over ` + itoa(domain.MaxRelationNote) + ` characters), not_found (an id is not an entry of your organisation), conflict (an end already has ` + relationsPerEntry + ` open relations), unavailable (retry later).`,
 		InputSchema: inputSchema[LinkArgs](func(p map[string]*jsonschema.Schema) {
 			uuidSchema(p["fromId"])
 			uuidSchema(p["toId"])
 			relationTypeSchema(p["type"])
+			describe(p, "type", "The relation type read from fromId: a catalogue type or its inverse name (fromId REQUIRED_BY toId is toId DEPENDS_ON fromId); %s.", typeRule)
 			lengthSchema(p["note"], 1, domain.MaxRelationNote)
 			describe(p, "note", "Why the entries are related, at most %d characters.", domain.MaxRelationNote)
 			uuidSchema(p["clientToken"])
@@ -118,7 +125,7 @@ func (t *toolset) link(ctx context.Context, c domain.Caller, a *LinkArgs) (*doma
 type UnlinkArgs struct {
 	FromID string `json:"fromId" jsonschema:"The entry the relation goes from."`
 	ToID   string `json:"toId" jsonschema:"The entry it goes to."`
-	Type   string `json:"type" jsonschema:"The relation type, as link_knowledge took it (or its inverse name, from the other end)."`
+	Type   string `json:"type"`
 }
 
 func unlinkTool() *mcp.Tool {
@@ -134,6 +141,7 @@ Errors: invalid_argument (not UUIDs, fromId = toId, a bad or unknown type), not_
 			uuidSchema(p["fromId"])
 			uuidSchema(p["toId"])
 			relationTypeSchema(p["type"])
+			describe(p, "type", "The relation type, as link_knowledge took it (or its inverse name, from the other end); %s.", typeRule)
 		}),
 		Annotations: &mcp.ToolAnnotations{
 			Title:           "Unlink knowledge",
@@ -157,7 +165,7 @@ func (t *toolset) unlink(ctx context.Context, c domain.Caller, a *UnlinkArgs) (*
 type RelationsArgs struct {
 	ID            string   `json:"id" jsonschema:"The entry whose relations to list."`
 	Direction     string   `json:"direction,omitempty" jsonschema:"out (the entry is the relation's from end), in, or both (default). Symmetric relations are listed in every direction."`
-	Types         []string `json:"types,omitempty" jsonschema:"Only these types, named as read from the entry (an inverse name such as FIXED_BY lists the entries that fix it)."`
+	Types         []string `json:"types,omitempty"`
 	AsOf          string   `json:"asOf,omitempty" jsonschema:"The relations valid at this past RFC 3339 date-time."`
 	IncludeClosed bool     `json:"includeClosed,omitempty" jsonschema:"Also relations closed since (with asOf: closed by then). Default false."`
 	Limit         *int     `json:"limit,omitempty"`
@@ -178,6 +186,7 @@ Errors: invalid_argument (names the argument: a bad UUID, direction, type, date-
 			p["direction"].Enum = []any{domain.DirOut, domain.DirIn, domain.DirBoth}
 			p["direction"].Default = []byte(`"` + domain.DirBoth + `"`)
 			relationTypesSchema(p["types"])
+			describe(p, "types", "Only these types, named as read from the entry (an inverse name such as FIXED_BY lists the entries that fix it); %s.", typeRule)
 			p["asOf"].Format = "date-time"
 			p["includeClosed"].Default = []byte("false")
 			intSchema(p["limit"], 1, domain.MaxRelationsLimit, domain.DefaultRelationsLimit)

@@ -23,7 +23,7 @@ type SearchArgs struct {
 	MaxTokens         *int     `json:"maxTokens,omitempty"`
 	AsOf              string   `json:"asOf,omitempty" jsonschema:"Answer as the organisation knew it at this past RFC 3339 date-time: only entries created by then, superseded or expired only if they were by then (forgotten entries stay forgotten). superseded and headId still say what replaced a hit since."`
 	Hops              *int     `json:"hops,omitempty"`
-	RelationTypes     []string `json:"relationTypes,omitempty" jsonschema:"With hops: follow only these relation types, named as read from the hit (e.g. FIXED_BY: the entries that fix it). Default: every type."`
+	RelationTypes     []string `json:"relationTypes,omitempty"`
 	DocumentID        string   `json:"documentId,omitempty" jsonschema:"Only the sections of this document (the id store_document answered), with the other filters; hops stay within them too."`
 	FilterArgs
 	Mode   string `json:"mode,omitempty"`
@@ -108,6 +108,7 @@ func searchTool() *mcp.Tool {
 			intSchema(p["hops"], 0, domain.MaxHops, 0)
 			describe(p, "hops", "Also return the entries related to the hits (link_knowledge) up to this many relations away, 0 to %d. Default 0.", domain.MaxHops)
 			relationTypesSchema(p["relationTypes"])
+			describe(p, "relationTypes", "With hops: follow only these relation types, named as read from the hit (e.g. FIXED_BY: the entries that fix it); %s. Default: every type.", typeRule)
 			uuidSchema(p["documentId"])
 			filterSchema(p)
 			p["mode"].Enum = []any{domain.ModeHybrid, domain.ModeLexical, domain.ModeSemantic}
