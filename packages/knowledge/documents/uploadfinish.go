@@ -61,7 +61,10 @@ func (s *Documents) UploadFinish(ctx context.Context, c domain.Caller, in domain
 		return nil, errs.InvalidArgument("uploadId", "has received %d of its %d bytes: append the rest first (next index %d)", u.ReceivedBytes, u.TotalBytes, u.NextIndex)
 	}
 	doc := uploadDocument(u)
-	if doc.Content, err = s.assemble(ctx, c.OrgID, u); err != nil {
+	if doc.Content, err = s.assemble(ctx, c.OrgID, u); errors.Is(err, errPartsGone) {
+		return s.finishRaced(ctx, c, in.UploadID, err)
+	}
+	if err != nil {
 		return nil, err
 	}
 	doc.ClientToken = in.ClientToken
@@ -80,8 +83,33 @@ func (s *Documents) UploadFinish(ctx context.Context, c domain.Caller, in domain
 	return res, nil
 }
 
+// errPartsGone is assemble's answer when the parts it read are not the
+// ones the upload counted.
+var errPartsGone = errors.New("the parts read are not the parts counted")
+
+// finishRaced answers a finish whose parts went between its read of the
+// upload and its read of the parts (the two are separate statements): a
+// purge deleted the upload, or another finish of it recorded its answer
+// and deleted the parts. The upload, read again, says which: gone is
+// not_found as for an unknown upload, finished is the answer of a finish
+// of a finished upload. Only an upload still open with other parts than
+// it counts is an internal error (cause, from assemble).
+func (s *Documents) finishRaced(ctx context.Context, c domain.Caller, upload uuid.UUID, cause error) (*domain.DocumentResult, error) {
+	u, err := s.q.GetUpload(ctx, sqlc.GetUploadParams{OrgID: c.OrgID, ID: upload, AgentID: c.AgentID, Now: s.opts.Now()})
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil, uploadNotFound()
+	case err != nil:
+		return nil, data.MapErr(err, "")
+	case u.FinishedAt != nil:
+		return s.finishedUpload(ctx, c, u)
+	}
+	return nil, cause
+}
+
 // assemble joins the upload's parts in index order. It checks that they
-// are the parts the upload counted, so a document is never stored short.
+// are the parts the upload counted, so a document is never stored short:
+// when they are not, it answers errPartsGone (wrapped).
 func (s *Documents) assemble(ctx context.Context, org uuid.UUID, u sqlc.GetUploadRow) (string, error) {
 	var b strings.Builder
 	b.Grow(int(u.TotalBytes))
@@ -101,7 +129,7 @@ func (s *Documents) assemble(ctx context.Context, org uuid.UUID, u sqlc.GetUploa
 		return "", data.MapErr(err, "")
 	}
 	if parts != int(u.NextIndex) || int64(b.Len()) != u.TotalBytes {
-		return "", fmt.Errorf("upload %s: %d parts of %d bytes read, %d parts of %d bytes counted", u.ID, parts, b.Len(), u.NextIndex, u.TotalBytes)
+		return "", fmt.Errorf("upload %s: %d parts of %d bytes read, %d parts of %d bytes counted: %w", u.ID, parts, b.Len(), u.NextIndex, u.TotalBytes, errPartsGone)
 	}
 	return b.String(), nil
 }

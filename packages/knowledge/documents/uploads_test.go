@@ -1,6 +1,7 @@
 package documents_test
 
 import (
+	"encoding/json"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/documents"
@@ -177,5 +179,107 @@ func TestUploadKeepsTheDocumentsFields(t *testing.T) {
 	}
 	if res.Source != "https://wiki/doc" || kind != domain.KindProcedural || !strings.Contains(meta, "9007199254740993") || !strings.Contains(meta, `"team": "ops"`) {
 		t.Fatalf("stored source %q, kind %q, metadata %s", res.Source, kind, meta)
+	}
+}
+
+// A finish whose parts go between its read of the upload and its read of
+// the parts answers as if it had come after: an upload purged meanwhile
+// is not_found as an unknown one, an upload another finish recorded
+// meanwhile answers that finish's document (Replayed). The race is made
+// deterministic: the parts' table is locked while the finish reads the
+// upload, the upload changes in the locking transaction, and the finish's
+// read of the parts goes on after its commit.
+func TestUploadFinishRacingAPurgeOrAnotherFinish(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	start := func() uuid.UUID {
+		id := b.startUpload(t, b.svc, b.alice, 8)
+		b.appendPart(t, b.svc, b.alice, id, 0, "# Ab")
+		b.appendPart(t, b.svc, b.alice, id, 1, "\n\ncd")
+		return id
+	}
+
+	purged := start()
+	_, err := b.finishWhile(t, purged, func(tx pgx.Tx) {
+		// As a purge of the agent's uploads does.
+		if _, err := tx.Exec(b.ctx, "DELETE FROM knowledge_document_uploads WHERE org_id = $1 AND agent_id = $2", b.org, b.alice.AgentID); err != nil {
+			t.Error(err)
+		}
+	})
+	_, unknown := b.svc.UploadFinish(b.ctx, b.alice, domain.UploadFinishInput{UploadID: uuid.New()})
+	if e, e2 := wantCode(t, err, errs.CodeNotFound, "uploadId"), wantCode(t, unknown, errs.CodeNotFound, "uploadId"); e.Message != e2.Message {
+		t.Fatalf("a finish racing a purge answered %q, an unknown upload %q", e.Message, e2.Message)
+	}
+
+	finished := start()
+	first := b.storeDoc(t, b.alice, domain.DocumentInput{Title: "Handbook", Content: "# Ab\n\ncd"})
+	res, err := b.finishWhile(t, finished, func(tx pgx.Tx) {
+		// As the other finish's record of its answer does (recordFinish).
+		answer, _ := json.Marshal(first)
+		if _, err := tx.Exec(b.ctx, `UPDATE knowledge_document_uploads SET document_id = $3, result = $4, finished_at = now(), expires_at = now() + interval '30 minutes'
+			WHERE org_id = $1 AND id = $2`, b.org, finished, first.ID, answer); err != nil {
+			t.Error(err)
+		}
+		if _, err := tx.Exec(b.ctx, "DELETE FROM knowledge_document_upload_parts WHERE org_id = $1 AND upload_id = $2", b.org, finished); err != nil {
+			t.Error(err)
+		}
+	})
+	if err != nil {
+		t.Fatalf("a finish racing another finish: %v", err)
+	}
+	if res.ID != first.ID || !res.Replayed {
+		t.Fatalf("a finish racing another finish answered document %s (replayed %v), want the other finish's %s, replayed", res.ID, res.Replayed, first.ID)
+	}
+	if n := b.count(t, "SELECT count(*) FROM knowledge_documents"); n != 1 {
+		t.Fatalf("%d documents stored, want the other finish's alone", n)
+	}
+}
+
+// finishWhile finishes upload with the parts' table locked, and runs
+// meanwhile (once the finish waits on the lock) in the locking
+// transaction, which then commits.
+func (b *bundle) finishWhile(t *testing.T, upload uuid.UUID, meanwhile func(pgx.Tx)) (*domain.DocumentResult, error) {
+	t.Helper()
+	tx, err := b.pool.Begin(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(b.ctx) //nolint:errcheck // a no-op after the commit
+	if _, err := tx.Exec(b.ctx, "LOCK TABLE knowledge_document_upload_parts IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		res *domain.DocumentResult
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		res, err := b.svc.UploadFinish(b.ctx, b.alice, domain.UploadFinishInput{UploadID: upload})
+		done <- answer{res, err}
+	}()
+	// The finish has read the upload and waits to read its parts.
+	deadline := time.Now().Add(time.Minute)
+	for b.count(t, `SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = 'knowledge_document_upload_parts'::regclass
+		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`) == 0 {
+		select {
+		case a := <-done:
+			t.Fatalf("the finish did not wait on the parts: it answered %+v, %v", a.res, a.err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the finish did not come to read the parts within a minute")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	meanwhile(tx)
+	if err := tx.Commit(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case a := <-done:
+		return a.res, a.err
+	case <-time.After(time.Minute):
+		t.Fatal("the finish did not answer within a minute of the commit")
+		return nil, nil
 	}
 }
