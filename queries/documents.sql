@@ -147,6 +147,13 @@ FROM knowledge k
 JOIN (SELECT unnest(@old_ids::uuid[]) AS old_id, unnest(@new_ids::uuid[]) AS new_id) v ON v.old_id = k.id
 WHERE k.org_id = @org_id;
 
+-- name: LiveDocumentOf :one
+-- Whether an entry is a live document's own entry, and its source: such an
+-- entry is not superseded by a call (Supersede refuses it; a document is
+-- replaced by its source or forgotten). No row: not a live document.
+SELECT source FROM knowledge_documents
+WHERE org_id = @org_id AND id = @id AND live;
+
 -- name: EndSupersededSection :exec
 -- A current section superseded by a call of its own (supersede_knowledge,
 -- correct_knowledge), not by its document's replacement: it leaves the

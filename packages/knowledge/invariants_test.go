@@ -216,7 +216,13 @@ func (w *invWorld) outcome(op string, err error) {
 		return
 	}
 	switch e.Code {
-	case errs.CodeNotFound, errs.CodeConflict, errs.CodeCycle, errs.CodeForbidden, errs.CodeInvalidArgument:
+	case errs.CodeConflict:
+		// A conflict names what is in the way (a unique key the database
+		// refused, mapped without it, names nothing).
+		if e.Field == "" {
+			w.t.Errorf("seed %d: %s: a conflict naming no field: %v", w.seed, op, err)
+		}
+	case errs.CodeNotFound, errs.CodeCycle, errs.CodeForbidden, errs.CodeInvalidArgument:
 	default:
 		w.t.Errorf("seed %d: %s: %v (code %s)", w.seed, op, err, e.Code)
 	}
@@ -381,6 +387,14 @@ var invariantSQL = []struct{ name, sql string }{
 		JOIN knowledge_documents d ON d.org_id = s.org_id AND d.id = s.document_id
 		WHERE s.org_id = $1 AND d.live AND s.ended_at IS NULL
 		  AND (k.head_id IS NOT NULL OR k.expires_at <= now())`},
+	{"a live document's own entry is a live head (a call does not supersede it)", `
+		SELECT count(*), min(d.id::text) FROM knowledge_documents d
+		JOIN knowledge k ON k.org_id = d.org_id AND k.id = d.id
+		WHERE d.org_id = $1 AND d.live AND (k.head_id IS NOT NULL OR k.expires_at <= now())`},
+	{"a document no longer live has no current section", `
+		SELECT count(*), min(s.id::text) FROM knowledge_sections s
+		JOIN knowledge_documents d ON d.org_id = s.org_id AND d.id = s.document_id
+		WHERE s.org_id = $1 AND NOT d.live AND s.ended_at IS NULL`},
 	{"a section ended (changed, retired) never is a live head again", `
 		SELECT count(*), min(s.id::text || ' ' || s.ended_how) FROM knowledge_sections s
 		JOIN knowledge k ON k.org_id = s.org_id AND k.id = s.id

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/testenv"
 	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
@@ -222,5 +223,65 @@ func TestMigrationEndsRevivedSections(t *testing.T) {
 	if err := w.d.Pool.QueryRow(w.ctx, `SELECT count(*) FROM knowledge_relations WHERE from_id = $1 AND type = 'PART_OF' AND valid_to IS NULL`,
 		v1["Pump part 1"]).Scan(&open); err != nil || open != 0 {
 		t.Fatalf("the superseded section's open PART_OF after the migration: %d, %v", open, err)
+	}
+}
+
+// TestSupersedingALiveDocumentIsRefused: a live document's own entry is
+// replaced by its source or erased, never superseded by a call (it would
+// stay live, its sections current, beside a successor): supersede_knowledge
+// and correct_knowledge refuse it (conflict on oldId, naming the way that
+// works) and change nothing; its sections, a replaced document's entry and
+// the document as a newId are superseded as any entry.
+func TestSupersedingALiveDocumentIsRefused(t *testing.T) {
+	t.Parallel()
+	w := newSectionWorld(t)
+	doc, parts := w.store("Pump manual", 1, 1)
+	loose, err := w.svc.StoreDocument(w.ctx, w.a, knowledge.DocumentInput{Title: "Loose notes", Content: "## Notes\n\nNo source.\n", Format: "markdown"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	note, err := w.svc.Store(w.ctx, w.a, knowledge.StoreInput{Title: "Pumps: see the wiki", Body: "The wiki has the pump manual."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := func() int {
+		var n int
+		if err := w.d.Pool.QueryRow(w.ctx, `SELECT count(*) FROM knowledge`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := entries()
+	for _, c := range []struct {
+		id   uuid.UUID
+		says string
+	}{{doc.ID, `store_document with its source "manuals/pump.md"`}, {loose.ID, "it has no source"}} {
+		_, err := w.svc.Supersede(w.ctx, w.a, c.id, note.ID)
+		if e := wantCode(t, err, errs.CodeConflict, "oldId"); !strings.Contains(e.Message, c.says) || !strings.Contains(e.Message, "forget_knowledge") {
+			t.Fatalf("supersede of a live document: %q does not say %q and forget_knowledge", e.Message, c.says)
+		}
+		_, err = w.svc.Correct(w.ctx, w.a, c.id, knowledge.StoreInput{Title: "Pump manual, corrected", Body: "Open the valve two turns."})
+		wantCode(t, err, errs.CodeConflict, "oldId")
+		if e := w.get(c.id); e.State != knowledge.StateHead || !e.Document.Live {
+			t.Fatalf("a refused supersession changed the document: state %s, live %v", e.State, e.Document.Live)
+		}
+	}
+	if n := entries(); n != before {
+		t.Fatalf("the refused corrections stored %d entries", n-before)
+	}
+	w.wantSections("after the refusals", doc.ID, parts["Pump part 1"], parts["Pump part 2"])
+
+	// The document as the newId: the note is superseded, the document stays.
+	if _, err := w.svc.Supersede(w.ctx, w.a, note.ID, doc.ID); err != nil {
+		t.Fatal(err)
+	}
+	// A replaced document entry is an entry like any superseded one.
+	d2, _ := w.store("Pump manual, second edition", 1, 1)
+	if d2.PreviousID == nil || *d2.PreviousID != doc.ID {
+		t.Fatalf("a new title makes a new document entry: %+v", d2)
+	}
+	_, err = w.svc.Supersede(w.ctx, w.a, doc.ID, loose.Sections[0].ID)
+	if e := wantCode(t, err, errs.CodeConflict, "oldId"); !strings.Contains(e.Message, "already superseded") {
+		t.Fatalf("supersede of a replaced document: %q", e.Message)
 	}
 }

@@ -2,6 +2,7 @@ package entries
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -20,7 +21,8 @@ import (
 // caller must have created old or new (else forbidden: cross-author
 // supersession needs the future knowledge:write_others scope); an old entry
 // already superseded by newId is answered idempotently, by another entry is
-// a conflict naming the current head; a cycle is refused. Then old points at
+// a conflict naming the current head; a live document's own entry is a
+// conflict (liveDocument); a cycle is refused. Then old points at
 // new (superseded_by) and at head(new) (head_id), every entry whose cached
 // head was old moves to head(new) in one UPDATE, and the direct edge is
 // recorded in knowledge_supersessions.
@@ -114,6 +116,9 @@ func supersedeTx(ctx context.Context, q *sqlc.Queries, c domain.Caller, oldID, n
 			"is already superseded by %s; the current head of its chain is %s (supersede that one instead)",
 			*old.SupersededBy, *old.HeadID)}
 	}
+	if err := liveDocument(ctx, q, c.OrgID, oldID); err != nil {
+		return nil, err
+	}
 	head := newID
 	if nw.HeadID != nil {
 		head = *nw.HeadID
@@ -154,4 +159,28 @@ func supersedeTx(ctx context.Context, q *sqlc.Queries, c domain.Caller, oldID, n
 
 func createdBy(r *sqlc.LockEntriesRow, agent uuid.UUID) bool {
 	return r.CreatedByAgentID != nil && *r.CreatedByAgentID == agent
+}
+
+// liveDocument refuses a supersession of a live document's own entry: a
+// document is replaced by a store_document of its source, which moves its
+// sections along, or erased by a forget. Superseded by an entry of a call,
+// it would stay its source's live document while superseded, its sections
+// current beside a successor that knows nothing of them (sections follow
+// their document: docs/knowledge.md). Its sections themselves may be
+// superseded: each leaves its document as a changed one
+// (EndSupersededSection). The caller holds the org's supersession lock,
+// which every replacement and erasure of a document takes too.
+func liveDocument(ctx context.Context, q *sqlc.Queries, org, id uuid.UUID) error {
+	source, err := q.LiveDocumentOf(ctx, sqlc.LiveDocumentOfParams{OrgID: org, ID: id})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	how := "it has no source, so it is never replaced: forget_knowledge erases it, store_document stores a new document"
+	if source != nil {
+		how = fmt.Sprintf("store_document with its source %q replaces it (its sections with it), forget_knowledge erases it", *source)
+	}
+	return &errs.Error{Code: errs.CodeConflict, Field: "oldId", Message: "is the entry of a live document, which supersede_knowledge and correct_knowledge do not replace: " + how}
 }

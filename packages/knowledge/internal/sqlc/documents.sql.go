@@ -590,6 +590,26 @@ func (q *Queries) LiveDocumentBySource(ctx context.Context, arg LiveDocumentBySo
 	return i, err
 }
 
+const liveDocumentOf = `-- name: LiveDocumentOf :one
+SELECT source FROM knowledge_documents
+WHERE org_id = $1 AND id = $2 AND live
+`
+
+type LiveDocumentOfParams struct {
+	OrgID uuid.UUID
+	ID    uuid.UUID
+}
+
+// Whether an entry is a live document's own entry, and its source: such an
+// entry is not superseded by a call (Supersede refuses it; a document is
+// replaced by its source or forgotten). No row: not a live document.
+func (q *Queries) LiveDocumentOf(ctx context.Context, arg LiveDocumentOfParams) (*string, error) {
+	row := q.db.QueryRow(ctx, liveDocumentOf, arg.OrgID, arg.ID)
+	var source *string
+	err := row.Scan(&source)
+	return source, err
+}
+
 const lockDocumentSource = `-- name: LockDocumentSource :exec
 
 SELECT pg_advisory_xact_lock(hashtext('knowledge.document'), hashtext($1::text || ':' || $2::text))
