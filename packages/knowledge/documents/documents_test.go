@@ -129,6 +129,110 @@ func TestReplaceDocumentConcurrently(t *testing.T) {
 	}
 }
 
+// Writers storing a source for the first time at once, alone or with
+// clientTokens, two agents, other contents: every call succeeds (the first
+// stores the document, each later one replaces it or finds it unchanged),
+// and the source has one live document, whose entry is a head.
+func TestFirstStoresOfOneSourceAtOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for round := range 3 {
+		source := fmt.Sprintf("docs/first-%d.md", round)
+		const writers = 8
+		var wg sync.WaitGroup
+		answers := make(chan *domain.DocumentResult, writers)
+		for w := range writers {
+			c := b.alice
+			if w%2 == 1 {
+				c = b.bob
+			}
+			wg.Go(func() {
+				in := domain.DocumentInput{Title: "Pump manual", Source: source, Content: manual(3, func(i int) string {
+					return fmt.Sprintf("Version %d of chapter %d.", w%3, i)
+				})}
+				if w%4 == 0 {
+					tok := uuid.New()
+					in.ClientToken = &tok
+				}
+				res, err := b.svc.StoreDocument(b.ctx, c, in)
+				if err != nil {
+					t.Errorf("writer %d: %v", w, err)
+				}
+				answers <- res
+			})
+		}
+		wg.Wait()
+		close(answers)
+		firsts := 0
+		for res := range answers {
+			if res != nil && !res.Replaced {
+				firsts++
+			}
+		}
+		if firsts != 1 {
+			t.Fatalf("round %d: %d writers stored the source's first document; want 1 (the others replace it)", round, firsts)
+		}
+		if n := b.count(t, `SELECT count(*) FROM knowledge_documents d JOIN knowledge k ON k.org_id = d.org_id AND k.id = d.id
+			WHERE d.source = $1 AND d.live AND k.head_id IS NULL`, source); n != 1 {
+			t.Fatalf("round %d: %d live documents of the source with a current entry; want 1", round, n)
+		}
+	}
+}
+
+// A live document whose own entry a supersession took (a database from
+// before Supersede refused it) is ended by the next store of its source,
+// not superseded a second time (a second edge from it: a unique violation,
+// "already exists" naming nothing): concurrent writers all succeed, the
+// source has one live document with a current entry, the old entry keeps
+// its one successor and the sections it kept moved to the new document.
+func TestReplaceDocumentWhoseEntryWasSuperseded(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	in := domain.DocumentInput{Title: "Pump manual", Content: manual(3, same), Source: "docs/pumps.md"}
+	old := b.storeDoc(t, b.alice, in)
+	note := b.storeDoc(t, b.alice, domain.DocumentInput{Title: "Pumps, see the wiki", Content: "The wiki has it."})
+	if _, err := b.pool.Exec(b.ctx, `UPDATE knowledge SET superseded_by = $2, head_id = $2, superseded_at = now() WHERE org_id = $1 AND id = $3`,
+		b.org, note.ID, old.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.pool.Exec(b.ctx, `INSERT INTO knowledge_supersessions (org_id, old_id, new_id, agent_id) VALUES ($1, $2, $3, $4)`,
+		b.org, old.ID, note.ID, b.alice.AgentID); err != nil {
+		t.Fatal(err)
+	}
+	const writers = 4
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			v := in
+			switch w {
+			case 0: // the same arguments again
+			case 1: // a new title: a new document entry anyway
+				v.Title = "Pump manual, second edition"
+			default:
+				v.Content = manual(3, func(i int) string { return fmt.Sprintf("Writer %d, chapter %d.", w, i) })
+			}
+			if _, err := b.svc.StoreDocument(b.ctx, b.alice, v); err != nil {
+				t.Errorf("writer %d: %v", w, err)
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	if n := b.count(t, `SELECT count(*) FROM knowledge_documents d JOIN knowledge k ON k.org_id = d.org_id AND k.id = d.id
+		WHERE d.source = 'docs/pumps.md' AND d.live AND k.head_id IS NULL AND d.id <> $1`, old.ID); n != 1 {
+		t.Fatalf("%d live documents of the source with a current entry (other than the superseded one); want 1", n)
+	}
+	if n := b.count(t, `SELECT count(*) FROM knowledge_supersessions WHERE old_id = $1 AND new_id = $2`, old.ID, note.ID); n != 1 ||
+		b.count(t, `SELECT count(*) FROM knowledge_supersessions WHERE old_id = $1`, old.ID) != 1 {
+		t.Fatal("the superseded document entry lost its successor or gained another")
+	}
+	if n := b.count(t, `SELECT count(*) FROM knowledge_sections WHERE document_id = $1 AND ended_at IS NULL`, old.ID); n != 0 {
+		t.Fatalf("the ended document keeps %d current sections", n)
+	}
+}
+
 // The quota is checked for the whole document before anything is written,
 // and concurrent stores never pass it.
 func TestDocumentQuotaNeverExceeded(t *testing.T) {

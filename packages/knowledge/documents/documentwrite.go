@@ -135,11 +135,17 @@ func (t *docTx) run(ctx context.Context, tx pgx.Tx) error {
 			return err
 		}
 	}
-	if live != nil && bytes.Equal(live.ContentHash, t.p.argsHash) {
+	// A live document whose own entry is superseded (a database from
+	// before Supersede refused that, or an import of one: sections follow
+	// their document, docs/knowledge.md) is ended by this store, not kept
+	// or superseded again: its entry has a successor already, and a second
+	// one would be a second edge from it (knowledge_supersessions' key).
+	superseded := live != nil && live.HeadID != nil
+	if live != nil && !superseded && bytes.Equal(live.ContentHash, t.p.argsHash) {
 		return t.unchanged(ctx, live.ID, cur)
 	}
 	d := diffSections(cur, t.p.sections)
-	newDoc := live == nil || !bytes.Equal(live.EntryHash, t.p.entryHash)
+	newDoc := live == nil || superseded || !bytes.Equal(live.EntryHash, t.p.entryHash)
 	units := 0
 	if newDoc {
 		units++
@@ -307,7 +313,9 @@ func (t *docTx) link(ctx context.Context, live *sqlc.LiveDocumentBySourceRow, ne
 	}
 	if newDoc && live != nil {
 		prev := live.ID
-		olds, news = append(olds, prev), append(news, docID)
+		if live.HeadID == nil {
+			olds, news = append(olds, prev), append(news, docID)
+		}
 		t.res.PreviousID = &prev
 	}
 	if len(olds) > 0 {
