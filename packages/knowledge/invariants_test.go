@@ -92,6 +92,10 @@ func TestInvariantsUnderRandomInterleavings(t *testing.T) {
 			break
 		}
 		done++
+		if done%500 == 0 {
+			// A long run (KNOWLEDGE_INVARIANT_ROUNDS) says how far it is.
+			t.Logf("seed %d: %d rounds in %s, 0 violations", seed, done, time.Since(start).Round(time.Second))
+		}
 	}
 	if t.Failed() {
 		t.Logf("replay: KNOWLEDGE_INVARIANT_SEED=%d KNOWLEDGE_INVARIANT_ROUNDS=%d go test -run TestInvariantsUnderRandomInterleavings ./packages/knowledge", seed, done+1)
