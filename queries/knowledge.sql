@@ -13,8 +13,16 @@ SELECT k.id, k.title, k.body, k.tags, k.confidence, k.origin, k.source, k.kind, 
        k.created_at, k.updated_at,
        ARRAY(SELECT s.old_id FROM knowledge_supersessions s
              WHERE s.org_id = @org_id AND s.new_id = k.id
-             ORDER BY s.created_at, s.old_id)::uuid[] AS supersedes
+             ORDER BY s.created_at, s.old_id)::uuid[] AS supersedes,
+       c.state AS similar_state, c.checked_at AS similar_checked_at,
+       -- What the duplicate check finished after the store found, best
+       -- first, with the other entries' titles as they are now (queries/similar.sql).
+       (SELECT jsonb_agg(jsonb_build_object('id', x.similar_id, 'title', o.title, 'score', x.score)
+                         ORDER BY x.score DESC, x.similar_id)
+        FROM knowledge_similar x JOIN knowledge o ON o.org_id = x.org_id AND o.id = x.similar_id
+        WHERE x.org_id = @org_id AND x.entry_id = k.id) AS similar_found
 FROM knowledge k
+LEFT JOIN knowledge_similar_checks c ON c.org_id = k.org_id AND c.entry_id = k.id
 WHERE k.org_id = @org_id AND k.id = @id;
 
 -- name: EntryChain :many

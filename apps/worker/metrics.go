@@ -36,6 +36,8 @@ type metrics struct {
 
 	auditPruned prometheus.Counter
 
+	similarChecks *prometheus.CounterVec
+
 	switchBackfilled prometheus.Counter
 	switchCutOver    prometheus.Counter
 	switchLastPass   prometheus.Gauge
@@ -121,7 +123,19 @@ func newMetrics() *metrics {
 		Name: "knowledge_switch_passes_total", Help: "Backfill passes run by this worker, by result (ok, error).",
 	}, []string{"result"})
 	m.reg.MustRegister(m.switchBackfilled, m.switchCutOver, m.switchLastPass, m.switchPasses)
+	m.similarChecks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "knowledge_similar_checks_total",
+		Help: "Duplicate checks by meaning finished after embedding (stores that did not wait for the provider), by result: done (recorded), error (left pending for the sweep).",
+	}, []string{"result"})
+	m.reg.MustRegister(m.similarChecks)
 	return m
+}
+
+func (m *metrics) SimilarChecked(n int, err error) {
+	m.similarChecks.WithLabelValues("done").Add(float64(n))
+	if err != nil {
+		m.similarChecks.WithLabelValues("error").Inc()
+	}
 }
 
 func (m *metrics) SwitchPass(rep knowledge.BackfillReport, err error) {

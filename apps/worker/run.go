@@ -77,6 +77,9 @@ func parseConfig(e *appenv.Env) config {
 		// Checked against the database in run (checkTextSearchConfig).
 		TextSearchConfig:  knowledgeenv.TextSearchConfig(e),
 		VectorIndexMemory: knowledgeenv.VectorIndexMemory(e),
+		// The duplicate checks the worker finishes after embedding score
+		// as the MCP server's stores do.
+		VectorCalibration: knowledgeenv.VectorCalibration(e),
 	}
 	c.allowModelChange = knowledgeenv.AllowModelChange(e)
 	c.modelSwitch = switchConfig{

@@ -2,6 +2,7 @@ package knowledge
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -52,4 +53,20 @@ func (s *Service) LinkTask(ctx context.Context, c Caller, knowledgeID uuid.UUID,
 // kinds: see entries.Entries.TaskKnowledge.
 func (s *Service) TaskKnowledge(ctx context.Context, c Caller, taskID uuid.UUID, kind LinkKind) ([]TaskEntry, error) {
 	return s.entries.TaskKnowledge(s.scope(ctx, c.OrgID), c, taskID, kind)
+}
+
+// FinishSimilarChecks finishes the duplicate checks stores left to the
+// embeddings worker, for entries whose vectors (of this Service's
+// embedder: the worker's) are written, across orgs, and returns how many
+// it recorded: see entries.Entries.FinishSimilarChecks.
+func (s *Service) FinishSimilarChecks(ctx context.Context, jobs []SimilarCheckJob) (int, error) {
+	return s.entries.FinishSimilarChecks(ctx, jobs)
+}
+
+// PendingSimilarChecks returns, across orgs, up to max duplicate checks
+// still owed since before before whose entries' vectors of this Service's
+// embedder are written (the worker's sweep): see
+// entries.Entries.PendingSimilarChecks.
+func (s *Service) PendingSimilarChecks(ctx context.Context, before time.Time, max int) ([]SimilarCheckJob, error) {
+	return s.entries.PendingSimilarChecks(ctx, before, max)
 }

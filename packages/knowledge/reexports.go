@@ -68,6 +68,7 @@ const EmbeddingReady = domain.EmbeddingReady
 
 type Enqueuer = domain.Enqueuer
 type Entry = domain.Entry
+type EntrySimilar = domain.EntrySimilar
 
 var EstimateTokens = domain.EstimateTokens
 
@@ -80,6 +81,7 @@ type Hit = domain.Hit
 
 const HopDecay = domain.HopDecay
 const HopEdgesPerEntry = domain.HopEdgesPerEntry
+const IfSimilarReport = domain.IfSimilarReport
 const IfSimilarSkip = domain.IfSimilarSkip
 const IfSimilarStore = domain.IfSimilarStore
 const KindEpisodic = domain.KindEpisodic
@@ -153,6 +155,10 @@ type RelationsResult = domain.RelationsResult
 type SearchInput = domain.SearchInput
 type SearchResult = domain.SearchResult
 type Similar = domain.Similar
+type SimilarCheckJob = domain.SimilarCheckJob
+
+const SimilarDone = domain.SimilarDone
+const SimilarPending = domain.SimilarPending
 
 const SnippetChars = domain.SnippetChars
 const StateExpired = domain.StateExpired

@@ -49,9 +49,12 @@ type StoreInput struct {
 	TaskRef     *TaskRef
 	ClientToken *uuid.UUID // idempotence key
 	// IfSimilar says what to do when an existing entry looks like the
-	// same knowledge: IfSimilarStore (the default, also ""), or
-	// IfSimilarSkip: store nothing and answer that entry (entries/similar.go,
-	// SkipThreshold).
+	// same knowledge: IfSimilarStore (the default, also ""): store, with
+	// the check by words and by a vector already at hand, the check by
+	// meaning finished after the answer; IfSimilarReport: store, after the
+	// whole check (waiting for the provider within the embed budget); or
+	// IfSimilarSkip: the whole check first, and store nothing but answer
+	// that entry when one scores SkipThreshold (entries/similar.go).
 	IfSimilar string
 	// Source says where the knowledge came from (a URL, a path, a ticket
 	// id; at most MaxSourceChars); "" for none.
@@ -66,8 +69,9 @@ type StoreInput struct {
 
 // The values of StoreInput.IfSimilar.
 const (
-	IfSimilarStore = "store"
-	IfSimilarSkip  = "skip"
+	IfSimilarStore  = "store"
+	IfSimilarReport = "report"
+	IfSimilarSkip   = "skip"
 )
 
 // StoreResult is the answer of Store; a replay returns the first answer with
@@ -97,6 +101,11 @@ type StoreResult struct {
 	// unsupported width), SimilarCheckMeaning (the word check failed) or
 	// SimilarCheckNone (no check answered in time; similar is then []).
 	SimilarCheck string `json:"similarCheck"`
+	// SimilarPending: the check by meaning was left to the embeddings
+	// worker (the store did not wait for the provider: IfSimilarStore with
+	// no vector at hand, or the provider past its budget); it runs once the
+	// entry is embedded, and Entry.Similar (get_knowledge) shows it.
+	SimilarPending bool `json:"similarPending,omitempty"`
 	// Skipped: ifSimilar was skip and an existing entry scored at least
 	// SkipThreshold; nothing was stored, and the answer is that entry
 	// (ID, Title, ...), also listed first in Similar.
@@ -310,9 +319,43 @@ type Entry struct {
 	Document *DocumentInfo `json:"document,omitempty"`
 	Section  *DocumentRef  `json:"section,omitempty"`
 
+	// Similar is the duplicate check the embeddings worker finishes after
+	// the store's answer (StoreResult.SimilarPending): pending until the
+	// entry is embedded, then what it found. Absent when the store's
+	// answer held the whole check, or the entry had none.
+	Similar *EntrySimilar `json:"similar,omitempty"`
+
 	// Forgotten is set, and nothing else but ID and State, when the entry
 	// was forgotten: it then reads as its tombstone.
 	Forgotten *Tombstone `json:"-"`
+}
+
+// EntrySimilar is the duplicate check of an entry finished after its
+// store answered (entries/finish.go).
+type EntrySimilar struct {
+	// Check is SimilarPending or SimilarDone.
+	Check     string     `json:"check"`
+	CheckedAt *time.Time `json:"checkedAt,omitempty"`
+	// Entries are the org's entries the check found (by words and by
+	// meaning, as a store's similar list), best first, still existing, with
+	// their titles as they are now; empty while pending or when it found
+	// none.
+	Entries []Similar `json:"entries"`
+}
+
+// The states of EntrySimilar.Check.
+const (
+	SimilarPending = "pending"
+	SimilarDone    = "done"
+)
+
+// SimilarCheckJob is a duplicate check the embeddings worker finishes: an
+// entry whose vector (Vector: its first chunk's, of the worker's model) is
+// written, with its text (the check by words).
+type SimilarCheckJob struct {
+	OrgID, EntryID uuid.UUID
+	Title, Body    string
+	Vector         []float32
 }
 
 // MarshalJSON gives a forgotten entry as its tombstone, and every other

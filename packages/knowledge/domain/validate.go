@@ -46,9 +46,15 @@ type StoreArgs struct {
 	ExpiresAt   *time.Time   `json:"expiresAt,omitempty"`
 	TaskRef     *TaskRefArgs `json:"taskRef,omitempty"`
 	ClientToken *uuid.UUID   `json:"clientToken,omitempty"`
-	// IfSimilar is IfSimilarSkip or "" (store): the default leaves the
-	// idempotence fingerprint as it was before the argument existed.
+	// IfSimilar is IfSimilarSkip or "" (store or report): the default
+	// leaves the idempotence fingerprint as it was before the argument
+	// existed, and report stores what store stores (a retry may change
+	// its mind about waiting).
 	IfSimilar string `json:"ifSimilar,omitempty"`
+	// WaitSimilar: the store waits for the whole duplicate check,
+	// meaning included, before it answers (IfSimilarReport and
+	// IfSimilarSkip).
+	WaitSimilar bool `json:"-"`
 	// The entry fields (fields.go); empty ones are left out of the
 	// fingerprint, which stays as it was before they existed. Kind ""
 	// is DefaultKind; Metadata is compact JSON with sorted keys.
@@ -157,10 +163,12 @@ func ValidateStore(c Caller, in StoreInput, now time.Time) (*StoreArgs, error) {
 	}
 	switch in.IfSimilar {
 	case "", IfSimilarStore:
+	case IfSimilarReport:
+		a.WaitSimilar = true
 	case IfSimilarSkip:
-		a.IfSimilar = IfSimilarSkip
+		a.IfSimilar, a.WaitSimilar = IfSimilarSkip, true
 	default:
-		return nil, errs.InvalidArgument("ifSimilar", "must be %s or %s (got %q)", IfSimilarStore, IfSimilarSkip, ClipRunes(in.IfSimilar, 40))
+		return nil, errs.InvalidArgument("ifSimilar", "must be %s, %s or %s (got %q)", IfSimilarStore, IfSimilarReport, IfSimilarSkip, ClipRunes(in.IfSimilar, 40))
 	}
 	return a, nil
 }

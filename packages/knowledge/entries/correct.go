@@ -32,7 +32,7 @@ func (s *Entries) Correct(ctx context.Context, c domain.Caller, oldID uuid.UUID,
 	if err != nil {
 		return nil, InReplacement(err)
 	}
-	if a.IfSimilar != "" {
+	if a.IfSimilar != "" || a.WaitSimilar {
 		// No duplicate check: the replacement replaces oldId by definition.
 		return nil, InReplacement(errs.InvalidArgument("ifSimilar", "is not taken by a replacement (it replaces oldId whatever else looks like it)"))
 	}
@@ -58,7 +58,7 @@ func (s *Entries) Correct(ctx context.Context, c domain.Caller, oldID uuid.UUID,
 		if err := sqlc.New(tx).LockOrgSupersessions(ctx, c.OrgID.String()); err != nil {
 			return err
 		}
-		st, g, err := insertEntryTx(ctx, tx, c, a, simkeys.WordsOf(c.OrgID, a.Title, a.Body).Keys)
+		st, g, err := insertEntryTx(ctx, tx, c, a, simkeys.WordsOf(c.OrgID, a.Title, a.Body).Keys, false)
 		if err != nil {
 			return err
 		}

@@ -2,7 +2,9 @@ package entries
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -74,7 +76,28 @@ func (s *Entries) Get(ctx context.Context, c domain.Caller, id uuid.UUID) (_ *do
 	if row.EmbeddingError != nil {
 		e.EmbeddingError = *row.EmbeddingError
 	}
+	if e.Similar, err = entrySimilar(row.SimilarState, row.SimilarCheckedAt, row.SimilarFound); err != nil {
+		return nil, err
+	}
 	return e, nil
+}
+
+// entrySimilar is an entry's duplicate check finished after its store
+// (GetEntry's columns; finish.go), nil when it has none.
+func entrySimilar(state *string, at *time.Time, found []byte) (*domain.EntrySimilar, error) {
+	if state == nil {
+		return nil, nil
+	}
+	out := &domain.EntrySimilar{Check: *state, CheckedAt: at, Entries: []domain.Similar{}}
+	if len(found) > 0 {
+		if err := json.Unmarshal(found, &out.Entries); err != nil {
+			return nil, fmt.Errorf("similar entries: %w", err)
+		}
+		for i := range out.Entries {
+			out.Entries[i].Score = roundScore(out.Entries[i].Score) // stored as real
+		}
+	}
+	return out, nil
 }
 
 func (s *Entries) entryLinks(ctx context.Context, org, id uuid.UUID) ([]domain.TaskLink, error) {

@@ -159,6 +159,18 @@ func (b *bundle) store(t *testing.T, c domain.Caller, title, body string, tags .
 	return r.ID
 }
 
+// storeReported stores an entry with ifSimilar: report (its check by
+// meaning in the answer: with a provider, the entry is written with the
+// check's vector, ready at once) or fails the test.
+func (b *bundle) storeReported(t *testing.T, c domain.Caller, title, body string) uuid.UUID {
+	t.Helper()
+	r, err := b.svc.Store(b.ctx, c, domain.StoreInput{Title: title, Body: body, IfSimilar: domain.IfSimilarReport})
+	if err != nil {
+		t.Fatalf("store %q: %v", title, err)
+	}
+	return r.ID
+}
+
 // wantCode fails unless err is a *errs.Error with code and field.
 func wantCode(t *testing.T, err error, code errs.Code, field string) *errs.Error {
 	t.Helper()

@@ -69,10 +69,12 @@ const (
 	// SimilarCheckWordsMeaning: by words and by meaning (the new text's
 	// vector against the org's).
 	SimilarCheckWordsMeaning = "words+meaning"
-	// SimilarCheckWords: by words only: the new text had no vector in
-	// time (past the embed budget, the embedder failed or has an
-	// unsupported width), the vector statement failed, or the embedder is
-	// the in-process one (local), whose vectors are lexical.
+	// SimilarCheckWords: by words only: the new text had no vector (none
+	// at hand and the caller did not ask to wait for the provider: the
+	// worker finishes the check, StoreResult.SimilarPending; or past the
+	// embed budget, or the embedder failed or has an unsupported width),
+	// the vector statement failed, or the embedder is the in-process one
+	// (local), whose vectors are lexical.
 	SimilarCheckWords = "words"
 	// SimilarCheckMeaning: by meaning only (the word statement failed).
 	SimilarCheckMeaning = "meaning"
@@ -83,9 +85,9 @@ const (
 
 // similarBudget bounds each statement of the duplicate check (the words',
 // then the vectors'; Options.SimilarBudget replaces it for tests);
-// the new text's vector is waited for at most the embed budget
-// (search.Options.QueryEmbedBudget), beside the word statement. Past them the
-// store answers with what it has (and logs why).
+// the new text's vector, when the caller waits for it, is waited for at
+// most the embed budget (search.Options.QueryEmbedBudget), beside the word
+// statement. Past them the store answers with what it has (and logs why).
 const similarBudget = 250 * time.Millisecond
 
 // MeaningScore puts the cosine of two entries' vectors on the duplicate
@@ -120,6 +122,9 @@ type similarOutcome struct {
 	// is one chunk): the store then writes it as the entry's own.
 	vec   []float32
 	whole bool
+	// owed: the check by meaning applies but was not made (no vector, or
+	// its statement failed): the worker owes it once the entry is embedded.
+	owed bool
 }
 
 // best is the best listing, if any.
@@ -130,21 +135,61 @@ func (o similarOutcome) best() (domain.Similar, bool) {
 	return o.list[0], true
 }
 
+// meaningPlan is how the check by meaning of a new text goes, decided
+// before the store's insert: with which model (the one serving the org),
+// on what text, and with which vector, if one is at hand.
+type meaningPlan struct {
+	sv *search.Searcher
+	// off says why there is no check by meaning at all (the in-process
+	// embedder, an unsupported width); nil when there is one.
+	off   error
+	text  string
+	whole bool      // text is the whole entry (one chunk)
+	vec   []float32 // at hand in this process (search.NewTextVectorAtHand); nil: none
+}
+
+// owed says whether the check by meaning applies but has no vector yet.
+func (p meaningPlan) owed() bool { return p.off == nil && p.vec == nil }
+
+// planMeaning decides the check by meaning of a new entry of org. It does
+// no I/O but, with a model switch configured, the read of the org's model
+// (cached, search.Searcher.ServedBy).
+func (s *Entries) planMeaning(ctx context.Context, org uuid.UUID, title, body string) meaningPlan {
+	sv := s.opts.Search.ServedBy(ctx, org) // the next model's, if the org has cut over
+	p := meaningPlan{sv: sv}
+	e := sv.Embedder()
+	if _, ok := e.(embed.InProcess); ok {
+		p.off = errLexicalEmbedder
+		return p
+	}
+	if d := e.Dimensions(); d < embed.MinDimensions || d > embed.MaxDimensions {
+		p.off = fmt.Errorf("the embedder %q makes %d-dimensional vectors, outside %d to %d", e.Model(), d, embed.MinDimensions, embed.MaxDimensions)
+		return p
+	}
+	p.text, p.whole = s.newEntryText(sv, title, body)
+	p.vec, _ = sv.NewTextVectorAtHand(p.text)
+	return p
+}
+
 // similarAsync starts the duplicate check for a new entry of org and
 // returns the function that waits for its answer, leaving out the new
-// entry (id), which the check sees if the store committed first. A part
-// of the check that fails or runs out of budget is logged, never
-// returned, and the answer's check says what was left: a store does not
-// fail for want of advice.
-func (s *Entries) similarAsync(ctx context.Context, org uuid.UUID, title, body string, w simkeys.EntryWords) func(id uuid.UUID) similarOutcome {
+// entry (id), which the check sees if the store committed first, and
+// whether the check by meaning is owed to the worker as far as is known
+// now (without wait: no vector at hand). With wait the check asks the
+// provider for the new text's vector (within the embed budget) when none
+// is at hand; without, it never does. A part of the check that fails or
+// runs out of budget is logged, never returned, and the answer's check
+// says what was left: a store does not fail for want of advice.
+func (s *Entries) similarAsync(ctx context.Context, org uuid.UUID, title, body string, w simkeys.EntryWords, wait bool) (func(id uuid.UUID) similarOutcome, bool) {
 	if s.opts.SkipSimilar {
 		return func(uuid.UUID) similarOutcome {
 			return similarOutcome{list: []domain.Similar{}, check: SimilarCheckNone}
-		}
+		}, false
 	}
+	plan := s.planMeaning(ctx, org, title, body)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan similarOutcome, 1)
-	go func() { done <- s.similarCheck(ctx, org, title, body, w) }()
+	go func() { done <- s.similarCheck(ctx, org, title, body, w, plan, wait) }()
 	return func(id uuid.UUID) similarOutcome {
 		defer cancel()
 		out := <-done
@@ -154,28 +199,25 @@ func (s *Entries) similarAsync(ctx context.Context, org uuid.UUID, title, body s
 		}
 		out.list = append([]domain.Similar{}, list...)
 		return out
-	}
+	}, plan.owed()
 }
 
+// errLeftToWorker: no vector of the new text at hand, and the caller did
+// not ask to wait for the provider's: the embeddings worker checks by
+// meaning once it has embedded the entry (finish.go).
+var errLeftToWorker = errors.New("no vector at hand: the worker checks by meaning after embedding the entry")
+
 // similarCheck runs the duplicate check: the word statement while the new
-// text is embedded (by the model that serves the org), then the vector
-// statement, and merges their listings.
-func (s *Entries) similarCheck(ctx context.Context, org uuid.UUID, title, body string, w simkeys.EntryWords) similarOutcome {
-	sv := s.opts.Search.ServedBy(ctx, org) // the next model's, if the org has cut over
-	type embedded struct {
-		vec   []float32
-		whole bool
-		err   error
-	}
-	vch := make(chan embedded, 1)
+// text's vector is found (plan; with wait, from the provider if need be),
+// then the vector statement, and merges their listings.
+func (s *Entries) similarCheck(ctx context.Context, org uuid.UUID, title, body string, w simkeys.EntryWords, plan meaningPlan, wait bool) similarOutcome {
+	sv := plan.sv
+	vch := make(chan []float32, 1)
+	ech := make(chan error, 1)
 	go func() {
-		if _, ok := sv.Embedder().(embed.InProcess); ok {
-			vch <- embedded{err: errLexicalEmbedder}
-			return
-		}
-		text, whole := s.newEntryText(sv, title, body)
-		v, err := newTextVector(ctx, sv, text)
-		vch <- embedded{v, whole, err}
+		v, err := meaningVector(ctx, plan, wait)
+		vch <- v
+		ech <- err
 	}()
 	wctx, wcancel := context.WithTimeout(ctx, s.opts.SimilarBudget)
 	byWords, werr := s.similarWith(wctx, org, title, body, w, nil)
@@ -183,18 +225,18 @@ func (s *Entries) similarCheck(ctx context.Context, org uuid.UUID, title, body s
 	if werr != nil {
 		s.log().Warn("knowledge: duplicate check by words failed", "org", org, "err", werr)
 	}
-	e := <-vch
+	vec, verr := <-vch, <-ech
 	var byMeaning []domain.Similar
-	merr := e.err
+	merr := verr
 	if merr == nil {
 		mctx, mcancel := context.WithTimeout(ctx, s.opts.SimilarBudget)
-		byMeaning, merr = similarByVector(mctx, sv, org, e.vec)
+		byMeaning, merr = similarByVector(mctx, sv, org, vec)
 		mcancel()
 	}
-	if merr != nil && !errors.Is(merr, errLexicalEmbedder) {
+	if merr != nil && !errors.Is(merr, errLexicalEmbedder) && !errors.Is(merr, errLeftToWorker) {
 		s.log().Warn("knowledge: duplicate check by meaning left out", "org", org, "model", sv.Embedder().Model(), "err", merr)
 	}
-	out := similarOutcome{list: mergeSimilar(byWords, byMeaning)}
+	out := similarOutcome{list: mergeSimilar(byWords, byMeaning), owed: plan.off == nil && merr != nil}
 	switch {
 	case werr == nil && merr == nil:
 		out.check = SimilarCheckWordsMeaning
@@ -205,10 +247,27 @@ func (s *Entries) similarCheck(ctx context.Context, org uuid.UUID, title, body s
 	default:
 		out.check = SimilarCheckNone
 	}
-	if e.err == nil && sv == s.opts.Search {
-		out.vec, out.whole = e.vec, e.whole
+	if verr == nil && sv == s.opts.Search {
+		out.vec, out.whole = vec, plan.whole
 	}
 	return out
+}
+
+// meaningVector is the new text's vector for the check by meaning, or why
+// there is none: the one at hand; else, with wait, the provider's (the
+// query vector's rules and budget: search's queryvec.go); else none
+// (errLeftToWorker).
+func meaningVector(ctx context.Context, p meaningPlan, wait bool) ([]float32, error) {
+	switch {
+	case p.off != nil:
+		return nil, p.off
+	case p.vec != nil:
+		return p.vec, nil
+	case wait:
+		return p.sv.EmbedNewText(ctx, p.text)
+	default:
+		return nil, errLeftToWorker
+	}
 }
 
 // errLexicalEmbedder: the in-process embedder (local) hashes character
@@ -231,17 +290,6 @@ func (s *Entries) newEntryText(sv *search.Searcher, title, body string) (string,
 	rs := []rune(body)
 	spans := outbox.Chunks(title, rs, o)
 	return domain.ClipRunes(outbox.ChunkText(title, rs, spans[0]), outbox.DefaultMaxInputChars), len(spans) == 1
-}
-
-// newTextVector embeds a new entry's text for the duplicate check (the
-// query vector's rules: search's queryvec.go) by sv's embedder, or says
-// why it could not.
-func newTextVector(ctx context.Context, sv *search.Searcher, text string) ([]float32, error) {
-	e := sv.Embedder()
-	if d := e.Dimensions(); d < embed.MinDimensions || d > embed.MaxDimensions {
-		return nil, fmt.Errorf("the embedder %q makes %d-dimensional vectors, outside %d to %d", e.Model(), d, embed.MinDimensions, embed.MaxDimensions)
-	}
-	return sv.EmbedNewText(ctx, text)
 }
 
 // similarByVector lists the org's head, unexpired entries nearest to vec

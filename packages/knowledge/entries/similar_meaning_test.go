@@ -4,6 +4,7 @@ import (
 	"context"
 	"hash/fnv"
 	"math"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -120,18 +121,18 @@ func pastBudget(t *testing.T, b *bundle, e *conceptEmbedder) *facade {
 		Searcher: search.Options{Embedder: e, QueryEmbedBudget: 20 * time.Millisecond, EmbedTimeout: inTime}})
 }
 
-// A paraphrase in other words is listed by meaning; the stored entry got
-// the vector its check made (ready at once), so the worker has nothing
-// left to embed.
+// With ifSimilar: report a paraphrase in other words is listed by meaning
+// in the answer; the stored entry got the vector its check made (ready at
+// once), so the worker has nothing left to embed, and nothing is owed.
 func TestSimilarByMeaning(t *testing.T) {
 	t.Parallel()
 	e := &conceptEmbedder{}
 	b := setup(t, withConcepts(e))
-	first, err := b.svc.Store(b.ctx, b.alice, domain.StoreInput{Title: escalationTitle, Body: escalationBody})
+	first, err := b.svc.Store(b.ctx, b.alice, domain.StoreInput{Title: escalationTitle, Body: escalationBody, IfSimilar: domain.IfSimilarReport})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if first.EmbeddingStatus != "ready" || first.SimilarCheck != entries.SimilarCheckWordsMeaning || len(first.Similar) != 0 {
+	if first.EmbeddingStatus != "ready" || first.SimilarCheck != entries.SimilarCheckWordsMeaning || len(first.Similar) != 0 || first.SimilarPending {
 		t.Fatalf("first store: %+v", first)
 	}
 	if n := b.count(t, "SELECT count(*) FROM knowledge WHERE id = $1 AND embedding_status = 'ready' AND embedding_model = 'fake-concepts' AND vector_dims(embedding) = $2", first.ID, conceptDims); n != 1 {
@@ -154,23 +155,114 @@ func TestSimilarByMeaning(t *testing.T) {
 	if j := entries.SimilarScore(escalationTitle, escalationBody, pageTitle, pageBody); j >= entries.SimilarThreshold {
 		t.Fatalf("the pair shares too many words for this test: %.2f", j)
 	}
-	r, err := b.svc.Store(b.ctx, b.bob, domain.StoreInput{Title: pageTitle, Body: pageBody})
+	r, err := b.svc.Store(b.ctx, b.bob, domain.StoreInput{Title: pageTitle, Body: pageBody, IfSimilar: domain.IfSimilarReport})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.SimilarCheck != entries.SimilarCheckWordsMeaning || len(r.Similar) != 1 || r.Similar[0].ID != first.ID ||
-		r.Similar[0].Score < entries.SimilarThreshold || r.Similar[0].Title != escalationTitle {
+		r.Similar[0].Score < entries.SimilarThreshold || r.Similar[0].Title != escalationTitle || r.SimilarPending {
 		t.Fatalf("paraphrase: %+v", r)
 	}
+	if g, err := b.svc.Get(b.ctx, b.bob, r.ID); err != nil || g.Similar != nil {
+		t.Fatalf("an entry whose store answered the whole check shows one owed: %+v, %v", g, err)
+	}
 	// Unrelated text is not listed, by either measure.
-	r, err = b.svc.Store(b.ctx, b.bob, domain.StoreInput{Title: "Go build cache", Body: "The CI runners clean the Go build cache nightly."})
+	r, err = b.svc.Store(b.ctx, b.bob, domain.StoreInput{Title: "Go build cache", Body: "The CI runners clean the Go build cache nightly.", IfSimilar: domain.IfSimilarReport})
 	if err != nil || len(r.Similar) != 0 {
 		t.Fatalf("unrelated: %+v, %v", r, err)
 	}
 	// The other org's paraphrase lists nothing of this org.
-	r, err = b.svc.Store(b.ctx, b.eve, domain.StoreInput{Title: pageTitle, Body: pageBody})
+	r, err = b.svc.Store(b.ctx, b.eve, domain.StoreInput{Title: pageTitle, Body: pageBody, IfSimilar: domain.IfSimilarReport})
 	if err != nil || len(r.Similar) != 0 || r.SimilarCheck != entries.SimilarCheckWordsMeaning {
 		t.Fatalf("other org: %+v, %v", r, err)
+	}
+	// The same text again, without asking: its vector is at hand in this
+	// process (the report above made it), so the check is by meaning too,
+	// and nothing is left to the worker.
+	calls = e.calls.Load()
+	r, err = b.svc.Store(b.ctx, b.eve, domain.StoreInput{Title: pageTitle, Body: pageBody})
+	if err != nil || r.SimilarCheck != entries.SimilarCheckWordsMeaning || r.SimilarPending || e.calls.Load() != calls {
+		t.Fatalf("a vector at hand: %+v, %v (provider calls %d -> %d)", r, err, calls, e.calls.Load())
+	}
+}
+
+// By default a store never calls the provider: with none of its vector at
+// hand (the provider hanging here), it answers the check by words, says
+// the check by meaning is pending, and enqueues the entry. get_knowledge
+// shows the check pending; once the worker has embedded the entry it has
+// run the check by meaning and recorded it: the paraphrase, listed on
+// get_knowledge. The entry listed is then erased: it leaves the listing.
+func TestStoreLeavesTheMeaningToTheWorker(t *testing.T) {
+	t.Parallel()
+	e := &conceptEmbedder{}
+	b := setup(t, withConcepts(e))
+	first, err := b.svc.Store(b.ctx, b.alice, domain.StoreInput{Title: escalationTitle, Body: escalationBody, IfSimilar: domain.IfSimilarReport})
+	if err != nil || first.EmbeddingStatus != "ready" {
+		t.Fatalf("first: %+v, %v", first, err)
+	}
+	e.holdCalls(t) // hangs until the test ends: a store that called it would not answer
+	calls := e.calls.Load()
+	r, err := b.svc.Store(b.ctx, b.bob, domain.StoreInput{Title: pageTitle, Body: pageBody})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.calls.Load() != calls {
+		t.Fatalf("the store called the provider (%d calls)", e.calls.Load()-calls)
+	}
+	if r.SimilarCheck != entries.SimilarCheckWords || !r.SimilarPending || len(r.Similar) != 0 || r.EmbeddingStatus != "pending" {
+		t.Fatalf("store: %+v", r)
+	}
+	if jobs := b.enq.all(); len(jobs) != 1 || jobs[0].EntryID != r.ID {
+		t.Fatalf("enqueued: %+v", jobs)
+	}
+	g, err := b.svc.Get(b.ctx, b.bob, r.ID)
+	if err != nil || g.Similar == nil || g.Similar.Check != domain.SimilarPending || g.Similar.CheckedAt != nil || len(g.Similar.Entries) != 0 {
+		t.Fatalf("get before the worker: %+v, %v", g.Similar, err)
+	}
+	// Another org reads neither the entry nor its check.
+	if _, err := b.svc.Get(b.ctx, b.eve, r.ID); err == nil {
+		t.Fatal("another org read the entry")
+	}
+
+	// The worker, with a provider that answers (the same vectors).
+	h := jobs.NewEmbedHandler(b.pool, &conceptEmbedder{}, jobs.HandlerOptions{})
+	if err := h.Process(b.ctx, b.enq.all()); err != nil {
+		t.Fatal(err)
+	}
+	g, err = b.svc.Get(b.ctx, b.bob, r.ID)
+	if err != nil || g.EmbeddingStatus != "ready" || g.Similar == nil || g.Similar.Check != domain.SimilarDone || g.Similar.CheckedAt == nil ||
+		len(g.Similar.Entries) != 1 || g.Similar.Entries[0].ID != first.ID || g.Similar.Entries[0].Title != escalationTitle ||
+		g.Similar.Entries[0].Score < entries.SimilarThreshold {
+		t.Fatalf("get after the worker: %+v %+v, %v", g, g.Similar, err)
+	}
+	// Done once: the job again records nothing new.
+	if err := h.Process(b.ctx, []domain.EmbeddingJob{{OrgID: b.org, EntryID: r.ID, Generation: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.count(t, "SELECT count(*) FROM knowledge_similar WHERE entry_id = $1", r.ID); n != 1 {
+		t.Fatalf("%d listings recorded", n)
+	}
+	// The entry it lists is erased (the cascade from its row; forget and
+	// purge delete the row so: packages/knowledge's tests): it leaves the
+	// listing, the check stays done.
+	erase := func(id uuid.UUID) {
+		t.Helper()
+		if _, err := b.pool.Exec(b.ctx, "DELETE FROM knowledge_index_queue WHERE entry_id = $1", id); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.pool.Exec(b.ctx, "DELETE FROM knowledge WHERE id = $1", id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	erase(first.ID)
+	g, err = b.svc.Get(b.ctx, b.bob, r.ID)
+	if err != nil || g.Similar == nil || g.Similar.Check != domain.SimilarDone || len(g.Similar.Entries) != 0 {
+		t.Fatalf("get after the listed entry's erasure: %+v, %v", g.Similar, err)
+	}
+	// Erasing the entry itself erases its check.
+	erase(r.ID)
+	if n := b.count(t, "SELECT (SELECT count(*) FROM knowledge_similar_checks) + (SELECT count(*) FROM knowledge_similar)"); n != 0 {
+		t.Fatalf("%d rows of erased entries' checks left", n)
 	}
 }
 
@@ -188,28 +280,30 @@ func TestMeaningScore(t *testing.T) {
 	}
 }
 
-// Past the embed budget the check is by words only, and the answer says
-// so: an exact copy is still listed, a paraphrase is not; the entry waits
-// for the worker as before. The store answers without waiting for the
-// provider: its call is still held when the store has answered.
+// A store that asks for the check by meaning (ifSimilar: report) waits
+// for the provider at most the embed budget: past it the check is by
+// words only, and the answer says so and that the meaning is pending: an
+// exact copy is still listed, a paraphrase is not; the entry waits for
+// the worker as before. The store answers without waiting for the
+// provider's answer: its call is still held when the store has answered.
 func TestSimilarPastBudgetIsByWords(t *testing.T) {
 	t.Parallel()
 	e := &conceptEmbedder{}
 	b := setup(t, withConcepts(e))
-	first := b.store(t, b.alice, escalationTitle, escalationBody) // with its vector
+	first := b.storeReported(t, b.alice, escalationTitle, escalationBody) // with its vector
 	slow := pastBudget(t, b, e)
 	answered := e.answered.Load()
-	r, err := slow.Store(b.ctx, b.bob, domain.StoreInput{Title: pageTitle, Body: pageBody})
+	r, err := slow.Store(b.ctx, b.bob, domain.StoreInput{Title: pageTitle, Body: pageBody, IfSimilar: domain.IfSimilarReport})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.SimilarCheck != entries.SimilarCheckWords || len(r.Similar) != 0 || r.EmbeddingStatus != "pending" {
+	if r.SimilarCheck != entries.SimilarCheckWords || len(r.Similar) != 0 || r.EmbeddingStatus != "pending" || !r.SimilarPending {
 		t.Fatalf("paraphrase past the budget: %+v", r)
 	}
 	if e.answered.Load() != answered {
 		t.Fatal("the store waited for the provider's answer")
 	}
-	r, err = slow.Store(b.ctx, b.bob, domain.StoreInput{Title: escalationTitle, Body: escalationBody})
+	r, err = slow.Store(b.ctx, b.bob, domain.StoreInput{Title: escalationTitle, Body: escalationBody, IfSimilar: domain.IfSimilarReport})
 	if err != nil || r.SimilarCheck != entries.SimilarCheckWords || len(r.Similar) != 1 || r.Similar[0].ID != first {
 		t.Fatalf("copy past the budget: %+v, %v", r, err)
 	}
@@ -226,7 +320,7 @@ func TestSimilarPastItsStatementBudgetStoresUnchecked(t *testing.T) {
 	t.Parallel()
 	e := &conceptEmbedder{}
 	b := setup(t, withConcepts(e), func(o *testOptions) { o.SimilarBudget = time.Nanosecond })
-	first := b.store(t, b.alice, escalationTitle, escalationBody)
+	first := b.storeReported(t, b.alice, escalationTitle, escalationBody)
 	r, err := b.svc.Store(b.ctx, b.bob, domain.StoreInput{Title: escalationTitle, Body: escalationBody})
 	if err != nil {
 		t.Fatal(err)
@@ -246,8 +340,8 @@ func TestIfSimilarSkip(t *testing.T) {
 	t.Parallel()
 	e := &conceptEmbedder{}
 	b := setup(t, withConcepts(e))
-	first := b.store(t, b.alice, escalationTitle, escalationBody)
-	b.setQuota(t, b.org, int64(b.quotaUsed(t, b.org))) // at its limit
+	first := b.storeReported(t, b.alice, escalationTitle, escalationBody) // with its vector
+	b.setQuota(t, b.org, int64(b.quotaUsed(t, b.org)))                    // at its limit
 	rows := b.entries(t)
 	var ids []uuid.UUID
 	for range 2 {
@@ -273,11 +367,30 @@ func TestIfSimilarSkip(t *testing.T) {
 	if err != nil || r.Skipped || r.ID == first || len(r.Similar) != 0 {
 		t.Fatalf("other org: %+v, %v", r, err)
 	}
-	// The default (and "store") stores the paraphrase and lists the entry.
+	// "store" stores the paraphrase and lists the entry: the skip's check
+	// left the paraphrase's vector at hand in this process.
 	b.setQuota(t, b.org, 100)
 	r, err = b.svc.Store(b.ctx, b.bob, domain.StoreInput{Title: pageTitle, Body: pageBody, IfSimilar: domain.IfSimilarStore})
 	if err != nil || r.Skipped || r.ID == first || len(r.Similar) != 1 || r.Similar[0].ID != first {
 		t.Fatalf("store: %+v, %v", r, err)
+	}
+}
+
+// ifSimilar: skip waits for the provider when the new text's vector is not
+// at hand, and refuses a duplicate by meaning: a paraphrase with no word
+// evidence, its vector never made before.
+func TestIfSimilarSkipWaitsForTheMeaning(t *testing.T) {
+	t.Parallel()
+	e := &conceptEmbedder{}
+	b := setup(t, withConcepts(e))
+	first := b.storeReported(t, b.alice, escalationTitle, escalationBody)
+	calls := e.calls.Load()
+	r, err := b.svc.Store(b.ctx, b.bob, domain.StoreInput{Title: pageTitle + " (again)", Body: pageBody, IfSimilar: domain.IfSimilarSkip})
+	if err != nil || !r.Skipped || r.ID != first || r.SimilarCheck != entries.SimilarCheckWordsMeaning || r.SimilarPending {
+		t.Fatalf("skip: %+v, %v", r, err)
+	}
+	if e.calls.Load() != calls+1 {
+		t.Fatalf("%d provider calls; want the skip's one", e.calls.Load()-calls)
 	}
 }
 
@@ -307,14 +420,18 @@ func TestIfSimilarBadValue(t *testing.T) {
 	b := setup(t)
 	_, err := b.svc.Store(b.ctx, b.alice, domain.StoreInput{Title: "t", Body: "b", IfSimilar: "merge"})
 	e := wantCode(t, err, errs.CodeInvalidArgument, "ifSimilar")
-	if !strings.Contains(e.Message, "store") || !strings.Contains(e.Message, "skip") || !strings.Contains(e.Message, "merge") {
-		t.Fatalf("message: %q", e.Message)
+	for _, w := range []string{"store", "report", "skip", "merge"} {
+		if !strings.Contains(e.Message, w) {
+			t.Fatalf("message lacks %q: %q", w, e.Message)
+		}
 	}
 	if b.entries(t) != 0 || b.quotaUsed(t, b.org) != 0 {
 		t.Fatal("a refused store stored something")
 	}
-	_, err = b.svc.Correct(b.ctx, b.alice, uuid.New(), domain.StoreInput{Title: "t", Body: "b", IfSimilar: domain.IfSimilarSkip})
-	wantCode(t, err, errs.CodeInvalidArgument, "replacement.ifSimilar")
+	for _, v := range []string{domain.IfSimilarSkip, domain.IfSimilarReport} {
+		_, err = b.svc.Correct(b.ctx, b.alice, uuid.New(), domain.StoreInput{Title: "t", Body: "b", IfSimilar: v})
+		wantCode(t, err, errs.CodeInvalidArgument, "replacement.ifSimilar")
+	}
 }
 
 // The in-process (local) embedder's vectors hash character trigrams: the
@@ -323,8 +440,14 @@ func TestSimilarWithLocalEmbedderIsByWords(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	first := b.store(t, b.alice, escalationTitle, escalationBody)
-	r, err := b.svc.Store(b.ctx, b.bob, domain.StoreInput{Title: escalationTitle, Body: escalationBody})
-	if err != nil || r.SimilarCheck != entries.SimilarCheckWords || len(r.Similar) != 1 || r.Similar[0].ID != first || r.EmbeddingStatus != "pending" {
-		t.Fatalf("%+v, %v", r, err)
+	for _, v := range []string{domain.IfSimilarStore, domain.IfSimilarReport} {
+		r, err := b.svc.Store(b.ctx, b.bob, domain.StoreInput{Title: escalationTitle, Body: escalationBody, IfSimilar: v})
+		listed := slices.ContainsFunc(r.Similar, func(x domain.Similar) bool { return x.ID == first })
+		if err != nil || r.SimilarCheck != entries.SimilarCheckWords || !listed || r.EmbeddingStatus != "pending" || r.SimilarPending {
+			t.Fatalf("%s: %+v, %v", v, r, err)
+		}
+	}
+	if n := b.count(t, "SELECT count(*) FROM knowledge_similar_checks"); n != 0 {
+		t.Fatalf("%d checks owed with an embedder whose check is by words", n)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -57,25 +58,29 @@ func (s *Entries) store(ctx context.Context, c domain.Caller, a *domain.StoreArg
 	// The duplicate check runs meanwhile on another connection: it reads
 	// only committed entries, so it never sees the one being stored, and
 	// the store waits for it only as long as the insert takes or the
-	// check's budgets, whichever is longer. With ifSimilar: skip the store
-	// waits for it first: a close enough entry is the answer, and nothing
-	// is stored (no quota unit, no insert).
+	// check's budgets, whichever is longer. By default the check by
+	// meaning uses only a vector already at hand: without one, it is owed
+	// to the worker, recorded in the insert's transaction, and the store
+	// never waits for the provider. With ifSimilar: report or skip the
+	// store waits for the whole check first (the provider within the
+	// embed budget); with skip, a close enough entry is the answer, and
+	// nothing is stored (no quota unit, no insert).
 	words := simkeys.WordsOf(c.OrgID, a.Title, a.Body)
-	similar := s.similarAsync(ctx, c.OrgID, a.Title, a.Body, words)
-	if a.IfSimilar == domain.IfSimilarSkip {
+	similar, owed := s.similarAsync(ctx, c.OrgID, a.Title, a.Body, words, a.WaitSimilar)
+	if a.WaitSimilar {
 		out := similar(uuid.Nil)
-		if best, ok := out.best(); ok && best.Score >= SkipThreshold {
+		if best, ok := out.best(); ok && a.IfSimilar == domain.IfSimilarSkip && best.Score >= SkipThreshold {
 			res, err := s.skipped(ctx, c, best.ID, out)
 			if err == nil || !errors.Is(err, pgx.ErrNoRows) {
 				return res, err
 			}
 			// Forgotten since the check: store after all.
 		}
-		similar = func(uuid.UUID) similarOutcome { return out }
+		similar, owed = func(uuid.UUID) similarOutcome { return out }, out.owed
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
-		res, gen, err = insertEntryTx(ctx, tx, c, a, words.Keys)
+		res, gen, err = insertEntryTx(ctx, tx, c, a, words.Keys, owed)
 		return err
 	})
 	if errors.Is(err, ErrTokenTaken) {
@@ -87,12 +92,29 @@ func (s *Entries) store(ctx context.Context, c domain.Caller, a *domain.StoreArg
 	out := similar(res.ID)
 	res.Similar = slices.DeleteFunc(out.list, func(x domain.Similar) bool { return x.ID == res.ID })
 	res.SimilarCheck = out.check
+	res.SimilarPending = owed
+	if out.owed && !owed {
+		// The vector at hand was there, its statement failed: owed after all.
+		res.SimilarPending = s.oweSimilar(ctx, c.OrgID, res.ID, res.CreatedAt)
+	}
 	if s.reuseVector(ctx, c.OrgID, res.ID, gen, out) {
 		res.EmbeddingStatus = "ready"
-		return res, nil // nothing left for the worker
+		return res, nil // nothing left for the worker (but a check owed: its sweep)
 	}
 	s.Enqueue(ctx, domain.EmbeddingJob{OrgID: c.OrgID, EntryID: res.ID, Generation: gen})
 	return res, nil
+}
+
+// oweSimilar records, after the store's commit, that the check by meaning
+// of entry id is owed to the worker, and says whether it could (a failure
+// is logged: the answer then says nothing is pending).
+func (s *Entries) oweSimilar(ctx context.Context, org, id uuid.UUID, at time.Time) bool {
+	err := s.q.InsertSimilarCheck(ctx, sqlc.InsertSimilarCheckParams{OrgID: org, EntryID: id, RequestedAt: at})
+	if err != nil {
+		s.log().Warn("knowledge: recording the duplicate check owed to the worker failed", "org", org, "entry", id, "err", err)
+		return false
+	}
+	return true
 }
 
 // skipped is the answer of a store with ifSimilar: skip that found entry
@@ -144,10 +166,11 @@ func (s *Entries) reuseVector(ctx context.Context, org, id uuid.UUID, gen int32,
 }
 
 // insertEntryTx is the store inside a transaction: a unit of the org's
-// quota, the entry (with its duplicate-check keys, wordsOf), its task edge.
+// quota, the entry (with its duplicate-check keys, wordsOf), its task edge,
+// and, when owed, the check by meaning the worker owes it (finish.go).
 // ErrTokenTaken: the client token already made an entry (the caller rolls
 // back and replays).
-func insertEntryTx(ctx context.Context, tx pgx.Tx, c domain.Caller, a *domain.StoreArgs, keys []int64) (*domain.StoreResult, int32, error) {
+func insertEntryTx(ctx context.Context, tx pgx.Tx, c domain.Caller, a *domain.StoreArgs, keys []int64, owed bool) (*domain.StoreResult, int32, error) {
 	if err := tenancy.ConsumeQuota(ctx, tx, c.OrgID, tenancy.ResourceKnowledgeStored); err != nil {
 		return nil, 0, err
 	}
@@ -180,6 +203,11 @@ func insertEntryTx(ctx context.Context, tx pgx.Tx, c domain.Caller, a *domain.St
 			return nil, 0, err
 		}
 		res.TaskLink = &domain.TaskLink{TaskID: l.TaskID, KnowledgeID: l.KnowledgeID, Kind: domain.LinkKind(l.Kind), CreatedAt: l.CreatedAt}
+	}
+	if owed {
+		if err := q.InsertSimilarCheck(ctx, sqlc.InsertSimilarCheckParams{OrgID: c.OrgID, EntryID: row.ID, RequestedAt: row.CreatedAt}); err != nil {
+			return nil, 0, err
+		}
 	}
 	return res, row.EmbeddingGeneration, nil
 }

@@ -16,6 +16,9 @@ type BatchResult struct {
 	Ready  int `json:"ready"`            // vectors written
 	Failed int `json:"failed,omitempty"` // entries marked failed (refused by the provider)
 	Stale  int `json:"stale,omitempty"`  // jobs with nothing to do: entry gone, done, or re-requested meanwhile
+	// Similar counts the duplicate checks finished after embedding (the
+	// checks by meaning stores left to the worker).
+	Similar int `json:"similar,omitempty"`
 }
 
 // FormatPayload summarises a task payload on one line for the dashboard
@@ -111,6 +114,9 @@ func FormatResult(taskType string, result []byte) string {
 			}
 			if r.Stale > 0 {
 				s += fmt.Sprintf(", %d stale (nothing to do)", r.Stale)
+			}
+			if r.Similar > 0 {
+				s += fmt.Sprintf(", %d duplicate check%s done", r.Similar, plural(r.Similar, "", "s"))
 			}
 			return s
 		}

@@ -23,9 +23,15 @@ type HandlerOptions struct {
 	MaxInputChars int
 	// Chunk says how long bodies are cut into chunks, each embedded
 	// (knowledge.Chunks). Default knowledge.ChunkOptionsFor(the model).
-	Chunk    knowledge.ChunkOptions
-	Observer Observer     // default NopObserver
-	Logger   *slog.Logger // default slog.Default()
+	Chunk knowledge.ChunkOptions
+	// TextSearchConfig and VectorCalibration are the MCP server's (its
+	// knowledge.Config): the duplicate checks the handler finishes after
+	// embedding (finishSimilar) analyse and score as the store's do.
+	// Default: knowledge.Config's.
+	TextSearchConfig  string
+	VectorCalibration *knowledge.VectorCalibration
+	Observer          Observer     // default NopObserver
+	Logger            *slog.Logger // default slog.Default()
 }
 
 // EmbedHandler handles entry and batch tasks: it embeds the entries that
@@ -33,6 +39,9 @@ type HandlerOptions struct {
 type EmbedHandler struct {
 	outbox *knowledge.Outbox
 	emb    embed.Embedder
+	// checks finishes the duplicate checks stores left to the worker; nil
+	// with an in-process embedder, with which no store leaves one.
+	checks *knowledge.Service
 	opts   HandlerOptions
 }
 
@@ -50,7 +59,19 @@ func NewEmbedHandler(pool *pgxpool.Pool, emb embed.Embedder, opts HandlerOptions
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &EmbedHandler{outbox: knowledge.NewOutbox(pool), emb: emb, opts: opts}
+	h := &EmbedHandler{outbox: knowledge.NewOutbox(pool), emb: emb, opts: opts}
+	if _, in := emb.(embed.InProcess); !in {
+		h.checks = NewSimilarChecks(pool, emb, opts.TextSearchConfig, opts.VectorCalibration, opts.Logger)
+	}
+	return h
+}
+
+// NewSimilarChecks is the Service that finishes the duplicate checks
+// stores left to the worker (knowledge.Service.FinishSimilarChecks), with
+// emb's vectors, analysing and scoring as the MCP server does.
+func NewSimilarChecks(pool *pgxpool.Pool, emb embed.Embedder, tsConfig string, cal *knowledge.VectorCalibration, log *slog.Logger) *knowledge.Service {
+	return knowledge.New(pool, knowledge.Options{Embedder: emb, Logger: log,
+		Config: knowledge.Config{TextSearchConfig: tsConfig, VectorCalibration: cal}})
 }
 
 // ProcessTask implements asynq.Handler.
@@ -106,7 +127,11 @@ func (h *EmbedHandler) process(ctx context.Context, jobs []knowledge.EmbeddingJo
 	}
 	vecs, err := h.embed(ctx, rows)
 	if err == nil {
-		return h.writeReady(ctx, rows, vecs, out)
+		if err := h.writeReady(ctx, rows, vecs, out); err != nil {
+			return err
+		}
+		h.finishSimilar(ctx, rows, vecs, out)
+		return nil
 	}
 	if errors.Is(err, embed.ErrPermanent) {
 		if len(rows) == 1 {
@@ -144,6 +169,7 @@ func (h *EmbedHandler) isolate(ctx context.Context, rows []knowledge.PendingEntr
 			if err := h.writeReady(ctx, one, vecs, out); err != nil {
 				return err
 			}
+			h.finishSimilar(ctx, one, vecs, out)
 		case errors.Is(err, embed.ErrPermanent):
 			refused++
 			if ferr := h.markFailed(ctx, one, err, out); ferr != nil {
@@ -220,4 +246,29 @@ func (h *EmbedHandler) writeReady(ctx context.Context, rows []knowledge.PendingE
 		out.Stale += res.Stale
 	}
 	return err
+}
+
+// finishSimilar finishes the duplicate checks that stores of rows left to
+// the worker (StoreResult.SimilarPending), now that their vectors are
+// written: each entry's first vector against the org's
+// (knowledge.Service.FinishSimilarChecks). A check that fails is logged
+// and stays pending for the worker's sweep (Worker.similarPass): the
+// vectors are written, the task succeeded.
+func (h *EmbedHandler) finishSimilar(ctx context.Context, rows []knowledge.PendingEntry, vecs []knowledge.EntryVectors, out *BatchResult) {
+	if h.checks == nil {
+		return
+	}
+	jobs := make([]knowledge.SimilarCheckJob, 0, len(rows))
+	for i, r := range rows {
+		if len(vecs[i].Vecs) == 0 {
+			continue
+		}
+		jobs = append(jobs, knowledge.SimilarCheckJob{OrgID: r.Job.OrgID, EntryID: r.Job.EntryID, Title: r.Title, Body: r.Body, Vector: vecs[i].Vecs[0]})
+	}
+	n, err := h.checks.FinishSimilarChecks(ctx, jobs)
+	out.Similar += n
+	h.opts.Observer.SimilarChecked(n, err)
+	if err != nil && ctx.Err() == nil {
+		h.opts.Logger.Warn("duplicate checks after embedding failed; the sweep tries again", "done", n, "error", err)
+	}
 }

@@ -15,11 +15,13 @@ import (
 // moves queued entries into the lexical index (knowledge.Maintenance.IndexAll),
 // the upkeep vacuums and analyzes the search tables when they need it
 // (knowledge.Maintenance.Upkeep), and the uploads' expiry deletes uploads in
-// parts past their expiry (knowledge.Maintenance.DeleteExpiredUploads).
+// parts past their expiry (knowledge.Maintenance.DeleteExpiredUploads),
+// and the sweep of duplicate checks finishes those the handler could not.
 // All are safe with several workers: indexers take queue rows with SKIP
 // LOCKED and take turns per org, a second VACUUM of a table waits for the
-// first, then finds little to do, and an expired upload deleted twice is
-// deleted once.
+// first, then finds little to do, an expired upload deleted twice is
+// deleted once, and a duplicate check is recorded once (its claim skips a
+// row another worker holds).
 
 // every calls f at once and then every interval until ctx ends, and also
 // at once when kick receives (a nil kick never does). Each call
@@ -144,4 +146,31 @@ func (f *failureLog) report(ctx context.Context, log *slog.Logger, what string, 
 		args = append(args, "cause", de.Err)
 	}
 	log.Error(what+" failed", args...)
+}
+
+// similarSweepMax bounds the duplicate checks one sweep finishes.
+const similarSweepMax = 500
+
+// similarPass finishes the duplicate checks owed by stores for longer
+// than the reconciler's grace whose entries are embedded (by this
+// worker's model): those the handler could not finish after embedding
+// (a failure, a worker stopped between the two writes, an entry made
+// ready by its store's own vector).
+func (w *Worker) similarPass(ctx context.Context) {
+	c := w.handler.checks
+	if c == nil {
+		return
+	}
+	jobs, err := c.PendingSimilarChecks(ctx, time.Now().Add(-w.opts.Reconciler.Grace), similarSweepMax)
+	if err == nil && len(jobs) == 0 {
+		return
+	}
+	n := 0
+	if err == nil {
+		n, err = c.FinishSimilarChecks(ctx, jobs)
+	}
+	w.opts.Observer.SimilarChecked(n, err)
+	if err != nil && !stopping(ctx) {
+		w.opts.Logger.Warn("duplicate check sweep failed", "done", n, "error", err)
+	}
 }

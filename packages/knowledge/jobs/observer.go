@@ -34,6 +34,10 @@ type Observer interface {
 	Upkeep(rep knowledge.UpkeepReport, d time.Duration, err error)
 	// SwitchPass reports one backfill pass of a model switch (switch.go).
 	SwitchPass(rep knowledge.BackfillReport, err error)
+	// SimilarChecked reports duplicate checks finished after embedding
+	// (by the handler or the sweep): how many were recorded, and the
+	// error of those that failed (they stay pending).
+	SimilarChecked(n int, err error)
 }
 
 // NopObserver ignores every event.
@@ -50,3 +54,4 @@ func (NopObserver) JobsStale(int)                                       {}
 func (NopObserver) Requeued(int)                                        {}
 func (NopObserver) Indexed(int, time.Duration, error)                   {}
 func (NopObserver) Upkeep(knowledge.UpkeepReport, time.Duration, error) {}
+func (NopObserver) SimilarChecked(int, error)                           {}

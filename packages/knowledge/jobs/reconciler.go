@@ -15,8 +15,9 @@ import (
 // ReconcilerOptions tune the reconciler; zero values mean the defaults.
 type ReconcilerOptions struct {
 	// Grace is how long an entry may stay pending before it is presumed
-	// lost and enqueued again. Keep it well above the normal store-to-ready
-	// time. Default 2m.
+	// lost and enqueued again (and a duplicate check owed by a store before
+	// the worker's sweep finishes it: Worker.similarPass). Keep it well
+	// above the normal store-to-ready time. Default DefaultReconcileGrace.
 	Grace time.Duration
 	// Cooldown is the least time between two re-enqueues of one entry
 	// generation, so a provider outage (batches retrying with backoff) does
@@ -27,6 +28,9 @@ type ReconcilerOptions struct {
 	Observer   Observer     // default NopObserver
 	Logger     *slog.Logger // default slog.Default()
 }
+
+// DefaultReconcileGrace is ReconcilerOptions.Grace's default.
+const DefaultReconcileGrace = 2 * time.Minute
 
 // Reconciler re-enqueues entries whose pending status outlived the grace
 // period: the enqueue after the store's commit failed or never ran (crash),
@@ -42,7 +46,7 @@ type Reconciler struct {
 // TaskID conflicts with finished tasks (see Enqueuer.requeue).
 func NewReconciler(pool *pgxpool.Pool, enq *Enqueuer, insp *asynq.Inspector, opts ReconcilerOptions) *Reconciler {
 	if opts.Grace <= 0 {
-		opts.Grace = 2 * time.Minute
+		opts.Grace = DefaultReconcileGrace
 	}
 	if opts.Cooldown <= 0 {
 		opts.Cooldown = 15 * time.Minute

@@ -83,6 +83,9 @@ type WorkerOptions struct {
 	// may take (knowledge.MaintenanceConfig.VectorIndexMemory). Default:
 	// knowledge.Config's.
 	VectorIndexMemory int64
+	// VectorCalibration: see HandlerOptions (the MCP server's
+	// SEARCH_COSINE_FLOOR and SEARCH_COSINE_FULL).
+	VectorCalibration *knowledge.VectorCalibration
 	// MaxInputChars: see HandlerOptions.
 	MaxInputChars int
 	// Chunk: see HandlerOptions (zero: the model's default).
@@ -145,6 +148,9 @@ func (o WorkerOptions) withDefaults() WorkerOptions {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.Reconciler.Grace <= 0 {
+		o.Reconciler.Grace = DefaultReconcileGrace
+	}
 	o.Reconciler.Observer = o.Observer
 	o.Reconciler.Logger = o.Logger
 	if o.Switch != nil {
@@ -193,6 +199,7 @@ func NewWorker(redis asynq.RedisConnOpt, pool *pgxpool.Pool, emb embed.Embedder,
 		redis: redis, pool: pool, emb: emb, opts: opts, upkeepSoon: make(chan struct{}, 1),
 		handler: NewEmbedHandler(pool, emb, HandlerOptions{
 			MaxInputChars: opts.MaxInputChars, Chunk: opts.Chunk, Observer: opts.Observer, Logger: opts.Logger,
+			TextSearchConfig: opts.TextSearchConfig, VectorCalibration: opts.VectorCalibration,
 		}),
 		maint: knowledge.NewMaintenance(knowledge.New(pool, knowledge.Options{
 			Embedder: emb,
@@ -257,7 +264,7 @@ func (w *Worker) Start() error {
 	insp := asynq.NewInspector(w.redis)
 	rec := NewReconciler(w.pool, NewEnqueuer(client), insp, o.Reconciler)
 	ctx, cancel := context.WithCancel(context.Background())
-	w.loops.Add(4)
+	w.loops.Add(5)
 	go func() {
 		defer w.loops.Done()
 		rec.Run(ctx, o.ReconcileInterval)
@@ -273,6 +280,10 @@ func (w *Worker) Start() error {
 	go func() {
 		defer w.loops.Done()
 		every(ctx, o.UploadExpiryInterval, o.UploadExpiryInterval, nil, w.uploadExpiryPass)
+	}()
+	go func() {
+		defer w.loops.Done()
+		every(ctx, o.ReconcileInterval, o.ReconcileInterval, nil, w.similarPass)
 	}()
 	if o.Switch != nil {
 		w.loops.Add(1)

@@ -18,6 +18,6 @@
 // It sits above domain, internal/data and the relations catalogue (hops
 // follow relations) and below the facade (package knowledge) and the
 // capabilities that write entries, whose duplicate check ranks with it
-// (VectorNeighbours, EmbedNewText, ServedBy). Every method's ctx carries
+// (VectorNeighbours, EmbedNewText, NewTextVectorAtHand, ServedBy). Every method's ctx carries
 // the caller's org: the facade sets it once (data.AsOrg).
 package search

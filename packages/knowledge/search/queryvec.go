@@ -92,6 +92,25 @@ func (s *Searcher) EmbedNewText(ctx context.Context, text string) ([]float32, er
 	return s.embedCached(ctx, text, s.qvec.texts, false)
 }
 
+// NewTextVectorAtHand returns the vector of a new entry's text when this
+// process has it already, without asking the provider or Redis: the texts'
+// cache (a store of the same text before: a retry, a report or skip that
+// waited for it) or the queries' (the text was searched). A store that does
+// not wait for the provider checks by meaning with it (entries/similar.go).
+// Not for an in-process embedder (ok false): its vectors cost less to make
+// than to look up.
+func (s *Searcher) NewTextVectorAtHand(text string) (vec []float32, ok bool) {
+	e := s.opts.Embedder
+	if _, in := e.(embed.InProcess); in {
+		return nil, false
+	}
+	key := queryVectorKey(e.Model(), e.Dimensions(), text)
+	if v, ok := s.qvec.texts.Get(key); ok {
+		return v, true
+	}
+	return s.qvec.local.Get(key)
+}
+
 // embedCached is embedQuery with its process cache given, and Redis
 // (shared) or not.
 func (s *Searcher) embedCached(ctx context.Context, query string, local *lru.Cache[string, []float32], shared bool) ([]float32, error) {

@@ -241,6 +241,21 @@ type KnowledgeSection struct {
 	EndedHow    *string
 }
 
+type KnowledgeSimilar struct {
+	OrgID     uuid.UUID
+	EntryID   uuid.UUID
+	SimilarID uuid.UUID
+	Score     float32
+}
+
+type KnowledgeSimilarCheck struct {
+	OrgID       uuid.UUID
+	EntryID     uuid.UUID
+	State       string
+	RequestedAt time.Time
+	CheckedAt   *time.Time
+}
+
 type KnowledgeSupersession struct {
 	OrgID     uuid.UUID
 	OldID     uuid.UUID
