@@ -43,6 +43,9 @@ func TestFormatPayloadIsOneLine(t *testing.T) {
 	if got := jobs.FormatResult(jobs.TypeEmbedBatch, []byte(`{"ready":3,"failed":1,"stale":2}`)); got != "3 ready, 1 failed, 2 stale (nothing to do)" {
 		t.Errorf("result: %q", got)
 	}
+	if got := jobs.FormatResult(jobs.TypeEmbedBatch, []byte(`{"ready":3,"similar":2}`)); got != "3 ready, 2 duplicate checks done" {
+		t.Errorf("result with checks: %q", got)
+	}
 }
 
 // The dashboard names orgs beside their whole ids; an org it cannot name
