@@ -163,7 +163,9 @@ func TestTracesFollowACallThroughDatabaseRedisAndQueue(t *testing.T) {
 	rand.Read(traceID[:])
 	rand.Read(parent[:])
 	const secretTitle, secretBody = "Quarterly rotation of the vault key", "the vault key is hunter2"
-	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"store_knowledge","arguments":{"title":%q,"body":%q}}}`, secretTitle, secretBody)
+	// ifSimilar: report, so that the store calls the provider (its check
+	// by meaning); a store that does not ask never does.
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"store_knowledge","arguments":{"title":%q,"body":%q,"ifSimilar":"report"}}}`, secretTitle, secretBody)
 	req, _ := http.NewRequest(http.MethodPost, b.url+server.PathMCP, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
