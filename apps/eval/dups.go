@@ -309,6 +309,9 @@ func (d *dupRun) org(name string, c knowledge.Caller, shape func(Doc) Doc, loade
 // both), tallies what its store listed into cat, forgets it, and returns
 // its best score (tally).
 func (d *dupRun) probe(org string, c knowledge.Caller, p dupProbe, cat *DupCategory) (float64, error) {
+	// The study measures the whole check, so each probe asks for it before
+	// the answer (a default store leaves the meaning to the worker).
+	p.in.IfSimilar = knowledge.IfSimilarReport
 	start := time.Now()
 	r, err := d.svc.Store(d.ctx, c, p.in)
 	if err != nil {

@@ -148,7 +148,8 @@ func paraphraseStudy(ctx context.Context, pool *pgxpool.Pool, emb embed.Embedder
 // what its store listed into cat, counts whether ifSimilar: skip would
 // have answered it right, forgets it, and returns its best score (tally).
 func (rep *ParaphraseReport) probe(ctx context.Context, svc *knowledge.Service, c knowledge.Caller, probe paraNote, cat *DupCategory, source uuid.UUID, topic string) (float64, error) {
-	r, err := svc.Store(ctx, c, knowledge.StoreInput{Title: probe.Title, Body: probe.Body})
+	// The whole check before the answer, as the study measures it.
+	r, err := svc.Store(ctx, c, knowledge.StoreInput{Title: probe.Title, Body: probe.Body, IfSimilar: knowledge.IfSimilarReport})
 	if err != nil {
 		return 0, fmt.Errorf("probe %s/%s: %w", topic, cat.Kind, err)
 	}
