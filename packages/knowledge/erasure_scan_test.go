@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
@@ -162,7 +161,7 @@ func TestErasureLeavesNoTraceAnywhere(t *testing.T) {
 		if _, err := maint(b.ops).CompactCounts(b.ctx, 0); err != nil {
 			t.Fatal(err)
 		}
-		for _, where := range b.tracesIn(t, secretMark) {
+		for _, where := range b.tracesIn(t, org, secretMark) {
 			t.Errorf("round %d: a secret word is left in %s", round, where)
 		}
 		after := b.indexState(t, org)
@@ -226,59 +225,30 @@ func withRetries(f func() error) error {
 	return err
 }
 
-// tracesIn lists where mark occurs: in any column of any row of any table
-// of the schema (a row cast to text holds every column), and in any key or
-// value of the test's Redis database.
-func (b *bundle) tracesIn(t *testing.T, mark string) []string {
+// tracesIn lists where mark occurs in org's rows of every table and in
+// the product's Redis keys, as ctl erasure-report finds them (the same
+// scanner: Operations.ErasureReport); a scan that could not finish fails
+// the test.
+func (b *bundle) tracesIn(t *testing.T, org uuid.UUID, mark string) []string {
 	t.Helper()
-	rows, err := b.pool.Query(b.ctx, `
-		SELECT c.relname FROM pg_class c
-		WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'r'
-		ORDER BY 1`)
+	rep, err := b.ops.Operations().ErasureReport(b.ctx, org, knowledge.ErasureReportInput{Text: mark})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
+	if !rep.Complete || rep.Tables < 20 || rep.RedisKeys == 0 {
+		t.Fatalf("the scan did not cover everything: %d tables, %d Redis keys, not scanned: %v", rep.Tables, rep.RedisKeys, rep.NotScanned)
 	}
 	var out []string
-	for _, tbl := range tables {
-		n := b.count(t, "SELECT count(*) FROM "+pgx.Identifier{tbl}.Sanitize()+" x WHERE strpos(lower(x::text), $1) > 0", mark)
-		if n > 0 {
-			out = append(out, fmt.Sprintf("table %s (%d rows)", tbl, n))
-		}
-	}
-	rdb := b.redis.Client
-	iter := rdb.Scan(b.ctx, 0, "*", 500).Iterator()
-	for iter.Next(b.ctx) {
-		key := iter.Val()
-		var vals []string
-		switch typ, _ := rdb.Type(b.ctx, key).Result(); typ {
-		case "string":
-			v, _ := rdb.Get(b.ctx, key).Result()
-			vals = []string{v}
-		case "hash":
-			m, _ := rdb.HGetAll(b.ctx, key).Result()
-			for k, v := range m {
-				vals = append(vals, k, v)
-			}
-		case "list":
-			vals, _ = rdb.LRange(b.ctx, key, 0, -1).Result()
-		case "set":
-			vals, _ = rdb.SMembers(b.ctx, key).Result()
-		case "zset":
-			vals, _ = rdb.ZRange(b.ctx, key, 0, -1).Result()
-		}
-		for _, v := range append(vals, key) {
-			if strings.Contains(strings.ToLower(v), mark) {
-				out = append(out, "redis key "+key)
-				break
-			}
-		}
-	}
-	if err := iter.Err(); err != nil {
-		t.Fatal(err)
+	for _, c := range rep.Copies {
+		out = append(out, traceString(c))
 	}
 	return out
+}
+
+// traceString names a trace's place.
+func traceString(c knowledge.ErasureTrace) string {
+	if c.RedisKey != "" {
+		return fmt.Sprintf("redis key %s (%s, %v)", c.RedisKey, c.RedisType, c.Found)
+	}
+	return fmt.Sprintf("table %s.%s row %s (%v)", c.Table, c.Column, c.Row, c.Found)
 }

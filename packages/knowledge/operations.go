@@ -71,6 +71,13 @@ func (op *Operations) PurgeWith(ctx context.Context, org uuid.UUID, scope domain
 	return op.s.erasure.PurgeWith(op.s.scope(ctx, org), org, scope, o)
 }
 
+// ErasureReport scans every table and the product's Redis keys for a text
+// or an entry's id and words, within org (ctl erasure-report): the proof
+// that a forget or a purge left no copy. See erasure.Erasure.Report.
+func (op *Operations) ErasureReport(ctx context.Context, org uuid.UUID, in domain.ErasureReportInput) (*domain.ErasureReport, error) {
+	return op.s.erasure.Report(op.s.scope(ctx, org), org, in)
+}
+
 // Export writes org's knowledge to w (ctl export): see
 // transfer.Transfer.Export.
 func (op *Operations) Export(ctx context.Context, org uuid.UUID, w io.Writer, o domain.ExportOptions) (*domain.ExportReport, error) {

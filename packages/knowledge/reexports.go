@@ -61,6 +61,17 @@ type DocumentResult = domain.DocumentResult
 
 const EmbeddingFailed = domain.EmbeddingFailed
 
+type ErasureNeedle = domain.ErasureNeedle
+type ErasureReport = domain.ErasureReport
+type ErasureReportInput = domain.ErasureReportInput
+type ErasureTrace = domain.ErasureTrace
+
+const DefaultErasureReportTimeout = domain.DefaultErasureReportTimeout
+const MaxErasureReportTimeout = domain.MaxErasureReportTimeout
+const MaxErasureRows = domain.MaxErasureRows
+const MaxErasureTextChars = domain.MaxErasureTextChars
+const MinErasureTextChars = domain.MinErasureTextChars
+
 type EmbeddingJob = domain.EmbeddingJob
 
 const EmbeddingPending = domain.EmbeddingPending
@@ -136,6 +147,7 @@ const RerankTimeout = domain.RerankTimeout
 
 var Modes = domain.Modes
 var NormaliseTag = domain.NormaliseTag
+var NormaliseRelationType = domain.NormaliseRelationType
 
 const OriginAgent = domain.OriginAgent
 const OriginOperator = domain.OriginOperator
