@@ -89,6 +89,7 @@ var commands = []command{
 
 	{name: "export", summary: "write an org's knowledge as JSON Lines: --org ORG [--out FILE] [--vectors]", newRun: bind(runExport)},
 	{name: "import", writes: true, summary: "read an export into an org: --org ORG FILE [--ignore-quota] (or --file FILE)", arg: true, newRun: bind(runImport)},
+	{name: "erasure-report", summary: "prove an erasure: where a text or an entry's id, title, body and own words remain in any table or Redis key: --org ORG (--text TEXT | --entry ID) [--timeout 2m] (exit 3 when something is found or the scan was cut short)", newRun: bind(runErasureReport)},
 	{name: "purge", writes: true, summary: "erase knowledge for good: --org ORG (--entry ID | --agent AGENT | --all) [--dry-run] [--yes]", newRun: bind(runPurge)},
 
 	{name: "reembed", writes: true, summary: "ask for new vectors after a model change: --org ORG [--all]", newRun: bind(runReembed)},

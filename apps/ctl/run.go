@@ -42,6 +42,9 @@ type env struct {
 	target *dbTarget
 	// dryRun: the command wrote nothing this time (purge --dry-run).
 	dryRun bool
+	// exit is the exit code of a command that ran but whose answer is not
+	// the all-clear (erasure-report: exitNotClean); 0 otherwise.
+	exit int
 }
 
 // usageError marks a wrong command line (exit 2): ctl's own words, or a
@@ -190,7 +193,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		// write to another database than meant is seen at once.
 		fmt.Fprintf(stderr, "ctl %s: wrote %s\n", name, e.target)
 	}
-	return exitOK
+	return e.exit
 }
 
 // describe words an error for an operator: a domain error's field, in the

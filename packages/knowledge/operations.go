@@ -11,9 +11,9 @@ import (
 
 // Operations is the operators' calls: statistics, the search index's
 // language, an org's own relation types, a model switch's coverage and end
-// (and, with them, purge, export and import). They act for the org they
-// name, not for an agent: apps/ctl, the worker and the MCP server's stats
-// resource call them; an agent's tool never does. They share the Service's
+// (and, with them, purge, the erasure report, export and import). They act
+// for the org they name, not for an agent: apps/ctl, the worker and the MCP
+// server's stats resource call them; an agent's tool never does. They share the Service's
 // capabilities and caches, so Operations is reached from a Service.
 type Operations struct{ s *Service }
 

@@ -22,6 +22,11 @@
 // tombstone read and maintenance's folding of the org counters (a purge
 // folds them at once, so no counter keyed by an erased tag survives).
 //
+// Report (ctl erasure-report) is the proof of an erasure: it scans every
+// table of the schema, read from the catalogue, and the product's Redis
+// keys (RedisPatterns) for a text or an entry's id, title, body fragments
+// and own words, and says where a copy remains. It writes nothing.
+//
 // Every method's ctx carries the org erased in (data.AsOrg); the facade
 // (package knowledge) puts it there once per call.
 package erasure

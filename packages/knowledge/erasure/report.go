@@ -269,9 +269,13 @@ func (m *matcher) kinds(of []int, matched []int64) []string {
 }
 
 // in lists the needles found in v (its key's name or a value), as their
-// kinds.
-func (m *matcher) in(v []byte, into []string) []string {
+// kinds; with scope set, only if v holds scope too (an org's id: a key
+// that is not one org's by name is the org's where it names it).
+func (m *matcher) in(v []byte, into []string, scope []byte) []string {
 	lower := bytes.ToLower(v)
+	if scope != nil && !bytes.Contains(lower, scope) {
+		return into
+	}
 	for k, f := range m.text {
 		if bytes.Contains(lower, []byte(f)) {
 			if kind := m.needles[m.textOf[k]].Kind; !slices.Contains(into, kind) {
@@ -485,11 +489,21 @@ const asynqPattern = "asynq:*"
 const redisPage = 1000
 
 // scanRedis scans the keys of RedisPatterns: each key's name and value.
+// The org's own keys (its store records, named by it) are read whole; in
+// the others (asynq's queues hold every org's tasks) a match counts only
+// where the key's name or the element holding it names the org, so
+// another org's task naming the same id is not this org's.
 func (e *Erasure) scanRedis(ctx context.Context, org uuid.UUID, m *matcher, rep *domain.ErasureReport) error {
+	own := idem.Prefix(org, uuid.Nil) + "*"
+	orgID := []byte(org.String())
 	for _, p := range RedisPatterns(org) {
 		err := rediskit.ScanKeys(ctx, e.redis, p, func(ctx context.Context, c redis.Cmdable, key string) error {
 			rep.RedisKeys++
-			typ, found, err := redisMatches(ctx, c, key, m)
+			var scope []byte
+			if p != own && !strings.Contains(key, org.String()) {
+				scope = orgID
+			}
+			typ, found, err := redisMatches(ctx, c, key, m, scope)
 			if u := unreadType(""); errors.As(err, &u) {
 				rep.NotScanned = append(rep.NotScanned, "redis key "+key+": "+err.Error())
 				err = nil
@@ -523,15 +537,15 @@ func (t unreadType) Error() string { return "its Redis type " + string(t) + " is
 
 // redisMatches reads key (its type's way, page by page) and lists the
 // needles its name or value holds.
-func redisMatches(ctx context.Context, c redis.Cmdable, key string, m *matcher) (string, []string, error) {
-	found := m.in([]byte(key), nil)
+func redisMatches(ctx context.Context, c redis.Cmdable, key string, m *matcher, scope []byte) (string, []string, error) {
+	found := m.in([]byte(key), nil, scope)
 	typ, err := c.Type(ctx, key).Result()
 	if err != nil {
 		return "", nil, err
 	}
 	scan := func(it *redis.ScanIterator) error {
 		for it.Next(ctx) {
-			found = m.in([]byte(it.Val()), found)
+			found = m.in([]byte(it.Val()), found, scope)
 		}
 		return it.Err()
 	}
@@ -542,7 +556,7 @@ func redisMatches(ctx context.Context, c redis.Cmdable, key string, m *matcher) 
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return typ, nil, err
 		}
-		found = m.in(v, found)
+		found = m.in(v, found, scope)
 	case "hash":
 		err = scan(c.HScan(ctx, key, 0, "", redisPage).Iterator())
 	case "set":
@@ -556,7 +570,7 @@ func redisMatches(ctx context.Context, c redis.Cmdable, key string, m *matcher) 
 				break
 			}
 			for _, v := range vs {
-				found = m.in([]byte(v), found)
+				found = m.in([]byte(v), found, scope)
 			}
 		}
 	case "stream":
@@ -566,9 +580,9 @@ func redisMatches(ctx context.Context, c redis.Cmdable, key string, m *matcher) 
 				break
 			}
 			for _, x := range msgs {
-				found = m.in([]byte(x.ID), found)
+				found = m.in([]byte(x.ID), found, scope)
 				for f, v := range x.Values {
-					found = m.in([]byte(f+"\x00"+fmt.Sprint(v)), found)
+					found = m.in([]byte(f+"\x00"+fmt.Sprint(v)), found, scope)
 				}
 			}
 			from = "(" + msgs[len(msgs)-1].ID
