@@ -24,23 +24,34 @@ VALUES (@org_id, @agent_id, @client_token, @document_id, @args_hash)
 ON CONFLICT (org_id, agent_id, client_token) DO NOTHING;
 
 -- name: LiveDocumentBySource :one
--- The live document of a source, its entry locked (a forget or purge of it
--- waits, or has committed and it is gone).
+-- The live document of a source. Read, not locked: CurrentSections locks
+-- its entry with the rest, in one pass. Nothing erases it or moves its
+-- chain meanwhile: every writer that does holds the org's supersession
+-- lock, which the store took before.
 SELECT d.id, d.content_hash, d.entry_hash, k.head_id
 FROM knowledge_documents d
 JOIN knowledge k ON k.org_id = d.org_id AND k.id = d.id
-WHERE d.org_id = @org_id AND d.source = @source::text AND d.live
-FOR UPDATE OF k;
+WHERE d.org_id = @org_id AND d.source = @source::text AND d.live;
 
 -- name: CurrentSections :many
--- A document's sections as they stand, in order, with their entries
--- locked in id order (as supersede and purge lock entries).
-WITH locked AS MATERIALIZED (
+-- A live document's sections as they stand, in order. Every entry a
+-- replacement writes is locked first, in one statement, in id order
+-- (docs/operators.md, "Lock order"): the document's entry, its current
+-- sections' entries, and the earlier versions of both, whose heads a
+-- replacement moves (MoveSectionHeads). A link locks its two ends in id
+-- order without the org's supersession lock; taken in two passes, or the
+-- earlier versions only when their heads move, these deadlocked with it.
+WITH cur AS MATERIALIZED (
+    SELECT s.id FROM knowledge_sections s
+    WHERE s.org_id = @org_id AND s.document_id = @document_id AND s.ended_at IS NULL
+), locked AS MATERIALIZED (
     SELECT k.id, k.head_id, k.embedding_status, k.embedding_generation, char_length(k.body)::int AS chars
     FROM knowledge k
     WHERE k.org_id = @org_id
-      AND k.id IN (SELECT s.id FROM knowledge_sections s
-                   WHERE s.org_id = @org_id AND s.document_id = @document_id AND s.ended_at IS NULL)
+      AND k.id IN (SELECT @document_id::uuid
+                   UNION ALL SELECT cur.id FROM cur
+                   UNION ALL SELECT e.id FROM knowledge e WHERE e.org_id = @org_id AND e.head_id = @document_id
+                   UNION ALL SELECT e.id FROM knowledge e JOIN cur ON e.head_id = cur.id WHERE e.org_id = @org_id)
     ORDER BY k.id
     FOR UPDATE OF k
 )

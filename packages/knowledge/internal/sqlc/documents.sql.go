@@ -13,12 +13,17 @@ import (
 )
 
 const currentSections = `-- name: CurrentSections :many
-WITH locked AS MATERIALIZED (
+WITH cur AS MATERIALIZED (
+    SELECT s.id FROM knowledge_sections s
+    WHERE s.org_id = $1 AND s.document_id = $2 AND s.ended_at IS NULL
+), locked AS MATERIALIZED (
     SELECT k.id, k.head_id, k.embedding_status, k.embedding_generation, char_length(k.body)::int AS chars
     FROM knowledge k
     WHERE k.org_id = $1
-      AND k.id IN (SELECT s.id FROM knowledge_sections s
-                   WHERE s.org_id = $1 AND s.document_id = $2 AND s.ended_at IS NULL)
+      AND k.id IN (SELECT $2::uuid
+                   UNION ALL SELECT cur.id FROM cur
+                   UNION ALL SELECT e.id FROM knowledge e WHERE e.org_id = $1 AND e.head_id = $2
+                   UNION ALL SELECT e.id FROM knowledge e JOIN cur ON e.head_id = cur.id WHERE e.org_id = $1)
     ORDER BY k.id
     FOR UPDATE OF k
 )
@@ -46,8 +51,13 @@ type CurrentSectionsRow struct {
 	Chars               int32
 }
 
-// A document's sections as they stand, in order, with their entries
-// locked in id order (as supersede and purge lock entries).
+// A live document's sections as they stand, in order. Every entry a
+// replacement writes is locked first, in one statement, in id order
+// (docs/operators.md, "Lock order"): the document's entry, its current
+// sections' entries, and the earlier versions of both, whose heads a
+// replacement moves (MoveSectionHeads). A link locks its two ends in id
+// order without the org's supersession lock; taken in two passes, or the
+// earlier versions only when their heads move, these deadlocked with it.
 func (q *Queries) CurrentSections(ctx context.Context, arg CurrentSectionsParams) ([]CurrentSectionsRow, error) {
 	rows, err := q.db.Query(ctx, currentSections, arg.OrgID, arg.DocumentID)
 	if err != nil {
@@ -561,7 +571,6 @@ SELECT d.id, d.content_hash, d.entry_hash, k.head_id
 FROM knowledge_documents d
 JOIN knowledge k ON k.org_id = d.org_id AND k.id = d.id
 WHERE d.org_id = $1 AND d.source = $2::text AND d.live
-FOR UPDATE OF k
 `
 
 type LiveDocumentBySourceParams struct {
@@ -576,8 +585,10 @@ type LiveDocumentBySourceRow struct {
 	HeadID      *uuid.UUID
 }
 
-// The live document of a source, its entry locked (a forget or purge of it
-// waits, or has committed and it is gone).
+// The live document of a source. Read, not locked: CurrentSections locks
+// its entry with the rest, in one pass. Nothing erases it or moves its
+// chain meanwhile: every writer that does holds the org's supersession
+// lock, which the store took before.
 func (q *Queries) LiveDocumentBySource(ctx context.Context, arg LiveDocumentBySourceParams) (LiveDocumentBySourceRow, error) {
 	row := q.db.QueryRow(ctx, liveDocumentBySource, arg.OrgID, arg.Source)
 	var i LiveDocumentBySourceRow
