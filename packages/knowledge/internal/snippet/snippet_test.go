@@ -153,3 +153,13 @@ func TestPassage(t *testing.T) {
 		}
 	})
 }
+
+// A reranked search cuts the passages of up to 30 candidates: what one of
+// a 32,000-character body with a paragraph-long query costs.
+func BenchmarkPassage(b *testing.B) {
+	body := strings.Repeat("the quick brown fox jumps over the lazy dog while it rains. ", 540)[:32000]
+	query := strings.Repeat("which animals jump over sleeping dogs in the rain and why do foxes ", 4)
+	for b.Loop() {
+		Passage(body, query, 1000, -1, -1)
+	}
+}
