@@ -81,7 +81,19 @@ func (r *evalRun) rerankStudy(ctx context.Context) (*RerankReport, error) {
 	opts := r.opts
 	opts.Reranker, opts.RerankObserver = r.reranker, waits
 	r.env.rerank.Apply(&opts.Config)
-	svc := knowledge.New(r.pool, opts)
+	svc := knowledge.New(r.pool, opts) // the provider itself: the timed pass
+	quality := svc                     // the quality pass: through the cache of scores, if any
+	if r.cfg.embedCache != "" {
+		c, err := withRerankCache(r.reranker, r.cfg.embedCache)
+		if err != nil {
+			return nil, fmt.Errorf("--embed-cache: %w", err)
+		}
+		defer c.Close()
+		qopts := opts
+		qopts.Reranker, qopts.RerankObserver = c, nil
+		quality = knowledge.New(r.pool, qopts)
+		r.chance = c
+	}
 	cal := knowledge.RerankCalibrationFor(r.reranker.Model())
 	if opts.RerankCalibration != nil {
 		cal = *opts.RerankCalibration
@@ -97,7 +109,7 @@ func (r *evalRun) rerankStudy(ctx context.Context) (*RerankReport, error) {
 		if strings.TrimSpace(q.Text) == "" {
 			continue
 		}
-		l, err := knowledge.SearchLists(ctx, svc, r.caller, knowledge.SearchInput{Query: queryText(q.Text)}, r.cfg.depth)
+		l, err := knowledge.SearchLists(ctx, quality, r.caller, knowledge.SearchInput{Query: queryText(q.Text)}, r.cfg.depth)
 		if err != nil {
 			return nil, fmt.Errorf("rerank, query %s: %w", q.ID, err)
 		}
@@ -169,8 +181,12 @@ func (r *evalRun) rerankChance(ctx context.Context) (float64, error) {
 		docs = append(docs, in.Title+"\n\n"+cut(in.Body, knowledge.RerankPassageChars))
 	}
 	best := 0.0
+	rr := r.reranker
+	if r.chance != nil {
+		rr = r.chance
+	}
 	for _, q := range NonsenseQueries(nonsenseN, nonsenseSeed) {
-		rs, err := r.reranker.Rerank(ctx, q, docs)
+		rs, err := rr.Rerank(ctx, q, docs)
 		if err != nil {
 			return 0, fmt.Errorf("rerank chance level, %q: %w", q, err)
 		}

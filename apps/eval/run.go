@@ -278,8 +278,10 @@ type evalRun struct {
 	env      settings
 	rep      *Report
 	progress func(string, ...any)
-	// reranker is RERANK_*'s, with --rerank (rerankstudy.go).
+	// reranker is RERANK_*'s, with --rerank (rerankstudy.go); chance is
+	// it behind the cache of scores (rerankcache.go), when there is one.
 	reranker rerank.Reranker
+	chance   rerank.Reranker
 }
 
 // prepare stores the collection and brings it where a deployment's would
