@@ -145,7 +145,7 @@ func (r *evalRun) rerankStudy(ctx context.Context) (*RerankReport, error) {
 	rep.RelevantP10, rep.RelevantP50 = nearestRank(relevantRaw, 0.1), nearestRank(relevantRaw, 0.5)
 
 	var err error
-	if rep.NonsenseMax, err = r.rerankChance(ctx); err != nil {
+	if rep.NonsenseMax, err = r.rerankChance(ctx, cmp.Or(opts.RerankBudget, knowledge.DefaultRerankBudget)); err != nil {
 		return nil, err
 	}
 	if err := r.rerankTimed(ctx, svc, waits, rep); err != nil {
@@ -173,8 +173,9 @@ func (r *evalRun) docs(hits []knowledge.ListHit) []string {
 
 // rerankChance reranks each nonsense query against the first rerankChance
 // documents of the corpus, each as the search sends a candidate (title and
-// passage), and returns the best score: the model's chance level here.
-func (r *evalRun) rerankChance(ctx context.Context) (float64, error) {
+// passage), waiting for each as long as a search would, and returns the
+// best score: the model's chance level here.
+func (r *evalRun) rerankChance(ctx context.Context, budget time.Duration) (float64, error) {
 	var docs []string
 	for _, d := range r.ds.Docs[:min(rerankChance, len(r.ds.Docs))] {
 		in := storeInput(d)
@@ -186,7 +187,9 @@ func (r *evalRun) rerankChance(ctx context.Context) (float64, error) {
 		rr = r.chance
 	}
 	for _, q := range NonsenseQueries(nonsenseN, nonsenseSeed) {
-		rs, err := rr.Rerank(ctx, q, docs)
+		qctx, cancel := context.WithTimeout(ctx, budget) // a search's wait, not the client's default
+		rs, err := rr.Rerank(qctx, q, docs)
+		cancel()
 		if err != nil {
 			return 0, fmt.Errorf("rerank chance level, %q: %w", q, err)
 		}
