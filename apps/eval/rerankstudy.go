@@ -44,6 +44,7 @@ type RerankReport struct {
 	// the calibration's floor must clear. RelevantP10/P50 are its raw
 	// scores of right first hits after reranking.
 	NonsenseMax float64 `json:"nonsenseMaxScore"`
+	NonsenseN   int     `json:"nonsenseQueriesScored"`
 	RelevantP10 float64 `json:"relevantTop1ScoreP10"`
 	RelevantP50 float64 `json:"relevantTop1ScoreP50"`
 	// Latency, the same queries interleaved: Search with rerank: false,
@@ -145,7 +146,7 @@ func (r *evalRun) rerankStudy(ctx context.Context) (*RerankReport, error) {
 	rep.RelevantP10, rep.RelevantP50 = nearestRank(relevantRaw, 0.1), nearestRank(relevantRaw, 0.5)
 
 	var err error
-	if rep.NonsenseMax, err = r.rerankChance(ctx, cmp.Or(opts.RerankBudget, knowledge.DefaultRerankBudget)); err != nil {
+	if rep.NonsenseMax, rep.NonsenseN, err = r.rerankChance(ctx, cmp.Or(opts.RerankBudget, knowledge.DefaultRerankBudget)); err != nil {
 		return nil, err
 	}
 	if err := r.rerankTimed(ctx, svc, waits, rep); err != nil {
@@ -175,13 +176,12 @@ func (r *evalRun) docs(hits []knowledge.ListHit) []string {
 // documents of the corpus, each as the search sends a candidate (title and
 // passage), waiting for each as long as a search would, and returns the
 // best score: the model's chance level here.
-func (r *evalRun) rerankChance(ctx context.Context, budget time.Duration) (float64, error) {
+func (r *evalRun) rerankChance(ctx context.Context, budget time.Duration) (best float64, n int, err error) {
 	var docs []string
 	for _, d := range r.ds.Docs[:min(rerankChance, len(r.ds.Docs))] {
 		in := storeInput(d)
 		docs = append(docs, in.Title+"\n\n"+cut(in.Body, knowledge.RerankPassageChars))
 	}
-	best := 0.0
 	rr := r.reranker
 	if r.chance != nil {
 		rr = r.chance
@@ -191,13 +191,18 @@ func (r *evalRun) rerankChance(ctx context.Context, budget time.Duration) (float
 		rs, err := rr.Rerank(qctx, q, docs)
 		cancel()
 		if err != nil {
-			return 0, fmt.Errorf("rerank chance level, %q: %w", q, err)
+			if ctx.Err() != nil {
+				return 0, 0, ctx.Err()
+			}
+			r.progress("rerank chance level, %q: %v (left out)", q, err)
+			continue
 		}
+		n++
 		for _, x := range rs {
 			best = max(best, x.Score)
 		}
 	}
-	return best, nil
+	return best, n, nil
 }
 
 // rerankTimed times Search on the first --rerank-timed queries, each once
@@ -328,8 +333,8 @@ func (s *RerankReport) text(p func(string, ...any)) {
 	if b.AUC != nil {
 		p("reranked top-score AUC\t%.3f (answerable above unanswerable)", *b.AUC)
 	}
-	p("calibration\tnonsense queries' best score %.3f (the floor must clear it); right first hits' scores p10 %.3f, p50 %.3f",
-		s.NonsenseMax, s.RelevantP10, s.RelevantP50)
+	p("calibration\t%d nonsense queries' best score %.3f (the floor must clear it); right first hits' scores p10 %.3f, p50 %.3f",
+		s.NonsenseN, s.NonsenseMax, s.RelevantP10, s.RelevantP50)
 	p("Search, %d queries interleaved\tp50 / p95 / p99 ms", s.Timed.Queries)
 	for _, l := range []struct {
 		name string
