@@ -23,6 +23,10 @@ INSERT INTO knowledge_document_tokens (org_id, agent_id, client_token, document_
 VALUES (@org_id, @agent_id, @client_token, @document_id, @args_hash)
 ON CONFLICT (org_id, agent_id, client_token) DO NOTHING;
 
+-- name: LockedAt :one
+-- The clock once a store holds its locks (InsertDocumentEntries).
+SELECT clock_timestamp()::timestamptz AS at;
+
 -- name: LiveDocumentBySource :one
 -- The live document of a source. Read, not locked: CurrentSections locks
 -- its entry with the rest, in one pass. Nothing erases it or moves its
@@ -73,19 +77,17 @@ ORDER BY s.position;
 -- send them on in a second step. (The target's alias qualifies RETURNING:
 -- Citus 13.2 sends a routed INSERT ... SELECT's unqualified RETURNING to
 -- the shard naming the distributed table, which the worker refuses.)
--- They are made no earlier than the source's live document last changed
--- (its entry, its sections made or ended): now() is the transaction's
--- start, which can precede the replacement this one waited for on the
--- source's lock, and a heading's versions follow each other in time.
+-- They are made no earlier than @not_before, the clock read once the
+-- store holds its source's lock and the org's supersession lock
+-- (LockedAt; NULL without a source): now() is the transaction's start,
+-- which can precede what committed while it waited for them (another
+-- store of the source ending sections, a supersession ending one, an
+-- erasure of the live document leaving an older one's ended sections), and
+-- a heading's versions follow each other in time.
 INSERT INTO knowledge AS ins (org_id, id, title, body, tags, created_by_agent_id, source, kind, metadata, similar_keys, created_at)
 SELECT a.org_id, v.id, v.title, v.body, @tags::text[], a.id,
        sqlc.narg(source)::text, @kind::text, @metadata::jsonb, v.keys::bigint[],
-       greatest(now(), (SELECT max(greatest(kd.created_at, ks.created_at, s.ended_at))
-                        FROM knowledge_documents d
-                        JOIN knowledge kd ON kd.org_id = d.org_id AND kd.id = d.id
-                        LEFT JOIN knowledge_sections s ON s.org_id = d.org_id AND s.document_id = d.id
-                        LEFT JOIN knowledge ks ON ks.org_id = s.org_id AND ks.id = s.id
-                        WHERE d.org_id = @org_id AND d.source = sqlc.narg(source)::text AND d.live))
+       greatest(now(), sqlc.narg(not_before)::timestamptz)
 FROM agents a
 CROSS JOIN (SELECT unnest(@ids::uuid[]) AS id, unnest(@titles::text[]) AS title, unnest(@bodies::text[]) AS body,
              unnest(@keys::text[]) AS keys) v

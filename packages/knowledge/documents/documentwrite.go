@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -91,6 +92,9 @@ type docTx struct {
 	p    *documentPlan
 	res  *domain.DocumentResult
 	jobs []domain.EmbeddingJob
+	// notBefore is the clock once a store with a source holds its locks:
+	// its new entries are made no earlier (InsertDocumentEntries).
+	notBefore *time.Time
 }
 
 // writeDocument runs the store's transaction (again after a deadlock or
@@ -112,17 +116,27 @@ func (s *Documents) writeDocument(ctx context.Context, c domain.Caller, a *docum
 
 // run is the transaction. Lock order: the source's lock, the org's
 // supersession lock (as Supersede, Forget and Purge take it before any
-// entry), then the live document's entry and its sections' entries.
+// entry), then, in one statement in id order, the live document's entry,
+// its current sections' entries and the earlier versions of both
+// (CurrentSections).
 func (t *docTx) run(ctx context.Context, tx pgx.Tx) error {
 	var live *sqlc.LiveDocumentBySourceRow
 	var cur []currentSection
 	if t.a.Source != "" {
+		if testHookTxStarted != nil {
+			testHookTxStarted(t.a.Source)
+		}
 		if err := t.q.LockDocumentSource(ctx, sqlc.LockDocumentSourceParams{OrgID: t.c.OrgID.String(), Source: t.a.Source}); err != nil {
 			return err
 		}
 		if err := t.q.LockOrgSupersessions(ctx, t.c.OrgID.String()); err != nil {
 			return err
 		}
+		at, err := t.q.LockedAt(ctx)
+		if err != nil {
+			return err
+		}
+		t.notBefore = &at
 		row, err := t.q.LiveDocumentBySource(ctx, sqlc.LiveDocumentBySourceParams{OrgID: t.c.OrgID, Source: t.a.Source})
 		switch {
 		case err == nil:
@@ -172,6 +186,13 @@ func (t *docTx) run(ctx context.Context, tx pgx.Tx) error {
 	}
 	return t.link(ctx, live, newDoc, docID, d)
 }
+
+// testHookTxStarted, when set (only by internal tests, in init, before
+// any store runs), is called by a store with a source once its
+// transaction has started, before it takes any lock: a test holds a store
+// there so that its transaction starts before others that take the
+// source's lock first.
+var testHookTxStarted func(source string)
 
 // current reads (and locks) the live document's sections.
 func (t *docTx) current(ctx context.Context, doc uuid.UUID) ([]currentSection, error) {
@@ -256,7 +277,7 @@ func (t *docTx) insertEntries(ctx context.Context, newDoc bool, docID uuid.UUID,
 		end := docWriteChunkEnd(bodies, start)
 		rows, err := t.q.InsertDocumentEntries(ctx, sqlc.InsertDocumentEntriesParams{
 			OrgID: t.c.OrgID, Tags: t.a.Tags, AgentID: t.c.AgentID, Source: domain.StrOrNil(t.a.Source), Kind: t.a.Kind, Metadata: meta,
-			Ids: ids[start:end], Titles: titles[start:end], Bodies: bodies[start:end], Keys: keys[start:end],
+			Ids: ids[start:end], Titles: titles[start:end], Bodies: bodies[start:end], Keys: keys[start:end], NotBefore: t.notBefore,
 		})
 		if err != nil {
 			return err

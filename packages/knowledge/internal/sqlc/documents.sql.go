@@ -430,30 +430,26 @@ const insertDocumentEntries = `-- name: InsertDocumentEntries :many
 INSERT INTO knowledge AS ins (org_id, id, title, body, tags, created_by_agent_id, source, kind, metadata, similar_keys, created_at)
 SELECT a.org_id, v.id, v.title, v.body, $1::text[], a.id,
        $2::text, $3::text, $4::jsonb, v.keys::bigint[],
-       greatest(now(), (SELECT max(greatest(kd.created_at, ks.created_at, s.ended_at))
-                        FROM knowledge_documents d
-                        JOIN knowledge kd ON kd.org_id = d.org_id AND kd.id = d.id
-                        LEFT JOIN knowledge_sections s ON s.org_id = d.org_id AND s.document_id = d.id
-                        LEFT JOIN knowledge ks ON ks.org_id = s.org_id AND ks.id = s.id
-                        WHERE d.org_id = $5 AND d.source = $2::text AND d.live))
+       greatest(now(), $5::timestamptz)
 FROM agents a
 CROSS JOIN (SELECT unnest($6::uuid[]) AS id, unnest($7::text[]) AS title, unnest($8::text[]) AS body,
              unnest($9::text[]) AS keys) v
-WHERE a.org_id = $5 AND a.id = $10
+WHERE a.org_id = $10 AND a.id = $11
 RETURNING ins.id, ins.embedding_generation, ins.created_at
 `
 
 type InsertDocumentEntriesParams struct {
-	Tags     []string
-	Source   *string
-	Kind     string
-	Metadata []byte
-	OrgID    uuid.UUID
-	Ids      []uuid.UUID
-	Titles   []string
-	Bodies   []string
-	Keys     []string
-	AgentID  uuid.UUID
+	Tags      []string
+	Source    *string
+	Kind      string
+	Metadata  []byte
+	NotBefore *time.Time
+	Ids       []uuid.UUID
+	Titles    []string
+	Bodies    []string
+	Keys      []string
+	OrgID     uuid.UUID
+	AgentID   uuid.UUID
 }
 
 type InsertDocumentEntriesRow struct {
@@ -472,21 +468,25 @@ type InsertDocumentEntriesRow struct {
 // send them on in a second step. (The target's alias qualifies RETURNING:
 // Citus 13.2 sends a routed INSERT ... SELECT's unqualified RETURNING to
 // the shard naming the distributed table, which the worker refuses.)
-// They are made no earlier than the source's live document last changed
-// (its entry, its sections made or ended): now() is the transaction's
-// start, which can precede the replacement this one waited for on the
-// source's lock, and a heading's versions follow each other in time.
+// They are made no earlier than @not_before, the clock read once the
+// store holds its source's lock and the org's supersession lock
+// (LockedAt; NULL without a source): now() is the transaction's start,
+// which can precede what committed while it waited for them (another
+// store of the source ending sections, a supersession ending one, an
+// erasure of the live document leaving an older one's ended sections), and
+// a heading's versions follow each other in time.
 func (q *Queries) InsertDocumentEntries(ctx context.Context, arg InsertDocumentEntriesParams) ([]InsertDocumentEntriesRow, error) {
 	rows, err := q.db.Query(ctx, insertDocumentEntries,
 		arg.Tags,
 		arg.Source,
 		arg.Kind,
 		arg.Metadata,
-		arg.OrgID,
+		arg.NotBefore,
 		arg.Ids,
 		arg.Titles,
 		arg.Bodies,
 		arg.Keys,
+		arg.OrgID,
 		arg.AgentID,
 	)
 	if err != nil {
@@ -640,6 +640,18 @@ type LockDocumentSourceParams struct {
 func (q *Queries) LockDocumentSource(ctx context.Context, arg LockDocumentSourceParams) error {
 	_, err := q.db.Exec(ctx, lockDocumentSource, arg.OrgID, arg.Source)
 	return err
+}
+
+const lockedAt = `-- name: LockedAt :one
+SELECT clock_timestamp()::timestamptz AS at
+`
+
+// The clock once a store holds its locks (InsertDocumentEntries).
+func (q *Queries) LockedAt(ctx context.Context) (time.Time, error) {
+	row := q.db.QueryRow(ctx, lockedAt)
+	var at time.Time
+	err := row.Scan(&at)
+	return at, err
 }
 
 const moveSectionHeads = `-- name: MoveSectionHeads :exec
