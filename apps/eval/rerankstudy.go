@@ -63,13 +63,17 @@ type RerankReport struct {
 	Down         []DownPass `json:"down"`
 }
 
-// DownPass is one way of being down: the searches' latency by reason, and
-// the errors (the target is none).
+// DownPass is one way of being down: the searches' latency by reason,
+// what the reranker added to each (its time less that of the same search
+// with rerank: false, run just before), and the errors (the target is
+// none).
 type DownPass struct {
 	Way      string             `json:"way"`
 	Errors   int                `json:"errors"`
 	ByReason map[string]Latency `json:"byReason"`
+	Added    map[string]Latency `json:"addedByReason"`
 	Max      float64            `json:"maxMs"`
+	MaxAdded float64            `json:"maxAddedMs"`
 }
 
 // rerankChance is how many corpus passages each nonsense query is
@@ -270,8 +274,9 @@ func (r *evalRun) rerankDown(ctx context.Context, way string) (DownPass, error) 
 	opts.Reranker = rr
 	opts.RerankBudget = r.cfg.rerankDownBudget
 	svc := knowledge.New(r.pool, opts)
-	d := DownPass{Way: way, ByReason: map[string]Latency{}}
-	by := map[string][]time.Duration{}
+	d := DownPass{Way: way, ByReason: map[string]Latency{}, Added: map[string]Latency{}}
+	by, added := map[string][]time.Duration{}, map[string][]time.Duration{}
+	off := false
 	n := 0
 	for _, q := range r.queries {
 		if n == rerankDownQueries {
@@ -282,6 +287,11 @@ func (r *evalRun) rerankDown(ctx context.Context, way string) (DownPass, error) 
 		}
 		n++
 		start := time.Now()
+		if _, err := svc.Search(ctx, r.caller, knowledge.SearchInput{Query: queryText(q.Text), Rerank: &off}); err != nil {
+			return d, fmt.Errorf("search %q: %w", q.Text, err)
+		}
+		fused := time.Since(start)
+		start = time.Now()
 		res, err := svc.Search(ctx, r.caller, knowledge.SearchInput{Query: queryText(q.Text)})
 		took := time.Since(start)
 		if err != nil {
@@ -295,11 +305,11 @@ func (r *evalRun) rerankDown(ctx context.Context, way string) (DownPass, error) 
 		if res.Reranked {
 			reason = "reranked (down, yet?)"
 		}
-		by[reason] = append(by[reason], took)
-		d.Max = max(d.Max, ms(took))
+		by[reason], added[reason] = append(by[reason], took), append(added[reason], took-fused)
+		d.Max, d.MaxAdded = max(d.Max, ms(took)), max(d.MaxAdded, ms(took-fused))
 	}
 	for reason, ds := range by {
-		d.ByReason[reason] = Percentiles(ds)
+		d.ByReason[reason], d.Added[reason] = Percentiles(ds), Percentiles(added[reason])
 	}
 	return d, nil
 }
@@ -352,11 +362,12 @@ func (s *RerankReport) text(p func(string, ...any)) {
 		}
 		slices.Sort(reasons)
 		for _, r := range reasons {
-			l := d.ByReason[r]
-			p("reranker %s, %s\t%d searches, p50 %.2f ms, p99 %.2f ms", d.Way, r, l.Queries, l.P50, l.P99)
+			l, a := d.ByReason[r], d.Added[r]
+			p("reranker %s, %s\t%d searches, p50 %.2f ms, p99 %.2f ms; added to the fused search p50 %.2f ms, p99 %.2f ms",
+				d.Way, r, l.Queries, l.P50, l.P99, a.P50, a.P99)
 		}
-		p("target: reranker %s, answers within budget + 5 ms, 0 errors\tmax %.2f ms vs %.0f ms, %d errors: %s", d.Way, d.Max,
-			s.DownBudgetMs+5, d.Errors, met(d.Max <= s.DownBudgetMs+5 && d.Errors == 0))
+		p("target: reranker %s, adds at most budget + 5 ms, 0 errors\tmax added %.2f ms (max search %.2f ms) vs %.0f ms, %d errors: %s",
+			d.Way, d.MaxAdded, d.Max, s.DownBudgetMs+5, d.Errors, met(d.MaxAdded <= s.DownBudgetMs+5 && d.Errors == 0))
 	}
 }
 
