@@ -60,7 +60,7 @@ func TestErasureLeavesNoTraceAnywhere(t *testing.T) {
 			}
 			tok := uuid.New()
 			r, err := b.svc.Store(b.ctx, c, knowledge.StoreInput{Title: "runbook " + secretWord(i), Body: body,
-				Tags: []string{"tag-" + secretWord(i)}, ClientToken: &tok})
+				Tags: []string{"tag-" + secretWord(i)}, ClientToken: &tok, Metadata: map[string]any{"case": secretWord(i), "round": round}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -89,7 +89,7 @@ func TestErasureLeavesNoTraceAnywhere(t *testing.T) {
 			for n := 0; ctx.Err() == nil; n++ {
 				tok := uuid.New()
 				res, err := b.svc.Store(ctx, carol, knowledge.StoreInput{Title: fmt.Sprintf("carol's note %d", n),
-					Body: fmt.Sprintf("harbour ferry %d lantern quay %d", n, r.IntN(50)), ClientToken: &tok})
+					Body: fmt.Sprintf("harbour ferry %d lantern quay %d", n, r.IntN(50)), ClientToken: &tok, Metadata: map[string]any{"round": round}})
 				if err != nil {
 					fail("store", err)
 					return
@@ -164,6 +164,9 @@ func TestErasureLeavesNoTraceAnywhere(t *testing.T) {
 		for _, where := range b.tracesIn(t, org, secretMark) {
 			t.Errorf("round %d: a secret word is left in %s", round, where)
 		}
+		// The metadata pairs hold hashes, not words: no pair is left of an
+		// erased entry when the table is exactly the pairs of the rows left.
+		b.wantMetadataPairsTrue(t, fmt.Sprintf("round %d", round))
 		after := b.indexState(t, org)
 		if _, err := b.ops.Operations().SetTextSearchConfig(b.ctx, org, "english"); err != nil {
 			t.Fatal(err)

@@ -140,10 +140,11 @@ func explainVector(t *testing.T, b *bundle, org uuid.UUID) string {
 	return vectorPlan(t, b.pool, "knowledge_vector_hnsw", org, embed.NewLocal().Model(), vec.Slice())
 }
 
-// IndexAll vacuums the postings and the queue after indexing a bulk load
-// (at least UpkeepBaseRows entries), so search reads them without a heap
-// visit a posting or a walk over dead queue rows before Upkeep runs, and
-// leaves them alone after a small pass (Upkeep's thresholds cover those).
+// IndexAll vacuums the postings, the queue and the metadata pairs after
+// indexing a bulk load (at least UpkeepBaseRows entries), so search reads
+// them without a heap visit a posting or a pair or a walk over dead queue
+// rows before Upkeep runs, and leaves them alone after a small pass
+// (Upkeep's thresholds cover those).
 //
 // Checked by what the vacuum records (vacuum_count; reltuples, which a
 // vacuum sets from -1 to the rows it counted; relallvisible, which nothing
@@ -156,40 +157,41 @@ func TestIndexAllVacuumsWhatABulkLoadChurned(t *testing.T) {
 	b := setup(t)
 	fill := func(n int) {
 		if _, err := b.pool.Exec(b.ctx, `
-			INSERT INTO knowledge (org_id, title, body, created_by_agent_id)
-			SELECT $1, 'note ' || i, 'observation ' || i || ' about the queue and the worker', $2
+			INSERT INTO knowledge (org_id, title, body, created_by_agent_id, metadata)
+			SELECT $1, 'note ' || i, 'observation ' || i || ' about the queue and the worker', $2, jsonb_build_object('shard', i % 7)
 			FROM generate_series(1, $3::int) i`, b.alice.OrgID, b.alice.AgentID, n); err != nil {
 			t.Fatal(err)
 		}
 	}
 	type state struct {
-		postingsVacuums, queueVacuums int
-		visible, pages                int
-		queueCounted                  float64 // -1 until a vacuum or analyze counts it
+		postingsVacuums, queueVacuums, pairsVacuums int
+		visible, pages                              int
+		queueCounted                                float64 // -1 until a vacuum or analyze counts it
 	}
 	read := func() (s state) {
 		if err := b.pool.QueryRow(b.ctx, `
 			SELECT pg_stat_get_vacuum_count('knowledge_postings'::regclass),
 			       pg_stat_get_vacuum_count('knowledge_index_queue'::regclass),
+			       pg_stat_get_vacuum_count('knowledge_metadata_pairs'::regclass),
 			       p.relallvisible, pg_relation_size(p.oid) / current_setting('block_size')::int,
 			       q.reltuples
 			FROM pg_class p, pg_class q
 			WHERE p.oid = 'knowledge_postings'::regclass AND q.oid = 'knowledge_index_queue'::regclass`).
-			Scan(&s.postingsVacuums, &s.queueVacuums, &s.visible, &s.pages, &s.queueCounted); err != nil {
+			Scan(&s.postingsVacuums, &s.queueVacuums, &s.pairsVacuums, &s.visible, &s.pages, &s.queueCounted); err != nil {
 			t.Fatal(err)
 		}
 		return s
 	}
 	fill(knowledge.UpkeepBaseRows / 5)
 	b.indexAll(t)
-	if s := read(); s.postingsVacuums != 0 || s.queueVacuums != 0 || s.visible != 0 || s.pages == 0 || s.queueCounted != -1 {
-		t.Fatalf("a small pass: want the postings and the queue left to Upkeep, got %+v", s)
+	if s := read(); s.postingsVacuums != 0 || s.queueVacuums != 0 || s.pairsVacuums != 0 || s.visible != 0 || s.pages == 0 || s.queueCounted != -1 {
+		t.Fatalf("a small pass: want the postings, the queue and the pairs left to Upkeep, got %+v", s)
 	}
 	fill(knowledge.UpkeepBaseRows)
 	b.indexAll(t)
 	// The indexer deletes what it indexes: the vacuum counts 0 queued rows.
-	if s := read(); s.postingsVacuums != 1 || s.queueVacuums != 1 || s.visible == 0 || s.queueCounted != 0 {
-		t.Fatalf("after a bulk load: want the postings and the queue vacuumed once, got %+v", s)
+	if s := read(); s.postingsVacuums != 1 || s.queueVacuums != 1 || s.pairsVacuums != 1 || s.visible == 0 || s.queueCounted != 0 {
+		t.Fatalf("after a bulk load: want the postings, the queue and the pairs vacuumed once, got %+v", s)
 	} else if s.visible != s.pages {
 		t.Logf("after a bulk load: %d of %d postings pages all-visible", s.visible, s.pages)
 	}

@@ -420,6 +420,10 @@ const FilterMatchMax = 2000
 type MatchSet struct {
 	ByIDs bool
 	Ids   []uuid.UUID
+	// MetadataMax, for a search without such a set: its statements read
+	// the metadata filter's matches themselves, and rank them alone if at
+	// most MetadataMax entries pass (0: they do not read them).
+	MetadataMax int
 }
 
 // HopIDs is the set as SearchHop's within: nil (NULL) when there is none.

@@ -133,8 +133,8 @@ func (m *Maintenance) IndexAll(ctx context.Context) (_ int, err error) {
 // vacuums of the tables it writes (vacuumIndexerTables).
 const IndexVacuumEvery = 20000
 
-// vacuumIndexerTables vacuums the two tables the indexer churns while a
-// bulk load is indexed: every IndexVacuumEvery entries one call indexes,
+// vacuumIndexerTables vacuums the tables search reads by index-only scans
+// that a bulk load fills: every IndexVacuumEvery entries one call indexes,
 // and at its end when it indexed at least UpkeepBaseRows since the last
 // one.
 //
@@ -150,6 +150,11 @@ const IndexVacuumEvery = 20000
 //   - knowledge_index_queue: every indexed entry leaves a dead queue row,
 //     and search's read of the org's queued tail walks their index entries
 //     (0.8 ms a search for a 100k-entry org until vacuumed).
+//   - knowledge_metadata_pairs: written with the entries the indexer then
+//     indexes (a trigger, db/migrations/00041), and read, like the
+//     postings, by index-only scans: a metadata filter's matches, and the
+//     lexical walks' test of each entry they reach (search/filtersearch.go).
+//     Unvacuumed, each of those reads visits a heap page too.
 //
 // Between batches (last false) the vacuum is SKIP_LOCKED: another
 // vacuum of the table in progress (Upkeep's, another indexer's) is nearly
@@ -165,9 +170,9 @@ func (m *Maintenance) vacuumIndexerTables(ctx context.Context, last bool) {
 	if ctx.Err() != nil {
 		return
 	}
-	stmt := "VACUUM (SKIP_LOCKED) knowledge_postings, knowledge_index_queue"
+	stmt := "VACUUM (SKIP_LOCKED) knowledge_postings, knowledge_index_queue, knowledge_metadata_pairs"
 	if last {
-		stmt = "VACUUM knowledge_postings, knowledge_index_queue"
+		stmt = "VACUUM knowledge_postings, knowledge_index_queue, knowledge_metadata_pairs"
 	}
 	// Not through sqlc: VACUUM is not a query, and cannot run in a
 	// transaction block.

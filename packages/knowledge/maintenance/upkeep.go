@@ -43,6 +43,9 @@ var upkeepTables = []string{
 	"knowledge", "knowledge_postings", "knowledge_term_stats", "knowledge_search_stats", "knowledge_index_queue",
 	// Its rows are deleted as the org counters fold them (stats.go).
 	"knowledge_count_deltas",
+	// A metadata filter's matches (db/migrations/00041), read by
+	// index-only scans.
+	"knowledge_metadata_pairs",
 }
 
 // Thresholds of Upkeep: a table is vacuumed when the rows inserted or dead

@@ -17,10 +17,11 @@ import (
 
 // A listing filtered by an entry field reads the entries that pass the
 // filter, never the org, on tables never analyzed: kind and exact source
-// walk their own index in the page's order; metadata and a source prefix
-// read the bitmap of their index (the org's matches only: another org's
-// entries with the same metadata are not in it), then the page from them
-// by primary key, sorted; a document's sections (documentId) are read
+// walk their own index in the page's order; metadata reads the range of
+// its key/value pair in knowledge_metadata_pairs (the org's matches only:
+// another org's entries with the same metadata are not in it) and a source
+// prefix the range of its index, then the page from them by primary key,
+// sorted; a document's sections (documentId) are read
 // from its section rows, then by primary key, whatever other filter comes
 // with it (not the kind's or the source's index, which would read every
 // entry of the org of that kind or source).
@@ -44,7 +45,7 @@ func TestListFilterPlans(t *testing.T) {
 	ctx := context.Background()
 	// A page read from given entries never touches the field indexes: each
 	// entry by primary key.
-	fieldIndexes := []string{"knowledge_org_kind_idx", "knowledge_org_source_idx", "knowledge_metadata_idx"}
+	fieldIndexes := []string{"knowledge_org_kind_idx", "knowledge_org_source_idx", "knowledge_metadata_pairs_pkey"}
 	// page reads a page as List does: by a walk (ids nil) or from ids.
 	page := func(name string, p sqlc.ListEntriesParams, ids []uuid.UUID, rows int, uses string, avoid ...string) {
 		t.Helper()
@@ -70,7 +71,7 @@ func TestListFilterPlans(t *testing.T) {
 	if err != nil || len(ids) != 10 {
 		t.Fatalf("metadata matches: %d %v", len(ids), err)
 	}
-	wantPlan(t, "metadata matches", *notices, "Bitmap Index Scan on knowledge_metadata_idx")
+	wantPlan(t, "metadata matches", *notices, "Index Only Scan using knowledge_metadata_pairs_pkey", "knowledge_pkey")
 	page("metadata", sqlc.ListEntriesParams{Metadata: []byte(`{"shard": 7}`)}, ids, 10, "knowledge_pkey", fieldIndexes...)
 
 	*notices = nil

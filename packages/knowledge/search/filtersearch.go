@@ -74,17 +74,20 @@ func (s *Searcher) filterMatches(ctx context.Context, org uuid.UUID, f domain.Fi
 	return domain.MatchSet{}, nil
 }
 
-// commonFilters remembers, for commonTTL, the filters of an org found to
-// have more matches than a bound: reading bound + 1 matches to learn that a
-// filter is common again costs as much as a whole search (a heap row a
-// match: 20 ms for 1,500 of them at 100k entries, docs/benchmarks.md,
-// "Entry field filters"), while a common filter stays common (either path
-// gives the same answer; a filter that became rare meanwhile is only slower
-// to search until the verdict expires). It holds at most commonMax
-// verdicts, and forgets them all when full.
+// commonFilters remembers, for commonTTL, what a read of bound + 1
+// matches said of an org's filter: common (more than bound pass) or not.
+// Reading them to learn that a filter is common again costs as much as a
+// whole search, and a search of a metadata filter known to be selective
+// leaves the read to its statements (searchMatches), so a filter is read
+// here once per commonTTL at most. A common filter stays common and a
+// selective one selective (either path gives the same answer; a filter
+// that changed meanwhile is only slower to search until the verdict
+// expires, and the statements count a selective filter's matches again
+// anyway). It holds at most commonMax verdicts, and forgets them all when
+// full.
 type commonFilters struct {
 	mu sync.Mutex
-	at map[commonKey]time.Time
+	at map[commonKey]verdict
 }
 
 type commonKey struct {
@@ -93,35 +96,80 @@ type commonKey struct {
 	filter string // a letter for the field, then the filter's value
 }
 
+type verdict struct {
+	at     time.Time
+	common bool
+}
+
 const (
 	commonTTL = 30 * time.Second
 	commonMax = 4096
 )
 
-func (c *commonFilters) has(k commonKey) bool {
+// verdict is what the last read said of k, if it is recent.
+func (c *commonFilters) verdict(k commonKey) (common, known bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t, ok := c.at[k]
-	return ok && time.Since(t) < commonTTL
+	v, ok := c.at[k]
+	if !ok || time.Since(v.at) >= commonTTL {
+		return false, false
+	}
+	return v.common, true
 }
 
-func (c *commonFilters) add(k commonKey) {
+// has says whether k was found common lately.
+func (c *commonFilters) has(k commonKey) bool {
+	common, known := c.verdict(k)
+	return known && common
+}
+
+func (c *commonFilters) set(k commonKey, common bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.at == nil || len(c.at) >= commonMax {
-		c.at = make(map[commonKey]time.Time)
+		c.at = make(map[commonKey]verdict)
 	}
-	c.at[k] = time.Now()
+	c.at[k] = verdict{at: time.Now(), common: common}
 }
+
+func (c *commonFilters) add(k commonKey) { c.set(k, true) }
 
 // searchMatches is filterMatches for a search (a.Within): every entry
 // field filter may be read first, up to FilterMatchMax (or
-// Options.FilterMatches).
+// Options.FilterMatches). A metadata filter known to be selective is not
+// read here: the ranking statements read its matches themselves
+// (knowledge_metadata_pairs, one index range each; sql/search_vector.sql
+// and sql/search_candidates.sql, mread), so a search of it is one round
+// trip of two statements at once, as an unfiltered search is. Here it is
+// read once per commonTTL, to learn whether it is selective (that search
+// ranks the matches read), and not at all while it is known to be common.
 func (s *Searcher) searchMatches(ctx context.Context, org uuid.UUID, a *domain.SearchArgs) (err error) {
 	bound := domain.FilterMatchMax
 	if k := s.opts.FilterMatches; k != 0 {
 		bound = k
 	}
-	a.Within, err = s.filterMatches(ctx, org, a.Filters, a.DocumentID, bound, false)
+	f := a.Filters
+	if f.Metadata != nil && a.DocumentID == nil && bound >= 0 {
+		key := commonKey{org: org, bound: bound, filter: "m" + string(f.Metadata)}
+		common, known := s.common.verdict(key)
+		if !known {
+			ids, err := s.q.MetadataMatches(ctx, sqlc.MetadataMatchesParams{OrgID: org, Metadata: f.Metadata, Max: int32(bound + 1)})
+			if err != nil {
+				return data.MapErr(err, "")
+			}
+			common = len(ids) > bound
+			s.common.set(key, common)
+			if !common {
+				a.Within = domain.MatchSet{ByIDs: true, Ids: ids}
+				return nil
+			}
+		}
+		if !common {
+			a.Within = domain.MatchSet{MetadataMax: bound}
+			return nil
+		}
+		f.Metadata = nil // common: the other filters may still be few
+	}
+	a.Within, err = s.filterMatches(ctx, org, f, a.DocumentID, bound, false)
 	return err
 }

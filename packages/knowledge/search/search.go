@@ -467,6 +467,7 @@ func (s *Searcher) candidateArgs(c domain.Caller, a *domain.SearchArgs, depth in
 		"metadata":           a.Filters.Metadata,
 		"by_ids":             a.Within.ByIDs,
 		"ids":                domain.NonNil(a.Within.Ids),
+		"match_max":          a.Within.MetadataMax,
 	}
 }
 

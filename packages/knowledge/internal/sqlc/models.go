@@ -178,6 +178,12 @@ type KnowledgeIndexQueue struct {
 	QueuedAt time.Time
 }
 
+type KnowledgeMetadataPair struct {
+	OrgID   uuid.UUID
+	Pair    int64
+	EntryID uuid.UUID
+}
+
 type KnowledgeOrgSpace struct {
 	OrgID      uuid.UUID
 	Model      string

@@ -40,15 +40,53 @@ WITH st AS MATERIALIZED (
     FROM (SELECT 1) one
     LEFT JOIN knowledge_search_stats s ON s.org_id = @org_id
 ),
--- With @by_ids the search's filters were read first (a document's
--- sections, or a filter few entries pass: filtersearch.go): the lists'
--- walks below skip every entry not in @ids by a hashed subplan, before its
--- key probe. Everything else is as without the filter (the same postings
--- read and scored, the same titles tested for the query), so each list is
--- the unfiltered one less the entries the filter rejects, and the walks
--- probe only entries that pass the filter read first.
+-- A metadata filter's key/value pairs (db/migrations/00041), each an index
+-- range of knowledge_metadata_pairs holding the org's entries with that
+-- pair (narrow rows, read by index-only scans).
+mpairs AS MATERIALIZED (
+    SELECT unnest(knowledge_metadata_pair_keys(@metadata::jsonb)) AS pair
+),
+-- With @match_max > 0 (filtersearch.go: a filter not known to be common)
+-- each pair's entries are read, at most @match_max + 1 of them (mread);
+-- the pair with the fewest, if at most @match_max, gives the filter's
+-- matches (mpick, mset: its entries holding the other pairs, a key probe
+-- each). The choice is a count of rows read, never an estimate.
+mread AS MATERIALIZED (
+    SELECT p.pair, m.entry_id
+    FROM mpairs p
+    CROSS JOIN LATERAL (SELECT m.entry_id FROM knowledge_metadata_pairs m
+                        WHERE m.org_id = @org_id AND m.pair = p.pair
+                        LIMIT @match_max::int + 1) m
+    WHERE @match_max::int > 0
+),
+mpick AS MATERIALIZED (
+    SELECT r.pair FROM mread r GROUP BY r.pair HAVING count(*) <= @match_max::int ORDER BY count(*), r.pair LIMIT 1
+),
+mset AS MATERIALIZED (
+    SELECT r.entry_id AS id
+    FROM mread r
+    WHERE r.pair = (SELECT pair FROM mpick)
+      AND ((SELECT count(*) FROM mpairs) = 1
+           OR (SELECT count(*) FROM mpairs p
+               CROSS JOIN LATERAL (SELECT 1 FROM knowledge_metadata_pairs m
+                                   WHERE m.org_id = @org_id AND m.pair = p.pair AND m.entry_id = r.entry_id LIMIT 1) m)
+              = (SELECT count(*) FROM mpairs))
+),
+-- The search's set (within), when it has one (ws): the entries the caller
+-- read first (@by_ids, @ids: a document's sections, or a source or kind
+-- few entries pass) or the metadata filter's matches (mset). The lists'
+-- walks below then skip every entry outside it by a hashed subplan,
+-- before its key probe. Everything else is as without the filter (the
+-- same postings read and scored, the same titles tested for the query),
+-- so each list is the unfiltered one less the entries the filter rejects,
+-- and the walks probe only entries of the set.
 within AS MATERIALIZED (
-    SELECT unnest(@ids::uuid[]) AS id
+    SELECT i.id FROM unnest(@ids::uuid[]) AS i (id) WHERE @by_ids::bool
+    UNION ALL
+    SELECT mset.id FROM mset WHERE NOT @by_ids::bool
+),
+ws AS MATERIALIZED (
+    SELECT @by_ids::bool OR EXISTS (SELECT 1 FROM mpick) AS set_on
 ),
 qterms AS MATERIALIZED (
     SELECT DISTINCT a.term FROM st CROSS JOIN LATERAL knowledge_terms(st.config, '', @query::text) AS a (field, term, tf, len)
@@ -161,11 +199,11 @@ fts AS (
         SELECT s.entry_id AS id, s.bm25_b AS signal, s.cov_b AS cov,
                k.title, k.tags, k.confidence, k.created_at, k.expires_at, k.head_id, k.embedding_status
         FROM ((SELECT entry_id, bm25_b, cov_b FROM scored
-               WHERE bm25_b > 0 AND (NOT @by_ids::bool OR entry_id IN (SELECT id FROM within))
+               WHERE bm25_b > 0 AND (NOT (SELECT set_on FROM ws) OR entry_id IN (SELECT id FROM within))
                ORDER BY bm25_b DESC, entry_id LIMIT 2 * @candidates::int)
               UNION ALL
               (SELECT entry_id, bm25_b, cov_b FROM scored
-               WHERE bm25_b > 0 AND (NOT @by_ids::bool OR entry_id IN (SELECT id FROM within))
+               WHERE bm25_b > 0 AND (NOT (SELECT set_on FROM ws) OR entry_id IN (SELECT id FROM within))
                ORDER BY bm25_b DESC, entry_id OFFSET 2 * @candidates::int)) s
         CROSS JOIN LATERAL (
             SELECT k.title, k.tags, k.confidence, k.created_at, k.expires_at, k.head_id, k.embedding_status
@@ -180,6 +218,18 @@ fts AS (
               AND (@metadata::jsonb IS NULL OR k.metadata @> @metadata::jsonb))
             LIMIT 1
         ) k
+        -- Without a set, a metadata filter is tested as the walk reaches
+        -- each entry, before its probe: a key probe of the narrow pairs per
+        -- pair of the filter, so an entry the filter rejects costs no read
+        -- of its wide row (the vector is inline; a filter passing 1 entry
+        -- in 10 rejects 9 of every 10 the walk reaches). Its probe still
+        -- tests the metadata itself (two pairs may share a hash). A test of
+        -- s alone: the LIMITs inside s keep it out of their sorts.
+        WHERE @metadata::jsonb IS NULL OR (SELECT set_on FROM ws)
+           OR (SELECT count(*) FROM mpairs p
+               CROSS JOIN LATERAL (SELECT 1 FROM knowledge_metadata_pairs m
+                                   WHERE m.org_id = @org_id AND m.pair = p.pair AND m.entry_id = s.entry_id LIMIT 1) m)
+              = (SELECT count(*) FROM mpairs)
         LIMIT @candidates::int
     ) f
 ),
@@ -212,8 +262,15 @@ ttl_probed AS MATERIALIZED (
         WHERE k.org_id = @org_id AND k.id = s.entry_id
         LIMIT 1
     ) k
-    -- Tested or not as without the filter; then only the set's probed.
-    WHERE NOT @by_ids::bool OR s.entry_id IN (SELECT id FROM within)
+    -- Tested or not as without the filter; then only the set's probed, or
+    -- without a set the entries holding the metadata filter's pairs (as
+    -- the full-text walk tests them).
+    WHERE (NOT (SELECT set_on FROM ws) OR s.entry_id IN (SELECT id FROM within))
+      AND (@metadata::jsonb IS NULL OR (SELECT set_on FROM ws)
+           OR (SELECT count(*) FROM mpairs p
+               CROSS JOIN LATERAL (SELECT 1 FROM knowledge_metadata_pairs m
+                                   WHERE m.org_id = @org_id AND m.pair = p.pair AND m.entry_id = s.entry_id LIMIT 1) m)
+              = (SELECT count(*) FROM mpairs))
 ),
 -- The title list ranks titles holding the query first, then by BM25. A
 -- title past the best @contains_checked is never tested for the query, so

@@ -16,14 +16,15 @@
 -- (the list 2.3-3.0 ms p50 through the function, 1.4-1.7 ms here;
 -- docs/benchmarks.md, "Why search is built so").
 --
--- One of four plans runs, chosen here from the filters read first (a
--- count, filtersearch.go), the org's size, its share of the table and the
--- indexes that exist, never by the planner's statistics (search.go,
--- hnswCostRatio):
---   ids:   the search's filters were read first (@by_ids: a document's
---          sections, or a filter at most FilterMatchMax entries pass): each
---          entry of @ids is read by its primary key and ranked by its best
---          vector exactly, as the exact plan ranks the org.
+-- One of four plans runs, chosen here from the filters' matches (a
+-- count: filtersearch.go, and mset below), the org's size, its share of
+-- the table and the indexes that exist, never by the planner's statistics
+-- (search.go, hnswCostRatio):
+--   ids:   the search has a set of entries (within): a document's
+--          sections or a filter's few matches, read by the caller
+--          (@by_ids, @ids), or a metadata filter's, read here (mset):
+--          each entry of the set is read by its primary key and ranked by
+--          its best vector exactly, as the exact plan ranks the org.
 --   org:   the org has a valid HNSW index of its own (Upkeep's, for large
 --          orgs). Its predicate names the org, so only a plan made for the
 --          org's id can use it: knowledge_vector_hnsw, planned per call.
@@ -34,9 +35,40 @@
 -- not run. The plan is pinned by the settings SearchConfig gives this
 -- statement (no sequential scans, sorts or bitmap scans where an index
 -- order exists), not by statistics, which may be missing.
-WITH st AS MATERIALIZED (
+WITH mpairs AS MATERIALIZED (
+    SELECT unnest(knowledge_metadata_pair_keys(@metadata::jsonb)) AS pair
+),
+-- A metadata filter's matches, as sql/search_candidates.sql reads them
+-- (mread, mpick, mset: the same CTEs, explained there).
+mread AS MATERIALIZED (
+    SELECT p.pair, m.entry_id
+    FROM mpairs p
+    CROSS JOIN LATERAL (SELECT m.entry_id FROM knowledge_metadata_pairs m
+                        WHERE m.org_id = @org_id AND m.pair = p.pair
+                        LIMIT @match_max::int + 1) m
+    WHERE @match_max::int > 0
+),
+mpick AS MATERIALIZED (
+    SELECT r.pair FROM mread r GROUP BY r.pair HAVING count(*) <= @match_max::int ORDER BY count(*), r.pair LIMIT 1
+),
+mset AS MATERIALIZED (
+    SELECT r.entry_id AS id
+    FROM mread r
+    WHERE r.pair = (SELECT pair FROM mpick)
+      AND ((SELECT count(*) FROM mpairs) = 1
+           OR (SELECT count(*) FROM mpairs p
+               CROSS JOIN LATERAL (SELECT 1 FROM knowledge_metadata_pairs m
+                                   WHERE m.org_id = @org_id AND m.pair = p.pair AND m.entry_id = r.entry_id LIMIT 1) m)
+              = (SELECT count(*) FROM mpairs))
+),
+within AS MATERIALIZED (
+    SELECT i.id FROM unnest(@ids::uuid[]) AS i (id) WHERE @by_ids::bool
+    UNION ALL
+    SELECT mset.id FROM mset WHERE NOT @by_ids::bool
+),
+st AS MATERIALIZED (
     SELECT CASE
-               WHEN @by_ids::bool THEN 'ids'
+               WHEN @by_ids::bool OR EXISTS (SELECT 1 FROM mpick) THEN 'ids'
                WHEN coalesce(s.docs, 0) < @hnsw_min_docs::bigint THEN 'exact'
                -- (knowledge_index_ready, migration 00028: answered where the
                -- statement runs, the org's worker on a cluster.)
@@ -93,14 +125,14 @@ space AS MATERIALIZED (
     ) x
     GROUP BY x.id
 ),
--- The ids plan: the entries of @ids that pass the filters as the other
+-- The ids plan: the entries of the set that pass the filters as the other
 -- plans test them (the asOf test is vec's), a primary-key probe each, with
 -- the distance of their own vector when it is of the space; then their
 -- chunks' (a key range each, only when the org has chunks of the space),
 -- and each entry's best. Not cut: vec keeps the best @candidates.
 ids_read AS MATERIALIZED (
     SELECT k.id, k.dist
-    FROM unnest(@ids::uuid[]) AS i (id)
+    FROM within i
     CROSS JOIN LATERAL (
         SELECT k.id, CASE WHEN k.embedding_model = {{model}} AND vector_dims(k.embedding) = {{dims}}
                           THEN (k.embedding <=> @query_vec::vector)::float8 END AS dist
