@@ -60,7 +60,7 @@ type RerankCalibration = rank.Calibration
 var DefaultRerankCalibration = RerankCalibration{Floor: 0.1, Full: 0.8}
 
 // knownRerankCalibrations are measured per model (docs/benchmarks.md,
-// "Reranking").
+// "Score bands": Reranking).
 var knownRerankCalibrations = map[string]RerankCalibration{
 	// The stand-in of ../shared/tools/embedserver: USE-lite's cosine of
 	// the query and a candidate's title and passage, clipped to 0..1. Its
