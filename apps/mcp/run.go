@@ -7,16 +7,19 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"sync/atomic"
 	"time"
 
 	"github.com/hibiken/asynq"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/multitracer"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/server"
+	"github.com/agentfleet/orchestrator/apps/mcp/internal/stages"
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/appenv"
 	"github.com/agentfleet/orchestrator/packages/appenv/knowledgeenv"
@@ -59,8 +62,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	// restart it during an outage, and it must then serve what it can,
 	// report not-ready on /readyz and recover by itself when they return,
 	// like a process that was running when they went down.
+	// The benchmark's stage clock (MCP_STAGES_FILE), nil when off.
+	rec, err := openStages(s.cfg.StagesFile)
+	if err != nil {
+		return err
+	}
+	defer rec.Close()
 	var warm atomic.Pointer[knowledge.Maintenance]
-	pool, fatal, err := openDatabase(ctx, s, emb, &warm)
+	pool, fatal, err := openDatabase(ctx, s, emb, &warm, rec != nil)
 	if err != nil {
 		return err
 	}
@@ -70,6 +79,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return err
 	}
 	defer rdb.Close()
+	if rec != nil {
+		rdb.AddHook(stages.RedisHook{})
+	}
 	queue := asynq.NewClientFromRedisClient(rdb)
 	defer queue.Close()
 
@@ -108,12 +120,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		RerankMetrics: rerankMetrics,
 		Ready:         map[string]server.Pinger{"postgres": pool, "redis": redisPinger{rdb}},
 		Logger:        s.log,
+		Stages:        rec,
 	})
 	if *stdio {
 		s.log.Info("mcp server on stdio")
 		return srv.ServeStdio(ctx, s.token, &mcp.IOTransport{
-			Reader: io.NopCloser(stdin),
-			Writer: nopWriteCloser{stdout},
+			Reader: io.NopCloser(stages.Reader(stdin, rec)),
+			Writer: nopWriteCloser{stages.Writer(stdout, rec)},
 		})
 	}
 	return serveHTTP(ctx, srv, s, fatal, stdout)
@@ -210,15 +223,25 @@ func (s settings) embedders() (embed.Embedder, embed.Embedder, error) {
 // a search rarely meets a cold one (knowledge.Maintenance.WarmConn). The
 // service needs the pool, so the hook finds the service's maintenance in
 // warm once it exists.
-func openDatabase(ctx context.Context, s settings, emb embed.Embedder, warm *atomic.Pointer[knowledge.Maintenance]) (*pgxpool.Pool, <-chan error, error) {
+func openDatabase(ctx context.Context, s settings, emb embed.Embedder, warm *atomic.Pointer[knowledge.Maintenance], clocked bool) (*pgxpool.Pool, <-chan error, error) {
 	opts := []db.Option{db.MinConns(4), db.AfterConnect(func(ctx context.Context, c *pgx.Conn) error {
 		if m := warm.Load(); m != nil {
 			return m.WarmConn(ctx, c)
 		}
 		return nil
 	})}
+	var tracers []pgx.QueryTracer
 	if s.trace.Enabled() {
-		opts = append(opts, db.Tracer(tracing.PgxTracer()))
+		tracers = append(tracers, tracing.PgxTracer())
+	}
+	if clocked {
+		tracers = append(tracers, stages.PgxTracer{})
+	}
+	switch len(tracers) {
+	case 1:
+		opts = append(opts, db.Tracer(tracers[0]))
+	case 2:
+		opts = append(opts, db.Tracer(multitracer.New(tracers...)))
 	}
 	pool, err := db.Connect(s.cfg.DatabaseURL, opts...)
 	if err != nil {
@@ -304,6 +327,19 @@ func serveHTTP(ctx context.Context, srv *server.Server, s settings, fatal <-chan
 	}
 	s.log.Info("stopped")
 	return nil
+}
+
+// openStages opens the stage clock's file (MCP_STAGES_FILE), or returns
+// nil when there is none.
+func openStages(path string) (*stages.Recorder, error) {
+	if path == "" {
+		return nil, nil
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("MCP_STAGES_FILE: %w", err)
+	}
+	return stages.NewRecorder(f), nil
 }
 
 type redisPinger struct{ c redis.UniversalClient }

@@ -83,6 +83,10 @@ type Config struct {
 	// OAuth (MCP_OAUTH_*): JWT access tokens of an OAuth issuer beside
 	// the kn_ tokens; off without MCP_OAUTH_ISSUER (oauth.Config).
 	OAuth oauth.Config
+	// StagesFile (MCP_STAGES_FILE): where the end-to-end benchmark's stage
+	// clock writes each call's stages and round trips (apps/mcp/bench;
+	// one call at a time); "": off.
+	StagesFile string
 }
 
 // ConfigFromEnv reads the configuration; every variable is optional. Bad
@@ -114,6 +118,7 @@ func ReadConfig(e *appenv.Env) Config {
 		QueryEmbedBudget:     knowledgeenv.QueryEmbedBudget(e),
 		Audit:                readAuditConfig(e),
 		OAuth:                oauth.ReadConfig(e),
+		StagesFile:           e.String("MCP_STAGES_FILE", ""),
 	}
 	rate := func(name string, dst **int) {
 		v := e.String(name, "")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/authn"
+	"github.com/agentfleet/orchestrator/apps/mcp/internal/stages"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
 
@@ -74,7 +75,10 @@ func (s *Server) authenticate(metadataURL string, next http.Handler) http.Handle
 		tok, presented := bearerToken(r)
 		if presented {
 			var p *tenancy.Principal
-			if p, err = s.verifier.Verify(r.Context(), tok); err == nil {
+			clock, t := s.deps.Stages.Current(), time.Now()
+			p, err = s.verifier.Verify(stages.With(r.Context(), clock), tok)
+			clock.Since(stages.Auth, t)
+			if err == nil {
 				next.ServeHTTP(w, r.WithContext(authn.WithPrincipal(r.Context(), p)))
 				return
 			}

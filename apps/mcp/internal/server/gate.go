@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/authn"
+	"github.com/agentfleet/orchestrator/apps/mcp/internal/stages"
 	kt "github.com/agentfleet/orchestrator/apps/mcp/internal/tools/knowledge"
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
@@ -214,6 +215,10 @@ func (s *Server) gate(ctx context.Context, p *tenancy.Principal, pa *path, metho
 	c := pa.of(req)
 	c.path = pa
 	start := time.Now()
+	clock := stages.From(ctx) // nil unless the benchmark's stage clock is on
+	clock.Name(c.label())
+	clock.GateIn()
+	defer clock.GateOut()
 	var o kt.Outcome
 	if pa.spanAttrs != nil {
 		var span trace.Span
@@ -241,7 +246,9 @@ func (s *Server) gate(ctx context.Context, p *tenancy.Principal, pa *path, metho
 		}
 		err = pa.settle(&o, c, req, err)
 	}
+	t := time.Now()
 	s.record(ctx, p, c, res, o, start)
+	clock.Since(stages.Bookkeeping, t)
 	return res, err
 }
 
@@ -271,10 +278,15 @@ func (s *Server) record(ctx context.Context, p *tenancy.Principal, c call, res m
 // the refusal's body and its JSON-RPC code (for the paths that answer
 // errors; a tool answers an isError result).
 func (s *Server) admit(ctx context.Context, p *tenancy.Principal, scope string) (release func(), code int64, refusal *kt.ErrorBody) {
-	if body, limited := s.rateLimit(ctx, p, scope); limited {
+	clock, t := stages.From(ctx), time.Now()
+	body, limited := s.rateLimit(ctx, p, scope)
+	clock.Since(stages.RateLimit, t)
+	if limited {
 		return nil, kt.ErrorCodeRateLimited, &body
 	}
+	t = time.Now()
 	release, ok := s.dbSlot(ctx)
+	clock.Since(stages.Admit, t)
 	if !ok {
 		body := busyError()
 		return nil, jsonrpc.CodeInternalError, &body
@@ -288,6 +300,9 @@ func (s *Server) run(ctx context.Context, o *kt.Outcome, method string, req mcp.
 	defer release()
 	cctx, cancel := context.WithTimeout(kt.WithOutcome(ctx, o), s.cfg.CallTimeout)
 	defer cancel()
+	clock := stages.From(ctx)
+	clock.RunStart()
+	defer clock.RunEnd()
 	return next(cctx, method, req)
 }
 

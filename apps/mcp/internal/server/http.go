@@ -74,7 +74,7 @@ func (s *Server) handler() http.Handler {
 	}
 
 	mux := http.NewServeMux()
-	mux.Handle(PathMCP, s.counted("mcp", s.limit(s.authenticate(metadataURL, bearer(s.scopeGate(metadataURL, mcpHandler))))))
+	mux.Handle(PathMCP, s.clocked(s.counted("mcp", s.limit(s.authenticate(metadataURL, bearer(s.scopeGate(metadataURL, mcpHandler)))))))
 	mux.Handle(PathMetadata, s.counted("metadata", meta))
 	mux.Handle(PathMetadata+PathMCP, s.counted("metadata", meta))
 	// Clients that meet a 401 without protected resource metadata fall
@@ -271,6 +271,20 @@ func allLargeBody(msgs []rpcPeek) bool {
 		}
 	}
 	return len(msgs) > 0
+}
+
+// clocked marks a request's arrival and its answer's end for the stage
+// clock, when the benchmark turned it on (Deps.Stages).
+func (s *Server) clocked(next http.Handler) http.Handler {
+	rec := s.deps.Stages
+	if rec == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec.Arrive()
+		next.ServeHTTP(w, r)
+		rec.Written()
+	})
 }
 
 // counted counts requests by route and status.

@@ -20,6 +20,7 @@ import (
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/authn"
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/oauth"
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/ratelimit"
+	"github.com/agentfleet/orchestrator/apps/mcp/internal/stages"
 	kt "github.com/agentfleet/orchestrator/apps/mcp/internal/tools/knowledge"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
@@ -55,6 +56,8 @@ type Deps struct {
 	// Agents finds (and creates) the agents OAuth tokens name
 	// (Config.OAuth); nil: Tokens, when it can.
 	Agents oauth.Agents
+	// Stages is the benchmark's stage clock (MCP_STAGES_FILE); nil: off.
+	Stages *stages.Recorder
 }
 
 // Server is one MCP server. Start it once; Shutdown drains it.

@@ -9,12 +9,14 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/authn"
+	"github.com/agentfleet/orchestrator/apps/mcp/internal/stages"
 	"github.com/agentfleet/orchestrator/packages/errs"
 	domain "github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
@@ -186,7 +188,9 @@ func addTool[In, Out any](srv *mcp.Server, t *toolset, tool *mcp.Tool, h handler
 	}
 	tool.OutputSchema = rawSchema(tool.Name, out)
 	srv.AddTool(tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		clock, at := stages.From(ctx), time.Now()
 		in, err := decodeArgs[In](req.Params.Arguments, schema)
+		clock.Since(stages.Decode, at)
 		var out Out
 		if err == nil {
 			var c domain.Caller
@@ -200,7 +204,9 @@ func addTool[In, Out any](srv *mcp.Server, t *toolset, tool *mcp.Tool, h handler
 		if o, ok := ctx.Value(outcomeKey{}).(*Outcome); ok && o.Code == "" {
 			o.Code = "ok" // unless the handler said more (store_knowledge: "skipped")
 		}
+		at = time.Now()
 		b, err := json.Marshal(out)
+		clock.Since(stages.Encode, at)
 		if err != nil {
 			return nil, fmt.Errorf("marshal result: %w", err)
 		}
