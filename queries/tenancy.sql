@@ -37,6 +37,13 @@ UPDATE agent_tokens SET revoked_at = least(revoked_at, now())
 WHERE id = @id AND (sqlc.narg(org_id)::uuid IS NULL OR org_id = sqlc.narg(org_id))
 RETURNING *;
 
+-- name: NotifyTokensRevoked :exec
+-- Tells the servers that cache token checks (the MCP server, LISTEN
+-- knowledge_tokens_revoked) which tokens a revocation ended, on the commit
+-- of the revocation's transaction: "org:token", or "org:*" for every token
+-- of an org (tenancy.ParseRevocation).
+SELECT pg_notify('knowledge_tokens_revoked', @payload::text);
+
 -- name: TouchToken :exec
 -- last_used_at is advisory; it is written at most once a minute per token.
 UPDATE agent_tokens SET last_used_at = now()

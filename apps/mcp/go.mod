@@ -10,7 +10,6 @@ require github.com/agentfleet/orchestrator/packages/knowledge v0.0.0
 
 require (
 	github.com/agentfleet/orchestrator/packages/testenv v0.0.0
-	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/google/jsonschema-go v0.4.3
 	github.com/google/uuid v1.6.0
 	github.com/hibiken/asynq v0.26.0

@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/agentfleet/orchestrator/apps/mcp/internal/authn"
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/server"
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/stages"
 	"github.com/agentfleet/orchestrator/db"
@@ -121,6 +122,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		Ready:         map[string]server.Pinger{"postgres": pool, "redis": redisPinger{rdb}},
 		Logger:        s.log,
 		Stages:        rec,
+		// Revocations reach the token cache at once (docs/mcp.md).
+		Revocations: authn.FeedConnector(pool.Config().ConnConfig),
 	})
 	if *stdio {
 		s.log.Info("mcp server on stdio")

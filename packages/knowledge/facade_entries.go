@@ -5,6 +5,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/after"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/idem"
 )
 
 // One entry's life is package entries' (entries.Entries): the facade puts
@@ -15,6 +18,26 @@ import (
 // entries.Entries.Store.
 func (s *Service) Store(ctx context.Context, c Caller, in StoreInput) (*StoreResult, error) {
 	return s.entries.Store(s.scope(ctx, c.OrgID), c, in)
+}
+
+// WithStoreRecord returns ctx carrying what the caller's edge read, in a
+// Redis round trip of its own, at the idempotence record of the store it
+// is about to make (IdempotenceKey of the caller and its client token):
+// value (nil: no record) or err (Redis did not answer). Store then makes no
+// round trip of its own to read it: the MCP server reads it with the rate
+// limits, in one.
+func WithStoreRecord(ctx context.Context, key string, value []byte, err error) context.Context {
+	return idem.WithRead(ctx, key, value, err)
+}
+
+// WithAfter returns ctx whose calls hand the work their answer need not
+// wait for to run, which runs it after the answer, with the context it is
+// given (the call's, without its cancellation): a store's record of its
+// answer for retries, the embeddings queue's hand-over of what a call
+// committed. Without it that work is done before the call returns. The
+// MCP server gives every call its queue of work after the answers.
+func WithAfter(ctx context.Context, run func(ctx context.Context, f func(context.Context))) context.Context {
+	return after.With(ctx, run)
 }
 
 // Supersede marks oldID as superseded by newID (supersede_knowledge): see

@@ -222,13 +222,22 @@ func (s *Service) ListTokens(ctx context.Context, orgID uuid.UUID) (_ []Token, e
 }
 
 // RevokeToken revokes a token by id (optionally checked against an org). It
-// is idempotent: revoking twice keeps the first time.
+// is idempotent: revoking twice keeps the first time. In the same
+// transaction it names the token on RevocationChannel.
 func (s *Service) RevokeToken(ctx context.Context, orgID *uuid.UUID, id uuid.UUID) (_ *Token, err error) {
 	defer wrapOp(&err, "tenancy.RevokeToken")
 	if orgID != nil {
 		ctx = asOrg(ctx, *orgID)
 	}
-	t, err := s.q().RevokeToken(ctx, sqlc.RevokeTokenParams{ID: id, OrgID: orgID})
+	var t sqlc.AgentToken
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := sqlc.New(tx)
+		var err error
+		if t, err = q.RevokeToken(ctx, sqlc.RevokeTokenParams{ID: id, OrgID: orgID}); err != nil {
+			return err
+		}
+		return q.NotifyTokensRevoked(ctx, revocation(t.OrgID, &t.ID))
+	})
 	if err != nil {
 		return nil, mapErr(err, "token "+id.String())
 	}
@@ -334,17 +343,59 @@ func ReleaseQuota(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, resource stri
 }
 
 // RevokeOrgTokens revokes every token of an org that is not revoked yet and
-// returns how many it revoked (a purge of the org). Servers that cache token
-// checks accept a revoked token until their cache expires (the MCP server:
-// MCP_TOKEN_CACHE_TTL, at most 30 s).
+// returns how many it revoked (a purge of the org). Like RevokeToken it
+// tells the servers that cache token checks (RevocationChannel).
 func (s *Service) RevokeOrgTokens(ctx context.Context, orgID uuid.UUID) (_ int64, err error) {
 	defer wrapOp(&err, "tenancy.RevokeOrgTokens")
 	ctx = asOrg(ctx, orgID)
-	n, err := s.q().RevokeOrgTokens(ctx, orgID)
+	var n int64
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := sqlc.New(tx)
+		var err error
+		if n, err = q.RevokeOrgTokens(ctx, orgID); err != nil {
+			return err
+		}
+		return q.NotifyTokensRevoked(ctx, revocation(orgID, nil))
+	})
 	if err != nil {
 		return 0, mapErr(err, "org")
 	}
 	return n, nil
+}
+
+// RevocationChannel is the PostgreSQL notification channel on which every
+// revocation (RevokeToken, RevokeOrgTokens) names what it revoked, sent in
+// its transaction, so delivered when it commits: a server that caches
+// token checks LISTENs on it and drops them at once (the MCP server,
+// docs/mcp.md "Authentication"). ParseRevocation reads a payload.
+const RevocationChannel = "knowledge_tokens_revoked"
+
+// revocation is the payload naming a token of org, or all of them (nil).
+func revocation(org uuid.UUID, token *uuid.UUID) string {
+	if token == nil {
+		return org.String() + ":*"
+	}
+	return org.String() + ":" + token.String()
+}
+
+// ParseRevocation reads a RevocationChannel payload: the org and the token
+// revoked, or a nil token for every token of the org.
+func ParseRevocation(payload string) (org uuid.UUID, token *uuid.UUID, err error) {
+	o, t, ok := strings.Cut(payload, ":")
+	if !ok {
+		return uuid.Nil, nil, errors.New("revocation payload " + payload + ": want org:token or org:*")
+	}
+	if org, err = uuid.Parse(o); err != nil {
+		return uuid.Nil, nil, err
+	}
+	if t == "*" {
+		return org, nil, nil
+	}
+	id, err := uuid.Parse(t)
+	if err != nil {
+		return uuid.Nil, nil, err
+	}
+	return org, &id, nil
 }
 
 // ConsumeQuotaN takes n units of resource for orgID inside tx, all or none

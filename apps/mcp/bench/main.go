@@ -56,6 +56,7 @@ type options struct {
 	transports []string
 	bin, base  string
 	keep       bool
+	reuse      string
 	ownerURL   string
 	redisURL   string
 	dir        string
@@ -72,6 +73,7 @@ func parse(args []string) (*options, error) {
 	fs.StringVar(&o.bin, "mcp", "", "the server binary (default: built from this tree)")
 	fs.StringVar(&o.base, "base", "", "another build of the server to compare with, calls alternating (client figures only)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the databases and the work directory")
+	fs.StringVar(&o.reuse, "reuse", "", "search (and store on) a database a run kept, as it is, with this build alone")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -87,6 +89,9 @@ func parse(args []string) (*options, error) {
 			return nil, fmt.Errorf("-transports: %q is neither stdio nor http", t)
 		}
 		o.transports = append(o.transports, strings.TrimSpace(t))
+	}
+	if o.reuse != "" && (o.base != "" || len(o.sizes) != 1) {
+		return nil, errors.New("-reuse takes one size (the org's, for the queries) and no -base")
 	}
 	if o.searches < 1 || o.stores < 1 {
 		return nil, errors.New("-searches and -stores must be at least 1")
@@ -252,7 +257,7 @@ func stopAll(targets []*target) error {
 func benchSize(ctx context.Context, o *options, targets []*target, size int) (out []*result, err error) {
 	fmt.Printf("\n== %d entries ==\n", size)
 	defer func() {
-		if err == nil && !o.keep {
+		if err == nil && !o.keep && o.reuse == "" {
 			for _, t := range targets {
 				if t.db != nil {
 					if derr := t.db.drop(context.Background(), o.ownerURL); derr != nil {
@@ -261,7 +266,7 @@ func benchSize(ctx context.Context, o *options, targets []*target, size int) (ou
 				}
 			}
 		}
-		if o.keep {
+		if o.keep && o.reuse == "" {
 			for _, t := range targets {
 				if t.db != nil {
 					fmt.Printf("bench: kept database %s (%s)\n", t.db.name, t.name)
@@ -271,6 +276,9 @@ func benchSize(ctx context.Context, o *options, targets []*target, size int) (ou
 	}()
 	stamp := randomHex(3)
 	t0 := time.Now()
+	if o.reuse != "" {
+		return reuseSize(ctx, o, targets[0], size)
+	}
 	if size <= o.storeAll {
 		for _, t := range targets {
 			if t.db, err = createDatabase(ctx, o.ownerURL, fmt.Sprintf("mcpbench_%d_%s_%s", size, t.name, stamp), nil); err != nil {
@@ -352,6 +360,30 @@ func benchSize(ctx context.Context, o *options, targets []*target, size int) (ou
 			return nil, err
 		}
 		rs, err := timeCalls(targets, size, tr, "store", "", o.stores, 0, func(c client, i int) error { return storeCall(c, n+i) })
+		if serr := stopAll(targets); err == nil {
+			err = serr
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rs...)
+	}
+	printSize(size, out, targets)
+	return out, nil
+}
+
+// reuseSize searches a kept database as it is, then stores on it.
+func reuseSize(ctx context.Context, o *options, t *target, size int) (out []*result, err error) {
+	if t.db, err = openDatabase(ctx, o.ownerURL, o.reuse); err != nil {
+		return nil, err
+	}
+	defer t.db.owner.Close()
+	targets := []*target{t}
+	for _, tr := range o.transports {
+		if err := o.start(targets, tr, "search-reused"); err != nil {
+			return nil, err
+		}
+		rs, err := timeCalls(targets, size, tr, "search", "reused", o.searches, 20, func(c client, i int) error { return searchCall(c, i, size) })
 		if serr := stopAll(targets); err == nil {
 			err = serr
 		}

@@ -122,6 +122,37 @@ func (d *database) service() *knowledge.Service {
 	return knowledge.New(d.owner, knowledge.Options{Embedder: embed.NewLocal()})
 }
 
+// openDatabase opens a database a run kept (-keep), its org and agent
+// "bench", with a new token.
+func openDatabase(ctx context.Context, ownerBase, name string) (*database, error) {
+	d := &database{name: name}
+	var err error
+	if d.ownerURL, err = withDB(ownerBase, name, ""); err != nil {
+		return nil, err
+	}
+	if d.appURL, err = withDB(ownerBase, name, db.DefaultAppRole); err != nil {
+		return nil, err
+	}
+	if d.owner, err = db.Open(ctx, d.ownerURL); err != nil {
+		return nil, err
+	}
+	ten := tenancy.New(d.owner)
+	orgs, err := ten.ListOrgs(ctx)
+	if err != nil || len(orgs) != 1 {
+		return nil, fmt.Errorf("%s: want one org (a kept benchmark database), have %d (%v)", name, len(orgs), err)
+	}
+	ags, err := ten.ListAgents(ctx, orgs[0].ID)
+	if err != nil || len(ags) != 1 {
+		return nil, fmt.Errorf("%s: want one agent, have %d (%v)", name, len(ags), err)
+	}
+	tok, err := ten.IssueToken(ctx, orgs[0].ID, ags[0].ID, tenancy.Catalogue, 0)
+	if err != nil {
+		return nil, err
+	}
+	d.org, d.agent, d.token = orgs[0].ID, ags[0].ID, tok.Token
+	return d, nil
+}
+
 func (d *database) drop(ctx context.Context, ownerBase string) error {
 	d.owner.Close()
 	admin, err := pgx.Connect(ctx, ownerBase)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/after"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/idem"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 )
@@ -23,22 +24,8 @@ import (
 // same client token (SPEC): a repeat within it is answered as a replay.
 const ReplayWindow = 60 * time.Second
 
-// Lifetimes of the idempotence key: the answer's, and the "running"
-// marker's, shorter: a marker left by a call that did not record its
-// answer (the process died mid-call, or Redis failed after the store)
-// makes a retry look for the token's entry in Postgres; one that finds it
-// is answered from there, one that does not is refused as "still running"
-// for at most this long, and then stores.
-const (
-	idemAnswerTTL  = ReplayWindow
-	idemRunningTTL = 15 * time.Second
-)
-
-// releaseScript deletes the running marker only if it is still ours.
-var releaseScript = redis.NewScript(`
-local v = redis.call('GET', KEYS[1])
-if v and string.find(v, ARGV[1], 1, true) then return redis.call('DEL', KEYS[1]) end
-return 0`)
+// idemAnswerTTL is how long a store's answer is kept in Redis for a retry.
+const idemAnswerTTL = ReplayWindow
 
 // fingerprint identifies the normalised arguments of a store call, so the
 // same token with other arguments is told apart from a replay.
@@ -48,38 +35,41 @@ func fingerprint(a *domain.StoreArgs) string {
 	return hex.EncodeToString(h[:])
 }
 
-// storeIdempotent runs Store under the Redis protocol:
+// storeIdempotent runs Store with a client token:
 //
-//  1. SET NX a "running" marker carrying the fingerprint;
-//  2. the winner runs the store, then overwrites the key with its answer
-//     (kept 60 s), or deletes its marker if the store failed;
-//  3. a loser reads the key: another fingerprint is a reused token
-//     (invalid_argument on clientToken), "running" is a retryable conflict,
-//     "done" is answered as a replay.
+//  1. it reads the token's record: the one its caller's edge read in a
+//     round trip of its own (idem.ReadFrom: the MCP server reads it with
+//     the rate limits), else with a GET;
+//  2. no record: the store runs, guarded by Postgres' unique (org, agent,
+//     client token) key (a concurrent twin's insert waits for the first
+//     and is answered with its entry, replayFromDB), and its answer is
+//     recorded, kept 60 s;
+//  3. a record: another fingerprint is a reused token (invalid_argument on
+//     clientToken), "done" is answered as a replay; "running" (the marker
+//     of a server that claimed tokens before storing) is answered from
+//     Postgres or as a retryable conflict.
 //
 // Redis is an accelerator, not the guard: when it fails the call goes on
-// against Postgres, whose unique (org, agent, client token) key still
-// allows one entry per token (the error is logged).
+// against Postgres, whose unique key still allows one entry per token (the
+// error is logged).
 func (s *Entries) storeIdempotent(ctx context.Context, c domain.Caller, a *domain.StoreArgs) (*domain.StoreResult, error) {
 	rdb := s.opts.Redis
 	key := idem.Key(c.OrgID, c.AgentID, *a.ClientToken)
 	fp := fingerprint(a)
-	owner := uuid.NewString()
-	marker, _ := json.Marshal(idem.Record{State: "running", FP: fp, Owner: owner})
+	raw, edge, err := idem.ReadFrom(ctx, key)
 	for range 3 {
-		ok, err := rdb.SetNX(ctx, key, marker, idemRunningTTL).Result()
+		if !edge {
+			raw, err = rdb.Get(ctx, key).Bytes()
+			if errors.Is(err, redis.Nil) {
+				raw, err = nil, nil
+			}
+		}
+		edge = false // read again after a void record
 		if err != nil {
 			return s.storeWithoutRedis(ctx, c, a, err)
 		}
-		if ok {
-			return s.storeAndRemember(ctx, c, a, key, fp, owner)
-		}
-		raw, err := rdb.Get(ctx, key).Bytes()
-		if errors.Is(err, redis.Nil) {
-			continue // expired between SETNX and GET: try again
-		}
-		if err != nil {
-			return s.storeWithoutRedis(ctx, c, a, err)
+		if raw == nil {
+			return s.storeAndRemember(ctx, c, a, key, fp)
 		}
 		var rec idem.Record
 		if err := json.Unmarshal(raw, &rec); err != nil || (rec.State == "done" && rec.Result == nil) {
@@ -151,13 +141,12 @@ func (s *Entries) replayable(ctx context.Context, c domain.Caller, rec *domain.S
 	return &res, nil
 }
 
-// whileRunning answers a store whose token's key says another call with
-// the same arguments is running. A committed entry of the token is the
-// answer (replayed from Postgres): the marker may be one the call that
-// stored could not replace with its answer (Redis failing then, as when a
-// Redis Cluster master is down, or the process dying after the commit).
-// Otherwise that call is still running, or died before committing: a
-// retryable conflict, until the marker expires.
+// whileRunning answers a store whose token's record is a "running"
+// marker (a server that claimed a token before storing set one). A
+// committed entry of the token is the answer (replayed from Postgres): the
+// marker may be one the call that stored could not replace with its
+// answer. Otherwise that call is still running, or died before
+// committing: a retryable conflict, until the marker expires.
 func (s *Entries) whileRunning(ctx context.Context, c domain.Caller, a *domain.StoreArgs) (*domain.StoreResult, error) {
 	res, err := s.replayFromDB(ctx, c, a)
 	if err == nil || !errors.Is(err, pgx.ErrNoRows) {
@@ -173,22 +162,22 @@ func (s *Entries) storeWithoutRedis(ctx context.Context, c domain.Caller, a *dom
 	return s.store(ctx, c, a)
 }
 
-func (s *Entries) storeAndRemember(ctx context.Context, c domain.Caller, a *domain.StoreArgs, key, fp, owner string) (*domain.StoreResult, error) {
-	rdb := s.opts.Redis
-	// The key must be settled even if the caller gives up now.
-	bg := context.WithoutCancel(ctx)
+// storeAndRemember stores and records the answer for the token's retries.
+func (s *Entries) storeAndRemember(ctx context.Context, c domain.Caller, a *domain.StoreArgs, key, fp string) (*domain.StoreResult, error) {
 	res, err := s.store(ctx, c, a)
 	if err != nil {
-		if rerr := releaseScript.Run(bg, rdb, []string{key}, owner).Err(); rerr != nil {
-			s.log().Warn("knowledge: could not release idempotence key", "key", key, "err", rerr)
-		}
 		return nil, err
 	}
 	first := *res
 	first.Replayed = false
 	val, _ := json.Marshal(idem.Record{State: "done", FP: fp, Result: &first})
-	if err := rdb.Set(bg, key, val, idemAnswerTTL).Err(); err != nil {
-		s.log().Warn("knowledge: could not record idempotent answer; Postgres still guards the token", "key", key, "err", err)
-	}
+	// After the answer when the caller's edge runs such work (the MCP
+	// server), and even if the caller gives up now. A retry that comes
+	// before the record is answered from Postgres, with the same entry.
+	after.Run(ctx, func(ctx context.Context) {
+		if err := s.opts.Redis.Set(ctx, key, val, idemAnswerTTL).Err(); err != nil {
+			s.log().Warn("knowledge: could not record idempotent answer; Postgres still guards the token", "key", key, "err", err)
+		}
+	})
 	return res, nil
 }

@@ -1,11 +1,28 @@
 // Package authn verifies the bearer tokens of MCP callers against the
 // tenancy package and carries the verified principal through a request.
 //
-// Verified tokens are cached for a short TTL (default 5 s) so a burst of
-// calls costs one database look-up; that TTL is the bound on how long a
-// revoked token keeps working. Expiry is checked on every use, cached or
-// not. Failures are never cached, and the cache is keyed by a SHA-256 of the
-// token so the process never keeps a token's text as a map key.
+// Verified tokens are cached, so that a call waits for no database read
+// (docs/mcp.md, "Authentication"):
+//
+//   - A token's check is served from the cache for at most the TTL
+//     (MCP_TOKEN_CACHE_TTL, default 5 s), and from half of it on, the
+//     call that finds it is served while one look-up refreshes it in the
+//     background: a token in use is checked again every half TTL, and no
+//     call of it waits.
+//   - Revocations are pushed (Listen): tenancy names every token it
+//     revokes on a PostgreSQL notification channel in the revoking
+//     transaction, and the server drops its checks the moment they
+//     commit. While that feed is connected, a check it covers is served
+//     for up to FedTTL (10 minutes, refreshed in the background as above),
+//     so an agent that thinks for minutes between calls does not wait
+//     either; when the feed is down, every check falls back to the TTL.
+//
+// So a revoked token stops working at once, and within the TTL (plus the
+// feed's heartbeat, HeartbeatInterval + HeartbeatTimeout, when its
+// connection dies unseen) whatever happens to the feed. Expiry is checked
+// on every use, cached or not. Failures are never cached, and the cache is
+// keyed by a SHA-256 of the token so the process never keeps a token's
+// text as a map key.
 package authn
 
 import (
@@ -90,12 +107,20 @@ var ErrUnavailable = errors.New("unavailable: token verification is unavailable,
 // staying far inside any client's patience.
 const DefaultLookupTimeout = 2 * time.Second
 
+// FedTTL is how long a check covered by the revocation feed is served.
+const FedTTL = 10 * time.Minute
+
 type entry struct {
 	p       *tenancy.Principal
-	fetched time.Time
+	fetched time.Time // when its look-up started
+	// fed: the revocation feed was connected from before the look-up
+	// started and no revocation arrived while it ran, so any later one
+	// reaches this entry.
+	fed        bool
+	refreshing bool
 }
 
-// Verifier verifies tokens with a short-lived cache. Safe for concurrent use.
+// Verifier verifies tokens with a cache. Safe for concurrent use.
 type Verifier struct {
 	v       TokenVerifier
 	ttl     time.Duration
@@ -104,7 +129,13 @@ type Verifier struct {
 	logger  *slog.Logger
 
 	mu sync.Mutex
-	m  map[[32]byte]entry
+	m  map[[32]byte]*entry
+	// The revocation feed (Listen): whether it is connected, and a count
+	// of its events (connections, losses, revocations): a look-up during
+	// which one happened may have read the token before a revocation it
+	// did not see.
+	feedUp  bool
+	feedSeq uint64
 }
 
 // NewVerifier returns a Verifier on v. ttl <= 0 disables the cache;
@@ -118,7 +149,7 @@ func NewVerifier(v TokenVerifier, ttl, timeout time.Duration, logger *slog.Logge
 	if timeout <= 0 {
 		timeout = DefaultLookupTimeout
 	}
-	return &Verifier{v: v, ttl: ttl, timeout: timeout, now: time.Now, logger: logger, m: map[[32]byte]entry{}}
+	return &Verifier{v: v, ttl: ttl, timeout: timeout, now: time.Now, logger: logger, m: map[[32]byte]*entry{}}
 }
 
 // Verify returns the principal of raw, or an error wrapping ErrInvalidToken
@@ -129,45 +160,101 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*tenancy.Principal, 
 	if raw == "" {
 		return nil, ErrInvalidToken
 	}
+	if v.ttl <= 0 {
+		p, _, err := v.lookup(ctx, raw)
+		return p, err
+	}
 	key := sha256.Sum256([]byte(raw))
 	now := v.now()
-	if v.ttl > 0 {
-		v.mu.Lock()
-		e, ok := v.m[key]
-		v.mu.Unlock()
-		if ok && now.Sub(e.fetched) < v.ttl {
-			if e.p.ExpiresAt != nil && !now.Before(*e.p.ExpiresAt) {
-				return nil, refusal(tenancy.TokenExpired(*e.p.ExpiresAt))
+	v.mu.Lock()
+	e, ok := v.m[key]
+	if ok {
+		age := now.Sub(e.fetched)
+		limit := v.ttl
+		if e.fed && v.feedUp {
+			limit = FedTTL
+		}
+		if age < limit {
+			p := e.p
+			refresh := age >= v.ttl/2 && !e.refreshing
+			if refresh {
+				e.refreshing = true
 			}
-			return e.p, nil
+			v.mu.Unlock()
+			if p.ExpiresAt != nil && !now.Before(*p.ExpiresAt) {
+				return nil, refusal(tenancy.TokenExpired(*p.ExpiresAt))
+			}
+			if refresh {
+				go v.refresh(context.WithoutCancel(ctx), key, raw)
+			}
+			return p, nil
 		}
 	}
+	v.mu.Unlock()
+	p, fed, err := v.lookup(ctx, raw)
+	if err != nil {
+		return nil, err
+	}
+	v.store(key, p, now, fed)
+	return p, nil
+}
+
+// lookup asks the token store, within the look-up deadline; fed says
+// whether the revocation feed covers what it read.
+func (v *Verifier) lookup(ctx context.Context, raw string) (*tenancy.Principal, bool, error) {
+	v.mu.Lock()
+	up, seq := v.feedUp, v.feedSeq
+	v.mu.Unlock()
 	lctx, cancel := context.WithTimeout(ctx, v.timeout)
 	p, err := v.v.VerifyToken(lctx, raw)
 	cancel()
 	if errors.Is(err, errs.ErrUnauthenticated) {
-		return nil, refusal(err)
+		return nil, false, refusal(err)
 	}
 	if err != nil {
 		v.logger.ErrorContext(ctx, "token verification failed", "err", err, "timeout", v.timeout.String())
-		return nil, ErrUnavailable
+		return nil, false, ErrUnavailable
 	}
-	if v.ttl > 0 {
-		v.mu.Lock()
-		if len(v.m) >= maxEntries {
-			for k, e := range v.m {
-				if now.Sub(e.fetched) >= v.ttl {
-					delete(v.m, k)
-				}
-			}
-			if len(v.m) >= maxEntries {
-				clear(v.m)
+	v.mu.Lock()
+	fed := up && v.feedUp && seq == v.feedSeq
+	v.mu.Unlock()
+	return p, fed, nil
+}
+
+// refresh looks raw up again in the background: a refusal drops its
+// check (the next call is refused), an outage keeps it until its limit.
+func (v *Verifier) refresh(ctx context.Context, key [32]byte, raw string) {
+	start := v.now()
+	p, fed, err := v.lookup(ctx, raw)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	e, ok := v.m[key]
+	switch {
+	case errors.Is(err, ErrInvalidToken):
+		delete(v.m, key)
+	case !ok:
+	case err != nil:
+		e.refreshing = false
+	default:
+		v.m[key] = &entry{p: p, fetched: start, fed: fed}
+	}
+}
+
+func (v *Verifier) store(key [32]byte, p *tenancy.Principal, fetched time.Time, fed bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(v.m) >= maxEntries {
+		now := v.now()
+		for k, e := range v.m {
+			if now.Sub(e.fetched) >= v.ttl && !(e.fed && v.feedUp && now.Sub(e.fetched) < FedTTL) {
+				delete(v.m, k)
 			}
 		}
-		v.m[key] = entry{p: p, fetched: now}
-		v.mu.Unlock()
+		if len(v.m) >= maxEntries {
+			clear(v.m)
+		}
 	}
-	return p, nil
+	v.m[key] = &entry{p: p, fetched: fetched, fed: fed}
 }
 
 // principalKey is the TokenInfo.Extra key of the verified principal.

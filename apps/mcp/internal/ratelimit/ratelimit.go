@@ -1,11 +1,13 @@
 // Package ratelimit keeps MCP calls fair under load: limits per agent and
 // per org, for reads and writes separately, counted in Redis with GCRA
-// (github.com/go-redis/redis_rate), so every replica shares one budget.
+// (one script for a call's limits: one round trip), so every replica
+// shares one budget.
 //
 // A batch agent storing thousands of entries must not slow down the
 // interactive agents of its org: its own limit stops it before it spends
-// the org's budget (the agent's limit is checked first, and a call refused
-// there costs the org nothing), and writes never spend the reads' budget.
+// the org's budget (a call pays every budget or none: one refused by its
+// agent's limit costs the org nothing, and one refused by the org's costs
+// the agent nothing), and writes never spend the reads' budget.
 //
 // The limiter is an accelerator of fairness, not a guard of data: when Redis
 // (or the settings in PostgreSQL) cannot be read in time, calls are let
@@ -17,10 +19,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
-	"github.com/go-redis/redis_rate/v10"
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
@@ -64,8 +66,9 @@ type Observer interface {
 // Options configure a Limiter; zero values mean the documented defaults.
 type Options struct {
 	Defaults Limits
-	// SettingsTTL is how long an agent's settings are cached (default 5 s):
-	// the delay before a changed limit applies on every replica.
+	// SettingsTTL is how long an agent's settings are served before they
+	// are read again, in the background (default 5 s): a changed limit
+	// applies on every replica within it and one look-up.
 	SettingsTTL time.Duration
 	// Timeout bounds the limiter's work on one call (default 250 ms): the
 	// settings look-up and the Redis round trips. Past it, the call goes
@@ -77,13 +80,14 @@ type Options struct {
 
 // Limiter decides whether a call may run. Safe for concurrent use.
 type Limiter struct {
-	rl       *redis_rate.Limiter
+	rdb      redis.UniversalClient
 	settings Settings
 	o        Options
 
-	mu       sync.Mutex
-	cache    map[[2]uuid.UUID]cached
-	lastWarn time.Time
+	mu         sync.Mutex
+	cache      map[[2]uuid.UUID]cached
+	refreshing map[[2]uuid.UUID]bool
+	lastWarn   time.Time
 	// redisDownUntil: after a Redis failure the limiter lets calls through
 	// without asking Redis for a second, so an outage (a dial that fails
 	// after retries, a hung server) costs one call the timeout, not each.
@@ -106,7 +110,7 @@ func New(rdb redis.UniversalClient, settings Settings, o Options) *Limiter {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Limiter{rl: redis_rate.NewLimiter(rdb), settings: settings, o: o, cache: map[[2]uuid.UUID]cached{}}
+	return &Limiter{rdb: rdb, settings: settings, o: o, cache: map[[2]uuid.UUID]cached{}, refreshing: map[[2]uuid.UUID]bool{}}
 }
 
 // Decision is the limiter's answer for one call.
@@ -118,11 +122,56 @@ type Decision struct {
 	PerMinute int
 	// RetryAfter is when the same call would be allowed.
 	RetryAfter time.Duration
+	// Read holds the values of the keys Allow was asked to read, in their
+	// order (nil for a key that does not exist), when Redis answered:
+	// Read is nil when it did not (down, slow: the caller reads again or
+	// goes without) or the call was refused.
+	Read [][]byte
 }
 
+// admitScript is GCRA (the arithmetic of github.com/go-redis/redis_rate,
+// on Redis's clock)
+// over every limit of a call at once, the agent's first: the call is
+// allowed only when every limit allows it, and only then does each budget
+// pay for it, so a call refused at one level costs the other nothing. An
+// allowed call then reads the keys it asked for, in the same round trip.
+//
+// KEYS: the limits' keys (ARGV[1] of them), then the keys to read.
+// ARGV: the number of limits, then each one's burst, rate and period (s).
+// Answer: {1} followed by the values read, or {0, the refusing limit's
+// index (from 1), its retry-after in seconds as a string}.
+var admitScript = redis.NewScript(`
+local n = tonumber(ARGV[1])
+local now = redis.call("TIME")
+now = (now[1] - 1483228800) + (now[2] / 1000000)
+local tats = {}
+for i = 1, n do
+  local burst, rate, period = tonumber(ARGV[3*i - 1]), tonumber(ARGV[3*i]), tonumber(ARGV[3*i + 1])
+  local interval = period / rate
+  local tat = tonumber(redis.call("GET", KEYS[i]) or now)
+  local new_tat = math.max(tat, now) + interval
+  local diff = now - (new_tat - interval * burst)
+  if diff < 0 then
+    return {0, i, tostring(-diff)}
+  end
+  tats[i] = new_tat
+end
+for i = 1, n do
+  redis.call("SET", KEYS[i], tostring(tats[i]), "EX", math.ceil(tats[i] - now))
+end
+local out = {1}
+for i = n + 1, #KEYS do
+  out[#out + 1] = redis.call("GET", KEYS[i])
+end
+return out
+`)
+
 // Allow takes one call of kind (tenancy.RateRead or RateWrite) from the
-// agent's budget and then from its org's.
-func (l *Limiter) Allow(ctx context.Context, org, agent uuid.UUID, kind string) Decision {
+// agent's budget and its org's, in one Redis round trip, which also reads
+// the keys in read (the store's idempotence record: see Decision.Read).
+// Those keys must be of org, named with its hash tag (KeyTag), so that on
+// a Redis Cluster they sit in the limits' slot.
+func (l *Limiter) Allow(ctx context.Context, org, agent uuid.UUID, kind string, read ...string) Decision {
 	l.mu.Lock()
 	down := time.Now().Before(l.redisDownUntil)
 	l.mu.Unlock()
@@ -133,41 +182,77 @@ func (l *Limiter) Allow(ctx context.Context, org, agent uuid.UUID, kind string) 
 	ctx, cancel := context.WithTimeout(ctx, l.o.Timeout)
 	defer cancel()
 	agentLimit, orgLimit := l.limits(ctx, org, agent, kind)
-	for _, c := range []struct {
+	type limit struct {
 		level string
-		key   string
-		limit *int
+		per   int
+	}
+	var (
+		limits []limit
+		keys   = make([]string, 0, 2+len(read))
+		args   = make([]any, 1, 7)
+	)
+	tag := KeyTag(org)
+	for _, c := range []struct {
+		level, key string
+		limit      *int
 	}{
-		{"agent", fmt.Sprintf("mcp:%s:agent:%s:%s", org, agent, kind), agentLimit},
-		{"org", fmt.Sprintf("mcp:%s:org:%s", org, kind), orgLimit},
+		{"agent", "rate:" + tag + ":agent:" + agent.String() + ":" + kind, agentLimit},
+		{"org", "rate:" + tag + ":org:" + kind, orgLimit},
 	} {
 		if c.limit == nil {
 			continue
 		}
-		res, err := l.rl.Allow(ctx, c.key, gcra(*c.limit))
-		if err != nil {
-			l.mu.Lock()
-			l.redisDownUntil = time.Now().Add(time.Second)
-			l.mu.Unlock()
-			l.failOpen("redis", err)
+		limits = append(limits, limit{c.level, *c.limit})
+		keys = append(keys, c.key)
+		args = append(args, burst(*c.limit), *c.limit, 60)
+	}
+	if len(keys) == 0 && len(read) == 0 {
+		return Decision{Allowed: true} // unlimited, nothing to read: no round trip
+	}
+	args[0] = len(limits)
+	keys = append(keys, read...)
+	res, err := admitScript.Run(ctx, l.rdb, keys, args...).Slice()
+	if err == nil && (len(res) == 0 || (res[0] == int64(1) && len(res) != 1+len(read))) {
+		err = fmt.Errorf("rate limit script answered %v", res)
+	}
+	if err != nil {
+		l.mu.Lock()
+		l.redisDownUntil = time.Now().Add(time.Second)
+		l.mu.Unlock()
+		l.failOpen("redis", err)
+		return Decision{Allowed: true}
+	}
+	if res[0] != int64(1) {
+		i, _ := res[1].(int64)
+		secs, _ := res[2].(string)
+		retry, _ := strconv.ParseFloat(secs, 64)
+		if i < 1 || int(i) > len(limits) {
+			l.failOpen("redis", fmt.Errorf("rate limit script answered %v", res))
 			return Decision{Allowed: true}
 		}
-		if res.Allowed == 0 {
-			if l.o.Observer != nil {
-				l.o.Observer.Limited(c.level, kind)
-			}
-			return Decision{Level: c.level, PerMinute: *c.limit, RetryAfter: res.RetryAfter}
+		lim := limits[i-1]
+		if l.o.Observer != nil {
+			l.o.Observer.Limited(lim.level, kind)
+		}
+		return Decision{Level: lim.level, PerMinute: lim.per, RetryAfter: time.Duration(retry * float64(time.Second))}
+	}
+	d := Decision{Allowed: true, Read: make([][]byte, len(read))}
+	for i := range read {
+		if v, ok := res[1+i].(string); ok {
+			d.Read[i] = []byte(v)
 		}
 	}
-	return Decision{Allowed: true}
+	return d
 }
 
-// gcra is a limit of n calls a minute with a burst of ten seconds' worth
-// (at least 1): smooth enough that a flood is cut within seconds, loose
+// KeyTag is org's Redis Cluster hash tag: every key named with it sits in
+// one slot, so that one script may read and write all of an org's keys.
+func KeyTag(org uuid.UUID) string { return "{" + org.String() + "}" }
+
+// burst is the burst of a limit of n calls a minute: ten seconds' worth
+// (at least 1), smooth enough that a flood is cut within seconds, loose
 // enough that an agent's short bursts (a few searches at once) pass.
-func gcra(n int) redis_rate.Limit {
-	return redis_rate.Limit{Rate: n, Period: time.Minute, Burst: max(1, n/6)}
-}
+func burst(n int) int { return max(1, n/6) }
 
 // limits resolves the agent's and the org's limit of kind: the agent's own
 // setting, else the org's default for its agents, else the server's.
@@ -186,23 +271,55 @@ func (l *Limiter) limits(ctx context.Context, org, agent uuid.UUID, kind string)
 	return agentLimit, orgLimit
 }
 
+// settingsFor returns the agent's settings. Once read they are served from
+// the cache: past SettingsTTL the call is served with them while one
+// look-up refreshes them in the background, so no call waits for
+// PostgreSQL but an agent's first (or one idle for ten TTLs).
 func (l *Limiter) settingsFor(ctx context.Context, org, agent uuid.UUID) cached {
 	key := [2]uuid.UUID{org, agent}
 	now := time.Now()
 	l.mu.Lock()
 	c, ok := l.cache[key]
+	age := now.Sub(c.at)
+	refresh := ok && age >= l.o.SettingsTTL && age < 10*l.o.SettingsTTL && !l.refreshing[key]
+	if refresh {
+		l.refreshing[key] = true
+	}
 	l.mu.Unlock()
-	if (ok && now.Sub(c.at) < l.o.SettingsTTL) || l.settings == nil {
+	if l.settings == nil || (ok && age < l.o.SettingsTTL) {
 		return c
 	}
-	rows, err := l.settings.RateLimitsFor(ctx, org, agent)
+	if refresh {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settingsRefreshTimeout)
+			defer cancel()
+			l.readSettings(ctx, key, c)
+			l.mu.Lock()
+			delete(l.refreshing, key)
+			l.mu.Unlock()
+		}()
+		return c
+	}
+	if ok && age < 10*l.o.SettingsTTL {
+		return c // being refreshed
+	}
+	return l.readSettings(ctx, key, c)
+}
+
+// settingsRefreshTimeout bounds a refresh of an agent's settings in the
+// background.
+const settingsRefreshTimeout = 2 * time.Second
+
+// readSettings reads the agent's settings into the cache; on failure it
+// keeps what it knew (or the defaults).
+func (l *Limiter) readSettings(ctx context.Context, key [2]uuid.UUID, old cached) cached {
+	rows, err := l.settings.RateLimitsFor(ctx, key[0], key[1])
 	if err != nil {
-		// Keep what we knew (or the defaults): a limiter that cannot read
-		// its settings must not refuse calls.
+		// A limiter that cannot read its settings must not refuse calls.
 		l.failOpen("settings", err)
-		return c
+		return old
 	}
-	c = cached{agent: map[string]*int{}, org: map[string]*int{}, at: now}
+	c := cached{agent: map[string]*int{}, org: map[string]*int{}, at: time.Now()}
 	for _, r := range rows { // the agent's own row beats the org's default for agents
 		switch {
 		case r.Scope == tenancy.RateScopeOrg:

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 	"github.com/agentfleet/orchestrator/packages/testenv"
@@ -92,5 +94,48 @@ func TestLimiterResolvesAndCounts(t *testing.T) {
 	}
 	if c.open["settings"] != 2 || c.limited["agent/write"] != 1 || c.limited["agent/read"] != 2 {
 		t.Fatalf("counts: limited %v, fail open %v", c.limited, c.open)
+	}
+}
+
+// roundTrips counts a client's round trips to Redis (a command or a
+// pipeline each).
+type roundTrips struct{ n atomic.Int64 }
+
+func (*roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (r *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { r.n.Add(1); return next(ctx, cmd) }
+}
+func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { r.n.Add(1); return next(ctx, cmds) }
+}
+
+// A call's limits (the agent's and the org's) and the keys it asks to read
+// cost one round trip, and a call pays every budget or none: refused by
+// its org's limit it costs its agent nothing.
+func TestAllowIsOneRoundTrip(t *testing.T) {
+	t.Parallel()
+	r := testenv.LeaseRedis(t)
+	trips := &roundTrips{}
+	r.Client.AddHook(trips)
+	org, agent, other := uuid.New(), uuid.New(), uuid.New()
+	l := New(r.Client, nil, Options{Defaults: Limits{AgentWrites: n(600), OrgWrites: n(6)}})
+	ctx := context.Background()
+	record := "idem:k.store:" + KeyTag(org) + ":x"
+	r.Client.Set(ctx, record, "the record", time.Minute)
+	if d := l.Allow(ctx, org, agent, tenancy.RateWrite, record, "idem:k.store:"+KeyTag(org)+":missing"); !d.Allowed ||
+		len(d.Read) != 2 || string(d.Read[0]) != "the record" || d.Read[1] != nil {
+		t.Fatalf("first call: %+v", d)
+	}
+	agentKey := "rate:" + KeyTag(org) + ":agent:" + other.String() + ":" + tenancy.RateWrite
+	before := trips.n.Load()
+	d := l.Allow(ctx, org, other, tenancy.RateWrite, record)
+	if trips.n.Load()-before != 1 {
+		t.Errorf("%d round trips for a call's limits and its read, want 1", trips.n.Load()-before)
+	}
+	if d.Allowed || d.Level != "org" || d.PerMinute != 6 || d.Read != nil || d.RetryAfter <= 0 || d.RetryAfter > 10*time.Second {
+		t.Fatalf("second call of the org: %+v, want refused by the org's 6/min", d)
+	}
+	if v := r.Client.Get(ctx, agentKey).Val(); v != "" {
+		t.Errorf("a call the org refused spent its agent's budget: %q", v)
 	}
 }

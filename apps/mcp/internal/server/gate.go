@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/stages"
 	kt "github.com/agentfleet/orchestrator/apps/mcp/internal/tools/knowledge"
 	"github.com/agentfleet/orchestrator/packages/errs"
+	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
 
@@ -217,6 +219,11 @@ func (s *Server) gate(ctx context.Context, p *tenancy.Principal, pa *path, metho
 	start := time.Now()
 	clock := stages.From(ctx) // nil unless the benchmark's stage clock is on
 	clock.Name(c.label())
+	// What the answer need not wait for (the record of a store's answer,
+	// the embeddings queue's hand-over) runs after it, on Server.later.
+	ctx = knowledge.WithAfter(ctx, func(ctx context.Context, f func(context.Context)) {
+		s.later.Run(func() { f(stages.With(ctx, clock.After())) })
+	})
 	clock.GateIn()
 	defer clock.GateOut()
 	var o kt.Outcome
@@ -233,7 +240,8 @@ func (s *Server) gate(ctx context.Context, p *tenancy.Principal, pa *path, metho
 	}
 	var res mcp.Result
 	var err error
-	if release, code, body := s.admit(ctx, p, c.scope()); body != nil {
+	ctx, release, code, body := s.admit(ctx, p, c)
+	if body != nil {
 		o.Code = body.Code
 		res, err = pa.refused(code, *body)
 	} else {
@@ -268,30 +276,33 @@ func (s *Server) refuseScope(ctx context.Context, p *tenancy.Principal, c call, 
 	return body, true
 }
 
-// record counts, logs and audits one call by its outcome.
+// record counts, logs and audits one call by its outcome, after its
+// answer (Server.later): nothing of it is on the call's path but the
+// hand-over. Its duration is taken now.
 func (s *Server) record(ctx context.Context, p *tenancy.Principal, c call, res mcp.Result, o kt.Outcome, start time.Time) {
-	c.path.record(s, ctx, p, c, res, o, start, time.Since(start))
+	d := time.Since(start)
+	s.later.Run(func() { c.path.record(s, ctx, p, c, res, o, start, d) })
 }
 
 // admit passes a call whose scope was checked through the caller's rate
-// limit and the wait for a database connection: it returns release, or
-// the refusal's body and its JSON-RPC code (for the paths that answer
-// errors; a tool answers an isError result).
-func (s *Server) admit(ctx context.Context, p *tenancy.Principal, scope string) (release func(), code int64, refusal *kt.ErrorBody) {
+// limit and the wait for a database connection: it returns the call's
+// context and release, or the refusal's body and its JSON-RPC code (for
+// the paths that answer errors; a tool answers an isError result).
+func (s *Server) admit(ctx context.Context, p *tenancy.Principal, c call) (_ context.Context, release func(), code int64, refusal *kt.ErrorBody) {
 	clock, t := stages.From(ctx), time.Now()
-	body, limited := s.rateLimit(ctx, p, scope)
+	ctx, body, limited := s.rateLimit(ctx, p, c)
 	clock.Since(stages.RateLimit, t)
 	if limited {
-		return nil, kt.ErrorCodeRateLimited, &body
+		return ctx, nil, kt.ErrorCodeRateLimited, &body
 	}
 	t = time.Now()
 	release, ok := s.dbSlot(ctx)
 	clock.Since(stages.Admit, t)
 	if !ok {
 		body := busyError()
-		return nil, jsonrpc.CodeInternalError, &body
+		return ctx, nil, jsonrpc.CodeInternalError, &body
 	}
-	return release, 0, nil
+	return ctx, release, 0, nil
 }
 
 // run runs an admitted call within Config.CallTimeout, its handler filling
@@ -313,33 +324,55 @@ func rpcError(code int64, body kt.ErrorBody) error {
 	return &jsonrpc.Error{Code: code, Message: body.Text(), Data: data}
 }
 
-// rateLimit takes one call needing scope from the caller's rate limits
-// (reads for knowledge:read, writes otherwise) and, when a limit is used
-// up, returns the retryable rate_limited error to answer instead.
-func (s *Server) rateLimit(ctx context.Context, p *tenancy.Principal, scope string) (kt.ErrorBody, bool) {
+// rateLimit takes one call from the caller's rate limits (reads for a
+// call needing knowledge:read, writes otherwise) and, when a limit is used
+// up, returns the retryable rate_limited error to answer instead. A store
+// with a client token has its idempotence record read in the same round
+// trip (kt.StoreRecordKey), and what was read goes to the store in the
+// returned context (knowledge.WithStoreRecord): one Redis round trip
+// admits the call and answers the store's first question.
+func (s *Server) rateLimit(ctx context.Context, p *tenancy.Principal, c call) (context.Context, kt.ErrorBody, bool) {
+	scope := c.scope()
 	if s.limiter == nil || scope == "" {
-		return kt.ErrorBody{}, false
+		return ctx, kt.ErrorBody{}, false
 	}
 	kind, noun := tenancy.RateWrite, "writes"
 	if scope == tenancy.ScopeKnowledgeRead {
 		kind, noun = tenancy.RateRead, "reads"
 	}
-	d := s.limiter.Allow(ctx, p.OrgID, p.AgentID, kind)
+	var read []string
+	if key := kt.StoreRecordKey(c.name, c.args, p.OrgID, p.AgentID); key != "" {
+		read = []string{key}
+	}
+	d := s.limiter.Allow(ctx, p.OrgID, p.AgentID, kind, read...)
 	if d.Allowed {
-		return kt.ErrorBody{}, false
+		if len(read) > 0 {
+			v, err := []byte(nil), errRecordUnread
+			if d.Read != nil {
+				v, err = d.Read[0], nil
+			}
+			ctx = knowledge.WithStoreRecord(ctx, read[0], v, err)
+		}
+		return ctx, kt.ErrorBody{}, false
 	}
 	ms := max(d.RetryAfter.Milliseconds(), 1)
 	whose := "this agent's"
 	if d.Level == "org" {
 		whose = "this org's (all its agents together)"
 	}
-	return kt.ErrorBody{
+	return ctx, kt.ErrorBody{
 		Code:         string(errs.CodeRateLimited),
 		Message:      fmt.Sprintf("%s limit of %d %s a minute is used up; retry in %d ms", whose, d.PerMinute, noun, ms),
 		Retryable:    true,
 		RetryAfterMs: ms,
 	}, true
 }
+
+// errRecordUnread: Redis did not answer the admission's round trip (the
+// limiter let the call through unchecked), so the store goes on without
+// its idempotence record, on Postgres' guard, rather than wait for Redis
+// a second time.
+var errRecordUnread = errors.New("redis did not answer the rate limits' round trip")
 
 // dbSlot waits at most Config.DBWait for one of Deps.DBSlots (the size of
 // the database pool): every call needs a connection, and without this a

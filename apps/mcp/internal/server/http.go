@@ -91,7 +91,15 @@ func (s *Server) handler() http.Handler {
 		io.WriteString(w, `{"status":"ok"}`+"\n")
 	})
 	mux.HandleFunc("GET /readyz", s.readyz)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	scrape := promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		// Every call answered before the scrape is counted in it: the
+		// records run after the answers (Server.later).
+		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+		s.Flush(ctx)
+		cancel()
+		scrape.ServeHTTP(w, r)
+	})
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintf(w, "Agent fleet knowledge MCP server %s\nMCP endpoint (Streamable HTTP, bearer token): %s%s\nSee docs/mcp.md.\n", Version, s.publicURL, PathMCP)

@@ -14,10 +14,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/authn"
+	"github.com/agentfleet/orchestrator/apps/mcp/internal/later"
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/oauth"
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/ratelimit"
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/stages"
@@ -58,6 +60,10 @@ type Deps struct {
 	Agents oauth.Agents
 	// Stages is the benchmark's stage clock (MCP_STAGES_FILE); nil: off.
 	Stages *stages.Recorder
+	// Revocations opens the connection of the token revocation feed
+	// (authn.Verifier.Listen); nil: no feed, revocations take effect
+	// within Config.TokenCacheTTL.
+	Revocations func(context.Context) (*pgx.Conn, error)
 }
 
 // Server is one MCP server. Start it once; Shutdown drains it.
@@ -75,6 +81,12 @@ type Server struct {
 	limiter *ratelimit.Limiter
 	// audit writes the audit trail; nil without Deps.Audit.
 	audit *auditor
+	// later runs what the calls' answers need not wait for, after them:
+	// their records (audit, metrics, log line) and, through
+	// knowledge.WithAfter, the record of a store's answer and the
+	// embeddings queue's hand-over. Shutdown runs what is left before it
+	// closes the audit writer (closeRecords).
+	later *later.Queue
 	// oauth validates OAuth access tokens; nil without Config.OAuth.
 	oauth *oauth.Validator
 
@@ -118,6 +130,7 @@ func New(cfg Config, deps Deps) *Server {
 		s.metrics.reg.MustRegister(deps.RerankMetrics.collectors()...)
 	}
 	s.audit = s.newAuditor(deps.Audit)
+	s.later = later.New(later.DefaultSize, laterWorkers)
 	if deps.Redis != nil {
 		s.limiter = ratelimit.New(deps.Redis, deps.RateSettings, ratelimit.Options{
 			Defaults: cfg.RateLimits,
@@ -183,6 +196,7 @@ func (s *Server) Start(ctx context.Context) (string, error) {
 	if s.oauth != nil {
 		s.oauth.SetAudience(s.publicURL + PathMCP)
 	}
+	s.listen(ctx)
 	s.http = &http.Server{
 		Handler:           s.handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -230,12 +244,38 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		hs.Close()
 	}
 	<-done
-	s.audit.close(ctx) // every record of the drained calls
+	s.closeRecords(ctx)
 	if err == nil {
 		err = s.serveErr
 	}
 	return err
 }
+
+// listen keeps the token revocation feed connected until ctx ends.
+func (s *Server) listen(ctx context.Context) {
+	if s.deps.Revocations != nil {
+		go s.verifier.Listen(ctx, s.deps.Revocations)
+	}
+}
+
+// laterWorkers serve the queue of what runs after the answers: one for
+// the records, one more so that a slow hand-over to Redis does not hold
+// them up.
+const laterWorkers = 2
+
+// closeRecords runs what the answered calls left to do (records, the
+// queue's hand-overs), then writes every audit record, until ctx ends.
+func (s *Server) closeRecords(ctx context.Context) {
+	if !s.later.Close(ctx) {
+		s.logger.Error("the work of answered calls (records, the embeddings queue's hand-overs) did not finish before shutdown ended")
+	}
+	s.audit.close(ctx)
+}
+
+// Flush waits until the records of the calls answered so far are written
+// to the metrics and the log (and handed to the audit writer), or ctx
+// ends: /metrics does before every scrape.
+func (s *Server) Flush(ctx context.Context) { s.later.Flush(ctx) }
 
 // Done is closed when the HTTP server has stopped; Err then says why (nil
 // after Shutdown). Nil before Start.
@@ -265,10 +305,11 @@ func (s *Server) ServeStdio(ctx context.Context, token string, t mcp.Transport) 
 	srv := s.newMCPServer(func(ctx context.Context, _ mcp.Request) (*tenancy.Principal, error) {
 		return s.verifier.Verify(ctx, token)
 	})
+	s.listen(ctx)
 	defer func() { // every record, whether stdin closed or ctx ended
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
 		defer cancel()
-		s.audit.close(cctx)
+		s.closeRecords(cctx)
 	}()
 	return srv.Run(ctx, t)
 }

@@ -182,8 +182,10 @@ func TestTracesFollowACallThroughDatabaseRedisAndQueue(t *testing.T) {
 		t.Fatalf("store: %d %s", res.StatusCode, out)
 	}
 
-	// The provider's answer arrives after the call's (the late vector is
+	// The queue's hand-over runs after the answer: wait for it. The
+	// provider's answer arrives after the call's (the late vector is
 	// cached): wait for its span.
+	b.srv.Flush(context.Background())
 	var got []tracetest.SpanStub
 	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		got = ofTrace(exp.GetSpans(), traceID)

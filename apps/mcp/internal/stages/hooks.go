@@ -12,7 +12,8 @@ import (
 // PgxTracer counts and times every PostgreSQL round trip made with the
 // context of a call that carries a Clock: a statement, a batch (one round
 // trip however many statements it pipelines), a prepare, a COPY, a
-// connect. Install it with db.Tracer only when the clock is on.
+// not a connection's set-up (a call meets one only when the pool grows).
+// Install it with db.Tracer only when the clock is on.
 type PgxTracer struct{}
 
 var (
@@ -20,7 +21,6 @@ var (
 	_ pgx.BatchTracer    = PgxTracer{}
 	_ pgx.PrepareTracer  = PgxTracer{}
 	_ pgx.CopyFromTracer = PgxTracer{}
-	_ pgx.ConnectTracer  = PgxTracer{}
 )
 
 func (PgxTracer) start(ctx context.Context) context.Context {
@@ -64,15 +64,10 @@ func (t PgxTracer) TraceCopyFromEnd(ctx context.Context, _ *pgx.Conn, _ pgx.Trac
 	t.end(ctx)
 }
 
-func (t PgxTracer) TraceConnectStart(ctx context.Context, _ pgx.TraceConnectStartData) context.Context {
-	return t.start(ctx)
-}
-
-func (t PgxTracer) TraceConnectEnd(ctx context.Context, _ pgx.TraceConnectEndData) { t.end(ctx) }
-
 // RedisHook counts and times every Redis round trip made with the context
 // of a call that carries a Clock: a command, or a pipeline (one round
-// trip). The rate limiters' (keys "rate:...") count as the RateLimit
+// trip), not a connection's set-up (as for PgxTracer). The rate
+// limiters' (keys "rate:...") count as the RateLimit
 // stage's, whose time the gate takes; the store's idempotence keys
 // ("idem:...") as Idempotence; the rest (the queue, caches) as RedisOther.
 // Install it with AddHook only when the clock is on.
@@ -89,7 +84,7 @@ func (RedisHook) DialHook(next redis.DialHook) redis.DialHook {
 func (RedisHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		c := From(ctx)
-		if c == nil {
+		if c == nil || setup(cmd) {
 			return next(ctx, cmd)
 		}
 		k := kindOf(cmd)
@@ -106,7 +101,7 @@ func (RedisHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (RedisHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		c := From(ctx)
-		if c == nil || len(cmds) == 0 {
+		if c == nil || len(cmds) == 0 || setup(cmds[0]) {
 			return next(ctx, cmds)
 		}
 		k := KindRedis
@@ -123,6 +118,16 @@ func (RedisHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 		defer c.IOEnd(k)
 		return next(ctx, cmds)
 	}
+}
+
+// setup says whether cmd sets a new connection up (go-redis sends HELLO,
+// AUTH, SELECT and CLIENT SETINFO when it dials).
+func setup(cmd redis.Cmder) bool {
+	switch strings.ToLower(cmd.Name()) {
+	case "hello", "auth", "select", "client":
+		return true
+	}
+	return false
 }
 
 // kindOf classifies a command by its first key: -1 for a rate limit's.

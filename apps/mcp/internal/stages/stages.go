@@ -101,6 +101,7 @@ type Clock struct {
 	trips     [numKinds]int
 	after     [numKinds]int // round trips made after the answer was written
 	rlTrips   int           // Redis round trips of the rate limit
+	parent    *Clock        // an After clock's: whose work after the answer it times
 	written   bool
 	writtenAt time.Time
 }
@@ -200,6 +201,10 @@ func (c *Clock) RateLimitTrip() {
 	if c == nil {
 		return
 	}
+	if c.parent != nil {
+		c.parent.afterTrip(KindRedis)
+		return
+	}
 	c.mu.Lock()
 	if c.written {
 		c.after[KindRedis]++
@@ -209,9 +214,29 @@ func (c *Clock) RateLimitTrip() {
 	c.mu.Unlock()
 }
 
+// After is the clock of c's work after its answer (the queue of work
+// the server runs after the answers): its round trips count as c's after
+// the answer, however early they start.
+func (c *Clock) After() *Clock {
+	if c == nil {
+		return nil
+	}
+	return &Clock{parent: c}
+}
+
+func (c *Clock) afterTrip(k Kind) {
+	c.mu.Lock()
+	c.after[k]++
+	c.mu.Unlock()
+}
+
 // IOStart marks a round trip of kind k starting; IOEnd its end.
 func (c *Clock) IOStart(k Kind) {
 	if c == nil {
+		return
+	}
+	if c.parent != nil {
+		c.parent.afterTrip(k)
 		return
 	}
 	now := time.Now()
@@ -235,7 +260,7 @@ func (c *Clock) IOStart(k Kind) {
 
 // IOEnd: see IOStart.
 func (c *Clock) IOEnd(k Kind) {
-	if c == nil {
+	if c == nil || c.parent != nil {
 		return
 	}
 	now := time.Now()
@@ -351,24 +376,50 @@ func (r *Recorder) Current() *Clock {
 
 // Written marks the current call's answer written. A write that answers no
 // gated call (initialize, a list) closes nothing.
-func (r *Recorder) Written() {
+func (r *Recorder) Written() { r.answered(r.answering()) }
+
+// answering takes the current call whose answer is being written: the one
+// that passed the gate (a write of any other answers no gated call).
+func (r *Recorder) answering() *Clock {
 	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.cur
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	gated := !c.gateOut.IsZero()
+	c.mu.Unlock()
+	if !gated {
+		return nil
+	}
+	r.cur = nil
+	// From here what the call does is after its answer, whose bytes are
+	// now on their way (the write's end, answered, may come after the
+	// client has read them).
+	c.mu.Lock()
+	c.written = true
+	c.mu.Unlock()
+	return c
+}
+
+// answered marks c's answer written (c from answering: the write may end
+// after the client has read it and sent its next call).
+func (r *Recorder) answered(c *Clock) {
+	if c == nil {
 		return
 	}
 	now := time.Now()
+	c.mu.Lock()
+	c.writtenAt = now
+	c.mu.Unlock()
 	r.mu.Lock()
-	c := r.cur
-	if c == nil || c.gateOut.IsZero() {
-		r.mu.Unlock()
-		return
-	}
-	r.cur = nil
 	prev := r.done
 	r.done = c
 	r.mu.Unlock()
-	c.mu.Lock()
-	c.written, c.writtenAt = true, now
-	c.mu.Unlock()
 	r.emit(prev)
 }
 
@@ -433,7 +484,8 @@ type writes struct {
 }
 
 func (a writes) Write(p []byte) (int, error) {
+	c := a.rec.answering()
 	n, err := a.w.Write(p)
-	a.rec.Written()
+	a.rec.answered(c)
 	return n, err
 }

@@ -36,7 +36,10 @@ func (r *Record) Names(ids map[uuid.UUID]bool) bool {
 }
 
 // Key is the Redis key of a store's client token:
-// Prefix(org, agent) and the token.
+// Prefix(org, agent) and the token, idem:k.store:{org}:agent:token. The
+// org in braces is the key's Redis Cluster hash tag, the one the MCP
+// server's rate limits name theirs with, so that one script may read the
+// record with them (ReadFrom).
 func Key(org, agent, token uuid.UUID) string {
 	return Prefix(org, agent) + token.String()
 }
@@ -45,9 +48,36 @@ func Key(org, agent, token uuid.UUID) string {
 // or of all of org's with agent uuid.Nil: a purge and an erasure scan them.
 func Prefix(org, agent uuid.UUID) string {
 	if agent == uuid.Nil {
-		return "idem:k.store:" + org.String() + ":"
+		return "idem:k.store:{" + org.String() + "}:"
 	}
-	return "idem:k.store:" + org.String() + ":" + agent.String() + ":"
+	return "idem:k.store:{" + org.String() + "}:" + agent.String() + ":"
+}
+
+type readKey struct{}
+
+// read is a record read by the caller's edge.
+type read struct {
+	key   string
+	value []byte
+	err   error
+}
+
+// WithRead returns ctx carrying what the caller's edge read at key in a
+// round trip of its own (the MCP server's, with the rate limits): value,
+// nil when there is no such key, or err when Redis could not answer. The
+// store then does not read it again.
+func WithRead(ctx context.Context, key string, value []byte, err error) context.Context {
+	return context.WithValue(ctx, readKey{}, read{key, value, err})
+}
+
+// ReadFrom is what WithRead put in ctx for key; ok is false when nothing
+// was read for it.
+func ReadFrom(ctx context.Context, key string) (value []byte, ok bool, err error) {
+	r, ok := ctx.Value(readKey{}).(read)
+	if !ok || r.key != key {
+		return nil, false, nil
+	}
+	return r.value, true, r.err
 }
 
 // ForgetNaming deletes the org's store idempotence records

@@ -502,6 +502,19 @@ func (q *Queries) ListTokens(ctx context.Context, orgID uuid.UUID) ([]AgentToken
 	return items, nil
 }
 
+const notifyTokensRevoked = `-- name: NotifyTokensRevoked :exec
+SELECT pg_notify('knowledge_tokens_revoked', $1::text)
+`
+
+// Tells the servers that cache token checks (the MCP server, LISTEN
+// knowledge_tokens_revoked) which tokens a revocation ended, on the commit
+// of the revocation's transaction: "org:token", or "org:*" for every token
+// of an org (tenancy.ParseRevocation).
+func (q *Queries) NotifyTokensRevoked(ctx context.Context, payload string) error {
+	_, err := q.db.Exec(ctx, notifyTokensRevoked, payload)
+	return err
+}
+
 const releaseQuota = `-- name: ReleaseQuota :exec
 UPDATE org_quotas SET used = greatest(used - $1::bigint, 0), updated_at = now()
 WHERE org_id = $2 AND resource = $3

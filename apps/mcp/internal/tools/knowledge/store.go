@@ -1,9 +1,12 @@
 package knowledge
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	domain "github.com/agentfleet/orchestrator/packages/knowledge"
@@ -151,3 +154,26 @@ func (t *toolset) store(ctx context.Context, c domain.Caller, a *StoreArgs) (*do
 // OutcomeSkipped is the outcome of a store_knowledge call that stored
 // nothing because of ifSimilar: skip (audit trail, logs, metrics).
 const OutcomeSkipped = "skipped"
+
+// StoreRecordKey is the Redis key of the idempotence record a call of
+// tool with args would read, when it is a store_knowledge with a
+// clientToken, else "": the server's gate reads it in its rate limits'
+// round trip and hands what it read to the store
+// (knowledge.WithStoreRecord), so that the store's idempotence costs no
+// round trip of its own. A token the store will refuse reads nothing.
+func StoreRecordKey(tool string, args json.RawMessage, org, agent uuid.UUID) string {
+	if tool != ToolStore || !bytes.Contains(args, []byte(`"clientToken"`)) {
+		return ""
+	}
+	var a struct {
+		ClientToken string `json:"clientToken"`
+	}
+	if json.Unmarshal(args, &a) != nil {
+		return ""
+	}
+	tok, err := parseUUID("clientToken", a.ClientToken)
+	if err != nil || tok == nil {
+		return ""
+	}
+	return domain.IdempotenceKey(org, agent, *tok)
+}
