@@ -257,6 +257,11 @@ func (s *Server) gate(ctx context.Context, p *tenancy.Principal, pa *path, metho
 	t := time.Now()
 	s.record(ctx, p, c, res, o, start)
 	clock.Since(stages.Bookkeeping, t)
+	if pa == toolPath {
+		t = time.Now()
+		res = encodeOnce(res)
+		clock.Since(stages.Encode, t)
+	}
 	return res, err
 }
 
