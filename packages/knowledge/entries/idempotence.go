@@ -45,9 +45,9 @@ func fingerprint(a *domain.StoreArgs) string {
 //     and is answered with its entry, replayFromDB), and its answer is
 //     recorded, kept 60 s;
 //  3. a record: another fingerprint is a reused token (invalid_argument on
-//     clientToken), "done" is answered as a replay; "running" (the marker
-//     of a server that claimed tokens before storing) is answered from
-//     Postgres or as a retryable conflict.
+//     clientToken), "done" is answered as a replay; "running" (a claim of
+//     the token another writer of these keys made before storing) is
+//     answered from Postgres or as a retryable conflict.
 //
 // Redis is an accelerator, not the guard: when it fails the call goes on
 // against Postgres, whose unique key still allows one entry per token (the
@@ -142,7 +142,7 @@ func (s *Entries) replayable(ctx context.Context, c domain.Caller, rec *domain.S
 }
 
 // whileRunning answers a store whose token's record is a "running"
-// marker (a server that claimed a token before storing set one). A
+// marker (a claim of the token another writer of these keys made). A
 // committed entry of the token is the answer (replayed from Postgres): the
 // marker may be one the call that stored could not replace with its
 // answer. Otherwise that call is still running, or died before
