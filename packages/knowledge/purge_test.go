@@ -245,7 +245,7 @@ func TestPurgeAgentAndOrg(t *testing.T) {
 			t.Errorf("%s: %d rows of the purged org left", tbl, n)
 		}
 	}
-	if n := len(b.redis.Client.Keys(b.ctx, "idem:k.store:{"+b.org.String()+"}:*").Val()); n != 0 {
+	if n := len(b.redis.Client.Keys(b.ctx, "idem:k.store:"+b.org.String()+":*").Val()); n != 0 {
 		t.Errorf("%d idempotence keys of the purged org left", n)
 	}
 	if !reflect.DeepEqual(b.indexState(t, b.other), otherBefore) || b.count(t, "SELECT count(*) FROM knowledge WHERE org_id = $1", b.other) != 1 {

@@ -17,6 +17,7 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -130,23 +131,21 @@ type Decision struct {
 }
 
 // admitScript is GCRA (the arithmetic of github.com/go-redis/redis_rate,
-// on Redis's clock)
-// over every limit of a call at once, the agent's first: the call is
-// allowed only when every limit allows it, and only then does each budget
-// pay for it, so a call refused at one level costs the other nothing. An
-// allowed call then reads the keys it asked for, in the same round trip.
+// on Redis's clock) over every limit of a call at once, the agent's first:
+// the call is allowed only when every limit allows it, and only then does
+// each budget pay for it, so a call refused at one level costs the other
+// nothing.
 //
-// KEYS: the limits' keys (ARGV[1] of them), then the keys to read.
-// ARGV: the number of limits, then each one's burst, rate and period (s).
-// Answer: {1} followed by the values read, or {0, the refusing limit's
-// index (from 1), its retry-after in seconds as a string}.
+// KEYS: the limits' keys, of one org (one hash tag, KeyTag: one slot of a
+// Redis Cluster). ARGV: each limit's burst, rate and period (s).
+// Answer: {1}, or {0, the refusing limit's index (from 1), its
+// retry-after in seconds as a string}.
 var admitScript = redis.NewScript(`
-local n = tonumber(ARGV[1])
 local now = redis.call("TIME")
 now = (now[1] - 1483228800) + (now[2] / 1000000)
 local tats = {}
-for i = 1, n do
-  local burst, rate, period = tonumber(ARGV[3*i - 1]), tonumber(ARGV[3*i]), tonumber(ARGV[3*i + 1])
+for i = 1, #KEYS do
+  local burst, rate, period = tonumber(ARGV[3*i - 2]), tonumber(ARGV[3*i - 1]), tonumber(ARGV[3*i])
   local interval = period / rate
   local tat = tonumber(redis.call("GET", KEYS[i]) or now)
   local new_tat = math.max(tat, now) + interval
@@ -156,21 +155,16 @@ for i = 1, n do
   end
   tats[i] = new_tat
 end
-for i = 1, n do
+for i = 1, #KEYS do
   redis.call("SET", KEYS[i], tostring(tats[i]), "EX", math.ceil(tats[i] - now))
 end
-local out = {1}
-for i = n + 1, #KEYS do
-  out[#out + 1] = redis.call("GET", KEYS[i])
-end
-return out
+return {1}
 `)
 
 // Allow takes one call of kind (tenancy.RateRead or RateWrite) from the
-// agent's budget and its org's, in one Redis round trip, which also reads
-// the keys in read (the store's idempotence record: see Decision.Read).
-// Those keys must be of org, named with its hash tag (KeyTag), so that on
-// a Redis Cluster they sit in the limits' slot.
+// agent's budget and its org's, and reads the keys in read (the store's
+// idempotence record: see Decision.Read), all in one pipelined round trip
+// (on a Redis Cluster, one per node the keys are on, at once).
 func (l *Limiter) Allow(ctx context.Context, org, agent uuid.UUID, kind string, read ...string) Decision {
 	l.mu.Lock()
 	down := time.Now().Before(l.redisDownUntil)
@@ -188,8 +182,8 @@ func (l *Limiter) Allow(ctx context.Context, org, agent uuid.UUID, kind string, 
 	}
 	var (
 		limits []limit
-		keys   = make([]string, 0, 2+len(read))
-		args   = make([]any, 1, 7)
+		keys   = make([]string, 0, 2)
+		args   = make([]any, 0, 6)
 	)
 	tag := KeyTag(org)
 	for _, c := range []struct {
@@ -209,12 +203,7 @@ func (l *Limiter) Allow(ctx context.Context, org, agent uuid.UUID, kind string, 
 	if len(keys) == 0 && len(read) == 0 {
 		return Decision{Allowed: true} // unlimited, nothing to read: no round trip
 	}
-	args[0] = len(limits)
-	keys = append(keys, read...)
-	res, err := admitScript.Run(ctx, l.rdb, keys, args...).Slice()
-	if err == nil && (len(res) == 0 || (res[0] == int64(1) && len(res) != 1+len(read))) {
-		err = fmt.Errorf("rate limit script answered %v", res)
-	}
+	res, got, err := l.admit(ctx, keys, args, read)
 	if err != nil {
 		l.mu.Lock()
 		l.redisDownUntil = time.Now().Add(time.Second)
@@ -222,7 +211,7 @@ func (l *Limiter) Allow(ctx context.Context, org, agent uuid.UUID, kind string, 
 		l.failOpen("redis", err)
 		return Decision{Allowed: true}
 	}
-	if res[0] != int64(1) {
+	if len(res) > 0 && res[0] != int64(1) {
 		i, _ := res[1].(int64)
 		secs, _ := res[2].(string)
 		retry, _ := strconv.ParseFloat(secs, 64)
@@ -236,17 +225,59 @@ func (l *Limiter) Allow(ctx context.Context, org, agent uuid.UUID, kind string, 
 		}
 		return Decision{Level: lim.level, PerMinute: lim.per, RetryAfter: time.Duration(retry * float64(time.Second))}
 	}
-	d := Decision{Allowed: true, Read: make([][]byte, len(read))}
-	for i := range read {
-		if v, ok := res[1+i].(string); ok {
-			d.Read[i] = []byte(v)
-		}
-	}
-	return d
+	return Decision{Allowed: true, Read: got}
 }
 
-// KeyTag is org's Redis Cluster hash tag: every key named with it sits in
-// one slot, so that one script may read and write all of an org's keys.
+// admit sends the limits' script (when there are limits) and the reads
+// in one pipeline: the script's answer, and the values read (nil for a
+// key that does not exist). A script Redis does not hold yet (NOSCRIPT:
+// after a restart) is loaded and the pipeline sent once more.
+func (l *Limiter) admit(ctx context.Context, keys []string, args []any, read []string) ([]any, [][]byte, error) {
+	for attempt := 0; ; attempt++ {
+		pipe := l.rdb.Pipeline()
+		var script *redis.Cmd
+		if len(keys) > 0 {
+			script = admitScript.EvalSha(ctx, pipe, keys, args...)
+		}
+		gets := make([]*redis.StringCmd, len(read))
+		for i, k := range read {
+			gets[i] = pipe.Get(ctx, k)
+		}
+		pipe.Exec(ctx) // each command's error is read below
+		var res []any
+		if script != nil {
+			var err error
+			res, err = script.Slice()
+			if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") && attempt == 0 {
+				if err := admitScript.Load(ctx, l.rdb).Err(); err != nil {
+					return nil, nil, err
+				}
+				continue
+			}
+			if err != nil {
+				return nil, nil, err
+			}
+			if len(res) == 0 || (res[0] != int64(1) && len(res) != 3) {
+				return nil, nil, fmt.Errorf("rate limit script answered %v", res)
+			}
+		}
+		got := make([][]byte, len(read))
+		for i, g := range gets {
+			b, err := g.Bytes()
+			switch {
+			case errors.Is(err, redis.Nil):
+			case err != nil:
+				return nil, nil, err
+			default:
+				got[i] = b
+			}
+		}
+		return res, got, nil
+	}
+}
+
+// KeyTag is org's Redis Cluster hash tag: the limits' keys named with it
+// sit in one slot, so that one script may take them all.
 func KeyTag(org uuid.UUID) string { return "{" + org.String() + "}" }
 
 // burst is the burst of a limit of n calls a minute: ten seconds' worth

@@ -120,9 +120,9 @@ func TestAllowIsOneRoundTrip(t *testing.T) {
 	org, agent, other := uuid.New(), uuid.New(), uuid.New()
 	l := New(r.Client, nil, Options{Defaults: Limits{AgentWrites: n(600), OrgWrites: n(6)}})
 	ctx := context.Background()
-	record := "idem:k.store:" + KeyTag(org) + ":x"
+	record := "idem:k.store:" + org.String() + ":x"
 	r.Client.Set(ctx, record, "the record", time.Minute)
-	if d := l.Allow(ctx, org, agent, tenancy.RateWrite, record, "idem:k.store:"+KeyTag(org)+":missing"); !d.Allowed ||
+	if d := l.Allow(ctx, org, agent, tenancy.RateWrite, record, "idem:k.store:"+org.String()+":missing"); !d.Allowed ||
 		len(d.Read) != 2 || string(d.Read[0]) != "the record" || d.Read[1] != nil {
 		t.Fatalf("first call: %+v", d)
 	}

@@ -36,10 +36,7 @@ func (r *Record) Names(ids map[uuid.UUID]bool) bool {
 }
 
 // Key is the Redis key of a store's client token:
-// Prefix(org, agent) and the token, idem:k.store:{org}:agent:token. The
-// org in braces is the key's Redis Cluster hash tag, the one the MCP
-// server's rate limits name theirs with, so that one script may read the
-// record with them (ReadFrom).
+// Prefix(org, agent) and the token.
 func Key(org, agent, token uuid.UUID) string {
 	return Prefix(org, agent) + token.String()
 }
@@ -48,9 +45,9 @@ func Key(org, agent, token uuid.UUID) string {
 // or of all of org's with agent uuid.Nil: a purge and an erasure scan them.
 func Prefix(org, agent uuid.UUID) string {
 	if agent == uuid.Nil {
-		return "idem:k.store:{" + org.String() + "}:"
+		return "idem:k.store:" + org.String() + ":"
 	}
-	return "idem:k.store:{" + org.String() + "}:" + agent.String() + ":"
+	return "idem:k.store:" + org.String() + ":" + agent.String() + ":"
 }
 
 type readKey struct{}

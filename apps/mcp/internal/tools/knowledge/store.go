@@ -158,7 +158,7 @@ const OutcomeSkipped = "skipped"
 // StoreRecordKey is the Redis key of the idempotence record a call of
 // tool with args would read, when it is a store_knowledge with a
 // clientToken, else "": the server's gate reads it in its rate limits'
-// round trip and hands what it read to the store
+// round trip (a pipeline) and hands what it read to the store
 // (knowledge.WithStoreRecord), so that the store's idempotence costs no
 // round trip of its own. A token the store will refuse reads nothing.
 func StoreRecordKey(tool string, args json.RawMessage, org, agent uuid.UUID) string {
