@@ -24,8 +24,17 @@ VALUES (@org_id, @entry_id, @chunk, @start_char, @end_char, @embedding_model, @e
 -- width) matched one more column than the key, and without statistics
 -- the planner took it and read every chunk of the org for each hit (3 ms
 -- for 10 hits of an org of 988 chunks, growing with the org).
-SELECT k.id, k.body, k.source, k.kind, k.metadata, coalesce(b.start_char, -1)::int AS start_char, coalesce(b.end_char, -1)::int AS end_char
+--
+-- The document of a hit that is a section comes in the same round trip
+-- (doc_*: SectionsDocuments' columns, by primary key; NULL for an entry
+-- that is no section).
+SELECT k.id, k.body, k.source, k.kind, k.metadata, coalesce(b.start_char, -1)::int AS start_char, coalesce(b.end_char, -1)::int AS end_char,
+       s.document_id AS doc_id, s.heading_path AS doc_heading_path, s.position AS doc_position, s.ended_how AS doc_ended_how,
+       dk.title AS doc_title, d.source AS doc_source, (d.id IS NOT NULL AND dk.id IS NOT NULL) AS doc_found
 FROM knowledge k
+LEFT JOIN knowledge_sections s ON s.org_id = k.org_id AND s.id = k.id
+LEFT JOIN knowledge_documents d ON d.org_id = s.org_id AND d.id = s.document_id
+LEFT JOIN knowledge dk ON dk.org_id = s.org_id AND dk.id = s.document_id
 LEFT JOIN LATERAL (
     SELECT c.start_char, c.end_char
     FROM knowledge_chunks c

@@ -36,8 +36,16 @@ SELECT set_config('hnsw.ef_search', @ef_search::text, true),
 
 -- name: SearchBodies :many
 -- The bodies of the hits an answer returns, for their snippets, and their
--- fields (source, kind, metadata: read for the hits answered only).
-SELECT id, body, source, kind, metadata FROM knowledge WHERE org_id = @org_id AND id = ANY(@ids::uuid[]);
+-- fields (source, kind, metadata: read for the hits answered only), with
+-- the document of a hit that is a section (doc_*, as SearchBodiesNear's).
+SELECT k.id, k.body, k.source, k.kind, k.metadata,
+       s.document_id AS doc_id, s.heading_path AS doc_heading_path, s.position AS doc_position, s.ended_how AS doc_ended_how,
+       dk.title AS doc_title, d.source AS doc_source, (d.id IS NOT NULL AND dk.id IS NOT NULL) AS doc_found
+FROM knowledge k
+LEFT JOIN knowledge_sections s ON s.org_id = k.org_id AND s.id = k.id
+LEFT JOIN knowledge_documents d ON d.org_id = s.org_id AND d.id = s.document_id
+LEFT JOIN knowledge dk ON dk.org_id = s.org_id AND dk.id = s.document_id
+WHERE k.org_id = @org_id AND k.id = ANY(@ids::uuid[]);
 
 -- name: SearchTableDocs :one
 -- Entries indexed in all orgs: with an org's own count, it tells whether

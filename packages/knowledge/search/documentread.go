@@ -53,31 +53,28 @@ func (s *Searcher) sectionDocuments(ctx context.Context, org uuid.UUID, ids []uu
 	}
 	out := make(map[uuid.UUID]*domain.DocumentRef, len(rows))
 	for _, r := range rows {
-		ref := &domain.DocumentRef{ID: r.DocumentID, Title: r.Title, HeadingPath: domain.NonNil(r.HeadingPath), Position: int(r.Position)}
-		if r.Source != nil {
-			ref.Source = *r.Source
-		}
-		if r.EndedHow != nil {
-			ref.Ended = *r.EndedHow
-		}
-		out[r.ID] = ref
+		out[r.ID] = documentRef(r.DocumentID, r.Title, r.HeadingPath, r.Position, r.Source, r.EndedHow)
 	}
 	return out, nil
 }
 
-// attachDocuments names, on each hit that is a section of a document,
-// its document.
-func (s *Searcher) attachDocuments(ctx context.Context, org uuid.UUID, hits []domain.Hit) error {
-	ids := make([]uuid.UUID, len(hits))
-	for i, h := range hits {
-		ids[i] = h.ID
+// documentRef is the document of a section as an answer names it.
+func documentRef(id uuid.UUID, title string, headingPath []string, position int32, source, endedHow *string) *domain.DocumentRef {
+	ref := &domain.DocumentRef{ID: id, Title: title, HeadingPath: domain.NonNil(headingPath), Position: int(position)}
+	if source != nil {
+		ref.Source = *source
 	}
-	refs, err := s.sectionDocuments(ctx, org, ids)
-	if err != nil {
-		return err
+	if endedHow != nil {
+		ref.Ended = *endedHow
 	}
-	for i := range hits {
-		hits[i].Document = refs[hits[i].ID]
+	return ref
+}
+
+// hitDocument is the document of a hit that is a section, from the doc_*
+// columns its body's read brings (SearchBodies, SearchBodiesNear), or nil.
+func hitDocument(id *uuid.UUID, title *string, headingPath []string, position *int32, source, endedHow *string, found *bool) *domain.DocumentRef {
+	if id == nil || title == nil || position == nil || found == nil || !*found {
+		return nil
 	}
-	return nil
+	return documentRef(*id, *title, headingPath, *position, source, endedHow)
 }

@@ -14,11 +14,13 @@ import (
 )
 
 // hitBody is what an answer reads of a hit besides the ranking's row: its
-// body (for the snippet) and its fields.
+// body (for the snippet), its fields and, for a section, its document, in
+// one round trip.
 type hitBody struct {
 	body   string
 	near   chunk.Span
 	fields entryFields
+	doc    *domain.DocumentRef
 }
 
 // entryFields are an entry's source, kind and metadata as answers give them.
@@ -69,7 +71,8 @@ func (s *Searcher) bodies(ctx context.Context, org uuid.UUID, hits []rankedHit, 
 			return nil, data.MapErr(err, "")
 		}
 		for _, r := range rows {
-			out[r.ID] = hitBody{r.Body, chunk.Span{Start: -1, End: -1}, fieldsOf(r.Source, r.Kind, r.Metadata)}
+			out[r.ID] = hitBody{r.Body, chunk.Span{Start: -1, End: -1}, fieldsOf(r.Source, r.Kind, r.Metadata),
+				hitDocument(r.DocID, r.DocTitle, r.DocHeadingPath, r.DocPosition, r.DocSource, r.DocEndedHow, r.DocFound)}
 		}
 		return out, nil
 	}
@@ -80,7 +83,8 @@ func (s *Searcher) bodies(ctx context.Context, org uuid.UUID, hits []rankedHit, 
 		return nil, data.MapErr(err, "")
 	}
 	for _, r := range rows {
-		out[r.ID] = hitBody{r.Body, chunk.Span{Start: int(r.StartChar), End: int(r.EndChar)}, fieldsOf(r.Source, r.Kind, r.Metadata)}
+		out[r.ID] = hitBody{r.Body, chunk.Span{Start: int(r.StartChar), End: int(r.EndChar)}, fieldsOf(r.Source, r.Kind, r.Metadata),
+			hitDocument(r.DocID, r.DocTitle, r.DocHeadingPath, r.DocPosition, r.DocSource, r.DocEndedHow, r.DocFound)}
 	}
 	return out, nil
 }

@@ -29,12 +29,13 @@ import (
 // fused by evidence-weighted RRF (rrf.go). Two ranking statements, the
 // lexical lists' and the vector list's, run at once on two connections or
 // one after the other (rank); then one query reads the bodies of the hits
-// answered, for their snippets.
+// answered, for their snippets, and the documents of those that are
+// sections.
 //
 // The pipeline, in order: the filters' matches (filtersearch.go), the
 // ranked lists and their fusion (rank), the cut at the limit, the hops
-// over relations (hops.go), the bodies and snippets (hitbodies.go), the
-// hits' documents (documentread.go), the token budget (domain.FitSearch).
+// over relations (hops.go), the bodies, snippets and hits' documents in one
+// read (hitbodies.go), the token budget (domain.FitSearch).
 // With a reranker (rerank.go), the fused top candidates are reranked
 // between the fusion and the cut, and the hops and the budget apply to
 // its order; the answer says whether it was (Reranked, RerankReason).
@@ -76,10 +77,9 @@ func (s *Searcher) Search(ctx context.Context, c domain.Caller, in domain.Search
 		Reranked: skipped == "", RerankReason: skipped}
 	for _, h := range hits {
 		b := bodies[h.ID]
-		res.Hits = append(res.Hits, h.hit(b.snippet(h, a.Query), b.fields))
-	}
-	if err := s.attachDocuments(ctx, c.OrgID, res.Hits); err != nil {
-		return nil, err
+		hit := h.hit(b.snippet(h, a.Query), b.fields)
+		hit.Document = b.doc // read with the body
+		res.Hits = append(res.Hits, hit)
 	}
 	domain.FitSearch(res, a.MaxTokens)
 	return res, nil

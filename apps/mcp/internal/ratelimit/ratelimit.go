@@ -231,13 +231,17 @@ func (l *Limiter) Allow(ctx context.Context, org, agent uuid.UUID, kind string, 
 // admit sends the limits' script (when there are limits) and the reads
 // in one pipeline: the script's answer, and the values read (nil for a
 // key that does not exist). A script Redis does not hold yet (NOSCRIPT:
-// after a restart) is loaded and the pipeline sent once more.
+// after a restart) is sent whole once more, which loads it.
 func (l *Limiter) admit(ctx context.Context, keys []string, args []any, read []string) ([]any, [][]byte, error) {
 	for attempt := 0; ; attempt++ {
 		pipe := l.rdb.Pipeline()
 		var script *redis.Cmd
-		if len(keys) > 0 {
+		switch {
+		case len(keys) == 0:
+		case attempt == 0:
 			script = admitScript.EvalSha(ctx, pipe, keys, args...)
+		default:
+			script = admitScript.Eval(ctx, pipe, keys, args...)
 		}
 		gets := make([]*redis.StringCmd, len(read))
 		for i, k := range read {
@@ -249,9 +253,6 @@ func (l *Limiter) admit(ctx context.Context, keys []string, args []any, read []s
 			var err error
 			res, err = script.Slice()
 			if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") && attempt == 0 {
-				if err := admitScript.Load(ctx, l.rdb).Err(); err != nil {
-					return nil, nil, err
-				}
 				continue
 			}
 			if err != nil {

@@ -154,7 +154,14 @@ func (q *Queries) ResetSearchIndex(ctx context.Context, arg ResetSearchIndexPara
 }
 
 const searchBodies = `-- name: SearchBodies :many
-SELECT id, body, source, kind, metadata FROM knowledge WHERE org_id = $1 AND id = ANY($2::uuid[])
+SELECT k.id, k.body, k.source, k.kind, k.metadata,
+       s.document_id AS doc_id, s.heading_path AS doc_heading_path, s.position AS doc_position, s.ended_how AS doc_ended_how,
+       dk.title AS doc_title, d.source AS doc_source, (d.id IS NOT NULL AND dk.id IS NOT NULL) AS doc_found
+FROM knowledge k
+LEFT JOIN knowledge_sections s ON s.org_id = k.org_id AND s.id = k.id
+LEFT JOIN knowledge_documents d ON d.org_id = s.org_id AND d.id = s.document_id
+LEFT JOIN knowledge dk ON dk.org_id = s.org_id AND dk.id = s.document_id
+WHERE k.org_id = $1 AND k.id = ANY($2::uuid[])
 `
 
 type SearchBodiesParams struct {
@@ -163,15 +170,23 @@ type SearchBodiesParams struct {
 }
 
 type SearchBodiesRow struct {
-	ID       uuid.UUID
-	Body     string
-	Source   *string
-	Kind     string
-	Metadata []byte
+	ID             uuid.UUID
+	Body           string
+	Source         *string
+	Kind           string
+	Metadata       []byte
+	DocID          *uuid.UUID
+	DocHeadingPath []string
+	DocPosition    *int32
+	DocEndedHow    *string
+	DocTitle       *string
+	DocSource      *string
+	DocFound       *bool
 }
 
 // The bodies of the hits an answer returns, for their snippets, and their
-// fields (source, kind, metadata: read for the hits answered only).
+// fields (source, kind, metadata: read for the hits answered only), with
+// the document of a hit that is a section (doc_*, as SearchBodiesNear's).
 func (q *Queries) SearchBodies(ctx context.Context, arg SearchBodiesParams) ([]SearchBodiesRow, error) {
 	rows, err := q.db.Query(ctx, searchBodies, arg.OrgID, arg.Ids)
 	if err != nil {
@@ -187,6 +202,13 @@ func (q *Queries) SearchBodies(ctx context.Context, arg SearchBodiesParams) ([]S
 			&i.Source,
 			&i.Kind,
 			&i.Metadata,
+			&i.DocID,
+			&i.DocHeadingPath,
+			&i.DocPosition,
+			&i.DocEndedHow,
+			&i.DocTitle,
+			&i.DocSource,
+			&i.DocFound,
 		); err != nil {
 			return nil, err
 		}
