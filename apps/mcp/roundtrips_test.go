@@ -22,7 +22,7 @@ import (
 // stage clock on (MCP_STAGES_FILE) and the production defaults (rate
 // limits on), and counts what each call waits for: one Redis round trip
 // for a store, with or without a client token (the rate limits, and the
-// token's record read in the same script), for its replay and for a
+// token's record read in the same pipeline), for its replay and for a
 // search; a search's statements, each its own PostgreSQL round trip.
 func TestRoundTripsPerCall(t *testing.T) {
 	t.Parallel()
@@ -87,6 +87,7 @@ func TestRoundTripsPerCall(t *testing.T) {
 		t.Fatalf("the same client token again: %s", replay)
 	}
 	send("tools/call", map[string]any{"name": "search_knowledge", "arguments": map[string]any{"query": "restart worker"}})
+	send("tools/call", map[string]any{"name": "search_knowledge", "arguments": map[string]any{"query": "deploy runbook"}})
 	inW.Close()
 	if err := <-errc; err != nil {
 		t.Fatalf("run: %v; stderr: %s", err, logs.String())
@@ -111,8 +112,14 @@ func TestRoundTripsPerCall(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s: %d Redis, %d PostgreSQL (after it: %d, %d)", rec.Name, rec.RedisTrips, rec.DBTrips, rec.RedisTripsAfter, rec.DBTripsAfter))
 	}
 	t.Logf("round trips each call waited for: %s", strings.Join(got, "; "))
-	if len(recs) != 4 {
-		t.Fatalf("%d stage records, want the 4 calls': %s", len(recs), got)
+	if len(recs) != 5 {
+		t.Fatalf("%d stage records, want the 5 calls': %s", len(recs), got)
+	}
+	// A search (the first of the process also counts the table's entries,
+	// kept 30 s): its two ranking statements, at once on two connections,
+	// then one read of its hits' bodies and documents.
+	if s := recs[4]; s.DBTrips > 3 {
+		t.Errorf("a search made %d PostgreSQL round trips, want at most 3 (two ranking statements at once, the hits' read)", s.DBTrips)
 	}
 	for i, rec := range recs {
 		if rec.RedisTrips != 1 {

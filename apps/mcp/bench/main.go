@@ -391,6 +391,21 @@ func reuseSize(ctx context.Context, o *options, t *target, size int) (out []*res
 			return nil, err
 		}
 		out = append(out, rs...)
+		if err := o.start(targets, tr, "store-reused"); err != nil {
+			return nil, err
+		}
+		n, err := t.db.count(ctx)
+		if err != nil {
+			return nil, err
+		}
+		rs, err = timeCalls(targets, size, tr, "store", "reused", o.stores, 0, func(c client, i int) error { return storeCall(c, n+i) })
+		if serr := stopAll(targets); err == nil {
+			err = serr
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rs...)
 	}
 	printSize(size, out, targets)
 	return out, nil

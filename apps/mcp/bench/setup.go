@@ -136,6 +136,13 @@ func openDatabase(ctx context.Context, ownerBase, name string) (*database, error
 	if d.owner, err = db.Open(ctx, d.ownerURL); err != nil {
 		return nil, err
 	}
+	// Kept by an older build: migrated to this one's schema.
+	if _, err := db.Migrate(ctx, d.owner); err != nil {
+		return nil, fmt.Errorf("migrate %s: %w", name, err)
+	}
+	if err := db.EnsureRoles(ctx, d.owner, db.DefaultRoles()); err != nil {
+		return nil, fmt.Errorf("roles of %s: %w", name, err)
+	}
 	ten := tenancy.New(d.owner)
 	orgs, err := ten.ListOrgs(ctx)
 	if err != nil || len(orgs) != 1 {
