@@ -27,6 +27,18 @@ times=()
 t0=$(date +%s)
 since() { echo "$(( $(date +%s) - $1 )) s"; }
 
+# A cluster of its own, made from nothing and removed at the end: a
+# cluster left by an earlier run (a data directory in /var/tmp outlives a
+# reboot, migrated perhaps by another build, its Redis nodes.conf naming
+# an older cluster) must not decide whether this change passes, and a
+# developer's cluster on the default ports (cluster:up) is left alone.
+export CLUSTER_DIR=${SMOKE_CLUSTER_DIR:-/var/tmp/knowledge-cluster-smoke}
+export CLUSTER_PG_PORTS=${SMOKE_PG_PORTS:-5450 5451 5452}
+export CLUSTER_REDIS_PORTS=${SMOKE_REDIS_PORTS:-7011 7012 7013}
+bash scripts/cluster.sh down --purge >/dev/null 2>&1 || true
+cleanup() { rm -f "${out:-}"; bash scripts/cluster.sh down --purge >/dev/null 2>&1 || true; }
+trap cleanup EXIT
+
 s=$(date +%s)
 bash scripts/cluster.sh up >/dev/null
 times+=("cluster up $(since "$s")")
@@ -39,7 +51,6 @@ export TEST_CITUS_WORKERS=${TEST_CITUS_WORKERS:-$(bash scripts/cluster.sh worker
 export TEST_REDIS_CLUSTER_URL=${TEST_REDIS_CLUSTER_URL:-$(sed -n 's/^REDIS_URL=//p' <<<"$urls")}
 
 out=$(mktemp /tmp/cluster-smoke-test.XXXXXX)
-trap 'rm -f "$out"' EXIT
 # one name test pkg [env...]: runs test alone in pkg, verbosely, and fails
 # unless it passed.
 one() {
