@@ -114,6 +114,17 @@ func New(rdb redis.UniversalClient, settings Settings, o Options) *Limiter {
 	return &Limiter{rdb: rdb, settings: settings, o: o, cache: map[[2]uuid.UUID]cached{}, refreshing: map[[2]uuid.UUID]bool{}}
 }
 
+// Preload loads the limits' script into Redis (into every master of a
+// Redis Cluster), so that the first call's EVALSHA finds it: a server on a
+// Redis that never ran the script (a new one, or one restarted) would
+// otherwise pay its first call a second round trip. Best effort, within a
+// second: a Redis down now is met again, with its fallbacks, by the calls.
+func (l *Limiter) Preload(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	return admitScript.Load(ctx, l.rdb).Err()
+}
+
 // Decision is the limiter's answer for one call.
 type Decision struct {
 	Allowed bool

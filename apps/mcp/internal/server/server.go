@@ -251,8 +251,14 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// listen keeps the token revocation feed connected until ctx ends.
+// listen readies what serving needs: the rate limits' script loaded into
+// Redis, and the token revocation feed kept connected until ctx ends.
 func (s *Server) listen(ctx context.Context) {
+	if s.limiter != nil {
+		if err := s.limiter.Preload(ctx); err != nil {
+			s.logger.Warn("rate limits: the script could not be loaded into Redis now; the first call sends it whole", "err", err)
+		}
+	}
 	if s.deps.Revocations != nil {
 		go s.verifier.Listen(ctx, s.deps.Revocations)
 	}
