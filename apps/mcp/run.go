@@ -91,7 +91,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return err
 	}
 	if reranker != nil {
-		s.log.Info("search reranker", "model", reranker.Model(), "url", s.rerank.Config.BaseURL, "preset", s.rerank.Config.Preset)
+		s.log.Info("search reranker", "model", reranker.Model(), "url", s.rerank.Config.Endpoint(), "preset", s.rerank.Config.Preset)
 	}
 	rerankMetrics := server.NewRerankMetrics()
 	svc := knowledge.New(pool, knowledge.Options{

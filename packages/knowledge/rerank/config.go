@@ -119,6 +119,13 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// Endpoint is the whole route c's requests go to: the base URL given or
+// the preset's, and the preset's route (/v1/rerank without a preset).
+func (c Config) Endpoint() string {
+	p := Presets[c.Preset]
+	return strings.TrimRight(cmp.Or(c.BaseURL, p.BaseURL), "/") + cmp.Or(p.Path, "/v1/rerank")
+}
+
 // New returns the reranker c configures, behind a circuit breaker, or nil
 // when c configures none; or the first rule c breaks (Validate reports
 // them all).
@@ -132,7 +139,7 @@ func New(c Config) (*Client, error) {
 	p := Presets[c.Preset]
 	h := &HTTP{
 		API:     cmp.Or(p.API, APICohere),
-		URL:     strings.TrimRight(cmp.Or(c.BaseURL, p.BaseURL), "/") + cmp.Or(p.Path, "/v1/rerank"),
+		URL:     c.Endpoint(),
 		ModelID: c.Model,
 		APIKey:  c.APIKey,
 		Timeout: cmp.Or(c.Timeout, DefaultTimeout),

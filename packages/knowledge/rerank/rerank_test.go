@@ -220,6 +220,10 @@ func TestConfig(t *testing.T) {
 		if h := c.r.(*HTTP); h.URL != url {
 			t.Errorf("%s: %s, want %s", preset, h.URL, url)
 		}
+		// What the server's start-up line names (a preset alone: its URL).
+		if got := (Config{Preset: preset}).Endpoint(); got != url {
+			t.Errorf("%s: Endpoint %s, want %s", preset, got, url)
+		}
 	}
 	c, err := New(Config{BaseURL: "http://reranker.example:9000", Model: "m"})
 	if err != nil || c.r.(*HTTP).URL != "http://reranker.example:9000/v1/rerank" || c.r.(*HTTP).API != APICohere {
