@@ -33,14 +33,26 @@ var errWording = db.Wording{
 	NoRows: func(field string) *errs.Error {
 		return &errs.Error{Code: errs.CodeNotFound, Field: field, Message: "not found in this org"}
 	},
-	Duplicate: func(r db.Refusal) *errs.Error {
-		return &errs.Error{Code: errs.CodeConflict, Message: "already exists: " + r.Detail}
-	},
+	Duplicate: duplicate,
 	Missing: func(r db.Refusal) *errs.Error {
 		return &errs.Error{Code: errs.CodeNotFound, Field: r.What, Message: "refers to something not in this org"}
 	},
 	Check:     refusedByTheDatabase,
 	Malformed: refusedByTheDatabase,
+}
+
+// duplicate words a unique violation no constraint entry maps: Postgres's
+// detail names the key, but row-level security empties it when the row
+// it collides with is not the caller's to see, so then the rule is named.
+func duplicate(r db.Refusal) *errs.Error {
+	msg := "already exists"
+	switch {
+	case r.Detail != "":
+		msg += ": " + r.Detail
+	case r.Constraint != "":
+		msg += " (unique rule " + r.Constraint + ")"
+	}
+	return &errs.Error{Code: errs.CodeConflict, Message: msg}
 }
 
 func refusedByTheDatabase(r db.Refusal) *errs.Error {

@@ -68,3 +68,27 @@ func TestBoundaryClassifiesErrors(t *testing.T) {
 		}
 	}
 }
+
+// A unique violation says what already exists: the key when Postgres names
+// it, the rule when row-level security left the detail empty, never a
+// message that ends on a colon.
+func TestDuplicateNamesTheKeyOrTheRule(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		err  *pgconn.PgError
+		want string
+	}{
+		{&pgconn.PgError{Code: "23505", ConstraintName: "knowledge_client_token_key", Detail: "Key (client_token)=(x) already exists."},
+			"already exists: Key (client_token)=(x) already exists."},
+		{&pgconn.PgError{Code: "23505", ConstraintName: "knowledge_client_token_key"},
+			"already exists (unique rule knowledge_client_token_key)"},
+		{&pgconn.PgError{Code: "23505"}, "already exists"},
+	} {
+		err := MapErr(tc.err, "")
+		var e *errs.Error
+		if !errors.As(err, &e) || e.Code != errs.CodeConflict || e.Message != tc.want {
+			t.Errorf("%+v: %v, want %q", tc.err, err, tc.want)
+		}
+	}
+}
+
