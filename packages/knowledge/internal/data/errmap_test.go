@@ -91,4 +91,3 @@ func TestDuplicateNamesTheKeyOrTheRule(t *testing.T) {
 		}
 	}
 }
-
