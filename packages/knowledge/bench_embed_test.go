@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge"
@@ -41,28 +42,7 @@ func BenchmarkSearchRemoteEmbedder(b *testing.B) {
 	gen := newTextGen()
 	rng := mrand.New(mrand.NewPCG(1, 2))
 	svc := knowledge.New(db.Pool, knowledge.Options{})
-	for range 3000 {
-		title, body, tags := gen.entry(rng)
-		r, err := svc.Store(ctx, c, knowledge.StoreInput{Title: title, Body: body, Tags: tags})
-		if err != nil {
-			b.Fatal(err)
-		}
-		vs, err := local.Embed(ctx, []string{title + "\n\n" + body})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := db.Pool.Exec(ctx, `UPDATE knowledge SET embedding = $3, embedding_status = 'ready',
-			embedding_model = $4, embedded_at = now() WHERE org_id = $1 AND id = $2`,
-			c.OrgID, r.ID, pgvector.NewVector(vs[0]), local.Model()); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if _, err := maint(svc).IndexAll(ctx); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := maint(svc).Upkeep(ctx); err != nil {
-		b.Fatal(err)
-	}
+	storeEmbedded(b, db.Pool, svc, c, 3000, gen, rng)
 	provider := func(delay time.Duration) embed.Embedder {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			var req struct {
@@ -136,4 +116,36 @@ func BenchmarkSearchRemoteEmbedder(b *testing.B) {
 	run("remote/warm", remote, queries, true)
 	run("remote/warm-replica", replica, queries, true)
 	run("remote/over-budget", slow, queries[:20], false)
+}
+
+// storeEmbedded stores n generated entries through svc as c, each
+// embedded by the local embedder at once (as the worker would), then
+// indexes and upkeeps the org: a small searchable org for the benchmarks
+// that compare providers around one search.
+func storeEmbedded(b *testing.B, pool *pgxpool.Pool, svc *knowledge.Service, c knowledge.Caller, n int, gen *textGen, rng *mrand.Rand) {
+	b.Helper()
+	ctx := context.Background()
+	local := embed.NewLocal()
+	for range n {
+		title, body, tags := gen.entry(rng)
+		r, err := svc.Store(ctx, c, knowledge.StoreInput{Title: title, Body: body, Tags: tags})
+		if err != nil {
+			b.Fatal(err)
+		}
+		vs, err := local.Embed(ctx, []string{title + "\n\n" + body})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := pool.Exec(ctx, `UPDATE knowledge SET embedding = $3, embedding_status = 'ready',
+			embedding_model = $4, embedded_at = now() WHERE org_id = $1 AND id = $2`,
+			c.OrgID, r.ID, pgvector.NewVector(vs[0]), local.Model()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := maint(svc).IndexAll(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := maint(svc).Upkeep(ctx); err != nil {
+		b.Fatal(err)
+	}
 }

@@ -13,10 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgvector/pgvector-go"
-
 	"github.com/agentfleet/orchestrator/packages/knowledge"
-	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/rerank"
 	"github.com/agentfleet/orchestrator/packages/testenv"
 	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
@@ -50,32 +47,9 @@ func BenchmarkSearchRerank(b *testing.B) {
 	app := db.AppPool(b)
 	a := testfactory.Agent(ctx, b, db.Pool, nil)
 	c := knowledge.Caller{OrgID: a.OrgID, AgentID: a.ID}
-	local := embed.NewLocal()
 	gen := newTextGen()
 	rng := mrand.New(mrand.NewPCG(7, 8))
-	ops := knowledge.New(db.Pool, knowledge.Options{})
-	for range size {
-		title, body, tags := gen.entry(rng)
-		r, err := ops.Store(ctx, c, knowledge.StoreInput{Title: title, Body: body, Tags: tags})
-		if err != nil {
-			b.Fatal(err)
-		}
-		vs, err := local.Embed(ctx, []string{title + "\n\n" + body})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := db.Pool.Exec(ctx, `UPDATE knowledge SET embedding = $3, embedding_status = 'ready',
-			embedding_model = $4, embedded_at = now() WHERE org_id = $1 AND id = $2`,
-			c.OrgID, r.ID, pgvector.NewVector(vs[0]), local.Model()); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if _, err := maint(ops).IndexAll(ctx); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := maint(ops).Upkeep(ctx); err != nil {
-		b.Fatal(err)
-	}
+	storeEmbedded(b, db.Pool, knowledge.New(db.Pool, knowledge.Options{}), c, size, gen, rng)
 
 	// The Cohere shape: {query, documents, top_n} -> {results: [{index,
 	// relevance_score}]}, scores falling with the index (the fused order
