@@ -64,23 +64,31 @@ func TestWorkerSpansLinkToTheStoringCalls(t *testing.T) {
 	if len(sends) != len(js) {
 		t.Fatalf("%d send spans in the calls' traces, want %d", len(sends), len(js))
 	}
-	linked := map[trace.SpanID]bool{}
-	process := map[trace.SpanID]bool{}
-	for _, s := range exp.GetSpans() {
-		if s.Name != "process "+jobs.Queue {
-			continue
-		}
-		ours := false
-		for _, l := range s.Links {
-			if sends[l.SpanContext.SpanID()] {
-				linked[l.SpanContext.SpanID()], ours = true, true
+	// An entry is ready once its batch's transaction commits; the batch's
+	// process span ends (and reaches the exporter) just after: wait for
+	// every send to be linked, within a deadline.
+	var linked, process map[trace.SpanID]bool
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		linked, process = map[trace.SpanID]bool{}, map[trace.SpanID]bool{}
+		for _, s := range exp.GetSpans() {
+			if s.Name != "process "+jobs.Queue {
+				continue
+			}
+			ours := false
+			for _, l := range s.Links {
+				if sends[l.SpanContext.SpanID()] {
+					linked[l.SpanContext.SpanID()], ours = true, true
+				}
+			}
+			if ours {
+				process[s.SpanContext.SpanID()] = true
+				if s.SpanKind != trace.SpanKindConsumer {
+					t.Errorf("process span kind %v", s.SpanKind)
+				}
 			}
 		}
-		if ours {
-			process[s.SpanContext.SpanID()] = true
-			if s.SpanKind != trace.SpanKindConsumer {
-				t.Errorf("process span kind %v", s.SpanKind)
-			}
+		if len(linked) == len(sends) || time.Now().After(deadline) {
+			break
 		}
 	}
 	if len(linked) != len(sends) {
