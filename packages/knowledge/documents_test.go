@@ -53,7 +53,7 @@ func TestReplaceDocumentKeepsUnchangedSections(t *testing.T) {
 		return s
 	}
 	before := gen(first.Sections[1].ID)
-	jobs := len(b.enq.all())
+	jobs := len(b.enq.All())
 
 	// Chapter 2 changed, the rest the same: the table of contents too.
 	in.Content = manual(5, func(i int) string {
@@ -77,7 +77,7 @@ func TestReplaceDocumentKeepsUnchangedSections(t *testing.T) {
 	if got := gen(first.Sections[1].ID); got != before {
 		t.Fatalf("a kept section's embedding went from %s to %s", before, got)
 	}
-	if got := len(b.enq.all()) - jobs; got != 1 {
+	if got := len(b.enq.All()) - jobs; got != 1 {
 		t.Fatalf("%d entries to embed after the replacement; want 1 (the changed section)", got)
 	}
 	// The changed section's old version is superseded by the new, the

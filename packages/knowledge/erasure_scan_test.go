@@ -116,7 +116,7 @@ func TestErasureLeavesNoTraceAnywhere(t *testing.T) {
 			defer wg.Done()
 			seen := 0
 			for ctx.Err() == nil {
-				all := b.enq.all()
+				all := b.enq.All()
 				js := all[seen:]
 				seen = len(all)
 				for len(js) > 0 && ctx.Err() == nil {

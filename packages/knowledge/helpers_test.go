@@ -3,10 +3,8 @@ package knowledge_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,9 +14,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgvector/pgvector-go"
 
-	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/knowledgetest"
 	"github.com/agentfleet/orchestrator/packages/testenv"
 	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
 )
@@ -93,11 +91,7 @@ func (b *bundle) setQuota(t *testing.T, org uuid.UUID, limit int64) {
 // count runs a SELECT count(*)-like query.
 func (b *bundle) count(t *testing.T, sql string, args ...any) int {
 	t.Helper()
-	var n int
-	if err := b.pool.QueryRow(b.ctx, sql, args...).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return knowledgetest.Count(b.ctx, t, b.pool, sql, args...)
 }
 
 func (b *bundle) entries(t *testing.T) int {
@@ -153,39 +147,10 @@ func (b *bundle) embedPending(t *testing.T) {
 }
 
 // wantCode fails unless err is a *errs.Error with code and field.
-func wantCode(t *testing.T, err error, code errs.Code, field string) *errs.Error {
-	t.Helper()
-	var e *errs.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("want %s error on %q, got %v", code, field, err)
-	}
-	if e.Code != code || e.Field != field {
-		t.Fatalf("want %s on %q, got %s on %q: %v", code, field, e.Code, e.Field, e)
-	}
-	return e
-}
+var wantCode = knowledgetest.WantCode
 
-type recordingEnqueuer struct {
-	mu   sync.Mutex
-	jobs []knowledge.EmbeddingJob
-	fail bool
-}
-
-func (r *recordingEnqueuer) EnqueueEmbedding(_ context.Context, j knowledge.EmbeddingJob) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.fail {
-		return fmt.Errorf("queue down")
-	}
-	r.jobs = append(r.jobs, j)
-	return nil
-}
-
-func (r *recordingEnqueuer) all() []knowledge.EmbeddingJob {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]knowledge.EmbeddingJob(nil), r.jobs...)
-}
+// recordingEnqueuer records the embedding jobs instead of queueing them.
+type recordingEnqueuer = knowledgetest.Enqueuer
 
 func ptr[T any](v T) *T { return &v }
 

@@ -121,7 +121,7 @@ func TestPurgeAllRacingStoresAndWorker(t *testing.T) {
 			defer wg.Done()
 			seen := 0
 			for ctx.Err() == nil {
-				all := b.enq.all()
+				all := b.enq.All()
 				js := all[seen:]
 				seen = len(all)
 				rng.Shuffle(len(js), func(i, j int) { js[i], js[j] = js[j], js[i] })

@@ -38,7 +38,7 @@ func TestSimilarChecksFollowErasure(t *testing.T) {
 	c := store(b.alice, "Deploy key rotation (again)")
 	e := store(b.eve, "Deploy key rotation")
 	h := jobs.NewEmbedHandler(b.pool, emb, jobs.HandlerOptions{})
-	if err := h.Process(b.ctx, b.enq.all()); err != nil {
+	if err := h.Process(b.ctx, b.enq.All()); err != nil {
 		t.Fatal(err)
 	}
 	listed := func(caller knowledge.Caller, id uuid.UUID) []uuid.UUID {

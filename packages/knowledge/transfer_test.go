@@ -89,7 +89,9 @@ func TestExportImportRoundTrip(t *testing.T) {
 		}
 		// Into an empty database, an org of another id.
 		db2 := testenv.Postgres(t)
-		svc2 := knowledge.New(db2.Pool, knowledge.Options{})
+		// The duplicate check of the store below runs within inTime, as
+		// the bundle's: the product's budget is met by no loaded machine.
+		svc2 := knowledge.New(db2.Pool, knowledge.Options{Testing: knowledge.TestingKnobs{SimilarBudget: inTime}})
 		org2 := testfactory.Org(b.ctx, t, db2.Pool, &testfactory.OrgOpts{Name: "moved"}).ID
 		irep, err := svc2.Operations().Import(b.ctx, org2, opener(first), knowledge.ImportOptions{})
 		if err != nil {

@@ -47,8 +47,8 @@ func TestStoreDocumentMakesSectionsPartOfIt(t *testing.T) {
 	if !strings.Contains(body, "3. Chapter 1") {
 		t.Fatalf("table of contents = %q", body)
 	}
-	if len(b.enq.all()) != 5 {
-		t.Fatalf("%d embedding jobs; want 5 (the document and its sections)", len(b.enq.all()))
+	if len(b.enq.All()) != 5 {
+		t.Fatalf("%d embedding jobs; want 5 (the document and its sections)", len(b.enq.All()))
 	}
 	if used := b.quotaUsed(t, b.org); used != 5 {
 		t.Fatalf("quota used %d; want 5", used)

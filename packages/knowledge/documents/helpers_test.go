@@ -2,10 +2,8 @@ package documents_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,10 +11,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/documents"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/knowledgetest"
 	"github.com/agentfleet/orchestrator/packages/testenv"
 	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
 )
@@ -93,11 +91,7 @@ func (b *bundle) setQuota(t *testing.T, org uuid.UUID, limit int64) {
 // count runs a SELECT count(*)-like query.
 func (b *bundle) count(t *testing.T, sql string, args ...any) int {
 	t.Helper()
-	var n int
-	if err := b.pool.QueryRow(b.ctx, sql, args...).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return knowledgetest.Count(b.ctx, t, b.pool, sql, args...)
 }
 
 func (b *bundle) entries(t *testing.T) int {
@@ -109,35 +103,10 @@ func (b *bundle) quotaUsed(t *testing.T, org uuid.UUID) int {
 }
 
 // wantCode fails unless err is a *errs.Error with code and field.
-func wantCode(t *testing.T, err error, code errs.Code, field string) *errs.Error {
-	t.Helper()
-	var e *errs.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("want %s error on %q, got %v", code, field, err)
-	}
-	if e.Code != code || e.Field != field {
-		t.Fatalf("want %s on %q, got %s on %q: %v", code, field, e.Code, e.Field, e)
-	}
-	return e
-}
+var wantCode = knowledgetest.WantCode
 
-type recordingEnqueuer struct {
-	mu   sync.Mutex
-	jobs []domain.EmbeddingJob
-}
-
-func (r *recordingEnqueuer) EnqueueEmbedding(_ context.Context, j domain.EmbeddingJob) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.jobs = append(r.jobs, j)
-	return nil
-}
-
-func (r *recordingEnqueuer) all() []domain.EmbeddingJob {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]domain.EmbeddingJob(nil), r.jobs...)
-}
+// recordingEnqueuer records the embedding jobs instead of queueing them.
+type recordingEnqueuer = knowledgetest.Enqueuer
 
 // testClock is a clock a test moves by hand.
 type testClock struct{ t atomic.Pointer[time.Time] }

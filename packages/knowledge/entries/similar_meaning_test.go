@@ -138,8 +138,8 @@ func TestSimilarByMeaning(t *testing.T) {
 	if n := b.count(t, "SELECT count(*) FROM knowledge WHERE id = $1 AND embedding_status = 'ready' AND embedding_model = 'fake-concepts' AND vector_dims(embedding) = $2", first.ID, conceptDims); n != 1 {
 		t.Fatalf("the check's vector was not written as the entry's")
 	}
-	if len(b.enq.all()) != 0 {
-		t.Fatalf("a ready entry was enqueued: %+v", b.enq.all())
+	if len(b.enq.All()) != 0 {
+		t.Fatalf("a ready entry was enqueued: %+v", b.enq.All())
 	}
 	// The worker, handed the entry anyway (a reconciler's late job),
 	// finds nothing pending and does not call the provider.
@@ -212,7 +212,7 @@ func TestStoreLeavesTheMeaningToTheWorker(t *testing.T) {
 	if r.SimilarCheck != entries.SimilarCheckWords || !r.SimilarPending || len(r.Similar) != 0 || r.EmbeddingStatus != "pending" {
 		t.Fatalf("store: %+v", r)
 	}
-	if jobs := b.enq.all(); len(jobs) != 1 || jobs[0].EntryID != r.ID {
+	if jobs := b.enq.All(); len(jobs) != 1 || jobs[0].EntryID != r.ID {
 		t.Fatalf("enqueued: %+v", jobs)
 	}
 	g, err := b.svc.Get(b.ctx, b.bob, r.ID)
@@ -226,7 +226,7 @@ func TestStoreLeavesTheMeaningToTheWorker(t *testing.T) {
 
 	// The worker, with a provider that answers (the same vectors).
 	h := jobs.NewEmbedHandler(b.pool, &conceptEmbedder{}, jobs.HandlerOptions{})
-	if err := h.Process(b.ctx, b.enq.all()); err != nil {
+	if err := h.Process(b.ctx, b.enq.All()); err != nil {
 		t.Fatal(err)
 	}
 	g, err = b.svc.Get(b.ctx, b.bob, r.ID)
@@ -307,7 +307,7 @@ func TestSimilarPastBudgetIsByWords(t *testing.T) {
 	if err != nil || r.SimilarCheck != entries.SimilarCheckWords || len(r.Similar) != 1 || r.Similar[0].ID != first {
 		t.Fatalf("copy past the budget: %+v, %v", r, err)
 	}
-	if jobs := b.enq.all(); len(jobs) != 2 {
+	if jobs := b.enq.All(); len(jobs) != 2 {
 		t.Fatalf("entries without a vector must go to the worker: %+v", jobs)
 	}
 }

@@ -123,7 +123,7 @@ func TestStoreAndGet(t *testing.T) {
 	if r.TaskLink == nil || r.TaskLink.TaskID != task || r.TaskLink.Kind != domain.LinkProduced {
 		t.Fatalf("task link: %+v", r.TaskLink)
 	}
-	jobs := b.enq.all()
+	jobs := b.enq.All()
 	if len(jobs) != 1 || jobs[0] != (domain.EmbeddingJob{OrgID: b.org, EntryID: r.ID, Generation: 1}) {
 		t.Fatalf("enqueued %+v", jobs)
 	}
@@ -157,7 +157,7 @@ func TestStoreUnknownTaskWritesNothing(t *testing.T) {
 	if n := b.quotaUsed(t, b.org); n != 0 {
 		t.Fatalf("failed stores consumed %d quota units", n)
 	}
-	if len(b.enq.all()) != 0 {
+	if len(b.enq.All()) != 0 {
 		t.Fatal("failed store enqueued a job")
 	}
 }
@@ -165,7 +165,7 @@ func TestStoreUnknownTaskWritesNothing(t *testing.T) {
 func TestStoreEnqueueFailureIsNotAnError(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.enq.fail = true
+	b.enq.SetFailing(true)
 	if _, err := b.svc.Store(b.ctx, b.alice, domain.StoreInput{Title: "t", Body: "b"}); err != nil {
 		t.Fatalf("an enqueue failure must only be logged: %v", err)
 	}
@@ -273,7 +273,7 @@ func TestIdempotentReplay(t *testing.T) {
 	if n, used := b.entries(t), b.quotaUsed(t, b.org); n != 2 || used != 2 {
 		t.Fatalf("%d entries and %d quota units; want 2 (alice's and bob's)", n, used)
 	}
-	if len(b.enq.all()) != 2 {
+	if len(b.enq.All()) != 2 {
 		t.Fatal("a replay must not enqueue")
 	}
 }

@@ -2,16 +2,15 @@ package erasure_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/erasure"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/knowledgetest"
 	"github.com/agentfleet/orchestrator/packages/testenv"
 	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
 )
@@ -92,25 +91,11 @@ func (b *bundle) link(t *testing.T, id uuid.UUID) link {
 // count runs a SELECT count(*)-like query as the owner.
 func (b *bundle) count(t *testing.T, sql string, args ...any) int {
 	t.Helper()
-	var n int
-	if err := b.pool.QueryRow(b.ctx, sql, args...).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return knowledgetest.Count(b.ctx, t, b.pool, sql, args...)
 }
 
 // wantCode fails unless err is a *errs.Error with code and field.
-func wantCode(t *testing.T, err error, code errs.Code, field string) *errs.Error {
-	t.Helper()
-	var e *errs.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("want %s error on %q, got %v", code, field, err)
-	}
-	if e.Code != code || e.Field != field {
-		t.Fatalf("want %s on %q, got %s on %q: %v", code, field, e.Code, e.Field, e)
-	}
-	return e
-}
+var wantCode = knowledgetest.WantCode
 
 // newAgent adds an agent to the org and returns its id.
 func (b *bundle) newAgent(t *testing.T, name string) uuid.UUID {

@@ -2,16 +2,15 @@ package relations_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"testing"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/knowledgetest"
 	"github.com/agentfleet/orchestrator/packages/knowledge/relations"
 	"github.com/agentfleet/orchestrator/packages/testenv"
 	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
@@ -110,24 +109,10 @@ func relSet(rs []domain.Relation) map[string]bool {
 // count runs a SELECT count(*)-like query as the owner.
 func (b *bundle) count(t *testing.T, sql string, args ...any) int {
 	t.Helper()
-	var n int
-	if err := b.pool.QueryRow(b.ctx, sql, args...).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return knowledgetest.Count(b.ctx, t, b.pool, sql, args...)
 }
 
 // wantCode fails unless err is a *errs.Error with code and field.
-func wantCode(t *testing.T, err error, code errs.Code, field string) *errs.Error {
-	t.Helper()
-	var e *errs.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("want %s error on %q, got %v", code, field, err)
-	}
-	if e.Code != code || e.Field != field {
-		t.Fatalf("want %s on %q, got %s on %q: %v", code, field, e.Code, e.Field, e)
-	}
-	return e
-}
+var wantCode = knowledgetest.WantCode
 
 func ptr[T any](v T) *T { return &v }
