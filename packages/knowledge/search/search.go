@@ -100,6 +100,7 @@ type ranked struct {
 type candidateRow struct {
 	Candidate
 	QueryIdfBody, QueryIdfTitle float64
+	QueryTerms                  int     // the query's body terms looked up (lexical statement)
 	OrgDocs                     float64 // the org's indexed entries (lexical statement)
 	Title                       string
 	Tags                        []string
@@ -310,6 +311,7 @@ func (s *Searcher) rank(ctx context.Context, c domain.Caller, a *domain.SearchAr
 		out.mass.Body = max(out.mass.Body, cands[i].QueryIdfBody)
 		out.mass.Title = max(out.mass.Title, cands[i].QueryIdfTitle)
 		out.mass.OrgDocs = max(out.mass.OrgDocs, cands[i].OrgDocs)
+		out.mass.Terms = max(out.mass.Terms, cands[i].QueryTerms)
 	}
 	fuse := rank.Fuse
 	if a.Lists == domain.ListVector {
@@ -417,7 +419,7 @@ func collectCandidates(rows pgx.Rows, err error) ([]candidateRow, error) {
 func scanCandidate(row pgx.CollectableRow) (candidateRow, error) {
 	var r candidateRow
 	err := row.Scan(&r.ID, &r.VectorRank, &r.Cosine, &r.FullTextRank, &r.BM25, &r.TitleRank, &r.TitleBM25,
-		&r.TitleContains, &r.Coverage, &r.TitleCoverage, &r.QueryIdfBody, &r.QueryIdfTitle, &r.OrgDocs,
+		&r.TitleContains, &r.Coverage, &r.TitleCoverage, &r.QueryIdfBody, &r.QueryIdfTitle, &r.QueryTerms, &r.OrgDocs,
 		&r.Title, &r.Tags, &r.Confidence, &r.CreatedAt, &r.ExpiresAt, &r.HeadID, &r.EmbeddingStatus)
 	return r, err
 }
@@ -498,6 +500,7 @@ func mergeCandidates(parts ...[]candidateRow) []candidateRow {
 			m.QueryIdfBody = max(m.QueryIdfBody, r.QueryIdfBody)
 			m.QueryIdfTitle = max(m.QueryIdfTitle, r.QueryIdfTitle)
 			m.OrgDocs = max(m.OrgDocs, r.OrgDocs)
+			m.QueryTerms = max(m.QueryTerms, r.QueryTerms)
 		}
 	}
 	return out

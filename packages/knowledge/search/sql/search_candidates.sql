@@ -88,12 +88,17 @@ within AS MATERIALIZED (
 ws AS MATERIALIZED (
     SELECT @by_ids::bool OR EXISTS (SELECT 1 FROM mpick) AS set_on
 ),
+-- The query's terms with their frequency in it (qtf): BM25 weighs a term
+-- its query holds n times n times (a paragraph as query repeats the words
+-- of its subject; the words it uses once are mostly its argument's
+-- setting). A question holds each word once, and is unchanged by it.
 qterms AS MATERIALIZED (
-    SELECT DISTINCT a.term FROM st CROSS JOIN LATERAL knowledge_terms(st.config, '', @query::text) AS a (field, term, tf, len)
+    SELECT a.term, max(a.tf)::float8 AS qtf FROM st CROSS JOIN LATERAL knowledge_terms(st.config, '', @query::text) AS a (field, term, tf, len)
     WHERE a.field = 'b'
+    GROUP BY a.term
 ),
 weights AS MATERIALIZED (
-    SELECT f.field, q.term, coalesce(ts.df, 0) AS df,
+    SELECT f.field, q.term, q.qtf, coalesce(ts.df, 0) AS df,
            ln(1 + (st.docs - coalesce(ts.df, 0) + 0.5) / (coalesce(ts.df, 0) + 0.5)) AS idf
     FROM qterms q
     CROSS JOIN (SELECT 'b'::"char" AS field UNION ALL SELECT 't'::"char") f
@@ -104,26 +109,26 @@ weights AS MATERIALIZED (
         LIMIT 1
     ) ts ON true
 ),
--- A long query keeps its @max_terms most informative terms (highest idf).
--- Each term's read is bounded (reads, below) in proportion to its idf: the
--- most informative term of the query (in the org) is read @per_term deep,
--- a term of a tenth of its idf a tenth as deep, never less than
--- @min_per_term. A term's idf caps what it adds to any score (idf * (k1 +
--- 1)), so the postings of a common word beyond its first few hundred add
--- little to scores that the query's informative words decide, and they
--- were most of the cost of a search (a word held by most entries: 2,000 of
--- 2,700 postings read, docs/benchmarks.md).
+-- A long query keeps its @max_terms heaviest terms (highest weight, qtf *
+-- idf in the body field). Each term's read is bounded (reads, below) in
+-- proportion to its weight: the heaviest term of the query (in the org) is
+-- read @per_term deep, a term of a tenth of its weight a tenth as deep,
+-- never less than @min_per_term. A term's weight caps what it adds to any
+-- score (qtf * idf * (k1 + 1)), so the postings of a common word beyond its
+-- first few hundred add little to scores that the query's informative
+-- words decide, and they were most of the cost of a search (a word held by
+-- most entries: 2,000 of 2,700 postings read, docs/benchmarks.md).
 -- ik, c0 and kb are the term's constants of the BM25 formula (scored).
 picked AS MATERIALIZED (
-    SELECT p.field, p.term, p.df, p.idf, p.idf * (@k1::float8 + 1) AS ik,
+    SELECT p.field, p.term, p.df, p.qtf * p.idf AS idf, p.qtf * p.idf * (@k1::float8 + 1) AS ik,
            CASE WHEN a.avg IS NULL THEN @k1::float8 ELSE @k1::float8 * (1 - @b::float8) END AS c0,
            coalesce(@k1::float8 * @b::float8 / a.avg, 0) AS kb,
            greatest(@min_per_term::int,
-                    ceil(@per_term::int * least(1, p.idf / coalesce(max(p.idf) FILTER (WHERE p.df > 0) OVER (PARTITION BY p.field), p.idf))))::int
+                    ceil(@per_term::int * least(1, p.qtf * p.idf / coalesce(max(p.qtf * p.idf) FILTER (WHERE p.df > 0) OVER (PARTITION BY p.field), p.qtf * p.idf))))::int
                AS reads
     FROM (
-        SELECT w.field, w.term, w.df, w.idf FROM weights w
-        WHERE w.term IN (SELECT term FROM weights WHERE field = 'b' ORDER BY idf DESC, term LIMIT @max_terms::int)
+        SELECT w.field, w.term, w.qtf, w.df, w.idf FROM weights w
+        WHERE w.term IN (SELECT term FROM weights WHERE field = 'b' ORDER BY qtf * idf DESC, term LIMIT @max_terms::int)
     ) p
     CROSS JOIN LATERAL (SELECT CASE p.field WHEN 'b' THEN st.avg_b ELSE st.avg_t END AS avg FROM st) a
 ),
@@ -297,6 +302,7 @@ SELECT coalesce(f.id, t.id) AS id, 0 AS vector_rank, 0::float8 AS cosine,
        coalesce(f.cov, 0)::float8 AS full_text_coverage, coalesce(t.cov, 0)::float8 AS title_coverage,
        CASE WHEN @lists::int & 2 <> 0 THEN (SELECT coalesce(sum(idf), 0) FROM picked WHERE field = 'b') ELSE 0 END::float8 AS query_idf_b,
        CASE WHEN @lists::int & 4 <> 0 THEN (SELECT coalesce(sum(idf), 0) FROM picked WHERE field = 't') ELSE 0 END::float8 AS query_idf_t,
+       (SELECT count(*) FROM picked WHERE field = 'b')::int AS query_terms,
        (SELECT docs FROM st)::float8 AS org_docs,
        coalesce(f.title, t.title) AS title, coalesce(f.tags, t.tags) AS tags, coalesce(f.confidence, t.confidence) AS confidence,
        coalesce(f.created_at, t.created_at) AS created_at, coalesce(f.expires_at, t.expires_at) AS expires_at,

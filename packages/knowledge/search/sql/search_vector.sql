@@ -201,7 +201,7 @@ vec AS MATERIALIZED (
 SELECT v.id, (row_number() OVER (ORDER BY v.dist, v.id))::int AS vector_rank, (1 - v.dist)::float8 AS cosine,
        0 AS full_text_rank, 0::float8 AS bm25, 0 AS title_rank, 0::float8 AS title_bm25, false AS title_contains,
        0::float8 AS full_text_coverage, 0::float8 AS title_coverage,
-       0::float8 AS query_idf_b, 0::float8 AS query_idf_t, 0::float8 AS org_docs,
+       0::float8 AS query_idf_b, 0::float8 AS query_idf_t, 0 AS query_terms, 0::float8 AS org_docs,
        k.title, k.tags, k.confidence, k.created_at, k.expires_at, k.head_id, k.embedding_status
 FROM vec v
 CROSS JOIN LATERAL (
