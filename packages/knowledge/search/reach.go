@@ -48,30 +48,31 @@ func SharesAWord(ctx context.Context, s *Searcher, org uuid.UUID, query string) 
 
 // termsOverBoundSQL mirrors the term selection and the read bound of
 // sql/search_candidates.sql (picked): a query's distinct body terms as the
-// org's text search configuration analyses them, its MaxQueryTerms with the
-// highest body idf (lowest body df, then by term), each looked up in the
-// body and the title field, and read PerTermPostings deep scaled by its idf
-// relative to the query's most informative term in that field, at least
-// MinTermPostings.
+// org's text search configuration analyses them, each weighing its
+// frequency in the query times its idf, its MaxQueryTerms of the highest
+// body weight (then by term), each looked up in the body and the title
+// field, and read PerTermPostings deep scaled by its weight relative to
+// the query's heaviest term in that field, at least MinTermPostings.
 const termsOverBoundSQL = `
 WITH st AS (SELECT config, docs::float8 AS docs FROM knowledge_search_stats WHERE org_id = $1),
 q AS (SELECT u.i, u.text FROM unnest($2::text[]) WITH ORDINALITY AS u (text, i)),
 terms AS (
-    SELECT DISTINCT q.i, a.term
+    SELECT q.i, a.term, max(a.tf)::float8 AS qtf
     FROM q CROSS JOIN st
     CROSS JOIN LATERAL knowledge_terms(st.config, '', q.text) AS a (field, term, tf, len)
     WHERE a.field = 'b'
+    GROUP BY q.i, a.term
 ),
 dfs AS (
     SELECT t.i, t.term, coalesce(b.df, 0) AS df_b, coalesce(tt.df, 0) AS df_t,
-           ln(1 + (st.docs - coalesce(b.df, 0) + 0.5) / (coalesce(b.df, 0) + 0.5)) AS idf_b,
-           ln(1 + (st.docs - coalesce(tt.df, 0) + 0.5) / (coalesce(tt.df, 0) + 0.5)) AS idf_t
+           t.qtf * ln(1 + (st.docs - coalesce(b.df, 0) + 0.5) / (coalesce(b.df, 0) + 0.5)) AS idf_b,
+           t.qtf * ln(1 + (st.docs - coalesce(tt.df, 0) + 0.5) / (coalesce(tt.df, 0) + 0.5)) AS idf_t
     FROM terms t CROSS JOIN st
     LEFT JOIN knowledge_term_stats b ON b.org_id = $1 AND b.field = 'b' AND b.term = t.term
     LEFT JOIN knowledge_term_stats tt ON tt.org_id = $1 AND tt.field = 't' AND tt.term = t.term
 ),
 picked AS (
-    SELECT d.*, row_number() OVER (PARTITION BY d.i ORDER BY d.df_b, d.term) AS pick FROM dfs d
+    SELECT d.*, row_number() OVER (PARTITION BY d.i ORDER BY d.idf_b DESC, d.term) AS pick FROM dfs d
 ),
 reads AS (
     SELECT p.*,

@@ -516,3 +516,48 @@ func TestSearchFanOutAnswersAsOneStatement(t *testing.T) {
 		t.Fatal("no vector list: the comparison left the vector run out")
 	}
 }
+
+// A paragraph as query weighs each term by how often it holds it (BM25's
+// query term frequency): the word its subject repeats outranks a rarer
+// word it mentions once, and is looked up even when more than
+// MaxQueryTerms words of the query are rarer still (words the org has
+// never seen).
+func TestFullTextQueryTermFrequencyWeighs(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.filler(t, b.alice, 12)
+	// "perovskite" is held by two entries, "zeolite" by one: by idf alone
+	// the zeolite entry ranks first.
+	film := b.store(t, b.alice, "Solar cell notes", "The perovskite film degraded under humidity.")
+	batch := b.store(t, b.alice, "Lab batch", "A perovskite batch went to the lab.")
+	zeolite := b.store(t, b.alice, "Catalyst notes", "The zeolite sample was calcined overnight.")
+	b.indexAll(t)
+
+	para := "Perovskite cells are cheap. Perovskite layers fail in the field, and perovskite " +
+		"research should say why; a zeolite coating was tried once."
+	for _, q := range []string{para, para + " " + unknownWords(knowledge.MaxQueryTerms+8)} {
+		got, s := b.fullText(t, b.bob, q)
+		if len(got) < 2 || !slices.Contains(got[:2], film) || !slices.Contains(got[:2], batch) {
+			t.Fatalf("query of %d words: want the perovskite entries first, got %v (film %v, batch %v, zeolite %v: %v)",
+				len(strings.Fields(q)), got, film, batch, zeolite, s)
+		}
+		r := b.search(t, b.bob, knowledge.SearchInput{Query: q})
+		if len(r.Hits) == 0 || (r.Hits[0].ID != film && r.Hits[0].ID != batch) {
+			t.Fatalf("query of %d words: search's first hit %v, want a perovskite entry", len(strings.Fields(q)), ids(r.Hits))
+		}
+	}
+	// A question holding each word once ranks by idf, as before.
+	if got, _ := b.fullText(t, b.bob, "perovskite or zeolite"); len(got) < 3 || got[0] != zeolite {
+		t.Fatalf("question: want the rarer word's entry first, got %v (zeolite %v)", got, zeolite)
+	}
+}
+
+// unknownWords is n distinct made-up words no entry holds, each rarer in
+// any org than a word some entry holds.
+func unknownWords(n int) string {
+	w := make([]string, n)
+	for i := range w {
+		w[i] = fmt.Sprintf("glim%c%cor", 'a'+i%26, 'a'+i/26)
+	}
+	return strings.Join(w, " ")
+}

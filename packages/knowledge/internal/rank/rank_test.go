@@ -99,6 +99,23 @@ func TestQueryMassCapped(t *testing.T) {
 	}
 }
 
+// A paragraph's title evidence is its titles' coverage of the whole
+// query's mass: a title holding more than rareTermsFull of its rarest
+// words' worth is full evidence for a question, a fraction for a paragraph.
+func TestFuseLongQueryTitleEvidenceUncapped(t *testing.T) {
+	t.Parallel()
+	cal := Calibration{Floor: 0.25, Full: 0.75}
+	c := []Candidate{{ID: uuid.UUID{1}, TitleRank: 1, TitleBM25: 50, TitleCoverage: 50}}
+	m := QueryIDF{Body: 200, Title: 200, OrgDocs: 3633, Terms: LongQueryTerms}
+	if got := Fuse(c, m, cal, 0); len(got) != 1 || got[0].ETitle != 1 {
+		t.Fatalf("a query of %d terms: title evidence %+v, want 1 (capped mass)", m.Terms, got)
+	}
+	m.Terms = LongQueryTerms + 1
+	if got := Fuse(c, m, cal, 0); len(got) != 1 || math.Abs(got[0].ETitle-0.25) > 1e-9 {
+		t.Fatalf("a query of %d terms: title evidence %+v, want 50 / 200", m.Terms, got)
+	}
+}
+
 // The vector list's floor for a query is the cosine of its vectorRefRank-th
 // hit when that is above the model's: hits at or below it leave the list.
 func TestFuseVectorFloorOfTheQuery(t *testing.T) {
