@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -93,8 +94,10 @@ func TestRoundTripsPerCall(t *testing.T) {
 	if replay := store("runbook two", &token); !strings.Contains(replay, `\"replayed\":true`) {
 		t.Fatalf("the same client token again: %s", replay)
 	}
-	send("tools/call", map[string]any{"name": "search_knowledge", "arguments": map[string]any{"query": "restart worker"}})
-	send("tools/call", map[string]any{"name": "search_knowledge", "arguments": map[string]any{"query": "deploy runbook"}})
+	const searches = 4
+	for range searches {
+		send("tools/call", map[string]any{"name": "search_knowledge", "arguments": map[string]any{"query": "restart worker"}})
+	}
 	inW.Close()
 	if err := <-errc; err != nil {
 		t.Fatalf("run: %v; stderr: %s", err, logs.String())
@@ -119,14 +122,28 @@ func TestRoundTripsPerCall(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s: %d Redis, %d PostgreSQL (after it: %d, %d)", rec.Name, rec.RedisTrips, rec.DBTrips, rec.RedisTripsAfter, rec.DBTripsAfter))
 	}
 	t.Logf("round trips each call waited for: %s", strings.Join(got, "; "))
-	if len(recs) != 5 {
-		t.Fatalf("%d stage records, want the 5 calls': %s", len(recs), got)
+	if len(recs) != 3+searches {
+		t.Fatalf("%d stage records, want the %d calls': %s", len(recs), 3+searches, got)
 	}
-	// A search (the first of the process also counts the table's entries,
-	// kept 30 s): its two ranking statements, at once on two connections,
-	// then one read of its hits' bodies and documents.
-	if s := recs[4]; s.DBTrips > 3 {
-		t.Errorf("a search made %d PostgreSQL round trips, want at most 3 (two ranking statements at once, the hits' read)", s.DBTrips)
+	// A search: its two ranking statements, at once on two connections,
+	// then one read of its hits' bodies and documents. The first of the
+	// process also counts the table's entries (kept 30 s) and learns, on a
+	// Citus cluster, each statement's description (internal/orgcall). On a
+	// cluster the statements go through knowledge_run_org, which pgx
+	// prepares once on each connection of the pool (a round trip the first
+	// time a connection runs it; a single node's connections are warmed
+	// as they open): there the steady state is the least of the repeats,
+	// and a repeat pays at most those three preparations more.
+	trips := []int{}
+	for _, r := range recs[4:] {
+		trips = append(trips, r.DBTrips)
+	}
+	if testenv.IsCluster() {
+		if slices.Min(trips) > 3 || slices.Max(trips) > 6 {
+			t.Errorf("the same search repeated made %v PostgreSQL round trips, want at most 3 once warm, 6 at most", trips)
+		}
+	} else if slices.Max(trips) > 3 {
+		t.Errorf("the same search repeated made %v PostgreSQL round trips, want at most 3 each (two ranking statements at once, the hits' read)", trips)
 	}
 	for i, rec := range recs {
 		if rec.RedisTrips != 1 {

@@ -151,6 +151,13 @@ func (f *failureLog) report(ctx context.Context, log *slog.Logger, what string, 
 // similarSweepMax bounds the duplicate checks one sweep finishes.
 const similarSweepMax = 500
 
+// similarSweepTimeout bounds a sweep (each of its statements has its own
+// budget), however short the reconciler's interval: a sweep cut at a short
+// interval would begin again from the same checks every time and finish
+// none on a database slower than the interval (a loaded Citus cluster
+// reading every shard for its pending checks).
+const similarSweepTimeout = time.Minute
+
 // similarPass finishes the duplicate checks owed by stores for longer
 // than the reconciler's grace whose entries are embedded (by this
 // worker's model): those the handler could not finish after embedding

@@ -283,7 +283,7 @@ func (w *Worker) Start() error {
 	}()
 	go func() {
 		defer w.loops.Done()
-		every(ctx, o.ReconcileInterval, o.ReconcileInterval, nil, w.similarPass)
+		every(ctx, o.ReconcileInterval, max(o.ReconcileInterval, similarSweepTimeout), nil, w.similarPass)
 	}()
 	if o.Switch != nil {
 		w.loops.Add(1)
