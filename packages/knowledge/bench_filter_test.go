@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	mrand "math/rand/v2"
+	"os"
 	"slices"
 	"strconv"
 	"testing"
@@ -38,6 +39,8 @@ func benchMetadata(i int) string {
 // neither load drift nor a cache one search warms for the next favours a
 // path; the "ratio" metric is the filtered p50 over the unfiltered p50,
 // and the log ends with the selective filters' ratios of each state.
+// KNOWLEDGE_BENCH_LISTS=1 also times each list's statement alone (modes
+// semantic and lexical), to show which of the two a filter lengthens.
 //
 //	KNOWLEDGE_BENCH_SIZES=100000 KNOWLEDGE_BENCH_SAMPLES=200 go test -run '^$' -bench SearchFiltered -benchtime 1x -timeout 0 ./packages/knowledge/
 func BenchmarkSearchFiltered(b *testing.B) {
@@ -48,8 +51,9 @@ func BenchmarkSearchFiltered(b *testing.B) {
 	type variant struct {
 		name, path string
 		meta       map[string]any
+		mode       string // "" (hybrid) or one list's mode (KNOWLEDGE_BENCH_LISTS)
 	}
-	variants := []variant{{"none", "", nil}}
+	variants := []variant{{"none", "", nil, ""}}
 	for _, f := range []struct {
 		name      string
 		meta      map[string]any
@@ -59,9 +63,21 @@ func BenchmarkSearchFiltered(b *testing.B) {
 		{"tenth", map[string]any{"team": "t3"}, true},
 		{"hundredth", map[string]any{"shard": 42}, true},
 	} {
-		variants = append(variants, variant{f.name, "auto", f.meta}, variant{f.name, "lists", f.meta})
+		variants = append(variants, variant{f.name, "auto", f.meta, ""}, variant{f.name, "lists", f.meta, ""})
 		if f.selective {
-			variants = append(variants, variant{f.name, "ids", f.meta})
+			variants = append(variants, variant{f.name, "ids", f.meta, ""})
+		}
+	}
+	// KNOWLEDGE_BENCH_LISTS=1: also each list alone (mode semantic: the
+	// vector statement; lexical: the full-text and title statement), without
+	// a filter and with each selective one on the product's path, to see
+	// which statement a filter makes longer (their ratios are over the
+	// list's own unfiltered p50).
+	if os.Getenv("KNOWLEDGE_BENCH_LISTS") == "1" {
+		for _, mode := range []string{knowledge.ModeSemantic, knowledge.ModeLexical} {
+			variants = append(variants, variant{"none", "", nil, mode},
+				variant{"tenth", "auto", map[string]any{"team": "t3"}, mode},
+				variant{"hundredth", "auto", map[string]any{"shard": 42}, mode})
 		}
 	}
 	for _, n := range e.sizes {
@@ -86,7 +102,7 @@ func BenchmarkSearchFiltered(b *testing.B) {
 			}
 			search := func(q string, i int) time.Duration {
 				t0 := time.Now()
-				r, err := paths[variants[i].path].Search(ctx, bd.big, knowledge.SearchInput{Query: q, Filters: knowledge.Filters{Metadata: variants[i].meta}})
+				r, err := paths[variants[i].path].Search(ctx, bd.big, knowledge.SearchInput{Query: q, Mode: variants[i].mode, Filters: knowledge.Filters{Metadata: variants[i].meta}})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -113,16 +129,28 @@ func BenchmarkSearchFiltered(b *testing.B) {
 			}
 			logf("n=%d %s: %d queries, load average %s -> %s", n, state, samples, load, loadAvg())
 			base := p50(lat[0])
+			bases := map[string]time.Duration{} // each mode's unfiltered p50
+			for i, v := range variants {
+				if v.meta == nil {
+					bases[v.mode] = p50(lat[i])
+				}
+			}
 			ratios := map[string]float64{}
 			for i, v := range variants {
 				name := fmt.Sprintf("n=%d/%s/metadata=%s", n, state, v.name)
 				if v.path != "" {
 					name += "/" + v.path
 				}
-				ratios[v.name+"/"+v.path] = float64(p50(lat[i])) / float64(base)
+				if v.mode != "" {
+					name += "/mode=" + v.mode
+				}
+				ratio := float64(p50(lat[i])) / float64(bases[v.mode])
+				if v.mode == "" {
+					ratios[v.name+"/"+v.path] = ratio
+				}
 				b.Run(name, func(b *testing.B) {
 					reportLatencies(b, lat[i])
-					b.ReportMetric(float64(p50(lat[i]))/float64(base), "ratio")
+					b.ReportMetric(ratio, "ratio")
 					b.ReportMetric(float64(hits[i])/float64(samples), "hits/query")
 				})
 			}
