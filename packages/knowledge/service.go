@@ -86,7 +86,8 @@ type Config struct {
 	// RerankTopN is how many fused candidates the reranker reads (1 to
 	// MaxRerankTopN). Default: DefaultRerankTopN.
 	RerankTopN int
-	// RerankBudget is how long a search waits for the reranker; past it
+	// RerankBudget bounds a search up to the reranker's answer, from the
+	// search's start (the reranker gets what the ranking left); past it
 	// the fused order stands (reranked false, timeout). Default:
 	// DefaultRerankBudget.
 	RerankBudget time.Duration

@@ -19,7 +19,7 @@ const (
 	EnvRerankModel   = "RERANK_MODEL"    // required
 	EnvRerankAPIKey  = "RERANK_API_KEY"  // bearer token; required by cohere and jina
 	EnvRerankTopN    = "RERANK_TOP_N"    // fused candidates it reads, default 30, 1 to 100
-	EnvRerankBudget  = "RERANK_BUDGET"   // how long a search waits for it, default 300ms
+	EnvRerankBudget  = "RERANK_BUDGET"   // a search's time up to the reranker's answer, from its start; default 300ms
 	// EnvRerankScoreFloor and EnvRerankScoreFull are an operator's
 	// calibration of the model (knowledge.Config.RerankCalibration): both
 	// or neither.

@@ -35,7 +35,7 @@ const (
 	DefaultRerankTopN = 30
 	// MaxRerankTopN bounds RerankTopN.
 	MaxRerankTopN = 100
-	// DefaultRerankBudget: how long a search waits for the reranker. A
+	// DefaultRerankBudget: a search's time up to the reranker's answer. A
 	// cross-encoder on a GPU scores 30 passages in 20-100 ms, hosted APIs
 	// answer in 100-300 ms; past that an agent is better served by the
 	// fused order now.
@@ -96,7 +96,14 @@ const rerankOK = "ok"
 // whether it did (reason "" when it did). The bodies it read for the
 // passages are returned for the answer's snippets. Its only error is the
 // caller's (a cancelled search) or the bodies' read.
-func (s *Searcher) rerank(ctx context.Context, org uuid.UUID, a *domain.SearchArgs, r *ranked) (reason string, bodies map[uuid.UUID]hitBody, err error) {
+//
+// The reranker answers by deadline, the search's start plus RerankBudget:
+// it gets what the ranking left of the budget, so that a search answers
+// within the budget and the little work after the reranker whatever the
+// reranker does. A ranking that spent the whole budget leaves the fused
+// order without calling it (timeout; not a failure of the provider, so
+// the breaker does not count it).
+func (s *Searcher) rerank(ctx context.Context, org uuid.UUID, a *domain.SearchArgs, r *ranked, deadline time.Time) (reason string, bodies map[uuid.UUID]hitBody, err error) {
 	rr := s.opts.Reranker
 	switch {
 	case rr == nil:
@@ -118,8 +125,13 @@ func (s *Searcher) rerank(ctx context.Context, org uuid.UUID, a *domain.SearchAr
 	defer span.End()
 	span.SetAttributes(attrRerankModel.String(rr.Model()), attrRerankCandidates.Int(len(top)))
 	start := time.Now()
-	rctx, cancel := context.WithTimeout(sctx, s.opts.RerankBudget)
-	results, err := rr.Rerank(rctx, a.Query, docs)
+	rctx, cancel := context.WithDeadline(sctx, deadline)
+	var results []rerank.Result
+	if time.Until(deadline) > 0 {
+		results, err = rr.Rerank(rctx, a.Query, docs)
+	} else {
+		err = context.DeadlineExceeded // the ranking spent the budget
+	}
 	cancel()
 	wait := time.Since(start)
 	if err == nil && !complete(results, len(top)) {

@@ -200,8 +200,8 @@ func TestRerankOrdersTheFusedTop(t *testing.T) {
 	}
 }
 
-// Past the budget, on a 5xx, and with the breaker open, the fused order
-// stands and the answer says why; after BreakerFailures failures the
+// Past the budget (counted from the search's start), on a 5xx, and with
+// the breaker open, the fused order stands and the answer says why; after BreakerFailures failures the
 // provider is not called at all. rerank: false skips it.
 func TestRerankFallbacks(t *testing.T) {
 	t.Parallel()
@@ -232,6 +232,22 @@ func TestRerankFallbacks(t *testing.T) {
 		t.Cleanup(srv.Close)
 		svc := rerankService(t, b, "vllm", srv.URL, 0, 50*time.Millisecond)
 		same("timeout", searchWith(t, b, svc, in), knowledge.RerankTimeout)
+	})
+	// The budget is the search's, from its start: a ranking that spent
+	// it leaves the fused order without calling the reranker at all, and
+	// the breaker does not count it (the provider did not fail).
+	t.Run("budget spent by the ranking", func(t *testing.T) {
+		t.Parallel()
+		f := &fakeReranker{}
+		srv := httptest.NewServer(f)
+		t.Cleanup(srv.Close)
+		svc := rerankService(t, b, "vllm", srv.URL, 0, time.Nanosecond)
+		for i := range rerank.BreakerFailures + 2 {
+			same(fmt.Sprintf("budget spent %d", i+1), searchWith(t, b, svc, in), knowledge.RerankTimeout)
+		}
+		if n := f.calls.Load(); n != 0 {
+			t.Errorf("the provider was called %d times past the search's budget", n)
+		}
 	})
 	t.Run("5xx, then the breaker", func(t *testing.T) {
 		t.Parallel()

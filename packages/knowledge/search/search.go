@@ -49,6 +49,7 @@ func (s *Searcher) Search(ctx context.Context, c domain.Caller, in domain.Search
 	if n := s.servedByNext(ctx, c.OrgID); n != nil {
 		return n.Search(ctx, c, in) // the org has cut over to the next model
 	}
+	began := time.Now()
 	a, err := domain.ValidateSearch(c, in, s.opts.Now())
 	if err != nil {
 		return nil, err
@@ -57,7 +58,7 @@ func (s *Searcher) Search(ctx context.Context, c domain.Caller, in domain.Search
 	if err != nil {
 		return nil, err
 	}
-	skipped, bodies, err := s.rerank(ctx, c.OrgID, a, r)
+	skipped, bodies, err := s.rerank(ctx, c.OrgID, a, r, began.Add(s.opts.RerankBudget))
 	if err != nil {
 		return nil, err
 	}

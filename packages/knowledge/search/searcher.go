@@ -76,7 +76,8 @@ type Options struct {
 	// RerankTopN is how many fused candidates it reads, 1 to
 	// MaxRerankTopN. Default: DefaultRerankTopN.
 	RerankTopN int
-	// RerankBudget is how long a search waits for it. Default:
+	// RerankBudget bounds a search up to the reranker's answer, from
+	// the search's start: the reranker gets what the ranking left. Default:
 	// DefaultRerankBudget.
 	RerankBudget time.Duration
 	// RerankCalibration maps its scores to evidence. Default:

@@ -3,6 +3,7 @@ package search
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -64,6 +65,7 @@ func SearchLists(ctx context.Context, s *Searcher, c domain.Caller, in domain.Se
 		return nil, errs.InvalidArgument("depth", "must be between 1 and %d (got %d)", MaxListDepth, depth)
 	}
 	in.Limit = nil
+	began := time.Now()
 	a, err := domain.ValidateSearch(c, in, s.opts.Now())
 	if err != nil {
 		return nil, err
@@ -76,7 +78,7 @@ func SearchLists(ctx context.Context, s *Searcher, c domain.Caller, in domain.Se
 	for _, h := range r.hits {
 		out.Fused = append(out.Fused, ListHit{ID: h.ID, Score: h.Score})
 	}
-	if out.RerankReason, _, err = s.rerank(ctx, c.OrgID, a, r); err != nil {
+	if out.RerankReason, _, err = s.rerank(ctx, c.OrgID, a, r, began.Add(s.opts.RerankBudget)); err != nil {
 		return nil, err
 	}
 	if out.RerankReason == "" {
