@@ -64,11 +64,8 @@ func TestWorkerSpansLinkToTheStoringCalls(t *testing.T) {
 	if len(sends) != len(js) {
 		t.Fatalf("%d send spans in the calls' traces, want %d", len(sends), len(js))
 	}
-	// An entry is ready once its batch's transaction commits; the batch's
-	// process span ends (and reaches the exporter) just after: wait for
-	// every send to be linked, within a deadline.
-	var linked, process map[trace.SpanID]bool
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	// The process spans that link to the sends, and the sends they link.
+	scan := func() (linked, process map[trace.SpanID]bool, kinds []trace.SpanKind) {
 		linked, process = map[trace.SpanID]bool{}, map[trace.SpanID]bool{}
 		for _, s := range exp.GetSpans() {
 			if s.Name != "process "+jobs.Queue {
@@ -82,17 +79,22 @@ func TestWorkerSpansLinkToTheStoringCalls(t *testing.T) {
 			}
 			if ours {
 				process[s.SpanContext.SpanID()] = true
-				if s.SpanKind != trace.SpanKindConsumer {
-					t.Errorf("process span kind %v", s.SpanKind)
-				}
+				kinds = append(kinds, s.SpanKind)
 			}
 		}
-		if len(linked) == len(sends) || time.Now().After(deadline) {
-			break
-		}
+		return linked, process, kinds
 	}
-	if len(linked) != len(sends) {
-		t.Errorf("process spans link to %d of the %d send spans", len(linked), len(sends))
+	// An entry is ready once its batch's transaction commits; the batch's
+	// process span ends (and reaches the exporter) just after.
+	eventually(t, 10*time.Second, fmt.Sprintf("process spans linking each of the %d send spans", len(sends)), func() bool {
+		linked, _, _ := scan()
+		return len(linked) == len(sends)
+	})
+	_, process, kinds := scan()
+	for _, k := range kinds {
+		if k != trace.SpanKindConsumer {
+			t.Errorf("process span kind %v", k)
+		}
 	}
 	emb.mu.Lock()
 	defer emb.mu.Unlock()
