@@ -97,13 +97,13 @@ const rerankOK = "ok"
 // passages are returned for the answer's snippets. Its only error is the
 // caller's (a cancelled search) or the bodies' read.
 //
-// The reranker answers by deadline, the search's start plus RerankBudget:
+// The reranker answers by the search's start (began) plus RerankBudget:
 // it gets what the ranking left of the budget, so that a search answers
 // within the budget and the little work after the reranker whatever the
 // reranker does. A ranking that spent the whole budget leaves the fused
 // order without calling it (timeout; not a failure of the provider, so
 // the breaker does not count it).
-func (s *Searcher) rerank(ctx context.Context, org uuid.UUID, a *domain.SearchArgs, r *ranked, deadline time.Time) (reason string, bodies map[uuid.UUID]hitBody, err error) {
+func (s *Searcher) rerank(ctx context.Context, org uuid.UUID, a *domain.SearchArgs, r *ranked, began time.Time) (reason string, bodies map[uuid.UUID]hitBody, err error) {
 	rr := s.opts.Reranker
 	switch {
 	case rr == nil:
@@ -124,7 +124,7 @@ func (s *Searcher) rerank(ctx context.Context, org uuid.UUID, a *domain.SearchAr
 	sctx, span := tracer.Start(ctx, "rerank")
 	defer span.End()
 	span.SetAttributes(attrRerankModel.String(rr.Model()), attrRerankCandidates.Int(len(top)))
-	start := time.Now()
+	start, deadline := time.Now(), began.Add(s.opts.RerankBudget)
 	rctx, cancel := context.WithDeadline(sctx, deadline)
 	var results []rerank.Result
 	if time.Until(deadline) > 0 {

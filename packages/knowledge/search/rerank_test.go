@@ -32,6 +32,13 @@ type fakeReranker struct {
 	docs   [][]string // each request's documents
 }
 
+// serve serves f for the test's life and returns its URL.
+func (f *fakeReranker) serve(t *testing.T) string {
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
 func (f *fakeReranker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.calls.Add(1)
 	var req struct {
@@ -148,13 +155,11 @@ func TestRerankOrdersTheFusedTop(t *testing.T) {
 	}
 	for _, tei := range []bool{false, true} {
 		f := &fakeReranker{tei: tei}
-		srv := httptest.NewServer(f)
-		t.Cleanup(srv.Close)
 		preset := "vllm"
 		if tei {
 			preset = "tei"
 		}
-		svc := rerankService(t, b, preset, srv.URL, 12, time.Minute)
+		svc := rerankService(t, b, preset, f.serve(t), 12, time.Minute)
 		r := searchWith(t, b, svc, knowledge.SearchInput{Query: q, Limit: ptr(20)})
 		if !r.Reranked || r.RerankReason != "" {
 			t.Fatalf("tei %v: reranked %v, reason %q", tei, r.Reranked, r.RerankReason)
@@ -228,9 +233,7 @@ func TestRerankFallbacks(t *testing.T) {
 		t.Parallel()
 		f := &fakeReranker{}
 		f.hang.Store(true)
-		srv := httptest.NewServer(f)
-		t.Cleanup(srv.Close)
-		svc := rerankService(t, b, "vllm", srv.URL, 0, 50*time.Millisecond)
+		svc := rerankService(t, b, "vllm", f.serve(t), 0, 50*time.Millisecond)
 		same("timeout", searchWith(t, b, svc, in), knowledge.RerankTimeout)
 	})
 	// The budget is the search's, from its start: a ranking that spent
@@ -239,9 +242,7 @@ func TestRerankFallbacks(t *testing.T) {
 	t.Run("budget spent by the ranking", func(t *testing.T) {
 		t.Parallel()
 		f := &fakeReranker{}
-		srv := httptest.NewServer(f)
-		t.Cleanup(srv.Close)
-		svc := rerankService(t, b, "vllm", srv.URL, 0, time.Nanosecond)
+		svc := rerankService(t, b, "vllm", f.serve(t), 0, time.Nanosecond)
 		for i := range rerank.BreakerFailures + 2 {
 			same(fmt.Sprintf("budget spent %d", i+1), searchWith(t, b, svc, in), knowledge.RerankTimeout)
 		}
@@ -253,9 +254,7 @@ func TestRerankFallbacks(t *testing.T) {
 		t.Parallel()
 		f := &fakeReranker{}
 		f.status.Store(http.StatusServiceUnavailable)
-		srv := httptest.NewServer(f)
-		t.Cleanup(srv.Close)
-		svc := rerankService(t, b, "vllm", srv.URL, 0, time.Minute)
+		svc := rerankService(t, b, "vllm", f.serve(t), 0, time.Minute)
 		for i := range rerank.BreakerFailures {
 			same(fmt.Sprintf("failure %d", i+1), searchWith(t, b, svc, in), knowledge.RerankError)
 		}
@@ -270,9 +269,7 @@ func TestRerankFallbacks(t *testing.T) {
 	t.Run("rerank false", func(t *testing.T) {
 		t.Parallel()
 		f := &fakeReranker{}
-		srv := httptest.NewServer(f)
-		t.Cleanup(srv.Close)
-		svc := rerankService(t, b, "vllm", srv.URL, 0, time.Minute)
+		svc := rerankService(t, b, "vllm", f.serve(t), 0, time.Minute)
 		off := in
 		off.Rerank = ptr(false)
 		same("rerank false", searchWith(t, b, svc, off), knowledge.RerankNotRequested)
@@ -293,9 +290,7 @@ func TestRerankModes(t *testing.T) {
 	b := setup(t)
 	golden, _ := rerankCorpus(t, b)
 	f := &fakeReranker{}
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
-	svc := rerankService(t, b, "infinity", srv.URL, 0, time.Minute)
+	svc := rerankService(t, b, "infinity", f.serve(t), 0, time.Minute)
 	for _, mode := range knowledge.Modes {
 		r := searchWith(t, b, svc, knowledge.SearchInput{Query: "signing key rotation", Mode: mode})
 		if !r.Reranked || len(r.Hits) == 0 || r.Hits[0].ID != golden {

@@ -58,7 +58,7 @@ func (s *Searcher) Search(ctx context.Context, c domain.Caller, in domain.Search
 	if err != nil {
 		return nil, err
 	}
-	skipped, bodies, err := s.rerank(ctx, c.OrgID, a, r, began.Add(s.opts.RerankBudget))
+	skipped, bodies, err := s.rerank(ctx, c.OrgID, a, r, began)
 	if err != nil {
 		return nil, err
 	}

@@ -78,7 +78,7 @@ func SearchLists(ctx context.Context, s *Searcher, c domain.Caller, in domain.Se
 	for _, h := range r.hits {
 		out.Fused = append(out.Fused, ListHit{ID: h.ID, Score: h.Score})
 	}
-	if out.RerankReason, _, err = s.rerank(ctx, c.OrgID, a, r, began.Add(s.opts.RerankBudget)); err != nil {
+	if out.RerankReason, _, err = s.rerank(ctx, c.OrgID, a, r, began); err != nil {
 		return nil, err
 	}
 	if out.RerankReason == "" {
