@@ -95,11 +95,14 @@ func setup(t testing.TB, o setupOpts) *bundle {
 		app = d.Pool
 	}
 	rerankMetrics := server.NewRerankMetrics()
-	// The duplicate check within a minute (the product's 250 ms a
-	// statement is met by no loaded machine, least of all a Citus
-	// cluster): the tests assert what it finds, not its budget.
+	// The duplicate check and a search up to the reranker's answer within
+	// a minute (the product's 250 ms a statement and 300 ms a search are
+	// met by no loaded machine, least of all a Citus cluster): the tests
+	// assert what they find, not their budgets (the budgets have tests of
+	// their own in packages/knowledge).
 	svc := knowledge.New(app, knowledge.Options{Embedder: embed.NewLocal(), Redis: r.Client, Logger: logger,
-		Reranker: o.reranker, RerankObserver: rerankMetrics, Testing: knowledge.TestingKnobs{SimilarBudget: time.Minute}})
+		Reranker: o.reranker, RerankObserver: rerankMetrics, Config: knowledge.Config{RerankBudget: time.Minute},
+		Testing: knowledge.TestingKnobs{SimilarBudget: time.Minute}})
 	var ks kt.Service = svc
 	if o.wrap != nil {
 		ks = o.wrap(svc)
