@@ -20,9 +20,9 @@ import (
 )
 
 // Issue 24, items 2 and 3: `ctl purge --org ORG --all` (Operations.Purge, as
-// the command calls it) raced, in each of its rounds, against agents
-// storing, the embeddings worker's handler writing vectors batch by batch in
-// job order, and the lexical indexer. Every purge completes, no transaction of
+// the command calls it) raced, round after round, against agents storing,
+// the embeddings worker's handler writing vectors batch by batch in job
+// order, and the lexical indexer. Every purge completes, no transaction of
 // the database deadlocks, and afterwards the org's index equals a rebuild
 // from the rows left; every store that answered is either erased whole (no
 // row, no postings, no replay of its id) or kept whole (its row as stored,
@@ -44,184 +44,172 @@ func TestPurgeAllRacingStoresAndWorker(t *testing.T) {
 	if size > 5000 {
 		rounds = 1
 	}
-	for round := range rounds {
-		t.Run(fmt.Sprintf("round=%d", round), func(t *testing.T) {
-			t.Parallel()
-			purgeAllRace(t, round, size)
-		})
-	}
-}
-
-// purgeAllRace is one round of TestPurgeAllRacingStoresAndWorker, in a
-// database of its own: the rounds run at once, beside the package's other
-// tests, rather than one after another (a round waits on its purge and
-// its racing writers' commits more than on the CPU), and the closing
-// deadlock count is the round's alone.
-func purgeAllRace(t *testing.T, round, size int) {
 	b := setup(t)
 	h := jobs.NewEmbedHandler(b.pool, embed.NewLocal(), jobs.HandlerOptions{})
-	seed := uint64(24_000 + round)
-	rng := rand.New(rand.NewPCG(seed, seed))
-	org := b.mkOrg(t, fmt.Sprintf("race-%d", round))
-	agents := make([]knowledge.Caller, 8) // the issue's 8 agents storing
-	for i := range agents {
-		agents[i] = knowledge.Caller{OrgID: org, AgentID: b.mkAgent(t, org, fmt.Sprintf("agent-%d", i))}
-	}
-	// size entries, some long (passages), a third of them indexed,
-	// all waiting for vectors.
-	if _, err := b.pool.Exec(b.ctx, `INSERT INTO knowledge (org_id, title, body, tags, created_by_agent_id)
-		SELECT $1, 'note ' || i || ' ' || md5(i::text), 'word' || (i % 97) || ' term' || (i % 13) || ' ' || md5((i * 7)::text)
-		       || CASE WHEN i % 10 = 0 THEN repeat(' harbour ferry ticket ' || md5(i::text), 120) ELSE '' END,
-		       ARRAY['tag' || (i % 5)], $2
-		FROM generate_series(1, $3::int) i`, org, agents[0].AgentID, size); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.pool.Exec(b.ctx, `INSERT INTO org_quotas (org_id, resource, used) VALUES ($1, 'knowledge_stored', $2)`, org, size); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := maint(b.ops).IndexPending(b.ctx, org, size/3); err != nil {
-		t.Fatal(err)
-	}
-	rows, err := b.pool.Query(b.ctx, "SELECT id, embedding_generation FROM knowledge WHERE org_id = $1", org)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		j := knowledge.EmbeddingJob{OrgID: org}
-		if err := rows.Scan(&j.EntryID, &j.Generation); err != nil {
+	for round := range rounds {
+		seed := uint64(24_000 + round)
+		rng := rand.New(rand.NewPCG(seed, seed))
+		org := b.mkOrg(t, fmt.Sprintf("race-%d", round))
+		agents := make([]knowledge.Caller, 8) // the issue's 8 agents storing
+		for i := range agents {
+			agents[i] = knowledge.Caller{OrgID: org, AgentID: b.mkAgent(t, org, fmt.Sprintf("agent-%d", i))}
+		}
+		// size entries, some long (passages), a third of them indexed,
+		// all waiting for vectors.
+		if _, err := b.pool.Exec(b.ctx, `INSERT INTO knowledge (org_id, title, body, tags, created_by_agent_id)
+			SELECT $1, 'note ' || i || ' ' || md5(i::text), 'word' || (i % 97) || ' term' || (i % 13) || ' ' || md5((i * 7)::text)
+			       || CASE WHEN i % 10 = 0 THEN repeat(' harbour ferry ticket ' || md5(i::text), 120) ELSE '' END,
+			       ARRAY['tag' || (i % 5)], $2
+			FROM generate_series(1, $3::int) i`, org, agents[0].AgentID, size); err != nil {
 			t.Fatal(err)
 		}
-		_ = b.enq.EnqueueEmbedding(b.ctx, j)
-	}
-	rows.Close()
+		if _, err := b.pool.Exec(b.ctx, `INSERT INTO org_quotas (org_id, resource, used) VALUES ($1, 'knowledge_stored', $2)`, org, size); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := maint(b.ops).IndexPending(b.ctx, org, size/3); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := b.pool.Query(b.ctx, "SELECT id, embedding_generation FROM knowledge WHERE org_id = $1", org)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			j := knowledge.EmbeddingJob{OrgID: org}
+			if err := rows.Scan(&j.EntryID, &j.Generation); err != nil {
+				t.Fatal(err)
+			}
+			_ = b.enq.EnqueueEmbedding(b.ctx, j)
+		}
+		rows.Close()
 
-	ctx, cancel := context.WithCancel(b.ctx)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	type stored struct {
-		c            knowledge.Caller
-		in           knowledge.StoreInput
-		id           uuid.UUID
-		afterPurging bool
-	}
-	var done []stored
-	var purging atomic.Bool
-	for i, c := range agents {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := rand.New(rand.NewPCG(seed, uint64(i)))
-			for n := 0; ctx.Err() == nil; n++ {
-				tok := uuid.New()
-				in := knowledge.StoreInput{Title: fmt.Sprintf("stored %d/%d during the race", i, n),
-					Body: fmt.Sprintf("racing words zanzibar%d quay%d lantern %d", r.IntN(50), r.IntN(20), n), ClientToken: &tok}
-				started := purging.Load()
-				res, err := b.svc.Store(ctx, c, in)
-				if err != nil {
-					if ctx.Err() == nil {
-						t.Errorf("store: %v", err)
+		ctx, cancel := context.WithCancel(b.ctx)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		type stored struct {
+			c            knowledge.Caller
+			in           knowledge.StoreInput
+			id           uuid.UUID
+			afterPurging bool
+		}
+		var done []stored
+		var purging atomic.Bool
+		for i, c := range agents {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := rand.New(rand.NewPCG(seed, uint64(i)))
+				for n := 0; ctx.Err() == nil; n++ {
+					tok := uuid.New()
+					in := knowledge.StoreInput{Title: fmt.Sprintf("stored %d/%d during the race", i, n),
+						Body: fmt.Sprintf("racing words zanzibar%d quay%d lantern %d", r.IntN(50), r.IntN(20), n), ClientToken: &tok}
+					started := purging.Load()
+					res, err := b.svc.Store(ctx, c, in)
+					if err != nil {
+						if ctx.Err() == nil {
+							t.Errorf("store: %v", err)
+						}
+						return
 					}
-					return
+					mu.Lock()
+					done = append(done, stored{c, in, res.ID, started})
+					mu.Unlock()
 				}
-				mu.Lock()
-				done = append(done, stored{c, in, res.ID, started})
-				mu.Unlock()
+			}()
+		}
+		wg.Add(2)
+		go func() { // the embeddings worker: batches of 32 in job order (not id order)
+			defer wg.Done()
+			seen := 0
+			for ctx.Err() == nil {
+				all := b.enq.All()
+				js := all[seen:]
+				seen = len(all)
+				rng.Shuffle(len(js), func(i, j int) { js[i], js[j] = js[j], js[i] })
+				for len(js) > 0 && ctx.Err() == nil {
+					n := min(32, len(js))
+					if err := h.Process(ctx, js[:n]); err != nil && ctx.Err() == nil {
+						t.Errorf("embed handler: %v", err)
+					}
+					js = js[n:]
+				}
+				time.Sleep(5 * time.Millisecond)
 			}
 		}()
-	}
-	wg.Add(2)
-	go func() { // the embeddings worker: batches of 32 in job order (not id order)
-		defer wg.Done()
-		seen := 0
-		for ctx.Err() == nil {
-			all := b.enq.All()
-			js := all[seen:]
-			seen = len(all)
-			rng.Shuffle(len(js), func(i, j int) { js[i], js[j] = js[j], js[i] })
-			for len(js) > 0 && ctx.Err() == nil {
-				n := min(32, len(js))
-				if err := h.Process(ctx, js[:n]); err != nil && ctx.Err() == nil {
-					t.Errorf("embed handler: %v", err)
+		go func() { // the lexical indexer
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if _, err := maint(b.ops).IndexAll(ctx); err != nil && ctx.Err() == nil {
+					t.Errorf("indexer: %v", err)
 				}
-				js = js[n:]
+				time.Sleep(10 * time.Millisecond)
 			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}()
-	go func() { // the lexical indexer
-		defer wg.Done()
-		for ctx.Err() == nil {
-			if _, err := maint(b.ops).IndexAll(ctx); err != nil && ctx.Err() == nil {
-				t.Errorf("indexer: %v", err)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}()
+		}()
 
-	time.Sleep(time.Duration(50+rng.IntN(150)) * time.Millisecond)
-	purging.Store(true)
-	t0 := time.Now()
-	rep, err := b.ops.Operations().Purge(b.ctx, org, knowledge.PurgeScope{All: true}, false)
-	took := time.Since(t0)
-	time.Sleep(time.Duration(rng.IntN(100)) * time.Millisecond)
-	cancel()
-	wg.Wait()
-	if err != nil {
-		t.Fatalf("round %d: purge --all failed: %v", round, err)
-	}
-	if rep.Entries < int64(size) {
-		t.Fatalf("round %d: purge erased %d entries, want at least the %d there at its start", round, rep.Entries, size)
-	}
+		time.Sleep(time.Duration(50+rng.IntN(150)) * time.Millisecond)
+		purging.Store(true)
+		t0 := time.Now()
+		rep, err := b.ops.Operations().Purge(b.ctx, org, knowledge.PurgeScope{All: true}, false)
+		took := time.Since(t0)
+		time.Sleep(time.Duration(rng.IntN(100)) * time.Millisecond)
+		cancel()
+		wg.Wait()
+		if err != nil {
+			t.Fatalf("round %d: purge --all failed: %v", round, err)
+		}
+		if rep.Entries < int64(size) {
+			t.Fatalf("round %d: purge erased %d entries, want at least the %d there at its start", round, rep.Entries, size)
+		}
 
-	// The index is what indexing the rows left from scratch gives.
-	b.drainIndex(t, org)
-	left := b.count(t, "SELECT count(*) FROM knowledge WHERE org_id = $1", org)
-	after := b.indexState(t, org)
-	if left == 0 {
-		if len(after) != 0 {
-			t.Fatalf("round %d: no entry left, index holds %v", round, after)
-		}
-	} else {
-		if _, err := b.ops.Operations().SetTextSearchConfig(b.ctx, org, "english"); err != nil {
-			t.Fatal(err)
-		}
-		b.indexAll(t)
-		if rebuilt := b.indexState(t, org); !reflect.DeepEqual(after, rebuilt) {
-			t.Fatalf("round %d: index after the racing purge (%d rows left) differs from a rebuild:\nafter:   %d rows\nrebuilt: %d rows", round, left, len(after), len(rebuilt))
-		}
-	}
-	if used := b.quotaUsed(t, org); used != left {
-		t.Fatalf("round %d: quota used %d for %d rows", round, used, left)
-	}
-	// Every answered store: kept whole or erased whole.
-	kept, erased := 0, 0
-	for _, s := range done {
-		var title, body string
-		err := b.pool.QueryRow(b.ctx, "SELECT title, body FROM knowledge WHERE org_id = $1 AND id = $2", org, s.id).Scan(&title, &body)
-		if err == nil {
-			kept++
-			if title != s.in.Title || body != s.in.Body {
-				t.Fatalf("round %d: kept entry %s changed", round, s.id)
+		// The index is what indexing the rows left from scratch gives.
+		b.drainIndex(t, org)
+		left := b.count(t, "SELECT count(*) FROM knowledge WHERE org_id = $1", org)
+		after := b.indexState(t, org)
+		if left == 0 {
+			if len(after) != 0 {
+				t.Fatalf("round %d: no entry left, index holds %v", round, after)
 			}
-			if b.count(t, "SELECT count(*) FROM knowledge_postings WHERE org_id = $1 AND field = 'b' AND term = 'lantern' AND entry_id = $2", org, s.id) == 0 {
-				t.Fatalf("round %d: kept entry %s not indexed", round, s.id)
+		} else {
+			if _, err := b.ops.Operations().SetTextSearchConfig(b.ctx, org, "english"); err != nil {
+				t.Fatal(err)
 			}
-			continue
-		}
-		erased++
-		for _, q := range []string{"knowledge_postings WHERE org_id = $1 AND entry_id = $2", "knowledge_index_queue WHERE org_id = $1 AND entry_id = $2",
-			"knowledge_chunks WHERE org_id = $1 AND entry_id = $2", "task_knowledge WHERE org_id = $1 AND knowledge_id = $2"} {
-			if n := b.count(t, "SELECT count(*) FROM "+q, org, s.id); n != 0 {
-				t.Fatalf("round %d: erased entry %s left %d rows in %s", round, s.id, n, q)
+			b.indexAll(t)
+			if rebuilt := b.indexState(t, org); !reflect.DeepEqual(after, rebuilt) {
+				t.Fatalf("round %d: index after the racing purge (%d rows left) differs from a rebuild:\nafter:   %d rows\nrebuilt: %d rows", round, left, len(after), len(rebuilt))
 			}
 		}
-		// A retry never answers the erased id (a purge leaves no
-		// tombstone: it stores anew).
-		if r, err := b.svc.Store(b.ctx, s.c, s.in); err == nil && r.ID == s.id {
-			t.Fatalf("round %d: a retry replayed erased entry %s", round, s.id)
+		if used := b.quotaUsed(t, org); used != left {
+			t.Fatalf("round %d: quota used %d for %d rows", round, used, left)
 		}
+		// Every answered store: kept whole or erased whole.
+		kept, erased := 0, 0
+		for _, s := range done {
+			var title, body string
+			err := b.pool.QueryRow(b.ctx, "SELECT title, body FROM knowledge WHERE org_id = $1 AND id = $2", org, s.id).Scan(&title, &body)
+			if err == nil {
+				kept++
+				if title != s.in.Title || body != s.in.Body {
+					t.Fatalf("round %d: kept entry %s changed", round, s.id)
+				}
+				if b.count(t, "SELECT count(*) FROM knowledge_postings WHERE org_id = $1 AND field = 'b' AND term = 'lantern' AND entry_id = $2", org, s.id) == 0 {
+					t.Fatalf("round %d: kept entry %s not indexed", round, s.id)
+				}
+				continue
+			}
+			erased++
+			for _, q := range []string{"knowledge_postings WHERE org_id = $1 AND entry_id = $2", "knowledge_index_queue WHERE org_id = $1 AND entry_id = $2",
+				"knowledge_chunks WHERE org_id = $1 AND entry_id = $2", "task_knowledge WHERE org_id = $1 AND knowledge_id = $2"} {
+				if n := b.count(t, "SELECT count(*) FROM "+q, org, s.id); n != 0 {
+					t.Fatalf("round %d: erased entry %s left %d rows in %s", round, s.id, n, q)
+				}
+			}
+			// A retry never answers the erased id (a purge leaves no
+			// tombstone: it stores anew).
+			if r, err := b.svc.Store(b.ctx, s.c, s.in); err == nil && r.ID == s.id {
+				t.Fatalf("round %d: a retry replayed erased entry %s", round, s.id)
+			}
+		}
+		t.Logf("round %d: purge erased %d entries in %v; stores answered during the race: %d kept, %d erased", round, rep.Entries, took.Round(time.Millisecond), kept, erased)
 	}
-	t.Logf("round %d: purge erased %d entries in %v; stores answered during the race: %d kept, %d erased", round, rep.Entries, took.Round(time.Millisecond), kept, erased)
 	// No deadlock anywhere: the worker never waits for a row lock, and
 	// every other writer locks in one order. Closing the pool's
 	// connections flushes their statistics.
@@ -232,6 +220,6 @@ func purgeAllRace(t *testing.T, round, size int) {
 		t.Fatal(err)
 	}
 	if deadlocks != 0 {
-		t.Fatalf("round %d: %d deadlocks during the race", round, deadlocks)
+		t.Fatalf("%d deadlocks during the races", deadlocks)
 	}
 }
