@@ -15,7 +15,9 @@
 // server gets a copy of, and the stores timed are -stores more on top. The
 // org is embedded and indexed as the worker would (database.ready: before
 // the copies, so it is done once), and searched never analyzed, then after
-// the worker's Upkeep.
+// the worker's Upkeep. With -keep the template stays, and -template NAME
+// starts a later run from its copies (the timed part alone, on a machine
+// gone quiet).
 //
 // -base names another build of the server (for example main's of an
 // earlier commit, built with `go build -o /tmp/mcp-base ./apps/mcp` in a
@@ -59,6 +61,7 @@ type options struct {
 	bin, base  string
 	keep       bool
 	reuse      string
+	template   string
 	ownerURL   string
 	redisURL   string
 	dir        string
@@ -76,6 +79,7 @@ func parse(args []string) (*options, error) {
 	fs.StringVar(&o.base, "base", "", "another build of the server to compare with, calls alternating (client figures only)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the databases and the work directory")
 	fs.StringVar(&o.reuse, "reuse", "", "search (and store on) a database a run kept, as it is, with this build alone")
+	fs.StringVar(&o.template, "template", "", "for the one size above -store-all: copy this template database a run kept (-keep) instead of storing and preparing the org anew (the timed part alone, for example on a machine gone quiet)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -94,6 +98,9 @@ func parse(args []string) (*options, error) {
 	}
 	if o.reuse != "" && (o.base != "" || len(o.sizes) != 1) {
 		return nil, errors.New("-reuse takes one size (the org's, for the queries) and no -base")
+	}
+	if o.template != "" && (o.reuse != "" || len(o.sizes) != 1 || o.sizes[0] <= o.storeAll) {
+		return nil, errors.New("-template takes one size above -store-all (its org's) and no -reuse")
 	}
 	if o.searches < 1 || o.stores < 1 {
 		return nil, errors.New("-searches and -stores must be at least 1")
@@ -310,22 +317,41 @@ func benchSize(ctx context.Context, o *options, targets []*target, size int) (ou
 		// copy of: the same entries, vectors and indexes, and the same
 		// cold start (no target has the template's pages in its buffers).
 		var tmpl *database
-		if tmpl, err = createDatabase(ctx, o.ownerURL, fmt.Sprintf("mcpbench_%d_template_%s", size, stamp), nil); err != nil {
-			return nil, err
-		}
-		defer func() {
-			if derr := tmpl.drop(context.Background(), o.ownerURL); derr != nil {
-				fmt.Printf("bench: dropping %s: %v\n", tmpl.name, derr)
+		if o.template != "" {
+			if tmpl, err = openDatabase(ctx, o.ownerURL, o.template); err != nil {
+				return nil, err
 			}
-		}()
-		if err := tmpl.bulkStore(ctx, 0, size, func(n int) {
-			fmt.Printf("bench: %d of %d notes stored (%v)\n", n, size, time.Since(t0).Round(time.Second))
-		}); err != nil {
-			return nil, err
-		}
-		fmt.Printf("bench: %d notes stored in %v\n", size, time.Since(t0).Round(time.Second))
-		if err := ready(ctx, "template", tmpl); err != nil {
-			return nil, err
+			defer tmpl.owner.Close()
+			if n, err := tmpl.count(ctx); err != nil || n < size {
+				return nil, fmt.Errorf("-template %s: its org holds %d entries, fewer than %d (%v)", o.template, n, size, err)
+			}
+			var pending int
+			if err := tmpl.owner.QueryRow(ctx, "SELECT count(*) FROM knowledge WHERE org_id = $1 AND embedding_status = 'pending'", tmpl.org).Scan(&pending); err != nil || pending > 0 {
+				return nil, fmt.Errorf("-template %s: %d entries not made ready (a run stopped while preparing it?) (%v)", o.template, pending, err)
+			}
+		} else {
+			if tmpl, err = createDatabase(ctx, o.ownerURL, fmt.Sprintf("mcpbench_%d_template_%s", size, stamp), nil); err != nil {
+				return nil, err
+			}
+			defer func() {
+				if o.keep {
+					fmt.Printf("bench: kept template %s (-template %s)\n", tmpl.name, tmpl.name)
+					tmpl.owner.Close()
+					return
+				}
+				if derr := tmpl.drop(context.Background(), o.ownerURL); derr != nil {
+					fmt.Printf("bench: dropping %s: %v\n", tmpl.name, derr)
+				}
+			}()
+			if err := tmpl.bulkStore(ctx, 0, size, func(n int) {
+				fmt.Printf("bench: %d of %d notes stored (%v)\n", n, size, time.Since(t0).Round(time.Second))
+			}); err != nil {
+				return nil, err
+			}
+			fmt.Printf("bench: %d notes stored in %v\n", size, time.Since(t0).Round(time.Second))
+			if err := ready(ctx, "template", tmpl); err != nil {
+				return nil, err
+			}
 		}
 		t1 := time.Now()
 		for _, t := range targets {
