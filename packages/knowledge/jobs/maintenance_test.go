@@ -255,10 +255,13 @@ func TestIndexerPassTimesOutAndRecovers(t *testing.T) {
 	b.worker(t, embed.NewLocal(), func(o *jobs.WorkerOptions) {
 		o.Observer = rec
 		o.IndexInterval = 50 * time.Millisecond
-		o.IndexTimeout = 200 * time.Millisecond
+		// Long enough for a pass on a loaded machine (at load 25 passes
+		// of 200 ms timed out after the release too, and the queue never
+		// drained), short enough that the blocked one reports soon.
+		o.IndexTimeout = time.Second
 		o.UpkeepInterval = time.Hour
 	})
-	eventually(t, 10*time.Second, "a timed-out pass reported", func() bool {
+	eventually(t, 30*time.Second, "a timed-out pass reported", func() bool {
 		_, errs, _, _ := rec.snapshot()
 		return errs > 0
 	})
@@ -266,7 +269,7 @@ func TestIndexerPassTimesOutAndRecovers(t *testing.T) {
 		t.Fatalf("%d entries queued while the indexer is blocked, want 1", q)
 	}
 	release()
-	eventually(t, 10*time.Second, "queue drained after the lock is gone", func() bool { return b.count(t, queuedSQL) == 0 })
+	eventually(t, time.Minute, "queue drained after the lock is gone", func() bool { return b.count(t, queuedSQL) == 0 })
 }
 
 // TestShutdownCancelsABlockedPass: Shutdown does not wait for a pass stuck
