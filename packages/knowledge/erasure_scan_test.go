@@ -93,7 +93,7 @@ func erasureRace(t *testing.T, round int) {
 		}
 		t.Errorf("round %d: %s: %v", round, what, err)
 	}
-	wg.Add(4)
+	wg.Add(2)
 	go func() { // carol stores and supersedes her own entries
 		defer wg.Done()
 		r := rand.New(rand.NewPCG(2424, uint64(100+round)))
@@ -124,29 +124,7 @@ func erasureRace(t *testing.T, round int) {
 			fail("search", err)
 		}
 	}()
-	go func() { // the embeddings worker, batches in job order
-		defer wg.Done()
-		seen := 0
-		for ctx.Err() == nil {
-			all := b.enq.All()
-			js := all[seen:]
-			seen = len(all)
-			for len(js) > 0 && ctx.Err() == nil {
-				n := min(16, len(js))
-				fail("embed", h.Process(ctx, js[:n]))
-				js = js[n:]
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}()
-	go func() { // the lexical indexer
-		defer wg.Done()
-		for ctx.Err() == nil {
-			_, err := maint(b.ops).IndexAll(ctx)
-			fail("indexer", err)
-			time.Sleep(10 * time.Millisecond)
-		}
-	}()
+	b.raceWorker(ctx, &wg, h, 16, nil, fail) // the worker: batches in job order, and the indexer
 
 	time.Sleep(time.Duration(50+rng.IntN(100)) * time.Millisecond)
 	for _, id := range alices {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/knowledgetest"
+	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
 	"github.com/agentfleet/orchestrator/packages/testenv"
 	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
 )
@@ -189,6 +192,42 @@ func (b *bundle) drainIndex(t *testing.T, org uuid.UUID) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// raceWorker does, until ctx is done, what the worker does beside a race
+// (wg counts it): the embeddings handler h over the jobs enqueued so far,
+// in batches of batch, in the order enqueued or, with rng, shuffled (the
+// worker's queue promises no order; rng is the worker's alone), and the
+// lexical indexer. Every error, nil ones too, goes to report, what being
+// "embed" or "indexer": the caller decides which count.
+func (b *bundle) raceWorker(ctx context.Context, wg *sync.WaitGroup, h *jobs.EmbedHandler, batch int, rng *rand.Rand, report func(what string, err error)) {
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		seen := 0
+		for ctx.Err() == nil {
+			all := b.enq.All()
+			js := all[seen:]
+			seen = len(all)
+			if rng != nil {
+				rng.Shuffle(len(js), func(i, j int) { js[i], js[j] = js[j], js[i] })
+			}
+			for len(js) > 0 && ctx.Err() == nil {
+				n := min(batch, len(js))
+				report("embed", h.Process(ctx, js[:n]))
+				js = js[n:]
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			_, err := maint(b.ops).IndexAll(ctx)
+			report("indexer", err)
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
 }
 
 // maint is the maintenance of svc's tables, with the default tuning: what

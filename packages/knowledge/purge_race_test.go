@@ -116,34 +116,13 @@ func TestPurgeAllRacingStoresAndWorker(t *testing.T) {
 				}
 			}()
 		}
-		wg.Add(2)
-		go func() { // the embeddings worker: batches of 32 in job order (not id order)
-			defer wg.Done()
-			seen := 0
-			for ctx.Err() == nil {
-				all := b.enq.All()
-				js := all[seen:]
-				seen = len(all)
-				rng.Shuffle(len(js), func(i, j int) { js[i], js[j] = js[j], js[i] })
-				for len(js) > 0 && ctx.Err() == nil {
-					n := min(32, len(js))
-					if err := h.Process(ctx, js[:n]); err != nil && ctx.Err() == nil {
-						t.Errorf("embed handler: %v", err)
-					}
-					js = js[n:]
-				}
-				time.Sleep(5 * time.Millisecond)
+		// The worker: batches of 32 in an order of its own (not the
+		// stores'), shuffled by a generator of its own, and the indexer.
+		b.raceWorker(ctx, &wg, h, 32, rand.New(rand.NewPCG(seed, seed+1)), func(what string, err error) {
+			if err != nil && ctx.Err() == nil {
+				t.Errorf("%s: %v", what, err)
 			}
-		}()
-		go func() { // the lexical indexer
-			defer wg.Done()
-			for ctx.Err() == nil {
-				if _, err := maint(b.ops).IndexAll(ctx); err != nil && ctx.Err() == nil {
-					t.Errorf("indexer: %v", err)
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
-		}()
+		})
 
 		time.Sleep(time.Duration(50+rng.IntN(150)) * time.Millisecond)
 		purging.Store(true)
