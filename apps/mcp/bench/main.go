@@ -325,9 +325,8 @@ func benchSize(ctx context.Context, o *options, targets []*target, size int) (ou
 			if n, err := tmpl.count(ctx); err != nil || n < size {
 				return nil, fmt.Errorf("-template %s: its org holds %d entries, fewer than %d (%v)", o.template, n, size, err)
 			}
-			var pending int
-			if err := tmpl.owner.QueryRow(ctx, "SELECT count(*) FROM knowledge WHERE org_id = $1 AND embedding_status = 'pending'", tmpl.org).Scan(&pending); err != nil || pending > 0 {
-				return nil, fmt.Errorf("-template %s: %d entries not made ready (a run stopped while preparing it?) (%v)", o.template, pending, err)
+			if pending, err := tmpl.pendingJobs(ctx); err != nil || len(pending) > 0 {
+				return nil, fmt.Errorf("-template %s: %d entries not made ready (a run stopped while preparing it?) (%v)", o.template, len(pending), err)
 			}
 		} else {
 			if tmpl, err = createDatabase(ctx, o.ownerURL, fmt.Sprintf("mcpbench_%d_template_%s", size, stamp), nil); err != nil {

@@ -235,14 +235,7 @@ func (d *database) bulkStore(ctx context.Context, from, to int, progress func(in
 // worker builds them at start: the handler's statement an entry, each an
 // HNSW insert, took 20 minutes at 100,000 entries.
 func (d *database) ready(ctx context.Context) (embedded, indexed int, err error) {
-	rows, err := d.owner.Query(ctx, "SELECT id, embedding_generation FROM knowledge WHERE org_id = $1 AND embedding_status = 'pending' ORDER BY id", d.org)
-	if err != nil {
-		return 0, 0, err
-	}
-	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (knowledge.EmbeddingJob, error) {
-		j := knowledge.EmbeddingJob{OrgID: d.org}
-		return j, r.Scan(&j.EntryID, &j.Generation)
-	})
+	jobs, err := d.pendingJobs(ctx)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -269,6 +262,19 @@ func (d *database) ready(ctx context.Context) (embedded, indexed int, err error)
 	}
 	n, err := m.IndexAll(ctx)
 	return embedded, int(n), err
+}
+
+// pendingJobs are the embedding jobs of the org's pending entries (those
+// the worker has yet to embed), in id order.
+func (d *database) pendingJobs(ctx context.Context) ([]knowledge.EmbeddingJob, error) {
+	rows, err := d.owner.Query(ctx, "SELECT id, embedding_generation FROM knowledge WHERE org_id = $1 AND embedding_status = 'pending' ORDER BY id", d.org)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (knowledge.EmbeddingJob, error) {
+		j := knowledge.EmbeddingJob{OrgID: d.org}
+		return j, r.Scan(&j.EntryID, &j.Generation)
+	})
 }
 
 // readyBatch is how many entries ready embeds and writes at once.

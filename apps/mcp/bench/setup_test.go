@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge"
@@ -98,14 +97,7 @@ func TestReadyAsTheHandler(t *testing.T) {
 // readyByHandler is what ready stands in for: the worker's handler, then
 // its indexer.
 func readyByHandler(ctx context.Context, d *database) (embedded, indexed int, err error) {
-	rows, err := d.owner.Query(ctx, "SELECT id, embedding_generation FROM knowledge WHERE org_id = $1 AND embedding_status = 'pending'", d.org)
-	if err != nil {
-		return 0, 0, err
-	}
-	js, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (knowledge.EmbeddingJob, error) {
-		j := knowledge.EmbeddingJob{OrgID: d.org}
-		return j, r.Scan(&j.EntryID, &j.Generation)
-	})
+	js, err := d.pendingJobs(ctx)
 	if err != nil {
 		return 0, 0, err
 	}
