@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgvector/pgvector-go"
 
@@ -319,7 +317,7 @@ func (b *bundle) search(t *testing.T, c knowledge.Caller, in knowledge.SearchInp
 func vectorPlan(t *testing.T, pool *pgxpool.Pool, fn string, org uuid.UUID, model string, vec []float32) string {
 	t.Helper()
 	ctx := context.Background()
-	conn, notices := explainConn(t, pool, "SET auto_explain.log_nested_statements = on", "SET hnsw.iterative_scan = relaxed_order")
+	conn, notices := testenv.ExplainConn(t, pool, "SET auto_explain.log_nested_statements = on", "SET hnsw.iterative_scan = relaxed_order")
 	parts := make([]string, len(vec))
 	for i, x := range vec {
 		parts[i] = fmt.Sprint(x)
@@ -329,29 +327,6 @@ func vectorPlan(t *testing.T, pool *pgxpool.Pool, fn string, org uuid.UUID, mode
 		t.Fatal(err)
 	}
 	return strings.Join(*notices, "\n")
-}
-
-// explainConn is a connection of its own, closed with the test, on which
-// auto_explain sends the plan of every statement as a notice, after the
-// settings given; the notices gather in the slice returned.
-func explainConn(t *testing.T, pool *pgxpool.Pool, settings ...string) (*pgx.Conn, *[]string) {
-	t.Helper()
-	ctx := context.Background()
-	cfg := pool.Config().ConnConfig.Copy()
-	notices := &[]string{}
-	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) { *notices = append(*notices, n.Message) }
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	for _, s := range append([]string{"LOAD 'auto_explain'", "SET auto_explain.log_min_duration = 0",
-		"SET auto_explain.log_level = notice"}, settings...) {
-		if _, err := conn.Exec(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return conn, notices
 }
 
 // listAll pages through a listing and returns the ids in order.

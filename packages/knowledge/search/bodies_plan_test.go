@@ -55,7 +55,7 @@ func TestSnippetLookUpReadsOnlyTheHitsChunks(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	conn, notices := explainConn(t, b.pool, "SET auto_explain.log_analyze = on", "SET plan_cache_mode = force_generic_plan")
+	conn, notices := testenv.ExplainConn(t, b.pool, "SET auto_explain.log_analyze = on", "SET plan_cache_mode = force_generic_plan")
 	q := make([]float32, dims)
 	q[1] = 1 // where chunk 1 points
 	got, err := sqlc.New(conn).SearchBodiesNear(ctx, sqlc.SearchBodiesNearParams{

@@ -41,7 +41,7 @@ func TestListFilterPlans(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	conn, notices := explainConn(t, b.pool, "SET auto_explain.log_nested_statements = on")
+	conn, notices := testenv.ExplainConn(t, b.pool, "SET auto_explain.log_nested_statements = on")
 	ctx := context.Background()
 	// A page read from given entries never touches the field indexes: each
 	// entry by primary key.

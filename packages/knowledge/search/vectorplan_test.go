@@ -164,7 +164,7 @@ func TestVectorStatementRunsThePlanOfTheOrg(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			conn, notices := explainConn(t, b.pool, "SET auto_explain.log_analyze = on", "SET auto_explain.log_timing = off",
+			conn, notices := testenv.ExplainConn(t, b.pool, "SET auto_explain.log_analyze = on", "SET auto_explain.log_timing = off",
 				"SET auto_explain.log_nested_statements = on")
 			run := func(docs int) (ids []uuid.UUID, plan string) {
 				t.Helper()
