@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	pgxvec "github.com/pgvector/pgvector-go/pgx"
 )
@@ -58,6 +59,7 @@ type options struct {
 	after    []func(context.Context, *pgx.Conn) error
 	minConns int32
 	tracer   pgx.QueryTracer
+	notice   pgconn.NoticeHandler
 }
 
 // Tracer traces the pool's queries with t (packages/tracing.PgxTracer);
@@ -72,6 +74,14 @@ func Tracer(t pgx.QueryTracer) Option {
 // once rather than on its first use (knowledge.Maintenance.WarmConn).
 func AfterConnect(f func(context.Context, *pgx.Conn) error) Option {
 	return func(o *options) { o.after = append(o.after, f) }
+}
+
+// OnNotice hands every notice the server sends on the pool's connections
+// to f (plan tests read auto_explain's plans so: testenv.ExplainPool); f
+// may be called from several connections at once. Without it a notice is
+// dropped.
+func OnNotice(f pgconn.NoticeHandler) Option {
+	return func(o *options) { o.notice = f }
 }
 
 // MinConns keeps n connections open, made (and warmed by AfterConnect) in
@@ -95,6 +105,9 @@ func poolConfig(url string, opts ...Option) (*pgxpool.Config, error) {
 	}
 	if o.tracer != nil {
 		cfg.ConnConfig.Tracer = o.tracer
+	}
+	if o.notice != nil {
+		cfg.ConnConfig.OnNotice = o.notice
 	}
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
 		var has bool

@@ -120,12 +120,15 @@ WHERE org_id = @org_id AND id = @id;
 -- and the kept ones moved (to another position, or to the document's new
 -- entry). Joined to the sections' entries, written before: routed whole
 -- on a Citus cluster (InsertDocumentEntries).
+-- The ids again as a condition of their own: the entries are read by the
+-- primary key, never the org's entries joined to the ids (on tables never
+-- analyzed the planner chose that: TestDocumentStoresReadOnlyTheirEntries).
 INSERT INTO knowledge_sections (org_id, id, document_id, position, heading_path, content_hash)
 SELECT k.org_id, v.id, @document_id, v.position, string_to_array(v.path, E'\x1f'), v.hash
 FROM knowledge k
 JOIN (SELECT unnest(@ids::uuid[]) AS id, unnest(@positions::int[]) AS position, unnest(@paths::text[]) AS path,
              unnest(@hashes::bytea[]) AS hash) v ON v.id = k.id
-WHERE k.org_id = @org_id
+WHERE k.org_id = @org_id AND k.id = ANY(@ids::uuid[])
 ON CONFLICT (org_id, id) DO UPDATE SET document_id = excluded.document_id, position = excluded.position;
 
 -- name: EndSections :exec
@@ -141,30 +144,33 @@ WHERE s.org_id = @org_id AND s.id = ANY(@ids::uuid[]) AND s.ended_at IS NULL
 -- Each changed section (a head, locked) superseded by its new version, no
 -- earlier than it was made and than its earlier versions were superseded
 -- (MarkSuperseded).
+-- The ids again as a condition: read by the primary key (PutSections).
 UPDATE knowledge k
 SET superseded_by = v.new_id, head_id = v.new_id, updated_at = now(),
     superseded_at = greatest(now(), k.created_at,
                              (SELECT max(p.superseded_at) FROM knowledge p WHERE p.org_id = @org_id AND p.head_id = k.id))
 FROM (SELECT unnest(@old_ids::uuid[]) AS old_id, unnest(@new_ids::uuid[]) AS new_id) v
-WHERE k.org_id = @org_id AND k.id = v.old_id AND k.head_id IS NULL;
+WHERE k.org_id = @org_id AND k.id = v.old_id AND k.id = ANY(@old_ids::uuid[]) AND k.head_id IS NULL;
 
 -- name: MoveSectionHeads :exec
 -- The earlier versions of the changed sections point at their new heads.
+-- The ids again as a condition: read by the head index (PutSections).
 UPDATE knowledge k
 SET head_id = v.new_id, updated_at = now()
 FROM (SELECT unnest(@old_ids::uuid[]) AS old_id, unnest(@new_ids::uuid[]) AS new_id) v
-WHERE k.org_id = @org_id AND k.head_id = v.old_id;
+WHERE k.org_id = @org_id AND k.head_id = v.old_id AND k.head_id = ANY(@old_ids::uuid[]);
 
 -- name: InsertSectionSupersessions :exec
 -- Joined to the old sections' entries: routed whole on a Citus cluster
 -- (InsertDocumentEntries; from the arrays alone the coordinator would COPY
 -- the rows into the shard, which row-level security refuses).
 -- Each edge at the time SupersedeSections wrote.
+-- The ids again as a condition: read by the primary key (PutSections).
 INSERT INTO knowledge_supersessions (org_id, old_id, new_id, agent_id, created_at)
 SELECT k.org_id, v.old_id, v.new_id, @agent_id, greatest(k.superseded_at, now())
 FROM knowledge k
 JOIN (SELECT unnest(@old_ids::uuid[]) AS old_id, unnest(@new_ids::uuid[]) AS new_id) v ON v.old_id = k.id
-WHERE k.org_id = @org_id;
+WHERE k.org_id = @org_id AND k.id = ANY(@old_ids::uuid[]);
 
 -- name: LiveDocumentOf :one
 -- Whether an entry is a live document's own entry, and its source: such an

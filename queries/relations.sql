@@ -208,11 +208,15 @@ WHERE r.org_id = @org_id AND (r.from_id = ANY(@ids::uuid[]) OR r.to_id = ANY(@id
 -- filters (tags, created by @as_of, superseded, expired, the entry fields',
 -- the document's). Every look-up is
 -- by equality on (org_id, from_id | to_id | id), so the indexes serve
--- knowledge_app under row-level security.
+-- knowledge_app under row-level security. The entries reached, then the
+-- ones they stand for, are read by the primary key as arrays computed once:
+-- joined to the org's entries, the planner (believing an org's rows few on
+-- tables never analyzed) read the org once for each of its entries
+-- (TestSearchHopsReadOnlyTheEntriesReached).
 WITH f AS (
     SELECT DISTINCT unnest(@ids::uuid[]) AS id
 ),
-e AS (
+e AS MATERIALIZED (
     SELECT f.id AS src, o.type, 'out'::text AS dir, o.to_id AS reached
     FROM f CROSS JOIN LATERAL (
         SELECT r.type, r.to_id FROM knowledge_relations r
@@ -234,16 +238,22 @@ e AS (
         ORDER BY r.valid_from DESC
         LIMIT @per_entry
     ) i
+),
+reached AS MATERIALIZED (
+    SELECT k.id,
+           CASE WHEN NOT @include_superseded::bool AND k.head_id IS NOT NULL
+                     AND k.superseded_at <= coalesce(sqlc.narg(as_of)::timestamptz, 'infinity')
+                THEN k.head_id ELSE k.id END AS target
+    FROM knowledge k
+    WHERE k.org_id = @org_id AND k.id = ANY(ARRAY(SELECT e.reached FROM e))
 )
 SELECT e.src::uuid AS src, e.type::text AS type, e.dir::text AS dir, e.reached::uuid AS reached,
        t.id, t.title, t.tags, t.confidence, t.created_at, t.expires_at, t.head_id, t.embedding_status
 FROM e
-JOIN knowledge k ON k.org_id = @org_id AND k.id = e.reached
-JOIN knowledge t ON t.org_id = @org_id
- AND t.id = CASE WHEN NOT @include_superseded::bool AND k.head_id IS NOT NULL
-                      AND k.superseded_at <= coalesce(sqlc.narg(as_of)::timestamptz, 'infinity')
-                 THEN k.head_id ELSE k.id END
-WHERE (cardinality(@tags::text[]) = 0 OR t.tags @> @tags::text[])
+JOIN reached k ON k.id = e.reached
+JOIN knowledge t ON t.org_id = @org_id AND t.id = k.target
+WHERE t.id = ANY(ARRAY(SELECT reached.target FROM reached))
+  AND (cardinality(@tags::text[]) = 0 OR t.tags @> @tags::text[])
   AND (sqlc.narg(as_of)::timestamptz IS NULL OR t.created_at <= sqlc.narg(as_of)::timestamptz)
   AND (@include_superseded::bool OR t.superseded_at IS NULL OR t.superseded_at > coalesce(sqlc.narg(as_of)::timestamptz, 'infinity'))
   AND (@include_expired::bool OR t.expires_at IS NULL OR t.expires_at > coalesce(sqlc.narg(as_of)::timestamptz, now()))
@@ -288,13 +298,14 @@ RETURNING ins.id;
 -- entries, with the relations' ids given: routed whole on a Citus cluster
 -- (InsertRelationCapped). Each starts no earlier than its relation's last
 -- interval ended (InsertRelationCapped).
+-- The ids again as a condition: read by the primary key (PutSections).
 INSERT INTO knowledge_relations (org_id, id, from_id, to_id, type, created_by_agent_id, valid_from)
 SELECT k.org_id, v.rel_id, v.id, @document_id, 'PART_OF', sqlc.narg(agent_id)::uuid,
        greatest(now(), (SELECT max(p.valid_to) FROM knowledge_relations p
                         WHERE p.org_id = @org_id AND p.from_id = v.id AND p.type = 'PART_OF' AND p.to_id = @document_id))
 FROM knowledge k
 JOIN (SELECT unnest(@section_ids::uuid[]) AS id, unnest(@relation_ids::uuid[]) AS rel_id) v ON v.id = k.id
-WHERE k.org_id = @org_id
+WHERE k.org_id = @org_id AND k.id = ANY(@section_ids::uuid[])
 ON CONFLICT (org_id, from_id, type, to_id) WHERE valid_to IS NULL DO NOTHING;
 
 -- name: ClosePartOfRelations :exec

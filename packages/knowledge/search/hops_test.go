@@ -2,13 +2,17 @@ package search_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/knowledgetest"
+	"github.com/agentfleet/orchestrator/packages/testenv"
 )
 
 func hitByID(res *knowledge.SearchResult) map[uuid.UUID]knowledge.Hit {
@@ -205,5 +209,47 @@ func TestSearchHopsBoundEdges(t *testing.T) {
 	res := b.hopSearch(t, b.bob, knowledge.SearchInput{Query: "zanzibar", Hops: 1, Limit: new(50)})
 	if n := len(res.Hits) - 1; n != knowledge.HopEdgesPerEntry {
 		t.Fatalf("%d entries added, want the bound %d", n, knowledge.HopEdgesPerEntry)
+	}
+}
+
+// A search's hops read the entries the relations reach by their ids,
+// whatever the size of the org: in an org of 3,000 other entries, on
+// tables never analyzed, in the plans a connection keeps for its
+// statements (generic), no statement of a two-hop search reads more than
+// 50 rows of a knowledge table. The hop statement joined the entries it
+// reached to the org's entries twice, and the planner, believing an org's
+// rows few, read the org once for each of them.
+func TestSearchHopsReadOnlyTheEntriesReached(t *testing.T) {
+	t.Parallel()
+	testenv.SkipOnCluster(t, "reads auto_explain's plans on the coordinator, where Citus routes each statement whole")
+	b := setup(t)
+	hit := b.store(t, b.alice, "Autovacuum tuning for hot tables", "autovacuum_vacuum_scale_factor 0.05 keeps bloat down", "postgres")
+	runbook := b.store(t, b.alice, "Runbook: when the queue stalls", "drain workers, restart the broker, check lag", "postgres")
+	second := b.store(t, b.bob, "Broker sizing decision", "three nodes, quorum queues", "postgres")
+	b.link(t, b.alice, runbook, "DEPENDS_ON", hit)
+	b.link(t, b.alice, runbook, "DERIVED_FROM", second)
+	b.indexAll(t)
+	b.embedPending(t)
+	const others = 3000
+	if _, err := b.pool.Exec(b.ctx, `INSERT INTO knowledge (org_id, title, body, created_by_agent_id)
+		SELECT $1, 'note ' || i, 'the body of note ' || i, $2 FROM generate_series(1, $3::int) i`,
+		b.org, b.alice.AgentID, others); err != nil {
+		t.Fatal(err)
+	}
+	pool, plans := b.db.ExplainPool(t, db.DefaultAppRole, "auto_explain.log_analyze=on", "auto_explain.log_timing=off",
+		"plan_cache_mode=force_generic_plan")
+	svc := knowledge.New(pool, knowledge.Options{Redis: b.redis.Client, Enqueuer: b.enq, Testing: knowledge.TestingKnobs{SimilarBudget: inTime}})
+	for range 2 {
+		res, err := svc.Search(b.ctx, b.bob, knowledge.SearchInput{Query: "autovacuum scale factor", Hops: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := hitByID(res)
+		if _, ok := got[second]; !ok || len(got) != 3 {
+			t.Fatalf("hits %v; want the hit, the runbook one hop away and the decision two", got)
+		}
+	}
+	if wide := knowledgetest.WideScans(plans.All(), 50); len(wide) > 0 {
+		t.Fatalf("in an org of %d other entries:\n%s", others, strings.Join(wide, "\n"))
 	}
 }

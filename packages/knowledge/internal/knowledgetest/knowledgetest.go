@@ -9,6 +9,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -73,4 +76,38 @@ func Count(ctx context.Context, t testing.TB, pool *pgxpool.Pool, sql string, ar
 		t.Fatal(err)
 	}
 	return n
+}
+
+// wideScan is a scan of a knowledge table in an auto_explain plan (with
+// log_analyze), its rows and loops.
+var wideScan = regexp.MustCompile(`(?:Seq|Index|Index Only|Bitmap Heap) Scan (?:using \S+ )?on (knowledge\w*) \w+ .*actual rows=(\d+) loops=(\d+)`)
+
+// statementName is the sqlc name of a plan's statement.
+var statementName = regexp.MustCompile(`-- name: (\w+)`)
+
+// WideScans returns the scans of the knowledge tables, in plans gathered
+// by testenv's ExplainPool with auto_explain.log_analyze on, that read
+// more than most rows in one pass (a scan repeated for each of a batch's
+// entries, reading one row each time, is not wide), each named by its
+// statement: a statement handed a few ids that reads the org's entries
+// instead is a plan that grows with the org (on tables never analyzed the
+// planner believes an org's rows are few). The first line of an unnamed
+// statement's text names it.
+func WideScans(plans []string, most int) []string {
+	var out []string
+	for _, p := range plans {
+		name := ""
+		if m := statementName.FindStringSubmatch(p); m != nil {
+			name = m[1]
+		} else if _, text, ok := strings.Cut(p, "Query Text: "); ok {
+			name, _, _ = strings.Cut(text, "\n")
+		}
+		for _, m := range wideScan.FindAllStringSubmatch(p, -1) {
+			rows, _ := strconv.Atoi(m[2])
+			if rows > most {
+				out = append(out, fmt.Sprintf("%s: %s rows of %s in each of %s passes (%s)", name, m[2], m[1], m[3], strings.TrimSpace(m[0])))
+			}
+		}
+	}
+	return out
 }

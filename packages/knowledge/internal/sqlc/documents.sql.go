@@ -548,7 +548,7 @@ INSERT INTO knowledge_supersessions (org_id, old_id, new_id, agent_id, created_a
 SELECT k.org_id, v.old_id, v.new_id, $1, greatest(k.superseded_at, now())
 FROM knowledge k
 JOIN (SELECT unnest($2::uuid[]) AS old_id, unnest($3::uuid[]) AS new_id) v ON v.old_id = k.id
-WHERE k.org_id = $4
+WHERE k.org_id = $4 AND k.id = ANY($2::uuid[])
 `
 
 type InsertSectionSupersessionsParams struct {
@@ -562,6 +562,7 @@ type InsertSectionSupersessionsParams struct {
 // (InsertDocumentEntries; from the arrays alone the coordinator would COPY
 // the rows into the shard, which row-level security refuses).
 // Each edge at the time SupersedeSections wrote.
+// The ids again as a condition: read by the primary key (PutSections).
 func (q *Queries) InsertSectionSupersessions(ctx context.Context, arg InsertSectionSupersessionsParams) error {
 	_, err := q.db.Exec(ctx, insertSectionSupersessions,
 		arg.AgentID,
@@ -664,7 +665,7 @@ const moveSectionHeads = `-- name: MoveSectionHeads :exec
 UPDATE knowledge k
 SET head_id = v.new_id, updated_at = now()
 FROM (SELECT unnest($2::uuid[]) AS old_id, unnest($3::uuid[]) AS new_id) v
-WHERE k.org_id = $1 AND k.head_id = v.old_id
+WHERE k.org_id = $1 AND k.head_id = v.old_id AND k.head_id = ANY($2::uuid[])
 `
 
 type MoveSectionHeadsParams struct {
@@ -674,6 +675,7 @@ type MoveSectionHeadsParams struct {
 }
 
 // The earlier versions of the changed sections point at their new heads.
+// The ids again as a condition: read by the head index (PutSections).
 func (q *Queries) MoveSectionHeads(ctx context.Context, arg MoveSectionHeadsParams) error {
 	_, err := q.db.Exec(ctx, moveSectionHeads, arg.OrgID, arg.OldIds, arg.NewIds)
 	return err
@@ -685,7 +687,7 @@ SELECT k.org_id, v.id, $1, v.position, string_to_array(v.path, E'\x1f'), v.hash
 FROM knowledge k
 JOIN (SELECT unnest($2::uuid[]) AS id, unnest($3::int[]) AS position, unnest($4::text[]) AS path,
              unnest($5::bytea[]) AS hash) v ON v.id = k.id
-WHERE k.org_id = $6
+WHERE k.org_id = $6 AND k.id = ANY($2::uuid[])
 ON CONFLICT (org_id, id) DO UPDATE SET document_id = excluded.document_id, position = excluded.position
 `
 
@@ -702,6 +704,9 @@ type PutSectionsParams struct {
 // and the kept ones moved (to another position, or to the document's new
 // entry). Joined to the sections' entries, written before: routed whole
 // on a Citus cluster (InsertDocumentEntries).
+// The ids again as a condition of their own: the entries are read by the
+// primary key, never the org's entries joined to the ids (on tables never
+// analyzed the planner chose that: TestDocumentStoresReadOnlyTheirEntries).
 func (q *Queries) PutSections(ctx context.Context, arg PutSectionsParams) error {
 	_, err := q.db.Exec(ctx, putSections,
 		arg.DocumentID,
@@ -791,7 +796,7 @@ SET superseded_by = v.new_id, head_id = v.new_id, updated_at = now(),
     superseded_at = greatest(now(), k.created_at,
                              (SELECT max(p.superseded_at) FROM knowledge p WHERE p.org_id = $1 AND p.head_id = k.id))
 FROM (SELECT unnest($2::uuid[]) AS old_id, unnest($3::uuid[]) AS new_id) v
-WHERE k.org_id = $1 AND k.id = v.old_id AND k.head_id IS NULL
+WHERE k.org_id = $1 AND k.id = v.old_id AND k.id = ANY($2::uuid[]) AND k.head_id IS NULL
 `
 
 type SupersedeSectionsParams struct {
@@ -803,6 +808,7 @@ type SupersedeSectionsParams struct {
 // Each changed section (a head, locked) superseded by its new version, no
 // earlier than it was made and than its earlier versions were superseded
 // (MarkSuperseded).
+// The ids again as a condition: read by the primary key (PutSections).
 func (q *Queries) SupersedeSections(ctx context.Context, arg SupersedeSectionsParams) error {
 	_, err := q.db.Exec(ctx, supersedeSections, arg.OrgID, arg.OldIds, arg.NewIds)
 	return err

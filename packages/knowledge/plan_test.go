@@ -1,0 +1,89 @@
+package knowledge_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/knowledge"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/knowledgetest"
+	"github.com/agentfleet/orchestrator/packages/testenv"
+)
+
+// Every tool of the agents reads what it is about, whatever the size of
+// the org: in an org of 3,000 other entries, on tables never analyzed, in
+// the plans a connection keeps for its statements (generic), no statement
+// of a store, supersession, correction, get, task link, relation, search
+// with hops, listing, document store and replacement, or forget reads
+// more than 50 rows of a knowledge table in one pass. On tables never
+// analyzed the planner believes an org's rows few, and a statement that
+// joins the org's entries to a few ids may read them all.
+func TestAgentToolsReadOnlyWhatTheyAreAbout(t *testing.T) {
+	t.Parallel()
+	testenv.SkipOnCluster(t, "reads auto_explain's plans on the coordinator, where Citus routes each statement whole")
+	b := setup(t)
+	const others = 3000
+	if _, err := b.pool.Exec(b.ctx, `INSERT INTO knowledge (org_id, title, body, created_by_agent_id)
+		SELECT $1, 'note ' || i, 'the body of note ' || i, $2 FROM generate_series(1, $3::int) i`,
+		b.org, b.alice.AgentID, others); err != nil {
+		t.Fatal(err)
+	}
+	b.indexAll(t)
+	task := b.mkTask(t, b.org)
+	pool, plans := b.db.ExplainPool(t, db.DefaultAppRole, "auto_explain.log_analyze=on", "auto_explain.log_timing=off",
+		"plan_cache_mode=force_generic_plan")
+	svc := knowledge.New(pool, knowledge.Options{Redis: b.redis.Client, Enqueuer: b.enq, Testing: knowledge.TestingKnobs{SimilarBudget: inTime}})
+	must := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	store := func(title, body string) uuid.UUID {
+		t.Helper()
+		r, err := svc.Store(b.ctx, b.alice, knowledge.StoreInput{Title: title, Body: body, Tags: []string{"pumps"}})
+		must("store "+title, err)
+		return r.ID
+	}
+	for round := range 2 { // the second round in the plans the connections keep
+		a := store("Pump seal replacement", "replace the mechanical seal when it weeps")
+		c := store("Valve torque table", "torque the flange bolts in a star pattern")
+		d := store("Pump seal replacement, revised", "replace the mechanical seal and the sleeve when it weeps")
+		_, err := svc.Supersede(b.ctx, b.alice, a, d)
+		must("supersede", err)
+		_, err = svc.Correct(b.ctx, b.alice, c, knowledge.StoreInput{Title: "Valve torque table, corrected", Body: "torque the flange bolts in a cross pattern"})
+		must("correct", err)
+		_, err = svc.Get(b.ctx, b.bob, d)
+		must("get", err)
+		_, err = svc.LinkTask(b.ctx, b.alice, d, knowledge.TaskRef{TaskID: task, Kind: knowledge.LinkProduced})
+		must("link task", err)
+		_, err = svc.TaskKnowledge(b.ctx, b.bob, task, "")
+		must("task knowledge", err)
+		_, err = svc.Link(b.ctx, b.alice, knowledge.LinkInput{FromID: d, ToID: c, Type: "RELATES_TO"})
+		must("link", err)
+		_, err = svc.Relations(b.ctx, b.bob, knowledge.RelationsInput{ID: d, Direction: "both"})
+		must("relations", err)
+		_, err = svc.Search(b.ctx, b.bob, knowledge.SearchInput{Query: "mechanical seal", Hops: 1})
+		must("search", err)
+		_, err = svc.List(b.ctx, b.bob, knowledge.ListInput{Tags: []string{"pumps"}})
+		must("list", err)
+		_, err = svc.Unlink(b.ctx, b.alice, d, c, "RELATES_TO")
+		must("unlink", err)
+		for v := range 2 {
+			_, err = svc.StoreDocument(b.ctx, b.alice, knowledge.DocumentInput{Title: "Pump manual", Source: "docs/pumps.md",
+				Content: "# Seals\n\nVersion " + string(rune('a'+round*2+v)) + " of the seals chapter.\n\n# Bearings\n\nGrease them yearly.\n"})
+			must("store document", err)
+		}
+		_, err = svc.Forget(b.ctx, b.alice, c, "test", false)
+		must("forget", err)
+	}
+	got := plans.All()
+	if len(got) < 50 {
+		t.Fatalf("%d plans gathered; want every statement of the tools", len(got))
+	}
+	if wide := knowledgetest.WideScans(got, 50); len(wide) > 0 {
+		t.Fatalf("in an org of %d other entries:\n%s", others, strings.Join(wide, "\n"))
+	}
+}
