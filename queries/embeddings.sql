@@ -15,8 +15,11 @@ JOIN (SELECT unnest(@org_ids::uuid[]) AS org_id, unnest(@ids::uuid[]) AS id,
              unnest(@generations::int[]) AS generation) j
   ON k.org_id = j.org_id AND k.id = j.id AND k.embedding_generation = j.generation
 -- org_id = ANY: on a Citus cluster the shards of the batch's orgs only
--- (the worker sends one org's jobs at a time there: jobs/handler.go).
-WHERE k.embedding_status = 'pending' AND k.org_id = ANY(@org_ids::uuid[]);
+-- (the worker sends one org's jobs at a time there: jobs/handler.go). The
+-- ids again as a condition: the entries are read by the primary key, not
+-- as the orgs' pending entries joined to the batch (a backlog of 1,800
+-- read for a batch of 32: TestEmbeddingBatchReadsOnlyItsEntries).
+WHERE k.embedding_status = 'pending' AND k.org_id = ANY(@org_ids::uuid[]) AND k.id = ANY(@ids::uuid[]);
 
 -- name: MarkEmbeddingReady :one
 -- No row: the entry is gone or moved on to another generation; nothing written.
@@ -84,11 +87,12 @@ JOIN (SELECT unnest(@org_ids::uuid[]) AS org_id, unnest(@ids::uuid[]) AS id,
 -- supersession, upkeep). The worker never waits for a row lock, so it is
 -- never part of a deadlock; the rows it skipped it tries again after a
 -- short back-off (packages/knowledge/outbox/outbox.go, WriteVectors).
+-- By the primary key, as ListJobEntries.
 SELECT k.org_id, k.id
 FROM knowledge k
 JOIN (SELECT unnest(@org_ids::uuid[]) AS org_id, unnest(@ids::uuid[]) AS id,
              unnest(@generations::int[]) AS generation) j
   ON k.org_id = j.org_id AND k.id = j.id AND k.embedding_generation = j.generation
-WHERE k.embedding_status = 'pending' AND k.org_id = ANY(@org_ids::uuid[])
+WHERE k.embedding_status = 'pending' AND k.org_id = ANY(@org_ids::uuid[]) AND k.id = ANY(@ids::uuid[])
 ORDER BY k.org_id, k.id
 FOR UPDATE OF k SKIP LOCKED;

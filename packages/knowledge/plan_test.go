@@ -1,6 +1,7 @@
 package knowledge_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -8,7 +9,9 @@ import (
 
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
+	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/knowledgetest"
+	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
 	"github.com/agentfleet/orchestrator/packages/testenv"
 )
 
@@ -85,5 +88,43 @@ func TestAgentToolsReadOnlyWhatTheyAreAbout(t *testing.T) {
 	}
 	if wide := knowledgetest.WideScans(got, 50); len(wide) > 0 {
 		t.Fatalf("in an org of %d other entries:\n%s", others, strings.Join(wide, "\n"))
+	}
+}
+
+// The worker's embedding batch reads its own entries, whatever the
+// backlog: with 3,000 other entries of the org waiting for their vectors,
+// no statement of a batch of three reads more than 50 rows of a knowledge
+// table in one pass (it read the org's pending entries and kept the
+// batch's: a backlog's catching up grew with the square of the backlog).
+func TestEmbeddingBatchReadsOnlyItsEntries(t *testing.T) {
+	t.Parallel()
+	testenv.SkipOnCluster(t, "reads auto_explain's plans on the coordinator, where Citus routes each statement whole")
+	b := setup(t)
+	const others = 3000
+	if _, err := b.pool.Exec(b.ctx, `INSERT INTO knowledge (org_id, title, body, created_by_agent_id)
+		SELECT $1, 'note ' || i, 'the body of note ' || i, $2 FROM generate_series(1, $3::int) i`,
+		b.org, b.alice.AgentID, others); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.count(t, "SELECT count(*) FROM knowledge WHERE org_id = $1 AND embedding_status = 'pending'", b.org); n != others {
+		t.Fatalf("%d entries pending; want the %d others", n, others)
+	}
+	pool, plans := b.db.ExplainPool(t, "postgres", "auto_explain.log_analyze=on", "auto_explain.log_timing=off",
+		"plan_cache_mode=force_generic_plan")
+	h := jobs.NewEmbedHandler(pool, embed.NewLocal(), jobs.HandlerOptions{})
+	for round := range 2 { // the second in the plans the connections keep
+		for i := range 3 {
+			b.store(t, b.alice, fmt.Sprintf("Pump seal %d.%d", round, i), "replace the mechanical seal when it weeps")
+		}
+		all := b.enq.All()
+		if err := h.Process(b.ctx, all[len(all)-3:]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := b.count(t, "SELECT count(*) FROM knowledge WHERE org_id = $1 AND embedding_status = 'ready'", b.org); n != 6 {
+		t.Fatalf("%d entries ready; want the 6 of the batches", n)
+	}
+	if wide := knowledgetest.WideScans(plans.All(), 50); len(wide) > 0 {
+		t.Fatalf("with %d other entries pending:\n%s", others, strings.Join(wide, "\n"))
 	}
 }
