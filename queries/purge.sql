@@ -86,10 +86,16 @@ DELETE FROM task_knowledge WHERE org_id = @org_id AND knowledge_id = ANY(@ids::u
 WITH st AS (
     SELECT s.config FROM knowledge_search_stats s WHERE s.org_id = @org_id
 ),
+-- The erased entries by the primary key, one look-up each, and those still
+-- queued as one array: as a join, on tables never analyzed, the planner
+-- read the org's entries, and its queue once for each of them.
 gone AS (
-    SELECT k.id, k.title, k.body FROM knowledge k
-    WHERE k.org_id = @org_id AND k.id = ANY(@ids::uuid[])
-      AND NOT EXISTS (SELECT 1 FROM knowledge_index_queue q WHERE q.org_id = @org_id AND q.entry_id = k.id)
+    SELECT k.id, k.title, k.body
+    FROM (SELECT DISTINCT unnest(@ids::uuid[]) AS id) x
+    CROSS JOIN LATERAL (SELECT k.id, k.title, k.body FROM knowledge k
+                        WHERE k.org_id = @org_id AND k.id = x.id LIMIT 1) k
+    WHERE k.id <> ALL (ARRAY(SELECT q.entry_id FROM knowledge_index_queue q
+                             WHERE q.org_id = @org_id AND q.entry_id = ANY(@ids::uuid[])))
 ),
 terms AS MATERIALIZED (
     SELECT g.id AS entry_id, a.field, a.passage, a.term, a.len

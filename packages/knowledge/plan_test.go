@@ -34,6 +34,12 @@ func TestAgentToolsReadOnlyWhatTheyAreAbout(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.indexAll(t)
+	// And some the indexer has not reached yet.
+	if _, err := b.pool.Exec(b.ctx, `INSERT INTO knowledge (org_id, title, body, created_by_agent_id)
+		SELECT $1, 'queued note ' || i, 'the body of queued note ' || i, $2 FROM generate_series(1, 300) i`,
+		b.org, b.alice.AgentID); err != nil {
+		t.Fatal(err)
+	}
 	task := b.mkTask(t, b.org)
 	pool, plans := b.db.ExplainPool(t, db.DefaultAppRole, "auto_explain.log_analyze=on", "auto_explain.log_timing=off",
 		"plan_cache_mode=force_generic_plan")
