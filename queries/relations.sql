@@ -158,7 +158,10 @@ SELECT p.key::text AS key, p.type::text AS type, p.dir::text AS dir, p.other_id:
        p.valid_from::timestamptz AS valid_from, p.note, p.created_by_agent_id, p.valid_to,
        k.title, k.superseded_by, k.expires_at
 FROM page p
-JOIN knowledge k ON k.org_id = @org_id AND k.id = p.other_id
+-- Each by the primary key: as a join, the planner, believing an org's rows
+-- few on tables never analyzed, read the org's entries for the page.
+CROSS JOIN LATERAL (SELECT k.title, k.superseded_by, k.expires_at FROM knowledge k
+                    WHERE k.org_id = @org_id AND k.id = p.other_id LIMIT 1) k
 ORDER BY p.valid_from DESC, p.key DESC;
 
 -- name: RelationCounts :many

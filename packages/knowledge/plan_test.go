@@ -41,22 +41,25 @@ func TestAgentToolsReadOnlyWhatTheyAreAbout(t *testing.T) {
 		t.Fatal(err)
 	}
 	task := b.mkTask(t, b.org)
-	pool, plans := b.db.ExplainPool(t, db.DefaultAppRole, "auto_explain.log_analyze=on", "auto_explain.log_timing=off",
-		"plan_cache_mode=force_generic_plan")
-	svc := knowledge.New(pool, knowledge.Options{Redis: b.redis.Client, Enqueuer: b.enq, Testing: knowledge.TestingKnobs{SimilarBudget: inTime}})
+	var plans []string
 	must := func(what string, err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
-	store := func(title, body string) uuid.UUID {
-		t.Helper()
-		r, err := svc.Store(b.ctx, b.alice, knowledge.StoreInput{Title: title, Body: body, Tags: []string{"pumps"}})
-		must("store "+title, err)
-		return r.ID
-	}
-	for round := range 2 { // the second round in the plans the connections keep
+	// First in the plans made for each call's arguments, then in the plans
+	// the connections keep.
+	for round, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		pool, ps := b.db.ExplainPool(t, db.DefaultAppRole, "auto_explain.log_analyze=on", "auto_explain.log_timing=off",
+			"plan_cache_mode="+mode)
+		svc := knowledge.New(pool, knowledge.Options{Redis: b.redis.Client, Enqueuer: b.enq, Testing: knowledge.TestingKnobs{SimilarBudget: inTime}})
+		store := func(title, body string) uuid.UUID {
+			t.Helper()
+			r, err := svc.Store(b.ctx, b.alice, knowledge.StoreInput{Title: title, Body: body, Tags: []string{"pumps"}})
+			must("store "+title, err)
+			return r.ID
+		}
 		a := store("Pump seal replacement", "replace the mechanical seal when it weeps")
 		c := store("Valve torque table", "torque the flange bolts in a star pattern")
 		d := store("Pump seal replacement, revised", "replace the mechanical seal and the sleeve when it weeps")
@@ -87,8 +90,9 @@ func TestAgentToolsReadOnlyWhatTheyAreAbout(t *testing.T) {
 		}
 		_, err = svc.Forget(b.ctx, b.alice, c, "test", false)
 		must("forget", err)
+		plans = append(plans, ps.All()...)
 	}
-	got := plans.All()
+	got := plans
 	if len(got) < 50 {
 		t.Fatalf("%d plans gathered; want every statement of the tools", len(got))
 	}
@@ -115,22 +119,31 @@ func TestEmbeddingBatchReadsOnlyItsEntries(t *testing.T) {
 	if n := b.count(t, "SELECT count(*) FROM knowledge WHERE org_id = $1 AND embedding_status = 'pending'", b.org); n != others {
 		t.Fatalf("%d entries pending; want the %d others", n, others)
 	}
-	pool, plans := b.db.ExplainPool(t, "postgres", "auto_explain.log_analyze=on", "auto_explain.log_timing=off",
-		"plan_cache_mode=force_generic_plan")
-	h := jobs.NewEmbedHandler(pool, embed.NewLocal(), jobs.HandlerOptions{})
-	for round := range 2 { // the second in the plans the connections keep
-		for i := range 3 {
-			b.store(t, b.alice, fmt.Sprintf("Pump seal %d.%d", round, i), "replace the mechanical seal when it weeps")
+	var plans []string
+	// A batch of three and one of the worker's 32 (the planner weighs a
+	// look-up per id against the org's pending entries it believes few),
+	// first in the plans made for their arguments, then in the plans the
+	// connections keep.
+	const batches = 2 * (3 + 32)
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		pool, ps := b.db.ExplainPool(t, "postgres", "auto_explain.log_analyze=on", "auto_explain.log_timing=off",
+			"plan_cache_mode="+mode)
+		h := jobs.NewEmbedHandler(pool, embed.NewLocal(), jobs.HandlerOptions{})
+		for _, n := range []int{3, 32} {
+			for i := range n {
+				b.store(t, b.alice, fmt.Sprintf("Pump seal %s %d.%d", mode, n, i), "replace the mechanical seal when it weeps")
+			}
+			all := b.enq.All()
+			if err := h.Process(b.ctx, all[len(all)-n:]); err != nil {
+				t.Fatal(err)
+			}
 		}
-		all := b.enq.All()
-		if err := h.Process(b.ctx, all[len(all)-3:]); err != nil {
-			t.Fatal(err)
-		}
+		plans = append(plans, ps.All()...)
 	}
-	if n := b.count(t, "SELECT count(*) FROM knowledge WHERE org_id = $1 AND embedding_status = 'ready'", b.org); n != 6 {
-		t.Fatalf("%d entries ready; want the 6 of the batches", n)
+	if n := b.count(t, "SELECT count(*) FROM knowledge WHERE org_id = $1 AND embedding_status = 'ready'", b.org); n != batches {
+		t.Fatalf("%d entries ready; want the %d of the batches", n, batches)
 	}
-	if wide := knowledgetest.WideScans(plans.All(), 50); len(wide) > 0 {
+	if wide := knowledgetest.WideScans(plans, 50); len(wide) > 0 {
 		t.Fatalf("with %d other entries pending:\n%s", others, strings.Join(wide, "\n"))
 	}
 }
