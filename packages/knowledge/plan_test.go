@@ -25,21 +25,13 @@ import (
 // joins the org's entries to a few ids may read them all.
 func TestAgentToolsReadOnlyWhatTheyAreAbout(t *testing.T) {
 	t.Parallel()
-	testenv.SkipOnCluster(t, "reads auto_explain's plans on the coordinator, where Citus routes each statement whole")
+	testenv.SkipOnCluster(t, knowledgetest.PlansOnCoordinator)
 	b := setup(t)
 	const others = 3000
-	if _, err := b.pool.Exec(b.ctx, `INSERT INTO knowledge (org_id, title, body, created_by_agent_id)
-		SELECT $1, 'note ' || i, 'the body of note ' || i, $2 FROM generate_series(1, $3::int) i`,
-		b.org, b.alice.AgentID, others); err != nil {
-		t.Fatal(err)
-	}
+	knowledgetest.FillOrg(b.ctx, t, b.pool, b.org, b.alice.AgentID, others, "note")
 	b.indexAll(t)
 	// And some the indexer has not reached yet.
-	if _, err := b.pool.Exec(b.ctx, `INSERT INTO knowledge (org_id, title, body, created_by_agent_id)
-		SELECT $1, 'queued note ' || i, 'the body of queued note ' || i, $2 FROM generate_series(1, 300) i`,
-		b.org, b.alice.AgentID); err != nil {
-		t.Fatal(err)
-	}
+	knowledgetest.FillOrg(b.ctx, t, b.pool, b.org, b.alice.AgentID, 300, "queued note")
 	task := b.mkTask(t, b.org)
 	var plans []string
 	must := func(what string, err error) {
@@ -50,9 +42,8 @@ func TestAgentToolsReadOnlyWhatTheyAreAbout(t *testing.T) {
 	}
 	// First in the plans made for each call's arguments, then in the plans
 	// the connections keep.
-	for round, mode := range []string{"force_custom_plan", "force_generic_plan"} {
-		pool, ps := b.db.ExplainPool(t, db.DefaultAppRole, "auto_explain.log_analyze=on", "auto_explain.log_timing=off",
-			"plan_cache_mode="+mode)
+	for round, mode := range knowledgetest.PlanModes {
+		pool, ps := knowledgetest.PlanPool(t, b.db, db.DefaultAppRole, mode)
 		svc := knowledge.New(pool, knowledge.Options{Redis: b.redis.Client, Enqueuer: b.enq, Testing: knowledge.TestingKnobs{SimilarBudget: inTime}})
 		store := func(title, body string) uuid.UUID {
 			t.Helper()
@@ -108,14 +99,10 @@ func TestAgentToolsReadOnlyWhatTheyAreAbout(t *testing.T) {
 // batch's: a backlog's catching up grew with the square of the backlog).
 func TestEmbeddingBatchReadsOnlyItsEntries(t *testing.T) {
 	t.Parallel()
-	testenv.SkipOnCluster(t, "reads auto_explain's plans on the coordinator, where Citus routes each statement whole")
+	testenv.SkipOnCluster(t, knowledgetest.PlansOnCoordinator)
 	b := setup(t)
 	const others = 3000
-	if _, err := b.pool.Exec(b.ctx, `INSERT INTO knowledge (org_id, title, body, created_by_agent_id)
-		SELECT $1, 'note ' || i, 'the body of note ' || i, $2 FROM generate_series(1, $3::int) i`,
-		b.org, b.alice.AgentID, others); err != nil {
-		t.Fatal(err)
-	}
+	knowledgetest.FillOrg(b.ctx, t, b.pool, b.org, b.alice.AgentID, others, "note")
 	if n := b.count(t, "SELECT count(*) FROM knowledge WHERE org_id = $1 AND embedding_status = 'pending'", b.org); n != others {
 		t.Fatalf("%d entries pending; want the %d others", n, others)
 	}
@@ -125,9 +112,8 @@ func TestEmbeddingBatchReadsOnlyItsEntries(t *testing.T) {
 	// first in the plans made for their arguments, then in the plans the
 	// connections keep.
 	const batches = 2 * (3 + 32)
-	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
-		pool, ps := b.db.ExplainPool(t, "postgres", "auto_explain.log_analyze=on", "auto_explain.log_timing=off",
-			"plan_cache_mode="+mode)
+	for _, mode := range knowledgetest.PlanModes {
+		pool, ps := knowledgetest.PlanPool(t, b.db, "postgres", mode)
 		h := jobs.NewEmbedHandler(pool, embed.NewLocal(), jobs.HandlerOptions{})
 		for _, n := range []int{3, 32} {
 			for i := range n {

@@ -22,22 +22,17 @@ import (
 // read every entry of the org in each of six statements.
 func TestDocumentStoresReadOnlyTheirEntries(t *testing.T) {
 	t.Parallel()
-	testenv.SkipOnCluster(t, "reads auto_explain's plans on the coordinator, where Citus routes each statement whole")
+	testenv.SkipOnCluster(t, knowledgetest.PlansOnCoordinator)
 	b := setup(t)
 	const others = 3000
-	if _, err := b.pool.Exec(b.ctx, `INSERT INTO knowledge (org_id, title, body, created_by_agent_id)
-		SELECT $1, 'note ' || i, 'the body of note ' || i, $2 FROM generate_series(1, $3::int) i`,
-		b.org, b.alice.AgentID, others); err != nil {
-		t.Fatal(err)
-	}
+	knowledgetest.FillOrg(b.ctx, t, b.pool, b.org, b.alice.AgentID, others, "note")
 	// A document of 40 chapters (the planner weighs a look-up per id
 	// against the org's entries it believes few), in the plans made for
 	// each call's arguments, then in the plans the connections keep.
 	const chapters = 40
 	var got []string
-	for m, mode := range []string{"force_custom_plan", "force_generic_plan"} {
-		pool, plans := b.db.ExplainPool(t, db.DefaultAppRole, "auto_explain.log_analyze=on", "auto_explain.log_timing=off",
-			"plan_cache_mode="+mode)
+	for m, mode := range knowledgetest.PlanModes {
+		pool, plans := knowledgetest.PlanPool(t, b.db, db.DefaultAppRole, mode)
 		svc := server{documents.New(data.New(pool), documents.Options{Enqueuer: b.enq})}
 		in := domain.DocumentInput{Title: "Pump manual", Content: manual(chapters, same), Source: fmt.Sprintf("docs/pumps-%d.md", m)}
 		for v := range 3 { // the first store, then replacements changing half the sections

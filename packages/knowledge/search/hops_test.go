@@ -221,7 +221,7 @@ func TestSearchHopsBoundEdges(t *testing.T) {
 // rows few, read the org once for each of them.
 func TestSearchHopsReadOnlyTheEntriesReached(t *testing.T) {
 	t.Parallel()
-	testenv.SkipOnCluster(t, "reads auto_explain's plans on the coordinator, where Citus routes each statement whole")
+	testenv.SkipOnCluster(t, knowledgetest.PlansOnCoordinator)
 	b := setup(t)
 	hit := b.store(t, b.alice, "Autovacuum tuning for hot tables", "autovacuum_vacuum_scale_factor 0.05 keeps bloat down", "postgres")
 	runbook := b.store(t, b.alice, "Runbook: when the queue stalls", "drain workers, restart the broker, check lag", "postgres")
@@ -231,13 +231,8 @@ func TestSearchHopsReadOnlyTheEntriesReached(t *testing.T) {
 	b.indexAll(t)
 	b.embedPending(t)
 	const others = 3000
-	if _, err := b.pool.Exec(b.ctx, `INSERT INTO knowledge (org_id, title, body, created_by_agent_id)
-		SELECT $1, 'note ' || i, 'the body of note ' || i, $2 FROM generate_series(1, $3::int) i`,
-		b.org, b.alice.AgentID, others); err != nil {
-		t.Fatal(err)
-	}
-	pool, plans := b.db.ExplainPool(t, db.DefaultAppRole, "auto_explain.log_analyze=on", "auto_explain.log_timing=off",
-		"plan_cache_mode=force_generic_plan")
+	knowledgetest.FillOrg(b.ctx, t, b.pool, b.org, b.alice.AgentID, others, "note")
+	pool, plans := knowledgetest.PlanPool(t, b.db, db.DefaultAppRole, "force_generic_plan")
 	svc := knowledge.New(pool, knowledge.Options{Redis: b.redis.Client, Enqueuer: b.enq, Testing: knowledge.TestingKnobs{SimilarBudget: inTime}})
 	for range 2 {
 		res, err := svc.Search(b.ctx, b.bob, knowledge.SearchInput{Query: "autovacuum scale factor", Hops: 2})

@@ -15,10 +15,12 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
+	"github.com/agentfleet/orchestrator/packages/testenv"
 )
 
 // WantCode fails t unless err is an *errs.Error of code on field, and
@@ -110,4 +112,32 @@ func WideScans(plans []string, most int) []string {
 		}
 	}
 	return out
+}
+
+// PlanModes are the plans a plan test runs each statement in: the one
+// made for each call's arguments, then the generic one a connection keeps
+// for a statement once it has run five times.
+var PlanModes = []string{"force_custom_plan", "force_generic_plan"}
+
+// PlansOnCoordinator is why a plan test skips on a Citus cluster.
+const PlansOnCoordinator = "reads auto_explain's plans on the coordinator, where Citus routes each statement whole"
+
+// PlanPool is d's testenv ExplainPool as role, with the plan tests'
+// settings: auto_explain's analyze (rows, without timing) and the plan
+// mode, one of PlanModes.
+func PlanPool(t testing.TB, d *testenv.Database, role, mode string) (*pgxpool.Pool, *testenv.Plans) {
+	t.Helper()
+	return d.ExplainPool(t, role, "auto_explain.log_analyze=on", "auto_explain.log_timing=off", "plan_cache_mode="+mode)
+}
+
+// FillOrg writes n plain entries of org by agent, in one statement: the
+// other entries of a plan test's org (waiting for the indexer and for
+// their vectors).
+func FillOrg(ctx context.Context, t testing.TB, pool *pgxpool.Pool, org, agent uuid.UUID, n int, title string) {
+	t.Helper()
+	if _, err := pool.Exec(ctx, `INSERT INTO knowledge (org_id, title, body, created_by_agent_id)
+		SELECT $1, $4 || ' ' || i, 'the body of ' || $4 || ' ' || i, $2 FROM generate_series(1, $3::int) i`,
+		org, agent, n, title); err != nil {
+		t.Fatal(err)
+	}
 }
