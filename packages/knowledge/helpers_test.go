@@ -34,6 +34,7 @@ type bundle struct {
 	svc        *knowledge.Service // as the application's role (row-level security applies)
 	ops        *knowledge.Service // as the schema's owner: the worker's and ctl's calls across orgs
 	enq        *recordingEnqueuer
+	opts       knowledge.Options // svc's and ops': a service on another pool is made with them
 	org, other uuid.UUID
 	alice, bob knowledge.Caller // agents of org
 	eve        knowledge.Caller // agent of other
@@ -61,6 +62,7 @@ func setup(t testing.TB, opts ...option) *bundle {
 	for _, f := range opts {
 		f(&o)
 	}
+	b.opts = o
 	b.svc = knowledge.New(db.AppPool(t), o)
 	b.ops = knowledge.New(db.Pool, o)
 	return b

@@ -16,8 +16,9 @@ import (
 )
 
 // Every tool of the agents reads what it is about, whatever the size of
-// the org: in an org of 3,000 other entries, on tables never analyzed, in
-// the plans a connection keeps for its statements (generic), no statement
+// the org: in an org of 3,000 other entries and 300 the indexer has not reached,
+// on tables never analyzed, in the plans made for each call's arguments
+// and in the generic ones a connection keeps, no statement
 // of a store, supersession, correction, get, task link, relation, search
 // with hops, listing, document store and replacement, or forget reads
 // more than 50 rows of a knowledge table in one pass. On tables never
@@ -44,7 +45,7 @@ func TestAgentToolsReadOnlyWhatTheyAreAbout(t *testing.T) {
 	// the connections keep.
 	for round, mode := range knowledgetest.PlanModes {
 		pool, ps := knowledgetest.PlanPool(t, b.db, db.DefaultAppRole, mode)
-		svc := knowledge.New(pool, knowledge.Options{Redis: b.redis.Client, Enqueuer: b.enq, Testing: knowledge.TestingKnobs{SimilarBudget: inTime}})
+		svc := knowledge.New(pool, b.opts)
 		store := func(title, body string) uuid.UUID {
 			t.Helper()
 			r, err := svc.Store(b.ctx, b.alice, knowledge.StoreInput{Title: title, Body: body, Tags: []string{"pumps"}})
@@ -83,18 +84,17 @@ func TestAgentToolsReadOnlyWhatTheyAreAbout(t *testing.T) {
 		must("forget", err)
 		plans = append(plans, ps.All()...)
 	}
-	got := plans
-	if len(got) < 50 {
-		t.Fatalf("%d plans gathered; want every statement of the tools", len(got))
+	if len(plans) < 50 {
+		t.Fatalf("%d plans gathered; want every statement of the tools", len(plans))
 	}
-	if wide := knowledgetest.WideScans(got, 50); len(wide) > 0 {
+	if wide := knowledgetest.WideScans(plans, 50); len(wide) > 0 {
 		t.Fatalf("in an org of %d other entries:\n%s", others, strings.Join(wide, "\n"))
 	}
 }
 
 // The worker's embedding batch reads its own entries, whatever the
 // backlog: with 3,000 other entries of the org waiting for their vectors,
-// no statement of a batch of three reads more than 50 rows of a knowledge
+// no statement of a batch reads more than 50 rows of a knowledge
 // table in one pass (it read the org's pending entries and kept the
 // batch's: a backlog's catching up grew with the square of the backlog).
 func TestEmbeddingBatchReadsOnlyItsEntries(t *testing.T) {

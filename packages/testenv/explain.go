@@ -56,13 +56,6 @@ func (p *Plans) All() []string {
 	return slices.Clone(p.all)
 }
 
-// Reset forgets the plans gathered so far.
-func (p *Plans) Reset() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.all = nil
-}
-
 // ExplainPool is a pool on d as role (db.DefaultAppRole: under
 // row-level security, as the MCP server runs), closed with the test, on
 // whose connections auto_explain sends every statement's plan, nested ones

@@ -233,7 +233,7 @@ func TestSearchHopsReadOnlyTheEntriesReached(t *testing.T) {
 	const others = 3000
 	knowledgetest.FillOrg(b.ctx, t, b.pool, b.org, b.alice.AgentID, others, "note")
 	pool, plans := knowledgetest.PlanPool(t, b.db, db.DefaultAppRole, "force_generic_plan")
-	svc := knowledge.New(pool, knowledge.Options{Redis: b.redis.Client, Enqueuer: b.enq, Testing: knowledge.TestingKnobs{SimilarBudget: inTime}})
+	svc := knowledge.New(pool, b.opts)
 	for range 2 {
 		res, err := svc.Search(b.ctx, b.bob, knowledge.SearchInput{Query: "autovacuum scale factor", Hops: 2})
 		if err != nil {
