@@ -3,8 +3,10 @@ package knowledge_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +20,7 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/knowledgetest"
 	"github.com/agentfleet/orchestrator/packages/knowledge/jobs"
+	"github.com/agentfleet/orchestrator/packages/knowledge/outbox"
 	"github.com/agentfleet/orchestrator/packages/testenv"
 	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
 )
@@ -214,7 +217,14 @@ func (b *bundle) raceWorker(ctx context.Context, wg *sync.WaitGroup, h *jobs.Emb
 			}
 			for len(js) > 0 && ctx.Err() == nil {
 				n := min(batch, len(js))
-				report("embed", h.Process(ctx, js[:n]))
+				err := h.Process(ctx, js[:n])
+				if errors.Is(err, outbox.ErrRowsBusy) {
+					// Rows a purge held past the write's back-off: the
+					// task is retried, as asynq does, after the others.
+					js = slices.Concat(js[n:], js[:n])
+					continue
+				}
+				report("embed", err)
 				js = js[n:]
 			}
 			time.Sleep(5 * time.Millisecond)

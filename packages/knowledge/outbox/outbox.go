@@ -110,6 +110,11 @@ const (
 	WriteBackoff  = 50 * time.Millisecond
 )
 
+// ErrRowsBusy is the error WriteVectors wraps when rows were still held by
+// another transaction after WriteAttempts: nothing is lost, the task is
+// retried (asynq's back-off), and a retry writes only what is still pending.
+var ErrRowsBusy = errors.New("entries held by another transaction (a purge or forget in progress?)")
+
 // VectorsWritten is what WriteVectors did.
 type VectorsWritten struct {
 	Ready int // entries given their vectors
@@ -177,7 +182,7 @@ func (o *Outbox) WriteRun(ctx context.Context, model string, entries []PendingEn
 			if err != nil {
 				return fmt.Errorf("write vectors: %w", err)
 			}
-			return fmt.Errorf("write vectors: %d entries held by another transaction (a purge or forget in progress?) after %d attempts; the task is retried", len(busy), attempt)
+			return fmt.Errorf("write vectors: %d %w after %d attempts; the task is retried", len(busy), ErrRowsBusy, attempt)
 		}
 		select {
 		case <-ctx.Done():
