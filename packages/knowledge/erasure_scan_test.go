@@ -156,7 +156,7 @@ func erasureRace(t *testing.T, round int) {
 	}
 	// The metadata pairs hold hashes, not words: no pair is left of an
 	// erased entry when the table is exactly the pairs of the rows left.
-	b.wantMetadataPairsTrue(t, fmt.Sprintf("round %d", round))
+	b.wantLookupTablesTrue(t, fmt.Sprintf("round %d", round))
 	after := b.indexState(t, org)
 	if _, err := b.ops.Operations().SetTextSearchConfig(b.ctx, org, "english"); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
@@ -40,20 +41,47 @@ func (b *bundle) metadataPairsDrift(t *testing.T) []string {
 	return out
 }
 
-func (b *bundle) wantMetadataPairsTrue(t *testing.T, when string) {
+// similarKeysDrift lists the entries whose keys knowledge_similar_keys
+// holds wrongly, or lacks (db/migrations/00042): the table is exactly the
+// keys of the entries that have them, in every org.
+func (b *bundle) similarKeysDrift(t *testing.T) []string {
+	t.Helper()
+	rows, err := b.pool.Query(b.ctx, `
+		WITH want AS (SELECT k.org_id, k.id AS entry_id, k.similar_keys AS keys FROM knowledge k WHERE k.similar_keys IS NOT NULL)
+		(SELECT 'extra ' || entry_id::text FROM (SELECT org_id, entry_id, keys FROM knowledge_similar_keys EXCEPT ALL SELECT * FROM want) x)
+		UNION ALL
+		(SELECT 'missing ' || entry_id::text FROM (SELECT * FROM want EXCEPT ALL SELECT org_id, entry_id, keys FROM knowledge_similar_keys) y)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// wantLookupTablesTrue fails t unless the tables kept by triggers on
+// knowledge (the metadata pairs, the duplicate check's keys) are exactly
+// what the entries say.
+func (b *bundle) wantLookupTablesTrue(t *testing.T, when string) {
 	t.Helper()
 	if drift := b.metadataPairsDrift(t); len(drift) > 0 {
 		t.Fatalf("%s: knowledge_metadata_pairs differs from the entries' metadata (%d rows): %v", when, len(drift), drift[:min(len(drift), 10)])
 	}
+	if drift := b.similarKeysDrift(t); len(drift) > 0 {
+		t.Fatalf("%s: knowledge_similar_keys differs from the entries' keys (%d rows): %v", when, len(drift), drift[:min(len(drift), 10)])
+	}
 }
 
-// The pairs a metadata filter reads its matches from follow the entries
-// through every way an entry is written and erased: store, correct,
+// The pairs a metadata filter reads its matches from, and the keys the
+// duplicate check reads, follow the entries through every way an entry is
+// written and erased: store, correct,
 // supersede, documents' sections (and their replacement), import, forget
-// and purge. After each step the table is exactly the pairs of the
-// entries that exist; the filters find what the entries' metadata says
+// and purge. After each step the tables are exactly the pairs and keys of
+// the entries that exist; the filters find what the entries' metadata says
 // (a number however written: 2, 2.0 and 2.00 are one value to a filter).
-func TestMetadataPairsFollowEntries(t *testing.T) {
+func TestLookupTablesFollowEntries(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	meta := func(i int) map[string]any {
@@ -72,7 +100,7 @@ func TestMetadataPairsFollowEntries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.wantMetadataPairsTrue(t, "after stores")
+	b.wantLookupTablesTrue(t, "after stores")
 
 	corr, err := b.svc.Correct(b.ctx, b.alice, mine[0], knowledge.StoreInput{Title: "note 0, corrected", Body: "pump 0 valve, corrected",
 		Metadata: map[string]any{"env": "dev", "shard": 9}})
@@ -82,19 +110,19 @@ func TestMetadataPairsFollowEntries(t *testing.T) {
 	if _, err := b.svc.Supersede(b.ctx, b.alice, mine[1], mine[2]); err != nil {
 		t.Fatal(err)
 	}
-	b.wantMetadataPairsTrue(t, "after correct and supersede")
+	b.wantLookupTablesTrue(t, "after correct and supersede")
 
 	doc := b.storeDoc(t, b.alice, knowledge.DocumentInput{Title: "Pump manual", Content: manual(3, same), Metadata: map[string]any{"env": "prod", "manual": true}})
 	b.storeDoc(t, b.alice, knowledge.DocumentInput{Title: "Pump manual", Content: manual(4, func(i int) string { return same(i) + " v2" }),
 		Metadata: map[string]any{"env": "prod", "manual": true}})
-	b.wantMetadataPairsTrue(t, "after a document and its replacement")
+	b.wantLookupTablesTrue(t, "after a document and its replacement")
 
 	exported, _ := b.export(t, b.svc, b.org, false)
 	imported := b.mkOrg(t, "imported")
 	if _, err := b.ops.Operations().Import(b.ctx, imported, opener(exported), knowledge.ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	b.wantMetadataPairsTrue(t, "after an import")
+	b.wantLookupTablesTrue(t, "after an import")
 	if n := b.count(t, "SELECT count(*) FROM knowledge_metadata_pairs WHERE org_id = $1", imported); n == 0 {
 		t.Fatal("the imported entries have no pairs")
 	}
@@ -134,14 +162,14 @@ func TestMetadataPairsFollowEntries(t *testing.T) {
 	if _, err := b.svc.Forget(b.ctx, b.alice, doc.ID, "replaced", false); err != nil {
 		t.Fatal(err)
 	}
-	b.wantMetadataPairsTrue(t, "after forget")
+	b.wantLookupTablesTrue(t, "after forget")
 	if n := b.count(t, "SELECT count(*) FROM knowledge_metadata_pairs WHERE org_id = $1 AND entry_id = ANY($2)", b.org, []uuid.UUID{mine[3], doc.ID}); n != 0 {
 		t.Fatalf("%d pairs of forgotten entries left", n)
 	}
 	if _, err := b.ops.Operations().Purge(b.ctx, b.org, knowledge.PurgeScope{Agent: b.alice.AgentID}, false); err != nil {
 		t.Fatal(err)
 	}
-	b.wantMetadataPairsTrue(t, "after purge --agent")
+	b.wantLookupTablesTrue(t, "after purge --agent")
 	if n := b.count(t, "SELECT count(*) FROM knowledge_metadata_pairs WHERE org_id = $1", b.org); n != 0 {
 		t.Fatalf("%d pairs of the purged agent's entries left (%s had none)", n, plain)
 	}
@@ -151,7 +179,7 @@ func TestMetadataPairsFollowEntries(t *testing.T) {
 	if _, err := b.ops.Operations().Purge(b.ctx, imported, knowledge.PurgeScope{All: true}, false); err != nil {
 		t.Fatal(err)
 	}
-	b.wantMetadataPairsTrue(t, "after purge --all")
+	b.wantLookupTablesTrue(t, "after purge --all")
 	if n := b.count(t, "SELECT count(*) FROM knowledge_metadata_pairs WHERE org_id = $1", imported); n != 0 {
 		t.Fatalf("%d pairs of the purged org left", n)
 	}
@@ -177,7 +205,7 @@ func TestMigrationBackfillsMetadataPairs(t *testing.T) {
 	if _, err := db.Migrate(b.ctx, b.pool); err != nil {
 		t.Fatal(err)
 	}
-	b.wantMetadataPairsTrue(t, "after the migration")
+	b.wantLookupTablesTrue(t, "after the migration")
 	l, err := b.svc.List(b.ctx, b.alice, knowledge.ListInput{Filters: knowledge.Filters{Metadata: map[string]any{"env": "dev", "n": 3}}})
 	if err != nil {
 		t.Fatal(err)
@@ -185,4 +213,49 @@ func TestMigrationBackfillsMetadataPairs(t *testing.T) {
 	if len(l.Hits) != 1 || l.Hits[0].ID != ids[3] {
 		t.Fatalf("an entry stored before the migration, filtered after it: %+v", l.Hits)
 	}
+}
+
+// Migration 00042 gives the entries that have keys their rows in the
+// duplicate check's table, and takes the look-up there: entries stored
+// before it are found by their keys after it (and Down puts the look-up
+// back on the entries' table, which finds them as well).
+func TestMigrationMovesSimilarKeys(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	copyOf := func(i int) knowledge.StoreInput {
+		// Only common words: the keys find these, the rare terms cannot
+		// (nothing is indexed).
+		return knowledge.StoreInput{Title: fmt.Sprintf("common words entry %d", i), Body: "service config error timeout retry queue worker"}
+	}
+	found := func(when string, want uuid.UUID) {
+		t.Helper()
+		r, err := b.svc.Store(b.ctx, b.bob, copyOf(0))
+		if err != nil {
+			t.Fatalf("%s: %v", when, err)
+		}
+		if !slices.ContainsFunc(r.Similar, func(s knowledge.Similar) bool { return s.ID == want }) {
+			t.Fatalf("%s: a copy's similar list %+v misses %s", when, r.Similar, want)
+		}
+		if _, err := b.svc.Forget(b.ctx, b.bob, r.ID, "test copy", false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.MigrateDownTo(b.ctx, b.pool, 41); err != nil {
+		t.Fatal(err)
+	}
+	orig := b.store(t, b.alice, copyOf(0).Title, copyOf(0).Body)
+	found("before the migration", orig)
+	// As ctl migrate does: the migrations, then the roles' grants (the
+	// application writes the new table through the triggers).
+	if _, err := db.Migrate(b.ctx, b.pool); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.EnsureRoles(b.ctx, b.pool, db.DefaultRoles()); err != nil {
+		t.Fatal(err)
+	}
+	b.wantLookupTablesTrue(t, "after the migration")
+	if n := b.count(t, "SELECT count(*) FROM knowledge_similar_keys WHERE org_id = $1", b.org); n != 1 {
+		t.Fatalf("the look-up's table holds %d entries of the org, want the one stored before", n)
+	}
+	found("after the migration", orig)
 }

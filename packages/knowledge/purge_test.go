@@ -240,7 +240,7 @@ func TestPurgeAgentAndOrg(t *testing.T) {
 		t.Fatalf("purge of the org: %+v %v", rep, err)
 	}
 	for _, tbl := range []string{"knowledge", "knowledge_postings", "knowledge_term_stats", "knowledge_search_stats",
-		"knowledge_index_queue", "knowledge_supersessions", "task_knowledge", "knowledge_metadata_pairs"} {
+		"knowledge_index_queue", "knowledge_supersessions", "task_knowledge", "knowledge_metadata_pairs", "knowledge_similar_keys"} {
 		if n := b.count(t, "SELECT count(*) FROM "+tbl+" WHERE org_id = $1", b.org); n != 0 {
 			t.Errorf("%s: %d rows of the purged org left", tbl, n)
 		}

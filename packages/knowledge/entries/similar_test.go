@@ -100,6 +100,9 @@ func TestUpkeepBackfillsSimilarKeys(t *testing.T) {
 	if _, err := b.pool.Exec(b.ctx, "UPDATE knowledge SET similar_keys = NULL"); err != nil {
 		t.Fatal(err)
 	}
+	if n := b.count(t, "SELECT count(*) FROM knowledge_similar_keys WHERE org_id = $1", b.org); n != 0 {
+		t.Fatalf("the look-up's table holds %d entries' keys after they were cleared", n)
+	}
 	rep, err := b.maint().Upkeep(b.ctx)
 	if err != nil || rep.SimilarKeys != 5 {
 		t.Fatalf("upkeep: %+v %v", rep, err)
@@ -110,6 +113,9 @@ func TestUpkeepBackfillsSimilarKeys(t *testing.T) {
 	}
 	if n := b.count(t, "SELECT count(DISTINCT similar_keys) FROM knowledge WHERE org_id = $1", b.org); n != stored {
 		t.Fatalf("%d distinct key sets after the backfill, %d before", n, stored)
+	}
+	if n := b.count(t, "SELECT count(*) FROM knowledge_similar_keys s JOIN knowledge k ON k.id = s.entry_id AND k.org_id = s.org_id AND k.similar_keys = s.keys WHERE s.org_id = $1", b.org); n != 5 {
+		t.Fatalf("the look-up's table holds the backfilled keys of %d entries, want 5", n)
 	}
 	if rep, err := b.maint().Upkeep(b.ctx); err != nil || rep.SimilarKeys != 0 {
 		t.Fatalf("second upkeep: %+v %v", rep, err)

@@ -262,6 +262,12 @@ type KnowledgeSimilarCheck struct {
 	CheckedAt   *time.Time
 }
 
+type KnowledgeSimilarKey struct {
+	OrgID   uuid.UUID
+	EntryID uuid.UUID
+	Keys    []int64
+}
+
 type KnowledgeSupersession struct {
 	OrgID     uuid.UUID
 	OldID     uuid.UUID
