@@ -46,6 +46,9 @@ var upkeepTables = []string{
 	// A metadata filter's matches (db/migrations/00041), read by
 	// index-only scans.
 	"knowledge_metadata_pairs",
+	// The duplicate check's keys (00042): erasures leave dead rows its
+	// GIN look-up would visit.
+	"knowledge_similar_keys",
 }
 
 // Thresholds of Upkeep: a table is vacuumed when the rows inserted or dead
