@@ -13,44 +13,17 @@ import (
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 )
 
-// metadataPairsDrift lists what knowledge_metadata_pairs holds that is not
-// a pair of an entry's metadata, and what it lacks (db/migrations/00041):
-// the table is exactly the pairs of the entries that exist, in every org.
-func (b *bundle) metadataPairsDrift(t *testing.T) []string {
+// lookupDrift lists what a table kept by triggers on knowledge holds
+// that the entries do not say (extra), and what it lacks (missing), each
+// named by its entry: want is the rows the entries say, in the columns
+// cols of table, the entry's id among them as entry_id.
+func (b *bundle) lookupDrift(t *testing.T, table, cols, want string) []string {
 	t.Helper()
 	rows, err := b.pool.Query(b.ctx, `
-		WITH want AS (SELECT k.org_id, p AS pair, k.id AS entry_id
-		              FROM knowledge k CROSS JOIN LATERAL unnest(knowledge_metadata_pair_keys(k.metadata)) AS p)
-		(SELECT 'extra ' || entry_id::text FROM (SELECT org_id, pair, entry_id FROM knowledge_metadata_pairs EXCEPT ALL SELECT * FROM want) x)
+		WITH want AS (`+want+`)
+		(SELECT 'extra ' || entry_id::text FROM (SELECT `+cols+` FROM `+table+` EXCEPT ALL SELECT * FROM want) x)
 		UNION ALL
-		(SELECT 'missing ' || entry_id::text FROM (SELECT * FROM want EXCEPT ALL SELECT org_id, pair, entry_id FROM knowledge_metadata_pairs) y)`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// similarKeysDrift lists the entries whose keys knowledge_similar_keys
-// holds wrongly, or lacks (db/migrations/00042): the table is exactly the
-// keys of the entries that have them, in every org.
-func (b *bundle) similarKeysDrift(t *testing.T) []string {
-	t.Helper()
-	rows, err := b.pool.Query(b.ctx, `
-		WITH want AS (SELECT k.org_id, k.id AS entry_id, k.similar_keys AS keys FROM knowledge k WHERE k.similar_keys IS NOT NULL)
-		(SELECT 'extra ' || entry_id::text FROM (SELECT org_id, entry_id, keys FROM knowledge_similar_keys EXCEPT ALL SELECT * FROM want) x)
-		UNION ALL
-		(SELECT 'missing ' || entry_id::text FROM (SELECT * FROM want EXCEPT ALL SELECT org_id, entry_id, keys FROM knowledge_similar_keys) y)`)
+		(SELECT 'missing ' || entry_id::text FROM (SELECT * FROM want EXCEPT ALL SELECT `+cols+` FROM `+table+`) y)`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,6 +32,22 @@ func (b *bundle) similarKeysDrift(t *testing.T) []string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// metadataPairsDrift: knowledge_metadata_pairs is exactly the pairs of the
+// entries that exist, in every org (db/migrations/00041).
+func (b *bundle) metadataPairsDrift(t *testing.T) []string {
+	t.Helper()
+	return b.lookupDrift(t, "knowledge_metadata_pairs", "org_id, pair, entry_id", `SELECT k.org_id, p AS pair, k.id AS entry_id
+		FROM knowledge k CROSS JOIN LATERAL unnest(knowledge_metadata_pair_keys(k.metadata)) AS p`)
+}
+
+// similarKeysDrift: knowledge_similar_keys is exactly the keys of the
+// entries that have them, in every org (db/migrations/00042).
+func (b *bundle) similarKeysDrift(t *testing.T) []string {
+	t.Helper()
+	return b.lookupDrift(t, "knowledge_similar_keys", "org_id, entry_id, keys",
+		"SELECT k.org_id, k.id AS entry_id, k.similar_keys AS keys FROM knowledge k WHERE k.similar_keys IS NOT NULL")
 }
 
 // wantLookupTablesTrue fails t unless the tables kept by triggers on
@@ -222,14 +211,12 @@ func TestMigrationBackfillsMetadataPairs(t *testing.T) {
 func TestMigrationMovesSimilarKeys(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	copyOf := func(i int) knowledge.StoreInput {
-		// Only common words: the keys find these, the rare terms cannot
-		// (nothing is indexed).
-		return knowledge.StoreInput{Title: fmt.Sprintf("common words entry %d", i), Body: "service config error timeout retry queue worker"}
-	}
+	// Only common words: the keys find this, the rare terms cannot
+	// (nothing is indexed).
+	note := knowledge.StoreInput{Title: "common words entry 0", Body: "service config error timeout retry queue worker"}
 	found := func(when string, want uuid.UUID) {
 		t.Helper()
-		r, err := b.svc.Store(b.ctx, b.bob, copyOf(0))
+		r, err := b.svc.Store(b.ctx, b.bob, note)
 		if err != nil {
 			t.Fatalf("%s: %v", when, err)
 		}
@@ -243,7 +230,7 @@ func TestMigrationMovesSimilarKeys(t *testing.T) {
 	if err := db.MigrateDownTo(b.ctx, b.pool, 41); err != nil {
 		t.Fatal(err)
 	}
-	orig := b.store(t, b.alice, copyOf(0).Title, copyOf(0).Body)
+	orig := b.store(t, b.alice, note.Title, note.Body)
 	found("before the migration", orig)
 	// As ctl migrate does: the migrations, then the roles' grants (the
 	// application writes the new table through the triggers).

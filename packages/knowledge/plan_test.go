@@ -174,13 +174,7 @@ func TestDuplicateCheckReadsEntriesOnlyForItsCandidates(t *testing.T) {
 		}
 		plans = append(plans, ps.All()...)
 	}
-	var wide []string
-	for _, w := range knowledgetest.WideScans(plans, 50) {
-		if strings.Contains(w, " of knowledge in each ") {
-			wide = append(wide, w)
-		}
-	}
-	if len(wide) > 0 {
+	if wide := knowledgetest.WideScansOf(plans, 50, "knowledge"); len(wide) > 0 {
 		t.Fatalf("with %d entries sharing the note's keys:\n%s", others, strings.Join(wide, "\n"))
 	}
 }

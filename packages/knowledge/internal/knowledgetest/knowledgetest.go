@@ -96,6 +96,12 @@ var statementName = regexp.MustCompile(`-- name: (\w+)`)
 // planner believes an org's rows are few). The first line of an unnamed
 // statement's text names it.
 func WideScans(plans []string, most int) []string {
+	return WideScansOf(plans, most, "")
+}
+
+// WideScansOf is WideScans of the scans of table alone (every knowledge
+// table's when table is "").
+func WideScansOf(plans []string, most int, table string) []string {
 	var out []string
 	for _, p := range plans {
 		name := ""
@@ -105,6 +111,9 @@ func WideScans(plans []string, most int) []string {
 			name, _, _ = strings.Cut(text, "\n")
 		}
 		for _, m := range wideScan.FindAllStringSubmatch(p, -1) {
+			if table != "" && m[1] != table {
+				continue
+			}
 			rows, _ := strconv.Atoi(m[2])
 			if rows > most {
 				out = append(out, fmt.Sprintf("%s: %s rows of %s in each of %s passes (%s)", name, m[2], m[1], m[3], strings.TrimSpace(m[0])))
