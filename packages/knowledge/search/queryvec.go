@@ -136,6 +136,11 @@ func (s *Searcher) embedCached(ctx context.Context, query string, local *lru.Cac
 		flightKey = "text:" + key // its answer fills the other cache
 	}
 	ch := s.qvec.flight.DoChan(flightKey, func() (any, error) {
+		// A flight for the key that ended after this search missed the
+		// cache (while it read Redis) has filled it: no second call.
+		if v, ok := local.Get(key); ok {
+			return v, nil
+		}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.EmbedTimeout)
 		defer cancel()
 		v, err := embedOne(ctx, e, query)
