@@ -292,7 +292,13 @@ func adminConn(ctx context.Context) (*pgx.Conn, error) {
 // createDatabase clones tpl on admin, a slot's connection (takeSlot), which
 // the database keeps until it is dropped; admin is closed if it fails.
 func createDatabase(ctx context.Context, admin *pgx.Conn, tpl string) (*Database, error) {
-	name := "knowledge_test_" + randomHex(6)
+	sweepOrphans()
+	owner, err := ownerTag(ctx, admin)
+	if err != nil {
+		admin.Close(context.Background())
+		return nil, err
+	}
+	name := testDBPrefix + owner + "_" + randomHex(3) // sweep.go
 	clone := func(c *pgx.Conn) error {
 		var err error
 		// Cloning can collide with another backend briefly connected to the
@@ -314,7 +320,6 @@ func createDatabase(ctx context.Context, admin *pgx.Conn, tpl string) (*Database
 	// A cluster's database is a clone on every node (cluster.go), unless
 	// tpl is template0 (EmptyPostgres: a plain database on the coordinator).
 	cluster := IsCluster() && tpl != "template0"
-	var err error
 	if cluster {
 		err = onNodes(ctx, admin, clone)
 	} else {

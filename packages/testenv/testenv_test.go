@@ -3,6 +3,9 @@ package testenv
 import (
 	"context"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
 )
@@ -44,3 +47,69 @@ func TestRedisLeasesAreDistinctAndEmpty(t *testing.T) {
 }
 
 func TestMain(m *testing.M) { Main(m) }
+
+// A killed binary's databases (their owner's backend gone) are swept; a
+// database whose owner is connected, and one named otherwise, are not.
+func TestSweepDropsOnlyTheDatabasesOfGoneOwners(t *testing.T) {
+	if IsCluster() {
+		t.Skip("the sweep is off in cluster mode")
+	}
+	ctx := context.Background()
+	admin, err := adminConn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close(context.Background()) }) // after the drops below
+	owner, err := adminConn(ctx) // stands for a running binary's slot
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close(ctx)
+	tag, err := ownerTag(ctx, owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	suffix := randomHex(3)
+	orphan := testDBPrefix + "1_0_" + suffix // no backend started at the epoch
+	alive := testDBPrefix + tag + "_" + suffix
+	other := testDBPrefix + "legacy" + suffix
+	for _, n := range []string{orphan, alive, other} {
+		if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{n}.Sanitize()+" TEMPLATE template0"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if _, err := admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{n}.Sanitize()); err != nil {
+				t.Errorf("drop %s: %v", n, err)
+			}
+		})
+	}
+	if err := sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	exists := func(n string) bool {
+		var ok bool
+		if err := admin.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", n).Scan(&ok); err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if exists(orphan) {
+		t.Errorf("%s, whose owner is gone, was not swept", orphan)
+	}
+	if !exists(alive) || !exists(other) {
+		t.Errorf("the sweep dropped a database it does not own: %s %v, %s %v", alive, exists(alive), other, exists(other))
+	}
+	owner.Close(ctx)
+	// Its owner gone, the other database goes at the next sweep (a
+	// backend's row leaves pg_stat_activity once it has exited).
+	deadline := time.Now().Add(10 * time.Second)
+	for exists(alive) && time.Now().Before(deadline) {
+		if err := sweep(ctx); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if exists(alive) {
+		t.Errorf("%s outlived its owner", alive)
+	}
+}
