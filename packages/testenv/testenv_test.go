@@ -60,7 +60,7 @@ func TestSweepDropsOnlyTheDatabasesOfGoneOwners(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { admin.Close(context.Background()) }) // after the drops below
-	owner, err := adminConn(ctx) // stands for a running binary's slot
+	owner, err := adminConn(ctx)                            // stands for a running binary's slot
 	if err != nil {
 		t.Fatal(err)
 	}
