@@ -80,7 +80,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		mode = "NO AUTHENTICATION (insecure mode)"
 	}
 	fmt.Fprintf(stdout, "dashboard on http://%s%s/ (%s)\n", ln.Addr(), cfg.root, mode)
-	return serve(ctx, ln, h)
+	return serve(ctx, ln, h, drainTime)
 }
 
 // config is what the dashboard is started with.
@@ -172,8 +172,17 @@ func handler(mon *asynqmon.HTTPHandler, cfg config) (http.Handler, error) {
 	return accessLog(pg.secure(h), cfg.log), nil
 }
 
-// serve serves h on ln until ctx is done, then shuts down within 5 s.
-func serve(ctx context.Context, ln net.Listener, h http.Handler) error {
+// drainTime is how long a stopping dashboard lets its requests in flight
+// finish.
+const drainTime = 5 * time.Second
+
+// serve serves h on ln until ctx is done, then drains it for drain and
+// closes what is left: a request still running, or a connection on which
+// nothing was sent yet (a browser opens spare ones ahead of its requests,
+// and http.Server waits up to 5 s for one to say something). Either is
+// the stop's to cut, not an error of the dashboard's: the operator's
+// browser asks again.
+func serve(ctx context.Context, ln net.Listener, h http.Handler, drain time.Duration) error {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -182,9 +191,12 @@ func serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 		return err
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	sctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
-	return srv.Shutdown(sctx)
+	if err := srv.Shutdown(sctx); err != nil {
+		_ = srv.Close() // its listener is closed already: only the connections are left
+	}
+	return nil
 }
 
 // basicAuth guards h. Both sides are hashed before the constant-time

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"regexp"
 	"strings"
@@ -112,5 +113,38 @@ func TestInsecureModeIsExplicit(t *testing.T) {
 	base := start(t, map[string]string{}, "-insecure-no-auth")
 	if code, _ := get(t, base+"api/queues", "", ""); code != http.StatusOK {
 		t.Fatalf("insecure mode: %d", code)
+	}
+}
+
+// A stop is not held, nor made an error, by a connection on which nothing
+// was sent (Chromium opens spare ones) or by a request that outlasts the
+// drain.
+func TestStopCutsWhatOutlastsTheDrain(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := make(chan struct{})
+	defer close(slow)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-slow })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, ln, h, 200*time.Millisecond) }()
+	spare, err := net.Dial("tcp", ln.Addr().String()) // says nothing
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer spare.Close()
+	go http.Get("http://" + ln.Addr().String() + "/") //nolint:errcheck // held by the handler, cut by the stop
+	time.Sleep(100 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("stopping: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stop waited on the connections")
 	}
 }
