@@ -58,3 +58,9 @@ func (s *Searcher) RunVectorStatement(ctx context.Context, conn *pgx.Conn, c dom
 	}
 	return ids, err
 }
+
+// EmbedQuery is embedQuery: a query's vector from the caches or the
+// provider (queryvec.go), for the tests of the provider's calls.
+func (s *Searcher) EmbedQuery(ctx context.Context, query string) ([]float32, error) {
+	return s.embedQuery(ctx, query)
+}

@@ -2,7 +2,9 @@ package search_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,6 +13,9 @@ import (
 
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
+	"github.com/agentfleet/orchestrator/packages/knowledge/search"
+	"github.com/agentfleet/orchestrator/packages/testenv"
 )
 
 // countingEmbedder is the local embedder behind a provider's latency,
@@ -113,3 +118,34 @@ type namedEmbedder struct {
 }
 
 func (n namedEmbedder) Model() string { return n.model }
+
+// Searches of one query that arrive while the provider's call for it is in
+// flight, and just after it ends, make one call between them: a search
+// that missed the caches (its Redis read under way) when the call ended
+// finds the vector the call left, instead of asking again.
+func TestOneProviderCallPerQueryAcrossTheFlightsEnd(t *testing.T) {
+	t.Parallel()
+	r := testenv.LeaseRedis(t)
+	for round := range 20 {
+		p := &countingEmbedder{Embedder: embed.NewLocal(), delay: 5 * time.Millisecond}
+		s := search.New(data.New(nil), search.Options{Embedder: p, Redis: r.Client, QueryEmbedBudget: time.Minute})
+		query := fmt.Sprintf("connection pool %d", round)
+		// Searches start every 100 µs, before, across and after the
+		// call's end: some miss the process cache just before it is
+		// filled, and reach the flight just after it ended.
+		var wg sync.WaitGroup
+		start := time.Now()
+		for i := range 80 {
+			wg.Go(func() {
+				time.Sleep(time.Until(start.Add(time.Duration(i) * 100 * time.Microsecond)))
+				if _, err := s.EmbedQuery(context.Background(), query); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if n := p.calls.Load(); n != 1 {
+			t.Fatalf("round %d: the provider was asked %d times for one query", round, n)
+		}
+	}
+}
