@@ -23,13 +23,16 @@ import (
 // testDBPrefix begins the name of every test database this code makes.
 const testDBPrefix = "knowledge_test_"
 
+// backendStart is a backend's start in pg_stat_activity as a database's
+// name holds it (µs since the epoch): what ownerTag writes, orphans reads.
+const backendStart = "(extract(epoch FROM backend_start) * 1000000)::bigint"
+
 // ownerTag is the part of a test database's name that names its owner, the
 // slot's connection c: "<pid>_<backend start, µs since the epoch, hex>".
 func ownerTag(ctx context.Context, c *pgx.Conn) (string, error) {
 	var pid int
 	var start int64
-	err := c.QueryRow(ctx, `SELECT pid, (extract(epoch FROM backend_start) * 1000000)::bigint
-		FROM pg_stat_activity WHERE pid = pg_backend_pid()`).Scan(&pid, &start)
+	err := c.QueryRow(ctx, "SELECT pid, "+backendStart+" FROM pg_stat_activity WHERE pid = pg_backend_pid()").Scan(&pid, &start)
 	if err != nil {
 		return "", fmt.Errorf("testenv: read the slot connection's backend: %w", err)
 	}
@@ -103,7 +106,7 @@ func sweep(ctx context.Context) error {
 
 // orphans lists the test databases whose owner's backend is gone.
 func orphans(ctx context.Context, admin *pgx.Conn) ([]string, error) {
-	rows, err := admin.Query(ctx, `SELECT datname FROM pg_database WHERE datname LIKE 'knowledge\_test\_%' AND NOT datistemplate`)
+	rows, err := admin.Query(ctx, "SELECT datname FROM pg_database WHERE starts_with(datname, $1) AND NOT datistemplate", testDBPrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -111,8 +114,7 @@ func orphans(ctx context.Context, admin *pgx.Conn) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows, err = admin.Query(ctx, `SELECT pid, (extract(epoch FROM backend_start) * 1000000)::bigint
-		FROM pg_stat_activity WHERE backend_start IS NOT NULL`)
+	rows, err = admin.Query(ctx, "SELECT pid, "+backendStart+" FROM pg_stat_activity WHERE backend_start IS NOT NULL")
 	if err != nil {
 		return nil, err
 	}
