@@ -11,6 +11,9 @@
 # in turn; COMPARE_MCP_BIN_<name>=path runs another build of apps/mcp as one
 # more target on the cluster (e.g. an older commit's, for a before/after),
 # COMPARE_SINGLE_MCP_BIN_<name>=path one more on the single node.
+# Each database gets a worker (apps/worker), as in production: without one
+# the stores stay queued for the lexical index, and every search analyses
+# that growing tail itself (docs/knowledge.md, "Search"), on both sides.
 # Prints p50/p95 of curl's time_total and of the server's own duration_ms.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,7 +23,7 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 log() { printf 'compare: %s\n' "$*" >&2; }
-go build -o "$work/" ./apps/ctl ./apps/mcp
+go build -o "$work/" ./apps/ctl ./apps/mcp ./apps/worker
 declare -A url tok
 port=18520
 start_target() { # name, mcp binary, env file
@@ -33,6 +36,12 @@ start_target() { # name, mcp binary, env file
 }
 bash scripts/cluster.sh urls >"$work/cluster.env"
 bash scripts/cluster.sh single-urls >"$work/single.env"
+metrics=19530
+for envf in "$work/cluster.env" "$work/single.env"; do
+  ( set -a; . "$envf"; set +a
+    DATABASE_URL=$OWNER_DATABASE_URL WORKER_METRICS_ADDR=127.0.0.1:$metrics exec "$work/worker" >"$envf.worker.log" 2>&1 ) & pids+=($!)
+  metrics=$((metrics + 1))
+done
 start_target cluster "$work/mcp" "$work/cluster.env"
 start_target single "$work/mcp" "$work/single.env"
 for v in $(compgen -v COMPARE_MCP_BIN_ || true); do start_target "cluster-${v#COMPARE_MCP_BIN_}" "${!v}" "$work/cluster.env"; done
