@@ -11,6 +11,9 @@
 -- "Cluster"). With the tables' names replaced by the org's shards' (plain
 -- tables on that worker) PostgreSQL plans and runs the batch alone.
 --
+-- knowledge_run_org also learns from a setting of the session, not from
+-- pg_prepared_statements, whether it prepared a statement (below).
+--
 -- knowledge_org_sql is that replacement, the one rule both functions use:
 -- every distributed table of the schema named in p_sql (whole words,
 -- longest names first: knowledge_chunks is not knowledge followed by
@@ -59,8 +62,18 @@ BEGIN
     END LOOP;
     PERFORM set_config('app.org_id', p_org::text, true);
     stmt := p_name || '_' || get_shard_id_for_distribution_column('knowledge', p_org);
-    IF NOT EXISTS (SELECT 1 FROM pg_prepared_statements WHERE name = stmt) THEN
-        EXECUTE format('PREPARE %I AS %s', stmt, knowledge_org_sql(p_org, p_sql));
+    -- Whether this session prepared stmt: a setting of the session, a hash
+    -- look-up. pg_prepared_statements builds a row with the text of every
+    -- statement the session prepared (dozens of long ones per shard group
+    -- on a worker): reading it was 0.33 ms of every call, 3.2 s of a
+    -- worker's 20 s in the 200-org run (docs/benchmarks.md, "Cluster").
+    -- The view is read only when the setting says no: a PREPARE is not
+    -- undone by a rollback, the setting is.
+    IF current_setting('knowledge_prepared.' || stmt, true) IS DISTINCT FROM 'on' THEN
+        IF NOT EXISTS (SELECT 1 FROM pg_prepared_statements WHERE name = stmt) THEN
+            EXECUTE format('PREPARE %I AS %s', stmt, knowledge_org_sql(p_org, p_sql));
+        END IF;
+        PERFORM set_config('knowledge_prepared.' || stmt, 'on', false);
     END IF;
     SELECT string_agg(quote_nullable(a), ', ' ORDER BY n) INTO args FROM unnest(p_args) WITH ORDINALITY AS u (a, n);
     IF args IS NULL THEN
