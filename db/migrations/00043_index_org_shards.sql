@@ -11,15 +11,24 @@
 -- "Cluster"). With the tables' names replaced by the org's shards' (plain
 -- tables on that worker) PostgreSQL plans and runs the batch alone.
 --
--- knowledge_run_org also learns from a setting of the session, not from
--- pg_prepared_statements, whether it prepared a statement (below).
---
 -- knowledge_org_sql is that replacement, the one rule both functions use:
 -- every distributed table of the schema named in p_sql (whole words,
 -- longest names first: knowledge_chunks is not knowledge followed by
 -- _chunks) becomes the org's shard of it; a reference table's, its one
 -- shard. It reads the cluster's metadata, so it is only called on a node
 -- that has it (a worker the call was delegated to).
+--
+-- knowledge_org_prepare prepares a statement so renamed once per session
+-- (the coordinator keeps its connections to a worker), for both. It learns
+-- whether the session has from a setting of the session, a hash look-up:
+-- pg_prepared_statements builds a row with the text of every statement
+-- the session prepared (dozens of long ones per shard group on a worker),
+-- and reading it was 0.33 ms of every knowledge_run_org call, 3.2 s of a
+-- worker's 20 s in the 200-org run. The view is read only when the
+-- setting says no (a PREPARE is not undone by a rollback, the setting
+-- is). The indexer's batch, renamed and planned on every call, cost the
+-- worker 11.3-11.6 ms a call in that run; prepared, 5.4 (docs/benchmarks.md,
+-- "Cluster").
 -- +goose Up
 -- On a cluster, as 00041: one connection per worker for the function
 -- commands.
@@ -50,6 +59,21 @@ $$;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
+CREATE FUNCTION knowledge_org_prepare(p_org uuid, p_name text, p_sql text, p_params text)
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF current_setting('knowledge_prepared.' || p_name, true) IS DISTINCT FROM 'on' THEN
+        IF NOT EXISTS (SELECT 1 FROM pg_prepared_statements WHERE name = p_name) THEN
+            EXECUTE format('PREPARE %I %s AS %s', p_name, p_params, knowledge_org_sql(p_org, p_sql));
+        END IF;
+        PERFORM set_config('knowledge_prepared.' || p_name, 'on', false);
+    END IF;
+END
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
 CREATE OR REPLACE FUNCTION knowledge_run_org(p_org uuid, p_name text, p_sql text, p_settings text[], p_args text[])
 RETURNS SETOF record
 LANGUAGE plpgsql AS $$
@@ -62,19 +86,7 @@ BEGIN
     END LOOP;
     PERFORM set_config('app.org_id', p_org::text, true);
     stmt := p_name || '_' || get_shard_id_for_distribution_column('knowledge', p_org);
-    -- Whether this session prepared stmt: a setting of the session, a hash
-    -- look-up. pg_prepared_statements builds a row with the text of every
-    -- statement the session prepared (dozens of long ones per shard group
-    -- on a worker): reading it was 0.33 ms of every call, 3.2 s of a
-    -- worker's 20 s in the 200-org run (docs/benchmarks.md, "Cluster").
-    -- The view is read only when the setting says no: a PREPARE is not
-    -- undone by a rollback, the setting is.
-    IF current_setting('knowledge_prepared.' || stmt, true) IS DISTINCT FROM 'on' THEN
-        IF NOT EXISTS (SELECT 1 FROM pg_prepared_statements WHERE name = stmt) THEN
-            EXECUTE format('PREPARE %I AS %s', stmt, knowledge_org_sql(p_org, p_sql));
-        END IF;
-        PERFORM set_config('knowledge_prepared.' || stmt, 'on', false);
-    END IF;
+    PERFORM knowledge_org_prepare(p_org, stmt, p_sql, '');
     SELECT string_agg(quote_nullable(a), ', ' ORDER BY n) INTO args FROM unnest(p_args) WITH ORDINALITY AS u (a, n);
     IF args IS NULL THEN
         RETURN QUERY EXECUTE format('EXECUTE %I', stmt);
@@ -93,14 +105,17 @@ RETURNS int
 LANGUAGE plpgsql AS $$
 DECLARE
     n int;
-    q text := p_sql;
+    stmt text;
 BEGIN
     INSERT INTO knowledge_search_stats (org_id, config, updated_at) VALUES (p_org_id, p_config, now())
     ON CONFLICT (org_id) DO UPDATE SET updated_at = excluded.updated_at;
-    IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
-        q := knowledge_org_sql(p_org_id, p_sql);
+    IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
+        EXECUTE p_sql INTO n USING p_org_id, p_max, p_k1, p_b;
+        RETURN n;
     END IF;
-    EXECUTE q INTO n USING p_org_id, p_max, p_k1, p_b;
+    stmt := 'knowledge_index_' || md5(p_sql) || '_' || get_shard_id_for_distribution_column('knowledge', p_org_id);
+    PERFORM knowledge_org_prepare(p_org_id, stmt, p_sql, '(uuid, int, float8, float8)');
+    EXECUTE format('EXECUTE %I (%L, %s, %L, %L)', stmt, p_org_id, p_max, p_k1, p_b) INTO n;
     RETURN n;
 END
 $$;
@@ -166,4 +181,5 @@ END
 $$;
 -- +goose StatementEnd
 
+DROP FUNCTION knowledge_org_prepare(uuid, text, text, text);
 DROP FUNCTION knowledge_org_sql(uuid, text);
