@@ -113,7 +113,7 @@ func makeClusterTemplate(ctx context.Context, admin *pgx.Conn, base, name string
 				return err
 			}
 		}
-		if _, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+id+" WITH (FORCE)"); err != nil {
+		if err := dropDatabase(ctx, c, name); err != nil {
 			return err
 		}
 		if _, err := c.Exec(ctx, "CREATE DATABASE "+id); err != nil {

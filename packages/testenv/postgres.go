@@ -99,7 +99,7 @@ func ensureTemplate(ctx context.Context, admin *pgx.Conn, base string) (string, 
 		return name, sealTemplate(ctx, admin, name)
 	}
 	if err == nil { // a half-made template from a killed run
-		if _, err := admin.Exec(ctx, "DROP DATABASE "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+		if err := dropDatabase(ctx, admin, name); err != nil {
 			return "", err
 		}
 	}
@@ -267,10 +267,7 @@ func (d *Database) drop(logf func(format string, args ...any)) {
 	conn := d.slot
 	defer conn.Close(ctx)
 	var err error
-	drop := func(c *pgx.Conn) error {
-		_, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{d.Name}.Sanitize()+" WITH (FORCE)")
-		return err
-	}
+	drop := func(c *pgx.Conn) error { return dropDatabase(ctx, c, d.Name) }
 	if d.cluster {
 		err = onNodes(ctx, conn, drop)
 	} else {
@@ -279,6 +276,13 @@ func (d *Database) drop(logf func(format string, args ...any)) {
 	if err != nil {
 		logf("testenv: drop %s: %v", d.Name, err)
 	}
+}
+
+// dropDatabase drops database name on c, if it exists, whoever is still
+// connected to it.
+func dropDatabase(ctx context.Context, c *pgx.Conn, name string) error {
+	_, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+	return err
 }
 
 func adminConn(ctx context.Context) (*pgx.Conn, error) {

@@ -97,7 +97,7 @@ func sweep(ctx context.Context) error {
 		return err
 	}
 	for _, name := range orphans {
-		if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+		if err := dropDatabase(ctx, admin, name); err != nil {
 			return fmt.Errorf("drop %s: %w", name, err)
 		}
 	}

@@ -78,7 +78,7 @@ func TestSweepDropsOnlyTheDatabasesOfGoneOwners(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
-			if _, err := admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{n}.Sanitize()); err != nil {
+			if err := dropDatabase(context.Background(), admin, n); err != nil {
 				t.Errorf("drop %s: %v", n, err)
 			}
 		})
