@@ -70,6 +70,7 @@ func TestClusterWorkerStopped(t *testing.T) {
 		}))
 	}
 	t.Logf("the org on the stopped worker: 6 calls answered, the slowest in %v (deadline %v)", slowest.Round(time.Millisecond), faultDeadline)
+	checkShardActivityWithoutWorker(t, d, ports[0], ports[1])
 
 	worker.Start() // pg_ctl start -w: returns once it takes connections
 	resumed := f.resume(up, down)
@@ -77,6 +78,43 @@ func TestClusterWorkerStopped(t *testing.T) {
 	f.mustSearch(down)
 	f.mustStore(up, "back")
 	f.checkAcked(d, orgs)
+}
+
+// checkShardActivityWithoutWorker checks Upkeep's figures of the shards
+// (knowledge_shard_activity, one statement per worker: migration 00044)
+// while the worker on port down is stopped: each of its shards is a row
+// that says the worker did not answer, and each of the shards on port up
+// has its figures, so Upkeep goes on with them.
+func checkShardActivityWithoutWorker(t *testing.T, d *testenv.Database, up, down int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), faultDeadline)
+	defer cancel()
+	rows, err := d.Pool.Query(ctx, `SELECT shard, port, ok, coalesce(error, '') FROM knowledge_shard_activity(ARRAY['knowledge'])`)
+	if err != nil {
+		t.Fatalf("shard activity with a worker stopped: %v", err)
+	}
+	seen := map[int]int{}
+	for rows.Next() {
+		var shard, msg string
+		var port int
+		var ok bool
+		if err := rows.Scan(&shard, &port, &ok, &msg); err != nil {
+			t.Fatal(err)
+		}
+		seen[port]++
+		switch {
+		case port == down && (ok || msg == ""):
+			t.Errorf("shard %s on the stopped worker: ok %v, error %q; want not ok, with the worker's error", shard, ok, msg)
+		case port == up && !ok:
+			t.Errorf("shard %s on the running worker: not read (%s)", shard, msg)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if seen[up] == 0 || seen[down] == 0 {
+		t.Errorf("shard activity rows per worker port: %v, want some on %d and on %d", seen, up, down)
+	}
 }
 
 // workerFault calls the service for the fault test and keeps the entries
