@@ -125,6 +125,32 @@ if [ -n "$name" ] && [ "$(psql "$(admin_url "$DATABASE_URL")" -Atqc "select coun
   psql "$(admin_url "$DATABASE_URL")" -qc "create database \"$name\"" >/dev/null
 fi
 
+# The tests' databases in memory (packages/testenv, memoryTablespace): a
+# tablespace on tmpfs, made when the server runs on this machine as the
+# postgres user and setup runs as root. tmpfs is emptied by a reboot: a
+# tablespace whose directory went is made again, with the test databases
+# that were in it (their catalogue rows are all that is left of them).
+TEST_TABLESPACE_DIR=${TEST_TABLESPACE_DIR:-/dev/shm/knowledge-test}
+pg_admin() { psql "$(admin_url "$DATABASE_URL")" -Atq -v ON_ERROR_STOP=1 "$@"; }
+if [ "$(id -u)" = 0 ] && id postgres >/dev/null 2>&1 && [ -d "$(dirname "$TEST_TABLESPACE_DIR")" ] &&
+  [ -d "$(pg_admin -c 'show data_directory' 2>/dev/null)" ]; then
+  ts_dir=$(pg_admin -c "select pg_tablespace_location(oid) from pg_tablespace where spcname = 'knowledge_test'")
+  if [ -n "$ts_dir" ] && [ ! -d "$ts_dir" ]; then
+    log "tablespace knowledge_test lost its directory $ts_dir: making it again"
+    for d in $(pg_admin -c "select d.datname from pg_database d join pg_tablespace t on t.oid = d.dattablespace where t.spcname = 'knowledge_test'"); do
+      pg_admin -c "drop database \"$d\" with (force)" 2>/dev/null ||
+        pg_admin -c "alter database \"$d\" is_template false" -c "drop database \"$d\"" >/dev/null 2>&1 || true
+    done
+    pg_admin -c 'drop tablespace knowledge_test' >/dev/null 2>&1
+    ts_dir=
+  fi
+  if [ -z "$ts_dir" ]; then
+    install -d -o postgres -g postgres -m 700 "$TEST_TABLESPACE_DIR"
+    pg_admin -c "create tablespace knowledge_test location '$TEST_TABLESPACE_DIR'"
+    log "test databases in memory: tablespace knowledge_test at $TEST_TABLESPACE_DIR"
+  fi
+fi
+
 # --- Redis ------------------------------------------------------------------
 redis_host=$(printf '%s' "$REDIS_URL" | sed -E 's#redis://([^@]*@)?([^:/]+).*#\2#')
 redis_port=$(printf '%s' "$REDIS_URL" | sed -nE 's#redis://([^@]*@)?[^:/]+:([0-9]+).*#\2#p')
