@@ -158,6 +158,7 @@ if [ "${SMOKE_ORGS:-0}" -gt 0 ] && [ "${SMOKE_CLIENTS:-0}" -gt 0 ] && [ "${SMOKE
           -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2025-06-18' \
           -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"$tool\",\"arguments\":$args}}" 2>&1) || true
         st=ok; grep -q '"isError":true' <<<"$body" && st=error; tail -1 <<<"$body" | grep -q '^200 ' || st=error
+        [ $st = ok ] || printf '%s client %s: %s\n' "$tool" "$k" "$(tr '\n' ' ' <<<"$body" | cut -c1-400)" >>"$work/e2e.errors"
         echo "$tool $st $(tail -1 <<<"$body" | cut -d' ' -f2)"
       done
     done
@@ -169,6 +170,10 @@ if [ "${SMOKE_ORGS:-0}" -gt 0 ] && [ "${SMOKE_CLIENTS:-0}" -gt 0 ] && [ "${SMOKE
   stores=$(grep -c '^store_knowledge ok' "$work/e2e.t" || true)
   log "e2e: $SMOKE_ORGS orgs, $SMOKE_CLIENTS clients: $stores stores and $(grep -c '^search_knowledge ok' "$work/e2e.t" || true) searches answered in $(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.1f", b-a}') s ($(awk -v a="$start" -v b="$end" -v n="$stores" 'BEGIN {printf "%.1f", n/(b-a)}') stores/s, a search after each); $(grep -c ' error' "$work/e2e.t" || true) calls failed"
   log "e2e: store $(grep '^store_knowledge ok' "$work/e2e.t" | cut -d' ' -f3 | pct); search $(grep '^search_knowledge ok' "$work/e2e.t" | cut -d' ' -f3 | pct)"
+  if [ -s "$work/e2e.errors" ]; then
+    log "e2e: the first calls that failed (of $(wc -l <"$work/e2e.errors")):"
+    head -5 "$work/e2e.errors" >&2
+  fi
   if [ "$(psql "$OWNER_DATABASE_URL" -Atc "select count(*) from pg_extension where extname = 'citus'")" = 1 ]; then
     log "e2e: the e2e orgs over the workers (node: orgs, entries, the entries' rows' bytes):"
     psql "$OWNER_DATABASE_URL" -Atc "
