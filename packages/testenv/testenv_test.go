@@ -31,6 +31,43 @@ func TestPostgresIsMigratedAndIsolated(t *testing.T) {
 	}
 }
 
+// With the memory tablespace there (setup makes it), a test's database
+// and an empty one live in it, and TEST_TABLESPACE=default puts neither
+// there; without it, in the default tablespace.
+func TestDatabasesLiveInTheMemoryTablespaceWhenThereIsOne(t *testing.T) {
+	ctx := context.Background()
+	admin, err := adminConn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	want := memoryTablespace(ctx, admin)
+	if want == "" {
+		want = "pg_default"
+	}
+	where := func(name string) string {
+		var ts string
+		if err := admin.QueryRow(ctx, `SELECT t.spcname FROM pg_database d JOIN pg_tablespace t ON t.oid = d.dattablespace
+			WHERE d.datname = $1`, name).Scan(&ts); err != nil {
+			t.Fatal(err)
+		}
+		return ts
+	}
+	if got := where(Postgres(t).Name); got != want {
+		t.Errorf("a test's database is in tablespace %s, want %s", got, want)
+	}
+	if got := where(EmptyPostgres(t).Name); got != want {
+		t.Errorf("an empty database is in tablespace %s, want %s", got, want)
+	}
+	if want == "pg_default" {
+		return
+	}
+	t.Setenv("TEST_TABLESPACE", "default")
+	if ts := memoryTablespace(ctx, admin); ts != "" {
+		t.Errorf("with TEST_TABLESPACE=default the databases go to %s", ts)
+	}
+}
+
 func TestRedisLeasesAreDistinctAndEmpty(t *testing.T) {
 	t.Parallel()
 	a, b := LeaseRedis(t), LeaseRedis(t)
