@@ -146,8 +146,11 @@ if [ "$(id -u)" = 0 ] && id postgres >/dev/null 2>&1 && [ -d "$(dirname "$TEST_T
   fi
   if [ -z "$ts_dir" ]; then
     install -d -o postgres -g postgres -m 700 "$TEST_TABLESPACE_DIR"
-    pg_admin -c "create tablespace knowledge_test location '$TEST_TABLESPACE_DIR'"
-    log "test databases in memory: tablespace knowledge_test at $TEST_TABLESPACE_DIR"
+    if err=$(pg_admin -c "create tablespace knowledge_test location '$TEST_TABLESPACE_DIR'" 2>&1); then
+      log "test databases in memory: tablespace knowledge_test at $TEST_TABLESPACE_DIR"
+    else # e.g. the directory holds another server's tablespace: the tests run on disk
+      log "no tablespace in memory for the tests' databases (they stay on disk): $err"
+    fi
   fi
 fi
 
