@@ -141,7 +141,7 @@ if [ "$(id -u)" = 0 ] && id postgres >/dev/null 2>&1 && [ -d "$(dirname "$TEST_T
       pg_admin -c "drop database \"$d\" with (force)" 2>/dev/null ||
         pg_admin -c "alter database \"$d\" is_template false" -c "drop database \"$d\"" >/dev/null 2>&1 || true
     done
-    pg_admin -c 'drop tablespace knowledge_test' >/dev/null 2>&1
+    pg_admin -c 'drop tablespace knowledge_test' >/dev/null 2>&1 || true
     ts_dir=
   fi
   if [ -z "$ts_dir" ]; then

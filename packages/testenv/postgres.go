@@ -311,7 +311,7 @@ func createDatabase(ctx context.Context, admin *pgx.Conn, tpl string) (*Database
 	create := "CREATE DATABASE " + pgx.Identifier{name}.Sanitize() + " TEMPLATE " + pgx.Identifier{tpl}.Sanitize()
 	if ts := memoryTablespace(ctx, admin); ts != "" {
 		// In memory a clone is copied file by file (FILE_COPY) rather than
-		// through the WAL: 5-10% off the suite's time (on disk it was not
+		// through the WAL: about 5% off the suite's time (on disk it was not
 		// cheaper). A clone of ours lives where its template does;
 		// EmptyPostgres's is put there.
 		create += " STRATEGY FILE_COPY"
