@@ -76,14 +76,15 @@ func urlFor(base, dbname string) (string, error) {
 }
 
 // ensureTemplate creates and migrates the template database once per
-// migration hash. A Postgres advisory lock serialises test binaries.
-func ensureTemplate(ctx context.Context, admin *pgx.Conn, base string) (string, error) {
+// migration hash, in tablespace ts when it is not "" (memoryTablespace). A
+// Postgres advisory lock serialises test binaries.
+func ensureTemplate(ctx context.Context, admin *pgx.Conn, base, ts string) (string, error) {
 	name, err := templateName()
 	if err != nil {
 		return "", err
 	}
 	create := "CREATE DATABASE " + pgx.Identifier{name}.Sanitize()
-	if ts := memoryTablespace(ctx, admin); ts != "" {
+	if ts != "" {
 		name += "_mem" // a template of its own: its clones live where it does
 		create = "CREATE DATABASE " + pgx.Identifier{name}.Sanitize() + " TABLESPACE " + pgx.Identifier{ts}.Sanitize()
 	}
@@ -211,12 +212,13 @@ func OpenPostgres(ctx context.Context) (*Database, error) {
 	if err != nil {
 		return nil, err
 	}
-	tpl, err := ensureTemplate(ctx, admin, DatabaseURL())
+	ts := memoryTablespace(ctx, admin)
+	tpl, err := ensureTemplate(ctx, admin, DatabaseURL(), ts)
 	if err != nil {
 		admin.Close(context.Background())
 		return nil, fmt.Errorf("testenv: %w", err)
 	}
-	return createDatabase(ctx, admin, tpl)
+	return createDatabase(ctx, admin, tpl, ts)
 }
 
 // EmptyPostgres creates a fresh database with no schema at all (for testing
@@ -229,7 +231,7 @@ func EmptyPostgres(t testing.TB) *Database {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := createDatabase(ctx, admin, "template0")
+	d, err := createDatabase(ctx, admin, "template0", memoryTablespace(ctx, admin))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,8 +301,10 @@ func adminConn(ctx context.Context) (*pgx.Conn, error) {
 }
 
 // createDatabase clones tpl on admin, a slot's connection (takeSlot), which
-// the database keeps until it is dropped; admin is closed if it fails.
-func createDatabase(ctx context.Context, admin *pgx.Conn, tpl string) (*Database, error) {
+// the database keeps until it is dropped; admin is closed if it fails. ts
+// is memoryTablespace's answer, where tpl lives (or, for template0, where
+// the clone goes).
+func createDatabase(ctx context.Context, admin *pgx.Conn, tpl, ts string) (*Database, error) {
 	sweepOrphans()
 	owner, err := ownerTag(ctx, admin)
 	if err != nil {
@@ -309,7 +313,7 @@ func createDatabase(ctx context.Context, admin *pgx.Conn, tpl string) (*Database
 	}
 	name := testDBPrefix + owner + "_" + randomHex(3) // sweep.go
 	create := "CREATE DATABASE " + pgx.Identifier{name}.Sanitize() + " TEMPLATE " + pgx.Identifier{tpl}.Sanitize()
-	if ts := memoryTablespace(ctx, admin); ts != "" {
+	if ts != "" {
 		// In memory a clone is copied file by file (FILE_COPY) rather than
 		// through the WAL: about 5% off the suite's time (on disk it was not
 		// cheaper). A clone of ours lives where its template does;
