@@ -51,7 +51,10 @@ db_name() {
   printf '%s' "$1" | sed -E 's#postgres(ql)?://[^/]*/([^?]*).*#\2#'
 }
 
-pg_ready() { psql "$(admin_url "$DATABASE_URL")" -Atqc 'select 1' >/dev/null 2>&1; }
+# pg_admin runs psql's arguments on the maintenance database, unaligned and
+# quiet, stopping at the first error.
+pg_admin() { psql "$(admin_url "$DATABASE_URL")" -Atq -v ON_ERROR_STOP=1 "$@"; }
+pg_ready() { pg_admin -c 'select 1' >/dev/null 2>&1; }
 
 # --- PostgreSQL -------------------------------------------------------------
 if ! command -v psql >/dev/null; then
@@ -77,17 +80,17 @@ if ! pg_ready; then
   pg_ready || die "PostgreSQL is not reachable at $(admin_url "$DATABASE_URL"): start it or set OWNER_DATABASE_URL"
 fi
 
-server_num=$(psql "$(admin_url "$DATABASE_URL")" -Atqc 'show server_version_num')
+server_num=$(pg_admin -c 'show server_version_num')
 major=$((server_num / 10000))
 [ "$major" -ge 15 ] || die "PostgreSQL $major is too old: 15 or newer is needed"
 
 version_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
 
 vector_version() {
-  psql "$(admin_url "$DATABASE_URL")" -Atqc "select default_version from pg_available_extensions where name = 'vector'" 2>/dev/null
+  pg_admin -c "select default_version from pg_available_extensions where name = 'vector'" 2>/dev/null
 }
 trgm_available() {
-  [ "$(psql "$(admin_url "$DATABASE_URL")" -Atqc "select count(*) from pg_available_extensions where name = 'pg_trgm'")" = 1 ]
+  [ "$(pg_admin -c "select count(*) from pg_available_extensions where name = 'pg_trgm'")" = 1 ]
 }
 
 if ! trgm_available; then
@@ -120,9 +123,9 @@ log "PostgreSQL $major with pgvector $have and pg_trgm"
 
 # The application database (extensions are created by the migrations).
 name=$(db_name "$DATABASE_URL")
-if [ -n "$name" ] && [ "$(psql "$(admin_url "$DATABASE_URL")" -Atqc "select count(*) from pg_database where datname = '$name'")" = 0 ]; then
+if [ -n "$name" ] && [ "$(pg_admin -c "select count(*) from pg_database where datname = '$name'")" = 0 ]; then
   log "creating database $name"
-  psql "$(admin_url "$DATABASE_URL")" -qc "create database \"$name\"" >/dev/null
+  pg_admin -c "create database \"$name\"" >/dev/null
 fi
 
 # The tests' databases in memory (packages/testenv, memoryTablespace): a
@@ -131,7 +134,6 @@ fi
 # tablespace whose directory went is made again, with the test databases
 # that were in it (their catalogue rows are all that is left of them).
 TEST_TABLESPACE_DIR=${TEST_TABLESPACE_DIR:-/dev/shm/knowledge-test}
-pg_admin() { psql "$(admin_url "$DATABASE_URL")" -Atq -v ON_ERROR_STOP=1 "$@"; }
 if [ "$(id -u)" = 0 ] && id postgres >/dev/null 2>&1 && [ -d "$(dirname "$TEST_TABLESPACE_DIR")" ] &&
   [ -d "$(pg_admin -c 'show data_directory' 2>/dev/null)" ]; then
   ts_dir=$(pg_admin -c "select pg_tablespace_location(oid) from pg_tablespace where spcname = 'knowledge_test'")
