@@ -17,13 +17,14 @@ import (
 
 // On a Citus cluster the search's ranking statements and the store's
 // duplicate check run on the org's worker through knowledge_run_org
-// (migration 00033, internal/orgcall): the coordinator planned them on
-// every call (it makes custom plans, to route them) and the worker planned
-// the shard query again; there the worker prepares them once per session
-// against the org's shards and keeps a generic plan, as a single node
-// does. The settings a single node gets from a statement's own set_config
-// (which a coordinator does not pass on) travel with the call. A single
-// node sends the statements as they are.
+// (migrations 00033, 00047; internal/orgcall): the coordinator planned them
+// on every call (it makes custom plans, to route them) and the worker
+// planned the shard query again; there the worker prepares them once per
+// session against the org's shards and keeps a generic plan, as a single
+// node does. Each call names its statement, whose text is stored once. The
+// settings a single node gets from a statement's own set_config (which a
+// coordinator does not pass on) travel with the call. A single node sends
+// the statements as they are.
 
 // orgCalls holds one orgcall.Statement per statement text.
 type orgCalls struct{ m sync.Map } // positional SQL -> *orgcall.Statement

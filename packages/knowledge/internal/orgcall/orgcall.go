@@ -6,20 +6,26 @@
 //
 // The call is one statement,
 //
-//	SELECT * FROM knowledge_run_org(org, name, sql, settings, args) AS r (<columns>)
+//	SELECT * FROM knowledge_run_org(org, name, NULL, settings, args) AS r (<columns>)
 //
 // sent on its own (Citus delegates a distributed function's call to the
-// org's worker only outside a transaction block). The statement's
-// arguments travel as text, in PostgreSQL's text form of the types the
-// coordinator infers for them; its columns, read from the same
-// description, make the call's column definition list. Both are learned
-// once per Statement, on the first call.
+// org's worker only outside a transaction block). The statement's text is
+// not in the call: it is stored once in knowledge_org_statements
+// (migration 00047) under its name, which ends with the text's md5, and
+// the worker reads it there when it prepares the statement; carried by
+// every call, the coordinator deparsed it and the worker parsed it each
+// time. The statement's arguments travel as text, in PostgreSQL's text
+// form of the types the coordinator infers for them; its columns, read
+// from the same description, make the call's column definition list. The
+// description and the stored text are made once per Statement, on the
+// first call.
 package orgcall
 
 import (
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"fmt"
-	"hash/fnv"
 	"strings"
 	"sync"
 	"time"
@@ -34,7 +40,7 @@ import (
 // value is not usable: New.
 type Statement struct {
 	sql  string
-	name string // the prepared statement's name on the workers (plus the org's shard)
+	name string // its name in knowledge_org_statements; on the workers, plus the org's shard
 
 	mu       sync.Mutex
 	ready    bool
@@ -44,14 +50,16 @@ type Statement struct {
 	params   []uint32 // the statement's parameters' types
 }
 
-// New is the statement sql (positional parameters). prefix names it on the
-// workers: a hash of the text follows, so two texts never share a
-// prepared statement.
+// New is the statement sql (positional parameters). prefix names it: the
+// first 16 hex digits of the text's md5 follow (the form
+// knowledge_org_statements checks), so two texts never share a name.
 func New(prefix, sql string) *Statement {
-	h := fnv.New64a()
-	h.Write([]byte(sql))
-	return &Statement{sql: sql, name: fmt.Sprintf("%s_%016x", prefix, h.Sum64())}
+	h := md5.Sum([]byte(sql))
+	return &Statement{sql: sql, name: prefix + "_" + hex.EncodeToString(h[:8])}
 }
+
+// Name is the statement's name in knowledge_org_statements.
+func (s *Statement) Name() string { return s.name }
 
 // Query runs the statement for org with args (positional) after settings
 // (name, value pairs, local to the call's transaction). Its rows are the
@@ -83,7 +91,7 @@ func (s *Statement) Query(ctx context.Context, pool *pgxpool.Pool, org uuid.UUID
 			text[i] = &v
 		}
 	}
-	rows, err := conn.Query(ctx, s.call, org, s.name, s.sql, settings, text)
+	rows, err := conn.Query(ctx, s.call, org, s.name, nil, settings, text)
 	if err != nil {
 		conn.Release()
 		return nil, err
@@ -106,7 +114,8 @@ func (r *releasing) Close() {
 }
 
 // learn describes the statement on the coordinator, once: its parameters'
-// types and its columns (name and type). The description runs detached
+// types and its columns (name and type); and stores its text for the
+// workers. The description runs detached
 // from ctx (bounded by describeTimeout) so that a caller with a short
 // deadline (the store's duplicate check) does not cancel it for the next
 // ones; the caller waits for it only until ctx ends.
@@ -167,6 +176,12 @@ func (s *Statement) describe(ctx context.Context, pool *pgxpool.Pool) error {
 	cols := make([]string, len(types))
 	for i, f := range desc.Fields {
 		cols[i] = pgx.Identifier{f.Name}.Sanitize() + " " + types[i]
+	}
+	// A reference table's row, written on every node: once per statement
+	// and process (a text stored before, by this process or another, stays).
+	if _, err := conn.Exec(ctx, `INSERT INTO knowledge_org_statements (name, sql) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`,
+		s.name, s.sql); err != nil {
+		return fmt.Errorf("orgcall: store %s: %w", s.name, err)
 	}
 	s.call = "SELECT * FROM knowledge_run_org($1::uuid, $2::text, $3::text, $4::text[], $5::text[]) AS r (" +
 		strings.Join(cols, ", ") + ")"

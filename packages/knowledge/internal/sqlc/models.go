@@ -191,6 +191,11 @@ type KnowledgeOrgSpace struct {
 	SwitchedAt time.Time
 }
 
+type KnowledgeOrgStatement struct {
+	Name string
+	Sql  string
+}
+
 type KnowledgePosting struct {
 	OrgID   uuid.UUID
 	Field   interface{}
