@@ -34,6 +34,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentfleet/orchestrator/db"
 )
 
 // Statement is one statement run through knowledge_run_org. Its zero
@@ -44,6 +46,7 @@ type Statement struct {
 
 	mu       sync.Mutex
 	ready    bool
+	inline   bool          // the schema has no knowledge_org_statements: each call carries the text
 	learning chan struct{} // closed when the description under way ends
 	learnErr error
 	call     string   // the call, with its column definition list
@@ -91,7 +94,11 @@ func (s *Statement) Query(ctx context.Context, pool *pgxpool.Pool, org uuid.UUID
 			text[i] = &v
 		}
 	}
-	rows, err := conn.Query(ctx, s.call, org, s.name, nil, settings, text)
+	var sql *string
+	if s.inline {
+		sql = &s.sql
+	}
+	rows, err := conn.Query(ctx, s.call, org, s.name, sql, settings, text)
 	if err != nil {
 		conn.Release()
 		return nil, err
@@ -178,9 +185,15 @@ func (s *Statement) describe(ctx context.Context, pool *pgxpool.Pool) error {
 		cols[i] = pgx.Identifier{f.Name}.Sanitize() + " " + types[i]
 	}
 	// A reference table's row, written on every node: once per statement
-	// and process (a text stored before, by this process or another, stays).
-	if _, err := conn.Exec(ctx, `INSERT INTO knowledge_org_statements (name, sql) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`,
-		s.name, s.sql); err != nil {
+	// and process (a text stored before, by this process or another,
+	// stays). A schema older than the table (00047) gets the text in each
+	// call, as it did.
+	_, err = conn.Exec(ctx, `INSERT INTO knowledge_org_statements (name, sql) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`,
+		s.name, s.sql)
+	switch {
+	case db.UndefinedTable(err):
+		s.inline = true
+	case err != nil:
 		return fmt.Errorf("orgcall: store %s: %w", s.name, err)
 	}
 	s.call = "SELECT * FROM knowledge_run_org($1::uuid, $2::text, $3::text, $4::text[], $5::text[]) AS r (" +
