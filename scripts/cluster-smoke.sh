@@ -137,6 +137,10 @@ fi
 # k+2c... in turn, each store followed by a search of that org; prints the
 # stores per second over the whole run, the calls that failed, and on a
 # Citus cluster how the orgs and their rows spread over the workers.
+# SMOKE_E2E_ROUNDS=r runs it r times on the same servers, each round
+# printed: the first starts from the apps' new connections (on a cluster
+# each worker session prepares the statements of each shard group on its
+# first call), the next ones find them warm, as long-running apps do.
 if [ "${SMOKE_ORGS:-0}" -gt 0 ] && [ "${SMOKE_CLIENTS:-0}" -gt 0 ] && [ "${SMOKE_N:-0}" -gt 0 ]; then
   for o in $(seq 1 "$SMOKE_ORGS"); do
     DATABASE_URL=$OPERATOR_DATABASE_URL "$work/ctl" dev bootstrap --org-name "e2e-$run-$o" --agent-name e2e | sed -n 's/^token //p'
@@ -150,9 +154,9 @@ if [ "${SMOKE_ORGS:-0}" -gt 0 ] && [ "${SMOKE_CLIENTS:-0}" -gt 0 ] && [ "${SMOKE
       tok=${toks[$(( (k - 1 + (j - 1) * SMOKE_CLIENTS) % SMOKE_ORGS ))]}
       for tool in store_knowledge search_knowledge; do
         if [ $tool = store_knowledge ]; then
-          args="{\"title\":\"E2E $run client $k entry $j\",\"body\":\"Client $k stores entry $j of run $run beside every other org at once.\"}"
+          args="{\"title\":\"E2E $run client $k entry $j round $round\",\"body\":\"Client $k stores entry $j of run $run, round $round, beside every other org at once.\"}"
         else
-          args="{\"query\":\"client $k entry $j run $run\",\"limit\":5}"
+          args="{\"query\":\"client $k entry $j run $run round $round\",\"limit\":5}"
         fi
         body=$(curl -sS -m 30 -w '\n%{http_code} %{time_total}' "http://$MCP/mcp" -H "Authorization: Bearer $tok" -H 'Content-Type: application/json' \
           -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2025-06-18' \
@@ -164,16 +168,22 @@ if [ "${SMOKE_ORGS:-0}" -gt 0 ] && [ "${SMOKE_CLIENTS:-0}" -gt 0 ] && [ "${SMOKE
     done
   }
   export -f e2e; export MCP run work SMOKE_N SMOKE_CLIENTS SMOKE_ORGS
-  start=$(date +%s.%N)
-  seq 1 "$SMOKE_CLIENTS" | xargs -P "$SMOKE_CLIENTS" -I{} bash -c 'e2e {}' >"$work/e2e.t"
-  end=$(date +%s.%N)
-  stores=$(grep -c '^store_knowledge ok' "$work/e2e.t" || true)
-  log "e2e: $SMOKE_ORGS orgs, $SMOKE_CLIENTS clients: $stores stores and $(grep -c '^search_knowledge ok' "$work/e2e.t" || true) searches answered in $(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.1f", b-a}') s ($(awk -v a="$start" -v b="$end" -v n="$stores" 'BEGIN {printf "%.1f", n/(b-a)}') stores/s, a search after each); $(grep -c ' error' "$work/e2e.t" || true) calls failed"
-  log "e2e: store $(grep '^store_knowledge ok' "$work/e2e.t" | cut -d' ' -f3 | pct); search $(grep '^search_knowledge ok' "$work/e2e.t" | cut -d' ' -f3 | pct)"
-  if [ -s "$work/e2e.errors" ]; then
-    log "e2e: the first calls that failed (of $(wc -l <"$work/e2e.errors")):"
-    head -5 "$work/e2e.errors" >&2
-  fi
+  rounds=${SMOKE_E2E_ROUNDS:-1}
+  for round in $(seq 1 "$rounds"); do
+    export round
+    rm -f "$work/e2e.errors"
+    start=$(date +%s.%N)
+    seq 1 "$SMOKE_CLIENTS" | xargs -P "$SMOKE_CLIENTS" -I{} bash -c 'e2e {}' >"$work/e2e.t"
+    end=$(date +%s.%N)
+    stores=$(grep -c '^store_knowledge ok' "$work/e2e.t" || true)
+    [ "$rounds" = 1 ] || log "e2e: round $round of $rounds"
+    log "e2e: $SMOKE_ORGS orgs, $SMOKE_CLIENTS clients: $stores stores and $(grep -c '^search_knowledge ok' "$work/e2e.t" || true) searches answered in $(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.1f", b-a}') s ($(awk -v a="$start" -v b="$end" -v n="$stores" 'BEGIN {printf "%.1f", n/(b-a)}') stores/s, a search after each); $(grep -c ' error' "$work/e2e.t" || true) calls failed"
+    log "e2e: store $(grep '^store_knowledge ok' "$work/e2e.t" | cut -d' ' -f3 | pct); search $(grep '^search_knowledge ok' "$work/e2e.t" | cut -d' ' -f3 | pct)"
+    if [ -s "$work/e2e.errors" ]; then
+      log "e2e: the first calls that failed (of $(wc -l <"$work/e2e.errors")):"
+      head -5 "$work/e2e.errors" >&2
+    fi
+  done
   if [ "$(psql "$OWNER_DATABASE_URL" -Atc "select count(*) from pg_extension where extname = 'citus'")" = 1 ]; then
     log "e2e: the e2e orgs over the workers (node: orgs, entries, the entries' rows' bytes):"
     psql "$OWNER_DATABASE_URL" -Atc "
