@@ -219,13 +219,6 @@ func SharedMemoryShort(err error) bool {
 	return errors.As(err, &pe) && (pe.Code == "53100" || pe.Code == "53200") && strings.Contains(pe.Message, "shared memory")
 }
 
-// UndefinedTable reports a statement naming a table the schema does not
-// have (undefined_table): a schema older than the caller.
-func UndefinedTable(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "42P01"
-}
-
 // TooManyClients reports the server refusing a connection because every
 // slot is taken (too_many_connections): a test harness waits for one.
 func TooManyClients(err error) bool {

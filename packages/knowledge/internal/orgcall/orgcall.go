@@ -34,8 +34,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/agentfleet/orchestrator/db"
 )
 
 // Statement is one statement run through knowledge_run_org. Its zero
@@ -46,7 +44,7 @@ type Statement struct {
 
 	mu       sync.Mutex
 	ready    bool
-	inline   bool          // the schema has no knowledge_org_statements: each call carries the text
+	inline   bool          // the text could not be stored: each call carries it
 	learning chan struct{} // closed when the description under way ends
 	learnErr error
 	call     string   // the call, with its column definition list
@@ -157,8 +155,12 @@ func (s *Statement) learn(ctx context.Context, pool *pgxpool.Pool) error {
 	}
 }
 
-// describeTimeout bounds a statement's description.
-const describeTimeout = 30 * time.Second
+// describeTimeout bounds a statement's description, storeTimeout the
+// storing of its text within it.
+const (
+	describeTimeout = 30 * time.Second
+	storeTimeout    = 2 * time.Second
+)
 
 func (s *Statement) describe(ctx context.Context, pool *pgxpool.Pool) error {
 	conn, err := pool.Acquire(ctx)
@@ -186,15 +188,16 @@ func (s *Statement) describe(ctx context.Context, pool *pgxpool.Pool) error {
 	}
 	// A reference table's row, written on every node: once per statement
 	// and process (a text stored before, by this process or another,
-	// stays). A schema older than the table (00047) gets the text in each
-	// call, as it did.
-	_, err = conn.Exec(ctx, `INSERT INTO knowledge_org_statements (name, sql) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`,
-		s.name, s.sql)
-	switch {
-	case db.UndefinedTable(err):
+	// stays). A text that cannot be stored is carried by each call of this
+	// process, as before 00047: a schema older than the table, or a worker
+	// down (a reference table's write needs every node, and the orgs of the
+	// other workers must go on answering: storeTimeout bounds the wait on
+	// one that hangs).
+	sctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	if _, err := conn.Exec(sctx, `INSERT INTO knowledge_org_statements (name, sql) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`,
+		s.name, s.sql); err != nil {
 		s.inline = true
-	case err != nil:
-		return fmt.Errorf("orgcall: store %s: %w", s.name, err)
 	}
 	s.call = "SELECT * FROM knowledge_run_org($1::uuid, $2::text, $3::text, $4::text[], $5::text[]) AS r (" +
 		strings.Join(cols, ", ") + ")"
