@@ -3,6 +3,7 @@ package search
 import (
 	"context"
 	_ "embed"
+	"log/slog"
 	"math"
 	"strconv"
 	"strings"
@@ -247,7 +248,7 @@ func (s *Searcher) rank(ctx context.Context, c domain.Caller, a *domain.SearchAr
 	if a.MinScore != nil {
 		minScore = *a.MinScore
 	}
-	tableDocs, err := s.tableDocs.get(ctx, s.q)
+	tableDocs, err := s.tableDocs.get(ctx, s.q.SearchTableDocs, s.log())
 	if err != nil {
 		return nil, data.MapErr(err, "")
 	}
@@ -375,7 +376,7 @@ type Neighbour struct {
 // compares a new text with them. Its errors are the statement's, unmapped
 // (the check logs them and answers without).
 func (s *Searcher) VectorNeighbours(ctx context.Context, org uuid.UUID, vec []float32, n int) ([]Neighbour, error) {
-	tableDocs, err := s.tableDocs.get(ctx, s.q)
+	tableDocs, err := s.tableDocs.get(ctx, s.q.SearchTableDocs, s.log())
 	if err != nil {
 		return nil, err
 	}
@@ -522,15 +523,30 @@ func (s *Searcher) perTerm(n int) int {
 // of the table an exact scan of the org is cheaper, and for a large org the
 // exact scan reads too much. Neither choice is left to the planner, whose
 // statistics may be missing (docs/knowledge.md).
+//
+// The count reads every org's rows: on a Citus cluster every worker. One
+// that does not answer must not fail the search of an org on another, so a
+// count that fails keeps the last one read, or, before any, a table so
+// large that every org is a small share of it (the exact scan: slower for a
+// large org, never missing a hit), and is tried again after
+// tableDocsRetry.
 type tableDocsCache struct {
-	mu   sync.Mutex
-	n    int64
-	read time.Time
+	mu    sync.Mutex
+	n     int64
+	read  time.Time // when n was read, or when a failed count is next tried less tableDocsTTL
+	known bool      // n was read at least once
 }
 
-const tableDocsTTL = 30 * time.Second
+const (
+	tableDocsTTL   = 30 * time.Second
+	tableDocsRetry = 5 * time.Second
+	// unknownTableDocs stands for the count before any was read.
+	unknownTableDocs = int64(1) << 40
+)
 
-func (t *tableDocsCache) get(ctx context.Context, q *sqlc.Queries) (int64, error) {
+// get is the count, read by count when the one held is older than
+// tableDocsTTL. It fails only when ctx has ended.
+func (t *tableDocsCache) get(ctx context.Context, count func(context.Context) (int64, error), log *slog.Logger) (int64, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	// Wall time, not the service's clock: the cache's age is how long
@@ -538,11 +554,20 @@ func (t *tableDocsCache) get(ctx context.Context, q *sqlc.Queries) (int64, error
 	if !t.read.IsZero() && time.Since(t.read) < tableDocsTTL {
 		return t.n, nil
 	}
-	n, err := q.SearchTableDocs(ctx)
+	n, err := count(ctx)
 	if err != nil {
-		return 0, err
+		if ctx.Err() != nil {
+			return 0, err
+		}
+		if !t.known {
+			t.n = unknownTableDocs
+		}
+		t.read = time.Now().Add(tableDocsRetry - tableDocsTTL)
+		log.Warn("knowledge: counting every org's entries for the vector plan failed; searching with the last count",
+			"count", t.n, "known", t.known, "retry", tableDocsRetry, "err", err)
+		return t.n, nil
 	}
-	t.n, t.read = n, time.Now()
+	t.n, t.read, t.known = n, time.Now(), true
 	return n, nil
 }
 
