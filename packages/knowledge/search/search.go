@@ -525,16 +525,18 @@ func (s *Searcher) perTerm(n int) int {
 // statistics may be missing (docs/knowledge.md).
 //
 // The count reads every org's rows: on a Citus cluster every worker. One
-// that does not answer must not fail the search of an org on another, so a
-// count that fails keeps the last one read, or, before any, a table so
-// large that every org is a small share of it (the exact scan: slower for a
-// large org, never missing a hit), and is tried again after
-// tableDocsRetry.
+// that does not answer must not fail the search of an org on another, nor
+// hold the others: while a count is under way the other searches use the
+// count held; a count that fails keeps the last one read; before any, a
+// table so large that every org is a small share of it (the exact scan:
+// slower for a large org, never missing a hit). A failed count is tried
+// again after tableDocsRetry.
 type tableDocsCache struct {
-	mu    sync.Mutex
-	n     int64
-	read  time.Time // when n was read, or when a failed count is next tried less tableDocsTTL
-	known bool      // n was read at least once
+	mu       sync.Mutex
+	n        int64
+	read     time.Time // when n was read, or when a failed count is next tried less tableDocsTTL
+	known    bool      // n was read at least once
+	counting bool      // a count is under way
 }
 
 const (
@@ -544,31 +546,43 @@ const (
 	unknownTableDocs = int64(1) << 40
 )
 
-// get is the count, read by count when the one held is older than
-// tableDocsTTL. It fails only when ctx has ended.
+// get is the count, read by count (by this caller, the others meanwhile
+// using the count held) when the one held is older than tableDocsTTL. It
+// fails only when ctx has ended during its own count.
 func (t *tableDocsCache) get(ctx context.Context, count func(context.Context) (int64, error), log *slog.Logger) (int64, error) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	// Wall time, not the service's clock: the cache's age is how long
 	// ago the table was counted.
-	if !t.read.IsZero() && time.Since(t.read) < tableDocsTTL {
-		return t.n, nil
+	if (!t.read.IsZero() && time.Since(t.read) < tableDocsTTL) || t.counting {
+		n := t.held()
+		t.mu.Unlock()
+		return n, nil
 	}
+	t.counting = true
+	t.mu.Unlock()
 	n, err := count(ctx)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.counting = false
 	if err != nil {
 		if ctx.Err() != nil {
 			return 0, err
 		}
-		if !t.known {
-			t.n = unknownTableDocs
-		}
 		t.read = time.Now().Add(tableDocsRetry - tableDocsTTL)
-		log.Warn("knowledge: counting every org's entries for the vector plan failed; searching with the last count",
-			"count", t.n, "known", t.known, "retry", tableDocsRetry, "err", err)
-		return t.n, nil
+		log.Warn("knowledge: counting every org's entries for the vector plan failed; searching with the count held",
+			"count", t.held(), "retry", tableDocsRetry, "err", err)
+		return t.held(), nil
 	}
 	t.n, t.read, t.known = n, time.Now(), true
 	return n, nil
+}
+
+// held is the count to use now: the last one read, or unknownTableDocs.
+func (t *tableDocsCache) held() int64 {
+	if !t.known {
+		return unknownTableDocs
+	}
+	return t.n
 }
 
 // LikePattern is the ILIKE pattern matching query anywhere, with the
