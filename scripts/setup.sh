@@ -134,22 +134,23 @@ fi
 # tablespace whose directory went is made again, with the test databases
 # that were in it (their catalogue rows are all that is left of them).
 TEST_TABLESPACE_DIR=${TEST_TABLESPACE_DIR:-/dev/shm/knowledge-test}
+ts_name=knowledge_test # testenv.MemoryTablespace
 if [ "$(id -u)" = 0 ] && id postgres >/dev/null 2>&1 && [ -d "$(dirname "$TEST_TABLESPACE_DIR")" ] &&
   [ -d "$(pg_admin -c 'show data_directory' 2>/dev/null)" ]; then
-  ts_dir=$(pg_admin -c "select pg_tablespace_location(oid) from pg_tablespace where spcname = 'knowledge_test'")
+  ts_dir=$(pg_admin -c "select pg_tablespace_location(oid) from pg_tablespace where spcname = '$ts_name'")
   if [ -n "$ts_dir" ] && [ ! -d "$ts_dir" ]; then
-    log "tablespace knowledge_test lost its directory $ts_dir: making it again"
-    for d in $(pg_admin -c "select d.datname from pg_database d join pg_tablespace t on t.oid = d.dattablespace where t.spcname = 'knowledge_test'"); do
+    log "tablespace $ts_name lost its directory $ts_dir: making it again"
+    for d in $(pg_admin -c "select d.datname from pg_database d join pg_tablespace t on t.oid = d.dattablespace where t.spcname = '$ts_name'"); do
       pg_admin -c "drop database \"$d\" with (force)" 2>/dev/null ||
         pg_admin -c "alter database \"$d\" is_template false" -c "drop database \"$d\"" >/dev/null 2>&1 || true
     done
-    pg_admin -c 'drop tablespace knowledge_test' >/dev/null 2>&1 || true
+    pg_admin -c "drop tablespace $ts_name" >/dev/null 2>&1 || true
     ts_dir=
   fi
   if [ -z "$ts_dir" ]; then
     install -d -o postgres -g postgres -m 700 "$TEST_TABLESPACE_DIR"
-    if err=$(pg_admin -c "create tablespace knowledge_test location '$TEST_TABLESPACE_DIR'" 2>&1); then
-      log "test databases in memory: tablespace knowledge_test at $TEST_TABLESPACE_DIR"
+    if err=$(pg_admin -c "create tablespace $ts_name location '$TEST_TABLESPACE_DIR'" 2>&1); then
+      log "test databases in memory: tablespace $ts_name at $TEST_TABLESPACE_DIR"
     else # e.g. the directory holds another server's tablespace: the tests run on disk
       log "no tablespace in memory for the tests' databases (they stay on disk): $err"
     fi

@@ -83,10 +83,12 @@ func ensureTemplate(ctx context.Context, admin *pgx.Conn, base, ts string) (stri
 	if err != nil {
 		return "", err
 	}
-	create := "CREATE DATABASE " + pgx.Identifier{name}.Sanitize()
 	if ts != "" {
 		name += "_mem" // a template of its own: its clones live where it does
-		create = "CREATE DATABASE " + pgx.Identifier{name}.Sanitize() + " TABLESPACE " + pgx.Identifier{ts}.Sanitize()
+	}
+	create := "CREATE DATABASE " + pgx.Identifier{name}.Sanitize()
+	if ts != "" {
+		create += " TABLESPACE " + pgx.Identifier{ts}.Sanitize()
 	}
 	if _, err := admin.Exec(ctx, "SELECT pg_advisory_lock(hashtext('knowledge_testenv_template'))"); err != nil {
 		return "", err
