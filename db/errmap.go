@@ -219,6 +219,14 @@ func SharedMemoryShort(err error) bool {
 	return errors.As(err, &pe) && (pe.Code == "53100" || pe.Code == "53200") && strings.Contains(pe.Message, "shared memory")
 }
 
+// ShardUnanswered reports a read of every shard of a Citus cluster that
+// a shard's worker did not answer: knowledge_embedding_spaces (migration
+// 00027) raises it when run_command_on_shards reports a failed shard.
+func ShardUnanswered(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "P0001" && strings.Contains(pe.Message, "a shard did not answer")
+}
+
 // TooManyClients reports the server refusing a connection because every
 // slot is taken (too_many_connections): a test harness waits for one.
 func TooManyClients(err error) bool {

@@ -250,10 +250,22 @@ func openDatabase(ctx context.Context, s settings, emb embed.Embedder, warm *ato
 	if err != nil {
 		return nil, nil, fmt.Errorf("DATABASE_URL: %w", err)
 	}
-	check := func() error {
-		return knowledgeenv.CheckDatabase(ctx, pool, s.cfg.TextSearchConfig, emb, s.allowModelChange, s.log)
-	}
 	fatal := make(chan error, 1)
+	// check's refusal may come after it returns (a Citus worker down at
+	// start: knowledgeenv.CheckDatabase); it arrives on fatal then.
+	check := func() error {
+		later, err := knowledgeenv.CheckDatabase(ctx, pool, s.cfg.TextSearchConfig, emb, s.allowModelChange, s.log)
+		if later != nil {
+			go func() {
+				select {
+				case err := <-later:
+					fatal <- err
+				case <-ctx.Done():
+				}
+			}()
+		}
+		return err
+	}
 	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	err = pool.Ping(pctx)
 	cancel()

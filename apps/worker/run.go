@@ -132,7 +132,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	// A worker started during an outage waits for PostgreSQL and Redis,
 	// logging every attempt, instead of exiting: a supervisor restarting
 	// it in a loop would show nothing more, and it would come up late.
-	pool, err := openDatabase(ctx, cfg, emb)
+	pool, later, err := openDatabase(ctx, cfg, emb)
 	if err != nil || pool == nil {
 		return err // nil: stopped while waiting
 	}
@@ -154,12 +154,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		"text_search_config", o.TextSearchConfig,
 		"chunk_chars", o.Chunk.Chars, "chunk_overlap", o.Chunk.Overlap)
 
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case err = <-later: // a configuration error found after the start
+	}
 	log.Info("worker stopping")
 	stopLoops()
 	w.Shutdown()
 	log.Info("worker stopped")
-	return nil
+	return err
 }
 
 // serveMetrics serves /healthz and /metrics on addr from now on, so a
@@ -183,26 +186,27 @@ func serveMetrics(addr string, m *metrics) (string, func(), error) {
 }
 
 // openDatabase makes the pool, waits for PostgreSQL and checks it against
-// the configuration (knowledgeenv.CheckDatabase). It is nil, without an
-// error, when ctx ends while waiting.
-func openDatabase(ctx context.Context, cfg config, emb embed.Embedder) (*pgxpool.Pool, error) {
+// the configuration (knowledgeenv.CheckDatabase, whose refusal may come
+// later). It is nil, without an error, when ctx ends while waiting.
+func openDatabase(ctx context.Context, cfg config, emb embed.Embedder) (*pgxpool.Pool, <-chan error, error) {
 	var opts []db.Option
 	if cfg.trace.Enabled() {
 		opts = append(opts, db.Tracer(tracing.PgxTracer()))
 	}
 	pool, err := db.Connect(cfg.databaseURL, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("DATABASE_URL: %w", err)
+		return nil, nil, fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	if err := db.Await(ctx, "postgres", pool.Ping, cfg.log); err != nil {
 		pool.Close()
-		return nil, nil
+		return nil, nil, nil
 	}
-	if err := knowledgeenv.CheckDatabase(ctx, pool, cfg.opts.TextSearchConfig, emb, cfg.allowModelChange, cfg.log); err != nil {
+	later, err := knowledgeenv.CheckDatabase(ctx, pool, cfg.opts.TextSearchConfig, emb, cfg.allowModelChange, cfg.log)
+	if err != nil {
 		pool.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	return pool, nil
+	return pool, later, nil
 }
 
 // awaitRedis waits for Redis; an error means ctx ended first.

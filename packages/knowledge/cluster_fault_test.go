@@ -15,9 +15,11 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
+	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/testenv"
 	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
 )
@@ -71,13 +73,29 @@ func TestClusterWorkerStopped(t *testing.T) {
 	}
 	t.Logf("the org on the stopped worker: 6 calls answered, the slowest in %v (deadline %v)", slowest.Round(time.Millisecond), faultDeadline)
 	checkShardActivityWithoutWorker(t, d, ports[0], ports[1])
+	pool := d.AppPool(t)
+	if err := checkSpaces(pool); !errors.Is(err, knowledge.ErrSpacesUnread) {
+		t.Errorf("an app's start check of the stored models with a worker stopped: %v, want ErrSpacesUnread (the app starts and checks again)", err)
+	}
 
 	worker.Start() // pg_ctl start -w: returns once it takes connections
 	resumed := f.resume(up, down)
 	t.Logf("the org on the restarted worker stored again %v after the worker was up", resumed.Round(time.Millisecond))
+	if err := checkSpaces(pool); err != nil {
+		t.Errorf("an app's start check of the stored models with every worker back: %v", err)
+	}
 	f.mustSearch(down)
 	f.mustStore(up, "back")
 	f.checkAcked(d, orgs)
+}
+
+// checkSpaces is an app's start check of the stored vectors' models
+// (knowledge.CheckEmbeddingSpace) within faultDeadline.
+func checkSpaces(pool *pgxpool.Pool) error {
+	ctx, cancel := context.WithTimeout(context.Background(), faultDeadline)
+	defer cancel()
+	_, err := knowledge.CheckEmbeddingSpace(ctx, pool, embed.NewLocal(), false)
+	return err
 }
 
 // checkShardActivityWithoutWorker checks Upkeep's figures of the shards

@@ -18,6 +18,10 @@ func SpaceOf(e embed.Embedder) VectorSpace { return vecspace.Of(e) }
 // start-up check of the configured space against them).
 type StoredSpace = maintenance.StoredSpace
 
+// ErrSpacesUnread is CheckEmbeddingSpace's error when some shard did not
+// answer in time (maintenance.ErrSpacesUnread).
+var ErrSpacesUnread = maintenance.ErrSpacesUnread
+
 // SpaceMismatchError is CheckEmbeddingSpace's refusal.
 type SpaceMismatchError = maintenance.SpaceMismatchError
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -73,17 +74,69 @@ func NewEmbedders(cur embed.Config, next *embed.Config) (embed.Embedder, embed.E
 // text search configuration exists, and stored vectors are of e's space
 // (CheckEmbeddingSpace; other spaces stored beside it, a re-embed under
 // way, are logged).
-func CheckDatabase(ctx context.Context, pool *pgxpool.Pool, textSearchConfig string, e embed.Embedder, allowChange bool, log *slog.Logger) error {
+//
+// The stored spaces are read from every shard; when some shard does not
+// answer within SpaceCheckTimeout (a Citus worker down or hung) the app
+// starts anyway, for the orgs of the other workers, and the space check
+// runs again every SpaceRecheckEvery until every shard answers. A refusal
+// found then arrives on later, for the app to stop as it would have at
+// start; later is nil when the check was done at start.
+func CheckDatabase(ctx context.Context, pool *pgxpool.Pool, textSearchConfig string, e embed.Embedder, allowChange bool, log *slog.Logger) (later <-chan error, err error) {
 	if err := db.CheckSchema(ctx, pool); err != nil {
-		return err
+		return nil, err
 	}
 	if err := CheckTextSearchConfig(ctx, pool, textSearchConfig); err != nil {
-		return err
+		return nil, err
 	}
-	others, err := CheckEmbeddingSpace(ctx, pool, e, allowChange)
+	err = checkSpaces(ctx, pool, e, allowChange, log)
+	if !errors.Is(err, knowledge.ErrSpacesUnread) {
+		return nil, err
+	}
+	log.Warn("starting without the embedding-space check: the stored vectors' models could not be read from every shard; checking again until they are",
+		"every", SpaceRecheckEvery.String(), "err", err)
+	out := make(chan error, 1)
+	go func() {
+		t := time.NewTicker(SpaceRecheckEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			err := checkSpaces(ctx, pool, e, allowChange, log)
+			switch {
+			case errors.Is(err, knowledge.ErrSpacesUnread):
+				log.Warn("embedding-space check: a shard still does not answer", "err", err)
+				continue
+			case err == nil:
+				log.Info("embedding-space check passed: every shard answered")
+			case ctx.Err() == nil:
+				out <- err
+			}
+			return
+		}
+	}()
+	return out, nil
+}
+
+// SpaceCheckTimeout bounds one read of the stored spaces, and
+// SpaceRecheckEvery spaces the reads while some shard does not answer
+// (CheckDatabase). Variables for tests.
+var SpaceCheckTimeout, SpaceRecheckEvery = 10 * time.Second, 30 * time.Second
+
+// checkSpaces is CheckEmbeddingSpace within SpaceCheckTimeout, the other
+// spaces stored logged.
+func checkSpaces(ctx context.Context, pool *pgxpool.Pool, e embed.Embedder, allowChange bool, log *slog.Logger) error {
+	cctx, cancel := context.WithTimeout(ctx, SpaceCheckTimeout)
+	defer cancel()
+	others, err := CheckEmbeddingSpace(cctx, pool, e, allowChange)
 	if len(others) > 0 && err == nil {
 		log.Warn("vectors of other models or widths are stored; search uses only the configured one's (re-embed with ctl reembed)",
 			"model", e.Model(), "dimensions", e.Dimensions(), "other", fmt.Sprint(others))
+	}
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err() // the app is stopping: not a shard's fault
 	}
 	return err
 }

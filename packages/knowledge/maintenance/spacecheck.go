@@ -2,11 +2,14 @@ package maintenance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/vecspace"
@@ -29,6 +32,8 @@ type StoredSpace struct {
 // check passes without it. The other spaces stored next to the configured
 // one (a re-embed under way) are returned, for a warning. It reads the
 // spaces with a loose index scan: milliseconds, whatever the table's size.
+// When they cannot be read from every shard before ctx's deadline, the
+// error is ErrSpacesUnread.
 func CheckEmbeddingSpace(ctx context.Context, pool *pgxpool.Pool, e embed.Embedder, allowChange bool) ([]StoredSpace, error) {
 	want := vecspace.Of(e)
 	if err := want.Validate(); err != nil {
@@ -36,6 +41,11 @@ func CheckEmbeddingSpace(ctx context.Context, pool *pgxpool.Pool, e embed.Embedd
 	}
 	rows, err := sqlc.New(pool).EmbeddingSpaces(ctx)
 	if err != nil {
+		// The deadline's error is the server's cancellation (57014) or
+		// pgx's own, depending on who noticed first.
+		if db.ShardUnanswered(err) || errors.Is(ctx.Err(), context.DeadlineExceeded) || pgconn.Timeout(err) {
+			return nil, fmt.Errorf("%w: %w", ErrSpacesUnread, err)
+		}
 		return nil, fmt.Errorf("reading the stored vectors' models: %w", err)
 	}
 	var others []StoredSpace
@@ -53,6 +63,14 @@ func CheckEmbeddingSpace(ctx context.Context, pool *pgxpool.Pool, e embed.Embedd
 	}
 	return others, &SpaceMismatchError{Want: want, Stored: others}
 }
+
+// ErrSpacesUnread is CheckEmbeddingSpace's error when the stored vectors'
+// models could not be read from every shard in time: on a Citus cluster a
+// worker down or hung (the read visits every shard), or the read past its
+// deadline. It says nothing of the configuration; an app starts without
+// the check and runs it again later (knowledgeenv.CheckDatabase), since the
+// orgs of the workers that answer can be served meanwhile.
+var ErrSpacesUnread = errors.New("the stored vectors' models could not be read from every shard")
 
 // SpaceMismatchError is CheckEmbeddingSpace's refusal: vectors are stored
 // and none is of the configured space. The apps word it with the settings
