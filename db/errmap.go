@@ -219,6 +219,26 @@ func SharedMemoryShort(err error) bool {
 	return errors.As(err, &pe) && (pe.Code == "53100" || pe.Code == "53200") && strings.Contains(pe.Message, "shared memory")
 }
 
+// Unreachable reports an error of a connection that could not be made or
+// was lost (the server down, shutting down, not answering in time, or
+// refusing the role), as
+// against an error the server returned for the statement: on a read,
+// nothing of it changed anything, and another node may serve it. Whose
+// deadline a timeout was is the caller's to tell (its context).
+func Unreachable(err error) bool {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return true // refused, not answering, or not letting this role in (pg_hba, a password)
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+		pgconn.SafeToRetry(err) || pgconn.Timeout(err)
+}
+
 // ShardUnanswered reports a read of every shard of a Citus cluster that
 // a shard's worker did not answer: knowledge_embedding_spaces (migration
 // 00027) raises it when run_command_on_shards reports a failed shard.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -91,6 +92,36 @@ func TestWordingLeavesTheRestToUnavailable(t *testing.T) {
 		var e *errs.Error
 		if !errors.As(err, &e) || e.Code != tc.code || !e.Retryable || !errors.Is(err, tc.err) {
 			t.Errorf("%s: %v, want %s, retryable, with its cause", tc.name, err, tc.code)
+		}
+	}
+}
+
+// TestUnreachableIsTheConnectionsFault: a connection that could not be
+// made, for whatever reason (nothing listening, the role refused), or a
+// server shutting down, is the node's state and another node may serve
+// the read; an error the server returned for the statement is not.
+func TestUnreachableIsTheConnectionsFault(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, refused := pgx.Connect(ctx, "postgres://knowledge_app@127.0.0.1:1/knowledge?sslmode=disable&connect_timeout=2")
+	_, noRole := pgx.Connect(ctx, "postgres://no_such_role_here@127.0.0.1:5432/knowledge?sslmode=disable")
+	for _, c := range []struct {
+		what string
+		err  error
+		want bool
+	}{
+		{"nothing listening", refused, true},
+		{"the role refused", noRole, true},
+		{"shutting down", &pgconn.PgError{Code: "57P01"}, true},
+		{"no such table", &pgconn.PgError{Code: "42P01"}, false},
+		{"a constraint", &pgconn.PgError{Code: "23505"}, false},
+	} {
+		if c.err == nil {
+			t.Fatalf("%s: no error", c.what)
+		}
+		if got := Unreachable(c.err); got != c.want {
+			t.Errorf("%s (%v): Unreachable %v, want %v", c.what, c.err, got, c.want)
 		}
 	}
 }

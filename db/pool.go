@@ -110,14 +110,8 @@ func poolConfig(url string, opts ...Option) (*pgxpool.Config, error) {
 		cfg.ConnConfig.OnNotice = o.notice
 	}
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
-		var has bool
-		if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_type WHERE typname = 'vector')").Scan(&has); err != nil {
+		if err := registerVector(ctx, conn); err != nil {
 			return err
-		}
-		if has {
-			if err := pgxvec.RegisterTypes(ctx, conn); err != nil {
-				return err
-			}
 		}
 		for _, f := range o.after {
 			if err := f(ctx, conn); err != nil {
@@ -127,4 +121,38 @@ func poolConfig(url string, opts ...Option) (*pgxpool.Config, error) {
 		return nil
 	}
 	return cfg, nil
+}
+
+// registerVector registers pgvector's types on conn, once the extension
+// exists.
+func registerVector(ctx context.Context, conn *pgx.Conn) error {
+	var has bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_type WHERE typname = 'vector')").Scan(&has); err != nil {
+		return err
+	}
+	if has {
+		return pgxvec.RegisterTypes(ctx, conn)
+	}
+	return nil
+}
+
+// NodePool is a pool on another node of coord's Citus cluster (host, port
+// from its metadata), as coord's role and database, with pgvector's types
+// and coord's tracer but none of coord's AfterConnect hooks (they warm a
+// coordinator's connections). It connects lazily, gives up a connection
+// attempt after 2 s and closes connections idle for 5 minutes.
+func NodePool(coord *pgxpool.Pool, host string, port uint16) (*pgxpool.Pool, error) {
+	cfg := coord.Config().Copy()
+	cc := cfg.ConnConfig
+	cc.Host, cc.Port, cc.Fallbacks = host, port, nil
+	cc.ConnectTimeout = 2 * time.Second
+	if cc.TLSConfig != nil {
+		cc.TLSConfig = cc.TLSConfig.Clone()
+		cc.TLSConfig.ServerName = host
+	}
+	cfg.MinConns = 0
+	cfg.MaxConnIdleTime = 5 * time.Minute
+	// A node of a migrated cluster has the extension: one round trip.
+	cfg.AfterConnect = pgxvec.RegisterTypes
+	return pgxpool.NewWithConfig(context.Background(), cfg)
 }

@@ -129,18 +129,20 @@ func TestRoundTripsPerCall(t *testing.T) {
 	// then one read of its hits' bodies and documents. The first of the
 	// process also counts the table's entries (kept 30 s) and learns, on a
 	// Citus cluster, each statement's description (internal/orgcall). On a
-	// cluster the statements go through knowledge_run_org, which pgx
-	// prepares once on each connection of the pool (a round trip the first
-	// time a connection runs it; a single node's connections are warmed
-	// as they open): there the steady state is the least of the repeats,
-	// and a repeat pays at most those three preparations more.
+	// cluster the statements go through knowledge_run_org, on connections
+	// to the org's worker opened on first use (internal/data/nodes.go), and
+	// pgx prepares the call once on each connection (a single node's
+	// connections are warmed as they open): there the steady state is the
+	// least of the repeats, and a repeat pays at most, for each of its
+	// three statements, a new connection (pgvector's types: one round
+	// trip) and a preparation more.
 	trips := []int{}
 	for _, r := range recs[4:] {
 		trips = append(trips, r.DBTrips)
 	}
 	if testenv.IsCluster() {
-		if slices.Min(trips) > 3 || slices.Max(trips) > 6 {
-			t.Errorf("the same search repeated made %v PostgreSQL round trips, want at most 3 once warm, 6 at most", trips)
+		if slices.Min(trips) > 3 || slices.Max(trips) > 9 {
+			t.Errorf("the same search repeated made %v PostgreSQL round trips, want at most 3 once warm, 9 at most", trips)
 		}
 	} else if slices.Max(trips) > 3 {
 		t.Errorf("the same search repeated made %v PostgreSQL round trips, want at most 3 each (two ranking statements at once, the hits' read)", trips)

@@ -21,7 +21,8 @@ import (
 // on every call (it makes custom plans, to route them) and the worker
 // planned the shard query again; there the worker prepares them once per
 // session against the org's shards and keeps a generic plan, as a single
-// node does. Each call names its statement, whose text is stored once. The
+// node does. The call goes to that worker itself when the app can reach it
+// (nodes.go). Each call names its statement, whose text is stored once. The
 // settings a single node gets from a statement's own set_config (which a
 // coordinator does not pass on) travel with the call. A single node sends
 // the statements as they are.
@@ -49,8 +50,23 @@ func (d *DB) OnWorker(ctx context.Context, stmt *pgbatch.Named, org uuid.UUID, s
 	if err != nil {
 		return nil, true, err
 	}
-	rows, err = d.calls.get(sql).Query(ctx, d.scoped.Pool, org, settings, pos)
+	rows, err = d.onWorker(ctx, d.calls.get(sql), org, settings, pos)
 	return rows, true, err
+}
+
+// onWorker runs st for org on its worker's pool (nodes.go), or through the
+// coordinator when the worker is unknown or cannot be reached.
+func (d *DB) onWorker(ctx context.Context, st *orgcall.Statement, org uuid.UUID, settings []string, args []any) (pgx.Rows, error) {
+	if err := st.Learn(ctx, d.scoped.Pool); err != nil {
+		return nil, err
+	}
+	r := routesOf(d.scoped.Pool, d.log)
+	pool, addr := r.pool(ctx, org)
+	rows, err := st.Query(ctx, pool, org, settings, args)
+	if err != nil && r.failed(ctx, addr, err) {
+		return st.Query(ctx, d.scoped.Pool, org, settings, args)
+	}
+	return rows, err
 }
 
 // Reads is the generated queries for org's reads: sent whole to its worker
@@ -72,7 +88,7 @@ type workerDB struct {
 }
 
 func (w workerDB) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	return w.d.calls.get(sql).Query(ctx, w.d.scoped.Pool, w.org, w.settings, args)
+	return w.d.onWorker(ctx, w.d.calls.get(sql), w.org, w.settings, args)
 }
 
 func (w workerDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {

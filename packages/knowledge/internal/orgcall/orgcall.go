@@ -42,13 +42,14 @@ type Statement struct {
 	sql  string
 	name string // its name in knowledge_org_statements; on the workers, plus the org's shard
 
-	mu       sync.Mutex
-	ready    bool
-	inline   bool          // the text could not be stored: each call carries it
-	learning chan struct{} // closed when the description under way ends
-	learnErr error
-	call     string   // the call, with its column definition list
-	params   []uint32 // the statement's parameters' types
+	mu         sync.Mutex
+	ready      bool
+	inline     bool          // the text could not be stored: each call carries it
+	learning   chan struct{} // closed when the description under way ends
+	learnErr   error
+	call       string   // the call, with its column definition list
+	params     []uint32 // the statement's parameters' types, on the node that described it
+	paramTypes []string // and their names (pg_type.typname)
 }
 
 // New is the statement sql (positional parameters). prefix names it: the
@@ -78,11 +79,17 @@ func (s *Statement) Query(ctx context.Context, pool *pgxpool.Pool, org uuid.UUID
 		return nil, err
 	}
 	// The connection's type map knows the types its pool registered (the
-	// vector types).
+	// vector types), by this node's OIDs: an extension's types may have
+	// other OIDs on a worker than on the coordinator that described the
+	// statement, so they are found by name.
 	m := conn.Conn().TypeMap()
 	text := make([]*string, len(args))
 	for i, a := range args {
-		b, err := m.Encode(s.params[i], pgtype.TextFormatCode, a, nil)
+		oid := s.params[i]
+		if t, ok := m.TypeForName(s.paramTypes[i]); ok {
+			oid = t.OID
+		}
+		b, err := m.Encode(oid, pgtype.TextFormatCode, a, nil)
 		if err != nil {
 			conn.Release()
 			return nil, fmt.Errorf("orgcall: %s: argument $%d: %w", s.name, i+1, err)
@@ -103,6 +110,11 @@ func (s *Statement) Query(ctx context.Context, pool *pgxpool.Pool, org uuid.UUID
 	}
 	return &releasing{Rows: rows, conn: conn}, nil
 }
+
+// Learn describes the statement on pool, once (a Query on another
+// pool then uses that description): on the coordinator, whose types the
+// statement's text names and where its text is stored for every node.
+func (s *Statement) Learn(ctx context.Context, pool *pgxpool.Pool) error { return s.learn(ctx, pool) }
 
 // releasing are rows that give their connection back when closed.
 type releasing struct {
@@ -177,9 +189,11 @@ func (s *Statement) describe(ctx context.Context, pool *pgxpool.Pool) error {
 	for i, f := range desc.Fields {
 		oids[i], mods[i] = f.DataTypeOID, f.TypeModifier
 	}
-	var types []string
-	if err := conn.QueryRow(ctx, `SELECT coalesce(array_agg(format_type(o, nullif(m, -1)) ORDER BY n), '{}')
-		FROM unnest($1::oid[], $2::int[]) WITH ORDINALITY AS u (o, m, n)`, oids, mods).Scan(&types); err != nil {
+	var types, paramTypes []string
+	if err := conn.QueryRow(ctx, `SELECT coalesce(array_agg(format_type(o, nullif(m, -1)) ORDER BY n), '{}'),
+		(SELECT coalesce(array_agg(t.typname::text ORDER BY p.n), '{}')
+		 FROM unnest($3::oid[]) WITH ORDINALITY AS p (o, n) JOIN pg_type t ON t.oid = p.o)
+		FROM unnest($1::oid[], $2::int[]) WITH ORDINALITY AS u (o, m, n)`, oids, mods, desc.ParamOIDs).Scan(&types, &paramTypes); err != nil {
 		return fmt.Errorf("orgcall: column types of %s: %w", s.name, err)
 	}
 	cols := make([]string, len(types))
@@ -201,6 +215,6 @@ func (s *Statement) describe(ctx context.Context, pool *pgxpool.Pool) error {
 	}
 	s.call = "SELECT * FROM knowledge_run_org($1::uuid, $2::text, $3::text, $4::text[], $5::text[]) AS r (" +
 		strings.Join(cols, ", ") + ")"
-	s.params = desc.ParamOIDs
+	s.params, s.paramTypes = desc.ParamOIDs, paramTypes
 	return nil
 }

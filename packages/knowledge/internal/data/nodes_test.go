@@ -1,0 +1,77 @@
+package data
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
+	"github.com/agentfleet/orchestrator/packages/testenv"
+	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
+)
+
+// TestReadsGoToTheOrgsWorker: on a Citus cluster an org's delegated reads
+// are sent to the worker that holds its shards, and the route is only a
+// hint: a route to the other worker (a shard moved since) and a route to
+// an address nothing answers on (a worker the app cannot reach) give the
+// same rows, the latter through the coordinator, the worker then left
+// alone for a while.
+func TestReadsGoToTheOrgsWorker(t *testing.T) {
+	t.Parallel()
+	d := testenv.Postgres(t)
+	if !testenv.IsCluster() {
+		t.Skip("routes exist on a Citus cluster only")
+	}
+	ctx := context.Background()
+	e := testfactory.Entry(ctx, t, d.Pool, &testfactory.EntryOpts{Title: "routed", Body: "read on the org's worker"})
+	var host string
+	var port int32
+	if err := d.Pool.QueryRow(ctx, orgNodeSQL, e.OrgID).Scan(&host, &port); err != nil {
+		t.Fatal(err)
+	}
+	var other nodeAddr
+	var otherPort int32
+	if err := d.Pool.QueryRow(ctx, `SELECT nodename, nodeport FROM pg_dist_node
+		WHERE noderole = 'primary' AND shouldhaveshards AND groupid <> 0 AND (nodename, nodeport) <> ($1, $2) LIMIT 1`,
+		host, port).Scan(&other.host, &otherPort); err != nil {
+		t.Fatal(err)
+	}
+	other.port = uint16(otherPort)
+
+	app := d.AppPool(t)
+	db := New(app)
+	read := func(what string) {
+		t.Helper()
+		q, err := db.Reads(ctx, e.OrgID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := q.SearchBodies(ctx, sqlc.SearchBodiesParams{OrgID: e.OrgID, Ids: []uuid.UUID{e.ID}})
+		if err != nil || len(rows) != 1 || rows[0].Body != "read on the org's worker" {
+			t.Fatalf("%s: %d rows, %v; want the entry's body", what, len(rows), err)
+		}
+	}
+	read("first read")
+	r := routesOf(app, nil)
+	pool, addr := r.pool(ctx, e.OrgID)
+	if pool == app || addr != (nodeAddr{host, uint16(port)}) {
+		t.Fatalf("the org's reads go to %v (coordinator: %v), want its worker %s:%d", addr, pool == app, host, port)
+	}
+
+	route := func(a nodeAddr) {
+		r.mu.Lock()
+		r.orgs[e.OrgID] = orgRoute{addr: a, at: time.Now()}
+		r.mu.Unlock()
+	}
+	route(other)
+	read("routed to the other worker")
+
+	nowhere := nodeAddr{"127.0.0.1", 1}
+	route(nowhere)
+	read("routed to an address nothing answers on")
+	if pool, _ := r.pool(ctx, e.OrgID); pool != app {
+		t.Fatal("after a worker could not be reached, its orgs' reads still go to it, want the coordinator for a while")
+	}
+}
