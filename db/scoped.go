@@ -53,10 +53,41 @@ const SetOrgSQL = "SELECT set_config('app.org_id', $1, true)"
 // pgx.BeginTxFunc's, and the pool's own (Stat, Acquire, Ping, Close...)
 // through the embedded pool; a connection taken with Acquire is not
 // scoped.
-type Scoped struct{ *pgxpool.Pool }
+type Scoped struct {
+	*pgxpool.Pool
+	router Router
+}
 
 // Scope wraps pool.
 func Scope(pool *pgxpool.Pool) Scoped { return Scoped{Pool: pool} }
+
+// Router sends an org's transactions to another pool than a Scoped's own:
+// on a Citus cluster the pool of the worker that holds the org's shards
+// (packages/knowledge/internal/data), which runs their statements locally
+// instead of having the coordinator plan and relay each one (a store's
+// transaction is five). Single statements stay on the Scoped's pool:
+// some read the catalog (an index's state), whose authority is the
+// coordinator's, and a single statement pays one relay only.
+type Router interface {
+	// Route is the pool for org's transaction, and failed, told of an
+	// error that stopped it before anything ran (a connection that could
+	// not be made), says whether to begin it on the Scoped's own pool
+	// instead. failed is nil when the pool is the Scoped's own.
+	Route(ctx context.Context, org uuid.UUID) (pool *pgxpool.Pool, failed func(error) bool)
+}
+
+// WithRouter is s beginning each org's transactions where r says, on a
+// Citus cluster; a transaction without an org (the operator's, a batch of
+// several orgs) stays on s's own pool.
+func (s Scoped) WithRouter(r Router) Scoped { s.router = r; return s }
+
+// route is the pool for org's transaction (routed on a cluster only).
+func (s Scoped) route(ctx context.Context, org uuid.UUID, citus bool) (*pgxpool.Pool, func(error) bool) {
+	if !citus || s.router == nil {
+		return s.Pool, nil
+	}
+	return s.router.Route(ctx, org)
+}
 
 // Exec runs one statement.
 func (s Scoped) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
@@ -117,7 +148,11 @@ func (s Scoped) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
 			return nil, err
 		}
 	}
-	tx, err := s.Pool.BeginTx(ctx, opts)
+	p, failed := s.route(ctx, org, ok && citus)
+	tx, err := p.BeginTx(ctx, opts)
+	if err != nil && failed != nil && failed(err) {
+		tx, err = s.Pool.BeginTx(ctx, opts)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -22,6 +22,7 @@ import (
 // Not parallel: it shortens the check's deadline and pause for the
 // package, and parallel tests run only after it has put them back.
 func TestRunStartsWhenTheStoredModelsCannotBeRead(t *testing.T) {
+	testenv.SkipOnCluster(t, "a lock on the coordinator's table does not hold the read of the shards; a worker down is TestClusterWorkerStopped's")
 	timeout, every := knowledgeenv.SpaceCheckTimeout, knowledgeenv.SpaceRecheckEvery
 	knowledgeenv.SpaceCheckTimeout, knowledgeenv.SpaceRecheckEvery = 300*time.Millisecond, 200*time.Millisecond
 	t.Cleanup(func() { knowledgeenv.SpaceCheckTimeout, knowledgeenv.SpaceRecheckEvery = timeout, every })

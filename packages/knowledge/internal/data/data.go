@@ -22,7 +22,7 @@ type DB struct {
 // New returns a DB on pool. The pool must come from db.Open, which registers
 // pgvector's types on every connection.
 func New(pool *pgxpool.Pool) *DB {
-	scoped := db.Scope(pool)
+	scoped := db.Scope(pool).WithRouter(routesOf(pool, nil))
 	return &DB{scoped: scoped, q: sqlc.New(scoped)}
 }
 

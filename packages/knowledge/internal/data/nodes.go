@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -13,11 +14,12 @@ import (
 )
 
 // On a Citus cluster an org's delegated reads (OnWorker, Reads: a search's
-// ranking statements and bodies, a store's duplicate check) are sent
-// straight to the worker that holds the org's shards, where
-// knowledge_run_org runs locally; through the coordinator each of them
-// was planned and deparsed there and relayed, a hop a search pays twice
-// in turn (docs/scale-out.md, "Reads on the org's worker").
+// ranking statements and bodies, a store's duplicate check) and its
+// transactions (db.Router: a store's, an upload's finish) are sent
+// straight to the worker that holds the org's shards, where they run
+// locally; through the coordinator each statement was planned and
+// deparsed there and relayed, a hop a search pays twice in turn and a
+// store five times (docs/operators.md, "Search on a cluster").
 //
 // The route is a hint, never a condition of a right answer: the function
 // runs on any node that has Citus's metadata, and a worker that no longer
@@ -41,7 +43,7 @@ WHERE shardid = get_shard_id_for_distribution_column('knowledge', $1::uuid) LIMI
 // made on it (routesOf).
 type routes struct {
 	coord *pgxpool.Pool
-	log   *slog.Logger
+	log   atomic.Pointer[slog.Logger]
 
 	mu    sync.Mutex
 	orgs  map[uuid.UUID]orgRoute
@@ -75,8 +77,11 @@ func routesOf(coord *pgxpool.Pool, log *slog.Logger) *routes {
 	defer routesMu.Unlock()
 	r := routesFor[coord]
 	if r == nil {
-		r = &routes{coord: coord, log: log, orgs: map[uuid.UUID]orgRoute{}, nodes: map[nodeAddr]*node{}}
+		r = &routes{coord: coord, orgs: map[uuid.UUID]orgRoute{}, nodes: map[nodeAddr]*node{}}
 		routesFor[coord] = r
+	}
+	if log != nil {
+		r.log.CompareAndSwap(nil, log)
 	}
 	return r
 }
@@ -127,10 +132,20 @@ func (r *routes) pool(ctx context.Context, org uuid.UUID) (*pgxpool.Pool, nodeAd
 	return n.pool, rt.addr
 }
 
-// failed notes a read sent to the worker at addr that failed with err
+// Route is db.Router's: org's statements go to its worker's pool.
+func (r *routes) Route(ctx context.Context, org uuid.UUID) (*pgxpool.Pool, func(error) bool) {
+	pool, addr := r.pool(ctx, org)
+	if pool == r.coord {
+		return pool, nil
+	}
+	return pool, func(err error) bool { return r.failed(ctx, addr, err) }
+}
+
+// failed notes a call sent to the worker at addr that failed with err
 // while ctx was live: a worker that cannot be reached is left alone for
-// nodeRetry. It says whether the read should be sent again through the
-// coordinator (a read: whatever of it ran changed nothing).
+// nodeRetry. It says whether the call should be sent again through the
+// coordinator: a read (whatever of it ran changed nothing) or a
+// transaction that could not begin.
 func (r *routes) failed(ctx context.Context, addr nodeAddr, err error) bool {
 	if addr == (nodeAddr{}) || ctx.Err() != nil || !db.Unreachable(err) {
 		return false
@@ -150,8 +165,8 @@ func (r *routes) failed(ctx context.Context, addr nodeAddr, err error) bool {
 }
 
 func (r *routes) logger() *slog.Logger {
-	if r.log != nil {
-		return r.log
+	if l := r.log.Load(); l != nil {
+		return l
 	}
 	return slog.Default()
 }
