@@ -239,15 +239,7 @@ func TestRunRefusesEmbeddingsNoStoredVectorIsOf(t *testing.T) {
 	r := testenv.LeaseRedis(t)
 	testfactory.Entry(context.Background(), t, pg.Pool, &testfactory.EntryOpts{Title: "t", Body: "b",
 		Embedding: slices.Repeat([]float32{0.1}, 768), Model: "local-hash-v1"})
-	env := map[string]string{
-		"DATABASE_URL":          pg.URL,
-		"REDIS_URL":             r.URL,
-		"WORKER_METRICS_ADDR":   "127.0.0.1:0",
-		"EMBEDDER":              "openai",
-		"EMBEDDINGS_MODEL":      "all-minilm",
-		"EMBEDDINGS_DIMENSIONS": "384",
-		"EMBEDDINGS_BASE_URL":   "http://127.0.0.1:1/v1",
-	}
+	env := otherModelEnv(pg.URL, r.URL)
 	err := run(context.Background(), nil, envOf(env), io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "EMBEDDINGS_MODEL=all-minilm") ||
 		!strings.Contains(err.Error(), "local-hash-v1 (768 dimensions) in 1 org(s)") ||
@@ -260,5 +252,20 @@ func TestRunRefusesEmbeddingsNoStoredVectorIsOf(t *testing.T) {
 	defer cancel()
 	if err := run(ctx, nil, envOf(env), io.Discard); err != nil {
 		t.Fatalf("with the change allowed: %v", err)
+	}
+}
+
+// otherModelEnv configures the worker with a model (all-minilm, 384
+// dimensions) other than the local embedder's, at a provider URL nothing
+// answers on.
+func otherModelEnv(databaseURL, redisURL string) map[string]string {
+	return map[string]string{
+		"DATABASE_URL":          databaseURL,
+		"REDIS_URL":             redisURL,
+		"WORKER_METRICS_ADDR":   "127.0.0.1:0",
+		"EMBEDDER":              "openai",
+		"EMBEDDINGS_MODEL":      "all-minilm",
+		"EMBEDDINGS_DIMENSIONS": "384",
+		"EMBEDDINGS_BASE_URL":   "http://127.0.0.1:1/v1",
 	}
 }

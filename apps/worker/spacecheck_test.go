@@ -41,15 +41,7 @@ func TestRunStartsWhenTheStoredModelsCannotBeRead(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	env := map[string]string{
-		"DATABASE_URL":          pg.URL,
-		"REDIS_URL":             r.URL,
-		"WORKER_METRICS_ADDR":   "127.0.0.1:0",
-		"EMBEDDER":              "openai",
-		"EMBEDDINGS_MODEL":      "all-minilm",
-		"EMBEDDINGS_DIMENSIONS": "384",
-		"EMBEDDINGS_BASE_URL":   "http://127.0.0.1:1/v1",
-	}
+	env := otherModelEnv(pg.URL, r.URL)
 	var out testenv.Buffer
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
