@@ -59,6 +59,18 @@ func TestReadyAsTheHandler(t *testing.T) {
 		t.Fatalf("embedded %d (ready) and %d (handler), want 201 each; indexed %d and %d", ea, eb, ia, ib)
 	}
 
+	// On a Citus coordinator the tables are empty shells whose pg_class
+	// counters an index build sets from the shards or not, by Citus's
+	// timing (the comparison failed one run in two), and the search's plans
+	// are made on the workers from the shards' (knowledge_run_org): there
+	// the indexes are compared by name and validity only.
+	catalog := `SELECT c.relname, c.reltuples, c.relpages, c.relallvisible, i.indisvalid
+			FROM pg_class c LEFT JOIN pg_index i ON i.indexrelid = c.oid
+			WHERE c.relname IN ('knowledge', 'knowledge_chunks') OR c.relname LIKE '%hnsw%' ORDER BY 1`
+	if testenv.IsCluster() {
+		catalog = `SELECT c.relname, i.indisvalid FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid
+			WHERE c.relname LIKE '%hnsw%' ORDER BY 1`
+	}
 	for _, c := range []struct{ what, sql string }{
 		{"entries", `SELECT id, embedding_status, embedding_model, embedding_generation, coalesce(embedding_error, ''),
 			embedded_at IS NOT NULL, embedding FROM knowledge ORDER BY id`},
@@ -66,9 +78,7 @@ func TestReadyAsTheHandler(t *testing.T) {
 		{"counts", `SELECT kind, key, sum(n)::bigint FROM (SELECT kind, key, n FROM knowledge_counts
 			UNION ALL SELECT kind, key, delta FROM knowledge_count_deltas) x GROUP BY 1, 2 HAVING sum(n) <> 0 ORDER BY 1, 2`},
 		{"index queue and postings", `SELECT (SELECT count(*) FROM knowledge_index_queue), (SELECT count(*) FROM knowledge_postings)`},
-		{"vector indexes and catalog counters", `SELECT c.relname, c.reltuples, c.relpages, c.relallvisible, i.indisvalid
-			FROM pg_class c LEFT JOIN pg_index i ON i.indexrelid = c.oid
-			WHERE c.relname IN ('knowledge', 'knowledge_chunks') OR c.relname LIKE '%hnsw%' ORDER BY 1`},
+		{"vector indexes and catalog counters", catalog},
 	} {
 		ra, rb := dump(t, a, c.sql), dump(t, b, c.sql)
 		if len(ra) == 0 {
