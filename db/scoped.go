@@ -61,13 +61,18 @@ type Scoped struct {
 // Scope wraps pool.
 func Scope(pool *pgxpool.Pool) Scoped { return Scoped{Pool: pool} }
 
-// Router sends an org's transactions to another pool than a Scoped's own:
-// on a Citus cluster the pool of the worker that holds the org's shards
-// (packages/knowledge/internal/data), which runs their statements locally
-// instead of having the coordinator plan and relay each one (a store's
-// transaction is five). Single statements stay on the Scoped's pool:
-// some read the catalog (an index's state), whose authority is the
-// coordinator's, and a single statement pays one relay only.
+// Router sends an org's transactions marked by OnOrgNode to another pool
+// than a Scoped's own: on a Citus cluster the pool of the worker that
+// holds the org's shards (packages/knowledge/internal/data), which runs
+// their statements locally instead of having the coordinator plan and
+// relay each one (a store's transaction is five). Only the transactions
+// that take no advisory lock may go: an advisory lock is the node's own,
+// and the others that take it (an operator's purge, a transaction begun on
+// the coordinator while the worker cannot be reached, or on another
+// worker after a shard moved) would not see it; row locks are the
+// shard's, wherever the statement comes from. Single statements stay on
+// the Scoped's pool: some read the catalog (an index's state), whose
+// authority is the coordinator's.
 type Router interface {
 	// Route is the pool for org's transaction, and failed, told of an
 	// error that stopped it before anything ran (a connection that could
@@ -76,14 +81,22 @@ type Router interface {
 	Route(ctx context.Context, org uuid.UUID) (pool *pgxpool.Pool, failed func(error) bool)
 }
 
-// WithRouter is s beginning each org's transactions where r says, on a
-// Citus cluster; a transaction without an org (the operator's, a batch of
-// several orgs) stays on s's own pool.
+// WithRouter is s beginning each org's transactions marked by OnOrgNode
+// where r says, on a Citus cluster; the others, and a transaction without
+// an org (the operator's, a batch of several orgs), stay on s's own pool.
 func (s Scoped) WithRouter(r Router) Scoped { s.router = r; return s }
 
-// route is the pool for org's transaction (routed on a cluster only).
+type orgNodeKey struct{}
+
+// OnOrgNode marks the transactions begun with ctx as free to run on the
+// node that holds the org's rows (Router): the caller vouches that they
+// take no advisory lock.
+func OnOrgNode(ctx context.Context) context.Context { return context.WithValue(ctx, orgNodeKey{}, true) }
+
+// route is the pool for org's transaction (routed on a cluster only, when
+// ctx allows it).
 func (s Scoped) route(ctx context.Context, org uuid.UUID, citus bool) (*pgxpool.Pool, func(error) bool) {
-	if !citus || s.router == nil {
+	if !citus || s.router == nil || ctx.Value(orgNodeKey{}) == nil {
 		return s.Pool, nil
 	}
 	return s.router.Route(ctx, org)

@@ -78,7 +78,9 @@ func (s *Entries) store(ctx context.Context, c domain.Caller, a *domain.StoreArg
 		}
 		similar, owed = func(uuid.UUID) similarOutcome { return out }, out.owed
 	}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	// On a cluster, on the org's worker: the transaction takes row locks
+	// only (the quota's row), which are the shard's wherever it runs.
+	err := pgx.BeginFunc(data.OnOrgWorker(ctx), s.pool, func(tx pgx.Tx) error {
 		var err error
 		res, gen, err = insertEntryTx(ctx, tx, c, a, words.Keys, owed)
 		return err

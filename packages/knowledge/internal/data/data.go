@@ -30,6 +30,11 @@ func New(pool *pgxpool.Pool) *DB {
 // that org (row-level security shows it that org's rows only).
 func AsOrg(ctx context.Context, org uuid.UUID) context.Context { return db.WithOrg(ctx, org) }
 
+// OnOrgWorker marks the transactions begun with ctx as free to run on the
+// Citus worker that holds the org (nodes.go): the caller vouches that they
+// take no advisory lock (db.OnOrgNode says why).
+func OnOrgWorker(ctx context.Context) context.Context { return db.OnOrgNode(ctx) }
+
 // OrgOf is the org AsOrg put in ctx.
 func OrgOf(ctx context.Context) (uuid.UUID, bool) { return db.OrgOf(ctx) }
 

@@ -14,10 +14,10 @@ import (
 )
 
 // On a Citus cluster an org's delegated reads (OnWorker, Reads: a search's
-// ranking statements and bodies, a store's duplicate check) and its
-// transactions (db.Router: a store's, an upload's finish) are sent
-// straight to the worker that holds the org's shards, where they run
-// locally; through the coordinator each statement was planned and
+// ranking statements and bodies, a store's duplicate check) and the
+// transactions marked by OnOrgWorker (db.Router: a store's, which takes no
+// advisory lock) are sent straight to the worker that holds the org's
+// shards, where they run locally; through the coordinator each statement was planned and
 // deparsed there and relayed, a hop a search pays twice in turn and a
 // store five times (docs/operators.md, "Search on a cluster").
 //
@@ -26,7 +26,7 @@ import (
 // holds the org (after a shard move) passes the call on to the one that
 // does. A worker the app cannot reach (an address only the coordinator
 // resolves, a firewall, the worker down) is left alone for nodeRetry, its
-// orgs' reads going through the coordinator as before.
+// orgs' calls going through the coordinator as before.
 
 const (
 	routeTTL  = time.Minute      // an org's worker is looked up again after this
@@ -86,7 +86,7 @@ func routesOf(coord *pgxpool.Pool, log *slog.Logger) *routes {
 	return r
 }
 
-// pool is the pool for org's delegated reads: its worker's, or the
+// pool is the pool for org's calls: its worker's, or the
 // coordinator's when the worker is unknown or was not reachable lately.
 // addr says which worker (zero for the coordinator), for failed.
 func (r *routes) pool(ctx context.Context, org uuid.UUID) (*pgxpool.Pool, nodeAddr) {
@@ -120,7 +120,7 @@ func (r *routes) pool(ctx context.Context, org uuid.UUID) (*pgxpool.Pool, nodeAd
 		p, err := db.NodePool(r.coord, rt.addr.host, rt.addr.port)
 		if err != nil {
 			n.badUntil = now.Add(nodeRetry)
-			r.logger().Warn("citus worker: no pool for it; its orgs' reads go through the coordinator",
+			r.logger().Warn("citus worker: no pool for it; its orgs' calls go through the coordinator",
 				"worker", rt.addr.host, "port", rt.addr.port, "err", err)
 		}
 		n.pool = p
@@ -158,7 +158,7 @@ func (r *routes) failed(ctx context.Context, addr nodeAddr, err error) bool {
 	}
 	r.mu.Unlock()
 	if first {
-		r.logger().Warn("citus worker unreachable from this app: its orgs' reads go through the coordinator for a while",
+		r.logger().Warn("citus worker unreachable from this app: its orgs' calls go through the coordinator for a while",
 			"worker", addr.host, "port", addr.port, "retry_in", nodeRetry.String(), "err", err)
 	}
 	return true

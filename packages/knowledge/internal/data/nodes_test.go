@@ -12,9 +12,9 @@ import (
 	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
 )
 
-// TestReadsGoToTheOrgsWorker: on a Citus cluster an org's delegated reads
-// are sent to the worker that holds its shards, and the route is only a
-// hint: a route to the other worker (a shard moved since) and a route to
+// TestReadsGoToTheOrgsWorker: on a Citus cluster an org's delegated reads,
+// and its transactions marked for it, are sent to the worker that holds
+// its shards, and the route is only a hint: a route to the other worker (a shard moved since) and a route to
 // an address nothing answers on (a worker the app cannot reach) give the
 // same rows, the latter through the coordinator, the worker then left
 // alone for a while.
@@ -58,6 +58,32 @@ func TestReadsGoToTheOrgsWorker(t *testing.T) {
 	pool, addr := r.pool(ctx, e.OrgID)
 	if pool == app || addr != (nodeAddr{host, uint16(port)}) {
 		t.Fatalf("the org's reads go to %v (coordinator: %v), want its worker %s:%d", addr, pool == app, host, port)
+	}
+
+	// A transaction goes to the worker only when its caller marks it so
+	// (it takes no advisory lock); the others begin on the coordinator.
+	var coordPort int32
+	if err := app.QueryRow(ctx, "SELECT inet_server_port()").Scan(&coordPort); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		what string
+		ctx  context.Context
+		want int32
+	}{
+		{"marked for the org's worker", OnOrgWorker(AsOrg(ctx, e.OrgID)), port},
+		{"not marked", AsOrg(ctx, e.OrgID), coordPort},
+	} {
+		tx, err := db.Scoped().Begin(c.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got int32
+		err = tx.QueryRow(c.ctx, "SELECT inet_server_port()").Scan(&got)
+		tx.Rollback(ctx)
+		if err != nil || got != c.want {
+			t.Errorf("a transaction %s ran on port %d (%v), want %d", c.what, got, err, c.want)
+		}
 	}
 
 	route := func(a nodeAddr) {
