@@ -91,7 +91,9 @@ type orgNodeKey struct{}
 // OnOrgNode marks the transactions begun with ctx as free to run on the
 // node that holds the org's rows (Router): the caller vouches that they
 // take no advisory lock.
-func OnOrgNode(ctx context.Context) context.Context { return context.WithValue(ctx, orgNodeKey{}, true) }
+func OnOrgNode(ctx context.Context) context.Context {
+	return context.WithValue(ctx, orgNodeKey{}, true)
+}
 
 // route is the pool for org's transaction (routed on a cluster only, when
 // ctx allows it).
