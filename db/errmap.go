@@ -156,8 +156,8 @@ func Unavailable(err error) error {
 		switch pgErr.Code {
 		case "40001", "40P01", "55P03", "57014", "53300":
 			return &errs.Error{Code: errs.CodeUnavailable, Message: "the database asked to retry: " + pgErr.Message, Retryable: true, Err: err}
-		case "57P01", "57P02", "57P03":
-			// The server is shutting down or starting up.
+		}
+		if goingAway(pgErr) {
 			return unavailable(err)
 		}
 		if strings.HasPrefix(pgErr.Code, "08") {
@@ -232,11 +232,16 @@ func Unreachable(err error) bool {
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
-		return pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
+		return goingAway(pe)
 	}
 	var ne net.Error
 	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
 		pgconn.SafeToRetry(err) || pgconn.Timeout(err)
+}
+
+// goingAway reports the server shutting down or starting up (57P01-57P03).
+func goingAway(pe *pgconn.PgError) bool {
+	return pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
 }
 
 // ShardUnanswered reports a read of every shard of a Citus cluster that
