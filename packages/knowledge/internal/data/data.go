@@ -16,14 +16,16 @@ type DB struct {
 	scoped db.Scoped
 	q      *sqlc.Queries
 	calls  orgCalls
+	routes *routes      // the pool's workers (nodes.go), shared with every DB on it
 	log    *slog.Logger // RetryTx's retries (WithLogger)
 }
 
 // New returns a DB on pool. The pool must come from db.Open, which registers
 // pgvector's types on every connection.
 func New(pool *pgxpool.Pool) *DB {
-	scoped := db.Scope(pool).WithRouter(routesOf(pool, nil))
-	return &DB{scoped: scoped, q: sqlc.New(scoped)}
+	r := routesOf(pool)
+	scoped := db.Scope(pool).WithRouter(r)
+	return &DB{scoped: scoped, q: sqlc.New(scoped), routes: r}
 }
 
 // AsOrg returns ctx carrying org: every statement a DB sends for it runs as

@@ -43,7 +43,7 @@ WHERE shardid = get_shard_id_for_distribution_column('knowledge', $1::uuid) LIMI
 // made on it (routesOf).
 type routes struct {
 	coord *pgxpool.Pool
-	log   atomic.Pointer[slog.Logger]
+	log   atomic.Pointer[slog.Logger] // nil: slog's default (DB.WithLogger)
 
 	mu    sync.Mutex
 	orgs  map[uuid.UUID]orgRoute
@@ -70,18 +70,14 @@ var (
 	routesFor = map[*pgxpool.Pool]*routes{}
 )
 
-// routesOf is coord's routes, made on first use; log (nil: slog's
-// default) says when a worker cannot be reached.
-func routesOf(coord *pgxpool.Pool, log *slog.Logger) *routes {
+// routesOf is coord's routes, made on first use.
+func routesOf(coord *pgxpool.Pool) *routes {
 	routesMu.Lock()
 	defer routesMu.Unlock()
 	r := routesFor[coord]
 	if r == nil {
 		r = &routes{coord: coord, orgs: map[uuid.UUID]orgRoute{}, nodes: map[nodeAddr]*node{}}
 		routesFor[coord] = r
-	}
-	if log != nil {
-		r.log.CompareAndSwap(nil, log)
 	}
 	return r
 }

@@ -54,7 +54,7 @@ func TestReadsGoToTheOrgsWorker(t *testing.T) {
 		}
 	}
 	read("first read")
-	r := routesOf(app, nil)
+	r := db.routes
 	pool, addr := r.pool(ctx, e.OrgID)
 	if pool == app || addr != (nodeAddr{host, uint16(port)}) {
 		t.Fatalf("the org's reads go to %v (coordinator: %v), want its worker %s:%d", addr, pool == app, host, port)

@@ -33,10 +33,15 @@ func (d *DB) RetryTx(ctx context.Context, f func(pgx.Tx) error) error {
 		}}, f)
 }
 
-// WithLogger makes d log with l (RetryTx's retries) and returns d; it is
+// WithLogger makes d log with l (RetryTx's retries; the pool's workers
+// that cannot be reached, unless another DB on it named a logger first)
+// and returns d; it is
 // called once, before d is used. Default: slog.Default().
 func (d *DB) WithLogger(l *slog.Logger) *DB {
 	d.log = l
+	if l != nil {
+		d.routes.log.CompareAndSwap(nil, l)
+	}
 	return d
 }
 

@@ -60,7 +60,7 @@ func (d *DB) onWorker(ctx context.Context, st *orgcall.Statement, org uuid.UUID,
 	if err := st.Learn(ctx, d.scoped.Pool); err != nil {
 		return nil, err
 	}
-	r := routesOf(d.scoped.Pool, d.log)
+	r := d.routes
 	pool, addr := r.pool(ctx, org)
 	rows, err := st.Query(ctx, pool, org, settings, args)
 	if err != nil && r.failed(ctx, addr, err) {
