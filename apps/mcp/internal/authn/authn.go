@@ -13,9 +13,11 @@
 //     revokes on a PostgreSQL notification channel in the revoking
 //     transaction, and the server drops its checks the moment they
 //     commit. While that feed is connected, a check it covers is served
-//     for up to FedTTL (10 minutes, refreshed in the background as above),
-//     so an agent that thinks for minutes between calls does not wait
-//     either; when the feed is down, every check falls back to the TTL.
+//     for up to FedTTL (10 minutes) and refreshed in the background as
+//     above once a minute (FedRefresh) instead of every half TTL, so an
+//     agent that thinks for minutes between calls does not wait either,
+//     and a token in constant use costs one look-up a minute; when the
+//     feed is down, every check falls back to the TTL.
 //
 // So a revoked token stops working at once, and within the TTL (plus the
 // feed's heartbeat, HeartbeatInterval + HeartbeatTimeout, when its
@@ -110,6 +112,15 @@ const DefaultLookupTimeout = 2 * time.Second
 // FedTTL is how long a check covered by the revocation feed is served.
 const FedTTL = 10 * time.Minute
 
+// FedRefresh is how often a check covered by the revocation feed is looked
+// up again while its token is in use: a revocation reaches it through the
+// feed, so the look-up only records the token's use (last_used_at, written
+// at most once a minute) and catches what the feed cannot say (the token's
+// row gone with its org). Every half TTL, as without the feed, a fleet of
+// agents cost the token store two statements per token every 2.5 s, most
+// of the calls' database work on a Citus coordinator (docs/mcp.md).
+const FedRefresh = time.Minute
+
 type entry struct {
 	p       *tenancy.Principal
 	fetched time.Time // when its look-up started
@@ -170,13 +181,13 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*tenancy.Principal, 
 	e, ok := v.m[key]
 	if ok {
 		age := now.Sub(e.fetched)
-		limit := v.ttl
+		limit, refreshAt := v.ttl, v.ttl/2
 		if e.fed && v.feedUp {
-			limit = FedTTL
+			limit, refreshAt = FedTTL, max(refreshAt, FedRefresh)
 		}
 		if age < limit {
 			p := e.p
-			refresh := age >= v.ttl/2 && !e.refreshing
+			refresh := age >= refreshAt && !e.refreshing
 			if refresh {
 				e.refreshing = true
 			}

@@ -157,3 +157,50 @@ func TestFedChecksOutliveTheTTL(t *testing.T) {
 		t.Fatal("a check past FedTTL was served without a look-up")
 	}
 }
+
+// While the feed covers a check, a token in use is looked up again once a
+// minute (FedRefresh), not every half TTL: the feed brings revocations, and
+// the look-up only records the token's use. Without the feed, every half
+// TTL as before.
+func TestFedChecksRefreshOnceAMinute(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	f := &fakeTokens{p: &tenancy.Principal{OrgID: uuid.New(), TokenID: uuid.New()}}
+	v := NewVerifier(f, 5*time.Second, 0, nil)
+	v.now = func() time.Time { return now }
+	v.feed(true)
+	ctx := context.Background()
+	if _, err := v.Verify(ctx, "tok"); err != nil {
+		t.Fatal(err)
+	}
+	start := now
+	for _, at := range []time.Duration{3 * time.Second, 30 * time.Second, FedRefresh - time.Second} {
+		now = start.Add(at)
+		if _, err := v.Verify(ctx, "tok"); err != nil {
+			t.Fatal(err)
+		}
+		settled(t, v)
+		if f.count() != 1 {
+			t.Fatalf("%v after its look-up, covered by the feed: %d look-ups, want 1", at, f.count())
+		}
+	}
+	now = start.Add(FedRefresh)
+	if _, err := v.Verify(ctx, "tok"); err != nil {
+		t.Fatal(err)
+	}
+	settled(t, v)
+	if f.count() != 2 {
+		t.Fatalf("a minute after its look-up: %d look-ups, want 2 (one refresh)", f.count())
+	}
+
+	v.feed(false)
+	start = now
+	now = start.Add(3 * time.Second) // past half the TTL, the feed lost
+	if _, err := v.Verify(ctx, "tok"); err != nil {
+		t.Fatal(err)
+	}
+	settled(t, v)
+	if f.count() != 3 {
+		t.Fatalf("past half the TTL without the feed: %d look-ups, want 3", f.count())
+	}
+}
