@@ -71,23 +71,27 @@ SELECT (SELECT coalesce(jsonb_object_agg(y.kind, y.n), '{}') FROM (
         WHERE k.org_id = @org_id AND k.embedding_status = 'pending')), 0)::float8 AS oldest_pending_seconds,
        (SELECT count(*) FROM knowledge_tombstones t WHERE t.org_id = @org_id)::bigint AS forgotten;
 
--- name: CompactCounts :execrows
+-- name: CompactCounts :one
 -- Folds at most @max_rows of the oldest deltas (any org: the worker's
 -- upkeep) into knowledge_counts, in one statement, so a reader sees them
--- either as deltas or as counts, never both or neither. Two compactions at
--- once cannot count a delta twice: the second waits on the first's row
--- locks and then finds those deltas deleted.
+-- either as deltas or as counts, never both or neither, and says how many
+-- it folded (fewer than @max_rows: none was left as it ran). Two
+-- compactions at once cannot count a delta twice: the second waits on the
+-- first's row locks and then finds those deltas deleted.
 WITH moved AS (
     DELETE FROM knowledge_count_deltas
     WHERE id IN (SELECT d.id FROM knowledge_count_deltas d ORDER BY d.id LIMIT @max_rows)
     RETURNING org_id, kind, key, delta
+), folded AS (
+    INSERT INTO knowledge_counts (org_id, kind, key, n)
+    SELECT org_id, kind, key, sum(delta)::bigint
+    FROM moved
+    GROUP BY org_id, kind, key
+    ORDER BY org_id, kind, key
+    ON CONFLICT (org_id, kind, key) DO UPDATE SET n = knowledge_counts.n + excluded.n
+    RETURNING 1
 )
-INSERT INTO knowledge_counts (org_id, kind, key, n)
-SELECT org_id, kind, key, sum(delta)::bigint
-FROM moved
-GROUP BY org_id, kind, key
-ORDER BY org_id, kind, key
-ON CONFLICT (org_id, kind, key) DO UPDATE SET n = knowledge_counts.n + excluded.n;
+SELECT count(*)::bigint AS folded FROM moved;
 
 -- name: StatsIndex :one
 -- The lexical index's state, as SearchIndexStatus, but the queue counted

@@ -111,8 +111,8 @@ func New(d *data.DB, o Options) *Maintenance {
 }
 
 // CompactCounts folds the counters' pending deltas (of every org) into
-// their totals, batch rows at a time, until none is left or ctx ends;
-// Upkeep calls it. It returns how many counters it changed. Readers are
+// their totals, batch rows at a time, until a batch finds none left or ctx
+// ends; Upkeep calls it. It returns how many deltas it folded. Readers are
 // exact either way: it only keeps the deltas they sum short.
 func (m *Maintenance) CompactCounts(ctx context.Context, batch int) (_ int64, err error) {
 	defer data.WrapOp(&err, "knowledge.CompactCounts")

@@ -273,7 +273,12 @@ func CompactCounts(ctx context.Context, d *data.DB, batch int) (int64, error) {
 			return total, data.MapErr(err, "")
 		}
 		total += n
-		if n == 0 {
+		// A short batch found no delta left: those written since wait
+		// for the next call. Looping until a batch folded nothing chased
+		// the deltas of a steady flow of writes for as long as it lasted
+		// (58 statements in a 32-second run of a Citus cluster, each
+		// across every shard).
+		if n < int64(batch) {
 			break
 		}
 	}

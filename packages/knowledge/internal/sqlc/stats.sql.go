@@ -11,31 +11,34 @@ import (
 	"github.com/google/uuid"
 )
 
-const compactCounts = `-- name: CompactCounts :execrows
+const compactCounts = `-- name: CompactCounts :one
 WITH moved AS (
     DELETE FROM knowledge_count_deltas
     WHERE id IN (SELECT d.id FROM knowledge_count_deltas d ORDER BY d.id LIMIT $1)
     RETURNING org_id, kind, key, delta
+), folded AS (
+    INSERT INTO knowledge_counts (org_id, kind, key, n)
+    SELECT org_id, kind, key, sum(delta)::bigint
+    FROM moved
+    GROUP BY org_id, kind, key
+    ORDER BY org_id, kind, key
+    ON CONFLICT (org_id, kind, key) DO UPDATE SET n = knowledge_counts.n + excluded.n
+    RETURNING 1
 )
-INSERT INTO knowledge_counts (org_id, kind, key, n)
-SELECT org_id, kind, key, sum(delta)::bigint
-FROM moved
-GROUP BY org_id, kind, key
-ORDER BY org_id, kind, key
-ON CONFLICT (org_id, kind, key) DO UPDATE SET n = knowledge_counts.n + excluded.n
+SELECT count(*)::bigint AS folded FROM moved
 `
 
 // Folds at most @max_rows of the oldest deltas (any org: the worker's
 // upkeep) into knowledge_counts, in one statement, so a reader sees them
-// either as deltas or as counts, never both or neither. Two compactions at
-// once cannot count a delta twice: the second waits on the first's row
-// locks and then finds those deltas deleted.
+// either as deltas or as counts, never both or neither, and says how many
+// it folded (fewer than @max_rows: none was left as it ran). Two
+// compactions at once cannot count a delta twice: the second waits on the
+// first's row locks and then finds those deltas deleted.
 func (q *Queries) CompactCounts(ctx context.Context, maxRows int32) (int64, error) {
-	result, err := q.db.Exec(ctx, compactCounts, maxRows)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+	row := q.db.QueryRow(ctx, compactCounts, maxRows)
+	var folded int64
+	err := row.Scan(&folded)
+	return folded, err
 }
 
 const deleteZeroCounts = `-- name: DeleteZeroCounts :execrows
