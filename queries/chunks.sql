@@ -1,12 +1,6 @@
 -- Chunks of long entries (packages/knowledge/outbox/chunk.go, jobs/handler.go;
 -- db/migrations/00008_embedding_width.sql).
 
--- name: DeleteChunks :exec
--- An entry's chunks of one model, before its new ones are written (its
--- vector was cleared before a re-embed, which already deleted them: this
--- is the net).
-DELETE FROM knowledge_chunks WHERE org_id = @org_id AND entry_id = @entry_id AND embedding_model = @embedding_model;
-
 -- name: InsertChunk :exec
 INSERT INTO knowledge_chunks (org_id, entry_id, chunk, start_char, end_char, embedding_model, embedding)
 VALUES (@org_id, @entry_id, @chunk, @start_char, @end_char, @embedding_model, @embedding);

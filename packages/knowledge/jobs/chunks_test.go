@@ -120,3 +120,56 @@ func TestLongEntryFoundByItsLastChunk(t *testing.T) {
 	}
 	t.Logf("cosine of the long entry: chunked %.3f; vector list unchunked: %v", chunked, fmt.Sprint(lists.Vector))
 }
+
+// Chunks of an entry's model found when its vector is written (clearing
+// the vector deletes them, knowledge_drop_chunks: a stray one is the
+// case of the net) go in the statement that writes its new vector, and
+// only the new ones stay.
+func TestLeftoverChunksGoWithTheNewVector(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	emb := openAIAt(t, fakeProvider(t, 384, 0), 384)
+	svc := knowledge.New(b.pool, knowledge.Options{Embedder: emb, Enqueuer: b.enq})
+	r, err := svc.Store(ctx, knowledge.Caller{OrgID: b.org, AgentID: b.agent}, knowledge.StoreInput{Title: "field notes", Body: filler(6000)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks := func() int {
+		t.Helper()
+		var n int
+		if err := b.pool.QueryRow(ctx, "SELECT count(*) FROM knowledge_chunks WHERE org_id = $1 AND entry_id = $2", b.org, r.ID).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	chunked := jobs.NewEmbedHandler(b.pool, emb, jobs.HandlerOptions{Chunk: knowledge.ChunkOptions{Chars: 800, Overlap: 100}})
+	if err := chunked.Process(ctx, []knowledge.EmbeddingJob{{OrgID: b.org, EntryID: r.ID, Generation: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := chunks(); n < 5 {
+		t.Fatalf("%d chunks after embedding 6,000 characters in chunks of 800", n)
+	}
+	if _, err := b.pool.Exec(ctx, `UPDATE knowledge SET embedding = NULL, embedding_model = NULL, embedded_at = NULL,
+		embedding_status = 'pending', embedding_generation = 2 WHERE org_id = $1 AND id = $2`, b.org, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := chunks(); n != 0 {
+		t.Fatalf("clearing the vector left %d chunks", n)
+	}
+	if _, err := b.pool.Exec(ctx, `INSERT INTO knowledge_chunks (org_id, entry_id, chunk, start_char, end_char, embedding_model, embedding)
+		SELECT $1, $2, 42, 0, 800, $3, array_fill(0.1, ARRAY[384])::vector`, b.org, r.ID, emb.Model()); err != nil {
+		t.Fatal(err)
+	}
+	whole := jobs.NewEmbedHandler(b.pool, emb, jobs.HandlerOptions{Chunk: knowledge.ChunkOptions{Chars: knowledge.MaxChunkChars}})
+	if err := whole.Process(ctx, []knowledge.EmbeddingJob{{OrgID: b.org, EntryID: r.ID, Generation: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := chunks(); n != 0 {
+		t.Fatalf("%d chunks left after the entry was embedded whole", n)
+	}
+	var status string
+	if err := b.pool.QueryRow(ctx, "SELECT embedding_status FROM knowledge WHERE org_id = $1 AND id = $2", b.org, r.ID).Scan(&status); err != nil || status != "ready" {
+		t.Fatalf("status %q, %v", status, err)
+	}
+}

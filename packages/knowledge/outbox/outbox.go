@@ -261,10 +261,10 @@ func (o *Outbox) WriteOnce(ctx context.Context, model string, entries []PendingE
 	return written, lags, busy, err
 }
 
-// writeEntryVectors writes one locked entry's vectors: its own, then its
-// later chunks (written only with the entry's vector, the row being still
-// the job's), replacing any left over. ok is false when the entry was not
-// pending at the job's generation (nothing written); lag is the
+// writeEntryVectors writes one locked entry's vectors: its own (with
+// which any chunks left over go), then its later chunks (written only with
+// the entry's vector, the row being still the job's). ok is false when the
+// entry was not pending at the job's generation (nothing written); lag is the
 // request-to-ready time, nil when unknown.
 func WriteEntryVectors(ctx context.Context, q *sqlc.Queries, model string, j domain.EmbeddingJob, ev EntryVectors) (lag *time.Duration, ok bool, err error) {
 	v := pgvector.NewVector(ev.Vecs[0])
@@ -276,9 +276,6 @@ func WriteEntryVectors(ctx context.Context, q *sqlc.Queries, model string, j dom
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("write vector of %s: %w", j.EntryID, err)
-	}
-	if err := q.DeleteChunks(ctx, sqlc.DeleteChunksParams{OrgID: j.OrgID, EntryID: j.EntryID, EmbeddingModel: model}); err != nil {
-		return nil, false, fmt.Errorf("clear chunks of %s: %w", j.EntryID, err)
 	}
 	for c := 1; c < len(ev.Vecs); c++ {
 		sp := ev.Spans[c]

@@ -29,28 +29,8 @@ func (q *Queries) ChunkStorage(ctx context.Context) (ChunkStorageRow, error) {
 	return i, err
 }
 
-const deleteChunks = `-- name: DeleteChunks :exec
-
-DELETE FROM knowledge_chunks WHERE org_id = $1 AND entry_id = $2 AND embedding_model = $3
-`
-
-type DeleteChunksParams struct {
-	OrgID          uuid.UUID
-	EntryID        uuid.UUID
-	EmbeddingModel string
-}
-
-// Chunks of long entries (packages/knowledge/outbox/chunk.go, jobs/handler.go;
-// db/migrations/00008_embedding_width.sql).
-// An entry's chunks of one model, before its new ones are written (its
-// vector was cleared before a re-embed, which already deleted them: this
-// is the net).
-func (q *Queries) DeleteChunks(ctx context.Context, arg DeleteChunksParams) error {
-	_, err := q.db.Exec(ctx, deleteChunks, arg.OrgID, arg.EntryID, arg.EmbeddingModel)
-	return err
-}
-
 const insertChunk = `-- name: InsertChunk :exec
+
 INSERT INTO knowledge_chunks (org_id, entry_id, chunk, start_char, end_char, embedding_model, embedding)
 VALUES ($1, $2, $3, $4, $5, $6, $7)
 `
@@ -65,6 +45,8 @@ type InsertChunkParams struct {
 	Embedding      pgvector.Vector
 }
 
+// Chunks of long entries (packages/knowledge/outbox/chunk.go, jobs/handler.go;
+// db/migrations/00008_embedding_width.sql).
 func (q *Queries) InsertChunk(ctx context.Context, arg InsertChunkParams) error {
 	_, err := q.db.Exec(ctx, insertChunk,
 		arg.OrgID,

@@ -241,12 +241,19 @@ func (q *Queries) MarkEmbeddingFailed(ctx context.Context, arg MarkEmbeddingFail
 }
 
 const markEmbeddingReady = `-- name: MarkEmbeddingReady :one
-UPDATE knowledge
-SET embedding = $1, embedding_status = 'ready', embedding_model = $2,
-    embedding_error = NULL, embedded_at = now()
-WHERE org_id = $3 AND id = $4
-  AND embedding_generation = $5 AND embedding_status = 'pending'
-RETURNING embedding_requested_at, embedded_at
+WITH ready AS (
+    UPDATE knowledge k
+    SET embedding = $1, embedding_status = 'ready', embedding_model = $2,
+        embedding_error = NULL, embedded_at = now()
+    WHERE k.org_id = $3 AND k.id = $4
+      AND k.embedding_generation = $5 AND k.embedding_status = 'pending'
+    RETURNING k.embedding_requested_at, k.embedded_at
+), cleared AS (
+    DELETE FROM knowledge_chunks c
+    WHERE c.org_id = $3 AND c.entry_id = $4 AND c.embedding_model = $2
+      AND EXISTS (SELECT 1 FROM ready)
+)
+SELECT embedding_requested_at, embedded_at FROM ready
 `
 
 type MarkEmbeddingReadyParams struct {
@@ -263,6 +270,10 @@ type MarkEmbeddingReadyRow struct {
 }
 
 // No row: the entry is gone or moved on to another generation; nothing written.
+// The entry's chunks of the model left from before go in the same
+// statement (a re-embed cleared its vector, which already deleted them:
+// knowledge_drop_chunks; this is the net), one round trip less for each
+// entry embedded; its new chunks are written after it.
 func (q *Queries) MarkEmbeddingReady(ctx context.Context, arg MarkEmbeddingReadyParams) (MarkEmbeddingReadyRow, error) {
 	row := q.db.QueryRow(ctx, markEmbeddingReady,
 		arg.Embedding,
