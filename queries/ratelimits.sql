@@ -14,6 +14,12 @@ RETURNING *;
 DELETE FROM rate_limits
 WHERE org_id = @org_id AND scope = @scope AND agent_id IS NOT DISTINCT FROM sqlc.narg(agent_id) AND kind = @kind;
 
+-- name: NotifyRateLimitsChanged :exec
+-- Tells the servers that cache the settings (the MCP server's rate
+-- limiter, LISTEN knowledge_rate_limits_changed) that an org's changed, on
+-- the commit of the change's transaction: the org's id.
+SELECT pg_notify('knowledge_rate_limits_changed', @org_id::text);
+
 -- name: ListRateLimits :many
 SELECT * FROM rate_limits WHERE org_id = @org_id ORDER BY scope DESC, agent_id NULLS FIRST, kind;
 

@@ -18,7 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/agentfleet/orchestrator/apps/mcp/internal/authn"
+	"github.com/agentfleet/orchestrator/apps/mcp/internal/pgfeed"
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/server"
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/stages"
 	"github.com/agentfleet/orchestrator/db"
@@ -122,8 +122,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		Ready:         map[string]server.Pinger{"postgres": pool, "redis": redisPinger{rdb}},
 		Logger:        s.log,
 		Stages:        rec,
-		// Revocations reach the token cache at once (docs/mcp.md).
-		Revocations: authn.FeedConnector(pool.Config().ConnConfig),
+		// Revocations and changed rate limits reach the caches at once
+		// (docs/mcp.md).
+		Feed: pgfeed.Connector(pool.Config().ConnConfig),
 	})
 	if *stdio {
 		s.log.Info("mcp server on stdio")

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/tenancy/internal/sqlc"
@@ -73,7 +74,15 @@ func (s *Service) SetRateLimit(ctx context.Context, orgID uuid.UUID, l RateLimit
 		v := int32(*l.PerMinute)
 		per = &v
 	}
-	row, err := s.q().SetRateLimit(ctx, sqlc.SetRateLimitParams{OrgID: orgID, Scope: l.Scope, AgentID: l.AgentID, Kind: l.Kind, PerMinute: per})
+	var row sqlc.RateLimit
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := sqlc.New(tx)
+		var err error
+		if row, err = q.SetRateLimit(ctx, sqlc.SetRateLimitParams{OrgID: orgID, Scope: l.Scope, AgentID: l.AgentID, Kind: l.Kind, PerMinute: per}); err != nil {
+			return err
+		}
+		return q.NotifyRateLimitsChanged(ctx, orgID.String())
+	})
 	if err != nil {
 		what := "org " + orgID.String()
 		if l.AgentID != nil {
@@ -94,9 +103,27 @@ func (s *Service) ClearRateLimit(ctx context.Context, orgID uuid.UUID, l RateLim
 	if err := checkRateLimit(l); err != nil {
 		return false, err
 	}
-	n, err := s.q().ClearRateLimit(ctx, sqlc.ClearRateLimitParams{OrgID: orgID, Scope: l.Scope, AgentID: l.AgentID, Kind: l.Kind})
+	var n int64
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := sqlc.New(tx)
+		var err error
+		if n, err = q.ClearRateLimit(ctx, sqlc.ClearRateLimitParams{OrgID: orgID, Scope: l.Scope, AgentID: l.AgentID, Kind: l.Kind}); err != nil || n == 0 {
+			return err
+		}
+		return q.NotifyRateLimitsChanged(ctx, orgID.String())
+	})
 	return n > 0, err
 }
+
+// RateLimitsChannel is the PostgreSQL notification channel on which every
+// change of an org's settings (SetRateLimit, ClearRateLimit) names the org,
+// sent in its transaction, so delivered when it commits: a server that
+// caches the settings LISTENs on it and reads the org's again (the MCP
+// server's rate limiter). ParseRateLimitsChange reads a payload.
+const RateLimitsChannel = "knowledge_rate_limits_changed"
+
+// ParseRateLimitsChange reads a RateLimitsChannel payload: the org.
+func ParseRateLimitsChange(payload string) (uuid.UUID, error) { return uuid.Parse(payload) }
 
 // RateLimits lists an org's settings (the server's defaults apply to the
 // rest).

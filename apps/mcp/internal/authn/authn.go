@@ -20,7 +20,7 @@
 //     feed is down, every check falls back to the TTL.
 //
 // So a revoked token stops working at once, and within the TTL (plus the
-// feed's heartbeat, HeartbeatInterval + HeartbeatTimeout, when its
+// feed's heartbeat, pgfeed.HeartbeatInterval + pgfeed.HeartbeatTimeout, when its
 // connection dies unseen) whatever happens to the feed. Expiry is checked
 // on every use, cached or not. Failures are never cached, and the cache is
 // keyed by a SHA-256 of the token so the process never keeps a token's

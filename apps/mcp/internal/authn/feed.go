@@ -2,101 +2,46 @@ package authn
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 
+	"github.com/agentfleet/orchestrator/apps/mcp/internal/pgfeed"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
 
-// The revocation feed's heartbeat: a connection that has brought nothing
-// for HeartbeatInterval is pinged, within HeartbeatTimeout; one that does
-// not answer is lost, and the checks it covered fall back to the TTL. A
-// connection that dies unseen (a network partition) is so found within
-// their sum.
-const (
-	HeartbeatInterval = 10 * time.Second
-	HeartbeatTimeout  = 2 * time.Second
-	// feedBackoff bounds the wait between two attempts to connect.
-	feedBackoff = 30 * time.Second
-)
+// The Verifier is the revocation feed's subscriber (pgfeed): it drops the
+// checks of every token a notification on tenancy.RevocationChannel names
+// (all of an org's for "org:*"). While the feed is connected, the checks
+// it covers are served up to FedTTL; when it is lost, every check falls
+// back to the TTL until it is back.
 
-// Listen keeps the revocation feed (tenancy.RevocationChannel) connected
-// until ctx ends: connect opens a connection of its own (not the pool's:
-// it is held for good), on which the verifier LISTENs and drops the checks
-// of every token a notification names (all of an org's for "org:*"). While
-// it is connected, the checks it covers are served up to FedTTL; when it
-// is lost, every check falls back to the TTL until it is back.
+// Listen keeps the revocation feed connected for v alone until ctx ends
+// (the server's feed serves its other caches too: pgfeed.Listen).
 func (v *Verifier) Listen(ctx context.Context, connect func(context.Context) (*pgx.Conn, error)) {
-	backoff := time.Second
-	logged := false
-	for ctx.Err() == nil {
-		err := v.listenOnce(ctx, connect)
-		if ctx.Err() != nil {
-			return
-		}
-		if !logged || backoff >= feedBackoff {
-			v.logger.Warn("token revocation feed lost: revoked tokens stop working within MCP_TOKEN_CACHE_TTL until it is back", "err", err, "retry_in", backoff.String())
-			logged = true
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, feedBackoff)
-	}
+	pgfeed.Listen(ctx, connect, v.timeout, v.logger, v)
 }
 
-// listenOnce connects, listens and serves the notifications until the
-// connection is lost.
-func (v *Verifier) listenOnce(ctx context.Context, connect func(context.Context) (*pgx.Conn, error)) error {
-	cctx, cancel := context.WithTimeout(ctx, v.timeout)
-	conn, err := connect(cctx)
-	cancel()
+// Channel is pgfeed.Subscriber's: the revocations' channel.
+func (v *Verifier) Channel() string { return tenancy.RevocationChannel }
+
+// Notify is pgfeed.Subscriber's: a revocation.
+func (v *Verifier) Notify(payload string) {
+	org, token, err := tenancy.ParseRevocation(payload)
 	if err != nil {
-		return err
+		v.logger.Error("token revocation feed: unreadable notification; dropping every cached check", "payload", payload, "err", err)
+		v.revoke(uuid.Nil, nil)
+		return
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	cctx, cancel = context.WithTimeout(ctx, v.timeout)
-	_, err = conn.Exec(cctx, "LISTEN "+pgx.Identifier{tenancy.RevocationChannel}.Sanitize())
-	cancel()
-	if err != nil {
-		return err
-	}
-	v.feed(true)
-	defer v.feed(false)
-	for {
-		wctx, cancel := context.WithTimeout(ctx, HeartbeatInterval)
-		n, err := conn.WaitForNotification(wctx)
-		cancel()
-		switch {
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case errors.Is(err, context.DeadlineExceeded):
-			pctx, cancel := context.WithTimeout(ctx, HeartbeatTimeout)
-			err = conn.Ping(pctx)
-			cancel()
-			if err != nil {
-				return err
-			}
-		case err != nil:
-			return err
-		default:
-			org, token, err := tenancy.ParseRevocation(n.Payload)
-			if err != nil {
-				v.logger.Error("token revocation feed: unreadable notification; dropping every cached check", "payload", n.Payload, "err", err)
-				v.revoke(uuid.Nil, nil)
-				continue
-			}
-			v.revoke(org, token)
-		}
-	}
+	v.revoke(org, token)
 }
+
+// Connected is pgfeed.Subscriber's.
+func (v *Verifier) Connected(up bool) { v.feed(up) }
+
+// Timeout is how long a look-up, and the feed's connection, may take.
+func (v *Verifier) Timeout() time.Duration { return v.timeout }
 
 // feed marks the feed connected or lost. Lost, no check is covered by it
 // any more: revocations may come while it is away.
@@ -122,19 +67,5 @@ func (v *Verifier) revoke(org uuid.UUID, token *uuid.UUID) {
 		if org == uuid.Nil || (e.p.OrgID == org && (token == nil || e.p.TokenID == *token)) {
 			delete(v.m, k)
 		}
-	}
-}
-
-// FeedConnector opens the feed's connections with cfg (the pool's, copied:
-// the feed holds a connection of its own). A heartbeat's wait ends on a
-// read deadline, not on a cancel request sent to the server.
-func FeedConnector(cfg *pgx.ConnConfig) func(context.Context) (*pgx.Conn, error) {
-	return func(ctx context.Context) (*pgx.Conn, error) {
-		c := cfg.Copy()
-		c.Tracer = nil
-		c.BuildContextWatcherHandler = func(pc *pgconn.PgConn) ctxwatch.Handler {
-			return &pgconn.DeadlineContextWatcherHandler{Conn: pc.Conn()}
-		}
-		return pgx.ConnectConfig(ctx, c)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentfleet/orchestrator/apps/mcp/internal/pgfeed"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 	"github.com/agentfleet/orchestrator/packages/testenv"
 )
@@ -52,7 +53,7 @@ func TestRevocationFeedDropsChecksAtOnce(t *testing.T) {
 	v := NewVerifier(tenancy.New(app), MaxCacheTTL, 0, nil)
 	lctx, stop := context.WithCancel(ctx)
 	stopped := make(chan struct{})
-	go func() { v.Listen(lctx, FeedConnector(app.Config().ConnConfig)); close(stopped) }()
+	go func() { v.Listen(lctx, pgfeed.Connector(app.Config().ConnConfig)); close(stopped) }()
 	if !eventually(10*time.Second, func() bool { v.mu.Lock(); defer v.mu.Unlock(); return v.feedUp }) {
 		t.Fatal("the feed did not connect within 10 s")
 	}

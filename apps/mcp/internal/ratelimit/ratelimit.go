@@ -68,8 +68,11 @@ type Observer interface {
 type Options struct {
 	Defaults Limits
 	// SettingsTTL is how long an agent's settings are served before they
-	// are read again, in the background (default 5 s): a changed limit
-	// applies on every replica within it and one look-up.
+	// are read again, in the background (default 5 s), while the change
+	// feed is down: a changed limit then applies on every replica within
+	// it and one look-up. With the feed connected (Connected), a change
+	// applies when it commits, and settings read under it are served for
+	// FedSettingsTTL.
 	SettingsTTL time.Duration
 	// Timeout bounds the limiter's work on one call (default 250 ms): the
 	// settings look-up and the Redis round trips. Past it, the call goes
@@ -89,6 +92,11 @@ type Limiter struct {
 	cache      map[[2]uuid.UUID]cached
 	refreshing map[[2]uuid.UUID]bool
 	lastWarn   time.Time
+	// The change feed (Connected, Notify): whether it is connected, and a
+	// count of its events, as authn's: a read during which one happened
+	// may have missed a change.
+	feedUp  bool
+	feedSeq uint64
 	// redisDownUntil: after a Redis failure the limiter lets calls through
 	// without asking Redis for a second, so an outage (a dial that fails
 	// after retries, a hung server) costs one call the timeout, not each.
@@ -98,7 +106,19 @@ type Limiter struct {
 type cached struct {
 	agent, org map[string]*int // by kind
 	at         time.Time
+	// fed: the change feed was connected from before the read started
+	// and brought nothing while it ran, so any later change reaches this
+	// entry.
+	fed bool
 }
+
+// FedSettingsTTL is how long settings read while the change feed
+// (tenancy.RateLimitsChannel, pgfeed) is connected are served before they
+// are read again in the background: the feed says when they change. Read
+// every SettingsTTL instead, the settings of a fleet of busy agents cost
+// a statement per agent every 5 s (on a Citus cluster a routed one through
+// the coordinator: docs/mcp.md).
+const FedSettingsTTL = 10 * time.Minute
 
 // New returns a Limiter on rdb; settings may be nil (defaults only).
 func New(rdb redis.UniversalClient, settings Settings, o Options) *Limiter {
@@ -324,12 +344,16 @@ func (l *Limiter) settingsFor(ctx context.Context, org, agent uuid.UUID) cached 
 	l.mu.Lock()
 	c, ok := l.cache[key]
 	age := now.Sub(c.at)
-	refresh := ok && age >= l.o.SettingsTTL && age < 10*l.o.SettingsTTL && !l.refreshing[key]
+	ttl := l.o.SettingsTTL
+	if ok && c.fed && l.feedUp {
+		ttl = FedSettingsTTL
+	}
+	refresh := ok && age >= ttl && age < 10*ttl && !l.refreshing[key]
 	if refresh {
 		l.refreshing[key] = true
 	}
 	l.mu.Unlock()
-	if l.settings == nil || (ok && age < l.o.SettingsTTL) {
+	if l.settings == nil || (ok && age < ttl) {
 		return c
 	}
 	if refresh {
@@ -343,7 +367,7 @@ func (l *Limiter) settingsFor(ctx context.Context, org, agent uuid.UUID) cached 
 		}()
 		return c
 	}
-	if ok && age < 10*l.o.SettingsTTL {
+	if ok && age < 10*ttl {
 		return c // being refreshed
 	}
 	return l.readSettings(ctx, key, c)
@@ -356,6 +380,9 @@ const settingsRefreshTimeout = 2 * time.Second
 // readSettings reads the agent's settings into the cache; on failure it
 // keeps what it knew (or the defaults).
 func (l *Limiter) readSettings(ctx context.Context, key [2]uuid.UUID, old cached) cached {
+	l.mu.Lock()
+	up, seq := l.feedUp, l.feedSeq
+	l.mu.Unlock()
 	rows, err := l.settings.RateLimitsFor(ctx, key[0], key[1])
 	if err != nil {
 		// A limiter that cannot read its settings must not refuse calls.
@@ -376,6 +403,7 @@ func (l *Limiter) readSettings(ctx context.Context, key [2]uuid.UUID, old cached
 		}
 	}
 	l.mu.Lock()
+	c.fed = up && l.feedUp && seq == l.feedSeq
 	if len(l.cache) >= 10000 {
 		clear(l.cache)
 	}
@@ -398,5 +426,42 @@ func (l *Limiter) failOpen(reason string, err error) {
 	l.mu.Unlock()
 	if warn {
 		l.o.Logger.Warn("rate limiter unavailable: letting calls through", "reason", reason, "err", err)
+	}
+}
+
+// Channel is pgfeed.Subscriber's: the rate limits' changes.
+func (l *Limiter) Channel() string { return tenancy.RateLimitsChannel }
+
+// Notify is pgfeed.Subscriber's: an org's settings changed; the next call
+// of each of its agents reads them again.
+func (l *Limiter) Notify(payload string) {
+	org, err := tenancy.ParseRateLimitsChange(payload)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.feedSeq++
+	if err != nil {
+		l.o.Logger.Error("rate limits feed: unreadable notification; dropping every cached setting", "payload", payload, "err", err)
+		clear(l.cache)
+		return
+	}
+	for k := range l.cache {
+		if k[0] == org {
+			delete(l.cache, k)
+		}
+	}
+}
+
+// Connected is pgfeed.Subscriber's. Lost, no setting is covered by the
+// feed any more: changes may come while it is away.
+func (l *Limiter) Connected(up bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.feedUp = up
+	l.feedSeq++
+	if !up {
+		for k, c := range l.cache {
+			c.fed = false
+			l.cache[k] = c
+		}
 	}
 }

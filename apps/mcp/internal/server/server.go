@@ -21,6 +21,7 @@ import (
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/authn"
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/later"
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/oauth"
+	"github.com/agentfleet/orchestrator/apps/mcp/internal/pgfeed"
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/ratelimit"
 	"github.com/agentfleet/orchestrator/apps/mcp/internal/stages"
 	kt "github.com/agentfleet/orchestrator/apps/mcp/internal/tools/knowledge"
@@ -60,10 +61,11 @@ type Deps struct {
 	Agents oauth.Agents
 	// Stages is the benchmark's stage clock (MCP_STAGES_FILE); nil: off.
 	Stages *stages.Recorder
-	// Revocations opens the connection of the token revocation feed
-	// (authn.Verifier.Listen); nil: no feed, revocations take effect
-	// within Config.TokenCacheTTL.
-	Revocations func(context.Context) (*pgx.Conn, error)
+	// Feed opens the connection of the notification feed (pgfeed): token
+	// revocations and rate-limit changes; nil: no feed, a revocation takes
+	// effect within Config.TokenCacheTTL and a changed limit within the
+	// limiter's SettingsTTL.
+	Feed func(context.Context) (*pgx.Conn, error)
 }
 
 // Server is one MCP server. Start it once; Shutdown drains it.
@@ -252,15 +254,18 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // listen readies what serving needs: the rate limits' script loaded into
-// Redis, and the token revocation feed kept connected until ctx ends.
+// Redis, and the notification feed of the token cache and the rate
+// limiter's settings kept connected until ctx ends.
 func (s *Server) listen(ctx context.Context) {
+	subs := []pgfeed.Subscriber{s.verifier}
 	if s.limiter != nil {
 		if err := s.limiter.Preload(ctx); err != nil {
 			s.logger.Warn("rate limits: the script could not be loaded into Redis now; the first call sends it whole", "err", err)
 		}
+		subs = append(subs, s.limiter)
 	}
-	if s.deps.Revocations != nil {
-		go s.verifier.Listen(ctx, s.deps.Revocations)
+	if s.deps.Feed != nil {
+		go pgfeed.Listen(ctx, s.deps.Feed, s.verifier.Timeout(), s.logger, subs...)
 	}
 }
 

@@ -67,6 +67,18 @@ func (q *Queries) ListRateLimits(ctx context.Context, orgID uuid.UUID) ([]RateLi
 	return items, nil
 }
 
+const notifyRateLimitsChanged = `-- name: NotifyRateLimitsChanged :exec
+SELECT pg_notify('knowledge_rate_limits_changed', $1::text)
+`
+
+// Tells the servers that cache the settings (the MCP server's rate
+// limiter, LISTEN knowledge_rate_limits_changed) that an org's changed, on
+// the commit of the change's transaction: the org's id.
+func (q *Queries) NotifyRateLimitsChanged(ctx context.Context, orgID string) error {
+	_, err := q.db.Exec(ctx, notifyRateLimitsChanged, orgID)
+	return err
+}
+
 const rateLimitsFor = `-- name: RateLimitsFor :many
 SELECT org_id, scope, agent_id, kind, per_minute, updated_at FROM rate_limits
 WHERE org_id = $1 AND (agent_id IS NULL OR agent_id = $2)
