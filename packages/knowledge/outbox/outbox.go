@@ -208,7 +208,15 @@ func (o *Outbox) WriteOnce(ctx context.Context, model string, entries []PendingE
 		}
 		return js
 	}
-	err = pgx.BeginFunc(ctx, o.Data.Pool(), func(tx pgx.Tx) error {
+	run := func(fn func(pgx.Tx) error) error { return pgx.BeginFunc(ctx, o.Data.Pool(), fn) }
+	if org, ok := oneOrg(picked(idx)); ok {
+		// On a Citus cluster, on the org's worker: the transaction takes
+		// row locks only, and its statements then run there instead of
+		// each being planned and relayed by the coordinator (most batches
+		// of a steady flow of stores are one entry, so of one org).
+		run = func(fn func(pgx.Tx) error) error { return o.Data.OrgTx(ctx, org, fn) }
+	}
+	err = run(func(tx pgx.Tx) error {
 		written, lags, busy = 0, nil, nil
 		q := o.Q.WithTx(tx)
 		locked, err := q.LockPendingForEmbedding(ctx, sqlc.LockPendingForEmbeddingParams(JobArrays(picked(idx))))
@@ -259,6 +267,19 @@ func (o *Outbox) WriteOnce(ctx context.Context, model string, entries []PendingE
 		return nil
 	})
 	return written, lags, busy, err
+}
+
+// oneOrg is the org of every job, when they are all of one.
+func oneOrg(jobs []domain.EmbeddingJob) (uuid.UUID, bool) {
+	if len(jobs) == 0 {
+		return uuid.Nil, false
+	}
+	for _, j := range jobs[1:] {
+		if j.OrgID != jobs[0].OrgID {
+			return uuid.Nil, false
+		}
+	}
+	return jobs[0].OrgID, true
 }
 
 // writeEntryVectors writes one locked entry's vectors: its own (with

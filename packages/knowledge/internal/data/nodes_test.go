@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/testenv"
@@ -86,6 +87,21 @@ func TestReadsGoToTheOrgsWorker(t *testing.T) {
 		}
 	}
 
+	// The embeddings' writes of one org (OrgTx) begin there too.
+	orgTxPort := func() int32 {
+		t.Helper()
+		var got int32
+		if err := db.OrgTx(ctx, e.OrgID, func(tx pgx.Tx) error {
+			return tx.QueryRow(ctx, "SELECT inet_server_port()").Scan(&got)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := orgTxPort(); got != port {
+		t.Errorf("an org's transaction (OrgTx) ran on port %d, want its worker's %d", got, port)
+	}
+
 	route := func(a nodeAddr) {
 		r.mu.Lock()
 		r.orgs[e.OrgID] = orgRoute{addr: a, at: time.Now()}
@@ -99,5 +115,13 @@ func TestReadsGoToTheOrgsWorker(t *testing.T) {
 	read("routed to an address nothing answers on")
 	if pool, _ := r.pool(ctx, e.OrgID); pool != app {
 		t.Fatal("after a worker could not be reached, its orgs' reads still go to it, want the coordinator for a while")
+	}
+	// An OrgTx that cannot begin on the worker begins on the coordinator.
+	r.mu.Lock()
+	r.nodes[nowhere].badUntil = time.Time{}
+	r.mu.Unlock()
+	route(nowhere)
+	if got := orgTxPort(); got != coordPort {
+		t.Errorf("an OrgTx whose worker cannot be reached ran on port %d, want the coordinator's %d", got, coordPort)
 	}
 }
