@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 )
@@ -17,7 +18,8 @@ import (
 //
 // On a Citus cluster the two statements of a batch (the org's statistics
 // row locked, then the batch) go as one call of knowledge_index_org
-// (migration 00029), delegated to the org's worker: the batch statement's
+// (migration 00029), sent to the org's worker (data.OrgCall: it runs there
+// without the coordinator's planning and relay): the batch statement's
 // data-modifying CTEs are never one routed query. Sent on its own (not in
 // a transaction block, which Citus 13.2 fails to delegate into after a
 // propagated SET LOCAL; ctx must not carry an org): the function runs as
@@ -31,8 +33,10 @@ func (c *Cluster) IndexOrg(ctx context.Context, org uuid.UUID, batch string, max
 	if !citus {
 		return 0, false, nil
 	}
-	err = c.data.Scoped().QueryRow(ctx, "SELECT knowledge_index_org($1, $2, $3, $4, $5, $6::regconfig)",
-		org, batch, max, k1, b, config).Scan(&n)
+	err = c.data.OrgCall(ctx, org, func(p *pgxpool.Pool) error {
+		return p.QueryRow(ctx, "SELECT knowledge_index_org($1, $2, $3, $4, $5, $6::regconfig)",
+			org, batch, max, k1, b, config).Scan(&n)
+	})
 	if err != nil {
 		return 0, true, data.MapErr(err, "")
 	}

@@ -55,7 +55,7 @@ type PendingEntry struct {
 // Pending returns the entries of jobs that still wait for exactly their
 // job's generation; jobs whose entry is gone, re-requested since or done are
 // left out (stale). On a Citus cluster it reads one org at a time, each
-// statement routed to the one worker that holds the org (docs/operators.md,
+// statement sent to the worker that holds the org (docs/operators.md,
 // "Running on a cluster").
 func (o *Outbox) Pending(ctx context.Context, jobs []domain.EmbeddingJob) ([]PendingEntry, error) {
 	if len(jobs) == 0 {
@@ -68,7 +68,12 @@ func (o *Outbox) Pending(ctx context.Context, jobs []domain.EmbeddingJob) ([]Pen
 	var out []PendingEntry
 	for _, g := range groups {
 		run := data.Pick(jobs, g)
-		rows, err := o.Q.ListJobEntries(ctx, sqlc.ListJobEntriesParams(JobArrays(run)))
+		// On a cluster each group is one org's, read on its worker.
+		q, err := o.Data.Reads(ctx, run[0].OrgID)
+		if err != nil {
+			return nil, fmt.Errorf("load entries: %w", err)
+		}
+		rows, err := q.ListJobEntries(ctx, sqlc.ListJobEntriesParams(JobArrays(run)))
 		if err != nil {
 			return nil, fmt.Errorf("load entries: %w", err)
 		}

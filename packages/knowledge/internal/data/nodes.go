@@ -168,6 +168,24 @@ func (r *routes) logger() *slog.Logger {
 	return slog.Default()
 }
 
+// OrgCall runs fn, one statement Citus delegates to org's worker (a
+// distributed function of the org), on the pool of that worker when the
+// database is a Citus cluster and the app can reach it, else on the DB's
+// own pool; and on the DB's own pool again when the worker could not be
+// reached (the statement did not run there).
+func (d *DB) OrgCall(ctx context.Context, org uuid.UUID, fn func(*pgxpool.Pool) error) error {
+	pool := d.scoped.Pool
+	var failed func(error) bool
+	if citus, err := d.Citus(ctx); err == nil && citus {
+		pool, failed = d.routes.Route(ctx, org)
+	}
+	err := fn(pool)
+	if err != nil && failed != nil && failed(err) {
+		return fn(d.scoped.Pool)
+	}
+	return err
+}
+
 // OrgTx runs fn in a transaction on the node that holds org's rows: on a
 // Citus cluster its worker, when the app can reach it (a transaction that
 // cannot begin there begins on the coordinator), else the DB's own pool.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/testenv"
@@ -98,8 +99,22 @@ func TestReadsGoToTheOrgsWorker(t *testing.T) {
 		}
 		return got
 	}
+	// And its delegated functions' calls (OrgCall: the indexer's batch).
+	orgCallPort := func() int32 {
+		t.Helper()
+		var got int32
+		if err := db.OrgCall(ctx, e.OrgID, func(p *pgxpool.Pool) error {
+			return p.QueryRow(ctx, "SELECT inet_server_port()").Scan(&got)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
 	if got := orgTxPort(); got != port {
 		t.Errorf("an org's transaction (OrgTx) ran on port %d, want its worker's %d", got, port)
+	}
+	if got := orgCallPort(); got != port {
+		t.Errorf("an org's call (OrgCall) ran on port %d, want its worker's %d", got, port)
 	}
 
 	route := func(a nodeAddr) {
@@ -123,5 +138,12 @@ func TestReadsGoToTheOrgsWorker(t *testing.T) {
 	route(nowhere)
 	if got := orgTxPort(); got != coordPort {
 		t.Errorf("an OrgTx whose worker cannot be reached ran on port %d, want the coordinator's %d", got, coordPort)
+	}
+	r.mu.Lock()
+	r.nodes[nowhere].badUntil = time.Time{}
+	r.mu.Unlock()
+	route(nowhere)
+	if got := orgCallPort(); got != coordPort {
+		t.Errorf("an OrgCall whose worker cannot be reached ran on port %d, want the coordinator's %d", got, coordPort)
 	}
 }
