@@ -1,6 +1,7 @@
 package db
 
 import (
+	"cmp"
 	"context"
 	"sync"
 
@@ -54,37 +55,104 @@ func OrgQueue(b *pgx.Batch, org uuid.UUID, citus bool) {
 }
 
 // OrgBatch is one org's statements in a batch that acts for several orgs
-// (Scoped.ExecForOrgs).
+// (Scoped.ExecForOrgs). Done is set once they are written.
 type OrgBatch struct {
 	Org   uuid.UUID
 	Batch *pgx.Batch
+	Done  bool
 }
 
-// ExecForOrgs sends the orgs' statements as one batch, one round trip and
-// one transaction (all or none), each org's behind the setting of that
-// org: row-level security accepts a row only for the org set, and a batch
-// of several orgs' rows (the audit writer's) sets each in turn. On a
-// single node the batch's implicit transaction holds them and each
-// set_config holds until the next; on a Citus coordinator, SET LOCAL
+// ExecForOrgs sends the orgs' statements (those not Done) as one batch, one
+// round trip and one transaction (all or none), each org's behind the
+// setting of that org: row-level security accepts a row only for the org
+// set, and a batch of several orgs' rows (the audit writer's) sets each in
+// turn. On a single node the batch's implicit transaction holds them and
+// each set_config holds until the next; on a Citus coordinator, SET LOCAL
 // inside BEGIN ... COMMIT, the form it passes on to the workers. It is for
 // writes: the statements' results are not read.
+//
+// With a Router on a Citus cluster, the orgs are grouped by the node the
+// router names and each group is one transaction on that node (on the
+// coordinator when the node cannot be reached): the rows of several
+// workers in one transaction cost a two-phase commit, planned and relayed
+// statement by statement by the coordinator. A group that fails leaves its
+// parts not Done and the others are still sent; the error is the first
+// group's. The statements are queued again for each send (a batch once
+// sent holds its connection's prepared statements).
 func (s Scoped) ExecForOrgs(ctx context.Context, parts []OrgBatch) error {
 	citus, err := IsCitus(ctx, s.Pool)
 	if err != nil {
 		return err
 	}
+	if !citus || s.router == nil {
+		idx := make([]int, 0, len(parts))
+		for i := range parts {
+			if !parts[i].Done {
+				idx = append(idx, i)
+			}
+		}
+		if err := s.Pool.SendBatch(ctx, orgsBatch(parts, idx, citus)).Close(); err != nil {
+			return err
+		}
+		for _, i := range idx {
+			parts[i].Done = true
+		}
+		return nil
+	}
+	type group struct {
+		pool   *pgxpool.Pool
+		failed func(error) bool
+		idx    []int
+	}
+	var groups []*group
+	byPool := map[*pgxpool.Pool]*group{}
+	for i, p := range parts {
+		if p.Done {
+			continue
+		}
+		pool, failed := s.router.Route(ctx, p.Org)
+		g := byPool[pool]
+		if g == nil {
+			g = &group{pool: pool, failed: failed}
+			byPool[pool] = g
+			groups = append(groups, g)
+		}
+		g.idx = append(g.idx, i)
+	}
+	var first error
+	for _, g := range groups {
+		err := g.pool.SendBatch(ctx, orgsBatch(parts, g.idx, true)).Close()
+		if err != nil && g.failed != nil && g.failed(err) {
+			err = s.Pool.SendBatch(ctx, orgsBatch(parts, g.idx, true)).Close()
+		}
+		if err != nil {
+			first = cmp.Or(first, err)
+			continue
+		}
+		for _, i := range g.idx {
+			parts[i].Done = true
+		}
+	}
+	return first
+}
+
+// orgsBatch is the batch of parts[idx], each behind its org's setting, in
+// BEGIN ... COMMIT on a Citus node; the statements queued anew.
+func orgsBatch(parts []OrgBatch, idx []int, citus bool) *pgx.Batch {
 	b := &pgx.Batch{}
 	if citus {
 		b.Queue("BEGIN")
 	}
-	for _, p := range parts {
-		OrgQueue(b, p.Org, citus)
-		b.QueuedQueries = append(b.QueuedQueries, p.Batch.QueuedQueries...)
+	for _, i := range idx {
+		OrgQueue(b, parts[i].Org, citus)
+		for _, q := range parts[i].Batch.QueuedQueries {
+			b.Queue(q.SQL, q.Arguments...)
+		}
 	}
 	if citus {
 		b.Queue("COMMIT")
 	}
-	return s.Pool.SendBatch(ctx, b).Close()
+	return b
 }
 
 // clusterBatch sends b's statements for org on a connection of its own, in

@@ -110,7 +110,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		_ = maint.WarmConn(ctx, c.Conn())
 		c.Release()
 	}
-	ten := tenancy.New(pool)
+	// The audit trail's batches in a transaction per Citus worker
+	// (tenancy.PartialWrite), not one across them through the coordinator.
+	ten := tenancy.New(pool).WithRouter(svc.Router())
 	srv := server.New(s.cfg, server.Deps{
 		Knowledge:     svc,
 		Tokens:        ten,

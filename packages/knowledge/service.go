@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge/documents"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
@@ -195,6 +196,12 @@ func New(pool *pgxpool.Pool, opts Options) *Service {
 		SkipSimilar: opts.Testing.SkipSimilar, SimilarBudget: opts.Testing.SimilarBudget})
 	return s
 }
+
+// Router sends an org's statements to the Citus worker that holds it
+// (docs/operators.md, "Search on a cluster"), for the writes of other
+// modules that act for several orgs at once: the audit trail's
+// (tenancy.Service.WithRouter).
+func (s *Service) Router() db.Router { return s.data.Router() }
 
 // scope returns ctx carrying org: every statement sent for it runs as that
 // org (row-level security). The facade's methods call it once with the

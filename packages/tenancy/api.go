@@ -107,6 +107,13 @@ type Service struct {
 // New returns a Service on pool.
 func New(pool *pgxpool.Pool) *Service { return &Service{pool: db.Scope(pool)} }
 
+// WithRouter is s writing the audit trail's records, on a Citus cluster,
+// in one transaction per node that r names for their orgs (each org's
+// worker) instead of one transaction through the coordinator
+// (db.Scoped.ExecForOrgs; WriteAudit then may write part of a batch:
+// PartialWrite).
+func (s *Service) WithRouter(r db.Router) *Service { return &Service{pool: s.pool.WithRouter(r)} }
+
 // asOrg is the one place tenancy puts the org its call acts for into the
 // context: each entry point calls it once, and every statement it sends
 // through s.pool (db.Scoped) then runs as that org under row-level

@@ -85,8 +85,9 @@ func (h *QueryHasher) Hash(q string) []byte {
 	return m.Sum(nil)[:16]
 }
 
-// WriteAudit appends records in one transaction (all or none) and one
-// round trip: a pipelined batch of INSERTs, the records of each org after
+// WriteAudit appends records in one transaction (all or none; on a Citus
+// cluster with a router, one per worker: PartialWrite) and one round trip:
+// a pipelined batch of INSERTs, the records of each org after
 // setting the transaction's org, since the records of one batch come from
 // the calls of several orgs and row-level security accepts a row only for
 // the org set (db.Scoped.ExecForOrgs). (COPY, one statement for all, is
@@ -117,29 +118,64 @@ func (s *Service) WriteAudit(ctx context.Context, events []AuditEvent) (err erro
 		})
 		days[e.At.UTC().Truncate(24*time.Hour)] = true
 	}
-	write := func() error {
-		// Built again for each try: a sent batch is not sent twice.
-		parts := make([]db.OrgBatch, len(orgs))
-		for i, org := range orgs {
-			b := &pgx.Batch{}
-			q := sqlc.New(&queue{b})
-			for _, r := range byOrg[org] {
-				_ = q.InsertAuditEvent(ctx, r) // queued
-			}
-			parts[i] = db.OrgBatch{Org: org, Batch: b}
+	parts := make([]db.OrgBatch, len(orgs))
+	for i, org := range orgs {
+		b := &pgx.Batch{}
+		q := sqlc.New(&queue{b})
+		for _, r := range byOrg[org] {
+			_ = q.InsertAuditEvent(ctx, r) // queued
 		}
-		return s.pool.ExecForOrgs(ctx, parts)
+		parts[i] = db.OrgBatch{Org: org, Batch: b}
 	}
-	err = write()
+	err = s.pool.ExecForOrgs(ctx, parts)
 	if db.NoPartition(err) {
 		for d := range days {
 			if _, err := s.EnsureAuditDays(ctx, d, d); err != nil {
-				return err
+				return partial(events, parts, err)
 			}
 		}
-		err = write()
+		err = s.pool.ExecForOrgs(ctx, parts) // the parts not written yet
 	}
-	return err
+	if err != nil {
+		return partial(events, parts, err)
+	}
+	return nil
+}
+
+// PartialWrite is WriteAudit's error when it wrote some of the records
+// and not the others (on a Citus cluster with a router, each worker's
+// records go in a transaction of their own): Rest are the records not
+// written, to write again, and only them.
+type PartialWrite struct {
+	Rest []AuditEvent
+	Err  error
+}
+
+func (e *PartialWrite) Error() string {
+	return fmt.Sprintf("%d audit records not written: %v", len(e.Rest), e.Err)
+}
+
+func (e *PartialWrite) Unwrap() error { return e.Err }
+
+// partial is err, as a PartialWrite naming the events of the parts not
+// written when some were.
+func partial(events []AuditEvent, parts []db.OrgBatch, err error) error {
+	done := map[uuid.UUID]bool{}
+	for _, p := range parts {
+		if p.Done {
+			done[p.Org] = true
+		}
+	}
+	if len(done) == 0 {
+		return err
+	}
+	var rest []AuditEvent
+	for _, e := range events {
+		if !done[e.OrgID] {
+			rest = append(rest, e)
+		}
+	}
+	return &PartialWrite{Rest: rest, Err: err}
 }
 
 // queue is a DB that queues statements into a batch.

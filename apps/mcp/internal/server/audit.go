@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"time"
@@ -31,9 +32,11 @@ import (
 //   - One writer goroutine takes records from the channel, and every
 //     AuditConfig.FlushInterval, or as soon as AuditConfig.Batch records
 //     are waiting, derives the query's length and keyed hash and writes the
-//     batch with one COPY. A failed write is retried (with back-off) until it
-//     succeeds or the server shuts down; records keep arriving in the
-//     channel meanwhile.
+//     batch in one round trip (tenancy.WriteAudit). A failed write is
+//     retried (with back-off) until it succeeds or the server shuts down;
+//     records keep arriving in the channel meanwhile. On a Citus cluster a
+//     batch is one transaction per worker, and a retry sends only the
+//     records not written (tenancy.PartialWrite).
 //   - When the channel is full (the database is slow or down), the call
 //     writes its own record synchronously before it answers: the call
 //     slows down instead of the record being dropped. Only when that write
@@ -58,7 +61,7 @@ type AuditSink interface {
 // AuditConfig tunes the audit writer.
 type AuditConfig struct {
 	Buffer        int           // MCP_AUDIT_BUFFER: records waiting at most; beyond, calls write their own
-	Batch         int           // MCP_AUDIT_BATCH: records a COPY writes at most
+	Batch         int           // MCP_AUDIT_BATCH: records one write takes at most
 	FlushInterval time.Duration // MCP_AUDIT_FLUSH_INTERVAL: longest wait of a record before its write starts
 }
 
@@ -259,6 +262,11 @@ func (a *auditor) flush(batch []auditRecord, open bool) {
 		if err == nil {
 			a.written.Add(float64(len(events)))
 			return
+		}
+		var pw *tenancy.PartialWrite
+		if errors.As(err, &pw) { // some written (a worker's transaction each): retry the rest only
+			a.written.Add(float64(len(events) - len(pw.Rest)))
+			events = pw.Rest
 		}
 		a.mu.RLock()
 		closing := a.closed

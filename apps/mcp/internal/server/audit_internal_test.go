@@ -95,3 +95,57 @@ func TestAuditFinishKeepsTheQueryOnlyAsLengthAndHash(t *testing.T) {
 		t.Fatalf("query %v %x (no key: no hash)", ev.QueryLength, ev.QueryHash)
 	}
 }
+
+// partialSink writes all but the last org's records on its first call
+// (a Citus worker's transaction failed: tenancy.PartialWrite), then all.
+type partialSink struct {
+	calls [][]tenancy.AuditEvent
+}
+
+func (p *partialSink) WriteAudit(_ context.Context, ev []tenancy.AuditEvent) error {
+	p.calls = append(p.calls, ev)
+	if len(p.calls) > 1 {
+		return nil
+	}
+	last := ev[len(ev)-1].OrgID
+	var rest []tenancy.AuditEvent
+	for _, e := range ev {
+		if e.OrgID == last {
+			rest = append(rest, e)
+		}
+	}
+	return &tenancy.PartialWrite{Rest: rest, Err: io.ErrUnexpectedEOF}
+}
+
+func (p *partialSink) QueryHasher(context.Context) (*tenancy.QueryHasher, error) { return nil, io.EOF }
+
+// A batch written in part is retried for the records not written only:
+// none is written twice, none lost.
+func TestAuditRetriesTheRestOfAPartialWrite(t *testing.T) {
+	s := &Server{cfg: Config{Audit: AuditConfig{Buffer: 64, Batch: 64, FlushInterval: time.Hour}},
+		logger: slog.New(slog.NewTextHandler(io.Discard, nil)), metrics: newMetrics()}
+	sink := &partialSink{}
+	a := s.newAuditor(sink)
+	one, other := uuid.New(), uuid.New()
+	var batch []auditRecord
+	for _, org := range []uuid.UUID{one, one, other, other, other} {
+		batch = append(batch, auditRecord{ev: tenancy.AuditEvent{OrgID: org, Kind: tenancy.AuditTool, Name: "store_knowledge", Outcome: "ok"}})
+	}
+	a.flush(batch, true)
+	if len(sink.calls) != 2 || len(sink.calls[0]) != 5 || len(sink.calls[1]) != 3 {
+		t.Fatalf("writes of %v records, want 5 then the 3 not written", lens(sink.calls))
+	}
+	for _, e := range sink.calls[1] {
+		if e.OrgID != other {
+			t.Fatal("a record written by the first call was sent again")
+		}
+	}
+}
+
+func lens(calls [][]tenancy.AuditEvent) []int {
+	out := make([]int, len(calls))
+	for i, c := range calls {
+		out[i] = len(c)
+	}
+	return out
+}

@@ -129,6 +129,10 @@ func (r *routes) pool(ctx context.Context, org uuid.UUID) (*pgxpool.Pool, nodeAd
 	return n.pool, rt.addr
 }
 
+// Router is the DB's routes, for another package's db.Scoped (the audit
+// trail's writes: tenancy.Service.WithRouter).
+func (d *DB) Router() db.Router { return d.routes }
+
 // Route is db.Router's: org's statements go to its worker's pool.
 func (r *routes) Route(ctx context.Context, org uuid.UUID) (*pgxpool.Pool, func(error) bool) {
 	pool, addr := r.pool(ctx, org)
