@@ -190,31 +190,12 @@ func (d *DB) OrgCall(ctx context.Context, org uuid.UUID, fn func(*pgxpool.Pool) 
 	return err
 }
 
-// OrgTx runs fn in a transaction on the node that holds org's rows: on a
-// Citus cluster its worker, when the app can reach it (a transaction that
-// cannot begin there begins on the coordinator), else the DB's own pool.
-// The transaction is not scoped to the org (the caller names it in its
-// statements). The caller vouches that fn touches org's rows only and
-// takes no advisory lock (db.OnOrgNode says why).
+// OrgTx runs fn in a transaction of org (row-level security set to it)
+// on the node that holds org's rows: on a Citus cluster its worker, when
+// the app can reach it (a transaction that cannot begin there begins on
+// the coordinator: db.Router), else the DB's own pool. The caller vouches
+// that fn touches org's rows only and takes no advisory lock (db.OnOrgNode
+// says why).
 func (d *DB) OrgTx(ctx context.Context, org uuid.UUID, fn func(pgx.Tx) error) error {
-	b := fallbackBegin{pool: d.scoped.Pool, coord: d.scoped.Pool}
-	if citus, err := d.Citus(ctx); err == nil && citus {
-		b.pool, b.failed = d.routes.Route(ctx, org)
-	}
-	return pgx.BeginFunc(ctx, b, fn)
-}
-
-// fallbackBegin begins on pool, or on coord when failed says the node
-// could not be reached.
-type fallbackBegin struct {
-	pool, coord *pgxpool.Pool
-	failed      func(error) bool
-}
-
-func (b fallbackBegin) Begin(ctx context.Context) (pgx.Tx, error) {
-	tx, err := b.pool.Begin(ctx)
-	if err != nil && b.failed != nil && b.failed(err) {
-		return b.coord.Begin(ctx)
-	}
-	return tx, err
+	return pgx.BeginFunc(OnOrgWorker(AsOrg(ctx, org)), d.scoped, fn)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/orgcall"
@@ -60,12 +61,12 @@ func (d *DB) onWorker(ctx context.Context, st *orgcall.Statement, org uuid.UUID,
 	if err := st.Learn(ctx, d.scoped.Pool); err != nil {
 		return nil, err
 	}
-	r := d.routes
-	pool, addr := r.pool(ctx, org)
-	rows, err := st.Query(ctx, pool, org, settings, args)
-	if err != nil && r.failed(ctx, addr, err) {
-		return st.Query(ctx, d.scoped.Pool, org, settings, args)
-	}
+	var rows pgx.Rows
+	err := d.OrgCall(ctx, org, func(p *pgxpool.Pool) error {
+		var err error
+		rows, err = st.Query(ctx, p, org, settings, args)
+		return err
+	})
 	return rows, err
 }
 
