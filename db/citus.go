@@ -84,20 +84,11 @@ func (s Scoped) ExecForOrgs(ctx context.Context, parts []OrgBatch) error {
 	if err != nil {
 		return err
 	}
-	if !citus || s.router == nil {
-		idx := make([]int, 0, len(parts))
-		for i := range parts {
-			if !parts[i].Done {
-				idx = append(idx, i)
-			}
-		}
-		if err := s.Pool.SendBatch(ctx, orgsBatch(parts, idx, citus)).Close(); err != nil {
-			return err
-		}
-		for _, i := range idx {
-			parts[i].Done = true
-		}
-		return nil
+	// Without a router (a single node, or no routes): one group, on s's
+	// own pool.
+	route := func(context.Context, uuid.UUID) (*pgxpool.Pool, func(error) bool) { return s.Pool, nil }
+	if citus && s.router != nil {
+		route = s.router.Route
 	}
 	type group struct {
 		pool   *pgxpool.Pool
@@ -110,7 +101,7 @@ func (s Scoped) ExecForOrgs(ctx context.Context, parts []OrgBatch) error {
 		if p.Done {
 			continue
 		}
-		pool, failed := s.router.Route(ctx, p.Org)
+		pool, failed := route(ctx, p.Org)
 		g := byPool[pool]
 		if g == nil {
 			g = &group{pool: pool, failed: failed}
@@ -121,9 +112,9 @@ func (s Scoped) ExecForOrgs(ctx context.Context, parts []OrgBatch) error {
 	}
 	var first error
 	for _, g := range groups {
-		err := g.pool.SendBatch(ctx, orgsBatch(parts, g.idx, true)).Close()
+		err := g.pool.SendBatch(ctx, orgsBatch(parts, g.idx, citus)).Close()
 		if err != nil && g.failed != nil && g.failed(err) {
-			err = s.Pool.SendBatch(ctx, orgsBatch(parts, g.idx, true)).Close()
+			err = s.Pool.SendBatch(ctx, orgsBatch(parts, g.idx, citus)).Close()
 		}
 		if err != nil {
 			first = cmp.Or(first, err)
