@@ -39,6 +39,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
+	"github.com/agentfleet/orchestrator/apps/mcp/internal/pgfeed"
 	"github.com/agentfleet/orchestrator/packages/errs"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
@@ -141,12 +142,9 @@ type Verifier struct {
 
 	mu sync.Mutex
 	m  map[[32]byte]*entry
-	// The revocation feed (Listen): whether it is connected, and a count
-	// of its events (connections, losses, revocations): a look-up during
-	// which one happened may have read the token before a revocation it
-	// did not see.
-	feedUp  bool
-	feedSeq uint64
+	// The revocation feed (Listen): a look-up it does not cover may have
+	// read the token before a revocation it did not see.
+	cov pgfeed.Coverage
 }
 
 // NewVerifier returns a Verifier on v. ttl <= 0 disables the cache;
@@ -182,7 +180,7 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*tenancy.Principal, 
 	if ok {
 		age := now.Sub(e.fetched)
 		limit, refreshAt := v.ttl, v.ttl/2
-		if e.fed && v.feedUp {
+		if e.fed && v.cov.Up() {
 			limit, refreshAt = FedTTL, max(refreshAt, FedRefresh)
 		}
 		if age < limit {
@@ -214,7 +212,7 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*tenancy.Principal, 
 // whether the revocation feed covers what it read.
 func (v *Verifier) lookup(ctx context.Context, raw string) (*tenancy.Principal, bool, error) {
 	v.mu.Lock()
-	up, seq := v.feedUp, v.feedSeq
+	mark := v.cov.Start()
 	v.mu.Unlock()
 	lctx, cancel := context.WithTimeout(ctx, v.timeout)
 	p, err := v.v.VerifyToken(lctx, raw)
@@ -227,7 +225,7 @@ func (v *Verifier) lookup(ctx context.Context, raw string) (*tenancy.Principal, 
 		return nil, false, ErrUnavailable
 	}
 	v.mu.Lock()
-	fed := up && v.feedUp && seq == v.feedSeq
+	fed := v.cov.Covers(mark)
 	v.mu.Unlock()
 	return p, fed, nil
 }
@@ -257,7 +255,7 @@ func (v *Verifier) store(key [32]byte, p *tenancy.Principal, fetched time.Time, 
 	if len(v.m) >= maxEntries {
 		now := v.now()
 		for k, e := range v.m {
-			if now.Sub(e.fetched) >= v.ttl && !(e.fed && v.feedUp && now.Sub(e.fetched) < FedTTL) {
+			if now.Sub(e.fetched) >= v.ttl && !(e.fed && v.cov.Up() && now.Sub(e.fetched) < FedTTL) {
 				delete(v.m, k)
 			}
 		}

@@ -48,8 +48,7 @@ func (v *Verifier) Timeout() time.Duration { return v.timeout }
 func (v *Verifier) feed(up bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.feedUp = up
-	v.feedSeq++
+	v.cov.Connected(up)
 	if !up {
 		for _, e := range v.m {
 			e.fed = false
@@ -62,7 +61,7 @@ func (v *Verifier) feed(up bool) {
 func (v *Verifier) revoke(org uuid.UUID, token *uuid.UUID) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.feedSeq++
+	v.cov.Event()
 	for k, e := range v.m {
 		if org == uuid.Nil || (e.p.OrgID == org && (token == nil || e.p.TokenID == *token)) {
 			delete(v.m, k)

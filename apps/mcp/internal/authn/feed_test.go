@@ -54,7 +54,7 @@ func TestRevocationFeedDropsChecksAtOnce(t *testing.T) {
 	lctx, stop := context.WithCancel(ctx)
 	stopped := make(chan struct{})
 	go func() { v.Listen(lctx, pgfeed.Connector(app.Config().ConnConfig)); close(stopped) }()
-	if !eventually(10*time.Second, func() bool { v.mu.Lock(); defer v.mu.Unlock(); return v.feedUp }) {
+	if !eventually(10*time.Second, func() bool { v.mu.Lock(); defer v.mu.Unlock(); return v.cov.Up() }) {
 		t.Fatal("the feed did not connect within 10 s")
 	}
 	p, err := v.Verify(ctx, first)
@@ -103,7 +103,7 @@ func TestRevocationFeedDropsChecksAtOnce(t *testing.T) {
 	<-stopped
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.feedUp {
+	if v.cov.Up() {
 		t.Fatal("the feed is still marked connected after Listen returned")
 	}
 	for _, e := range v.m {

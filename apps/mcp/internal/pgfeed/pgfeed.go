@@ -141,3 +141,35 @@ func Connector(cfg *pgx.ConnConfig) func(context.Context) (*pgx.Conn, error) {
 		return pgx.ConnectConfig(ctx, c)
 	}
 }
+
+// Coverage is what a subscriber knows of the feed, kept under the
+// subscriber's own lock: whether it is connected, and a count of its
+// events (connections, losses, notifications). A read is covered by the
+// feed when the feed was connected from before the read started and
+// nothing arrived while it ran: any later change then reaches what the
+// read cached, which may be served long.
+type Coverage struct {
+	up  bool
+	seq uint64
+}
+
+// ReadMark is the feed's state when a read started (Coverage.Start).
+type ReadMark struct {
+	up  bool
+	seq uint64
+}
+
+// Connected records the feed connected or lost.
+func (c *Coverage) Connected(up bool) { c.up, c.seq = up, c.seq+1 }
+
+// Event records a notification.
+func (c *Coverage) Event() { c.seq++ }
+
+// Up says whether the feed is connected.
+func (c *Coverage) Up() bool { return c.up }
+
+// Start marks the start of a read.
+func (c *Coverage) Start() ReadMark { return ReadMark{c.up, c.seq} }
+
+// Covers says whether the read started at m is covered by the feed.
+func (c *Coverage) Covers(m ReadMark) bool { return m.up && c.up && m.seq == c.seq }

@@ -107,7 +107,7 @@ func TestRateLimitChangeReachesTheLimiter(t *testing.T) {
 	go pgfeed.Listen(lctx, pgfeed.Connector(app.Config().ConnConfig), 5*time.Second, nil, l)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		l.mu.Lock()
-		up := l.feedUp
+		up := l.cov.Up()
 		l.mu.Unlock()
 		if up {
 			break

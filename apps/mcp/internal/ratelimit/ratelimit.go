@@ -27,6 +27,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/agentfleet/orchestrator/apps/mcp/internal/pgfeed"
 	"github.com/agentfleet/orchestrator/packages/tenancy"
 )
 
@@ -92,11 +93,9 @@ type Limiter struct {
 	cache      map[[2]uuid.UUID]cached
 	refreshing map[[2]uuid.UUID]bool
 	lastWarn   time.Time
-	// The change feed (Connected, Notify): whether it is connected, and a
-	// count of its events, as authn's: a read during which one happened
-	// may have missed a change.
-	feedUp  bool
-	feedSeq uint64
+	// The change feed (Connected, Notify): a read it does not cover may
+	// have missed a change.
+	cov pgfeed.Coverage
 	// redisDownUntil: after a Redis failure the limiter lets calls through
 	// without asking Redis for a second, so an outage (a dial that fails
 	// after retries, a hung server) costs one call the timeout, not each.
@@ -345,7 +344,7 @@ func (l *Limiter) settingsFor(ctx context.Context, org, agent uuid.UUID) cached 
 	c, ok := l.cache[key]
 	age := now.Sub(c.at)
 	ttl := l.o.SettingsTTL
-	if ok && c.fed && l.feedUp {
+	if ok && c.fed && l.cov.Up() {
 		ttl = FedSettingsTTL
 	}
 	refresh := ok && age >= ttl && age < 10*ttl && !l.refreshing[key]
@@ -381,7 +380,7 @@ const settingsRefreshTimeout = 2 * time.Second
 // keeps what it knew (or the defaults).
 func (l *Limiter) readSettings(ctx context.Context, key [2]uuid.UUID, old cached) cached {
 	l.mu.Lock()
-	up, seq := l.feedUp, l.feedSeq
+	mark := l.cov.Start()
 	l.mu.Unlock()
 	rows, err := l.settings.RateLimitsFor(ctx, key[0], key[1])
 	if err != nil {
@@ -403,7 +402,7 @@ func (l *Limiter) readSettings(ctx context.Context, key [2]uuid.UUID, old cached
 		}
 	}
 	l.mu.Lock()
-	c.fed = up && l.feedUp && seq == l.feedSeq
+	c.fed = l.cov.Covers(mark)
 	if len(l.cache) >= 10000 {
 		clear(l.cache)
 	}
@@ -438,7 +437,7 @@ func (l *Limiter) Notify(payload string) {
 	org, err := tenancy.ParseRateLimitsChange(payload)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.feedSeq++
+	l.cov.Event()
 	if err != nil {
 		l.o.Logger.Error("rate limits feed: unreadable notification; dropping every cached setting", "payload", payload, "err", err)
 		clear(l.cache)
@@ -456,8 +455,7 @@ func (l *Limiter) Notify(payload string) {
 func (l *Limiter) Connected(up bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.feedUp = up
-	l.feedSeq++
+	l.cov.Connected(up)
 	if !up {
 		for k, c := range l.cache {
 			c.fed = false
