@@ -77,9 +77,18 @@ func (m *Maintenance) IndexPending(ctx context.Context, org uuid.UUID, max int) 
 	return n, nil
 }
 
-// IndexAll indexes every queued entry of every org, batch by batch, until
-// the queue is empty (or ctx ends), and returns how many it indexed. The
-// worker runs it in a loop; tools (apps/eval) call it after a bulk load.
+// IndexAll indexes every entry queued when it starts, of every org, batch
+// by batch (or until ctx ends), and returns how many it indexed. The worker
+// runs it in a loop; tools (apps/eval) call it after a bulk load.
+//
+// It reads the orgs with queued entries again only while a round left
+// some: an org's batch came back full, or the list of orgs was cut at its
+// limit. A round of short batches took every row queued before it (but
+// rows another indexer holds, which it finishes), and entries stored while
+// it ran wait for the next call. Looping until a read found none chased a
+// steady flow of stores instead: on a cluster each read is a statement
+// across every shard, and a busy worker sent three or four a pass
+// (docs/benchmarks.md, "Cluster").
 //
 // An org whose batch fails is skipped for the rest of the call, and the
 // other orgs are still indexed: one org's trouble (a row it cannot analyse,
@@ -97,11 +106,12 @@ func (m *Maintenance) IndexAll(ctx context.Context) (_ int, err error) {
 			m.vacuumIndexerTables(ctx, false)
 			unvacuumed = 0
 		}
-		orgs, err := m.q.OrgsWithQueuedEntries(ctx, int32(100+len(failed)))
+		limit := 100 + len(failed)
+		orgs, err := m.q.OrgsWithQueuedEntries(ctx, int32(limit))
 		if err != nil {
 			return total, errors.Join(data.MapErr(err, ""), joinOrgErrors(failed))
 		}
-		moved := 0
+		moved, more := 0, len(orgs) >= limit
 		for _, org := range orgs {
 			if failed[org] != nil {
 				continue
@@ -115,12 +125,14 @@ func (m *Maintenance) IndexAll(ctx context.Context) (_ int, err error) {
 				continue
 			}
 			moved += n
+			more = more || n >= IndexBatchSize
 		}
 		total += moved
 		unvacuumed += moved
-		// Done: nothing queued, or every queued row belongs to a failed org
-		// or is locked by another indexer (which will finish it).
-		if moved == 0 {
+		// Done: every org's batch was short (nothing was left of what was
+		// queued, but rows of a failed org or locked by another indexer,
+		// which will finish them) and no org was left out of the list.
+		if moved == 0 || !more {
 			if unvacuumed >= UpkeepBaseRows {
 				m.vacuumIndexerTables(ctx, true)
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/testenv"
+	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
 )
 
 // The full-text list: BM25 over title and body with the org's statistics,
@@ -473,6 +474,39 @@ func TestIndexAllIsolatesAFailingOrg(t *testing.T) {
 	if q := b.count(t, "SELECT count(*) FROM knowledge_index_queue WHERE org_id = $1", b.org); q != 1 {
 		t.Fatalf("the failing org's entry must stay queued: %d", q)
 	}
+}
+
+// IndexAll indexes everything queued before it, also what one round of
+// batches cannot take: an org with more than a batch queued, and more orgs
+// with queued entries than one read of the queue lists (it reads the queue
+// again only then).
+func TestIndexAllTakesEverythingQueuedBeforeIt(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	indexAll := func(orgs []uuid.UUID, queued int) {
+		t.Helper()
+		n, err := maint(b.ops).IndexAll(b.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n < queued {
+			t.Fatalf("indexed %d entries, want at least the %d queued here", n, queued)
+		}
+		if q := b.count(t, "SELECT count(*) FROM knowledge_index_queue WHERE org_id = ANY($1)", orgs); q != 0 {
+			t.Fatalf("%d entries left queued", q)
+		}
+	}
+	for range knowledge.IndexBatchSize + 1 {
+		testfactory.Entry(b.ctx, t, b.pool, &testfactory.EntryOpts{OrgID: b.org})
+	}
+	indexAll([]uuid.UUID{b.org}, knowledge.IndexBatchSize+1)
+	var orgs []uuid.UUID
+	for i := range 101 {
+		org := b.mkOrg(t, fmt.Sprintf("queued-%d", i))
+		testfactory.Entry(b.ctx, t, b.pool, &testfactory.EntryOpts{OrgID: org})
+		orgs = append(orgs, org)
+	}
+	indexAll(orgs, len(orgs))
 }
 
 // A search runs its two ranking statements (the lexical lists, the vector
