@@ -72,8 +72,9 @@ func parseConfig(e *appenv.Env) config {
 			Grace:    e.Duration("WORKER_RECONCILE_GRACE", 0, 100*time.Millisecond, 0),
 			Cooldown: e.Duration("WORKER_RECONCILE_COOLDOWN", 0, time.Second, 0),
 		},
-		IndexInterval:  e.Duration("WORKER_INDEX_INTERVAL", 0, 10*time.Millisecond, 0),
-		UpkeepInterval: e.Duration("WORKER_UPKEEP_INTERVAL", 0, time.Second, 0),
+		IndexInterval:     e.Duration("WORKER_INDEX_INTERVAL", 0, 10*time.Millisecond, 0),
+		IndexIdleInterval: e.Duration("WORKER_INDEX_IDLE_INTERVAL", 0, 10*time.Millisecond, 0),
+		UpkeepInterval:    e.Duration("WORKER_UPKEEP_INTERVAL", 0, time.Second, 0),
 		// Checked against the database in run (checkTextSearchConfig).
 		TextSearchConfig:  knowledgeenv.TextSearchConfig(e),
 		VectorIndexMemory: knowledgeenv.VectorIndexMemory(e),
@@ -150,7 +151,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	o := w.Options()
 	log.Info("worker started", "model", emb.Model(), "queue", jobs.Queue, "metrics", metricsURL,
 		"concurrency", o.Concurrency, "batch_size", o.BatchSize, "batch_grace", o.BatchGrace,
-		"index_interval", o.IndexInterval, "upkeep_interval", o.UpkeepInterval,
+		"index_interval", o.IndexInterval, "index_idle_interval", o.IndexIdleInterval, "upkeep_interval", o.UpkeepInterval,
 		"text_search_config", o.TextSearchConfig,
 		"chunk_chars", o.Chunk.Chars, "chunk_overlap", o.Chunk.Overlap)
 

@@ -185,6 +185,7 @@ func TestRunRefusesBadConfig(t *testing.T) {
 		"redis":        {env: map[string]string{"REDIS_URL": "http://nope"}, want: "REDIS_URL"},
 		"args":         {args: []string{"--fast"}, want: "unexpected arguments"},
 		"index":        {env: map[string]string{"WORKER_INDEX_INTERVAL": "1ms"}, want: "WORKER_INDEX_INTERVAL"},
+		"index idle":   {env: map[string]string{"WORKER_INDEX_IDLE_INTERVAL": "1ms"}, want: "WORKER_INDEX_IDLE_INTERVAL"},
 		"upkeep":       {env: map[string]string{"WORKER_UPKEEP_INTERVAL": "soon"}, want: "WORKER_UPKEEP_INTERVAL"},
 		"index memory": {env: map[string]string{"WORKER_VECTOR_INDEX_MEMORY_MB": "4GB"}, want: "WORKER_VECTOR_INDEX_MEMORY_MB"},
 		"retention":    {env: map[string]string{"AUDIT_RETENTION": "90 days"}, want: "AUDIT_RETENTION"},

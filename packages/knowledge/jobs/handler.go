@@ -32,6 +32,10 @@ type HandlerOptions struct {
 	VectorCalibration *knowledge.VectorCalibration
 	Observer          Observer     // default NopObserver
 	Logger            *slog.Logger // default slog.Default()
+	// Written, if set, is called after a batch wrote vectors (the worker
+	// wakes its indexer from its idle back-off: the stores of those
+	// entries queued them for the lexical index). It must not block.
+	Written func()
 }
 
 // EmbedHandler handles entry and batch tasks: it embeds the entries that
@@ -241,6 +245,9 @@ func (h *EmbedHandler) writeReady(ctx context.Context, rows []knowledge.PendingE
 		h.opts.Observer.EntryReady(l)
 	}
 	out.Ready += res.Ready
+	if res.Ready > 0 && h.opts.Written != nil {
+		h.opts.Written()
+	}
 	if res.Stale > 0 {
 		h.opts.Observer.JobsStale(res.Stale)
 		out.Stale += res.Stale

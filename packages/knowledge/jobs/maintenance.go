@@ -45,8 +45,53 @@ func every(ctx context.Context, interval, timeout time.Duration, kick <-chan str
 	}
 }
 
-// indexPass indexes every queued entry (one IndexAll) and reports it.
-func (w *Worker) indexPass(ctx context.Context) {
+// backingOff calls f at once and then again and again, as every does
+// (a deadline per call, none overlapping), but waits longer while f finds
+// nothing to do: the wait starts at base, doubles after each call that
+// reports no work, up to idle, and is base again after a call that found
+// work or as soon as wake receives (the next call then comes base after
+// the last one began, or at once).
+func backingOff(ctx context.Context, base, idle, timeout time.Duration, wake <-chan struct{}, f func(context.Context) bool) {
+	wait := base
+	t := time.NewTimer(0)
+	defer t.Stop()
+	var last time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake:
+			if wait > base {
+				wait = base
+				t.Reset(max(0, time.Until(last.Add(base))))
+			}
+			continue
+		case <-t.C:
+		}
+		last = time.Now()
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		found := f(cctx)
+		cancel()
+		if found {
+			wait = base
+		} else {
+			wait = min(2*wait, idle)
+		}
+		t.Reset(max(0, time.Until(last.Add(wait))))
+	}
+}
+
+// poke sends on c without waiting: a signal already pending is enough.
+func poke(c chan<- struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// indexPass indexes every queued entry (one IndexAll) and reports it, and
+// whether it indexed any (backingOff).
+func (w *Worker) indexPass(ctx context.Context) bool {
 	start := time.Now()
 	n, err := w.maint.IndexAll(ctx)
 	switch {
@@ -66,15 +111,13 @@ func (w *Worker) indexPass(ctx context.Context) {
 		// index-only scans, which visit the heap until a vacuum sets the
 		// visibility map, and the org may now deserve its own vector
 		// index. Upkeep then, not at its next tick (up to a minute away).
-		select {
-		case w.upkeepSoon <- struct{}{}:
-		default: // one is pending already
-		}
+		poke(w.upkeepSoon)
 	}
 	w.indexLog.report(ctx, w.opts.Logger, "indexer pass", err)
 	if err == nil && n > 0 {
 		w.opts.Logger.Debug("indexed queued entries", "count", n, "duration", time.Since(start))
 	}
+	return n > 0
 }
 
 // upkeepPass runs the maintenance that is due (one Upkeep) and reports it.

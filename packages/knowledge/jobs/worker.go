@@ -56,6 +56,16 @@ type WorkerOptions struct {
 	// how long a stored entry stays in the tail that search scores on the
 	// fly before it joins the inverted index. Default 500ms.
 	IndexInterval time.Duration
+	// IndexIdleInterval is the longest wait between indexer passes while
+	// they find nothing queued: the wait doubles from IndexInterval after
+	// each empty pass up to it, and falls back to IndexInterval after a
+	// pass that indexed or when this worker writes vectors (the stores of
+	// those entries queued them). A pass reads the queue of every shard on
+	// a cluster; an idle deployment polled it twice a second for ever.
+	// Search never waits for the indexer (the queued tail is scored on the
+	// fly), so an entry stored into an idle deployment is found at once
+	// either way. Default 10 x IndexInterval (5s).
+	IndexIdleInterval time.Duration
 	// IndexTimeout bounds one indexer pass, so a hung database delays the
 	// next pass instead of stopping the loop for good. Batches commit one by
 	// one, so a long queue is drained over several passes. Default 30s.
@@ -130,6 +140,9 @@ func (o WorkerOptions) withDefaults() WorkerOptions {
 	if o.IndexInterval <= 0 {
 		o.IndexInterval = 500 * time.Millisecond
 	}
+	if o.IndexIdleInterval < o.IndexInterval {
+		o.IndexIdleInterval = 10 * o.IndexInterval
+	}
 	if o.IndexTimeout <= 0 {
 		o.IndexTimeout = 30 * time.Second
 	}
@@ -185,21 +198,25 @@ type Worker struct {
 	expiryLog failureLog
 	// upkeepSoon asks the upkeep loop for a pass now (after a bulk index).
 	upkeepSoon chan struct{}
-	mu         sync.Mutex
-	srv        *asynq.Server
-	stop       context.CancelFunc // ends the loops (reconciler, indexer, upkeep)
-	loops      sync.WaitGroup
-	closeFns   []func() error
+	// indexSoon ends the indexer's idle back-off (vectors were written).
+	indexSoon chan struct{}
+	mu        sync.Mutex
+	srv       *asynq.Server
+	stop      context.CancelFunc // ends the loops (reconciler, indexer, upkeep)
+	loops     sync.WaitGroup
+	closeFns  []func() error
 }
 
 // NewWorker returns a worker; Start runs it.
 func NewWorker(redis asynq.RedisConnOpt, pool *pgxpool.Pool, emb embed.Embedder, opts WorkerOptions) *Worker {
 	opts = opts.withDefaults()
+	indexSoon := make(chan struct{}, 1)
 	return &Worker{
-		redis: redis, pool: pool, emb: emb, opts: opts, upkeepSoon: make(chan struct{}, 1),
+		redis: redis, pool: pool, emb: emb, opts: opts, upkeepSoon: make(chan struct{}, 1), indexSoon: indexSoon,
 		handler: NewEmbedHandler(pool, emb, HandlerOptions{
 			MaxInputChars: opts.MaxInputChars, Chunk: opts.Chunk, Observer: opts.Observer, Logger: opts.Logger,
 			TextSearchConfig: opts.TextSearchConfig, VectorCalibration: opts.VectorCalibration,
+			Written: func() { poke(indexSoon) },
 		}),
 		maint: knowledge.NewMaintenance(knowledge.New(pool, knowledge.Options{
 			Embedder: emb,
@@ -271,7 +288,7 @@ func (w *Worker) Start() error {
 	}()
 	go func() {
 		defer w.loops.Done()
-		every(ctx, o.IndexInterval, o.IndexTimeout, nil, w.indexPass)
+		backingOff(ctx, o.IndexInterval, o.IndexIdleInterval, o.IndexTimeout, w.indexSoon, w.indexPass)
 	}()
 	go func() {
 		defer w.loops.Done()
