@@ -30,6 +30,7 @@ log() { printf 'smoke: %s\n' "$*" >&2; }
 fail() { printf 'smoke: FAIL: %s\n' "$*" >&2; for f in "$work"/*.log; do echo "--- $f" >&2; tail -20 "$f" >&2; done; exit 1; }
 
 go build -o "$work/" ./apps/ctl ./apps/mcp ./apps/worker ./apps/dashboard
+[ "${SMOKE_LOAD:-bash}" = bash ] || go build -o "$work/" ./tools/mcpload
 boot=$(DATABASE_URL=$OPERATOR_DATABASE_URL "$work/ctl" dev bootstrap)
 token=$(sed -n 's/^token //p' <<<"$boot")
 [ -n "$token" ] || fail "ctl dev bootstrap gave no token: $boot"
@@ -141,6 +142,9 @@ fi
 # printed: the first starts from the apps' new connections (on a cluster
 # each worker session prepares the statements of each shard group on its
 # first call), the next ones find them warm, as long-running apps do.
+# SMOKE_LOAD=go sends the same calls from one Go process with keep-alive
+# connections (tools/mcpload) instead of bash and curl, which take about
+# half of a two-core box at 64 clients (docs/benchmarks.md, "Cluster").
 if [ "${SMOKE_ORGS:-0}" -gt 0 ] && [ "${SMOKE_CLIENTS:-0}" -gt 0 ] && [ "${SMOKE_N:-0}" -gt 0 ]; then
   for o in $(seq 1 "$SMOKE_ORGS"); do
     DATABASE_URL=$OPERATOR_DATABASE_URL "$work/ctl" dev bootstrap --org-name "e2e-$run-$o" --agent-name e2e | sed -n 's/^token //p'
@@ -173,11 +177,16 @@ if [ "${SMOKE_ORGS:-0}" -gt 0 ] && [ "${SMOKE_CLIENTS:-0}" -gt 0 ] && [ "${SMOKE
     export round
     rm -f "$work/e2e.errors"
     start=$(date +%s.%N)
-    seq 1 "$SMOKE_CLIENTS" | xargs -P "$SMOKE_CLIENTS" -I{} bash -c 'e2e {}' >"$work/e2e.t"
+    if [ "${SMOKE_LOAD:-bash}" = bash ]; then
+      seq 1 "$SMOKE_CLIENTS" | xargs -P "$SMOKE_CLIENTS" -I{} bash -c 'e2e {}' >"$work/e2e.t"
+    else
+      "$work/mcpload" -url "http://$MCP/mcp" -tokens "$work/tokens" -clients "$SMOKE_CLIENTS" -n "$SMOKE_N" \
+        -run "$run" -round "$round" -errors "$work/e2e.errors" >"$work/e2e.t"
+    fi
     end=$(date +%s.%N)
     stores=$(grep -c '^store_knowledge ok' "$work/e2e.t" || true)
     [ "$rounds" = 1 ] || log "e2e: round $round of $rounds"
-    log "e2e: $SMOKE_ORGS orgs, $SMOKE_CLIENTS clients: $stores stores and $(grep -c '^search_knowledge ok' "$work/e2e.t" || true) searches answered in $(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.1f", b-a}') s ($(awk -v a="$start" -v b="$end" -v n="$stores" 'BEGIN {printf "%.1f", n/(b-a)}') stores/s, a search after each); $(grep -c ' error' "$work/e2e.t" || true) calls failed"
+    log "e2e: $SMOKE_ORGS orgs, $SMOKE_CLIENTS clients (${SMOKE_LOAD:-bash}): $stores stores and $(grep -c '^search_knowledge ok' "$work/e2e.t" || true) searches answered in $(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.1f", b-a}') s ($(awk -v a="$start" -v b="$end" -v n="$stores" 'BEGIN {printf "%.1f", n/(b-a)}') stores/s, a search after each); $(grep -c ' error' "$work/e2e.t" || true) calls failed"
     log "e2e: store $(grep '^store_knowledge ok' "$work/e2e.t" | cut -d' ' -f3 | pct); search $(grep '^search_knowledge ok' "$work/e2e.t" | cut -d' ' -f3 | pct)"
     if [ -s "$work/e2e.errors" ]; then
       log "e2e: the first calls that failed (of $(wc -l <"$work/e2e.errors")):"
