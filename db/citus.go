@@ -85,11 +85,8 @@ func (s Scoped) ExecForOrgs(ctx context.Context, parts []OrgBatch) error {
 		return err
 	}
 	// Without a router (a single node, or no routes): one group, on s's
-	// own pool.
-	route := func(context.Context, uuid.UUID) (*pgxpool.Pool, func(error) bool) { return s.Pool, nil }
-	if citus && s.router != nil {
-		route = s.router.Route
-	}
+	// own pool. (The writes take no advisory lock: OnOrgNode.)
+	nodeCtx := OnOrgNode(ctx)
 	type group struct {
 		pool   *pgxpool.Pool
 		failed func(error) bool
@@ -101,7 +98,7 @@ func (s Scoped) ExecForOrgs(ctx context.Context, parts []OrgBatch) error {
 		if p.Done {
 			continue
 		}
-		pool, failed := route(ctx, p.Org)
+		pool, failed := s.route(nodeCtx, p.Org, citus)
 		g := byPool[pool]
 		if g == nil {
 			g = &group{pool: pool, failed: failed}

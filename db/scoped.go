@@ -104,6 +104,31 @@ func (s Scoped) route(ctx context.Context, org uuid.UUID, citus bool) (*pgxpool.
 	return s.router.Route(ctx, org)
 }
 
+// onNode runs fn on the pool for org's statements (route), and again on
+// s's own pool when the routed node could not be reached (nothing ran
+// there).
+func (s Scoped) onNode(ctx context.Context, org uuid.UUID, citus bool, fn func(*pgxpool.Pool) error) error {
+	p, failed := s.route(ctx, org, citus)
+	err := fn(p)
+	if err != nil && failed != nil && failed(err) {
+		err = fn(s.Pool)
+	}
+	return err
+}
+
+// CallOnOrgNode runs fn, org's statements that take no advisory lock (a
+// distributed function of the org, called on its own), on the pool of the
+// node that holds org's rows on a Citus cluster with a Router, and again
+// on s's own pool when that node could not be reached; elsewhere on s's
+// own pool.
+func (s Scoped) CallOnOrgNode(ctx context.Context, org uuid.UUID, fn func(*pgxpool.Pool) error) error {
+	citus, err := IsCitus(ctx, s.Pool)
+	if err != nil {
+		return err
+	}
+	return s.onNode(OnOrgNode(ctx), org, citus, fn)
+}
+
 // Exec runs one statement.
 func (s Scoped) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	if _, ok := OrgOf(ctx); !ok {
@@ -163,11 +188,11 @@ func (s Scoped) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
 			return nil, err
 		}
 	}
-	p, failed := s.route(ctx, org, ok && citus)
-	tx, err := p.BeginTx(ctx, opts)
-	if err != nil && failed != nil && failed(err) {
-		tx, err = s.Pool.BeginTx(ctx, opts)
-	}
+	var tx pgx.Tx
+	err := s.onNode(ctx, org, ok && citus, func(p *pgxpool.Pool) (err error) {
+		tx, err = p.BeginTx(ctx, opts)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -178,16 +178,7 @@ func (r *routes) logger() *slog.Logger {
 // own pool; and on the DB's own pool again when the worker could not be
 // reached (the statement did not run there).
 func (d *DB) OrgCall(ctx context.Context, org uuid.UUID, fn func(*pgxpool.Pool) error) error {
-	pool := d.scoped.Pool
-	var failed func(error) bool
-	if citus, err := d.Citus(ctx); err == nil && citus {
-		pool, failed = d.routes.Route(ctx, org)
-	}
-	err := fn(pool)
-	if err != nil && failed != nil && failed(err) {
-		return fn(d.scoped.Pool)
-	}
-	return err
+	return d.scoped.CallOnOrgNode(ctx, org, fn)
 }
 
 // OrgTx runs fn in a transaction of org (row-level security set to it)
