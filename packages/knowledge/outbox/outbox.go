@@ -213,8 +213,9 @@ func (o *Outbox) WriteOnce(ctx context.Context, model string, entries []PendingE
 		}
 		return js
 	}
+	jobs := picked(idx)
 	run := func(fn func(pgx.Tx) error) error { return pgx.BeginFunc(ctx, o.Data.Pool(), fn) }
-	if org, ok := oneOrg(picked(idx)); ok {
+	if org, ok := oneOrg(jobs); ok {
 		// On a Citus cluster, on the org's worker: the transaction takes
 		// row locks only, and its statements then run there instead of
 		// each being planned and relayed by the coordinator (most batches
@@ -224,7 +225,7 @@ func (o *Outbox) WriteOnce(ctx context.Context, model string, entries []PendingE
 	err = run(func(tx pgx.Tx) error {
 		written, lags, busy = 0, nil, nil
 		q := o.Q.WithTx(tx)
-		locked, err := q.LockPendingForEmbedding(ctx, sqlc.LockPendingForEmbeddingParams(JobArrays(picked(idx))))
+		locked, err := q.LockPendingForEmbedding(ctx, sqlc.LockPendingForEmbeddingParams(JobArrays(jobs)))
 		if err != nil {
 			return fmt.Errorf("lock entries: %w", err)
 		}
