@@ -72,3 +72,22 @@ func TestBackingOffWaitsLongerWhileIdleAndWakes(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// The idle wait's setting: unset, ten times the interval; set below the
+// interval, the interval itself (no back-off), never the default.
+func TestIndexIdleIntervalDefaultsAndFloor(t *testing.T) {
+	for _, c := range []struct {
+		interval, idle, want time.Duration
+	}{
+		{0, 0, 5 * time.Second},
+		{time.Second, 0, 10 * time.Second},
+		{time.Second, 100 * time.Millisecond, time.Second},
+		{time.Second, time.Second, time.Second},
+		{time.Second, 3 * time.Second, 3 * time.Second},
+	} {
+		o := WorkerOptions{IndexInterval: c.interval, IndexIdleInterval: c.idle}.withDefaults()
+		if o.IndexIdleInterval != c.want {
+			t.Errorf("IndexInterval %v, IndexIdleInterval %v: got %v, want %v", c.interval, c.idle, o.IndexIdleInterval, c.want)
+		}
+	}
+}

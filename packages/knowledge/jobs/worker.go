@@ -64,7 +64,8 @@ type WorkerOptions struct {
 	// a cluster; an idle deployment polled it twice a second for ever.
 	// Search never waits for the indexer (the queued tail is scored on the
 	// fly), so an entry stored into an idle deployment is found at once
-	// either way. Default 10 x IndexInterval (5s).
+	// either way. Default 10 x IndexInterval (5s); set at or below
+	// IndexInterval, the passes never back off.
 	IndexIdleInterval time.Duration
 	// IndexTimeout bounds one indexer pass, so a hung database delays the
 	// next pass instead of stopping the loop for good. Batches commit one by
@@ -140,8 +141,11 @@ func (o WorkerOptions) withDefaults() WorkerOptions {
 	if o.IndexInterval <= 0 {
 		o.IndexInterval = 500 * time.Millisecond
 	}
-	if o.IndexIdleInterval < o.IndexInterval {
+	switch {
+	case o.IndexIdleInterval <= 0:
 		o.IndexIdleInterval = 10 * o.IndexInterval
+	case o.IndexIdleInterval < o.IndexInterval:
+		o.IndexIdleInterval = o.IndexInterval // asked for no back-off
 	}
 	if o.IndexTimeout <= 0 {
 		o.IndexTimeout = 30 * time.Second
