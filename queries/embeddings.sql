@@ -27,16 +27,27 @@ WHERE k.embedding_status = 'pending' AND k.org_id = ANY(@org_ids::uuid[]) AND k.
 -- statement (a re-embed cleared its vector, which already deleted them:
 -- knowledge_drop_chunks; this is the net), one round trip less for each
 -- entry embedded; its new chunks are written after it.
+-- The status and the model are tested with IS NOT DISTINCT FROM (the same
+-- test: neither column is NULL here), so that only the primary keys serve
+-- the statement: with "embedding_status = 'pending'", which proves the
+-- pending indexes' predicate, a planner without statistics read the entry
+-- through the org's pending entries (knowledge_org_pending_idx), each write
+-- reading the whole backlog (3.5 ms a write with 30,000 pending, against
+-- 0.1: docs/benchmarks.md, "Embeddings pipeline"), and with
+-- "c.embedding_model =" the chunks through the org's chunks of the model
+-- (knowledge_chunks_space_idx) instead of the entry's
+-- (TestEmbeddingBatchReadsOnlyItsEntries counts the rows each scan read,
+-- its filter's included).
 WITH ready AS (
     UPDATE knowledge k
     SET embedding = @embedding, embedding_status = 'ready', embedding_model = @model,
         embedding_error = NULL, embedded_at = now()
     WHERE k.org_id = @org_id AND k.id = @id
-      AND k.embedding_generation = @generation AND k.embedding_status = 'pending'
+      AND k.embedding_generation = @generation AND k.embedding_status IS NOT DISTINCT FROM 'pending'
     RETURNING k.embedding_requested_at, k.embedded_at
 ), cleared AS (
     DELETE FROM knowledge_chunks c
-    WHERE c.org_id = @org_id AND c.entry_id = @id AND c.embedding_model = @model
+    WHERE c.org_id = @org_id AND c.entry_id = @id AND c.embedding_model IS NOT DISTINCT FROM @model
       AND EXISTS (SELECT 1 FROM ready)
 )
 SELECT embedding_requested_at, embedded_at FROM ready;

@@ -133,6 +133,22 @@ func TestEmbeddingBatchReadsOnlyItsEntries(t *testing.T) {
 	if wide := knowledgetest.WideScans(plans, 50); len(wide) > 0 {
 		t.Fatalf("with %d other entries pending:\n%s", others, strings.Join(wide, "\n"))
 	}
+	// Each entry's vector write reads that entry by its key, counting the
+	// rows its scans' filters removed too (ReadScans): a write that found
+	// its entry among the org's pending ones returned one row and read
+	// them all, the backlog's catching up growing with its square again.
+	var writes []string
+	for _, p := range plans {
+		if strings.Contains(p, "-- name: MarkEmbeddingReady ") {
+			writes = append(writes, p)
+		}
+	}
+	if len(writes) < batches {
+		t.Fatalf("%d plans of the vector write; want one for each of the %d entries", len(writes), batches)
+	}
+	if read := knowledgetest.ReadScans(writes, 50); len(read) > 0 {
+		t.Fatalf("with %d other entries pending:\n%s", others, strings.Join(read, "\n"))
+	}
 }
 
 // The duplicate check reads the entries' table for its candidates only,

@@ -246,11 +246,11 @@ WITH ready AS (
     SET embedding = $1, embedding_status = 'ready', embedding_model = $2,
         embedding_error = NULL, embedded_at = now()
     WHERE k.org_id = $3 AND k.id = $4
-      AND k.embedding_generation = $5 AND k.embedding_status = 'pending'
+      AND k.embedding_generation = $5 AND k.embedding_status IS NOT DISTINCT FROM 'pending'
     RETURNING k.embedding_requested_at, k.embedded_at
 ), cleared AS (
     DELETE FROM knowledge_chunks c
-    WHERE c.org_id = $3 AND c.entry_id = $4 AND c.embedding_model = $2
+    WHERE c.org_id = $3 AND c.entry_id = $4 AND c.embedding_model IS NOT DISTINCT FROM $2
       AND EXISTS (SELECT 1 FROM ready)
 )
 SELECT embedding_requested_at, embedded_at FROM ready
@@ -274,6 +274,17 @@ type MarkEmbeddingReadyRow struct {
 // statement (a re-embed cleared its vector, which already deleted them:
 // knowledge_drop_chunks; this is the net), one round trip less for each
 // entry embedded; its new chunks are written after it.
+// The status and the model are tested with IS NOT DISTINCT FROM (the same
+// test: neither column is NULL here), so that only the primary keys serve
+// the statement: with "embedding_status = 'pending'", which proves the
+// pending indexes' predicate, a planner without statistics read the entry
+// through the org's pending entries (knowledge_org_pending_idx), each write
+// reading the whole backlog (3.5 ms a write with 30,000 pending, against
+// 0.1: docs/benchmarks.md, "Embeddings pipeline"), and with
+// "c.embedding_model =" the chunks through the org's chunks of the model
+// (knowledge_chunks_space_idx) instead of the entry's
+// (TestEmbeddingBatchReadsOnlyItsEntries counts the rows each scan read,
+// its filter's included).
 func (q *Queries) MarkEmbeddingReady(ctx context.Context, arg MarkEmbeddingReadyParams) (MarkEmbeddingReadyRow, error) {
 	row := q.db.QueryRow(ctx, markEmbeddingReady,
 		arg.Embedding,
