@@ -7,19 +7,28 @@
 -- job can never overwrite newer data.
 
 -- name: ListJobEntries :many
--- The entries of a batch that still wait for exactly the job's generation;
--- gone, superseded-generation and already-done entries drop out here.
+-- The entries of a batch of one org that still wait for exactly the job's
+-- generation; gone, superseded-generation and already-done entries drop
+-- out here. Each job's entry is one probe of the primary key (a LATERAL
+-- under LIMIT 1, by equality on both of its columns), never the org's
+-- pending entries filtered for the batch: so a planner without statistics
+-- read the org's whole backlog for each batch, through the pending indexes
+-- (whose predicate "embedding_status = 'pending'" proved; hence IS NOT
+-- DISTINCT FROM, the same test on a NOT NULL column) or, with the orgs as
+-- an array (= ANY, which Citus needed to prune), another index of the org
+-- (TestEmbeddingBatchReadsOnlyItsEntries counts the rows each scan read).
+-- One org a statement: the outbox groups a batch by org (a batch is one
+-- org's already: jobs.GroupKey), and the org's equality is what a Citus
+-- worker routes by.
 SELECT k.org_id, k.id, k.title, k.body, k.embedding_generation, k.embedding_requested_at
-FROM knowledge k
-JOIN (SELECT unnest(@org_ids::uuid[]) AS org_id, unnest(@ids::uuid[]) AS id,
-             unnest(@generations::int[]) AS generation) j
-  ON k.org_id = j.org_id AND k.id = j.id AND k.embedding_generation = j.generation
--- org_id = ANY: on a Citus cluster the shards of the batch's orgs only
--- (the worker sends one org's jobs at a time there: jobs/handler.go). The
--- ids again as a condition: the entries are read by the primary key, not
--- as the orgs' pending entries joined to the batch (a backlog of 1,800
--- read for a batch of 32: TestEmbeddingBatchReadsOnlyItsEntries).
-WHERE k.embedding_status = 'pending' AND k.org_id = ANY(@org_ids::uuid[]) AND k.id = ANY(@ids::uuid[]);
+FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@generations::int[]) AS generation) j
+CROSS JOIN LATERAL (
+    SELECT k.org_id, k.id, k.title, k.body, k.embedding_generation, k.embedding_requested_at
+    FROM knowledge k
+    WHERE k.org_id = @org_id::uuid AND k.id = j.id
+      AND k.embedding_generation = j.generation AND k.embedding_status IS NOT DISTINCT FROM 'pending'
+    LIMIT 1
+) k;
 
 -- name: MarkEmbeddingReady :one
 -- No row: the entry is gone or moved on to another generation; nothing written.
@@ -104,17 +113,22 @@ JOIN (SELECT unnest(@org_ids::uuid[]) AS org_id, unnest(@ids::uuid[]) AS id,
 
 -- name: LockPendingForEmbedding :many
 -- The worker's first statement before writing vectors: the batch's entries
--- still pending at the job's generation, locked in (org, id) order, skipping
--- rows another transaction holds (a purge or forget erasing them, a
--- supersession, upkeep). The worker never waits for a row lock, so it is
+-- (of one org) still pending at the job's generation, locked in id order,
+-- skipping rows another transaction holds (a purge or forget erasing them,
+-- a supersession, upkeep). The worker never waits for a row lock, so it is
 -- never part of a deadlock; the rows it skipped it tries again after a
 -- short back-off (packages/knowledge/outbox/outbox.go, WriteVectors).
--- By the primary key, as ListJobEntries.
+-- A probe of the primary key each, as ListJobEntries (why there): the
+-- jobs ordered first, each probe locking its row as the loop reaches it.
 SELECT k.org_id, k.id
-FROM knowledge k
-JOIN (SELECT unnest(@org_ids::uuid[]) AS org_id, unnest(@ids::uuid[]) AS id,
-             unnest(@generations::int[]) AS generation) j
-  ON k.org_id = j.org_id AND k.id = j.id AND k.embedding_generation = j.generation
-WHERE k.embedding_status = 'pending' AND k.org_id = ANY(@org_ids::uuid[]) AND k.id = ANY(@ids::uuid[])
-ORDER BY k.org_id, k.id
-FOR UPDATE OF k SKIP LOCKED;
+FROM (SELECT x.id, x.generation
+      FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@generations::int[]) AS generation) x
+      ORDER BY x.id) j
+CROSS JOIN LATERAL (
+    SELECT k.org_id, k.id
+    FROM knowledge k
+    WHERE k.org_id = @org_id::uuid AND k.id = j.id
+      AND k.embedding_generation = j.generation AND k.embedding_status IS NOT DISTINCT FROM 'pending'
+    LIMIT 1
+    FOR UPDATE OF k SKIP LOCKED
+) k;

@@ -54,26 +54,22 @@ type PendingEntry struct {
 
 // Pending returns the entries of jobs that still wait for exactly their
 // job's generation; jobs whose entry is gone, re-requested since or done are
-// left out (stale). On a Citus cluster it reads one org at a time, each
-// statement sent to the worker that holds the org (docs/operators.md,
+// left out (stale). It reads one org at a time (sql: ListJobEntries), on
+// a Citus cluster on the worker that holds the org (docs/operators.md,
 // "Running on a cluster").
 func (o *Outbox) Pending(ctx context.Context, jobs []domain.EmbeddingJob) ([]PendingEntry, error) {
 	if len(jobs) == 0 {
 		return nil, nil
 	}
-	groups, err := o.Data.Runs(ctx, len(jobs), func(i int) uuid.UUID { return jobs[i].OrgID })
-	if err != nil {
-		return nil, fmt.Errorf("load entries: %w", err)
-	}
 	var out []PendingEntry
-	for _, g := range groups {
+	for _, g := range byOrg(len(jobs), func(i int) uuid.UUID { return jobs[i].OrgID }) {
 		run := data.Pick(jobs, g)
-		// On a cluster each group is one org's, read on its worker.
+		// On a cluster read on the org's worker.
 		q, err := o.Data.Reads(ctx, run[0].OrgID)
 		if err != nil {
 			return nil, fmt.Errorf("load entries: %w", err)
 		}
-		rows, err := q.ListJobEntries(ctx, sqlc.ListJobEntriesParams(JobArrays(run)))
+		rows, err := q.ListJobEntries(ctx, sqlc.ListJobEntriesParams(orgJobArrays(run)))
 		if err != nil {
 			return nil, fmt.Errorf("load entries: %w", err)
 		}
@@ -133,8 +129,8 @@ type VectorsWritten struct {
 // first the entry's own, the others its later chunks, replacing any left
 // over), each only while the entry is still pending at its job's
 // generation; the others are counted stale. It never waits for a row lock
-// (see writeAttempts). On a Citus cluster it writes one transaction per org,
-// each on its org's worker. What was written before an error is counted in
+// (see writeAttempts). It writes one transaction per org, on a Citus
+// cluster on the org's worker. What was written before an error is counted in
 // the result returned with it.
 func (o *Outbox) WriteVectors(ctx context.Context, model string, entries []PendingEntry, vecs []EntryVectors) (VectorsWritten, error) {
 	var out VectorsWritten
@@ -150,11 +146,7 @@ func (o *Outbox) WriteVectors(ctx context.Context, model string, entries []Pendi
 		}
 		return bytes.Compare(x.EntryID[:], y.EntryID[:])
 	})
-	groups, err := o.Data.Runs(ctx, len(order), func(i int) uuid.UUID { return entries[order[i]].Job.OrgID })
-	if err != nil {
-		return out, fmt.Errorf("write vectors: %w", err)
-	}
-	for _, g := range groups {
+	for _, g := range byOrg(len(order), func(i int) uuid.UUID { return entries[order[i]].Job.OrgID }) {
 		if err := o.WriteRun(ctx, model, entries, vecs, data.Pick(order, g), &out); err != nil {
 			return out, err
 		}
@@ -214,18 +206,17 @@ func (o *Outbox) WriteOnce(ctx context.Context, model string, entries []PendingE
 		return js
 	}
 	jobs := picked(idx)
-	run := func(fn func(pgx.Tx) error) error { return pgx.BeginFunc(ctx, o.Data.Pool(), fn) }
-	if org, ok := oneOrg(jobs); ok {
-		// On a Citus cluster, on the org's worker: the transaction takes
-		// row locks only, and its statements then run there instead of
-		// each being planned and relayed by the coordinator (most batches
-		// of a steady flow of stores are one entry, so of one org).
-		run = func(fn func(pgx.Tx) error) error { return o.Data.OrgTx(ctx, org, fn) }
+	org, ok := oneOrg(jobs)
+	if !ok {
+		return 0, nil, nil, errors.New("write vectors: the jobs of one transaction are of one org")
 	}
-	err = run(func(tx pgx.Tx) error {
+	// On a Citus cluster, on the org's worker: the transaction takes row
+	// locks only, and its statements then run there instead of each being
+	// planned and relayed by the coordinator.
+	err = o.Data.OrgTx(ctx, org, func(tx pgx.Tx) error {
 		written, lags, busy = 0, nil, nil
 		q := o.Q.WithTx(tx)
-		locked, err := q.LockPendingForEmbedding(ctx, sqlc.LockPendingForEmbeddingParams(JobArrays(jobs)))
+		locked, err := q.LockPendingForEmbedding(ctx, sqlc.LockPendingForEmbeddingParams(orgJobArrays(jobs)))
 		if err != nil {
 			return fmt.Errorf("lock entries: %w", err)
 		}
@@ -257,7 +248,7 @@ func (o *Outbox) WriteOnce(ctx context.Context, model string, entries []PendingE
 		// Skipped: held by another transaction, or no longer pending at the
 		// job's generation (erased, re-embedded, done). Only the first are
 		// tried again.
-		still, err := q.ListJobEntries(ctx, sqlc.ListJobEntriesParams(JobArrays(picked(skipped))))
+		still, err := q.ListJobEntries(ctx, sqlc.ListJobEntriesParams(orgJobArrays(picked(skipped))))
 		if err != nil {
 			return fmt.Errorf("load skipped entries: %w", err)
 		}
@@ -387,6 +378,45 @@ func JobsOf[R ~JobRow](rows []R) []domain.EmbeddingJob {
 		out[i] = domain.EmbeddingJob{OrgID: j.OrgID, EntryID: j.ID, Generation: j.EmbeddingGeneration}
 	}
 	return out
+}
+
+// orgJobIDs is the arguments of the statements that take one org's jobs
+// (ListJobEntries, LockPendingForEmbedding: the org's equality is how
+// their probes use the primary key, and how a Citus worker routes them).
+type orgJobIDs struct {
+	Ids         []uuid.UUID
+	Generations []int32
+	OrgID       uuid.UUID
+}
+
+// orgJobArrays is the arguments of jobs, all of one org (byOrg).
+func orgJobArrays(jobs []domain.EmbeddingJob) orgJobIDs {
+	p := orgJobIDs{Ids: make([]uuid.UUID, len(jobs)), Generations: make([]int32, len(jobs))}
+	for i, j := range jobs {
+		p.Ids[i], p.Generations[i] = j.EntryID, j.Generation
+	}
+	if len(jobs) > 0 {
+		p.OrgID = jobs[0].OrgID
+	}
+	return p
+}
+
+// byOrg groups the indexes 0..n-1 by the org orgOf gives each, in the
+// order the orgs first appear, each group in its indexes' order.
+func byOrg(n int, orgOf func(int) uuid.UUID) [][]int {
+	var groups [][]int
+	at := map[uuid.UUID]int{}
+	for i := range n {
+		o := orgOf(i)
+		k, ok := at[o]
+		if !ok {
+			k = len(groups)
+			at[o] = k
+			groups = append(groups, nil)
+		}
+		groups[k] = append(groups[k], i)
+	}
+	return groups
 }
 
 // jobIDs is the column arrays the job statements take (unnest).

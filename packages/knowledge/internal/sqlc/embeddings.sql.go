@@ -60,17 +60,20 @@ func (q *Queries) ListCurrentJobs(ctx context.Context, arg ListCurrentJobsParams
 const listJobEntries = `-- name: ListJobEntries :many
 
 SELECT k.org_id, k.id, k.title, k.body, k.embedding_generation, k.embedding_requested_at
-FROM knowledge k
-JOIN (SELECT unnest($1::uuid[]) AS org_id, unnest($2::uuid[]) AS id,
-             unnest($3::int[]) AS generation) j
-  ON k.org_id = j.org_id AND k.id = j.id AND k.embedding_generation = j.generation
-WHERE k.embedding_status = 'pending' AND k.org_id = ANY($1::uuid[]) AND k.id = ANY($2::uuid[])
+FROM (SELECT unnest($1::uuid[]) AS id, unnest($2::int[]) AS generation) j
+CROSS JOIN LATERAL (
+    SELECT k.org_id, k.id, k.title, k.body, k.embedding_generation, k.embedding_requested_at
+    FROM knowledge k
+    WHERE k.org_id = $3::uuid AND k.id = j.id
+      AND k.embedding_generation = j.generation AND k.embedding_status IS NOT DISTINCT FROM 'pending'
+    LIMIT 1
+) k
 `
 
 type ListJobEntriesParams struct {
-	OrgIds      []uuid.UUID
 	Ids         []uuid.UUID
 	Generations []int32
+	OrgID       uuid.UUID
 }
 
 type ListJobEntriesRow struct {
@@ -89,15 +92,21 @@ type ListJobEntriesRow struct {
 // queue; embedding_generation names the request a job was made for. Every
 // write below is conditional on (pending, generation), so a late or repeated
 // job can never overwrite newer data.
-// The entries of a batch that still wait for exactly the job's generation;
-// gone, superseded-generation and already-done entries drop out here.
-// org_id = ANY: on a Citus cluster the shards of the batch's orgs only
-// (the worker sends one org's jobs at a time there: jobs/handler.go). The
-// ids again as a condition: the entries are read by the primary key, not
-// as the orgs' pending entries joined to the batch (a backlog of 1,800
-// read for a batch of 32: TestEmbeddingBatchReadsOnlyItsEntries).
+// The entries of a batch of one org that still wait for exactly the job's
+// generation; gone, superseded-generation and already-done entries drop
+// out here. Each job's entry is one probe of the primary key (a LATERAL
+// under LIMIT 1, by equality on both of its columns), never the org's
+// pending entries filtered for the batch: so a planner without statistics
+// read the org's whole backlog for each batch, through the pending indexes
+// (whose predicate "embedding_status = 'pending'" proved; hence IS NOT
+// DISTINCT FROM, the same test on a NOT NULL column) or, with the orgs as
+// an array (= ANY, which Citus needed to prune), another index of the org
+// (TestEmbeddingBatchReadsOnlyItsEntries counts the rows each scan read).
+// One org a statement: the outbox groups a batch by org (a batch is one
+// org's already: jobs.GroupKey), and the org's equality is what a Citus
+// worker routes by.
 func (q *Queries) ListJobEntries(ctx context.Context, arg ListJobEntriesParams) ([]ListJobEntriesRow, error) {
-	rows, err := q.db.Query(ctx, listJobEntries, arg.OrgIds, arg.Ids, arg.Generations)
+	rows, err := q.db.Query(ctx, listJobEntries, arg.Ids, arg.Generations, arg.OrgID)
 	if err != nil {
 		return nil, err
 	}
@@ -166,19 +175,23 @@ func (q *Queries) ListStalePending(ctx context.Context, arg ListStalePendingPara
 
 const lockPendingForEmbedding = `-- name: LockPendingForEmbedding :many
 SELECT k.org_id, k.id
-FROM knowledge k
-JOIN (SELECT unnest($1::uuid[]) AS org_id, unnest($2::uuid[]) AS id,
-             unnest($3::int[]) AS generation) j
-  ON k.org_id = j.org_id AND k.id = j.id AND k.embedding_generation = j.generation
-WHERE k.embedding_status = 'pending' AND k.org_id = ANY($1::uuid[]) AND k.id = ANY($2::uuid[])
-ORDER BY k.org_id, k.id
-FOR UPDATE OF k SKIP LOCKED
+FROM (SELECT x.id, x.generation
+      FROM (SELECT unnest($1::uuid[]) AS id, unnest($2::int[]) AS generation) x
+      ORDER BY x.id) j
+CROSS JOIN LATERAL (
+    SELECT k.org_id, k.id
+    FROM knowledge k
+    WHERE k.org_id = $3::uuid AND k.id = j.id
+      AND k.embedding_generation = j.generation AND k.embedding_status IS NOT DISTINCT FROM 'pending'
+    LIMIT 1
+    FOR UPDATE OF k SKIP LOCKED
+) k
 `
 
 type LockPendingForEmbeddingParams struct {
-	OrgIds      []uuid.UUID
 	Ids         []uuid.UUID
 	Generations []int32
+	OrgID       uuid.UUID
 }
 
 type LockPendingForEmbeddingRow struct {
@@ -187,14 +200,15 @@ type LockPendingForEmbeddingRow struct {
 }
 
 // The worker's first statement before writing vectors: the batch's entries
-// still pending at the job's generation, locked in (org, id) order, skipping
-// rows another transaction holds (a purge or forget erasing them, a
-// supersession, upkeep). The worker never waits for a row lock, so it is
+// (of one org) still pending at the job's generation, locked in id order,
+// skipping rows another transaction holds (a purge or forget erasing them,
+// a supersession, upkeep). The worker never waits for a row lock, so it is
 // never part of a deadlock; the rows it skipped it tries again after a
 // short back-off (packages/knowledge/outbox/outbox.go, WriteVectors).
-// By the primary key, as ListJobEntries.
+// A probe of the primary key each, as ListJobEntries (why there): the
+// jobs ordered first, each probe locking its row as the loop reaches it.
 func (q *Queries) LockPendingForEmbedding(ctx context.Context, arg LockPendingForEmbeddingParams) ([]LockPendingForEmbeddingRow, error) {
-	rows, err := q.db.Query(ctx, lockPendingForEmbedding, arg.OrgIds, arg.Ids, arg.Generations)
+	rows, err := q.db.Query(ctx, lockPendingForEmbedding, arg.Ids, arg.Generations, arg.OrgID)
 	if err != nil {
 		return nil, err
 	}
