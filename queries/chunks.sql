@@ -22,10 +22,22 @@ VALUES (@org_id, @entry_id, @chunk, @start_char, @end_char, @embedding_model, @e
 -- The document of a hit that is a section comes in the same round trip
 -- (doc_*: SectionsDocuments' columns, by primary key; NULL for an entry
 -- that is no section).
+--
+-- Each hit is one probe of the primary key (a LATERAL under LIMIT 1): as
+-- "k.id = ANY(@ids)" the plan a connection keeps read the org's entries
+-- through another index of the org and kept the hits, in orgs of a few
+-- thousand entries never analyzed (TestSearchHopsReadOnlyTheEntriesReached
+-- counts the rows a scan's filter removed).
 SELECT k.id, k.body, k.source, k.kind, k.metadata, coalesce(b.start_char, -1)::int AS start_char, coalesce(b.end_char, -1)::int AS end_char,
        s.document_id AS doc_id, s.heading_path AS doc_heading_path, s.position AS doc_position, s.ended_how AS doc_ended_how,
        dk.title AS doc_title, d.source AS doc_source, (d.id IS NOT NULL AND dk.id IS NOT NULL) AS doc_found
-FROM knowledge k
+FROM unnest(@ids::uuid[]) AS h (id)
+CROSS JOIN LATERAL (
+    SELECT k.org_id, k.id, k.body, k.source, k.kind, k.metadata, k.embedding, k.embedding_model
+    FROM knowledge k
+    WHERE k.org_id = @org_id AND k.id = h.id
+    LIMIT 1
+) k
 LEFT JOIN knowledge_sections s ON s.org_id = k.org_id AND s.id = k.id
 LEFT JOIN knowledge_documents d ON d.org_id = s.org_id AND d.id = s.document_id
 LEFT JOIN knowledge dk ON dk.org_id = s.org_id AND dk.id = s.document_id
@@ -41,8 +53,7 @@ LEFT JOIN LATERAL (
                ELSE false END
     ORDER BY c.embedding <=> @query_vec::vector
     LIMIT 1
-) b ON true
-WHERE k.org_id = @org_id AND k.id = ANY(@ids::uuid[]);
+) b ON true;
 
 -- name: ChunkStorage :one
 -- Bytes and rows of the chunks table, its indexes included (benchmarks).
