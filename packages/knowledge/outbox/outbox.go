@@ -62,7 +62,7 @@ func (o *Outbox) Pending(ctx context.Context, jobs []domain.EmbeddingJob) ([]Pen
 		return nil, nil
 	}
 	var out []PendingEntry
-	for _, g := range byOrg(len(jobs), func(i int) uuid.UUID { return jobs[i].OrgID }) {
+	for _, g := range data.ByOrg(len(jobs), func(i int) uuid.UUID { return jobs[i].OrgID }) {
 		run := data.Pick(jobs, g)
 		// On a cluster read on the org's worker.
 		q, err := o.Data.Reads(ctx, run[0].OrgID)
@@ -146,7 +146,7 @@ func (o *Outbox) WriteVectors(ctx context.Context, model string, entries []Pendi
 		}
 		return bytes.Compare(x.EntryID[:], y.EntryID[:])
 	})
-	for _, g := range byOrg(len(order), func(i int) uuid.UUID { return entries[order[i]].Job.OrgID }) {
+	for _, g := range data.ByOrg(len(order), func(i int) uuid.UUID { return entries[order[i]].Job.OrgID }) {
 		if err := o.WriteRun(ctx, model, entries, vecs, data.Pick(order, g), &out); err != nil {
 			return out, err
 		}
@@ -389,7 +389,7 @@ type orgJobIDs struct {
 	OrgID       uuid.UUID
 }
 
-// orgJobArrays is the arguments of jobs, all of one org (byOrg).
+// orgJobArrays is the arguments of jobs, all of one org (data.ByOrg).
 func orgJobArrays(jobs []domain.EmbeddingJob) orgJobIDs {
 	p := orgJobIDs{Ids: make([]uuid.UUID, len(jobs)), Generations: make([]int32, len(jobs))}
 	for i, j := range jobs {
@@ -399,24 +399,6 @@ func orgJobArrays(jobs []domain.EmbeddingJob) orgJobIDs {
 		p.OrgID = jobs[0].OrgID
 	}
 	return p
-}
-
-// byOrg groups the indexes 0..n-1 by the org orgOf gives each, in the
-// order the orgs first appear, each group in its indexes' order.
-func byOrg(n int, orgOf func(int) uuid.UUID) [][]int {
-	var groups [][]int
-	at := map[uuid.UUID]int{}
-	for i := range n {
-		o := orgOf(i)
-		k, ok := at[o]
-		if !ok {
-			k = len(groups)
-			at[o] = k
-			groups = append(groups, nil)
-		}
-		groups[k] = append(groups[k], i)
-	}
-	return groups
 }
 
 // jobIDs is the column arrays the job statements take (unnest).

@@ -75,6 +75,13 @@ func (d *DB) Runs(ctx context.Context, n int, orgOf func(int) uuid.UUID) ([][]in
 		}
 		return [][]int{all}, nil
 	}
+	return ByOrg(n, orgOf), nil
+}
+
+// ByOrg groups the items 0..n-1 by the org orgOf names for each, whatever
+// the database: the groups keep the items' order, and the orgs are in the
+// order of their first item.
+func ByOrg(n int, orgOf func(int) uuid.UUID) [][]int {
 	var runs [][]int
 	at := map[uuid.UUID]int{}
 	for i := range n {
@@ -87,7 +94,7 @@ func (d *DB) Runs(ctx context.Context, n int, orgOf func(int) uuid.UUID) ([][]in
 		}
 		runs[k] = append(runs[k], i)
 	}
-	return runs, nil
+	return runs
 }
 
 // Pick is the items of xs at idx, in idx's order (a group of Runs).
