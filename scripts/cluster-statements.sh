@@ -73,10 +73,10 @@ EOF
 cat >"$work/vector.sql" <<EOF
 WITH ready AS (
   UPDATE knowledge k SET embedding = '$vec', embedding_status = 'ready', embedding_model = 'statements', embedding_error = NULL, embedded_at = now()
-  WHERE k.org_id = :org AND k.id = '$entry' AND k.embedding_generation = -1 AND k.embedding_status = 'pending'
+  WHERE k.org_id = :org AND k.id = '$entry' AND k.embedding_generation = -1 AND k.embedding_status IS NOT DISTINCT FROM 'pending'
   RETURNING k.embedding_requested_at, k.embedded_at
 ), cleared AS (
-  DELETE FROM knowledge_chunks c WHERE c.org_id = :org AND c.entry_id = '$entry' AND c.embedding_model = 'statements' AND EXISTS (SELECT 1 FROM ready)
+  DELETE FROM knowledge_chunks c WHERE c.org_id = :org AND c.entry_id = '$entry' AND c.embedding_model IS NOT DISTINCT FROM 'statements' AND EXISTS (SELECT 1 FROM ready)
 )
 SELECT embedding_requested_at, embedded_at FROM ready;
 EOF
