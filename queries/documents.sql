@@ -45,25 +45,34 @@ WHERE d.org_id = @org_id AND d.source = @source::text AND d.live;
 -- replacement moves (MoveSectionHeads). A link locks its two ends in id
 -- order without the org's supersession lock; taken in two passes, or the
 -- earlier versions only when their heads move, these deadlocked with it.
--- The ids are gathered first, as arrays computed once (InitPlans), and the
--- entries then read by the primary key and the head index: written as
+-- The ids are gathered first (the earlier versions by the head index),
+-- then each entry is one probe of the primary key (a LATERAL under LIMIT
+-- 1), in id order, locking its row as the loop reaches it: written as
 -- `k.id IN (a union)`, a plan on tables never analyzed ran the union for
--- every entry of the org (45,000 buffers a replacement at 300 entries).
+-- every entry of the org (45,000 buffers a replacement at 300 entries),
+-- and as `k.id = ANY (ARRAY(...))` it read the org's entries through
+-- another index and kept those (TestDocumentStoresReadOnlyTheirEntries
+-- counts the rows a scan read).
 WITH cur AS MATERIALIZED (
     SELECT s.id FROM knowledge_sections s
     WHERE s.org_id = @org_id AND s.document_id = @document_id AND s.ended_at IS NULL
-), locked AS MATERIALIZED (
-    SELECT k.id, k.head_id, k.embedding_status, k.embedding_generation, char_length(k.body)::int AS chars
-    FROM knowledge k
-    WHERE k.org_id = @org_id
-      AND k.id = ANY (ARRAY(
-          SELECT @document_id::uuid
+), ids AS MATERIALIZED (
+    SELECT DISTINCT x.id
+    FROM (SELECT @document_id::uuid AS id
           UNION ALL SELECT cur.id FROM cur
           UNION ALL SELECT e.id FROM knowledge e
                     WHERE e.org_id = @org_id
-                      AND e.head_id = ANY (ARRAY(SELECT @document_id::uuid UNION ALL SELECT cur.id FROM cur)))::uuid[])
-    ORDER BY k.id
-    FOR UPDATE OF k
+                      AND e.head_id = ANY (ARRAY(SELECT @document_id::uuid UNION ALL SELECT cur.id FROM cur))) x
+), locked AS MATERIALIZED (
+    SELECT k.id, k.head_id, k.embedding_status, k.embedding_generation, k.chars
+    FROM (SELECT ids.id FROM ids ORDER BY ids.id) i
+    CROSS JOIN LATERAL (
+        SELECT k.id, k.head_id, k.embedding_status, k.embedding_generation, char_length(k.body)::int AS chars
+        FROM knowledge k
+        WHERE k.org_id = @org_id AND k.id = i.id
+        LIMIT 1
+        FOR UPDATE OF k
+    ) k
 )
 SELECT s.id, s.position, s.heading_path, s.content_hash,
        l.head_id, l.embedding_status, l.embedding_generation, l.chars
@@ -120,15 +129,16 @@ WHERE org_id = @org_id AND id = @id;
 -- and the kept ones moved (to another position, or to the document's new
 -- entry). Joined to the sections' entries, written before: routed whole
 -- on a Citus cluster (InsertDocumentEntries).
--- The ids again as a condition of their own: the entries are read by the
--- primary key, never the org's entries joined to the ids (on tables never
--- analyzed the planner chose that: TestDocumentStoresReadOnlyTheirEntries).
+-- Each entry is one probe of the primary key (a LATERAL under LIMIT 1),
+-- never the org's entries joined to the ids, nor, with the ids as an
+-- array (= ANY), the org's entries read through another index and kept
+-- (on tables never analyzed the planner chose each:
+-- TestDocumentStoresReadOnlyTheirEntries counts the rows a scan read).
 INSERT INTO knowledge_sections (org_id, id, document_id, position, heading_path, content_hash)
 SELECT k.org_id, v.id, @document_id, v.position, string_to_array(v.path, E'\x1f'), v.hash
-FROM knowledge k
-JOIN (SELECT unnest(@ids::uuid[]) AS id, unnest(@positions::int[]) AS position, unnest(@paths::text[]) AS path,
-             unnest(@hashes::bytea[]) AS hash) v ON v.id = k.id
-WHERE k.org_id = @org_id AND k.id = ANY(@ids::uuid[])
+FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@positions::int[]) AS position, unnest(@paths::text[]) AS path,
+             unnest(@hashes::bytea[]) AS hash) v
+CROSS JOIN LATERAL (SELECT k.org_id FROM knowledge k WHERE k.org_id = @org_id AND k.id = v.id LIMIT 1) k
 ON CONFLICT (org_id, id) DO UPDATE SET document_id = excluded.document_id, position = excluded.position;
 
 -- name: EndSections :exec
@@ -165,12 +175,11 @@ WHERE k.org_id = @org_id AND k.head_id = v.old_id AND k.head_id = ANY(@old_ids::
 -- (InsertDocumentEntries; from the arrays alone the coordinator would COPY
 -- the rows into the shard, which row-level security refuses).
 -- Each edge at the time SupersedeSections wrote.
--- The ids again as a condition: read by the primary key (PutSections).
+-- A probe of the primary key each (PutSections).
 INSERT INTO knowledge_supersessions (org_id, old_id, new_id, agent_id, created_at)
 SELECT k.org_id, v.old_id, v.new_id, @agent_id, greatest(k.superseded_at, now())
-FROM knowledge k
-JOIN (SELECT unnest(@old_ids::uuid[]) AS old_id, unnest(@new_ids::uuid[]) AS new_id) v ON v.old_id = k.id
-WHERE k.org_id = @org_id AND k.id = ANY(@old_ids::uuid[]);
+FROM (SELECT unnest(@old_ids::uuid[]) AS old_id, unnest(@new_ids::uuid[]) AS new_id) v
+CROSS JOIN LATERAL (SELECT k.org_id, k.superseded_at FROM knowledge k WHERE k.org_id = @org_id AND k.id = v.old_id LIMIT 1) k;
 
 -- name: LiveDocumentOf :one
 -- Whether an entry is a live document's own entry, and its source: such an

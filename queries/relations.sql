@@ -319,14 +319,13 @@ RETURNING ins.id;
 -- entries, with the relations' ids given: routed whole on a Citus cluster
 -- (InsertRelationCapped). Each starts no earlier than its relation's last
 -- interval ended (InsertRelationCapped).
--- The ids again as a condition: read by the primary key (PutSections).
+-- A probe of the primary key each (PutSections).
 INSERT INTO knowledge_relations (org_id, id, from_id, to_id, type, created_by_agent_id, valid_from)
 SELECT k.org_id, v.rel_id, v.id, @document_id, 'PART_OF', sqlc.narg(agent_id)::uuid,
        greatest(now(), (SELECT max(p.valid_to) FROM knowledge_relations p
                         WHERE p.org_id = @org_id AND p.from_id = v.id AND p.type = 'PART_OF' AND p.to_id = @document_id))
-FROM knowledge k
-JOIN (SELECT unnest(@section_ids::uuid[]) AS id, unnest(@relation_ids::uuid[]) AS rel_id) v ON v.id = k.id
-WHERE k.org_id = @org_id AND k.id = ANY(@section_ids::uuid[])
+FROM (SELECT unnest(@section_ids::uuid[]) AS id, unnest(@relation_ids::uuid[]) AS rel_id) v
+CROSS JOIN LATERAL (SELECT k.org_id FROM knowledge k WHERE k.org_id = @org_id AND k.id = v.id LIMIT 1) k
 ON CONFLICT (org_id, from_id, type, to_id) WHERE valid_to IS NULL DO NOTHING;
 
 -- name: ClosePartOfRelations :exec

@@ -54,8 +54,21 @@ func TestDocumentStoresReadOnlyTheirEntries(t *testing.T) {
 		t.Fatalf("%d plans gathered; want every statement of six stores", len(got))
 	}
 	// The most a pass may read: the document's entry, its sections and
-	// their earlier versions.
-	if wide := knowledgetest.WideScans(got, 2*chapters+10); len(wide) > 0 {
+	// their earlier versions; counting the rows a scan's filter removed
+	// (ReadScans), but for the two UPDATEs whose target the planner scans
+	// itself (SupersedeSections, EndSections), which on tables never
+	// analyzed still read the org's rows through another index and keep
+	// the ids asked for: those are held to the rows they return.
+	var updates, rest []string
+	for _, p := range got {
+		if strings.Contains(p, "-- name: SupersedeSections ") || strings.Contains(p, "-- name: EndSections ") {
+			updates = append(updates, p)
+		} else {
+			rest = append(rest, p)
+		}
+	}
+	wide := append(knowledgetest.ReadScans(rest, 2*chapters+10), knowledgetest.WideScans(updates, 2*chapters+10)...)
+	if len(wide) > 0 {
 		t.Fatalf("in an org of %d other entries:\n%s", others, strings.Join(wide, "\n"))
 	}
 }

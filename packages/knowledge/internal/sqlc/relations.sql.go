@@ -312,9 +312,8 @@ INSERT INTO knowledge_relations (org_id, id, from_id, to_id, type, created_by_ag
 SELECT k.org_id, v.rel_id, v.id, $1, 'PART_OF', $2::uuid,
        greatest(now(), (SELECT max(p.valid_to) FROM knowledge_relations p
                         WHERE p.org_id = $3 AND p.from_id = v.id AND p.type = 'PART_OF' AND p.to_id = $1))
-FROM knowledge k
-JOIN (SELECT unnest($4::uuid[]) AS id, unnest($5::uuid[]) AS rel_id) v ON v.id = k.id
-WHERE k.org_id = $3 AND k.id = ANY($4::uuid[])
+FROM (SELECT unnest($4::uuid[]) AS id, unnest($5::uuid[]) AS rel_id) v
+CROSS JOIN LATERAL (SELECT k.org_id FROM knowledge k WHERE k.org_id = $3 AND k.id = v.id LIMIT 1) k
 ON CONFLICT (org_id, from_id, type, to_id) WHERE valid_to IS NULL DO NOTHING
 `
 
@@ -333,7 +332,7 @@ type InsertPartOfRelationsParams struct {
 // entries, with the relations' ids given: routed whole on a Citus cluster
 // (InsertRelationCapped). Each starts no earlier than its relation's last
 // interval ended (InsertRelationCapped).
-// The ids again as a condition: read by the primary key (PutSections).
+// A probe of the primary key each (PutSections).
 func (q *Queries) InsertPartOfRelations(ctx context.Context, arg InsertPartOfRelationsParams) error {
 	_, err := q.db.Exec(ctx, insertPartOfRelations,
 		arg.DocumentID,
