@@ -2,6 +2,7 @@ package jobs_test
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"testing"
 	"time"
@@ -126,4 +127,64 @@ func percentile(d []time.Duration, p int) time.Duration {
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	i := (len(s)*p + 99) / 100
 	return s[max(i-1, 0)]
+}
+
+// BenchmarkBacklog measures catching up on a backlog: an org with n
+// entries waiting for their vectors (stored in one statement, tables never
+// analyzed), embedded in the worker's batches of 32 by the handler alone
+// (no queue), the first batches and the last. Reported: entries/s over
+// the whole backlog and the mean ms a batch of the first and last tenth.
+// A statement that reads the org's pending entries to find its batch's
+// makes each batch cost what is left, and the whole grow with n².
+//
+// Run: go test -run '^$' -bench Backlog -benchtime 1x ./packages/knowledge/jobs/
+func BenchmarkBacklog(b *testing.B) {
+	for _, n := range []int{5000, 20000} {
+		b.Run(fmt.Sprintf("pending=%d", n), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				bd := setup(b)
+				ctx := context.Background()
+				rows, err := bd.pool.Query(ctx, `INSERT INTO knowledge (org_id, title, body, created_by_agent_id)
+					SELECT $1, 'entry ' || g, 'body of entry ' || g || ' about topic ' || (g % 17), $2 FROM generate_series(1, $3) g
+					RETURNING id, embedding_generation`, bd.org, bd.agent, n)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var js []knowledge.EmbeddingJob
+				for rows.Next() {
+					j := knowledge.EmbeddingJob{OrgID: bd.org}
+					if err := rows.Scan(&j.EntryID, &j.Generation); err != nil {
+						b.Fatal(err)
+					}
+					js = append(js, j)
+				}
+				if err := rows.Err(); err != nil {
+					b.Fatal(err)
+				}
+				h := jobs.NewEmbedHandler(bd.pool, embed.NewLocal(), jobs.HandlerOptions{})
+				const batch = 32
+				var times []time.Duration
+				start := time.Now()
+				for k := 0; k < len(js); k += batch {
+					t0 := time.Now()
+					if err := h.Process(ctx, js[k:min(k+batch, len(js))]); err != nil {
+						b.Fatal(err)
+					}
+					times = append(times, time.Since(t0))
+				}
+				total := time.Since(start)
+				tenth := max(len(times)/10, 1)
+				mean := func(ds []time.Duration) float64 {
+					var s time.Duration
+					for _, d := range ds {
+						s += d
+					}
+					return float64(s.Microseconds()) / 1000 / float64(len(ds))
+				}
+				b.ReportMetric(float64(n)/total.Seconds(), "entries/s")
+				b.ReportMetric(mean(times[:tenth]), "first-batch-ms")
+				b.ReportMetric(mean(times[len(times)-tenth:]), "last-batch-ms")
+			}
+		})
+	}
 }
