@@ -74,6 +74,18 @@ func pipelineRun(b *testing.B, bd *bundle, emb embed.Embedder, batchSize, entrie
 }
 
 func storeMany(b *testing.B, bd *bundle, n int) []knowledge.EmbeddingJob {
+	js := insertMany(b, bd, n)
+	for _, j := range js {
+		if err := bd.enq.EnqueueEmbedding(context.Background(), j); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return js
+}
+
+// insertMany stores n entries of bd's org in one statement, pending, and
+// returns their jobs (not enqueued).
+func insertMany(b *testing.B, bd *bundle, n int) []knowledge.EmbeddingJob {
 	ctx := context.Background()
 	rows, err := bd.pool.Query(ctx, `INSERT INTO knowledge (org_id, title, body, created_by_agent_id)
 		SELECT $1, 'entry ' || g, 'body of entry ' || g || ' about topic ' || (g % 17), $2 FROM generate_series(1, $3) g
@@ -91,11 +103,6 @@ func storeMany(b *testing.B, bd *bundle, n int) []knowledge.EmbeddingJob {
 	}
 	if err := rows.Err(); err != nil {
 		b.Fatal(err)
-	}
-	for _, j := range js {
-		if err := bd.enq.EnqueueEmbedding(ctx, j); err != nil {
-			b.Fatal(err)
-		}
 	}
 	return js
 }
@@ -144,23 +151,7 @@ func BenchmarkBacklog(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				bd := setup(b)
 				ctx := context.Background()
-				rows, err := bd.pool.Query(ctx, `INSERT INTO knowledge (org_id, title, body, created_by_agent_id)
-					SELECT $1, 'entry ' || g, 'body of entry ' || g || ' about topic ' || (g % 17), $2 FROM generate_series(1, $3) g
-					RETURNING id, embedding_generation`, bd.org, bd.agent, n)
-				if err != nil {
-					b.Fatal(err)
-				}
-				var js []knowledge.EmbeddingJob
-				for rows.Next() {
-					j := knowledge.EmbeddingJob{OrgID: bd.org}
-					if err := rows.Scan(&j.EntryID, &j.Generation); err != nil {
-						b.Fatal(err)
-					}
-					js = append(js, j)
-				}
-				if err := rows.Err(); err != nil {
-					b.Fatal(err)
-				}
+				js := insertMany(b, bd, n)
 				h := jobs.NewEmbedHandler(bd.pool, embed.NewLocal(), jobs.HandlerOptions{})
 				const batch = 32
 				var times []time.Duration
