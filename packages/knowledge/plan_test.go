@@ -143,8 +143,42 @@ func TestEmbeddingBatchReadsOnlyItsEntries(t *testing.T) {
 	if writes < batches {
 		t.Fatalf("%d plans of the vector write; want one for each of the %d entries", writes, batches)
 	}
-	if read := knowledgetest.ReadScans(plans, 50); len(read) > 0 {
+	if read := knowledgetest.ReadScans(plans, 150); len(read) > 0 {
 		t.Fatalf("with %d other entries pending:\n%s", others, strings.Join(read, "\n"))
+	}
+}
+
+// The indexer reads the entries it indexes, whatever the org has indexed
+// already: with 3,000 entries indexed and 100 queued, on tables never
+// analyzed, in the plans made for each call's arguments and in the ones a
+// connection keeps, no statement of IndexAll reads more than 150 rows of a
+// knowledge table in one pass, counting those a scan's filter removed (the
+// 100 queued are one pass's).
+func TestIndexerReadsOnlyWhatItIndexes(t *testing.T) {
+	t.Parallel()
+	testenv.SkipOnCluster(t, knowledgetest.PlansOnCoordinator)
+	b := setup(t)
+	const indexed, queued = 3000, 100
+	knowledgetest.FillOrg(b.ctx, t, b.pool, b.org, b.alice.AgentID, indexed, "note")
+	b.indexAll(t)
+	var plans []string
+	for _, mode := range knowledgetest.PlanModes {
+		knowledgetest.FillOrg(b.ctx, t, b.pool, b.org, b.alice.AgentID, queued, "queued note "+mode)
+		pool, ps := knowledgetest.PlanPool(t, b.db, "postgres", mode)
+		n, err := maint(knowledge.New(pool, b.opts)).IndexAll(b.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != queued {
+			t.Fatalf("%s: indexed %d; want the %d queued", mode, n, queued)
+		}
+		plans = append(plans, ps.All()...)
+	}
+	if len(plans) < 4 {
+		t.Fatalf("%d plans gathered; want every statement of two passes", len(plans))
+	}
+	if read := knowledgetest.ReadScans(plans, 150); len(read) > 0 {
+		t.Fatalf("with %d entries indexed:\n%s", indexed, strings.Join(read, "\n"))
 	}
 }
 
