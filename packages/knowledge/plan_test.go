@@ -88,7 +88,23 @@ func TestAgentToolsReadOnlyWhatTheyAreAbout(t *testing.T) {
 	if len(plans) < 50 {
 		t.Fatalf("%d plans gathered; want every statement of the tools", len(plans))
 	}
-	if wide := knowledgetest.WideScans(plans, 50); len(wide) > 0 {
+	// Counting the rows a scan's filter removed (ReadScans), but for what
+	// still reads the org's rows through another index and keeps the few
+	// asked for, held to the rows it returns (docs/architecture.md): a
+	// replacement's supersession of its sections (an UPDATE, whose target
+	// the planner scans itself) and the reads of the index queue by its
+	// key (the erasure's unindexing, PostgreSQL's foreign-key check).
+	var known, rest []string
+	for _, p := range plans {
+		if strings.Contains(p, "-- name: SupersedeSections ") || strings.Contains(p, "-- name: PurgeUnindex ") ||
+			strings.Contains(p, `FROM ONLY "public"."knowledge_index_queue" x WHERE`) {
+			known = append(known, p)
+		} else {
+			rest = append(rest, p)
+		}
+	}
+	wide := append(knowledgetest.ReadScans(rest, 50), knowledgetest.WideScans(known, 50)...)
+	if len(wide) > 0 {
 		t.Fatalf("in an org of %d other entries:\n%s", others, strings.Join(wide, "\n"))
 	}
 }
