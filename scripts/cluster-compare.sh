@@ -14,6 +14,8 @@
 # Each database gets a worker (apps/worker), as in production: without one
 # the stores stay queued for the lexical index, and every search analyses
 # that growing tail itself (docs/knowledge.md, "Search"), on both sides.
+# Timing starts once neither database has entries waiting for vectors
+# (COMPARE_SETTLE seconds at most, default 120).
 # Prints p50/p95 of curl's time_total and of the server's own duration_ms.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -57,6 +59,18 @@ call() { # name tool args
 }
 pct() { sort -n | awk '{a[NR]=$1} END {printf "p50 %.1f ms, p95 %.1f ms (n=%d)", a[int(NR*0.5)+1]*1000, a[int(NR*0.95)+1]*1000, NR}'; }
 words=(shard worker router plan vector index tenant coordinator replica lease queue budget)
+# The workers start with the run: entries left pending (a run stopped
+# before its workers caught up, rows written by hand) would be embedded
+# while the calls are timed. Wait for none, up to COMPARE_SETTLE seconds.
+for envf in cluster single; do
+  owner=$(sed -n 's/^OWNER_DATABASE_URL=//p' "$work/$envf.env")
+  for _ in $(seq 1 "${COMPARE_SETTLE:-120}"); do
+    pending=$(psql "$owner" -XqAtc "SELECT count(*) FROM knowledge WHERE embedding_status = 'pending'")
+    [ "$pending" = 0 ] && break
+    sleep 1
+  done
+  [ "$pending" = 0 ] || log "$envf: still $pending entries pending after ${COMPARE_SETTLE:-120} s; timing anyway"
+done
 for name in "${!url[@]}"; do call "$name" search_knowledge '{"query":"warm up the connections"}' >/dev/null; done
 for r in $(seq 1 "${COMPARE_ROUNDS:-5}"); do
   for name in "${!url[@]}"; do
