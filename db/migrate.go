@@ -55,6 +55,9 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]MigrationStatus, error)
 	if err != nil {
 		return nil, fmt.Errorf("migrate up: %w", err)
 	}
+	if len(results) > 0 {
+		renew(pool)
+	}
 	out := make([]MigrationStatus, 0, len(results))
 	for _, r := range results {
 		out = append(out, MigrationStatus{Version: r.Source.Version, Name: baseName(r.Source.Path), Applied: true})
@@ -71,8 +74,12 @@ func MigrateTo(ctx context.Context, pool *pgxpool.Pool, version int64) error {
 		return err
 	}
 	defer sqlDB.Close()
-	if _, err := p.UpTo(ctx, version); err != nil {
+	results, err := p.UpTo(ctx, version)
+	if err != nil {
 		return fmt.Errorf("migrate up to %d: %w", version, err)
+	}
+	if len(results) > 0 {
+		renew(pool)
 	}
 	return nil
 }
@@ -84,11 +91,22 @@ func MigrateDownTo(ctx context.Context, pool *pgxpool.Pool, version int64) error
 		return err
 	}
 	defer sqlDB.Close()
-	if _, err := p.DownTo(ctx, version); err != nil {
+	results, err := p.DownTo(ctx, version)
+	if err != nil {
 		return fmt.Errorf("migrate down to %d: %w", version, err)
+	}
+	if len(results) > 0 {
+		renew(pool)
 	}
 	return nil
 }
+
+// renew closes pool's connections once migrations changed the schema
+// (those in use when they are released): a connection knows the types it
+// registered when it was made (Open registers pgvector's once the
+// extension exists), so one made before the migration that created the
+// extension could not send a vector afterwards.
+func renew(pool *pgxpool.Pool) { pool.Reset() }
 
 // Status lists every known migration and whether it is applied.
 func Status(ctx context.Context, pool *pgxpool.Pool) ([]MigrationStatus, error) {

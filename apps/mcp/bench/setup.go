@@ -101,9 +101,6 @@ func createDatabase(ctx context.Context, ownerBase, name string, template *datab
 	if _, err := db.Migrate(ctx, d.owner); err != nil {
 		return nil, fmt.Errorf("migrate %s: %w", name, err)
 	}
-	// Connections made before the migration created pgvector's extension
-	// have no vector types (db.Open registers them once it exists).
-	d.owner.Reset()
 	if err := db.EnsureRoles(ctx, d.owner, db.DefaultRoles()); err != nil {
 		return nil, fmt.Errorf("roles of %s: %w", name, err)
 	}
@@ -152,9 +149,6 @@ func openDatabase(ctx context.Context, ownerBase, name string) (*database, error
 	if _, err := db.Migrate(ctx, d.owner); err != nil {
 		return nil, fmt.Errorf("migrate %s: %w", name, err)
 	}
-	// Connections made before the migration created pgvector's extension
-	// have no vector types (db.Open registers them once it exists).
-	d.owner.Reset()
 	if err := db.EnsureRoles(ctx, d.owner, db.DefaultRoles()); err != nil {
 		return nil, fmt.Errorf("roles of %s: %w", name, err)
 	}
