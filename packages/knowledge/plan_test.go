@@ -94,16 +94,8 @@ func TestAgentToolsReadOnlyWhatTheyAreAbout(t *testing.T) {
 	// replacement's supersession of its sections (an UPDATE, whose target
 	// the planner scans itself) and the reads of the index queue by its
 	// key (the erasure's unindexing, PostgreSQL's foreign-key check).
-	var known, rest []string
-	for _, p := range plans {
-		if strings.Contains(p, "-- name: SupersedeSections ") || strings.Contains(p, "-- name: PurgeUnindex ") ||
-			strings.Contains(p, `FROM ONLY "public"."knowledge_index_queue" x WHERE`) {
-			known = append(known, p)
-		} else {
-			rest = append(rest, p)
-		}
-	}
-	wide := append(knowledgetest.ReadScans(rest, 50), knowledgetest.WideScans(known, 50)...)
+	wide := knowledgetest.ReadScansBut(plans, 50, "-- name: SupersedeSections ", "-- name: PurgeUnindex ",
+		`FROM ONLY "public"."knowledge_index_queue" x WHERE`)
 	if len(wide) > 0 {
 		t.Fatalf("in an org of %d other entries:\n%s", others, strings.Join(wide, "\n"))
 	}

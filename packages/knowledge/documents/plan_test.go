@@ -59,15 +59,7 @@ func TestDocumentStoresReadOnlyTheirEntries(t *testing.T) {
 	// itself (SupersedeSections, EndSections), which on tables never
 	// analyzed still read the org's rows through another index and keep
 	// the ids asked for: those are held to the rows they return.
-	var updates, rest []string
-	for _, p := range got {
-		if strings.Contains(p, "-- name: SupersedeSections ") || strings.Contains(p, "-- name: EndSections ") {
-			updates = append(updates, p)
-		} else {
-			rest = append(rest, p)
-		}
-	}
-	wide := append(knowledgetest.ReadScans(rest, 2*chapters+10), knowledgetest.WideScans(updates, 2*chapters+10)...)
+	wide := knowledgetest.ReadScansBut(got, 2*chapters+10, "-- name: SupersedeSections ", "-- name: EndSections ")
 	if len(wide) > 0 {
 		t.Fatalf("in an org of %d other entries:\n%s", others, strings.Join(wide, "\n"))
 	}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -115,6 +116,23 @@ func WideScansOf(plans []string, most int, table string) []string {
 // entries that keeps the one it was asked for read them all).
 func ReadScans(plans []string, most int) []string {
 	return scans(plans, most, "", true)
+}
+
+// ReadScansBut is ReadScans of plans, but for the plans whose text holds
+// one of known (a statement's "-- name: X " line, or its text): those,
+// statements known to read the org's rows through another index and keep
+// the few asked for, are held to the rows they return (WideScans), so the
+// test still fails if they grow worse.
+func ReadScansBut(plans []string, most int, known ...string) []string {
+	var lenient, rest []string
+	for _, p := range plans {
+		if slices.ContainsFunc(known, func(k string) bool { return strings.Contains(p, k) }) {
+			lenient = append(lenient, p)
+		} else {
+			rest = append(rest, p)
+		}
+	}
+	return append(scans(rest, most, "", true), scans(lenient, most, "", false)...)
 }
 
 func scans(plans []string, most int, table string, read bool) []string {

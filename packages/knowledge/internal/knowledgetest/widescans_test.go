@@ -35,4 +35,12 @@ func TestReadScansCountTheRowsAFilterRemoved(t *testing.T) {
 	if wide := ReadScans([]string{byKey}, 50); len(wide) != 0 {
 		t.Fatalf("wide scans %q of a plan reading one row a pass", wide)
 	}
+	// Named as known, it is held to the rows it returns; any other name
+	// leaves it counted by the rows it read.
+	if wide := ReadScansBut([]string{plan}, 50, "-- name: MarkEmbeddingReady "); len(wide) != 0 {
+		t.Fatalf("ReadScansBut %q of a statement named as known", wide)
+	}
+	if wide := ReadScansBut([]string{plan}, 50, "-- name: ListJobEntries "); len(wide) != 1 {
+		t.Fatalf("ReadScansBut %q of a statement not named; want its 3000 rows", wide)
+	}
 }
