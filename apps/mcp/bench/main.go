@@ -59,6 +59,8 @@ type options struct {
 	storeAll   int
 	transports []string
 	bin, base  string
+	worker     bool   // each target's worker runs while stores are timed (worker.go)
+	baseWorker string // the base's worker binary
 	keep       bool
 	reuse      string
 	template   string
@@ -77,6 +79,8 @@ func parse(args []string) (*options, error) {
 	fs.IntVar(&o.storeAll, "store-all", 5000, "orgs of up to this many notes are stored one by one over stdio, every store timed")
 	fs.StringVar(&o.bin, "mcp", "", "the server binary (default: built from this tree)")
 	fs.StringVar(&o.base, "base", "", "another build of the server to compare with, calls alternating (client figures only)")
+	fs.BoolVar(&o.worker, "worker", false, "run each server's embeddings worker (apps/worker, this tree's built) beside it while stores are timed, as a fleet runs them; with -base, -base-worker too")
+	fs.StringVar(&o.baseWorker, "base-worker", "", "the worker of -base's build, for -worker")
 	fs.BoolVar(&o.keep, "keep", false, "keep the databases and the work directory")
 	fs.StringVar(&o.reuse, "reuse", "", "search (and store on) a database a run kept, as it is, with this build alone")
 	fs.StringVar(&o.template, "template", "", "for the one size above -store-all: copy this template database a run kept (-keep) instead of storing and preparing the org anew (the timed part alone, for example on a machine gone quiet)")
@@ -102,6 +106,12 @@ func parse(args []string) (*options, error) {
 	if o.template != "" && (o.reuse != "" || len(o.sizes) != 1 || o.sizes[0] <= o.storeAll) {
 		return nil, errors.New("-template takes one size above -store-all (its org's) and no -reuse")
 	}
+	if o.worker && o.base != "" && o.baseWorker == "" {
+		return nil, errors.New("-worker with -base needs -base-worker: the base's own worker")
+	}
+	if o.baseWorker != "" && (!o.worker || o.base == "") {
+		return nil, errors.New("-base-worker goes with -worker and -base")
+	}
 	if o.searches < 1 || o.stores < 1 {
 		return nil, errors.New("-searches and -stores must be at least 1")
 	}
@@ -120,7 +130,9 @@ func parse(args []string) (*options, error) {
 type target struct {
 	name   string
 	bin    string
-	clock  bool // writes MCP_STAGES_FILE
+	clock  bool        // writes MCP_STAGES_FILE
+	worker string      // its worker's binary, with -worker
+	wproc  *workerProc // its worker while one runs
 	db     *database
 	lease  *redisLease
 	client client
@@ -149,8 +161,18 @@ func run(ctx context.Context, args []string) error {
 		}
 	}
 	targets := []*target{{name: "this", bin: o.bin, clock: true}}
+	if o.worker {
+		targets[0].worker = filepath.Join(o.dir, "worker")
+		fmt.Printf("bench: building the worker (go build -o %s ./apps/worker)\n", targets[0].worker)
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", targets[0].worker, ".")
+		cmd.Dir = filepath.Join(filepath.Dir(appDir()), "worker")
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("build: %w", err)
+		}
+	}
 	if o.base != "" {
-		targets = append(targets, &target{name: "base", bin: o.base})
+		targets = append(targets, &target{name: "base", bin: o.base, worker: o.baseWorker})
 	}
 	for _, t := range targets {
 		if t.lease, err = leaseRedis(ctx, o.redisURL); err != nil {
@@ -176,6 +198,9 @@ func describe(ts []*target) string {
 	var s []string
 	for _, t := range ts {
 		s = append(s, t.name+"="+t.bin)
+		if t.worker != "" {
+			s = append(s, t.name+" worker="+t.worker)
+		}
 	}
 	return strings.Join(s, ", ")
 }
@@ -295,12 +320,18 @@ func benchSize(ctx context.Context, o *options, targets []*target, size int) (ou
 			}
 		}
 		// Every note stored one by one over stdio: the store figures.
+		if err := o.startWorkers(targets, "store-stdio"); err != nil {
+			return nil, errors.Join(err, stopWorkers(targets))
+		}
 		if err := o.start(targets, "stdio", "store"); err != nil {
-			return nil, err
+			return nil, errors.Join(err, stopWorkers(targets))
 		}
 		rs, err := timeCalls(targets, size, "stdio", "store", "", size, 0, storeCall)
 		if serr := stopAll(targets); err == nil {
 			err = serr
+		}
+		if werr := stopWorkers(targets); err == nil {
+			err = werr
 		}
 		if err != nil {
 			return nil, err
@@ -360,7 +391,11 @@ func benchSize(ctx context.Context, o *options, targets []*target, size int) (ou
 		}
 		fmt.Printf("bench: %d copies of the template in %v; prepared in %v\n", len(targets), time.Since(t1).Round(time.Millisecond), time.Since(t0).Round(time.Second))
 	}
-	for _, state := range []string{"never-analyzed", "after-upkeep"} {
+	first := "never-analyzed"
+	if o.worker && size <= o.storeAll {
+		first = "worker-left" // its upkeep ran (worker.go)
+	}
+	for _, state := range []string{first, "after-upkeep"} {
 		if state == "after-upkeep" {
 			for _, t := range targets {
 				d, err := t.db.upkeep(ctx)
@@ -390,16 +425,22 @@ func benchSize(ctx context.Context, o *options, targets []*target, size int) (ou
 		if size <= o.storeAll && tr == "stdio" {
 			continue
 		}
+		if err := o.startWorkers(targets, "store-"+tr); err != nil {
+			return nil, errors.Join(err, stopWorkers(targets))
+		}
 		if err := o.start(targets, tr, "store"); err != nil {
-			return nil, err
+			return nil, errors.Join(err, stopWorkers(targets))
 		}
 		n, err := targets[0].db.count(ctx)
 		if err != nil {
-			return nil, err
+			return nil, errors.Join(err, stopAll(targets), stopWorkers(targets))
 		}
 		rs, err := timeCalls(targets, size, tr, "store", "", o.stores, 0, func(c client, i int) error { return storeCall(c, n+i) })
 		if serr := stopAll(targets); err == nil {
 			err = serr
+		}
+		if werr := stopWorkers(targets); err == nil {
+			err = werr
 		}
 		if err != nil {
 			return nil, err
