@@ -24,6 +24,10 @@
 // worktree of it): it gets a database of its own with the same notes, and
 // the two servers' calls alternate, so both meet the same load; its
 // figures are the client's only (an older build has no stage clock).
+//
+// -worker runs each server's own embeddings worker beside it while stores
+// are timed, as a fleet runs them (worker.go; -base-worker names the
+// base's).
 // docs/benchmarks.md ("MCP end to end") has the method and the figures.
 package main
 
