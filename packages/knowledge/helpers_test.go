@@ -109,7 +109,7 @@ func (b *bundle) quotaUsed(t *testing.T, org uuid.UUID) int {
 }
 
 // store stores an entry or fails the test.
-func (b *bundle) store(t *testing.T, c knowledge.Caller, title, body string, tags ...string) uuid.UUID {
+func (b *bundle) store(t testing.TB, c knowledge.Caller, title, body string, tags ...string) uuid.UUID {
 	t.Helper()
 	r, err := b.svc.Store(b.ctx, c, knowledge.StoreInput{Title: title, Body: body, Tags: tags})
 	if err != nil {
@@ -120,7 +120,7 @@ func (b *bundle) store(t *testing.T, c knowledge.Caller, title, body string, tag
 
 // embedPending plays the embeddings worker: every pending entry gets the
 // local embedder's vector of its title and body, status ready.
-func (b *bundle) embedPending(t *testing.T) {
+func (b *bundle) embedPending(t testing.TB) {
 	t.Helper()
 	rows, err := b.pool.Query(b.ctx, "SELECT org_id, id, title || E'\n' || body FROM knowledge WHERE embedding_status = 'pending'")
 	if err != nil {
