@@ -40,6 +40,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -237,19 +238,29 @@ func loadAvg() string {
 // defaults, but rate limits that never refuse (their round trip is timed,
 // one agent calling as fast as it can is not refused).
 func (o *options) env(t *target, stagesFile string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		switch {
-		case k == "DATABASE_URL", k == "REDIS_URL", k == "KNOWLEDGE_TOKEN", strings.HasPrefix(k, "MCP_"), strings.HasPrefix(k, "OTEL_"):
-			continue
-		}
-		env = append(env, kv)
-	}
+	env := environWithout("KNOWLEDGE_TOKEN", "MCP_")
 	env = append(env, "DATABASE_URL="+t.db.appURL, "REDIS_URL="+t.lease.url, "KNOWLEDGE_TOKEN="+t.db.token,
 		"MCP_RATE_AGENT_READS=1000000", "MCP_RATE_AGENT_WRITES=1000000", "MCP_RATE_ORG_READS=1000000", "MCP_RATE_ORG_WRITES=1000000")
 	if t.clock && stagesFile != "" {
 		env = append(env, "MCP_STAGES_FILE="+stagesFile)
+	}
+	return env
+}
+
+// environWithout is this process's environment less the variables a
+// benchmarked process gets from the harness: its database and Redis, the
+// OpenTelemetry exporter's (none: tracing off, as by default), and those
+// named (a variable, or a prefix ending in "_").
+func environWithout(names ...string) []string {
+	names = append(names, "DATABASE_URL", "REDIS_URL", "OTEL_")
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slices.ContainsFunc(names, func(n string) bool {
+			return k == n || strings.HasSuffix(n, "_") && strings.HasPrefix(k, n)
+		}) {
+			env = append(env, kv)
+		}
 	}
 	return env
 }

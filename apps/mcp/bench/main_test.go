@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -26,6 +27,29 @@ func TestParseWorkerFlags(t *testing.T) {
 			t.Errorf("%v: error %v, want one naming %q", c.args, err, c.want)
 		case c.want == "" && !o.worker:
 			t.Errorf("%v: -worker not set", c.args)
+		}
+	}
+}
+
+// TestEnvironWithout: a benchmarked process never inherits the harness's
+// database, Redis, exporter or the variables named, and keeps the rest.
+func TestEnvironWithout(t *testing.T) {
+	t.Setenv("DATABASE_URL", "postgres://elsewhere")
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector")
+	t.Setenv("WORKER_BATCH_SIZE", "7")
+	t.Setenv("WORKERS_ELSEWHERE", "kept")
+	t.Setenv("EMBEDDER", "local")
+	env := environWithout("WORKER_")
+	for _, kv := range env {
+		for _, gone := range []string{"DATABASE_URL=", "OTEL_EXPORTER_OTLP_ENDPOINT=", "WORKER_BATCH_SIZE="} {
+			if strings.HasPrefix(kv, gone) {
+				t.Errorf("%s inherited", kv)
+			}
+		}
+	}
+	for _, kept := range []string{"WORKERS_ELSEWHERE=kept", "EMBEDDER=local"} {
+		if !slices.Contains(env, kept) {
+			t.Errorf("%s not inherited", kept)
 		}
 	}
 }

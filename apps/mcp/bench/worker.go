@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 )
@@ -70,16 +69,7 @@ func (o *options) startWorkers(targets []*target, phase string) error {
 // database (as its owner: the worker's upkeep needs it) and t's Redis,
 // its metrics on a free port.
 func (o *options) workerEnv(t *target) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		switch {
-		case k == "DATABASE_URL", k == "REDIS_URL", strings.HasPrefix(k, "WORKER_"), strings.HasPrefix(k, "OTEL_"):
-			continue
-		}
-		env = append(env, kv)
-	}
-	return append(env, "DATABASE_URL="+t.db.ownerURL, "REDIS_URL="+t.lease.url, "WORKER_METRICS_ADDR=127.0.0.1:0")
+	return append(environWithout("WORKER_"), "DATABASE_URL="+t.db.ownerURL, "REDIS_URL="+t.lease.url, "WORKER_METRICS_ADDR=127.0.0.1:0")
 }
 
 // awaitStart waits for the worker's "worker started" line, or its exit.
