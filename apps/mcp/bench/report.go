@@ -35,12 +35,14 @@ func (r *result) key() string {
 
 // timeCalls makes n timed calls of fn on every target, the targets' calls
 // alternating (which goes first changes every call), after warm untimed
-// ones. The stage records are read once the servers have stopped
+// ones; with workers, only the calling target's runs (turn). The stage records are read once the servers have stopped
 // (readStages).
 func timeCalls(targets []*target, size int, transport, tool, state string, n, warm int, fn func(c client, i int) error) ([]*result, error) {
 	name := tool + "_knowledge"
+	defer resumeWorkers(targets)
 	for k := range warm {
-		for _, t := range targets {
+		for j, t := range targets {
+			turn(targets, j)
 			if err := fn(t.client, n+k); err != nil {
 				return nil, fmt.Errorf("%s %s (warm-up): %w", t.name, name, err)
 			}
@@ -56,6 +58,7 @@ func timeCalls(targets []*target, size int, transport, tool, state string, n, wa
 		for k := range targets {
 			j := (i + k) % len(targets)
 			t := targets[j]
+			turn(targets, j)
 			t0 := time.Now()
 			if err := fn(t.client, i); err != nil {
 				return nil, fmt.Errorf("%s %s %d: %w", t.name, name, i, err)

@@ -25,6 +25,14 @@ import (
 // never analyzed: the first search state of a size stored with workers is
 // named "worker-left" instead.
 
+// With two targets, each worker runs only during its own server's calls
+// (turn): the other is stopped (SIGSTOP) meanwhile, so a call meets its
+// own build's background work and not the other's, which would make the
+// two builds' figures alike whatever their workers cost. A worker's work
+// for one store then runs beside the next store of its server, as it
+// does on a machine of one fleet; a statement its backend is running when
+// it stops still finishes beside the other's call.
+
 // workerProc is one running worker.
 type workerProc struct {
 	cmd    *exec.Cmd
@@ -121,5 +129,33 @@ func (w *workerProc) stop() error {
 		w.cmd.Process.Kill()
 		<-w.exited
 		return fmt.Errorf("did not stop within %v of SIGTERM", workerStopWithin)
+	}
+}
+
+// turn lets target j's worker run and stops the others' (one target's
+// alone is never stopped).
+func turn(targets []*target, j int) {
+	if len(targets) < 2 {
+		return
+	}
+	for k, t := range targets {
+		if t.wproc == nil {
+			continue
+		}
+		sig := syscall.SIGSTOP
+		if k == j {
+			sig = syscall.SIGCONT
+		}
+		t.wproc.cmd.Process.Signal(sig) // an exited worker is reported by stop
+	}
+}
+
+// resumeWorkers lets every worker run again (after timeCalls, before
+// SIGTERM: a stopped process would not act on it).
+func resumeWorkers(targets []*target) {
+	for _, t := range targets {
+		if t.wproc != nil {
+			t.wproc.cmd.Process.Signal(syscall.SIGCONT)
+		}
 	}
 }
