@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
@@ -35,7 +36,6 @@ func TestAgentToolsReadOnlyWhatTheyAreAbout(t *testing.T) {
 	// And some the indexer has not reached yet.
 	knowledgetest.FillOrg(b.ctx, t, b.pool, b.org, b.alice.AgentID, 300, "queued note")
 	task := b.mkTask(t, b.org)
-	var plans []string
 	must := func(what string, err error) {
 		t.Helper()
 		if err != nil {
@@ -44,8 +44,7 @@ func TestAgentToolsReadOnlyWhatTheyAreAbout(t *testing.T) {
 	}
 	// First in the plans made for each call's arguments, then in the plans
 	// the connections keep.
-	for round, mode := range knowledgetest.PlanModes {
-		pool, ps := knowledgetest.PlanPool(t, b.db, db.DefaultAppRole, mode)
+	plans := knowledgetest.GatherPlans(t, b.db, db.DefaultAppRole, func(round int, _ string, pool *pgxpool.Pool) {
 		svc := knowledge.New(pool, b.opts)
 		store := func(title, body string) uuid.UUID {
 			t.Helper()
@@ -83,8 +82,7 @@ func TestAgentToolsReadOnlyWhatTheyAreAbout(t *testing.T) {
 		}
 		_, err = svc.Forget(b.ctx, b.alice, c, "test", false)
 		must("forget", err)
-		plans = append(plans, ps.All()...)
-	}
+	})
 	if len(plans) < 50 {
 		t.Fatalf("%d plans gathered; want every statement of the tools", len(plans))
 	}
@@ -116,14 +114,12 @@ func TestEmbeddingBatchReadsOnlyItsEntries(t *testing.T) {
 	if n := b.count(t, "SELECT count(*) FROM knowledge WHERE org_id = $1 AND embedding_status = 'pending'", b.org); n != others {
 		t.Fatalf("%d entries pending; want the %d others", n, others)
 	}
-	var plans []string
 	// A batch of three and one of the worker's 32 (the planner weighs a
 	// look-up per id against the org's pending entries it believes few),
 	// first in the plans made for their arguments, then in the plans the
 	// connections keep.
 	const batches = 2 * (3 + 32)
-	for _, mode := range knowledgetest.PlanModes {
-		pool, ps := knowledgetest.PlanPool(t, b.db, "postgres", mode)
+	plans := knowledgetest.GatherPlans(t, b.db, "postgres", func(_ int, mode string, pool *pgxpool.Pool) {
 		h := jobs.NewEmbedHandler(pool, embed.NewLocal(), jobs.HandlerOptions{})
 		for _, n := range []int{3, 32} {
 			for i := range n {
@@ -134,8 +130,7 @@ func TestEmbeddingBatchReadsOnlyItsEntries(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		plans = append(plans, ps.All()...)
-	}
+	})
 	if n := b.count(t, "SELECT count(*) FROM knowledge WHERE org_id = $1 AND embedding_status = 'ready'", b.org); n != batches {
 		t.Fatalf("%d entries ready; want the %d of the batches", n, batches)
 	}
@@ -169,10 +164,8 @@ func TestIndexerReadsOnlyWhatItIndexes(t *testing.T) {
 	const indexed, queued = 3000, 100
 	knowledgetest.FillOrg(b.ctx, t, b.pool, b.org, b.alice.AgentID, indexed, "note")
 	b.indexAll(t)
-	var plans []string
-	for _, mode := range knowledgetest.PlanModes {
+	plans := knowledgetest.GatherPlans(t, b.db, "postgres", func(_ int, mode string, pool *pgxpool.Pool) {
 		knowledgetest.FillOrg(b.ctx, t, b.pool, b.org, b.alice.AgentID, queued, "queued note "+mode)
-		pool, ps := knowledgetest.PlanPool(t, b.db, "postgres", mode)
 		n, err := maint(knowledge.New(pool, b.opts)).IndexAll(b.ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -180,8 +173,7 @@ func TestIndexerReadsOnlyWhatItIndexes(t *testing.T) {
 		if n != queued {
 			t.Fatalf("%s: indexed %d; want the %d queued", mode, n, queued)
 		}
-		plans = append(plans, ps.All()...)
-	}
+	})
 	if len(plans) < 4 {
 		t.Fatalf("%d plans gathered; want every statement of two passes", len(plans))
 	}
@@ -214,9 +206,7 @@ func TestDuplicateCheckReadsEntriesOnlyForItsCandidates(t *testing.T) {
 		t.Fatalf("%d entries' keys in the look-up's table; want %d", n, others+1)
 	}
 	b.indexAll(t)
-	var plans []string
-	for _, mode := range knowledgetest.PlanModes {
-		pool, ps := knowledgetest.PlanPool(t, b.db, db.DefaultAppRole, mode)
+	plans := knowledgetest.GatherPlans(t, b.db, db.DefaultAppRole, func(_ int, mode string, pool *pgxpool.Pool) {
 		svc := knowledge.New(pool, b.opts)
 		for range 6 { // past the five runs after which a connection may keep a generic plan
 			r, err := svc.Store(b.ctx, b.alice, knowledge.StoreInput{Title: title, Body: body})
@@ -227,8 +217,7 @@ func TestDuplicateCheckReadsEntriesOnlyForItsCandidates(t *testing.T) {
 				t.Fatalf("%s: the copy's similar list %v misses the note", mode, r.Similar)
 			}
 		}
-		plans = append(plans, ps.All()...)
-	}
+	})
 	if wide := knowledgetest.WideScansOf(plans, 50, "knowledge"); len(wide) > 0 {
 		t.Fatalf("with %d entries sharing the note's keys:\n%s", others, strings.Join(wide, "\n"))
 	}

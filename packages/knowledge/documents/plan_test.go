@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge/documents"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
@@ -30,9 +32,7 @@ func TestDocumentStoresReadOnlyTheirEntries(t *testing.T) {
 	// against the org's entries it believes few), in the plans made for
 	// each call's arguments, then in the plans the connections keep.
 	const chapters = 40
-	var got []string
-	for m, mode := range knowledgetest.PlanModes {
-		pool, plans := knowledgetest.PlanPool(t, b.db, db.DefaultAppRole, mode)
+	got := knowledgetest.GatherPlans(t, b.db, db.DefaultAppRole, func(m int, mode string, pool *pgxpool.Pool) {
 		svc := server{documents.New(data.New(pool), documents.Options{Enqueuer: b.enq})}
 		in := domain.DocumentInput{Title: "Pump manual", Content: manual(chapters, same), Source: fmt.Sprintf("docs/pumps-%d.md", m)}
 		for v := range 3 { // the first store, then replacements changing half the sections
@@ -48,8 +48,7 @@ func TestDocumentStoresReadOnlyTheirEntries(t *testing.T) {
 				t.Fatalf("%s, store %d: %v", mode, v, err)
 			}
 		}
-		got = append(got, plans.All()...)
-	}
+	})
 	if len(got) < 20 {
 		t.Fatalf("%d plans gathered; want every statement of six stores", len(got))
 	}

@@ -187,6 +187,21 @@ func PlanPool(t testing.TB, d *testenv.Database, role, mode string) (*pgxpool.Po
 	return d.ExplainPool(t, role, "auto_explain.log_analyze=on", "auto_explain.log_timing=off", "plan_cache_mode="+mode)
 }
 
+// GatherPlans runs each once per plan mode (PlanModes, in order: the plans
+// made for each call's arguments, then the ones a connection keeps), on a
+// PlanPool of d as role made for that mode, and returns the plans of the
+// statements it sent, the modes' in turn.
+func GatherPlans(t testing.TB, d *testenv.Database, role string, each func(round int, mode string, pool *pgxpool.Pool)) []string {
+	t.Helper()
+	var plans []string
+	for round, mode := range PlanModes {
+		pool, ps := PlanPool(t, d, role, mode)
+		each(round, mode, pool)
+		plans = append(plans, ps.All()...)
+	}
+	return plans
+}
+
 // FillOrg writes n plain entries of org by agent, in one statement: the
 // other entries of a plan test's org (waiting for the indexer and for
 // their vectors).
