@@ -17,12 +17,12 @@ JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
 WHERE c.relname = @name::text AND c.relnamespace = current_schema()::regnamespace;
 
 -- name: CountSpaceEntries :one
--- Entries holding a vector of the space: the elements of the space's HNSW
--- index, counted before it is built to size the build's memory
--- (vectorspace.go, buildMemory). A scan of the table, seconds at 1M rows,
--- against a build of minutes that scans it too.
+-- Heads holding a vector of the space: the elements of the space's HNSW
+-- index (which holds heads only, 00049), counted before it is built to size
+-- the build's memory (vectorspace.go, buildMemory). A scan of the table,
+-- seconds at 1M rows, against a build of minutes that scans it too.
 SELECT count(*) FROM knowledge
-WHERE embedding_model = @model::text AND vector_dims(embedding) = @dims::int;
+WHERE embedding_model = @model::text AND vector_dims(embedding) = @dims::int AND head_id IS NULL;
 
 -- name: CountSpaceChunks :one
 -- CountSpaceEntries for the chunks of long entries.

@@ -44,10 +44,10 @@ func (s *Searcher) Candidates(ctx context.Context, conn pgbatch.Sender, c domain
 // RunVectorStatement runs the vector list's statement (sql/search_vector.sql)
 // on conn exactly as a search does (after SearchConfig, with its scans
 // pinned), 40 candidates deep, the table counted as tableDocs indexed
-// entries: for the tests of its plans (vectorplan_test.go). It answers the
-// ids in rank order.
-func (s *Searcher) RunVectorStatement(ctx context.Context, conn *pgx.Conn, c domain.Caller, vec pgvector.Vector, efSearch int, tableDocs int64) ([]uuid.UUID, error) {
-	a, err := domain.ValidateSearch(c, domain.SearchInput{Query: "vector", EfSearch: new(efSearch)}, time.Now())
+// entries, superseded entries too when superseded: for the tests of its
+// plans (vectorplan_test.go). It answers the ids in rank order.
+func (s *Searcher) RunVectorStatement(ctx context.Context, conn *pgx.Conn, c domain.Caller, vec pgvector.Vector, efSearch int, tableDocs int64, superseded bool) ([]uuid.UUID, error) {
+	a, err := domain.ValidateSearch(c, domain.SearchInput{Query: "vector", EfSearch: new(efSearch), IncludeSuperseded: superseded}, time.Now())
 	if err != nil {
 		return nil, err
 	}

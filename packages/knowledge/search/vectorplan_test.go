@@ -87,8 +87,8 @@ func TestVectorListUsesTheModelsIndexAtEveryWidth(t *testing.T) {
 			if dims > 2000 {
 				cast = fmt.Sprintf("halfvec(%d)", dims)
 			}
-			if !strings.Contains(def, cast) {
-				t.Fatalf("want an index on %s: %s", cast, def)
+			if !strings.Contains(def, cast) || !strings.Contains(def, "head_id IS NULL") {
+				t.Fatalf("want an index on %s of heads only: %s", cast, def)
 			}
 			q := make([]float32, dims)
 			q[0] = 1
@@ -166,17 +166,18 @@ func TestVectorStatementRunsThePlanOfTheOrg(t *testing.T) {
 			}
 			conn, notices := testenv.ExplainConn(t, b.pool, "SET auto_explain.log_analyze = on", "SET auto_explain.log_timing = off",
 				"SET auto_explain.log_nested_statements = on")
-			run := func(docs int) (ids []uuid.UUID, plan string) {
+			runWith := func(q pgvector.Vector, docs int, superseded bool) (ids []uuid.UUID, plan string) {
 				t.Helper()
 				setDocs(docs)
 				*notices = nil
-				ids, err := s.RunVectorStatement(ctx, conn, knowledge.Caller{OrgID: c.OrgID}, q, 200, int64(docs))
+				ids, err := s.RunVectorStatement(ctx, conn, knowledge.Caller{OrgID: c.OrgID}, q, 200, int64(docs), superseded)
 				if err != nil {
 					t.Fatal(err)
 				}
 				return ids, strings.Join(*notices, "\n")
 			}
-			want := func(fn string) []uuid.UUID {
+			run := func(docs int) ([]uuid.UUID, string) { return runWith(q, docs, false) }
+			wantWith := func(fn string, q pgvector.Vector, superseded bool) []uuid.UUID {
 				t.Helper()
 				tx, err := b.pool.Begin(ctx)
 				if err != nil {
@@ -186,7 +187,7 @@ func TestVectorStatementRunsThePlanOfTheOrg(t *testing.T) {
 				if _, err := tx.Exec(ctx, "SET LOCAL hnsw.ef_search = 200"); err != nil {
 					t.Fatal(err)
 				}
-				rows, err := tx.Query(ctx, "SELECT id FROM "+fn+"($1, $2, $3, '{}', false, false, 40, NULL, NULL, NULL, NULL)", c.OrgID, q, emb.model)
+				rows, err := tx.Query(ctx, "SELECT id FROM "+fn+"($1, $2, $3, '{}', $4, false, 40, NULL, NULL, NULL, NULL)", c.OrgID, q, emb.model, superseded)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -195,6 +196,30 @@ func TestVectorStatementRunsThePlanOfTheOrg(t *testing.T) {
 					t.Fatal(err)
 				}
 				return ids
+			}
+			want := func(fn string) []uuid.UUID { return wantWith(fn, q, false) }
+			// Superseded entries are in no HNSW index: a search asking for
+			// them ranks them exactly beside the heads. Asked with an old
+			// version's own vector, it is the nearest; not asked, absent.
+			var old uuid.UUID
+			var oldVec pgvector.Vector
+			if err := b.pool.QueryRow(ctx, `SELECT id, embedding FROM knowledge WHERE org_id = $1 AND head_id IS NOT NULL
+				AND embedding_model = $2 AND vector_dims(embedding) = $3 ORDER BY id LIMIT 1`, c.OrgID, emb.model, dims).Scan(&old, &oldVec); err != nil {
+				t.Fatal(err)
+			}
+			superseded := func(docs int, what string) {
+				t.Helper()
+				exact := wantWith("knowledge_vector_exact", oldVec, true)
+				if len(exact) != 40 || exact[0] != old {
+					t.Fatalf("the exact plan, superseded entries asked for: %v, want %s first", exact, old)
+				}
+				got, plan := runWith(oldVec, docs, true)
+				if len(got) == 0 || got[0] != old || !sameEntries(got, exact) {
+					t.Fatalf("%s, superseded entries asked for, answered\n%v\nthe exact scan\n%v\n%s", what, got, exact, plan)
+				}
+				if got, _ := runWith(oldVec, docs, false); slices.Contains(got, old) {
+					t.Fatalf("%s answered the superseded %s not asked for", what, old)
+				}
 			}
 			ran := func(plan, what string) bool {
 				for _, line := range strings.Split(plan, "\n") {
@@ -235,6 +260,7 @@ func TestVectorStatementRunsThePlanOfTheOrg(t *testing.T) {
 				}
 			}
 			spacePlan()
+			superseded(3000, "the space's plan")
 			if _, err := b.pool.Exec(ctx, "ANALYZE knowledge, knowledge_chunks"); err != nil {
 				t.Fatal(err)
 			}
@@ -261,6 +287,7 @@ func TestVectorStatementRunsThePlanOfTheOrg(t *testing.T) {
 			if got, plan := run(3000); !ran(plan, "Function Scan on knowledge_vector_hnsw") || !sameEntries(got, exact) {
 				t.Fatalf("the org's own plan:\n%s\n%v", plan, got)
 			}
+			superseded(3000, "the org's own plan")
 		})
 	}
 }

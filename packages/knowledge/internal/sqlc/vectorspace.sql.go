@@ -31,7 +31,7 @@ func (q *Queries) CountSpaceChunks(ctx context.Context, arg CountSpaceChunksPara
 
 const countSpaceEntries = `-- name: CountSpaceEntries :one
 SELECT count(*) FROM knowledge
-WHERE embedding_model = $1::text AND vector_dims(embedding) = $2::int
+WHERE embedding_model = $1::text AND vector_dims(embedding) = $2::int AND head_id IS NULL
 `
 
 type CountSpaceEntriesParams struct {
@@ -39,10 +39,10 @@ type CountSpaceEntriesParams struct {
 	Dims  int32
 }
 
-// Entries holding a vector of the space: the elements of the space's HNSW
-// index, counted before it is built to size the build's memory
-// (vectorspace.go, buildMemory). A scan of the table, seconds at 1M rows,
-// against a build of minutes that scans it too.
+// Heads holding a vector of the space: the elements of the space's HNSW
+// index (which holds heads only, 00049), counted before it is built to size
+// the build's memory (vectorspace.go, buildMemory). A scan of the table,
+// seconds at 1M rows, against a build of minutes that scans it too.
 func (q *Queries) CountSpaceEntries(ctx context.Context, arg CountSpaceEntriesParams) (int64, error) {
 	row := q.db.QueryRow(ctx, countSpaceEntries, arg.Model, arg.Dims)
 	var count int64

@@ -11,6 +11,15 @@
 //	CREATE INDEX CONCURRENTLY knowledge_hnsw_m_<hash> ON knowledge USING hnsw
 //	    ((embedding::vector(384)) vector_cosine_ops)
 //	    WHERE embedding_model = 'all-minilm' AND vector_dims(embedding) = 384
+//	      AND head_id IS NULL
+//
+// The entries' indexes hold the heads of their chains only: a supersession
+// rewrites every earlier version's row (its head_id), no update of an entry
+// is HOT, and each rewritten row of a superseded version would be inserted
+// into the HNSW index again, a graph search for an unchanged vector
+// (db/migrations/00049_vector_heads.sql). The searches that ask for
+// superseded entries rank them exactly, beside the index's heads. The
+// chunks' index needs no such predicate: a supersession writes no chunk.
 //
 // Past 2,000 dimensions (vector's HNSW limit) the cast is to halfvec(N)
 // with halfvec_cosine_ops (limit 4,000): the index holds 16-bit floats, the
@@ -97,6 +106,10 @@ func (v Space) IndexDDL(name string, org *uuid.UUID) string {
 func (v Space) TableIndexDDL(table, name string, org *uuid.UUID) string {
 	typ, opclass := v.Cast()
 	where := fmt.Sprintf("embedding_model = %s AND vector_dims(embedding) = %d", QuoteLiteral(v.Model), v.Dims)
+	if table == "knowledge" {
+		// Heads only: see the package comment.
+		where += " AND head_id IS NULL"
+	}
 	if org != nil {
 		where = fmt.Sprintf("org_id = '%s'::uuid AND ", *org) + where
 	}

@@ -83,7 +83,8 @@ st AS MATERIALIZED (
 -- The space's plan: an entry is ranked by its best vector, its own (the
 -- first chunk) or one of its chunks'. Each side is an HNSW scan of its
 -- table's index of the space under a LIMIT (the iterative scan keeps
--- walking while the org filter rejects); a chunk's entry is checked
+-- walking while the org filter rejects; the entries' index holds heads
+-- only: internal/vecspace); a chunk's entry is checked
 -- against the filters by a primary-key probe. The chunks' side runs only
 -- when the org has chunks of the space (a key probe): walking the chunk
 -- index for an org it holds nothing of would visit up to
@@ -95,14 +96,34 @@ space AS MATERIALIZED (
          FROM knowledge k
          WHERE k.org_id = @org_id
            AND k.embedding_model = {{model}} AND vector_dims(k.embedding) = {{dims}}
+           AND k.head_id IS NULL
            AND (cardinality(@tags::text[]) = 0 OR k.tags @> @tags::text[])
-           AND (@wide_superseded::bool OR k.head_id IS NULL)
            AND (@wide_expired::bool OR k.expires_at IS NULL OR k.expires_at > now())
            AND (@kind::text IS NULL OR k.kind = @kind::text) AND (@source::text IS NULL OR k.source = @source::text)
            AND (@source_prefix::text IS NULL OR starts_with(k.source, @source_prefix::text))
            AND (@metadata::jsonb IS NULL OR k.metadata @> @metadata::jsonb)
            AND (SELECT plan FROM st) = 'space'
          ORDER BY k.embedding::{{cast}} <=> @query_vec::vector::{{cast}}
+         LIMIT @wide_n::int)
+        UNION ALL
+        -- Asked for superseded entries too: the org's superseded versions,
+        -- in no HNSW index, ranked exactly. They are read through
+        -- knowledge_head_idx, the org's superseded rows only: the inner
+        -- order is that index's, which no sort may give (sorts are off),
+        -- so no scan of all the org's vectors is chosen instead.
+        (SELECT s.id, (s.embedding <=> @query_vec::vector)::float8
+         FROM (SELECT k.id, k.embedding
+               FROM knowledge k
+               WHERE k.org_id = @org_id AND k.head_id IS NOT NULL AND @wide_superseded::bool
+                 AND k.embedding_model = {{model}} AND vector_dims(k.embedding) = {{dims}}
+                 AND (cardinality(@tags::text[]) = 0 OR k.tags @> @tags::text[])
+                 AND (@wide_expired::bool OR k.expires_at IS NULL OR k.expires_at > now())
+                 AND (@kind::text IS NULL OR k.kind = @kind::text) AND (@source::text IS NULL OR k.source = @source::text)
+                 AND (@source_prefix::text IS NULL OR starts_with(k.source, @source_prefix::text))
+                 AND (@metadata::jsonb IS NULL OR k.metadata @> @metadata::jsonb)
+                 AND (SELECT plan FROM st) = 'space'
+               ORDER BY k.head_id) s
+         ORDER BY 2
          LIMIT @wide_n::int)
         UNION ALL
         (SELECT c.entry_id, (c.embedding::{{cast}} <=> @query_vec::vector::{{cast}})::float8
