@@ -8,16 +8,19 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/agentfleet/orchestrator/packages/knowledge"
 )
 
 // BenchmarkSupersedeChain measures a supersession as the chain it extends
 // grows: one fact corrected again and again (an agent's "current status of
-// X"), in an org of 3,000 embedded entries with the model's HNSW index, as
-// a fleet's org is. Each supersession points every earlier version's
+// X"), in an org of 3,000 embedded and indexed entries with the model's HNSW
+// index, as a fleet's org is. Each supersession points every earlier version's
 // cached head at the new one (entries.supersedeTx, MoveHeads), and no
 // update of an entry is HOT (docs/embeddings.md, "Storage"), so each
 // earlier version costs a new entry in every index of the table. It prints
-// the p50 of the supersessions at each tenth of the chain.
+// the p50 of the supersessions at each tenth of the chain, then of the
+// org's searches with and without superseded entries.
 func BenchmarkSupersedeChain(b *testing.B) {
 	const filler, chain = 3000, 100
 	bd := setup(b)
@@ -33,6 +36,7 @@ func BenchmarkSupersedeChain(b *testing.B) {
 			fmt.Sprintf("The deploy pipeline is at revision %d; its canary stage takes %d minutes.", i, 10+i%7))
 	}
 	bd.embedPending(b)
+	bd.indexAll(b)
 	if _, err := maint(bd.ops).EnsureVectorIndex(bd.ctx); err != nil {
 		b.Fatal(err)
 	}
@@ -50,7 +54,74 @@ func BenchmarkSupersedeChain(b *testing.B) {
 		slices.Sort(part)
 		logf("supersede chain: versions %3d-%3d: p50 %.2f ms", from+1, from+chain/10, float64(part[len(part)/2])/1e6)
 	}
+	// The superseded versions are in no HNSW index (internal/vecspace): a
+	// search asking for them ranks them exactly beside the index's heads.
+	// The org's searches of the fact with and without them, alternated.
+	var with, without []time.Duration
+	for i := range 80 {
+		in := knowledge.SearchInput{Query: "deploy pipeline canary stage revision", IncludeSuperseded: i%2 == 0}
+		start := time.Now()
+		if _, err := bd.svc.Search(bd.ctx, bd.alice, in); err != nil {
+			b.Fatal(err)
+		}
+		if in.IncludeSuperseded {
+			with = append(with, time.Since(start))
+		} else {
+			without = append(without, time.Since(start))
+		}
+	}
+	slices.Sort(with)
+	slices.Sort(without)
+	logf("supersede chain: search p50 %.2f ms, with includeSuperseded %.2f ms", float64(without[len(without)/2])/1e6, float64(with[len(with)/2])/1e6)
 	b.ReportMetric(float64(took[0])/1e6, "first-ms")
 	b.ReportMetric(float64(took[chain-1])/1e6, "last-ms")
 	logf("supersede chain: done, load %s", loadAvg())
+}
+
+// BenchmarkSearchSuperseded measures the searches of an org that has
+// superseded much of what it knew: 4,000 embedded and indexed entries, the
+// first 2,000 each superseded by one of the others. A search asking for
+// superseded entries ranks the org's superseded versions exactly (they are
+// in no HNSW index: internal/vecspace), so it costs in proportion to how
+// many there are. It prints the p50 of searches without and with
+// includeSuperseded, alternated.
+func BenchmarkSearchSuperseded(b *testing.B) {
+	const entries = 4000
+	bd := setup(b)
+	gen := newTextGen()
+	rng := mrand.New(mrand.NewPCG(3, 4))
+	ids := make([]uuid.UUID, entries)
+	for i := range ids {
+		title, body, tags := gen.entry(rng)
+		ids[i] = bd.store(b, bd.alice, title, body, tags...)
+	}
+	bd.embedPending(b)
+	bd.indexAll(b)
+	for i := range entries / 2 {
+		if _, err := bd.svc.Supersede(bd.ctx, bd.alice, ids[i], ids[entries/2+i]); err != nil {
+			b.Fatalf("supersession %d: %v", i+1, err)
+		}
+	}
+	if _, err := maint(bd.ops).EnsureVectorIndex(bd.ctx); err != nil {
+		b.Fatal(err)
+	}
+	logf("search superseded: %d entries, %d superseded, load %s", entries, entries/2, loadAvg())
+	var with, without []time.Duration
+	for i := range 200 {
+		in := knowledge.SearchInput{Query: gen.query(rng), IncludeSuperseded: i%2 == 0}
+		start := time.Now()
+		if _, err := bd.svc.Search(bd.ctx, bd.alice, in); err != nil {
+			b.Fatal(err)
+		}
+		if in.IncludeSuperseded {
+			with = append(with, time.Since(start))
+		} else {
+			without = append(without, time.Since(start))
+		}
+	}
+	slices.Sort(with)
+	slices.Sort(without)
+	logf("search superseded: search p50 %.2f ms, with includeSuperseded %.2f ms; load %s",
+		float64(without[len(without)/2])/1e6, float64(with[len(with)/2])/1e6, loadAvg())
+	b.ReportMetric(float64(with[len(with)/2])/1e6, "superseded-p50-ms")
 }

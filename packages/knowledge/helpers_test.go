@@ -161,7 +161,7 @@ type recordingEnqueuer = knowledgetest.Enqueuer
 func ptr[T any](v T) *T { return &v }
 
 // indexAll runs the lexical indexer until the queue is empty, as the worker does.
-func (b *bundle) indexAll(t *testing.T) {
+func (b *bundle) indexAll(t testing.TB) {
 	t.Helper()
 	if _, err := maint(b.ops).IndexAll(b.ctx); err != nil {
 		t.Fatal(err)
