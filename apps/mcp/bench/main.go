@@ -27,7 +27,8 @@
 //
 // -worker runs each server's own embeddings worker beside it while stores
 // are timed, as a fleet runs them (worker.go; -base-worker names the
-// base's).
+// base's). -base-index-versions gives a base from before migration 00049
+// the index its search statement uses (setup.go, indexAllVersions).
 // docs/benchmarks.md ("MCP end to end") has the method and the figures.
 package main
 
@@ -66,12 +67,16 @@ type options struct {
 	bin, base  string
 	worker     bool   // each target's worker runs while stores are timed (worker.go)
 	baseWorker string // the base's worker binary
-	keep       bool
-	reuse      string
-	template   string
-	ownerURL   string
-	redisURL   string
-	dir        string
+	// baseVersions: the base predates db/migrations/00049 (its search
+	// statement cannot use an index of heads only): its copy's space index
+	// holds every version, as that build's worker made it.
+	baseVersions bool
+	keep         bool
+	reuse        string
+	template     string
+	ownerURL     string
+	redisURL     string
+	dir          string
 }
 
 func parse(args []string) (*options, error) {
@@ -86,6 +91,7 @@ func parse(args []string) (*options, error) {
 	fs.StringVar(&o.base, "base", "", "another build of the server to compare with, calls alternating (client figures only)")
 	fs.BoolVar(&o.worker, "worker", false, "run each server's embeddings worker (apps/worker, this tree's built) beside it while stores are timed, as a fleet runs them; with -base, -base-worker too")
 	fs.StringVar(&o.baseWorker, "base-worker", "", "the worker of -base's build, for -worker")
+	fs.BoolVar(&o.baseVersions, "base-index-versions", false, "-base predates migration 00049: its database's HNSW index of the entries holds every version (as that build made it), not the heads only, which its search statement cannot use")
 	fs.BoolVar(&o.keep, "keep", false, "keep the databases and the work directory")
 	fs.StringVar(&o.reuse, "reuse", "", "search (and store on) a database a run kept, as it is, with this build alone")
 	fs.StringVar(&o.template, "template", "", "for the one size above -store-all: copy this template database a run kept (-keep) instead of storing and preparing the org anew (the timed part alone, for example on a machine gone quiet)")
@@ -113,6 +119,9 @@ func parse(args []string) (*options, error) {
 	}
 	if o.worker && o.base != "" && o.baseWorker == "" {
 		return nil, errors.New("-worker with -base needs -base-worker: the base's own worker")
+	}
+	if o.baseVersions && o.base == "" {
+		return nil, errors.New("-base-index-versions goes with -base")
 	}
 	if o.baseWorker != "" && (!o.worker || o.base == "") {
 		return nil, errors.New("-base-worker goes with -worker and -base")
@@ -405,6 +414,16 @@ func benchSize(ctx context.Context, o *options, targets []*target, size int) (ou
 			}
 		}
 		fmt.Printf("bench: %d copies of the template in %v; prepared in %v\n", len(targets), time.Since(t1).Round(time.Millisecond), time.Since(t0).Round(time.Second))
+	}
+	if o.baseVersions {
+		for _, t := range targets {
+			if t.name != "base" {
+				continue
+			}
+			if err := t.db.indexAllVersions(ctx); err != nil {
+				return nil, fmt.Errorf("base: %w", err)
+			}
+		}
 	}
 	first := "never-analyzed"
 	if o.worker && size <= o.storeAll {

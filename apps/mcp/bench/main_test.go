@@ -31,6 +31,16 @@ func TestParseWorkerFlags(t *testing.T) {
 	}
 }
 
+// TestParseBaseIndexVersions: -base-index-versions is of a base.
+func TestParseBaseIndexVersions(t *testing.T) {
+	if _, err := parse([]string{"-base-index-versions"}); err == nil || !strings.Contains(err.Error(), "goes with -base") {
+		t.Errorf("without -base: %v", err)
+	}
+	if o, err := parse([]string{"-base", "/b/mcp", "-base-index-versions"}); err != nil || !o.baseVersions {
+		t.Errorf("with -base: %v", err)
+	}
+}
+
 // TestEnvironWithout: a benchmarked process never inherits the harness's
 // database, Redis, exporter or the variables named, and keeps the rest.
 func TestEnvironWithout(t *testing.T) {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -431,6 +433,58 @@ WHERE c.oid = to_regclass(k.name)`, names, tuples, pages, allVisible)
 		return fmt.Errorf("restore the catalog's counters after the vector index build (needs a superuser OWNER_DATABASE_URL): %w", err)
 	}
 	return nil
+}
+
+// indexAllVersions gives d the HNSW index of the entries a build before
+// db/migrations/00049 made: the space's index over every version, not the
+// heads only. Such a build's search statement filters heads with
+// "(includeSuperseded OR head_id IS NULL)", which cannot prove an index of
+// heads only usable: against this build's index it would rank the org
+// without one, and a comparison would time that instead of the build. The
+// catalog's counters are kept as ready leaves them (restoreVectorIndexes).
+func (d *database) indexAllVersions(ctx context.Context) error {
+	rows, err := d.owner.Query(ctx, `SELECT indexname::text, indexdef FROM pg_indexes
+WHERE tablename = 'knowledge' AND indexname LIKE 'knowledge\_hnsw\_%' AND indexdef LIKE '% AND (head_id IS NULL))'`)
+	if err != nil {
+		return err
+	}
+	type index struct{ name, def string }
+	ixs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (index, error) {
+		var ix index
+		return ix, r.Scan(&ix.name, &ix.def)
+	})
+	if err != nil {
+		return err
+	}
+	if len(ixs) == 0 {
+		return errors.New("-base-index-versions: no HNSW index of heads only to replace")
+	}
+	names := slices.Clone(vectorTables)
+	for _, ix := range ixs {
+		names = append(names, ix.name)
+	}
+	kept, err := d.relCounters(ctx, names)
+	if err != nil {
+		return err
+	}
+	conn, err := d.owner.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "SET maintenance_work_mem = '2GB'"); err != nil {
+		return err
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), "RESET maintenance_work_mem")
+	for _, ix := range ixs {
+		if _, err := conn.Exec(ctx, "DROP INDEX "+pgx.Identifier{ix.name}.Sanitize()); err != nil {
+			return err
+		}
+		if _, err := conn.Exec(ctx, strings.Replace(ix.def, " AND (head_id IS NULL))", ")", 1)); err != nil {
+			return fmt.Errorf("%s over every version: %w", ix.name, err)
+		}
+	}
+	return d.restoreVectorIndexes(ctx, kept)
 }
 
 // upkeep runs the worker's upkeep pass (vacuum, analyze, the org's own

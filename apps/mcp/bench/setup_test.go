@@ -102,6 +102,25 @@ func TestReadyAsTheHandler(t *testing.T) {
 			t.Errorf("search %q: ready %v, handler %v", q.Query, ha, hb)
 		}
 	}
+
+	// -base-index-versions: b's index of the entries over every version,
+	// valid, the catalog's counters as they were; asked again, nothing of
+	// heads only is left to replace.
+	before := dump(t, b, catalog)
+	if err := b.indexAllVersions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defs := dump(t, b, `SELECT i.indexdef, x.indisvalid FROM pg_indexes i JOIN pg_index x ON x.indexrelid = to_regclass(i.indexname)
+		WHERE i.tablename = 'knowledge' AND i.indexname LIKE 'knowledge_hnsw%'`)
+	if len(defs) != 1 || strings.Contains(defs[0], "head_id") || !strings.HasSuffix(defs[0], "true]") {
+		t.Errorf("the index of every version: %v", defs)
+	}
+	if after := dump(t, b, catalog); !slices.Equal(before, after) {
+		t.Errorf("catalog counters changed:\nbefore: %v\nafter:  %v", before, after)
+	}
+	if err := b.indexAllVersions(ctx); err == nil || !strings.Contains(err.Error(), "no HNSW index of heads only") {
+		t.Errorf("asked again: %v", err)
+	}
 }
 
 // readyByHandler is what ready stands in for: the worker's handler, then
