@@ -168,6 +168,52 @@ WHERE s.docs >= @min_docs::bigint
   AND s.docs::float8 <= sqlc.arg(max_share)::float8 * (SELECT sum(t.docs) FROM knowledge_search_stats t)::float8
 ORDER BY s.docs DESC, s.org_id;
 
+-- name: PairsForVectorIndex :many
+-- The metadata pairs searched since @searched_since (epoch seconds) of the
+-- orgs of at least @min_docs entries, carried by at least @min_pair of
+-- their entries (every version counts: a count by the pairs' own index
+-- alone), with the org's size and the name of the pair's HNSW index in the
+-- space of @prefix (maintenance/upkeep.go chooses among them), the org's
+-- largest pairs first.
+SELECT p.org_id, p.pair, count(*)::bigint AS docs, s.docs AS org_docs,
+       knowledge_pair_index_name(@prefix::text, p.org_id, p.pair)::text AS name
+FROM knowledge_search_stats s
+CROSS JOIN LATERAL jsonb_each_text(s.searched_pairs) AS d (pair, at)
+JOIN knowledge_metadata_pairs p ON p.org_id = s.org_id AND p.pair = d.pair::bigint
+WHERE s.docs >= @min_docs::bigint AND d.at::bigint >= @searched_since::bigint
+GROUP BY p.org_id, p.pair, s.docs
+HAVING count(*) >= @min_pair::bigint
+ORDER BY p.org_id, count(*) DESC, p.pair;
+
+-- name: RecordPairSearch :exec
+-- A search of the org filtered by @metadata: its pairs searched now, kept
+-- with the others, the newest 64 (Upkeep gives the pairs searched lately an HNSW index:
+-- db/migrations/00050_pair_vector_indexes.sql). An org without statistics
+-- yet (nothing indexed) records nothing.
+UPDATE knowledge_search_stats s
+SET searched_pairs = (
+    SELECT coalesce(jsonb_object_agg(x.pair, x.at), '{}')
+    FROM (SELECT a.pair, max(a.at) AS at
+          FROM (SELECT e.key AS pair, e.value::bigint AS at FROM jsonb_each_text(s.searched_pairs) AS e
+                UNION ALL
+                SELECT k::text, extract(epoch FROM now())::bigint FROM unnest(knowledge_metadata_pair_keys(@metadata::jsonb)) AS k) a
+          GROUP BY a.pair
+          ORDER BY max(a.at) DESC, a.pair
+          LIMIT 64) x)
+WHERE s.org_id = @org_id;
+
+-- name: PairFilter :one
+-- The metadata pair @pair of the org as a one-pair object, the predicate
+-- of its index (knowledge_metadata_pair_filters), read from an entry that
+-- carries it.
+SELECT f.filter::text
+FROM knowledge_metadata_pairs p
+JOIN knowledge k ON k.org_id = p.org_id AND k.id = p.entry_id
+CROSS JOIN LATERAL knowledge_metadata_pair_filters(k.metadata) AS f (filter)
+WHERE p.org_id = @org_id AND p.pair = @pair::bigint
+  AND knowledge_metadata_pair_keys(f.filter) = ARRAY[@pair::bigint]
+LIMIT 1;
+
 -- name: TryLockVectorIndexBuild :one
 -- One per-org index build at a time across workers (session lock, held on
 -- the build's own connection).

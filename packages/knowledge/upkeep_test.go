@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/pgvector/pgvector-go"
@@ -194,5 +195,61 @@ func TestIndexAllVacuumsWhatABulkLoadChurned(t *testing.T) {
 		t.Fatalf("after a bulk load: want the postings, the queue and the pairs vacuumed once, got %+v", s)
 	} else if s.visible != s.pages {
 		t.Logf("after a bulk load: %d of %d postings pages all-visible", s.visible, s.pages)
+	}
+}
+
+// A large org's metadata pair that its searches filter by gets an HNSW
+// index of its own from Upkeep, on a single node and on a cluster (where
+// the org's worker answers whether it is there and walks it); the
+// filtered search answers the same hits with it as without it, and another
+// org's search by the same pair never sees the index's entries.
+func TestUpkeepBuildsAPairVectorIndexOfASearchedPair(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	fill := func(c knowledge.Caller, n int, word string) {
+		if _, err := b.pool.Exec(b.ctx, `
+			INSERT INTO knowledge (org_id, title, body, created_by_agent_id, metadata)
+			SELECT $1, $3 || ' note ' || i, 'observation ' || i || ' about ' || $3 || ' and more', $2,
+			       jsonb_build_object('team', 't' || (i % 5))
+			FROM generate_series(1, $4::int) i`, c.OrgID, c.AgentID, word, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fill(b.alice, 300, "alpha")
+	fill(b.eve, 300, "alpha")
+	b.embedPending(t)
+	b.indexAll(t)
+	in := knowledge.SearchInput{Query: "alpha observation 17", Mode: knowledge.ModeSemantic,
+		Filters: knowledge.Filters{Metadata: map[string]any{"team": "t1"}}}
+	want := b.search(t, b.bob, in)
+	theirs := b.search(t, b.eve, in)
+	if len(want.Hits) == 0 || len(theirs.Hits) == 0 {
+		t.Fatal("the filtered searches found nothing")
+	}
+	var name string
+	if err := b.pool.QueryRow(b.ctx, `SELECT knowledge_pair_index_name($1, $2, k) FROM unnest(knowledge_metadata_pair_keys('{"team": "t1"}')) k`,
+		knowledge.SpaceOf(embed.NewLocal()).PairIndexPrefix(), b.org).Scan(&name); err != nil {
+		t.Fatal(err)
+	}
+	ups := knowledge.NewMaintenance(b.ops, knowledge.MaintenanceConfig{OrgVectorIndexMinDocs: 150, PairVectorIndexMinDocs: 30})
+	var built []string
+	for deadline := time.Now().Add(10 * time.Second); !slices.Contains(built, name); {
+		rep, err := ups.UpkeepVectorIndexes(b.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		built = append(built, rep.Built...)
+		if len(rep.Built) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("built %v, not the searched pair's %s", built, name)
+			}
+			time.Sleep(20 * time.Millisecond) // the search's record is written after its answer
+		}
+	}
+	if got := b.search(t, b.bob, in); fmt.Sprint(ids(got.Hits)) != fmt.Sprint(ids(want.Hits)) {
+		t.Fatalf("answers differ with the pair's index: %v vs %v", ids(got.Hits), ids(want.Hits))
+	}
+	if got := b.search(t, b.eve, in); fmt.Sprint(ids(got.Hits)) != fmt.Sprint(ids(theirs.Hits)) {
+		t.Fatalf("another org's answers differ with org A's pair index: %v vs %v", ids(got.Hits), ids(theirs.Hits))
 	}
 }

@@ -79,6 +79,10 @@ type Config struct {
 	// own HNSW index (upkeep.go). Default: OrgVectorIndexMinDocs; tests
 	// lower it for small orgs.
 	OrgVectorIndexMinDocs int
+	// PairVectorIndexMinDocs is how many entries of an org a metadata pair
+	// needs for Upkeep to give it an HNSW index (upkeep.go). Default:
+	// PairVectorIndexMinDocs; tests lower it.
+	PairVectorIndexMinDocs int
 }
 
 // DefaultVectorIndexMemory is Config.VectorIndexMemory's default: room for
@@ -104,6 +108,9 @@ func New(d *data.DB, o Options) *Maintenance {
 	}
 	if o.OrgVectorIndexMinDocs <= 0 {
 		o.OrgVectorIndexMinDocs = OrgVectorIndexMinDocs
+	}
+	if o.PairVectorIndexMinDocs <= 0 {
+		o.PairVectorIndexMinDocs = PairVectorIndexMinDocs
 	}
 	return &Maintenance{data: d, q: d.Q(), cluster: cluster.New(d), emb: o.Embedder,
 		tsc: cmp.Or(o.TextSearchConfig, domain.DefaultTextSearchConfig), now: o.Now, log: o.Logger,

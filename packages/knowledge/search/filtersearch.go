@@ -153,6 +153,7 @@ func (s *Searcher) searchMatches(ctx context.Context, org uuid.UUID, a *domain.S
 		key := commonKey{org: org, bound: bound, filter: "m" + string(f.Metadata)}
 		common, known := s.common.verdict(key)
 		if !known {
+			s.recordPairSearch(ctx, org, f.Metadata)
 			ids, err := s.q.MetadataMatches(ctx, sqlc.MetadataMatchesParams{OrgID: org, Metadata: f.Metadata, Max: int32(bound + 1)})
 			if err != nil {
 				return data.MapErr(err, "")
@@ -173,3 +174,30 @@ func (s *Searcher) searchMatches(ctx context.Context, org uuid.UUID, a *domain.S
 	a.Within, err = s.filterMatches(ctx, org, f, a.DocumentID, bound, false)
 	return err
 }
+
+// recordPairSearch records that org searched the metadata filter's pairs,
+// once per commonTTL a server and filter (when searchMatches learns the
+// filter's verdict), after the search and without its caller waiting:
+// Upkeep gives the pairs an org searched lately an HNSW index of their own
+// (maintenance/upkeep.go). At most pairRecordsInFlight at once, each
+// within pairRecordTimeout; a record skipped or lost (the database slow or
+// away) only delays an index.
+func (s *Searcher) recordPairSearch(ctx context.Context, org uuid.UUID, metadata []byte) {
+	if s.pairRecords.Add(1) > pairRecordsInFlight {
+		s.pairRecords.Add(-1)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pairRecordTimeout)
+	go func() {
+		defer s.pairRecords.Add(-1)
+		defer cancel()
+		if err := s.q.RecordPairSearch(ctx, sqlc.RecordPairSearchParams{OrgID: org, Metadata: metadata}); err != nil {
+			s.opts.Logger.Debug("search: recording a filter's pairs", "org", org, "err", err)
+		}
+	}()
+}
+
+const (
+	pairRecordsInFlight = 16
+	pairRecordTimeout   = 2 * time.Second
+)

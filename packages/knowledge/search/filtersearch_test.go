@@ -5,8 +5,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
@@ -273,5 +275,48 @@ func TestFilteredSearchRanksChunks(t *testing.T) {
 				t.Fatalf("%q (service %d): vector list\n got %v\nwant %v", q, i, got.Vector, want)
 			}
 		}
+	}
+}
+
+// A filtered search records, after its answer, the pairs its org searched
+// (knowledge_search_stats.searched_pairs: what Upkeep gives an HNSW index
+// of its own), as the pairs' keys with the time; another org's record is
+// untouched; a number is the pair of any of its spellings.
+func TestAFilteredSearchRecordsItsPairs(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	filterSearchCorpus(t, b, b.alice)
+	filterSearchCorpus(t, b, b.eve)
+	b.indexAll(t)
+	b.search(t, b.alice, knowledge.SearchInput{Query: "billing outage", Mode: knowledge.ModeLexical,
+		Filters: knowledge.Filters{Metadata: map[string]any{"team": "t1", "n": 42.0}}})
+	recorded := func(org uuid.UUID) []string {
+		t.Helper()
+		rows, err := b.pool.Query(b.ctx, `SELECT k FROM knowledge_search_stats s, jsonb_object_keys(s.searched_pairs) k
+			WHERE s.org_id = $1 AND (s.searched_pairs ->> k)::bigint BETWEEN extract(epoch FROM now())::bigint - 60 AND extract(epoch FROM now())::bigint ORDER BY k`, org)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return keys
+	}
+	rows, err := b.pool.Query(b.ctx, `SELECT k::text FROM unnest(knowledge_metadata_pair_keys('{"team": "t1", "n": 42}')) k ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(want) != 2 {
+		t.Fatalf("pair keys %v: %v", want, err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !slices.Equal(recorded(b.alice.OrgID), want); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("recorded %v, want the filter's pairs %v", recorded(b.alice.OrgID), want)
+		}
+	}
+	if got := recorded(b.eve.OrgID); len(got) != 0 {
+		t.Fatalf("another org's record holds %v", got)
 	}
 }

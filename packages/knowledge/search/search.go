@@ -439,6 +439,7 @@ func (s *Searcher) candidateArgs(c domain.Caller, a *domain.SearchArgs, depth in
 	return pgx.NamedArgs{
 		"vector_index":       sp.IndexName(),
 		"org_vector_index":   sp.OrgIndexName(c.OrgID),
+		"pair_index_prefix":  sp.PairIndexPrefix(),
 		"lists":              lists,
 		"org_id":             c.OrgID,
 		"default_config":     s.opts.TextSearchConfig,

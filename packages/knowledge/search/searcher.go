@@ -3,6 +3,7 @@ package search
 import (
 	"cmp"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -36,6 +37,8 @@ type Searcher struct {
 	qvec      *queryVectors  // query vector cache (queryvec.go)
 	listKeys  listKeyCache   // list cursor key (browse.go)
 	common    commonFilters  // filters found common lately (filtersearch.go)
+
+	pairRecords atomic.Int64 // recordPairSearch's in flight (filtersearch.go)
 }
 
 // Options are what a Searcher is made with besides its database: its

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -309,4 +310,165 @@ func sameEntries(got, exact []uuid.UUID) bool {
 		}
 	}
 	return true
+}
+
+// A large org's metadata pair its searches filter by, carried by enough of
+// its entries and by at most a quarter of them, gets an HNSW index of its
+// own from Upkeep (at most eight an org, its largest pairs first; none for
+// a pair nobody searched): a search filtered by the
+// pair walks that index instead of the space's, whether the statement
+// reads the filter's few matches itself or tests a common filter while it
+// walks, alone or with another pair, and answers the exact scan's entries.
+// A pair without one is ranked by its matches as before; an index whose
+// pair is gone is dropped.
+func TestVectorStatementWalksAPairsIndex(t *testing.T) {
+	t.Parallel()
+	testenv.SkipOnCluster(t, "reads the vector function's plan through the session's auto_explain; on a cluster the function runs on the org's worker")
+	emb := widthEmbedder{"pair-model", 384}
+	b := setup(t, func(o *knowledge.Options) { o.Embedder = emb })
+	ctx, s, sp, org := b.ctx, search.New(data.New(b.pool), search.Options{Embedder: emb}), knowledge.SpaceOf(emb), b.alice.OrgID
+	fillSpaces(t, b, emb, 400)
+	// team: ten values on 40 entries each; env: two on 200 (too common for
+	// an index of their own); shard: twenty on 20 (too few).
+	if _, err := b.pool.Exec(ctx, `
+		UPDATE knowledge k SET metadata = jsonb_build_object('team', 't' || (x.n % 10), 'env', CASE WHEN x.n % 2 = 0 THEN 'prod' ELSE 'dev' END, 'shard', x.n % 20)
+		FROM (SELECT id, row_number() OVER (ORDER BY id) AS n FROM knowledge
+		      WHERE org_id = $1 AND embedding_model = $2 AND vector_dims(embedding) = $3) x
+		WHERE k.id = x.id`, org, emb.model, emb.dims); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.pool.Exec(ctx, `INSERT INTO knowledge_search_stats (org_id, config, docs, len_b, len_t) VALUES ($1, 'english', 440, 2200, 1320)`, org); err != nil {
+		t.Fatal(err)
+	}
+	// The org's searches filter by nine of the ten teams (each recorded
+	// after its search, without the caller waiting).
+	for i := range 9 {
+		b.search(t, b.alice, knowledge.SearchInput{Query: "note", Mode: knowledge.ModeLexical,
+			Filters: knowledge.Filters{Metadata: map[string]any{"team": fmt.Sprintf("t%d", i)}}})
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		n := b.count(t, `SELECT count(*) FROM knowledge_search_stats s, jsonb_each(s.searched_pairs) WHERE s.org_id = $1`, org)
+		if n == 9 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of the nine teams' searches recorded", n)
+		}
+	}
+	m := knowledge.NewMaintenance(b.ops, knowledge.MaintenanceConfig{OrgVectorIndexMinDocs: 150, PairVectorIndexMinDocs: 30})
+	var built []string
+	for range 12 {
+		rep, err := m.UpkeepVectorIndexes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Built) == 0 {
+			break
+		}
+		built = append(built, rep.Built...)
+	}
+	pairIndex := func(pair string) string {
+		t.Helper()
+		var name string
+		if err := b.pool.QueryRow(ctx, `SELECT knowledge_pair_index_name($1, $2, k) FROM unnest(knowledge_metadata_pair_keys($3::jsonb)) k`,
+			sp.PairIndexPrefix(), org, pair).Scan(&name); err != nil {
+			t.Fatal(err)
+		}
+		return name
+	}
+	var with, without []string // teams with an index of their own, without
+	for i := range 10 {
+		team := fmt.Sprintf("t%d", i)
+		if slices.Contains(built, pairIndex(`{"team": "`+team+`"}`)) {
+			with = append(with, team)
+		} else {
+			without = append(without, team)
+		}
+	}
+	if len(built) != 2+8 || len(with) != 8 || !slices.Equal(built[:2], []string{sp.IndexName(), sp.ChunkIndexName()}) || slices.Contains(with, "t9") {
+		t.Fatalf("built %v: want the space's two indexes, then eight of the nine searched teams' (%v)", built, with)
+	}
+	var def string
+	if err := b.pool.QueryRow(ctx, "SELECT indexdef FROM pg_indexes WHERE indexname = $1", pairIndex(`{"team": "`+with[0]+`"}`)).Scan(&def); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(def, org.String()) || !strings.Contains(def, `"team": "`+with[0]+`"`) || !strings.Contains(def, "head_id IS NULL") ||
+		!strings.Contains(def, "l2_normalize") || !strings.Contains(def, "vector_ip_ops") {
+		t.Fatalf("the pair's index is not of the org's heads carrying it, normalized, by inner product: %s", def)
+	}
+
+	var q pgvector.Vector
+	if err := b.pool.QueryRow(ctx, `SELECT embedding FROM knowledge_chunks WHERE org_id = $1 AND vector_dims(embedding) = $2 LIMIT 1`, org, emb.dims).Scan(&q); err != nil {
+		t.Fatal(err)
+	}
+	exact := func(meta string) []uuid.UUID {
+		t.Helper()
+		rows, err := b.pool.Query(ctx, "SELECT id FROM knowledge_vector_exact($1, $2, $3, '{}', false, false, 40, NULL, NULL, NULL, $4::jsonb)", org, q, emb.model, meta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	conn, notices := testenv.ExplainConn(t, b.pool, "SET auto_explain.log_analyze = on", "SET auto_explain.log_timing = off",
+		"SET auto_explain.log_nested_statements = on")
+	run := func(meta map[string]any, matchMax int) ([]uuid.UUID, string) {
+		t.Helper()
+		*notices = nil
+		ids, err := s.RunFilteredVectorStatement(ctx, conn, knowledge.Caller{OrgID: org}, q, 200, 440, false, meta, matchMax)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids, strings.Join(*notices, "\n")
+	}
+	ran := func(plan, what string) bool {
+		for _, line := range strings.Split(plan, "\n") {
+			if strings.Contains(line, what) && !strings.Contains(line, "never executed") {
+				return true
+			}
+		}
+		return false
+	}
+	for _, c := range []struct {
+		what     string
+		meta     map[string]any
+		json     string
+		matchMax int
+		index    string // the pair index walked; "": none
+	}{
+		{"a pair with an index, its matches few", map[string]any{"team": with[0]}, `{"team": "` + with[0] + `"}`, 100, pairIndex(`{"team": "` + with[0] + `"}`)},
+		{"a pair with an index, common", map[string]any{"team": with[1]}, `{"team": "` + with[1] + `"}`, 0, pairIndex(`{"team": "` + with[1] + `"}`)},
+		{"a pair with an index and another pair", map[string]any{"team": with[2], "env": "prod"}, `{"team": "` + with[2] + `", "env": "prod"}`, 0, pairIndex(`{"team": "` + with[2] + `"}`)},
+		{"a pair without one, its matches few", map[string]any{"team": without[0]}, `{"team": "` + without[0] + `"}`, 100, ""},
+	} {
+		want := exact(c.json)
+		if len(want) == 0 {
+			t.Fatalf("%s: the exact scan found nothing", c.what)
+		}
+		got, plan := run(c.meta, c.matchMax)
+		if !sameEntries(got, want) {
+			t.Fatalf("%s answered\n%v\nthe exact scan\n%v\n%s", c.what, got, want, plan)
+		}
+		if c.index != "" && (!ran(plan, "Index Scan using "+c.index) || ran(plan, "Index Scan using "+sp.IndexName()+" ")) {
+			t.Fatalf("%s did not walk the pair's index %s alone:\n%s", c.what, c.index, plan)
+		}
+		if c.index == "" && (ran(plan, "Function Scan on knowledge_vector_hnsw") || ran(plan, "Index Scan using "+sp.PairIndexPrefix())) {
+			t.Fatalf("%s walked an index:\n%s", c.what, plan)
+		}
+	}
+
+	// The pair gone from the org's entries: its index is dropped.
+	if _, err := b.pool.Exec(ctx, `UPDATE knowledge SET metadata = metadata || '{"team": "gone"}' WHERE org_id = $1 AND metadata->>'team' = $2`, org, with[0]); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := m.UpkeepVectorIndexes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gone := pairIndex(`{"team": "` + with[0] + `"}`); !slices.Contains(rep.Dropped, gone) || b.count(t, "SELECT count(*) FROM pg_indexes WHERE indexname = $1", gone) != 0 {
+		t.Fatalf("the index of a pair no entry carries was not dropped: %+v", rep)
+	}
 }

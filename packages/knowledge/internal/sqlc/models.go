@@ -228,12 +228,13 @@ type KnowledgeRelationType struct {
 }
 
 type KnowledgeSearchStat struct {
-	OrgID     uuid.UUID
-	Config    interface{}
-	Docs      int64
-	LenB      int64
-	LenT      int64
-	UpdatedAt time.Time
+	OrgID         uuid.UUID
+	Config        interface{}
+	Docs          int64
+	LenB          int64
+	LenT          int64
+	UpdatedAt     time.Time
+	SearchedPairs []byte
 }
 
 type KnowledgeSecret struct {

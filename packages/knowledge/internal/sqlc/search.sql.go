@@ -120,6 +120,95 @@ func (q *Queries) OrgsWithQueuedEntries(ctx context.Context, max int32) ([]uuid.
 	return items, nil
 }
 
+const pairFilter = `-- name: PairFilter :one
+SELECT f.filter::text
+FROM knowledge_metadata_pairs p
+JOIN knowledge k ON k.org_id = p.org_id AND k.id = p.entry_id
+CROSS JOIN LATERAL knowledge_metadata_pair_filters(k.metadata) AS f (filter)
+WHERE p.org_id = $1 AND p.pair = $2::bigint
+  AND knowledge_metadata_pair_keys(f.filter) = ARRAY[$2::bigint]
+LIMIT 1
+`
+
+type PairFilterParams struct {
+	OrgID uuid.UUID
+	Pair  int64
+}
+
+// The metadata pair @pair of the org as a one-pair object, the predicate
+// of its index (knowledge_metadata_pair_filters), read from an entry that
+// carries it.
+func (q *Queries) PairFilter(ctx context.Context, arg PairFilterParams) (string, error) {
+	row := q.db.QueryRow(ctx, pairFilter, arg.OrgID, arg.Pair)
+	var f_filter string
+	err := row.Scan(&f_filter)
+	return f_filter, err
+}
+
+const pairsForVectorIndex = `-- name: PairsForVectorIndex :many
+SELECT p.org_id, p.pair, count(*)::bigint AS docs, s.docs AS org_docs,
+       knowledge_pair_index_name($1::text, p.org_id, p.pair)::text AS name
+FROM knowledge_search_stats s
+CROSS JOIN LATERAL jsonb_each_text(s.searched_pairs) AS d (pair, at)
+JOIN knowledge_metadata_pairs p ON p.org_id = s.org_id AND p.pair = d.pair::bigint
+WHERE s.docs >= $2::bigint AND d.at::bigint >= $3::bigint
+GROUP BY p.org_id, p.pair, s.docs
+HAVING count(*) >= $4::bigint
+ORDER BY p.org_id, count(*) DESC, p.pair
+`
+
+type PairsForVectorIndexParams struct {
+	Prefix        string
+	MinDocs       int64
+	SearchedSince int64
+	MinPair       int64
+}
+
+type PairsForVectorIndexRow struct {
+	OrgID   uuid.UUID
+	Pair    int64
+	Docs    int64
+	OrgDocs int64
+	Name    string
+}
+
+// The metadata pairs searched since @searched_since (epoch seconds) of the
+// orgs of at least @min_docs entries, carried by at least @min_pair of
+// their entries (every version counts: a count by the pairs' own index
+// alone), with the org's size and the name of the pair's HNSW index in the
+// space of @prefix (maintenance/upkeep.go chooses among them), the org's
+// largest pairs first.
+func (q *Queries) PairsForVectorIndex(ctx context.Context, arg PairsForVectorIndexParams) ([]PairsForVectorIndexRow, error) {
+	rows, err := q.db.Query(ctx, pairsForVectorIndex,
+		arg.Prefix,
+		arg.MinDocs,
+		arg.SearchedSince,
+		arg.MinPair,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []PairsForVectorIndexRow
+	for rows.Next() {
+		var i PairsForVectorIndexRow
+		if err := rows.Scan(
+			&i.OrgID,
+			&i.Pair,
+			&i.Docs,
+			&i.OrgDocs,
+			&i.Name,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const queueOrgEntries = `-- name: QueueOrgEntries :execrows
 INSERT INTO knowledge_index_queue (org_id, entry_id)
 SELECT k.org_id, k.id FROM knowledge k WHERE k.org_id = $1
@@ -132,6 +221,34 @@ func (q *Queries) QueueOrgEntries(ctx context.Context, orgID uuid.UUID) (int64, 
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const recordPairSearch = `-- name: RecordPairSearch :exec
+UPDATE knowledge_search_stats s
+SET searched_pairs = (
+    SELECT coalesce(jsonb_object_agg(x.pair, x.at), '{}')
+    FROM (SELECT a.pair, max(a.at) AS at
+          FROM (SELECT e.key AS pair, e.value::bigint AS at FROM jsonb_each_text(s.searched_pairs) AS e
+                UNION ALL
+                SELECT k::text, extract(epoch FROM now())::bigint FROM unnest(knowledge_metadata_pair_keys($1::jsonb)) AS k) a
+          GROUP BY a.pair
+          ORDER BY max(a.at) DESC, a.pair
+          LIMIT 64) x)
+WHERE s.org_id = $2
+`
+
+type RecordPairSearchParams struct {
+	Metadata []byte
+	OrgID    uuid.UUID
+}
+
+// A search of the org filtered by @metadata: its pairs searched now, kept
+// with the others, the newest 64 (Upkeep gives the pairs searched lately an HNSW index:
+// db/migrations/00050_pair_vector_indexes.sql). An org without statistics
+// yet (nothing indexed) records nothing.
+func (q *Queries) RecordPairSearch(ctx context.Context, arg RecordPairSearchParams) error {
+	_, err := q.db.Exec(ctx, recordPairSearch, arg.Metadata, arg.OrgID)
+	return err
 }
 
 const resetSearchIndex = `-- name: ResetSearchIndex :exec

@@ -84,6 +84,39 @@ func OrgIndexPrefix(org uuid.UUID) string {
 	return OrgIndexesPrefix + strings.ReplaceAll(org.String(), "-", "") + "_"
 }
 
+// PairIndexesPrefix begins the name of every HNSW index of an org's
+// metadata pair (knowledge's maintenance/upkeep.go); PairIndexPrefix, of
+// the space's. A pair's index is named
+// knowledge_pair_index_name(PairIndexPrefix, org, pair), a hash of the org
+// and the pair (db/migrations/00050_pair_vector_indexes.sql): the name has
+// room for neither in full.
+const PairIndexesPrefix = "knowledge_hnsw_p_"
+
+// PairIndexPrefix begins the names of the space's pairs' HNSW indexes.
+func (v Space) PairIndexPrefix() string { return PairIndexesPrefix + v.hash()[:8] + "_" }
+
+// PairIndexDDL is the CREATE INDEX of org's index of the heads of the space
+// that carry the metadata pair filter (a one-pair JSON object, as
+// knowledge_metadata_pair_filters writes it: the predicate must equal the
+// clause knowledge_vector_hnsw writes for the pair, or no plan can use it).
+//
+// It indexes the vectors normalized, by inner product, an order the same
+// as the cosine's: an expression and an operator no other index has, so
+// that the statement walking a pair's index (knowledge_vector_hnsw with
+// p_pairs) can be planned with no other. On the cosine of the cast, as
+// the space's and the org's indexes are, the planner would choose among
+// the three by costs that, on a table never analyzed, tie: it chose the
+// space's index in a test.
+func (v Space) PairIndexDDL(name string, org uuid.UUID, filter string) string {
+	typ, _ := v.Cast()
+	opclass := "vector_ip_ops"
+	if v.Dims >= halfvecFrom {
+		opclass = "halfvec_ip_ops"
+	}
+	return fmt.Sprintf("CREATE INDEX CONCURRENTLY IF NOT EXISTS %s ON knowledge USING hnsw ((l2_normalize(embedding::%s)::%s) %s) WHERE %s AND metadata @> %s::jsonb",
+		pgx.Identifier{name}.Sanitize(), typ, typ, opclass, v.where("knowledge", &org), QuoteLiteral(filter))
+}
+
 // Cast is the type the space's index is on; knowledge_vector_hnsw writes
 // the same (db/migrations/00008_embedding_width.sql).
 func (v Space) Cast() (typ, opclass string) {
@@ -105,6 +138,13 @@ func (v Space) IndexDDL(name string, org *uuid.UUID) string {
 // TableIndexDDL is IndexDDL on knowledge or knowledge_chunks (same columns).
 func (v Space) TableIndexDDL(table, name string, org *uuid.UUID) string {
 	typ, opclass := v.Cast()
+	return fmt.Sprintf("CREATE INDEX CONCURRENTLY IF NOT EXISTS %s ON %s USING hnsw ((embedding::%s) %s) WHERE %s",
+		pgx.Identifier{name}.Sanitize(), table, typ, opclass, v.where(table, org))
+}
+
+// where is the predicate of an index of the space on table (of one org's
+// rows if org is not nil).
+func (v Space) where(table string, org *uuid.UUID) string {
 	where := fmt.Sprintf("embedding_model = %s AND vector_dims(embedding) = %d", QuoteLiteral(v.Model), v.Dims)
 	if table == "knowledge" {
 		// Heads only: see the package comment.
@@ -113,8 +153,7 @@ func (v Space) TableIndexDDL(table, name string, org *uuid.UUID) string {
 	if org != nil {
 		where = fmt.Sprintf("org_id = '%s'::uuid AND ", *org) + where
 	}
-	return fmt.Sprintf("CREATE INDEX CONCURRENTLY IF NOT EXISTS %s ON %s USING hnsw ((embedding::%s) %s) WHERE %s",
-		pgx.Identifier{name}.Sanitize(), table, typ, opclass, where)
+	return where
 }
 
 // QuoteLiteral is s as an SQL string literal (standard_conforming_strings).

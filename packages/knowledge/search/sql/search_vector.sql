@@ -26,8 +26,10 @@
 --          each entry of the set is read by its primary key and ranked by
 --          its best vector exactly, as the exact plan ranks the org.
 --   org:   the org has a valid HNSW index of its own (Upkeep's, for large
---          orgs). Its predicate names the org, so only a plan made for the
---          org's id can use it: knowledge_vector_hnsw, planned per call.
+--          orgs), or one of its metadata filter's pairs has (pidx). Its
+--          predicate names the org (and the pair), so only a plan made for
+--          the org's id (and the pair) can use it: knowledge_vector_hnsw,
+--          planned per call.
 --   space: the org is a large share of the table: the space's HNSW index,
 --          filtered by org while it walks, here with a plan made once.
 --   exact: otherwise, every vector of the org (knowledge_vector_exact).
@@ -38,6 +40,16 @@
 WITH mpairs AS MATERIALIZED (
     SELECT unnest(knowledge_metadata_pair_keys(@metadata::jsonb)) AS pair
 ),
+-- Whether one of a metadata filter's pairs has an HNSW index of the org's
+-- (Upkeep's, for a large org's pairs: db/migrations/00050): its graph holds
+-- only what the filter passes, so it is walked (the org plan, whose
+-- function, told so, names each pair as its index's predicate does and
+-- orders as only a pair's index can) instead of the matches being read and
+-- ranked by key.
+pidx AS MATERIALIZED (
+    SELECT @metadata::jsonb IS NOT NULL AND NOT @by_ids::bool
+           AND knowledge_pair_index_ready(@pair_index_prefix::text, @org_id, @metadata::jsonb) AS ready
+),
 -- A metadata filter's matches, as sql/search_candidates.sql reads them
 -- (mread, mpick, mset: the same CTEs, explained there).
 mread AS MATERIALIZED (
@@ -46,7 +58,7 @@ mread AS MATERIALIZED (
     CROSS JOIN LATERAL (SELECT m.entry_id FROM knowledge_metadata_pairs m
                         WHERE m.org_id = @org_id AND m.pair = p.pair
                         LIMIT @match_max::int + 1) m
-    WHERE @match_max::int > 0
+    WHERE @match_max::int > 0 AND NOT (SELECT ready FROM pidx)
 ),
 mpick AS MATERIALIZED (
     SELECT r.pair FROM mread r GROUP BY r.pair HAVING count(*) <= @match_max::int ORDER BY count(*), r.pair LIMIT 1
@@ -68,7 +80,9 @@ within AS MATERIALIZED (
 ),
 st AS MATERIALIZED (
     SELECT CASE
-               WHEN @by_ids::bool OR EXISTS (SELECT 1 FROM mpick) THEN 'ids'
+               WHEN @by_ids::bool THEN 'ids'
+               WHEN (SELECT ready FROM pidx) THEN 'org'
+               WHEN EXISTS (SELECT 1 FROM mpick) THEN 'ids'
                WHEN coalesce(s.docs, 0) < @hnsw_min_docs::bigint THEN 'exact'
                -- (knowledge_index_ready, migration 00028: answered where the
                -- statement runs, the org's worker on a cluster.)
@@ -193,7 +207,8 @@ vec AS MATERIALIZED (
         SELECT v.id, v.dist
         FROM knowledge_vector_hnsw(@org_id, @query_vec::vector, @model::text, @tags::text[],
                                    @wide_superseded::bool, @wide_expired::bool, @wide_n::int,
-                                   @kind::text, @source::text, @source_prefix::text, @metadata::jsonb) AS v (id, dist)
+                                   @kind::text, @source::text, @source_prefix::text, @metadata::jsonb,
+                                   (SELECT ready FROM pidx)) AS v (id, dist)
         WHERE (SELECT plan FROM st) = 'org'
         UNION ALL
         SELECT space.id, space.dist FROM space
