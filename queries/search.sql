@@ -202,6 +202,15 @@ SET searched_pairs = (
           LIMIT 64) x)
 WHERE s.org_id = @org_id;
 
+-- name: OrgPairIndexNames :many
+-- The names of the HNSW indexes the org's searched pairs would have in the
+-- space of @prefix (built or not: maintenance/language.go looks them up).
+SELECT d.pair::bigint AS pair, knowledge_pair_index_name(@prefix::text, s.org_id, d.pair::bigint)::text AS name
+FROM knowledge_search_stats s
+CROSS JOIN LATERAL jsonb_object_keys(s.searched_pairs) AS d (pair)
+WHERE s.org_id = @org_id
+ORDER BY 2;
+
 -- name: PairFilter :one
 -- The metadata pair @pair of the org as a one-pair object, the predicate
 -- of its index (knowledge_metadata_pair_filters), read from an entry that

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 )
@@ -34,7 +35,7 @@ func printSearchStatus(w io.Writer, st *knowledge.SearchIndexStatus) {
 		cfg = "(none yet: the deployment's on first index)"
 	}
 	fmt.Fprintf(w, "language %s, %d entries indexed, %d queued\n", cfg, st.Indexed, st.Queued)
-	if len(st.VectorIndexes) == 0 {
+	if !slices.ContainsFunc(st.VectorIndexes, func(ix knowledge.VectorIndexState) bool { return ix.Pair == "" }) {
 		fmt.Fprintf(w, "vector index of its own: none (Upkeep builds one for an org of %d entries or more that is at most half of the table; until then its vector list uses the shared index or scans its vectors)\n",
 			knowledge.OrgVectorIndexMinDocs)
 	}
@@ -42,6 +43,10 @@ func printSearchStatus(w io.Writer, st *knowledge.SearchIndexStatus) {
 		state := "valid"
 		if !ix.Valid {
 			state = "not valid yet: being built, or a failed build that Upkeep drops and builds again"
+		}
+		if ix.Pair != "" {
+			fmt.Fprintf(w, "vector index of its metadata pair %s: %s (%s)\n", ix.Pair, ix.Name, state)
+			continue
 		}
 		fmt.Fprintf(w, "vector index of its own: %s (%s)\n", ix.Name, state)
 	}

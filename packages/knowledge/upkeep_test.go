@@ -246,6 +246,17 @@ func TestUpkeepBuildsAPairVectorIndexOfASearchedPair(t *testing.T) {
 			time.Sleep(20 * time.Millisecond) // the search's record is written after its answer
 		}
 	}
+	// The org's status shows it, with its pair; another org's does not.
+	st, err := b.ops.Operations().SearchIndexStatus(b.ctx, b.org)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(st.VectorIndexes, knowledge.VectorIndexState{Name: name, Valid: true, Pair: `{"team": "t1"}`}) {
+		t.Fatalf("the org's status does not show its pair's index %s: %+v", name, st.VectorIndexes)
+	}
+	if st, err := b.ops.Operations().SearchIndexStatus(b.ctx, b.other); err != nil || slices.ContainsFunc(st.VectorIndexes, func(ix knowledge.VectorIndexState) bool { return ix.Name == name }) {
+		t.Fatalf("another org's status: %+v %v", st, err)
+	}
 	if got := b.search(t, b.bob, in); fmt.Sprint(ids(got.Hits)) != fmt.Sprint(ids(want.Hits)) {
 		t.Fatalf("answers differ with the pair's index: %v vs %v", ids(got.Hits), ids(want.Hits))
 	}

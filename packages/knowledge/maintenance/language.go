@@ -2,6 +2,7 @@ package maintenance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -58,6 +59,31 @@ func (m *Maintenance) SearchIndexStatus(ctx context.Context, org uuid.UUID) (_ *
 		VectorIndexes: []domain.VectorIndexState{}}
 	for _, ix := range ixs {
 		st.VectorIndexes = append(st.VectorIndexes, domain.VectorIndexState{Name: ix.Name, Valid: ix.Valid})
+	}
+	// Its pairs' (upkeep.go), known by the names its searched pairs give.
+	sp := vecspace.Of(m.emb)
+	names, err := m.q.OrgPairIndexNames(ctx, sqlc.OrgPairIndexNamesParams{OrgID: org, Prefix: sp.PairIndexPrefix()})
+	if err != nil {
+		return nil, data.MapErr(err, "")
+	}
+	have, err := m.q.IndexesNamed(ctx, sp.PairIndexPrefix())
+	if err != nil {
+		return nil, data.MapErr(err, "")
+	}
+	valid := map[string]bool{}
+	for _, ix := range have {
+		valid[ix.Name] = ix.Valid
+	}
+	for _, n := range names {
+		v, ok := valid[n.Name]
+		if !ok {
+			continue
+		}
+		pair, err := m.q.PairFilter(ctx, sqlc.PairFilterParams{OrgID: org, Pair: n.Pair})
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return nil, data.MapErr(err, "")
+		}
+		st.VectorIndexes = append(st.VectorIndexes, domain.VectorIndexState{Name: n.Name, Valid: v, Pair: pair})
 	}
 	return st, nil
 }

@@ -54,6 +54,46 @@ func (q *Queries) LockSearchStats(ctx context.Context, arg LockSearchStatsParams
 	return docs, err
 }
 
+const orgPairIndexNames = `-- name: OrgPairIndexNames :many
+SELECT d.pair::bigint AS pair, knowledge_pair_index_name($1::text, s.org_id, d.pair::bigint)::text AS name
+FROM knowledge_search_stats s
+CROSS JOIN LATERAL jsonb_object_keys(s.searched_pairs) AS d (pair)
+WHERE s.org_id = $2
+ORDER BY 2
+`
+
+type OrgPairIndexNamesParams struct {
+	Prefix string
+	OrgID  uuid.UUID
+}
+
+type OrgPairIndexNamesRow struct {
+	Pair int64
+	Name string
+}
+
+// The names of the HNSW indexes the org's searched pairs would have in the
+// space of @prefix (built or not: maintenance/language.go looks them up).
+func (q *Queries) OrgPairIndexNames(ctx context.Context, arg OrgPairIndexNamesParams) ([]OrgPairIndexNamesRow, error) {
+	rows, err := q.db.Query(ctx, orgPairIndexNames, arg.Prefix, arg.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []OrgPairIndexNamesRow
+	for rows.Next() {
+		var i OrgPairIndexNamesRow
+		if err := rows.Scan(&i.Pair, &i.Name); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const orgsForVectorIndex = `-- name: OrgsForVectorIndex :many
 SELECT s.org_id, s.docs
 FROM knowledge_search_stats s
