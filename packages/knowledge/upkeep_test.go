@@ -257,8 +257,29 @@ func TestUpkeepBuildsAPairVectorIndexOfASearchedPair(t *testing.T) {
 	if st, err := b.ops.Operations().SearchIndexStatus(b.ctx, b.other); err != nil || slices.ContainsFunc(st.VectorIndexes, func(ix knowledge.VectorIndexState) bool { return ix.Name == name }) {
 		t.Fatalf("another org's status: %+v %v", st, err)
 	}
+	walks := func() int {
+		t.Helper()
+		return b.count(t, `SELECT coalesce(sum(idx_scan), 0) FROM pg_stat_user_indexes WHERE indexrelname LIKE $1 || '%'`, name)
+	}
+	if testenv.IsCluster() {
+		// The statement runs on the org's worker, which walks its shard's
+		// copy of the index (Citus names it with the shard's id).
+		walks = func() int {
+			t.Helper()
+			return b.count(t, `SELECT coalesce(sum(result::bigint), 0) FROM run_command_on_workers(format(
+				'SELECT coalesce(sum(idx_scan), 0) FROM pg_stat_user_indexes WHERE indexrelname LIKE %L', $1 || '%'))`, name)
+		}
+	}
+	before := walks()
 	if got := b.search(t, b.bob, in); fmt.Sprint(ids(got.Hits)) != fmt.Sprint(ids(want.Hits)) {
 		t.Fatalf("answers differ with the pair's index: %v vs %v", ids(got.Hits), ids(want.Hits))
+	}
+	// The search walked it (an idle backend's statistics reach the views
+	// within 10 s: PostgreSQL's PGSTAT_IDLE_INTERVAL).
+	for deadline := time.Now().Add(30 * time.Second); walks() == before; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the filtered search did not walk the pair's index %s", name)
+		}
 	}
 	if got := b.search(t, b.eve, in); fmt.Sprint(ids(got.Hits)) != fmt.Sprint(ids(theirs.Hits)) {
 		t.Fatalf("another org's answers differ with org A's pair index: %v vs %v", ids(got.Hits), ids(theirs.Hits))
