@@ -212,15 +212,14 @@ WHERE s.org_id = @org_id
 ORDER BY 2;
 
 -- name: PairFilter :one
--- The metadata pair @pair of the org as a one-pair object, the predicate
--- of its index (knowledge_metadata_pair_filters), read from an entry that
--- carries it.
-SELECT f.filter::text
+-- The metadata pair @pair of the org as a one-pair object, read from an
+-- entry that carries it (ctl search status shows a pair's index with it).
+SELECT jsonb_build_object(e.key, e.value)::text AS filter
 FROM knowledge_metadata_pairs p
 JOIN knowledge k ON k.org_id = p.org_id AND k.id = p.entry_id
-CROSS JOIN LATERAL knowledge_metadata_pair_filters(k.metadata) AS f (filter)
+CROSS JOIN LATERAL jsonb_each(k.metadata) AS e
 WHERE p.org_id = @org_id AND p.pair = @pair::bigint
-  AND knowledge_metadata_pair_keys(f.filter) = ARRAY[@pair::bigint]
+  AND knowledge_metadata_pair_keys(jsonb_build_object(e.key, e.value)) = ARRAY[@pair::bigint]
 LIMIT 1;
 
 -- name: TryLockVectorIndexBuild :one

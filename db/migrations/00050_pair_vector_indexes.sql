@@ -20,32 +20,21 @@
 -- large enough would tax the writes of pairs nobody filters by.
 --
 -- Upkeep builds them (maintenance/upkeep.go: which pairs, how many an org)
--- and names each knowledge_pair_index_name(prefix of the space, org, pair);
--- the vector list's statement (packages/knowledge/search/sql/search_vector.sql)
--- asks knowledge_pair_index_ready whether one of a filter's pairs has a valid
--- one and then runs knowledge_vector_hnsw, which writes each of the filter's
--- pairs as a constant (knowledge_metadata_pair_filters), in the form of the
--- index's predicate, so that the planner can use it.
+-- and names each knowledge_pair_index_name(prefix of the space, org, pair).
+-- Their predicate names the pair by its hash,
+-- knowledge_metadata_pair_keys(metadata) @> '{<pair>}', never by its value:
+-- a metadata value may be personal, and an index definition is in the
+-- catalog, where no erasure of the org's rows reaches. The vector list's
+-- statement (packages/knowledge/search/sql/search_vector.sql) asks
+-- knowledge_pair_index_ready whether one of a filter's pairs has a valid
+-- one and then runs knowledge_vector_hnsw with the space's prefix, which
+-- writes each pair that has one as a constant clause equal to its index's
+-- predicate, so that the planner can prove the index usable.
 
 -- +goose Up
 SELECT set_config('citus.multi_shard_modify_mode', 'sequential', true);
 
 ALTER TABLE knowledge_search_stats ADD COLUMN searched_pairs jsonb NOT NULL DEFAULT '{}';
-
--- +goose StatementBegin
--- knowledge_metadata_pair_filters: each scalar pair of a metadata object as
--- a one-pair object, numbers without trailing zeros (42.0 as 42), as
--- knowledge_metadata_pair_keys hashes them (migration 00041): the form of a
--- pair's index predicate and of the clauses that prove it usable.
-CREATE FUNCTION knowledge_metadata_pair_filters(p_metadata jsonb) RETURNS SETOF jsonb
-LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT AS $$
-    SELECT jsonb_build_object(e.key, CASE jsonb_typeof(e.value)
-                                         WHEN 'number' THEN to_jsonb(trim_scale((e.value #>> '{}')::numeric))
-                                         ELSE e.value END)
-    FROM jsonb_each(CASE WHEN jsonb_typeof(p_metadata) = 'object' THEN p_metadata ELSE '{}' END) AS e
-    WHERE jsonb_typeof(e.value) IN ('string', 'number', 'boolean')
-$$;
--- +goose StatementEnd
 
 -- +goose StatementBegin
 -- knowledge_pair_index_name: the name of an org's pair's HNSW index; the
@@ -70,16 +59,17 @@ $$;
 DROP FUNCTION knowledge_vector_hnsw(uuid, vector, text, text[], bool, bool, int, text, text, text, jsonb);
 
 -- +goose StatementBegin
--- p_pairs: walk a pair's index (the statement found one of the filter's
--- pairs has one: knowledge_pair_index_ready). A pair's index is on the
--- normalized vectors by inner product (vecspace.Space.PairIndexDDL), the
--- cosine's order by an expression and operator no other index has, so the
--- planner has no other index to choose: on the cosine of the cast it chose
--- among the space's, the org's and the pair's by costs that tie on a table
--- never analyzed.
+-- p_pair_prefix: the space's prefix of pairs' index names
+-- (vecspace.Space.PairIndexPrefix), given when one of the filter's pairs
+-- has a valid index (knowledge_pair_index_ready): the walk is of a pair's
+-- index. A pair's index is on the normalized vectors by inner product
+-- (vecspace.Space.PairIndexDDL), the cosine's order by an expression and
+-- operator no other index has, so the planner has no other index to
+-- choose: on the cosine of the cast it chose among the space's, the org's
+-- and the pair's by costs that tie on a table never analyzed.
 CREATE FUNCTION knowledge_vector_hnsw(p_org uuid, p_vec vector, p_model text, p_tags text[],
                                       p_include_superseded bool, p_include_expired bool, p_n int,
-        p_kind text, p_source text, p_source_prefix text, p_metadata jsonb, p_pairs boolean DEFAULT false)
+        p_kind text, p_source text, p_source_prefix text, p_metadata jsonb, p_pair_prefix text DEFAULT NULL)
 RETURNS TABLE (id uuid, dist float8)
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET enable_seqscan = off SET enable_bitmapscan = off SET enable_sort = off
@@ -95,12 +85,15 @@ DECLARE
     filters text := '(cardinality($4) = 0 OR k.tags @> $4)
            AND ($6 OR k.expires_at IS NULL OR k.expires_at > now())
            AND ($8::text IS NULL OR k.kind = $8) AND ($9::text IS NULL OR k.source = $9)
-           AND ($10::text IS NULL OR starts_with(k.source, $10)) AND ($11::jsonb IS NULL OR k.metadata @> $11)'
-        -- Each pair of a metadata filter also as a constant of its own, in
-        -- the form of a pair's index predicate: the planner proves a pair's
-        -- HNSW index usable only from a clause equal to its predicate.
-        || coalesce((SELECT string_agg(format(' AND k.metadata @> %L::jsonb', f::text), '' ORDER BY f::text)
-                     FROM knowledge_metadata_pair_filters(p_metadata) AS f), '');
+           AND ($10::text IS NULL OR starts_with(k.source, $10)) AND ($11::jsonb IS NULL OR k.metadata @> $11)';
+    -- Each of the filter's pairs that has a valid index, as a constant
+    -- clause equal to the index's predicate: the planner proves a partial
+    -- index usable only from such a clause (and then drops it from the
+    -- scan's filter: no row computes the hashes).
+    pairs text := coalesce((SELECT string_agg(format(' AND knowledge_metadata_pair_keys(k.metadata) @> %L::bigint[]', ARRAY[p.pair]::text), '' ORDER BY p.pair)
+                            FROM unnest(knowledge_metadata_pair_keys(p_metadata)) AS p (pair)
+                            WHERE p_pair_prefix IS NOT NULL
+                              AND knowledge_index_ready(knowledge_pair_index_name(p_pair_prefix, p_org, p.pair))), '');
     -- The entries' side: an HNSW scan of the space's index (or the org's
     -- own, or a pair's), which holds heads only, under a LIMIT. Each entry
     -- once.
@@ -110,11 +103,12 @@ DECLARE
          WHERE k.org_id = $1
            AND k.embedding_model = $3 AND vector_dims(k.embedding) = %2$s
            AND k.head_id IS NULL
-           AND %4$s
+           AND %4$s%6$s
          ORDER BY %5$s
          LIMIT $7', typ, d, tk, filters,
-        CASE WHEN p_pairs THEN format('l2_normalize(k.embedding::%1$s)::%1$s <#> l2_normalize($2::%1$s)::%1$s', typ)
-             ELSE format('k.embedding::%1$s <=> $2::%1$s', typ) END);
+        CASE WHEN pairs <> '' THEN format('l2_normalize(k.embedding::%1$s)::%1$s <#> l2_normalize($2::%1$s)::%1$s', typ)
+             ELSE format('k.embedding::%1$s <=> $2::%1$s', typ) END,
+        pairs);
 BEGIN
     -- Asked for superseded entries too: the org's superseded versions,
     -- ranked exactly (in no HNSW index), beside the heads, read through
@@ -205,7 +199,7 @@ END
 $$;
 -- +goose StatementEnd
 
-DROP FUNCTION knowledge_vector_hnsw(uuid, vector, text, text[], bool, bool, int, text, text, text, jsonb, boolean);
+DROP FUNCTION knowledge_vector_hnsw(uuid, vector, text, text[], bool, bool, int, text, text, text, jsonb, text);
 
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION knowledge_vector_hnsw(p_org uuid, p_vec vector, p_model text, p_tags text[],
@@ -311,5 +305,4 @@ $$;
 ALTER TABLE knowledge_search_stats DROP COLUMN searched_pairs;
 DROP FUNCTION knowledge_pair_index_ready(text, uuid, jsonb);
 DROP FUNCTION knowledge_pair_index_name(text, uuid, bigint);
-DROP FUNCTION knowledge_metadata_pair_filters(jsonb);
 SELECT knowledge_distribute();

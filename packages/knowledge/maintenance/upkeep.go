@@ -2,12 +2,10 @@ package maintenance
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
@@ -330,14 +328,7 @@ func (m *Maintenance) pairVectorIndexes(ctx context.Context, sp vecspace.Space, 
 		if valid[p.Name] {
 			continue
 		}
-		filter, err := m.q.PairFilter(ctx, sqlc.PairFilterParams{OrgID: p.OrgID, Pair: p.Pair})
-		if errors.Is(err, pgx.ErrNoRows) {
-			continue // no head carries it any more
-		}
-		if err != nil {
-			return data.MapErr(err, "")
-		}
-		built, err := m.buildVectorIndex(ctx, p.Name, sp.PairIndexDDL(p.Name, p.OrgID, filter), sp,
+		built, err := m.buildVectorIndex(ctx, p.Name, sp.PairIndexDDL(p.Name, p.OrgID, p.Pair), sp,
 			func(context.Context, *sqlc.Queries) (int64, error) { return p.Docs, nil })
 		if err != nil {
 			return err

@@ -392,9 +392,17 @@ func TestVectorStatementWalksAPairsIndex(t *testing.T) {
 	if err := b.pool.QueryRow(ctx, "SELECT indexdef FROM pg_indexes WHERE indexname = $1", pairIndex(`{"team": "`+with[0]+`"}`)).Scan(&def); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(def, org.String()) || !strings.Contains(def, `"team": "`+with[0]+`"`) || !strings.Contains(def, "head_id IS NULL") ||
-		!strings.Contains(def, "l2_normalize") || !strings.Contains(def, "vector_ip_ops") {
+	var hash string
+	if err := b.pool.QueryRow(ctx, `SELECT k::text FROM unnest(knowledge_metadata_pair_keys($1::jsonb)) k`, `{"team": "`+with[0]+`"}`).Scan(&hash); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(def, org.String()) || !strings.Contains(def, "knowledge_metadata_pair_keys(metadata) @> '{"+hash+"}'") ||
+		!strings.Contains(def, "head_id IS NULL") || !strings.Contains(def, "l2_normalize") || !strings.Contains(def, "vector_ip_ops") {
 		t.Fatalf("the pair's index is not of the org's heads carrying it, normalized, by inner product: %s", def)
+	}
+	// The pair by its hash only: no metadata value in the catalog.
+	if strings.Contains(def, `"team"`) || strings.Contains(def, with[0]+"'") {
+		t.Fatalf("the pair's index names the pair's value: %s", def)
 	}
 
 	var q pgvector.Vector

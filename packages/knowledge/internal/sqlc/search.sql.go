@@ -161,12 +161,12 @@ func (q *Queries) OrgsWithQueuedEntries(ctx context.Context, max int32) ([]uuid.
 }
 
 const pairFilter = `-- name: PairFilter :one
-SELECT f.filter::text
+SELECT jsonb_build_object(e.key, e.value)::text AS filter
 FROM knowledge_metadata_pairs p
 JOIN knowledge k ON k.org_id = p.org_id AND k.id = p.entry_id
-CROSS JOIN LATERAL knowledge_metadata_pair_filters(k.metadata) AS f (filter)
+CROSS JOIN LATERAL jsonb_each(k.metadata) AS e
 WHERE p.org_id = $1 AND p.pair = $2::bigint
-  AND knowledge_metadata_pair_keys(f.filter) = ARRAY[$2::bigint]
+  AND knowledge_metadata_pair_keys(jsonb_build_object(e.key, e.value)) = ARRAY[$2::bigint]
 LIMIT 1
 `
 
@@ -175,14 +175,13 @@ type PairFilterParams struct {
 	Pair  int64
 }
 
-// The metadata pair @pair of the org as a one-pair object, the predicate
-// of its index (knowledge_metadata_pair_filters), read from an entry that
-// carries it.
+// The metadata pair @pair of the org as a one-pair object, read from an
+// entry that carries it (ctl search status shows a pair's index with it).
 func (q *Queries) PairFilter(ctx context.Context, arg PairFilterParams) (string, error) {
 	row := q.db.QueryRow(ctx, pairFilter, arg.OrgID, arg.Pair)
-	var f_filter string
-	err := row.Scan(&f_filter)
-	return f_filter, err
+	var filter string
+	err := row.Scan(&filter)
+	return filter, err
 }
 
 const pairsForVectorIndex = `-- name: PairsForVectorIndex :many

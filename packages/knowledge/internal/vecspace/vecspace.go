@@ -96,25 +96,28 @@ const PairIndexesPrefix = "knowledge_hnsw_p_"
 func (v Space) PairIndexPrefix() string { return PairIndexesPrefix + v.hash()[:8] + "_" }
 
 // PairIndexDDL is the CREATE INDEX of org's index of the heads of the space
-// that carry the metadata pair filter (a one-pair JSON object, as
-// knowledge_metadata_pair_filters writes it: the predicate must equal the
-// clause knowledge_vector_hnsw writes for the pair, or no plan can use it).
+// that carry the metadata pair whose hash is pair
+// (knowledge_metadata_pair_keys). The predicate names the pair by its hash,
+// not its value: a metadata value may be personal, and an index's
+// definition is in the catalog, where no erasure of the org's rows reaches
+// (a hash two pairs share only adds entries the search's filter rejects).
+// knowledge_vector_hnsw writes the same clause for a pair whose index is
+// valid, or no plan could use it.
 //
 // It indexes the vectors normalized, by inner product, an order the same
 // as the cosine's: an expression and an operator no other index has, so
-// that the statement walking a pair's index (knowledge_vector_hnsw with
-// p_pairs) can be planned with no other. On the cosine of the cast, as
-// the space's and the org's indexes are, the planner would choose among
-// the three by costs that, on a table never analyzed, tie: it chose the
-// space's index in a test.
-func (v Space) PairIndexDDL(name string, org uuid.UUID, filter string) string {
+// that the statement walking a pair's index can be planned with no other.
+// On the cosine of the cast, as the space's and the org's indexes are, the
+// planner would choose among the three by costs that, on a table never
+// analyzed, tie: it chose the space's index in a test.
+func (v Space) PairIndexDDL(name string, org uuid.UUID, pair int64) string {
 	typ, _ := v.Cast()
 	opclass := "vector_ip_ops"
 	if v.Dims >= halfvecFrom {
 		opclass = "halfvec_ip_ops"
 	}
-	return fmt.Sprintf("CREATE INDEX CONCURRENTLY IF NOT EXISTS %s ON knowledge USING hnsw ((l2_normalize(embedding::%s)::%s) %s) WHERE %s AND metadata @> %s::jsonb",
-		pgx.Identifier{name}.Sanitize(), typ, typ, opclass, v.where("knowledge", &org), QuoteLiteral(filter))
+	return fmt.Sprintf("CREATE INDEX CONCURRENTLY IF NOT EXISTS %s ON knowledge USING hnsw ((l2_normalize(embedding::%s)::%s) %s) WHERE %s AND knowledge_metadata_pair_keys(metadata) @> '{%d}'::bigint[]",
+		pgx.Identifier{name}.Sanitize(), typ, typ, opclass, v.where("knowledge", &org), pair)
 }
 
 // Cast is the type the space's index is on; knowledge_vector_hnsw writes

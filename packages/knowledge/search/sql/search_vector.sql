@@ -208,7 +208,7 @@ vec AS MATERIALIZED (
         FROM knowledge_vector_hnsw(@org_id, @query_vec::vector, @model::text, @tags::text[],
                                    @wide_superseded::bool, @wide_expired::bool, @wide_n::int,
                                    @kind::text, @source::text, @source_prefix::text, @metadata::jsonb,
-                                   (SELECT ready FROM pidx)) AS v (id, dist)
+                                   CASE WHEN (SELECT ready FROM pidx) THEN @pair_index_prefix::text END) AS v (id, dist)
         WHERE (SELECT plan FROM st) = 'org'
         UNION ALL
         SELECT space.id, space.dist FROM space
