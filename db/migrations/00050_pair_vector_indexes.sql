@@ -4,10 +4,10 @@
 --
 -- Walking the org's (or the space's) index with a filter passing one entry
 -- in ten, the iterative scan visited ~500 entries to keep 40, each a heap
--- row read and rejected, and the graph's walk ten times as long: the vector
--- list 3.5-4.4x its unfiltered time (docs/benchmarks.md, "Entry field
--- filters"); ranking the matches by key instead costs a row each (12x at
--- 10,000). An index whose predicate is the org's heads of the space that
+-- row read and rejected, and the graph's walk ten times as long: the
+-- vector list 2.6x its unfiltered time at 100,000 entries
+-- (docs/benchmarks.md, "Entry field filters"); ranking the matches by key
+-- instead costs a row each (12x at 10,000). An index whose predicate is the org's heads of the space that
 -- carry the pair holds only what the filter passes.
 --
 -- Only the pairs an org's searches filter by: a search that learns a

@@ -260,7 +260,7 @@ func (m *Maintenance) orgVectorIndex(ctx context.Context, rep *UpkeepReport) err
 // org's HNSW index (or the space's) testing the filter on each entry it
 // meets: for a pair on one entry in ten the walk is ten times as long and
 // reads and rejects a heap row for nine entries in ten (the vector list
-// 3.5-4.4x its unfiltered time at 100,000 entries), and ranking the pair's
+// 2.6x its unfiltered time at 100,000 entries), and ranking the pair's
 // matches by key instead costs a row each (so only up to FilterMatchMax).
 // So a pair the org's searches filtered by within PairSearchedWithin
 // (knowledge_search_stats.searched_pairs, which the searches record),

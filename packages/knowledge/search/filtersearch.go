@@ -192,7 +192,7 @@ func (s *Searcher) recordPairSearch(ctx context.Context, org uuid.UUID, metadata
 		defer s.pairRecords.Add(-1)
 		defer cancel()
 		if err := s.q.RecordPairSearch(ctx, sqlc.RecordPairSearchParams{OrgID: org, Metadata: metadata}); err != nil {
-			s.opts.Logger.Debug("search: recording a filter's pairs", "org", org, "err", err)
+			s.log().Debug("search: recording a filter's pairs", "org", org, "err", err)
 		}
 	}()
 }
