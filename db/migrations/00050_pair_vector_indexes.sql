@@ -87,17 +87,22 @@ DECLARE
            AND ($8::text IS NULL OR k.kind = $8) AND ($9::text IS NULL OR k.source = $9)
            AND ($10::text IS NULL OR starts_with(k.source, $10)) AND ($11::jsonb IS NULL OR k.metadata @> $11)';
     -- Each of the filter's pairs that has a valid index, as a constant
-    -- clause equal to the index's predicate: the planner proves a partial
-    -- index usable only from such a clause (and then drops it from the
-    -- scan's filter: no row computes the hashes).
-    pairs text := coalesce((SELECT string_agg(format(' AND knowledge_metadata_pair_keys(k.metadata) @> %L::bigint[]', ARRAY[p.pair]::text), '' ORDER BY p.pair)
-                            FROM unnest(knowledge_metadata_pair_keys(p_metadata)) AS p (pair)
-                            WHERE p_pair_prefix IS NOT NULL
-                              AND knowledge_index_ready(knowledge_pair_index_name(p_pair_prefix, p_org, p.pair))), '');
+    -- clause equal to the index's predicate (made below, only when the
+    -- statement found one: a query of its own): the planner proves a
+    -- partial index usable only from such a clause (and then drops it from
+    -- the scan's filter: no row computes the hashes).
+    pairs text := '';
     -- The entries' side: an HNSW scan of the space's index (or the org's
     -- own, or a pair's), which holds heads only, under a LIMIT. Each entry
     -- once.
-    entries text := format(
+    entries text;
+BEGIN
+    IF p_pair_prefix IS NOT NULL THEN
+        pairs := coalesce((SELECT string_agg(format(' AND knowledge_metadata_pair_keys(k.metadata) @> %L::bigint[]', ARRAY[p.pair]::text), '' ORDER BY p.pair)
+                           FROM unnest(knowledge_metadata_pair_keys(p_metadata)) AS p (pair)
+                           WHERE knowledge_index_ready(knowledge_pair_index_name(p_pair_prefix, p_org, p.pair))), '');
+    END IF;
+    entries := format(
         'SELECT k.id, (k.embedding::%1$s <=> $2::%1$s)::float8 AS dist
          FROM %3$s k
          WHERE k.org_id = $1
@@ -109,7 +114,6 @@ DECLARE
         CASE WHEN pairs <> '' THEN format('l2_normalize(k.embedding::%1$s)::%1$s <#> l2_normalize($2::%1$s)::%1$s', typ)
              ELSE format('k.embedding::%1$s <=> $2::%1$s', typ) END,
         pairs);
-BEGIN
     -- Asked for superseded entries too: the org's superseded versions,
     -- ranked exactly (in no HNSW index), beside the heads, read through
     -- knowledge_head_idx (the org's superseded rows only: the inner order
