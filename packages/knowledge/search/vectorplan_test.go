@@ -324,7 +324,16 @@ func sameEntries(got, exact []uuid.UUID) bool {
 func TestVectorStatementWalksAPairsIndex(t *testing.T) {
 	t.Parallel()
 	testenv.SkipOnCluster(t, "reads the vector function's plan through the session's auto_explain; on a cluster the function runs on the org's worker")
-	emb := widthEmbedder{"pair-model", 384}
+	for _, dims := range []int{384, 3072} { // vector(N), halfvec(N)
+		t.Run(fmt.Sprint(dims), func(t *testing.T) {
+			t.Parallel()
+			walksAPairsIndex(t, dims)
+		})
+	}
+}
+
+func walksAPairsIndex(t *testing.T, dims int) {
+	emb := widthEmbedder{"pair-model", dims}
 	b := setup(t, func(o *knowledge.Options) { o.Embedder = emb })
 	ctx, s, sp, org := b.ctx, search.New(data.New(b.pool), search.Options{Embedder: emb}), knowledge.SpaceOf(emb), b.alice.OrgID
 	fillSpaces(t, b, emb, 400)
@@ -392,12 +401,16 @@ func TestVectorStatementWalksAPairsIndex(t *testing.T) {
 	if err := b.pool.QueryRow(ctx, "SELECT indexdef FROM pg_indexes WHERE indexname = $1", pairIndex(`{"team": "`+with[0]+`"}`)).Scan(&def); err != nil {
 		t.Fatal(err)
 	}
+	opclass := " vector_ip_ops"
+	if dims > 2000 {
+		opclass = " halfvec_ip_ops"
+	}
 	var hash string
 	if err := b.pool.QueryRow(ctx, `SELECT k::text FROM unnest(knowledge_metadata_pair_keys($1::jsonb)) k`, `{"team": "`+with[0]+`"}`).Scan(&hash); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(def, org.String()) || !strings.Contains(def, "knowledge_metadata_pair_keys(metadata) @> '{"+hash+"}'") ||
-		!strings.Contains(def, "head_id IS NULL") || !strings.Contains(def, "l2_normalize") || !strings.Contains(def, "vector_ip_ops") {
+		!strings.Contains(def, "head_id IS NULL") || !strings.Contains(def, "l2_normalize") || !strings.Contains(def, opclass) {
 		t.Fatalf("the pair's index is not of the org's heads carrying it, normalized, by inner product: %s", def)
 	}
 	// The pair by its hash only: no metadata value in the catalog.
