@@ -420,6 +420,10 @@ const FilterMatchMax = 2000
 type MatchSet struct {
 	ByIDs bool
 	Ids   []uuid.UUID
+	// OfMetadata says the set is the metadata filter's matches (not a
+	// document's sections, nor another field's): a search may then walk a
+	// pair's HNSW index instead of ranking the set (sql/search_vector.sql).
+	OfMetadata bool
 	// MetadataMax, for a search without such a set: its statements read
 	// the metadata filter's matches themselves, and rank them alone if at
 	// most MetadataMax entries pass (0: they do not read them).

@@ -47,21 +47,22 @@ func (s *Searcher) Candidates(ctx context.Context, conn pgbatch.Sender, c domain
 // entries, superseded entries too when superseded: for the tests of its
 // plans (vectorplan_test.go). It answers the ids in rank order.
 func (s *Searcher) RunVectorStatement(ctx context.Context, conn *pgx.Conn, c domain.Caller, vec pgvector.Vector, efSearch int, tableDocs int64, superseded bool) ([]uuid.UUID, error) {
-	return s.RunFilteredVectorStatement(ctx, conn, c, vec, efSearch, tableDocs, superseded, nil, 0)
+	return s.RunFilteredVectorStatement(ctx, conn, c, vec, efSearch, tableDocs, superseded, nil, domain.MatchSet{})
 }
 
 // RunFilteredVectorStatement is RunVectorStatement with a metadata filter
-// whose matches the statement reads itself, ranked alone if at most
-// metadataMax pass (searchMatches' path for a filter known to be
-// selective; 0: a common one's, tested while the lists walk).
+// and the set searchMatches would give it: the matches it read
+// (ByIDs), or a bound on those the statement reads itself (MetadataMax:
+// a filter known to be selective; 0: a common one's, tested while the
+// lists walk).
 func (s *Searcher) RunFilteredVectorStatement(ctx context.Context, conn *pgx.Conn, c domain.Caller, vec pgvector.Vector, efSearch int, tableDocs int64,
-	superseded bool, metadata map[string]any, metadataMax int) ([]uuid.UUID, error) {
+	superseded bool, metadata map[string]any, within domain.MatchSet) ([]uuid.UUID, error) {
 	a, err := domain.ValidateSearch(c, domain.SearchInput{Query: "vector", EfSearch: new(efSearch), IncludeSuperseded: superseded,
 		Filters: domain.Filters{Metadata: metadata}}, time.Now())
 	if err != nil {
 		return nil, err
 	}
-	a.Within = domain.MatchSet{MetadataMax: metadataMax}
+	a.Within = within
 	cands, err := s.candidates(ctx, conn, c, a, 40, tableDocs, domain.ListVector, &vec)
 	ids := make([]uuid.UUID, len(cands))
 	for i, r := range cands {

@@ -161,7 +161,7 @@ func (s *Searcher) searchMatches(ctx context.Context, org uuid.UUID, a *domain.S
 			common = len(ids) > bound
 			s.common.set(key, common)
 			if !common {
-				a.Within = domain.MatchSet{ByIDs: true, Ids: ids}
+				a.Within = domain.MatchSet{ByIDs: true, Ids: ids, OfMetadata: true}
 				return nil
 			}
 		}

@@ -471,6 +471,7 @@ func (s *Searcher) candidateArgs(c domain.Caller, a *domain.SearchArgs, depth in
 		"source_prefix":      a.Filters.SourcePrefix,
 		"metadata":           a.Filters.Metadata,
 		"by_ids":             a.Within.ByIDs,
+		"ids_of_metadata":    a.Within.OfMetadata,
 		"ids":                domain.NonNil(a.Within.Ids),
 		"match_max":          a.Within.MetadataMax,
 	}

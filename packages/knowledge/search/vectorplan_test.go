@@ -13,6 +13,7 @@ import (
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge"
+	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/data"
 	"github.com/agentfleet/orchestrator/packages/knowledge/search"
 	"github.com/agentfleet/orchestrator/packages/testenv"
@@ -436,10 +437,10 @@ func walksAPairsIndex(t *testing.T, dims int) {
 	}
 	conn, notices := testenv.ExplainConn(t, b.pool, "SET auto_explain.log_analyze = on", "SET auto_explain.log_timing = off",
 		"SET auto_explain.log_nested_statements = on")
-	run := func(meta map[string]any, matchMax int) ([]uuid.UUID, string) {
+	run := func(meta map[string]any, within domain.MatchSet) ([]uuid.UUID, string) {
 		t.Helper()
 		*notices = nil
-		ids, err := s.RunFilteredVectorStatement(ctx, conn, knowledge.Caller{OrgID: org}, q, 200, 440, false, meta, matchMax)
+		ids, err := s.RunFilteredVectorStatement(ctx, conn, knowledge.Caller{OrgID: org}, q, 200, 440, false, meta, within)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -453,23 +454,43 @@ func walksAPairsIndex(t *testing.T, dims int) {
 		}
 		return false
 	}
+	matches := func(meta string) []uuid.UUID {
+		t.Helper()
+		rows, err := b.pool.Query(ctx, `SELECT m.id FROM knowledge_metadata_matches($1, $2::jsonb, 1000) m`, org, meta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+		if err != nil || len(ids) == 0 {
+			t.Fatalf("the matches of %s: %v %v", meta, ids, err)
+		}
+		return ids
+	}
+	one := func(team string) string { return `{"team": "` + team + `"}` }
 	for _, c := range []struct {
-		what     string
-		meta     map[string]any
-		json     string
-		matchMax int
-		index    string // the pair index walked; "": none
+		what   string
+		meta   map[string]any
+		json   string
+		within domain.MatchSet
+		index  string // the pair index walked; "": none
 	}{
-		{"a pair with an index, its matches few", map[string]any{"team": with[0]}, `{"team": "` + with[0] + `"}`, 100, pairIndex(`{"team": "` + with[0] + `"}`)},
-		{"a pair with an index, common", map[string]any{"team": with[1]}, `{"team": "` + with[1] + `"}`, 0, pairIndex(`{"team": "` + with[1] + `"}`)},
-		{"a pair with an index and another pair", map[string]any{"team": with[2], "env": "prod"}, `{"team": "` + with[2] + `", "env": "prod"}`, 0, pairIndex(`{"team": "` + with[2] + `"}`)},
-		{"a pair without one, its matches few", map[string]any{"team": without[0]}, `{"team": "` + without[0] + `"}`, 100, ""},
+		{"a pair with an index, its matches few", map[string]any{"team": with[0]}, one(with[0]), domain.MatchSet{MetadataMax: 100}, pairIndex(one(with[0]))},
+		{"a pair with an index, its matches read first", map[string]any{"team": with[3]}, one(with[3]),
+			domain.MatchSet{ByIDs: true, Ids: matches(one(with[3])), OfMetadata: true}, pairIndex(one(with[3]))},
+		{"a pair with an index, common", map[string]any{"team": with[1]}, one(with[1]), domain.MatchSet{}, pairIndex(one(with[1]))},
+		{"a pair with an index and another pair", map[string]any{"team": with[2], "env": "prod"}, `{"team": "` + with[2] + `", "env": "prod"}`,
+			domain.MatchSet{}, pairIndex(one(with[2]))},
+		{"a pair without one, its matches few", map[string]any{"team": without[0]}, one(without[0]), domain.MatchSet{MetadataMax: 100}, ""},
+		// A set that is not the filter's matches (a document's sections)
+		// is ranked as it is, the pair's index notwithstanding.
+		{"a pair with an index within another set", map[string]any{"team": with[4]}, one(with[4]),
+			domain.MatchSet{ByIDs: true, Ids: matches(one(with[4]))}, ""},
 	} {
 		want := exact(c.json)
 		if len(want) == 0 {
 			t.Fatalf("%s: the exact scan found nothing", c.what)
 		}
-		got, plan := run(c.meta, c.matchMax)
+		got, plan := run(c.meta, c.within)
 		if !sameEntries(got, want) {
 			t.Fatalf("%s answered\n%v\nthe exact scan\n%v\n%s", c.what, got, want, plan)
 		}

@@ -45,9 +45,10 @@ WITH mpairs AS MATERIALIZED (
 -- only what the filter passes, so it is walked (the org plan, whose
 -- function, told so, names each pair as its index's predicate does and
 -- orders as only a pair's index can) instead of the matches being read and
--- ranked by key.
+-- ranked by key, even when the caller read them (@ids_of_metadata: they
+-- are the filter's, which the function tests itself; never a document's).
 pidx AS MATERIALIZED (
-    SELECT @metadata::jsonb IS NOT NULL AND NOT @by_ids::bool
+    SELECT @metadata::jsonb IS NOT NULL AND (NOT @by_ids::bool OR @ids_of_metadata::bool)
            AND knowledge_pair_index_ready(@pair_index_prefix::text, @org_id, @metadata::jsonb) AS ready
 ),
 -- A metadata filter's matches, as sql/search_candidates.sql reads them
@@ -80,8 +81,8 @@ within AS MATERIALIZED (
 ),
 st AS MATERIALIZED (
     SELECT CASE
-               WHEN @by_ids::bool THEN 'ids'
                WHEN (SELECT ready FROM pidx) THEN 'org'
+               WHEN @by_ids::bool THEN 'ids'
                WHEN EXISTS (SELECT 1 FROM mpick) THEN 'ids'
                WHEN coalesce(s.docs, 0) < @hnsw_min_docs::bigint THEN 'exact'
                -- (knowledge_index_ready, migration 00028: answered where the
