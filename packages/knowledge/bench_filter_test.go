@@ -2,6 +2,7 @@ package knowledge_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	mrand "math/rand/v2"
 	"os"
@@ -10,7 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/pgvector/pgvector-go"
+
 	"github.com/agentfleet/orchestrator/packages/knowledge"
+	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
 )
 
 // benchMetadata is the metadata of the i-th entry of a bench org: env
@@ -185,6 +191,15 @@ func BenchmarkSearchFiltered(b *testing.B) {
 		logf("Maintenance.UpkeepVectorIndexes in %v: built %v", time.Since(t0).Round(time.Millisecond), built)
 		if len(built) > 0 {
 			measure(state + "-pair-indexes")
+			// What walking a pair's graph costs the vector list in recall,
+			// against its exact plan restricted to the filter (which the
+			// ids plan is), and what walking the org's (or the space's)
+			// graph testing the filter did.
+			sp := knowledge.SpaceOf(embed.NewLocal())
+			for _, f := range []struct{ name, meta string }{{"tenth", `{"team": "t3"}`}, {"hundredth", `{"shard": 42}`}} {
+				logf("n=%d recall@10 of the vector list filtered to a %s (ef_search 64), against its exact plan: the pair's index %.3f, the org's walk testing the filter %.3f",
+					n, f.name, filteredRecall(b, bd, f.meta, sp.PairIndexPrefix()), filteredRecall(b, bd, f.meta, ""))
+			}
 		}
 		t0 = time.Now()
 		rep, err := maint(bd.svc).Upkeep(ctx)
@@ -204,4 +219,55 @@ func p50(d []time.Duration) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// filteredRecall is the recall@10 of the vector list's HNSW plan filtered
+// by meta (knowledge_vector_hnsw, as the statement runs it: iterative
+// scan, relaxed order, 40 candidates, the pairs' indexes when prefix is
+// given, else the org's or the space's walk testing the filter) against
+// its exact plan with the same filter, over 60 queries of the big org.
+func filteredRecall(b *testing.B, bd *benchDB, meta, prefix string) float64 {
+	ctx := context.Background()
+	local := embed.NewLocal()
+	rng := mrand.New(mrand.NewPCG(9, 9))
+	run := func(fn string, vec pgvector.Vector) []uuid.UUID {
+		var out []uuid.UUID
+		err := pgx.BeginFunc(ctx, bd.pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "SELECT set_config('hnsw.ef_search', '64', true), set_config('hnsw.iterative_scan', 'relaxed_order', true)"); err != nil {
+				return err
+			}
+			args := []any{bd.big.OrgID, vec, local.Model(), meta}
+			call := fn + "($1, $2, $3, '{}', false, false, 40, NULL, NULL, NULL, $4::jsonb)"
+			if fn == "knowledge_vector_hnsw" {
+				call = fn + "($1, $2, $3, '{}', false, false, 40, NULL, NULL, NULL, $4::jsonb, $5)"
+				args = append(args, sql.NullString{String: prefix, Valid: prefix != ""})
+			}
+			rows, err := tx.Query(ctx, "SELECT id FROM "+call+" ORDER BY dist, id LIMIT 10", args...)
+			if err != nil {
+				return err
+			}
+			out, err = pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+			return err
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return out
+	}
+	var found, total int
+	for range 60 {
+		vs, _ := local.Embed(ctx, []string{bd.gen.query(rng)})
+		vec := pgvector.NewVector(vs[0])
+		approx, exact := run("knowledge_vector_hnsw", vec), run("knowledge_vector_exact", vec)
+		total += len(exact)
+		for _, id := range exact {
+			if slices.Contains(approx, id) {
+				found++
+			}
+		}
+	}
+	if total == 0 {
+		b.Fatal("the exact plan found nothing")
+	}
+	return float64(found) / float64(total)
 }
