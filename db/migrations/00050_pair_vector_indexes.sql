@@ -26,7 +26,7 @@
 -- a metadata value may be personal, and an index definition is in the
 -- catalog, where no erasure of the org's rows reaches. The vector list's
 -- statement (packages/knowledge/search/sql/search_vector.sql) asks
--- knowledge_pair_index_ready whether one of a filter's pairs has a valid
+-- knowledge_ready_pairs whether one of a filter's pairs has a valid
 -- one and then runs knowledge_vector_hnsw with the space's prefix, which
 -- writes each pair that has one as a constant clause equal to its index's
 -- predicate, so that the planner can prove the index usable.
@@ -46,13 +46,14 @@ $$;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
--- knowledge_pair_index_ready: has one of the metadata filter's pairs a
--- valid index of the org's? Answered where the statement runs, the org's
--- worker on a cluster (as knowledge_index_ready, migration 00028).
-CREATE FUNCTION knowledge_pair_index_ready(p_prefix text, p_org uuid, p_metadata jsonb) RETURNS boolean
+-- knowledge_ready_pairs: the metadata filter's pairs that have a valid
+-- index of the org's. Answered where the statement runs, the org's worker
+-- on a cluster (as knowledge_index_ready, migration 00028): the vector
+-- list's statement asks whether there is one, knowledge_vector_hnsw which.
+CREATE FUNCTION knowledge_ready_pairs(p_prefix text, p_org uuid, p_metadata jsonb) RETURNS SETOF bigint
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
-    SELECT EXISTS (SELECT 1 FROM unnest(knowledge_metadata_pair_keys(p_metadata)) AS p (pair)
-                   WHERE knowledge_index_ready(knowledge_pair_index_name(p_prefix, p_org, p.pair)))
+    SELECT p.pair FROM unnest(knowledge_metadata_pair_keys(p_metadata)) AS p (pair)
+    WHERE knowledge_index_ready(knowledge_pair_index_name(p_prefix, p_org, p.pair))
 $$;
 -- +goose StatementEnd
 
@@ -61,7 +62,7 @@ DROP FUNCTION knowledge_vector_hnsw(uuid, vector, text, text[], bool, bool, int,
 -- +goose StatementBegin
 -- p_pair_prefix: the space's prefix of pairs' index names
 -- (vecspace.Space.PairIndexPrefix), given when one of the filter's pairs
--- has a valid index (knowledge_pair_index_ready): the walk is of a pair's
+-- has a valid index (knowledge_ready_pairs): the walk is of a pair's
 -- index. A pair's index is on the normalized vectors by inner product
 -- (vecspace.Space.PairIndexDDL), the cosine's order by an expression and
 -- operator no other index has, so the planner has no other index to
@@ -99,8 +100,7 @@ DECLARE
 BEGIN
     IF p_pair_prefix IS NOT NULL THEN
         pairs := coalesce((SELECT string_agg(format(' AND knowledge_metadata_pair_keys(k.metadata) @> %L::bigint[]', ARRAY[p.pair]::text), '' ORDER BY p.pair)
-                           FROM unnest(knowledge_metadata_pair_keys(p_metadata)) AS p (pair)
-                           WHERE knowledge_index_ready(knowledge_pair_index_name(p_pair_prefix, p_org, p.pair))), '');
+                           FROM knowledge_ready_pairs(p_pair_prefix, p_org, p_metadata) AS p (pair)), '');
     END IF;
     entries := format(
         'SELECT k.id, (k.embedding::%1$s <=> $2::%1$s)::float8 AS dist
@@ -307,6 +307,6 @@ $$;
 -- +goose StatementEnd
 
 ALTER TABLE knowledge_search_stats DROP COLUMN searched_pairs;
-DROP FUNCTION knowledge_pair_index_ready(text, uuid, jsonb);
+DROP FUNCTION knowledge_ready_pairs(text, uuid, jsonb);
 DROP FUNCTION knowledge_pair_index_name(text, uuid, bigint);
 SELECT knowledge_distribute();

@@ -49,7 +49,7 @@ WITH mpairs AS MATERIALIZED (
 -- are the filter's, which the function tests itself; never a document's).
 pidx AS MATERIALIZED (
     SELECT @metadata::jsonb IS NOT NULL AND (NOT @by_ids::bool OR @ids_of_metadata::bool)
-           AND knowledge_pair_index_ready(@pair_index_prefix::text, @org_id, @metadata::jsonb) AS ready
+           AND EXISTS (SELECT 1 FROM knowledge_ready_pairs(@pair_index_prefix::text, @org_id, @metadata::jsonb)) AS ready
 ),
 -- A metadata filter's matches, as sql/search_candidates.sql reads them
 -- (mread, mpick, mset: the same CTEs, explained there).
