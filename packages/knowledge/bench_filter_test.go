@@ -2,7 +2,6 @@ package knowledge_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	mrand "math/rand/v2"
 	"os"
@@ -11,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge"
@@ -230,41 +227,13 @@ func filteredRecall(b *testing.B, bd *benchDB, meta, prefix string) float64 {
 	ctx := context.Background()
 	local := embed.NewLocal()
 	rng := mrand.New(mrand.NewPCG(9, 9))
-	run := func(fn string, vec pgvector.Vector) []uuid.UUID {
-		var out []uuid.UUID
-		err := pgx.BeginFunc(ctx, bd.pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, "SELECT set_config('hnsw.ef_search', '64', true), set_config('hnsw.iterative_scan', 'relaxed_order', true)"); err != nil {
-				return err
-			}
-			args := []any{bd.big.OrgID, vec, local.Model(), meta}
-			call := fn + "($1, $2, $3, '{}', false, false, 40, NULL, NULL, NULL, $4::jsonb)"
-			if fn == "knowledge_vector_hnsw" {
-				call = fn + "($1, $2, $3, '{}', false, false, 40, NULL, NULL, NULL, $4::jsonb, $5)"
-				args = append(args, sql.NullString{String: prefix, Valid: prefix != ""})
-			}
-			rows, err := tx.Query(ctx, "SELECT id FROM "+call+" ORDER BY dist, id LIMIT 10", args...)
-			if err != nil {
-				return err
-			}
-			out, err = pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-			return err
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		return out
-	}
 	var found, total int
 	for range 60 {
 		vs, _ := local.Embed(ctx, []string{bd.gen.query(rng)})
 		vec := pgvector.NewVector(vs[0])
-		approx, exact := run("knowledge_vector_hnsw", vec), run("knowledge_vector_exact", vec)
+		exact := vectorTop10(b, bd, "knowledge_vector_exact", vec, 64, meta, "")
+		found += shared(exact, vectorTop10(b, bd, "knowledge_vector_hnsw", vec, 64, meta, prefix))
 		total += len(exact)
-		for _, id := range exact {
-			if slices.Contains(approx, id) {
-				found++
-			}
-		}
 	}
 	if total == 0 {
 		b.Fatal("the exact plan found nothing")

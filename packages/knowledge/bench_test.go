@@ -3,6 +3,7 @@ package knowledge_test
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"fmt"
 	"io/fs"
@@ -1068,46 +1069,65 @@ func measureRecall(b *testing.B, bd *benchDB, ef int) (float64, []time.Duration)
 	const queries = 100
 	var found, total int
 	lat := make([]time.Duration, 0, queries)
-	run := func(fn string, vec pgvector.Vector) ([]uuid.UUID, time.Duration) {
-		var out []uuid.UUID
-		t0 := time.Now()
-		err := pgx.BeginFunc(ctx, bd.pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, "SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
-				strconv.Itoa(ef)); err != nil {
-				return err
-			}
-			rows, err := tx.Query(ctx, "SELECT id FROM "+fn+"($1, $2, $3, '{}', false, false, 40, NULL, NULL, NULL, NULL) ORDER BY dist, id LIMIT 10",
-				bd.big.OrgID, vec, local.Model())
-			if err != nil {
-				return err
-			}
-			out, err = pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-			return err
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		return out, time.Since(t0)
-	}
 	for i := range queries {
 		vs, _ := local.Embed(ctx, []string{bd.gen.query(rng)})
 		vec := pgvector.NewVector(vs[0])
-		approx, d := run("knowledge_vector_hnsw", vec)
-		lat = append(lat, d)
+		t0 := time.Now()
+		approx := vectorTop10(b, bd, "knowledge_vector_hnsw", vec, ef, "", "")
+		lat = append(lat, time.Since(t0))
 		if len(bd.exact) <= i { // the same queries for every ef
-			ex, _ := run("knowledge_vector_exact", vec)
-			bd.exact = append(bd.exact, ex)
+			bd.exact = append(bd.exact, vectorTop10(b, bd, "knowledge_vector_exact", vec, ef, "", ""))
 		}
-		exact := bd.exact[i]
-		total += len(exact)
-		for _, id := range exact {
-			if slices.Contains(approx, id) {
-				found++
-			}
-		}
+		found += shared(bd.exact[i], approx)
+		total += len(bd.exact[i])
 	}
 	if total == 0 {
 		b.Fatal("exact search found nothing")
 	}
 	return float64(found) / float64(total), lat
+}
+
+// vectorTop10 is the top 10 of a vector list function (fn:
+// knowledge_vector_hnsw or knowledge_vector_exact) for vec in the big org,
+// 40 candidates deep, as the statement runs it (ef_search ef, iterative
+// scan, relaxed order), filtered by the metadata meta ("": none), the
+// pairs' indexes named by prefix when fn is knowledge_vector_hnsw ("":
+// none).
+func vectorTop10(b *testing.B, bd *benchDB, fn string, vec pgvector.Vector, ef int, meta, prefix string) []uuid.UUID {
+	ctx := context.Background()
+	var out []uuid.UUID
+	err := pgx.BeginFunc(ctx, bd.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+			strconv.Itoa(ef)); err != nil {
+			return err
+		}
+		nullable := func(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
+		args := []any{bd.big.OrgID, vec, embed.NewLocal().Model(), nullable(meta)}
+		call := fn + "($1, $2, $3, '{}', false, false, 40, NULL, NULL, NULL, $4::jsonb)"
+		if fn == "knowledge_vector_hnsw" {
+			call = fn + "($1, $2, $3, '{}', false, false, 40, NULL, NULL, NULL, $4::jsonb, $5)"
+			args = append(args, nullable(prefix))
+		}
+		rows, err := tx.Query(ctx, "SELECT id FROM "+call+" ORDER BY dist, id LIMIT 10", args...)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return out
+}
+
+// shared is how many of exact's entries approx holds.
+func shared(exact, approx []uuid.UUID) int {
+	n := 0
+	for _, id := range exact {
+		if slices.Contains(approx, id) {
+			n++
+		}
+	}
+	return n
 }
