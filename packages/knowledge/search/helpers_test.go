@@ -260,6 +260,17 @@ func (b *bundle) search(t *testing.T, c knowledge.Caller, in knowledge.SearchInp
 	return r
 }
 
+// ran says whether plan (auto_explain's, with log_analyze) shows a node on
+// what that ran; a node that never ran reads "(never executed)".
+func ran(plan, what string) bool {
+	for _, line := range strings.Split(plan, "\n") {
+		if strings.Contains(line, what) && !strings.Contains(line, "never executed") {
+			return true
+		}
+	}
+	return false
+}
+
 // vectorPlan is the plan of the vector list's HNSW function for an org and
 // a query vector (the statement the function makes, as the planner planned
 // it), read with auto_explain on a connection of its own: the function

@@ -67,16 +67,6 @@ func TestRankingStatementRunsOnlyTheListsAsked(t *testing.T) {
 		}
 		return strings.Join(out, "\n")
 	}
-	// ran says whether plan shows a node on what that ran; a node that
-	// never ran reads "(never executed)".
-	ran := func(plan, what string) bool {
-		for _, line := range strings.Split(plan, "\n") {
-			if strings.Contains(line, what) && !strings.Contains(line, "never executed") {
-				return true
-			}
-		}
-		return false
-	}
 	for _, tc := range []struct {
 		lists    int
 		run, not []string

@@ -223,14 +223,6 @@ func TestVectorStatementRunsThePlanOfTheOrg(t *testing.T) {
 					t.Fatalf("%s answered the superseded %s not asked for", what, old)
 				}
 			}
-			ran := func(plan, what string) bool {
-				for _, line := range strings.Split(plan, "\n") {
-					if strings.Contains(line, what) && !strings.Contains(line, "never executed") {
-						return true
-					}
-				}
-				return false
-			}
 			exact := want("knowledge_vector_exact")
 			if len(exact) != 40 {
 				t.Fatalf("the exact plan answered %d entries, want 40", len(exact))
@@ -445,14 +437,6 @@ func walksAPairsIndex(t *testing.T, dims int) {
 			t.Fatal(err)
 		}
 		return ids, strings.Join(*notices, "\n")
-	}
-	ran := func(plan, what string) bool {
-		for _, line := range strings.Split(plan, "\n") {
-			if strings.Contains(line, what) && !strings.Contains(line, "never executed") {
-				return true
-			}
-		}
-		return false
 	}
 	matches := func(meta string) []uuid.UUID {
 		t.Helper()
