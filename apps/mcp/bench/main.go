@@ -71,12 +71,15 @@ type options struct {
 	// statement cannot use an index of heads only): its copy's space index
 	// holds every version, as that build's worker made it.
 	baseVersions bool
-	keep         bool
-	reuse        string
-	template     string
-	ownerURL     string
-	redisURL     string
-	dir          string
+	// baseCtl: the base's ctl, which makes the base's database of its own
+	// schema (ownschema.go).
+	baseCtl  string
+	keep     bool
+	reuse    string
+	template string
+	ownerURL string
+	redisURL string
+	dir      string
 }
 
 func parse(args []string) (*options, error) {
@@ -92,6 +95,7 @@ func parse(args []string) (*options, error) {
 	fs.BoolVar(&o.worker, "worker", false, "run each server's embeddings worker (apps/worker, this tree's built) beside it while stores are timed, as a fleet runs them; with -base, -base-worker too")
 	fs.StringVar(&o.baseWorker, "base-worker", "", "the worker of -base's build, for -worker")
 	fs.BoolVar(&o.baseVersions, "base-index-versions", false, "-base predates migration 00049: its database's HNSW index of the entries holds every version (as that build made it), not the heads only, which its search statement cannot use")
+	fs.StringVar(&o.baseCtl, "base-ctl", "", "the ctl of -base's build: the base's database is then of its own schema (its ctl migrates it and makes its org, its worker makes it ready and keeps it), not this build's; with -worker, -base-worker and sizes up to -store-all")
 	fs.BoolVar(&o.keep, "keep", false, "keep the databases and the work directory")
 	fs.StringVar(&o.reuse, "reuse", "", "search (and store on) a database a run kept, as it is, with this build alone")
 	fs.StringVar(&o.template, "template", "", "for the one size above -store-all: copy this template database a run kept (-keep) instead of storing and preparing the org anew (the timed part alone, for example on a machine gone quiet)")
@@ -125,6 +129,18 @@ func parse(args []string) (*options, error) {
 	}
 	if o.baseWorker != "" && (!o.worker || o.base == "") {
 		return nil, errors.New("-base-worker goes with -worker and -base")
+	}
+	if o.baseCtl != "" {
+		switch {
+		case o.base == "" || !o.worker:
+			return nil, errors.New("-base-ctl goes with -base, -worker and -base-worker: the base's own worker makes its database ready")
+		case o.baseVersions:
+			return nil, errors.New("-base-ctl and -base-index-versions: the base's own worker builds the index its build uses")
+		case slices.Max(o.sizes) > o.storeAll:
+			return nil, fmt.Errorf("-base-ctl: sizes up to -store-all (%d): a larger org is bulk-stored by this build's code, in its schema", o.storeAll)
+		case o.reuse != "" || o.template != "":
+			return nil, errors.New("-base-ctl: not with -reuse or -template")
+		}
 	}
 	if o.searches < 1 || o.stores < 1 {
 		return nil, errors.New("-searches and -stores must be at least 1")
@@ -339,7 +355,13 @@ func benchSize(ctx context.Context, o *options, targets []*target, size int) (ou
 	}
 	if size <= o.storeAll {
 		for _, t := range targets {
-			if t.db, err = createDatabase(ctx, o.ownerURL, fmt.Sprintf("mcpbench_%d_%s_%s", size, t.name, stamp), nil); err != nil {
+			name := fmt.Sprintf("mcpbench_%d_%s_%s", size, t.name, stamp)
+			if t.name == "base" && o.baseCtl != "" {
+				t.db, err = createOwnDatabase(ctx, o.ownerURL, name, o.baseCtl)
+			} else {
+				t.db, err = createDatabase(ctx, o.ownerURL, name, nil)
+			}
+			if err != nil {
 				return nil, err
 			}
 		}
@@ -363,6 +385,14 @@ func benchSize(ctx context.Context, o *options, targets []*target, size int) (ou
 		out = append(out, rs...)
 		fmt.Printf("bench: %d notes stored in %v\n", size, time.Since(t0).Round(time.Second))
 		for _, t := range targets {
+			if t.name == "base" && o.baseCtl != "" {
+				d, err := o.readyByWorker(ctx, t, "ready", false)
+				if err != nil {
+					return nil, fmt.Errorf("base: %w", err)
+				}
+				fmt.Printf("bench: base: made ready by its worker in %v\n", d.Round(time.Millisecond))
+				continue
+			}
 			if err := ready(ctx, t.name, t.db); err != nil {
 				return nil, err
 			}
@@ -432,7 +462,12 @@ func benchSize(ctx context.Context, o *options, targets []*target, size int) (ou
 	for _, state := range []string{first, "after-upkeep"} {
 		if state == "after-upkeep" {
 			for _, t := range targets {
-				d, err := t.db.upkeep(ctx)
+				var d time.Duration
+				if t.name == "base" && o.baseCtl != "" {
+					d, err = o.readyByWorker(ctx, t, "upkeep", true)
+				} else {
+					d, err = t.db.upkeep(ctx)
+				}
 				if err != nil {
 					return nil, err
 				}

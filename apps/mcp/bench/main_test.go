@@ -63,3 +63,36 @@ func TestEnvironWithout(t *testing.T) {
 		}
 	}
 }
+
+// TestParseBaseCtl: a base of its own schema is made ready by its own
+// worker, so it takes -worker and -base-worker, and is stored one by one.
+func TestParseBaseCtl(t *testing.T) {
+	ok := []string{"-base", "/b/mcp", "-worker", "-base-worker", "/b/worker", "-base-ctl", "/b/ctl", "-sizes", "5000"}
+	if o, err := parse(ok); err != nil || o.baseCtl != "/b/ctl" {
+		t.Fatalf("%v: %v", ok, err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-base", "/b/mcp", "-base-ctl", "/b/ctl", "-sizes", "5000"}, "goes with -base, -worker"},
+		{append(slices.Clone(ok), "-base-index-versions"), "-base-index-versions"},
+		{append(slices.Clone(ok), "-sizes", "5000,100000"), "sizes up to -store-all"},
+	} {
+		if _, err := parse(c.args); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want one naming %q", c.args, err, c.want)
+		}
+	}
+}
+
+// TestParseBootstrap reads the ids and token of `ctl dev bootstrap`, and
+// refuses an answer without them.
+func TestParseBootstrap(t *testing.T) {
+	org, agent, tok, err := parseBootstrap([]byte("org 4b1c2a1e-6a36-4d43-9d0c-1f3c7b1d2e01\nagent 9f0e8d7c-6b5a-4c3d-8e2f-1a0b9c8d7e6f\ntoken kn_abc\n"))
+	if err != nil || org.String() != "4b1c2a1e-6a36-4d43-9d0c-1f3c7b1d2e01" || agent.String() != "9f0e8d7c-6b5a-4c3d-8e2f-1a0b9c8d7e6f" || tok != "kn_abc" {
+		t.Errorf("got %v %v %q %v", org, agent, tok, err)
+	}
+	if _, _, _, err := parseBootstrap([]byte("org 4b1c2a1e-6a36-4d43-9d0c-1f3c7b1d2e01\ntoken kn_abc\n")); err == nil || !strings.Contains(err.Error(), "agent") {
+		t.Errorf("without the agent: %v", err)
+	}
+}

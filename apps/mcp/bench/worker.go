@@ -51,24 +51,33 @@ func (o *options) startWorkers(targets []*target, phase string) error {
 		if t.worker == "" {
 			continue
 		}
-		logPath := filepath.Join(o.dir, fmt.Sprintf("worker-%s-%s.log", t.name, phase))
-		logf, err := os.Create(logPath)
-		if err != nil {
+		if err := o.startWorker(t, phase); err != nil {
 			return err
 		}
-		cmd := exec.Command(t.worker)
-		cmd.Env = o.workerEnv(t)
-		cmd.Stdout, cmd.Stderr = logf, logf
-		err = cmd.Start()
-		logf.Close()
-		if err != nil {
-			return fmt.Errorf("%s worker: %w", t.name, err)
-		}
-		t.wproc = &workerProc{cmd: cmd, log: logPath, exited: make(chan error, 1)}
-		go func(w *workerProc) { w.exited <- w.cmd.Wait() }(t.wproc)
-		if err := t.wproc.awaitStart(); err != nil {
-			return fmt.Errorf("%s worker: %w", t.name, err)
-		}
+	}
+	return nil
+}
+
+// startWorker starts t's worker for phase, with the variables extra on top
+// of its environment, and waits until it says it started.
+func (o *options) startWorker(t *target, phase string, extra ...string) error {
+	logPath := filepath.Join(o.dir, fmt.Sprintf("worker-%s-%s.log", t.name, phase))
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(t.worker)
+	cmd.Env = append(o.workerEnv(t), extra...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	err = cmd.Start()
+	logf.Close()
+	if err != nil {
+		return fmt.Errorf("%s worker: %w", t.name, err)
+	}
+	t.wproc = &workerProc{cmd: cmd, log: logPath, exited: make(chan error, 1)}
+	go func(w *workerProc) { w.exited <- w.cmd.Wait() }(t.wproc)
+	if err := t.wproc.awaitStart(); err != nil {
+		return fmt.Errorf("%s worker: %w", t.name, err)
 	}
 	return nil
 }
