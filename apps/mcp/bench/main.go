@@ -28,7 +28,8 @@
 // -worker runs each server's own embeddings worker beside it while stores
 // are timed, as a fleet runs them (worker.go; -base-worker names the
 // base's). -base-index-versions gives a base from before migration 00049
-// the index its search statement uses (setup.go, indexAllVersions).
+// the index its search statement uses (setup.go, indexAllVersions), and
+// -base-ctl gives it a database of its own schema instead (ownschema.go).
 // docs/benchmarks.md ("MCP end to end") has the method and the figures.
 package main
 
