@@ -19,10 +19,12 @@ batch AS (
     LIMIT @max::int
     FOR UPDATE SKIP LOCKED
 ),
+-- msig: the entry's metadata signature, on each of its postings
+-- (db/migrations/00051_postings_metadata_sig.sql).
 terms AS MATERIALIZED (
-    SELECT b.entry_id, a.field, a.passage, a.term, a.tf, a.len
+    SELECT b.entry_id, a.field, a.passage, a.term, a.tf, a.len, k.msig
     FROM batch b
-    CROSS JOIN LATERAL (SELECT k.title, k.body FROM knowledge k
+    CROSS JOIN LATERAL (SELECT k.title, k.body, knowledge_metadata_sig(k.metadata) AS msig FROM knowledge k
                         WHERE k.org_id = @org_id AND k.id = b.entry_id LIMIT 1) k
     CROSS JOIN st
     CROSS JOIN LATERAL knowledge_passage_terms(st.config, k.title, k.body) AS a (field, passage, term, tf, len)
@@ -45,11 +47,11 @@ avgs AS (
     FROM st, tot
 ),
 ins AS (
-    INSERT INTO knowledge_postings (org_id, field, term, impact, entry_id, passage, tf, len)
+    INSERT INTO knowledge_postings (org_id, field, term, impact, entry_id, passage, tf, len, msig)
     SELECT @org_id, terms.field, terms.term,
            (terms.tf * (@k1::float8 + 1) / (terms.tf + @k1::float8 * (1 - @b::float8 + @b::float8 * terms.len
                / CASE terms.field WHEN 'b' THEN avgs.avg_b ELSE avgs.avg_t END)))::real,
-           terms.entry_id, terms.passage, terms.tf, terms.len
+           terms.entry_id, terms.passage, terms.tf, terms.len, terms.msig
     FROM terms, avgs
     -- A term's postings of one batch on few heap pages: until a vacuum sets
     -- the visibility map, each posting read visits its heap page.

@@ -46,6 +46,12 @@ WITH st AS MATERIALIZED (
 mpairs AS MATERIALIZED (
     SELECT unnest(knowledge_metadata_pair_keys(@metadata::jsonb)) AS pair
 ),
+-- The filter's metadata signature (db/migrations/00051): each posting
+-- carries its entry's (msig), and one lacking a bit of the filter's is of
+-- an entry the filter rejects. 0 without a filter: every posting passes.
+fsig AS MATERIALIZED (
+    SELECT coalesce(knowledge_metadata_sig(@metadata::jsonb), 0) AS sig
+),
 -- With @match_max > 0 (filtersearch.go: a filter not known to be common)
 -- each pair's entries are read, at most @match_max + 1 of them (mread);
 -- the pair with the fewest, if at most @match_max, gives the filter's
@@ -135,32 +141,39 @@ picked AS MATERIALIZED (
 -- The best postings of each term by impact, w.reads of them. A term held
 -- by fewer entries is read whole; a term held by more is, by its idf, a
 -- small part of any score (docs/knowledge.md, "Search", and apps/eval
--- measure what the bound costs).
+-- measure what the bound costs). Of those, the postings of the entries a
+-- metadata filter rejects by their signature are dropped: the same
+-- postings read as without the filter (the test is outside the LIMIT),
+-- and an entry's postings all go or all stay (one signature an entry), so
+-- the entries kept score as they would unfiltered. An entry whose
+-- signature is not known (msig NULL) stays, for the walks to test.
 post AS (
-    SELECT w.field, w.ik, w.c0, w.kb, p.entry_id, p.passage, p.tf, p.len
+    SELECT w.field, w.ik, w.c0, w.kb, p.entry_id, p.passage, p.tf, p.len, p.msig
     FROM picked w
     CROSS JOIN LATERAL (
-        SELECT x.entry_id, x.passage, x.tf, x.len FROM knowledge_postings x
+        SELECT x.entry_id, x.passage, x.tf, x.len, x.msig FROM knowledge_postings x
         WHERE x.org_id = @org_id AND x.field = w.field AND x.term = w.term
         ORDER BY x.impact DESC
         LIMIT w.reads
     ) p
     WHERE w.df > 0
       AND ((w.field = 'b' AND @lists::int & 2 <> 0) OR (w.field = 't' AND @lists::int & 4 <> 0))
+      AND (p.msig IS NULL OR p.msig & (SELECT sig FROM fsig) = (SELECT sig FROM fsig))
 ),
 -- Entries stored but not indexed yet (the newest @tail of them), analysed
 -- here exactly as the indexer will: found at once, scored the same way.
 -- The queue is usually empty (the indexer keeps up); the EXISTS, a
 -- one-time filter of one index probe, then spares the queue function's call.
 tail AS (
-    SELECT a.field, w.ik, w.c0, w.kb, tq.entry_id, a.passage, a.tf, a.len
+    SELECT a.field, w.ik, w.c0, w.kb, tq.entry_id, a.passage, a.tf, a.len, e.msig
     FROM knowledge_queued(@org_id, @tail::int) AS tq (entry_id)
-    CROSS JOIN LATERAL (SELECT k.title, k.body FROM knowledge k
+    CROSS JOIN LATERAL (SELECT k.title, k.body, knowledge_metadata_sig(k.metadata) AS msig FROM knowledge k
                         WHERE k.org_id = @org_id AND k.id = tq.entry_id LIMIT 1) e
     CROSS JOIN st
     CROSS JOIN LATERAL knowledge_passage_terms(st.config, e.title, e.body) AS a (field, passage, term, tf, len)
     JOIN picked w ON w.field = a.field AND w.term = a.term
     WHERE ((a.field = 'b' AND @lists::int & 2 <> 0) OR (a.field = 't' AND @lists::int & 4 <> 0))
+      AND e.msig & (SELECT sig FROM fsig) = (SELECT sig FROM fsig)
       AND EXISTS (SELECT 1 FROM knowledge_index_queue q WHERE q.org_id = @org_id)
 ),
 -- BM25 of every entry found, per field, and its coverage of the query:
@@ -175,20 +188,22 @@ tail AS (
 -- and field in picked: each operator here runs once per posting read (up to
 -- a few thousand a search), and the generic plan cannot fold arguments into
 -- constants. Without statistics yet (avg NULL) each entry is its own
--- average: c0 = k1, kb = 0.
+-- average: c0 = k1, kb = 0. known: the entry's metadata signature is known
+-- (post), so a metadata filter's walk needs no test of its pairs.
 scored AS MATERIALIZED (
     SELECT y.entry_id, coalesce(max(y.b), 0) AS bm25_b, coalesce(max(y.t), 0) AS bm25_t,
-           coalesce(max(y.cb), 0) AS cov_b, coalesce(max(y.ct), 0) AS cov_t
+           coalesce(max(y.cb), 0) AS cov_b, coalesce(max(y.ct), 0) AS cov_t, bool_and(y.known) AS known
     FROM (SELECT x.entry_id, x.passage,
                  sum(x.s) FILTER (WHERE x.field = 'b') AS b,
                  sum(x.s) FILTER (WHERE x.field = 't') AS t,
                  sum(x.c) FILTER (WHERE x.field = 'b') AS cb,
-                 sum(x.c) FILTER (WHERE x.field = 't') AS ct
-          FROM (SELECT u.field, u.entry_id, u.passage,
+                 sum(x.c) FILTER (WHERE x.field = 't') AS ct,
+                 bool_and(x.msig IS NOT NULL) AS known
+          FROM (SELECT u.field, u.entry_id, u.passage, u.msig,
                        u.ik * u.tf / (u.tf + u.c0 + u.kb * u.len) AS s,
                        u.ik * u.tf / (u.tf + @k1::float8) AS c
-                FROM (SELECT post.field, post.ik, post.c0, post.kb, post.entry_id, post.passage, post.tf, post.len FROM post
-                      UNION ALL SELECT tail.field, tail.ik, tail.c0, tail.kb, tail.entry_id, tail.passage, tail.tf, tail.len FROM tail) u) x
+                FROM (SELECT post.field, post.ik, post.c0, post.kb, post.entry_id, post.passage, post.tf, post.len, post.msig FROM post
+                      UNION ALL SELECT tail.field, tail.ik, tail.c0, tail.kb, tail.entry_id, tail.passage, tail.tf, tail.len, tail.msig FROM tail) u) x
           GROUP BY x.entry_id, x.passage) y
     GROUP BY y.entry_id
 ),
@@ -203,11 +218,11 @@ fts AS (
     FROM (
         SELECT s.entry_id AS id, s.bm25_b AS signal, s.cov_b AS cov,
                k.title, k.tags, k.confidence, k.created_at, k.expires_at, k.head_id, k.embedding_status
-        FROM ((SELECT entry_id, bm25_b, cov_b FROM scored
+        FROM ((SELECT entry_id, bm25_b, cov_b, known FROM scored
                WHERE bm25_b > 0 AND (NOT (SELECT set_on FROM ws) OR entry_id IN (SELECT id FROM within))
                ORDER BY bm25_b DESC, entry_id LIMIT 2 * @candidates::int)
               UNION ALL
-              (SELECT entry_id, bm25_b, cov_b FROM scored
+              (SELECT entry_id, bm25_b, cov_b, known FROM scored
                WHERE bm25_b > 0 AND (NOT (SELECT set_on FROM ws) OR entry_id IN (SELECT id FROM within))
                ORDER BY bm25_b DESC, entry_id OFFSET 2 * @candidates::int)) s
         CROSS JOIN LATERAL (
@@ -223,14 +238,14 @@ fts AS (
               AND (@metadata::jsonb IS NULL OR k.metadata @> @metadata::jsonb))
             LIMIT 1
         ) k
-        -- Without a set, a metadata filter is tested as the walk reaches
-        -- each entry, before its probe: a key probe of the narrow pairs per
-        -- pair of the filter, so an entry the filter rejects costs no read
-        -- of its wide row (the vector is inline; a filter passing 1 entry
-        -- in 10 rejects 9 of every 10 the walk reaches). Its probe still
-        -- tests the metadata itself (two pairs may share a hash). A test of
-        -- s alone: the LIMITs inside s keep it out of their sorts.
-        WHERE @metadata::jsonb IS NULL OR (SELECT set_on FROM ws)
+        -- An entry whose signature is not known (post) is tested here
+        -- against a metadata filter before its probe, without a set: a
+        -- key probe of the narrow pairs per pair of the filter, so an
+        -- entry the filter rejects costs no read of its wide row (the
+        -- vector is inline). Its probe still tests the metadata itself
+        -- (pairs may share a hash, signatures a bit). A test of s alone:
+        -- the LIMITs inside s keep it out of their sorts.
+        WHERE @metadata::jsonb IS NULL OR (SELECT set_on FROM ws) OR s.known
            OR (SELECT count(*) FROM mpairs p
                CROSS JOIN LATERAL (SELECT 1 FROM knowledge_metadata_pairs m
                                    WHERE m.org_id = @org_id AND m.pair = p.pair AND m.entry_id = s.entry_id LIMIT 1) m)
@@ -250,9 +265,9 @@ fts AS (
 ttl_probed AS MATERIALIZED (
     SELECT s.entry_id AS id, s.bm25_t AS signal, s.cov_t AS cov, k.passes, k.contains,
            k.title, k.tags, k.confidence, k.created_at, k.expires_at, k.head_id, k.embedding_status
-    FROM ((SELECT entry_id, bm25_t, cov_t, true AS tested FROM scored WHERE bm25_t > 0 ORDER BY bm25_t DESC, entry_id LIMIT @contains_checked::int)
+    FROM ((SELECT entry_id, bm25_t, cov_t, known, true AS tested FROM scored WHERE bm25_t > 0 ORDER BY bm25_t DESC, entry_id LIMIT @contains_checked::int)
           UNION ALL
-          (SELECT entry_id, bm25_t, cov_t, false FROM scored WHERE bm25_t > 0 ORDER BY bm25_t DESC, entry_id OFFSET @contains_checked::int)) s
+          (SELECT entry_id, bm25_t, cov_t, known, false FROM scored WHERE bm25_t > 0 ORDER BY bm25_t DESC, entry_id OFFSET @contains_checked::int)) s
     CROSS JOIN LATERAL (
         SELECT ((cardinality(@tags::text[]) = 0 OR k.tags @> @tags::text[])
               AND (@as_of::timestamptz IS NULL OR k.created_at <= @as_of::timestamptz)
@@ -271,7 +286,7 @@ ttl_probed AS MATERIALIZED (
     -- without a set the entries holding the metadata filter's pairs (as
     -- the full-text walk tests them).
     WHERE (NOT (SELECT set_on FROM ws) OR s.entry_id IN (SELECT id FROM within))
-      AND (@metadata::jsonb IS NULL OR (SELECT set_on FROM ws)
+      AND (@metadata::jsonb IS NULL OR (SELECT set_on FROM ws) OR s.known
            OR (SELECT count(*) FROM mpairs p
                CROSS JOIN LATERAL (SELECT 1 FROM knowledge_metadata_pairs m
                                    WHERE m.org_id = @org_id AND m.pair = p.pair AND m.entry_id = s.entry_id LIMIT 1) m)
