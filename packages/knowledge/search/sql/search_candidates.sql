@@ -158,7 +158,7 @@ post AS (
     ) p
     WHERE w.df > 0
       AND ((w.field = 'b' AND @lists::int & 2 <> 0) OR (w.field = 't' AND @lists::int & 4 <> 0))
-      AND (p.msig IS NULL OR p.msig & (SELECT sig FROM fsig) = (SELECT sig FROM fsig))
+      AND ((SELECT sig FROM fsig) = 0 OR p.msig IS NULL OR p.msig & (SELECT sig FROM fsig) = (SELECT sig FROM fsig))
 ),
 -- Entries stored but not indexed yet (the newest @tail of them), analysed
 -- here exactly as the indexer will: found at once, scored the same way.
