@@ -205,6 +205,7 @@ type KnowledgePosting struct {
 	Tf      int32
 	Len     int32
 	Passage int16
+	Msig    *int32
 }
 
 type KnowledgeRelation struct {
