@@ -11,9 +11,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-
-	"github.com/agentfleet/orchestrator/db"
 )
 
 // With -base-ctl the base's database is the base build's own, as that
@@ -35,22 +32,11 @@ import (
 // createOwnDatabase makes database name with the base's ctl (ctl): its
 // migrations, roles, and one org "bench" with agent "bench" and a token.
 func createOwnDatabase(ctx context.Context, ownerBase, name, ctl string) (*database, error) {
-	admin, err := pgx.Connect(ctx, ownerBase)
+	if err := createEmpty(ctx, ownerBase, name, nil); err != nil {
+		return nil, err
+	}
+	d, err := newDatabase(ctx, ownerBase, name)
 	if err != nil {
-		return nil, fmt.Errorf("OWNER_DATABASE_URL: %w", err)
-	}
-	defer admin.Close(ctx)
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		return nil, fmt.Errorf("create %s: %w", name, err)
-	}
-	d := &database{name: name}
-	if d.ownerURL, err = withDB(ownerBase, name, ""); err != nil {
-		return nil, err
-	}
-	if d.appURL, err = withDB(ownerBase, name, db.DefaultAppRole); err != nil {
-		return nil, err
-	}
-	if d.owner, err = db.Open(ctx, d.ownerURL); err != nil {
 		return nil, err
 	}
 	// The owner's URL for both: bootstrap writes the org as an operator

@@ -68,32 +68,11 @@ func randomHex(n int) string {
 // zero, which nothing searched reads, and Upkeep, which reads them, judges
 // a never-analyzed or unvacuumed table from the catalog too (its unseen).
 func createDatabase(ctx context.Context, ownerBase, name string, template *database) (*database, error) {
-	admin, err := pgx.Connect(ctx, ownerBase)
+	if err := createEmpty(ctx, ownerBase, name, template); err != nil {
+		return nil, err
+	}
+	d, err := newDatabase(ctx, ownerBase, name)
 	if err != nil {
-		return nil, fmt.Errorf("OWNER_DATABASE_URL: %w", err)
-	}
-	defer admin.Close(ctx)
-	sql := "CREATE DATABASE " + pgx.Identifier{name}.Sanitize()
-	if template != nil {
-		template.owner.Close()
-		sql += " TEMPLATE " + pgx.Identifier{template.name}.Sanitize() + " STRATEGY FILE_COPY"
-	}
-	if _, err := admin.Exec(ctx, sql); err != nil {
-		return nil, fmt.Errorf("%s: %w", sql, err)
-	}
-	if template != nil {
-		if template.owner, err = db.Open(ctx, template.ownerURL); err != nil {
-			return nil, err
-		}
-	}
-	d := &database{name: name}
-	if d.ownerURL, err = withDB(ownerBase, name, ""); err != nil {
-		return nil, err
-	}
-	if d.appURL, err = withDB(ownerBase, name, db.DefaultAppRole); err != nil {
-		return nil, err
-	}
-	if d.owner, err = db.Open(ctx, d.ownerURL); err != nil {
 		return nil, err
 	}
 	if template != nil {
@@ -128,14 +107,34 @@ func createDatabase(ctx context.Context, ownerBase, name string, template *datab
 	return d, nil
 }
 
-// service is the knowledge service as the worker runs it: the owner.
-func (d *database) service() *knowledge.Service {
-	return knowledge.New(d.owner, knowledge.Options{Embedder: embed.NewLocal()})
+// createEmpty creates database name: empty, or with template a copy of
+// template's (whose pool is closed meanwhile: a template must have no
+// session, and opened again).
+func createEmpty(ctx context.Context, ownerBase, name string, template *database) error {
+	admin, err := pgx.Connect(ctx, ownerBase)
+	if err != nil {
+		return fmt.Errorf("OWNER_DATABASE_URL: %w", err)
+	}
+	defer admin.Close(ctx)
+	sql := "CREATE DATABASE " + pgx.Identifier{name}.Sanitize()
+	if template != nil {
+		template.owner.Close()
+		sql += " TEMPLATE " + pgx.Identifier{template.name}.Sanitize() + " STRATEGY FILE_COPY"
+	}
+	if _, err := admin.Exec(ctx, sql); err != nil {
+		return fmt.Errorf("%s: %w", sql, err)
+	}
+	if template != nil {
+		if template.owner, err = db.Open(ctx, template.ownerURL); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// openDatabase opens a database a run kept (-keep), its org and agent
-// "bench", with a new token.
-func openDatabase(ctx context.Context, ownerBase, name string) (*database, error) {
+// newDatabase is database name's handle: its owner's and the application
+// role's URLs, and a pool as its owner.
+func newDatabase(ctx context.Context, ownerBase, name string) (*database, error) {
 	d := &database{name: name}
 	var err error
 	if d.ownerURL, err = withDB(ownerBase, name, ""); err != nil {
@@ -145,6 +144,21 @@ func openDatabase(ctx context.Context, ownerBase, name string) (*database, error
 		return nil, err
 	}
 	if d.owner, err = db.Open(ctx, d.ownerURL); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// service is the knowledge service as the worker runs it: the owner.
+func (d *database) service() *knowledge.Service {
+	return knowledge.New(d.owner, knowledge.Options{Embedder: embed.NewLocal()})
+}
+
+// openDatabase opens a database a run kept (-keep), its org and agent
+// "bench", with a new token.
+func openDatabase(ctx context.Context, ownerBase, name string) (*database, error) {
+	d, err := newDatabase(ctx, ownerBase, name)
+	if err != nil {
 		return nil, err
 	}
 	// Kept by an older build: migrated to this one's schema.
