@@ -83,9 +83,9 @@ mset AS MATERIALIZED (
 -- few entries pass) or the metadata filter's matches (mset). The lists'
 -- walks below then skip every entry outside it by a hashed subplan,
 -- before its key probe. Everything else is as without the filter (the
--- same postings read and scored, the same titles tested for the query),
--- so each list is the unfiltered one less the entries the filter rejects,
--- and the walks probe only entries of the set.
+-- same postings read, each kept entry scored the same, the same titles
+-- tested for the query), so each list is the unfiltered one less the
+-- entries the filter rejects, and the walks probe only entries of the set.
 within AS MATERIALIZED (
     SELECT i.id FROM unnest(@ids::uuid[]) AS i (id) WHERE @by_ids::bool
     UNION ALL
