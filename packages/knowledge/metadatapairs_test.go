@@ -204,6 +204,54 @@ func TestMigrationBackfillsMetadataPairs(t *testing.T) {
 	}
 }
 
+// Migration 00051 gives the postings that exist their entry's metadata
+// signature (0 for an entry without metadata): entries indexed before it
+// are found by a metadata-filtered search after it, by words, and no
+// other entry is.
+func TestMigrationSignsPostings(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var want []uuid.UUID
+	for i, md := range []map[string]any{{"env": "prod", "n": 1}, {"env": "dev"}, {"env": "prod"}, nil, {"team": "ops", "env": "prod"}} {
+		r, err := b.svc.Store(b.ctx, b.alice, knowledge.StoreInput{Title: fmt.Sprintf("ledger %d", i), Body: "the ledger reconciles nightly", Metadata: md})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if md["env"] == "prod" {
+			want = append(want, r.ID)
+		}
+	}
+	b.indexAll(t)
+	// The postings as a build before 00051 left them: without the column.
+	if err := db.MigrateDownTo(b.ctx, b.pool, 50); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Migrate(b.ctx, b.pool); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM knowledge_postings p JOIN knowledge k ON k.org_id = p.org_id AND k.id = p.entry_id
+		WHERE p.org_id = $1 AND p.msig IS DISTINCT FROM knowledge_metadata_sig(k.metadata)`, b.org); n != 0 {
+		t.Fatalf("%d postings without their entry's signature after the migration", n)
+	}
+	if n := b.count(t, `SELECT count(*) FROM knowledge_postings WHERE org_id = $1 AND msig <> 0`, b.org); n == 0 {
+		t.Fatal("no posting signed")
+	}
+	l, err := knowledge.SearchLists(b.ctx, b.svc, b.alice, knowledge.SearchInput{Query: "ledger", Mode: knowledge.ModeLexical,
+		Filters: knowledge.Filters{Metadata: map[string]any{"env": "prod"}}}, knowledge.MaxListDepth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []uuid.UUID
+	for _, h := range l.FullText {
+		got = append(got, h.ID)
+	}
+	slices.SortFunc(got, func(a, b uuid.UUID) int { return slices.Compare(a[:], b[:]) })
+	slices.SortFunc(want, func(a, b uuid.UUID) int { return slices.Compare(a[:], b[:]) })
+	if !slices.Equal(got, want) {
+		t.Fatalf("filtered by env prod after the migration: %v, want %v", got, want)
+	}
+}
+
 // Migration 00042 gives the entries that have keys their rows in the
 // duplicate check's table, and takes the look-up there: entries stored
 // before it are found by their keys after it (and Down puts the look-up
