@@ -170,17 +170,21 @@ ORDER BY s.docs DESC, s.org_id;
 
 -- name: PairsForVectorIndex :many
 -- The metadata pairs searched since @searched_since (epoch seconds) of the
--- orgs of at least @min_docs entries, carried by at least @min_pair of
--- their entries (every version counts: a count by the pairs' own index
--- alone), with the org's size and the name of the pair's HNSW index in the
--- space of @prefix (maintenance/upkeep.go chooses among them), the org's
--- largest pairs first.
+-- orgs of at least @min_docs entries indexed or with entries queued for
+-- the indexer (indexing: its size may be a rebuild's count up from 0, ctl
+-- search language), carried by at least @min_pair of their entries
+-- (every version counts: a count by the pairs' own index alone), with the
+-- org's size and the name of the pair's HNSW index in the space of
+-- @prefix (maintenance/upkeep.go chooses among them), the org's largest
+-- pairs first.
 SELECT p.org_id, p.pair, count(*)::bigint AS docs, s.docs AS org_docs,
-       knowledge_pair_index_name(@prefix::text, p.org_id, p.pair)::text AS name
+       knowledge_pair_index_name(@prefix::text, p.org_id, p.pair)::text AS name,
+       EXISTS (SELECT 1 FROM knowledge_index_queue q WHERE q.org_id = p.org_id) AS indexing
 FROM knowledge_search_stats s
 CROSS JOIN LATERAL jsonb_each_text(s.searched_pairs) AS d (pair, at)
 JOIN knowledge_metadata_pairs p ON p.org_id = s.org_id AND p.pair = d.pair::bigint
-WHERE s.docs >= @min_docs::bigint AND d.at::bigint >= @searched_since::bigint
+WHERE (s.docs >= @min_docs::bigint OR EXISTS (SELECT 1 FROM knowledge_index_queue q WHERE q.org_id = s.org_id))
+  AND d.at::bigint >= @searched_since::bigint
 GROUP BY p.org_id, p.pair, s.docs
 HAVING count(*) >= @min_pair::bigint
 ORDER BY p.org_id, count(*) DESC, p.pair;

@@ -284,4 +284,22 @@ func TestUpkeepBuildsAPairVectorIndexOfASearchedPair(t *testing.T) {
 	if got := b.search(t, b.eve, in); fmt.Sprint(ids(got.Hits)) != fmt.Sprint(ids(theirs.Hits)) {
 		t.Fatalf("another org's answers differ with org A's pair index: %v vs %v", ids(got.Hits), ids(theirs.Hits))
 	}
+	// The org's index rebuilt in another language (its size counted again
+	// from 0 while its entries wait for the indexer): the pair's index
+	// stays, during the rebuild and after it.
+	if _, err := b.ops.Operations().SetTextSearchConfig(b.ctx, b.org, "simple"); err != nil {
+		t.Fatal(err)
+	}
+	for _, when := range []string{"during the rebuild", "after it"} {
+		if when == "after it" {
+			b.indexAll(t)
+		}
+		rep, err := ups.UpkeepVectorIndexes(b.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(rep.Dropped, name) || b.count(t, "SELECT count(*) FROM pg_indexes WHERE indexname = $1", name) != 1 {
+			t.Fatalf("%s: the pair's index %s was dropped (%+v)", when, name, rep)
+		}
+	}
 }

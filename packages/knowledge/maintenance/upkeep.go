@@ -276,7 +276,10 @@ func (m *Maintenance) orgVectorIndex(ctx context.Context, rep *UpkeepReport) err
 // minimum, grown past twice the share or out of the org's first
 // 2 x PairVectorIndexesPerOrg is dropped
 // (the margins keep a pair near a bound from being built and dropped in
-// turn), as is a failed build's.
+// turn), as is a failed build's. No index of an org with entries waiting
+// for the indexer is dropped (a later pass may): the org's size is its
+// entries indexed, which a rebuild of its index counts again from 0 (a
+// pass then took it for a small org and dropped them all).
 const (
 	PairVectorIndexMinDocs  = 1000
 	PairVectorIndexMaxShare = 0.25
@@ -299,6 +302,17 @@ func (m *Maintenance) pairVectorIndexes(ctx context.Context, sp vecspace.Space, 
 	var want []sqlc.PairsForVectorIndexRow
 	kept, wanted := map[uuid.UUID]int{}, map[uuid.UUID]int{} // an org's pairs so far (largest first)
 	for _, p := range pairs {
+		if p.Indexing {
+			// The org's size is its entries indexed, which a rebuild of
+			// its index (ctl search language) counts again from 0: while
+			// entries wait for the indexer its indexes are not dropped
+			// (one is built only if the org's size allows it, below: not
+			// while a rebuild's count is low).
+			keep[p.Name] = true
+		}
+		if p.OrgDocs < int64(m.cfg.OrgVectorIndexMinDocs) {
+			continue
+		}
 		share := float64(p.Docs) / float64(max(p.OrgDocs, 1))
 		if share <= 2*PairVectorIndexMaxShare && kept[p.OrgID] < 2*PairVectorIndexesPerOrg {
 			kept[p.OrgID]++

@@ -186,11 +186,13 @@ func (q *Queries) PairFilter(ctx context.Context, arg PairFilterParams) (string,
 
 const pairsForVectorIndex = `-- name: PairsForVectorIndex :many
 SELECT p.org_id, p.pair, count(*)::bigint AS docs, s.docs AS org_docs,
-       knowledge_pair_index_name($1::text, p.org_id, p.pair)::text AS name
+       knowledge_pair_index_name($1::text, p.org_id, p.pair)::text AS name,
+       EXISTS (SELECT 1 FROM knowledge_index_queue q WHERE q.org_id = p.org_id) AS indexing
 FROM knowledge_search_stats s
 CROSS JOIN LATERAL jsonb_each_text(s.searched_pairs) AS d (pair, at)
 JOIN knowledge_metadata_pairs p ON p.org_id = s.org_id AND p.pair = d.pair::bigint
-WHERE s.docs >= $2::bigint AND d.at::bigint >= $3::bigint
+WHERE (s.docs >= $2::bigint OR EXISTS (SELECT 1 FROM knowledge_index_queue q WHERE q.org_id = s.org_id))
+  AND d.at::bigint >= $3::bigint
 GROUP BY p.org_id, p.pair, s.docs
 HAVING count(*) >= $4::bigint
 ORDER BY p.org_id, count(*) DESC, p.pair
@@ -204,19 +206,22 @@ type PairsForVectorIndexParams struct {
 }
 
 type PairsForVectorIndexRow struct {
-	OrgID   uuid.UUID
-	Pair    int64
-	Docs    int64
-	OrgDocs int64
-	Name    string
+	OrgID    uuid.UUID
+	Pair     int64
+	Docs     int64
+	OrgDocs  int64
+	Name     string
+	Indexing bool
 }
 
 // The metadata pairs searched since @searched_since (epoch seconds) of the
-// orgs of at least @min_docs entries, carried by at least @min_pair of
-// their entries (every version counts: a count by the pairs' own index
-// alone), with the org's size and the name of the pair's HNSW index in the
-// space of @prefix (maintenance/upkeep.go chooses among them), the org's
-// largest pairs first.
+// orgs of at least @min_docs entries indexed or with entries queued for
+// the indexer (indexing: its size may be a rebuild's count up from 0, ctl
+// search language), carried by at least @min_pair of their entries
+// (every version counts: a count by the pairs' own index alone), with the
+// org's size and the name of the pair's HNSW index in the space of
+// @prefix (maintenance/upkeep.go chooses among them), the org's largest
+// pairs first.
 func (q *Queries) PairsForVectorIndex(ctx context.Context, arg PairsForVectorIndexParams) ([]PairsForVectorIndexRow, error) {
 	rows, err := q.db.Query(ctx, pairsForVectorIndex,
 		arg.Prefix,
@@ -237,6 +242,7 @@ func (q *Queries) PairsForVectorIndex(ctx context.Context, arg PairsForVectorInd
 			&i.Docs,
 			&i.OrgDocs,
 			&i.Name,
+			&i.Indexing,
 		); err != nil {
 			return nil, err
 		}
