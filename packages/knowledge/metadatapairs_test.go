@@ -137,9 +137,9 @@ func TestLookupTablesFollowEntries(t *testing.T) {
 		for _, h := range l.Hits {
 			got = append(got, h.ID)
 		}
-		slices.SortFunc(got, func(x, y uuid.UUID) int { return slices.Compare(x[:], y[:]) })
+		sortIDs(got)
 		want := slices.Clone(tc.want)
-		slices.SortFunc(want, func(x, y uuid.UUID) int { return slices.Compare(x[:], y[:]) })
+		sortIDs(want)
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("list %v: got %v, want %v", tc.f, got, want)
 		}
@@ -245,8 +245,8 @@ func TestMigrationSignsPostings(t *testing.T) {
 	for _, h := range l.FullText {
 		got = append(got, h.ID)
 	}
-	slices.SortFunc(got, func(a, b uuid.UUID) int { return slices.Compare(a[:], b[:]) })
-	slices.SortFunc(want, func(a, b uuid.UUID) int { return slices.Compare(a[:], b[:]) })
+	sortIDs(got)
+	sortIDs(want)
 	if !slices.Equal(got, want) {
 		t.Fatalf("filtered by env prod after the migration: %v, want %v", got, want)
 	}
