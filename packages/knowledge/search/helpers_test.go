@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgvector/pgvector-go"
 
@@ -262,6 +263,23 @@ func (b *bundle) search(t *testing.T, c knowledge.Caller, in knowledge.SearchInp
 
 // ran says whether plan (auto_explain's, with log_analyze) shows a node on
 // what that ran; a node that never ran reads "(never executed)".
+// queryIDs runs sql on q (a pool, a connection or a transaction) and
+// returns the ids its rows hold, one a row.
+func queryIDs(ctx context.Context, t *testing.T, q interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, sql string, args ...any) []uuid.UUID {
+	t.Helper()
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
 func ran(plan, what string) bool {
 	for _, line := range strings.Split(plan, "\n") {
 		if strings.Contains(line, what) && !strings.Contains(line, "never executed") {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge"
@@ -189,15 +188,7 @@ func TestVectorStatementRunsThePlanOfTheOrg(t *testing.T) {
 				if _, err := tx.Exec(ctx, "SET LOCAL hnsw.ef_search = 200"); err != nil {
 					t.Fatal(err)
 				}
-				rows, err := tx.Query(ctx, "SELECT id FROM "+fn+"($1, $2, $3, '{}', $4, false, 40, NULL, NULL, NULL, NULL)", c.OrgID, q, emb.model, superseded)
-				if err != nil {
-					t.Fatal(err)
-				}
-				ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-				if err != nil {
-					t.Fatal(err)
-				}
-				return ids
+				return queryIDs(ctx, t, tx, "SELECT id FROM "+fn+"($1, $2, $3, '{}', $4, false, 40, NULL, NULL, NULL, NULL)", c.OrgID, q, emb.model, superseded)
 			}
 			want := func(fn string) []uuid.UUID { return wantWith(fn, q, false) }
 			// Superseded entries are in no HNSW index: a search asking for
@@ -417,15 +408,7 @@ func walksAPairsIndex(t *testing.T, dims int) {
 	}
 	exact := func(meta string) []uuid.UUID {
 		t.Helper()
-		rows, err := b.pool.Query(ctx, "SELECT id FROM knowledge_vector_exact($1, $2, $3, '{}', false, false, 40, NULL, NULL, NULL, $4::jsonb)", org, q, emb.model, meta)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ids
+		return queryIDs(ctx, t, b.pool, "SELECT id FROM knowledge_vector_exact($1, $2, $3, '{}', false, false, 40, NULL, NULL, NULL, $4::jsonb)", org, q, emb.model, meta)
 	}
 	conn, notices := testenv.ExplainConn(t, b.pool, "SET auto_explain.log_analyze = on", "SET auto_explain.log_timing = off",
 		"SET auto_explain.log_nested_statements = on")
@@ -440,13 +423,9 @@ func walksAPairsIndex(t *testing.T, dims int) {
 	}
 	matches := func(meta string) []uuid.UUID {
 		t.Helper()
-		rows, err := b.pool.Query(ctx, `SELECT m.id FROM knowledge_metadata_matches($1, $2::jsonb, 1000) m`, org, meta)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-		if err != nil || len(ids) == 0 {
-			t.Fatalf("the matches of %s: %v %v", meta, ids, err)
+		ids := queryIDs(ctx, t, b.pool, `SELECT m.id FROM knowledge_metadata_matches($1, $2::jsonb, 1000) m`, org, meta)
+		if len(ids) == 0 {
+			t.Fatalf("the matches of %s: none", meta)
 		}
 		return ids
 	}
