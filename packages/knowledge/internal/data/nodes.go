@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentfleet/orchestrator/db"
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/orgcall"
 )
 
 // On a Citus cluster an org's delegated reads (OnWorker, Reads: a search's
@@ -49,6 +50,8 @@ type routes struct {
 	mu    sync.Mutex
 	orgs  map[uuid.UUID]orgRoute
 	nodes map[nodeAddr]*node
+
+	shards orgcall.Shards // the orgs' shards and the statements renamed to them (worker.go)
 }
 
 type nodeAddr struct {

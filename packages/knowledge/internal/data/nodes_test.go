@@ -2,6 +2,8 @@ package data
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/agentfleet/orchestrator/packages/knowledge/internal/orgcall"
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
 	"github.com/agentfleet/orchestrator/packages/testenv"
 	"github.com/agentfleet/orchestrator/packages/testenv/testfactory"
@@ -115,6 +118,56 @@ func TestReadsGoToTheOrgsWorker(t *testing.T) {
 	}
 	if got := orgCallPort(); got != port {
 		t.Errorf("an org's call (OrgCall) ran on port %d, want its worker's %d", got, port)
+	}
+
+	// The read ran on the worker as the statement itself, renamed to the
+	// org's shards (orgcall.Shards learnt the org's shard and the text).
+	var shard int64
+	if err := app.QueryRow(ctx, `SELECT get_shard_id_for_distribution_column('knowledge', $1::uuid)`, e.OrgID).Scan(&shard); err != nil {
+		t.Fatal(err)
+	}
+	var bodiesSQL, name string
+	db.calls.m.Range(func(k, v any) bool {
+		bodiesSQL, name = k.(string), v.(*orgcall.Statement).Name()
+		return false
+	})
+	if got, ok := r.shards.Org(e.OrgID); !ok || got != shard {
+		t.Fatalf("the org's shard learnt: %d, %v; want %d", got, ok, shard)
+	}
+	if text, ok := r.shards.Text(name, shard); !ok || !strings.Contains(text, fmt.Sprintf("knowledge_%d", shard)) {
+		t.Fatalf("the statement renamed to the org's shards: %q, %v", text, ok)
+	}
+	// A shard split or moved since it was learnt: the text held for the
+	// org is another shard group's (here another org's on the same
+	// worker). The rows are still the org's, through knowledge_run_org,
+	// and the org is learnt again.
+	var stranger uuid.UUID
+	var otherShard int64
+	for range 1000 {
+		stranger = uuid.New()
+		var onNode bool
+		if err := app.QueryRow(ctx, `SELECT s, EXISTS (SELECT 1 FROM pg_dist_shard_placement p WHERE p.shardid = s AND p.nodeport = $2)
+			FROM get_shard_id_for_distribution_column('knowledge', $1::uuid) AS s`, stranger, port).Scan(&otherShard, &onNode); err != nil {
+			t.Fatal(err)
+		}
+		if onNode && otherShard != shard {
+			break
+		}
+	}
+	var otherText string
+	if err := d.Pool.QueryRow(ctx, `SELECT result FROM run_command_on_workers(format('SELECT knowledge_org_sql(%L::uuid, %L)', $1::text, $2::text))
+		WHERE success LIMIT 1`, stranger, bodiesSQL).Scan(&otherText); err != nil || !strings.Contains(otherText, fmt.Sprintf("knowledge_%d", otherShard)) {
+		t.Fatalf("the statement renamed to another shard group: %v", err)
+	}
+	r.shards.SetOrg(e.OrgID, otherShard)
+	r.shards.SetText(name, otherShard, otherText)
+	read("with its shard learnt before a split")
+	if got, ok := r.shards.Org(e.OrgID); ok && got != shard {
+		t.Fatalf("after the read the org's shard is still the stale %d", got)
+	}
+	read("after its shard was learnt again")
+	if got, ok := r.shards.Org(e.OrgID); !ok || got != shard {
+		t.Fatalf("the org's shard learnt again: %d, %v; want %d", got, ok, shard)
 	}
 
 	route := func(a nodeAddr) {

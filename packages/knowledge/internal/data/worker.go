@@ -55,8 +55,10 @@ func (d *DB) OnWorker(ctx context.Context, stmt *pgbatch.Named, org uuid.UUID, s
 	return rows, true, err
 }
 
-// onWorker runs st for org on its worker's pool (nodes.go), or through the
-// coordinator when the worker is unknown or cannot be reached.
+// onWorker runs st for org on its worker's pool (nodes.go), the statement
+// itself on the org's shards (orgcall's QueryShards), or through the
+// coordinator (knowledge_run_org, which Citus delegates to the worker)
+// when the worker is unknown or cannot be reached.
 func (d *DB) onWorker(ctx context.Context, st *orgcall.Statement, org uuid.UUID, settings []string, args []any) (pgx.Rows, error) {
 	if err := st.Learn(ctx, d.scoped.Pool); err != nil {
 		return nil, err
@@ -64,7 +66,11 @@ func (d *DB) onWorker(ctx context.Context, st *orgcall.Statement, org uuid.UUID,
 	var rows pgx.Rows
 	err := d.OrgCall(ctx, org, func(p *pgxpool.Pool) error {
 		var err error
-		rows, err = st.Query(ctx, p, org, settings, args)
+		if p == d.routes.coord {
+			rows, err = st.Query(ctx, p, org, settings, args)
+		} else {
+			rows, err = st.QueryShards(ctx, p, &d.routes.shards, org, settings, args)
+		}
 		return err
 	})
 	return rows, err
