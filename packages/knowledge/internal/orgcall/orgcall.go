@@ -19,6 +19,10 @@
 // from the same description, make the call's column definition list. The
 // description and the stored text are made once per Statement, on the
 // first call.
+//
+// On a pool of the org's worker itself, QueryShards sends the statement
+// without the function: renamed to the org's shards and prepared by the
+// connection (shards.go).
 package orgcall
 
 import (
