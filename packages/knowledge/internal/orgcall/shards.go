@@ -9,6 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentfleet/orchestrator/db"
 )
 
 // Shards is what QueryShards keeps between calls for one Citus database:
@@ -160,20 +162,5 @@ func (s *Statement) QueryShards(ctx context.Context, pool *pgxpool.Pool, sh *Sha
 		br.Close()
 		return nil, err
 	}
-	return &batchRows{Rows: rows, br: br}, nil
-}
-
-// batchRows are the rows of a batch's last statement: closing them closes
-// the batch, which gives its connection back to the pool.
-type batchRows struct {
-	pgx.Rows
-	br pgx.BatchResults
-}
-
-func (r *batchRows) Close() {
-	r.Rows.Close()
-	if r.br != nil {
-		r.br.Close()
-		r.br = nil
-	}
+	return db.NewBatchRows(rows, br), nil
 }
