@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/agentfleet/orchestrator/packages/knowledge/internal/sqlc"
@@ -45,14 +43,7 @@ func TestSnippetLookUpReadsOnlyTheHitsChunks(t *testing.T) {
 		WHERE k.org_id = $1`, b.org, model, dims); err != nil {
 		t.Fatal(err)
 	}
-	var ids []uuid.UUID
-	rows, err := b.pool.Query(b.ctx, "SELECT id FROM knowledge WHERE org_id = $1 ORDER BY id LIMIT 10", b.org)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ids, err = pgx.CollectRows(rows, pgx.RowTo[uuid.UUID]); err != nil {
-		t.Fatal(err)
-	}
+	ids := queryIDs(b.ctx, t, b.pool, "SELECT id FROM knowledge WHERE org_id = $1 ORDER BY id LIMIT 10", b.org)
 
 	ctx := context.Background()
 	conn, notices := testenv.ExplainConn(t, b.pool, "SET auto_explain.log_analyze = on", "SET plan_cache_mode = force_generic_plan")

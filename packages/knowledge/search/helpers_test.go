@@ -261,8 +261,6 @@ func (b *bundle) search(t *testing.T, c knowledge.Caller, in knowledge.SearchInp
 	return r
 }
 
-// ran says whether plan (auto_explain's, with log_analyze) shows a node on
-// what that ran; a node that never ran reads "(never executed)".
 // queryIDs runs sql on q (a pool, a connection or a transaction) and
 // returns the ids its rows hold, one a row.
 func queryIDs(ctx context.Context, t *testing.T, q interface {
@@ -280,6 +278,8 @@ func queryIDs(ctx context.Context, t *testing.T, q interface {
 	return ids
 }
 
+// ran says whether plan (auto_explain's, with log_analyze) shows a node on
+// what that ran; a node that never ran reads "(never executed)".
 func ran(plan, what string) bool {
 	for _, line := range strings.Split(plan, "\n") {
 		if strings.Contains(line, what) && !strings.Contains(line, "never executed") {
