@@ -34,6 +34,13 @@ SELECT set_config('hnsw.ef_search', @ef_search::text, true),
        set_config('enable_sort', CASE WHEN @pin_vector_plan::bool THEN 'off' ELSE current_setting('enable_sort') END, true),
        set_config('enable_bitmapscan', CASE WHEN @pin_vector_plan::bool THEN 'off' ELSE current_setting('enable_bitmapscan') END, true);
 
+-- name: SetLocal :exec
+-- Settings (names and values, in turn) local to the transaction: sent
+-- ahead of a statement in one pipeline (internal/pgbatch), the settings of
+-- that statement alone (internal/data, Reads). A single node's form of
+-- what a worker's guard sets (internal/orgcall, QueryShards).
+SELECT count(set_config((@names::text[])[i], (@values::text[])[i], true)) FROM generate_subscripts(@names::text[], 1) AS i;
+
 -- name: SearchBodies :many
 -- The bodies of the hits an answer returns, for their snippets, and their
 -- fields (source, kind, metadata: read for the hits answered only), with

@@ -43,6 +43,18 @@ func (b hitBody) snippet(h rankedHit, query string) string {
 	return snippet.Of(b.body, query)
 }
 
+// nearSettings keep the bodies' statement with a query vector
+// (queries/chunks.sql, SearchBodiesNear) on the generic plan a connection
+// makes once: each hit a probe of the primary key, a shape that pins the
+// plan (TestSnippetLookUpReadsOnlyTheHitsChunks). Left to plan_cache_mode
+// auto, PostgreSQL judged the generic plan costlier than the custom ones
+// (it estimates the hits' array at 10 elements) and planned the statement
+// on every search: 1.25 ms a search on a single node, 1.6 on a Citus
+// worker, for a statement that runs in 0.1 (pg_stat_statements,
+// docs/benchmarks.md, "Search latency"). SearchBodies (no query vector)
+// keeps custom plans: its "k.id = ANY(@ids)" is no such shape.
+var nearSettings = []string{"plan_cache_mode", "force_generic_plan"}
+
 // bodies adds to have (made when nil) the bodies of the hits it does not
 // hold yet and, with a query vector, the span of each one's nearest later
 // chunk (queries/chunks.sql): the hits answered, or the candidates a
@@ -61,7 +73,11 @@ func (s *Searcher) bodies(ctx context.Context, org uuid.UUID, hits []rankedHit, 
 	if len(ids) == 0 {
 		return out, nil
 	}
-	q, err := s.data.Reads(ctx, org)
+	var settings []string
+	if vec != nil {
+		settings = nearSettings
+	}
+	q, err := s.data.Reads(ctx, org, settings...)
 	if err != nil {
 		return nil, data.MapErr(err, "")
 	}

@@ -77,13 +77,49 @@ func (d *DB) onWorker(ctx context.Context, st *orgcall.Statement, org uuid.UUID,
 }
 
 // Reads is the generated queries for org's reads: sent whole to its worker
-// on a Citus cluster (with settings), else the DB's own.
+// on a Citus cluster, else the DB's own. settings (name, value pairs) are
+// set for each statement alone, local to its transaction: on a worker by
+// the call's first statement (orgcall), on a single node by a SetLocal
+// sent ahead of it in the same batch (one round trip either way).
 func (d *DB) Reads(ctx context.Context, org uuid.UUID, settings ...string) (*sqlc.Queries, error) {
 	citus, err := d.Citus(ctx)
-	if err != nil || !citus {
-		return d.q, err
+	if err != nil {
+		return nil, err
 	}
-	return sqlc.New(workerDB{d: d, org: org, settings: settings}), nil
+	if citus {
+		return sqlc.New(workerDB{d: d, org: org, settings: settings}), nil
+	}
+	if len(settings) == 0 {
+		return d.q, nil
+	}
+	return sqlc.New(localDB{d: d, settings: settings}), nil
+}
+
+// localDB is a sqlc DBTX of a single node whose reads each run after
+// their settings, in one batch (pgbatch.Pipeline).
+type localDB struct {
+	d        *DB
+	settings []string
+}
+
+func (l localDB) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	p := pgbatch.New(l.d.scoped)
+	names, values := make([]string, 0, len(l.settings)/2), make([]string, 0, len(l.settings)/2)
+	for i := 0; i+1 < len(l.settings); i += 2 {
+		names, values = append(names, l.settings[i]), append(values, l.settings[i+1])
+	}
+	if err := sqlc.New(p).SetLocal(ctx, sqlc.SetLocalParams{Names: names, Values: values}); err != nil {
+		return nil, err
+	}
+	return p.Query(ctx, sql, args...)
+}
+
+func (l localDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return db.RowOfQuery(l.Query(ctx, sql, args...))
+}
+
+func (l localDB) Exec(context.Context, string, ...any) (pgconn.CommandTag, error) {
+	return pgconn.CommandTag{}, errors.New("knowledge: Reads is for reads")
 }
 
 // workerDB is a sqlc DBTX whose reads run on org's worker

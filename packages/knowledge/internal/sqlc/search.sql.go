@@ -465,6 +465,24 @@ func (q *Queries) SearchTableDocs(ctx context.Context) (int64, error) {
 	return column_1, err
 }
 
+const setLocal = `-- name: SetLocal :exec
+SELECT count(set_config(($1::text[])[i], ($2::text[])[i], true)) FROM generate_subscripts($1::text[], 1) AS i
+`
+
+type SetLocalParams struct {
+	Names  []string
+	Values []string
+}
+
+// Settings (names and values, in turn) local to the transaction: sent
+// ahead of a statement in one pipeline (internal/pgbatch), the settings of
+// that statement alone (internal/data, Reads). A single node's form of
+// what a worker's guard sets (internal/orgcall, QueryShards).
+func (q *Queries) SetLocal(ctx context.Context, arg SetLocalParams) error {
+	_, err := q.db.Exec(ctx, setLocal, arg.Names, arg.Values)
+	return err
+}
+
 const shardActivity = `-- name: ShardActivity :many
 SELECT a.table_name::text AS table_name, a.shard_id::bigint AS shard_id, a.shard::text AS shard,
        a.node::text AS node, a.port::int AS port, coalesce(a.ok, false)::bool AS ok, coalesce(a.error, '')::text AS error,
