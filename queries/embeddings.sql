@@ -111,6 +111,17 @@ JOIN (SELECT unnest(@org_ids::uuid[]) AS org_id, unnest(@ids::uuid[]) AS id,
              unnest(@generations::int[]) AS generation) j
   ON k.org_id = j.org_id AND k.id = j.id AND k.embedding_generation = j.generation;
 
+-- name: VectorWriteConfig :exec
+-- Sent in one batch with LockPendingForEmbedding, the first statement of a
+-- vector write's transaction (packages/knowledge/outbox): the statements
+-- of the transaction (the lock, ListJobEntries, MarkEmbeddingReady,
+-- InsertChunk) each probe primary keys, a shape that pins their plans, so
+-- each connection plans them once. Left to plan_cache_mode auto,
+-- PostgreSQL kept custom plans of the lock: 0.24 ms of planning a batch
+-- for 0.04 of running it (pg_stat_statements, the 200-org load).
+-- (Not generic on a Citus node: see SearchConfig.)
+SELECT set_config('plan_cache_mode', CASE WHEN current_setting('citus.version', true) IS NULL THEN 'force_generic_plan' ELSE current_setting('plan_cache_mode') END, true);
+
 -- name: LockPendingForEmbedding :many
 -- The worker's first statement before writing vectors: the batch's entries
 -- (of one org) still pending at the job's generation, locked in id order,
