@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/pgvector/pgvector-go"
 
+	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
@@ -105,4 +106,79 @@ func rowIDs(rows []search.CandidateRow) []uuid.UUID {
 		out[i] = r.ID
 	}
 	return out
+}
+
+// On the org's worker the exact vector list (knowledge_vector_exact, a
+// small org's) runs a statement its session prepared once for the org's
+// shards, on the generic plan it keeps (migration 00052), not a statement
+// planned on every call: it ranks the same entries each call as the
+// coordinator's routed call does, and the session holds one such statement
+// that never took a custom plan.
+func TestExactVectorListKeepsItsPlanOnTheWorker(t *testing.T) {
+	if !testenv.IsCluster() {
+		t.Skip("a Citus cluster's path (go tool task test:cluster)")
+	}
+	t.Parallel()
+	ctx := context.Background()
+	d := testenv.Postgres(t)
+	emb := embed.NewLocal()
+	svc := knowledge.New(d.AppPool(t), knowledge.Options{Embedder: emb})
+	a := testfactory.Agent(ctx, t, d.Pool, nil)
+	c := domain.Caller{OrgID: a.OrgID, AgentID: a.ID}
+	for j := range 8 {
+		title, body := fmt.Sprintf("shard note %d", j), fmt.Sprintf("the worker keeps plan %d of the exact list", j)
+		r, err := svc.Store(ctx, c, domain.StoreInput{Title: title, Body: body})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := emb.Embed(ctx, []string{title + "\n" + body})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Pool.Exec(ctx, `UPDATE knowledge SET embedding = $3, embedding_model = $4, embedding_status = 'ready', embedded_at = now()
+			WHERE org_id = $1 AND id = $2`, c.OrgID, r.ID, pgvector.NewVector(v[0]), emb.Model()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	qv, err := emb.Embed(ctx, []string{"worker plan"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const exact = `SELECT id FROM knowledge_vector_exact($1, $2, $3, '{}', false, false, 5, NULL, NULL, NULL, NULL)`
+	args := []any{c.OrgID, pgvector.NewVector(qv[0]), emb.Model()}
+	want := queryIDs(ctx, t, d.Pool, exact, args...) // routed by the coordinator
+	if len(want) != 5 {
+		t.Fatalf("the routed exact list found %d entries, want 5: the test proves nothing", len(want))
+	}
+	var host string
+	var port int32
+	if err := d.Pool.QueryRow(ctx, `SELECT n.nodename, n.nodeport FROM pg_dist_placement p JOIN pg_dist_node n ON n.groupid = p.groupid
+		WHERE p.shardid = get_shard_id_for_distribution_column('knowledge', $1::uuid)`, c.OrgID).Scan(&host, &port); err != nil {
+		t.Fatal(err)
+	}
+	worker, err := db.NodePool(d.Pool, host, uint16(port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer worker.Close()
+	conn, err := worker.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	const calls = 4
+	for call := range calls {
+		if got := queryIDs(ctx, t, conn, exact, args...); !slices.Equal(got, want) {
+			t.Fatalf("call %d on the worker: %v, routed %v", call, got, want)
+		}
+	}
+	var stmts, generic, custom int64
+	if err := conn.QueryRow(ctx, `SELECT count(*), coalesce(sum(generic_plans), 0), coalesce(sum(custom_plans), 0)
+		FROM pg_prepared_statements WHERE name LIKE 'knowledge\_vexact\_%'`).Scan(&stmts, &generic, &custom); err != nil {
+		t.Fatal(err)
+	}
+	if stmts != 1 || custom != 0 || generic != calls {
+		t.Fatalf("the worker's session holds %d exact-list statements, run %d times on their generic plan and %d on custom plans; want one, %d and 0",
+			stmts, generic, custom, calls)
+	}
 }
