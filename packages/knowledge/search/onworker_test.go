@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/agentfleet/orchestrator/db"
@@ -45,18 +46,7 @@ func TestRankingOnWorkerIsTheRoutedStatements(t *testing.T) {
 		for j := range 12 {
 			title := fmt.Sprintf("%s %s note %d", words[(i+j)%10], words[(i+2*j)%10], j)
 			body := fmt.Sprintf("%s %s %s of org %d, entry %d", words[j%10], words[(j+3)%10], words[(i+j+5)%10], i, j)
-			r, err := svc.Store(ctx, c, domain.StoreInput{Title: title, Body: body})
-			if err != nil {
-				t.Fatal(err)
-			}
-			v, err := emb.Embed(ctx, []string{title + "\n" + body})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := d.Pool.Exec(ctx, `UPDATE knowledge SET embedding = $3, embedding_model = $4, embedding_status = 'ready', embedded_at = now()
-				WHERE org_id = $1 AND id = $2`, c.OrgID, r.ID, pgvector.NewVector(v[0]), emb.Model()); err != nil {
-				t.Fatal(err)
-			}
+			storeEmbedded(ctx, t, d.Pool, svc, emb, c, title, body)
 		}
 	}
 	if _, err := maint(knowledge.New(d.Pool, knowledge.Options{Embedder: emb})).IndexAll(ctx); err != nil {
@@ -127,18 +117,7 @@ func TestExactVectorListKeepsItsPlanOnTheWorker(t *testing.T) {
 	c := domain.Caller{OrgID: a.OrgID, AgentID: a.ID}
 	for j := range 8 {
 		title, body := fmt.Sprintf("shard note %d", j), fmt.Sprintf("the worker keeps plan %d of the exact list", j)
-		r, err := svc.Store(ctx, c, domain.StoreInput{Title: title, Body: body})
-		if err != nil {
-			t.Fatal(err)
-		}
-		v, err := emb.Embed(ctx, []string{title + "\n" + body})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := d.Pool.Exec(ctx, `UPDATE knowledge SET embedding = $3, embedding_model = $4, embedding_status = 'ready', embedded_at = now()
-			WHERE org_id = $1 AND id = $2`, c.OrgID, r.ID, pgvector.NewVector(v[0]), emb.Model()); err != nil {
-			t.Fatal(err)
-		}
+		storeEmbedded(ctx, t, d.Pool, svc, emb, c, title, body)
 	}
 	qv, err := emb.Embed(ctx, []string{"worker plan"})
 	if err != nil {
@@ -180,5 +159,24 @@ func TestExactVectorListKeepsItsPlanOnTheWorker(t *testing.T) {
 	if stmts != 1 || custom != 0 || generic != calls {
 		t.Fatalf("the worker's session holds %d exact-list statements, run %d times on their generic plan and %d on custom plans; want one, %d and 0",
 			stmts, generic, custom, calls)
+	}
+}
+
+// storeEmbedded stores an entry and writes its vector as the embeddings
+// worker would (the owner's pool: the row as ready, with the local model's
+// vector), so that the vector lists see it without a worker running.
+func storeEmbedded(ctx context.Context, t *testing.T, owner *pgxpool.Pool, svc *knowledge.Service, emb embed.Embedder, c domain.Caller, title, body string) {
+	t.Helper()
+	r, err := svc.Store(ctx, c, domain.StoreInput{Title: title, Body: body})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := emb.Embed(ctx, []string{title + "\n" + body})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := owner.Exec(ctx, `UPDATE knowledge SET embedding = $3, embedding_model = $4, embedding_status = 'ready', embedded_at = now()
+		WHERE org_id = $1 AND id = $2`, c.OrgID, r.ID, pgvector.NewVector(v[0]), emb.Model()); err != nil {
+		t.Fatal(err)
 	}
 }
