@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgvector/pgvector-go"
 
-	"github.com/agentfleet/orchestrator/db"
 	"github.com/agentfleet/orchestrator/packages/knowledge"
 	"github.com/agentfleet/orchestrator/packages/knowledge/domain"
 	"github.com/agentfleet/orchestrator/packages/knowledge/embed"
@@ -129,17 +128,10 @@ func TestExactVectorListKeepsItsPlanOnTheWorker(t *testing.T) {
 	if len(want) != 5 {
 		t.Fatalf("the routed exact list found %d entries, want 5: the test proves nothing", len(want))
 	}
-	var host string
-	var port int32
-	if err := d.Pool.QueryRow(ctx, `SELECT n.nodename, n.nodeport FROM pg_dist_placement p JOIN pg_dist_node n ON n.groupid = p.groupid
-		WHERE p.shardid = get_shard_id_for_distribution_column('knowledge', $1::uuid)`, c.OrgID).Scan(&host, &port); err != nil {
-		t.Fatal(err)
+	worker, _ := data.New(d.Pool).Router().Route(ctx, c.OrgID) // the org's worker, as the owner
+	if worker == d.Pool {
+		t.Fatal("no route to the org's worker: the test proves nothing")
 	}
-	worker, err := db.NodePool(d.Pool, host, uint16(port))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer worker.Close()
 	conn, err := worker.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
