@@ -34,10 +34,6 @@ const (
 	routeTTL  = time.Minute      // an org's worker is looked up again after this
 	nodeRetry = 30 * time.Second // a worker that could not be reached is tried again after this
 	maxRoutes = 100_000          // orgs remembered; past it the map starts again
-	// routeRetry: a route due for its look-up whose look-up failed is
-	// kept, and looked up again after this.
-	routeRetry  = 5 * time.Second
-	routeLookup = 2 * time.Second // the longest wait of a look-up
 )
 
 // orgNodeSQL names the worker of the org's shard of knowledge (every
@@ -50,9 +46,6 @@ WHERE shardid = get_shard_id_for_distribution_column('knowledge', $1::uuid) LIMI
 type routes struct {
 	coord *pgxpool.Pool
 	log   atomic.Pointer[slog.Logger] // nil: slog's default (DB.WithLogger)
-	// lookup names org's worker (orgNodeSQL on the coordinator; a test
-	// makes it fail).
-	lookup func(context.Context, uuid.UUID) (nodeAddr, error)
 
 	mu    sync.Mutex
 	orgs  map[uuid.UUID]orgRoute
@@ -88,50 +81,30 @@ func routesOf(coord *pgxpool.Pool) *routes {
 	r := routesFor[coord]
 	if r == nil {
 		r = &routes{coord: coord, orgs: map[uuid.UUID]orgRoute{}, nodes: map[nodeAddr]*node{}}
-		r.lookup = r.orgNode
 		routesFor[coord] = r
 	}
 	return r
 }
 
-// orgNode looks up org's worker on the coordinator.
-func (r *routes) orgNode(ctx context.Context, org uuid.UUID) (nodeAddr, error) {
-	lctx, cancel := context.WithTimeout(ctx, routeLookup)
-	defer cancel()
-	var a nodeAddr
-	var port int32
-	if err := r.coord.QueryRow(lctx, orgNodeSQL, org).Scan(&a.host, &port); err != nil {
-		return nodeAddr{}, err
-	}
-	a.port = uint16(port)
-	return a, nil
-}
-
 // pool is the pool for org's calls: its worker's, or the
 // coordinator's when the worker is unknown or was not reachable lately.
 // addr says which worker (zero for the coordinator), for failed.
-//
-// A route due for its look-up is kept when the look-up fails (the
-// coordinator's connections busy past the look-up's wait, or the
-// coordinator away): it is a hint the call checks itself (a worker that
-// no longer holds the org passes the call on, orgcall.QueryShards learns
-// the org's shard again), while the coordinator's path plans and relays
-// every statement, a dearer call on a coordinator that is already late.
 func (r *routes) pool(ctx context.Context, org uuid.UUID) (*pgxpool.Pool, nodeAddr) {
 	now := time.Now()
 	r.mu.Lock()
 	rt, ok := r.orgs[org]
 	r.mu.Unlock()
 	if !ok || now.Sub(rt.at) > routeTTL {
-		a, err := r.lookup(ctx, org)
-		switch {
-		case err == nil:
-			rt = orgRoute{addr: a, at: now}
-		case !ok:
+		lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		var a nodeAddr
+		var port int32
+		err := r.coord.QueryRow(lctx, orgNodeSQL, org).Scan(&a.host, &port)
+		cancel()
+		if err != nil {
 			return r.coord, nodeAddr{}
-		default:
-			rt.at = now.Add(routeRetry - routeTTL)
 		}
+		a.port = uint16(port)
+		rt = orgRoute{addr: a, at: now}
 		r.mu.Lock()
 		if len(r.orgs) >= maxRoutes {
 			clear(r.orgs)

@@ -170,30 +170,6 @@ func TestReadsGoToTheOrgsWorker(t *testing.T) {
 		t.Fatalf("the org's shard learnt again: %d, %v; want %d", got, ok, shard)
 	}
 
-	// A route due for its look-up is kept when the look-up fails (the
-	// coordinator's connections busy past its wait), and looked up again
-	// after routeRetry; an org never looked up goes through the
-	// coordinator meanwhile.
-	worker := nodeAddr{host, uint16(port)}
-	r.lookup = func(context.Context, uuid.UUID) (nodeAddr, error) { return nodeAddr{}, context.DeadlineExceeded }
-	r.mu.Lock()
-	r.orgs[e.OrgID] = orgRoute{addr: worker, at: time.Now().Add(-2 * routeTTL)}
-	r.mu.Unlock()
-	if pool, a := r.pool(ctx, e.OrgID); pool == app || a != worker {
-		t.Fatalf("a route due whose look-up failed sent the org to %v (coordinator: %v), want its worker kept", a, pool == app)
-	}
-	r.mu.Lock()
-	due := r.orgs[e.OrgID].at.Add(routeTTL)
-	r.mu.Unlock()
-	if wait := time.Until(due); wait <= 0 || wait > routeRetry {
-		t.Fatalf("the kept route is looked up again in %v, want within %v", wait, routeRetry)
-	}
-	read("its route kept while the look-up fails")
-	if pool, _ := r.pool(ctx, uuid.New()); pool != app {
-		t.Fatal("an org never looked up, its look-up failing: want the coordinator")
-	}
-	r.lookup = r.orgNode
-
 	route := func(a nodeAddr) {
 		r.mu.Lock()
 		r.orgs[e.OrgID] = orgRoute{addr: a, at: time.Now()}
