@@ -123,11 +123,18 @@ func (b *bundle) embedPending(t *testing.T) {
 	l := embed.NewLocal()
 	for _, it := range items {
 		vs, _ := l.Embed(b.ctx, []string{it.text})
-		if _, err := b.pool.Exec(b.ctx, `UPDATE knowledge SET embedding = $3, embedding_status = 'ready',
-			embedding_model = $4, embedded_at = now() WHERE org_id = $1 AND id = $2`,
-			it.org, it.id, pgvector.NewVector(vs[0]), l.Model()); err != nil {
-			t.Fatal(err)
-		}
+		markReady(b.ctx, t, b.pool, it.org, it.id, vs[0], l.Model())
+	}
+}
+
+// markReady writes an entry's vector as the embeddings worker does (pool:
+// the owner's): the row ready, with model's vector.
+func markReady(ctx context.Context, t testing.TB, pool *pgxpool.Pool, org, id uuid.UUID, vec []float32, model string) {
+	t.Helper()
+	if _, err := pool.Exec(ctx, `UPDATE knowledge SET embedding = $3, embedding_status = 'ready',
+		embedding_model = $4, embedded_at = now() WHERE org_id = $1 AND id = $2`,
+		org, id, pgvector.NewVector(vec), model); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -155,8 +155,8 @@ func TestExactVectorListKeepsItsPlanOnTheWorker(t *testing.T) {
 }
 
 // storeEmbedded stores an entry and writes its vector as the embeddings
-// worker would (the owner's pool: the row as ready, with the local model's
-// vector), so that the vector lists see it without a worker running.
+// worker would (markReady, on the owner's pool), so that the vector lists
+// see it without a worker running.
 func storeEmbedded(ctx context.Context, t *testing.T, owner *pgxpool.Pool, svc *knowledge.Service, emb embed.Embedder, c domain.Caller, title, body string) {
 	t.Helper()
 	r, err := svc.Store(ctx, c, domain.StoreInput{Title: title, Body: body})
@@ -167,8 +167,5 @@ func storeEmbedded(ctx context.Context, t *testing.T, owner *pgxpool.Pool, svc *
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := owner.Exec(ctx, `UPDATE knowledge SET embedding = $3, embedding_model = $4, embedding_status = 'ready', embedded_at = now()
-		WHERE org_id = $1 AND id = $2`, c.OrgID, r.ID, pgvector.NewVector(v[0]), emb.Model()); err != nil {
-		t.Fatal(err)
-	}
+	markReady(ctx, t, owner, c.OrgID, r.ID, v[0], emb.Model())
 }
