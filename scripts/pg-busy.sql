@@ -17,15 +17,15 @@
 \set samples 400
 \endif
 \set QUIET on
-CREATE TEMP TABLE pg_busy_samples (i int, state text, wait text, backend text, query text);
+CREATE TEMP TABLE pg_busy_samples (state text, wait text, query text);
 SELECT set_config('pg_busy.samples', :'samples', false) \gset
 DO $$
 DECLARE
     n int := current_setting('pg_busy.samples')::int;
 BEGIN
-    FOR i IN 1..n LOOP
+    FOR _ IN 1..n LOOP
         INSERT INTO pg_busy_samples
-        SELECT i, coalesce(state, '-'), coalesce(wait_event_type || ':' || wait_event, '-'), backend_type,
+        SELECT coalesce(state, '-'), coalesce(wait_event_type || ':' || wait_event, '-'),
                left(regexp_replace(query, '\s+', ' ', 'g'), 50)
         FROM pg_stat_activity
         WHERE pid <> pg_backend_pid() AND state IS DISTINCT FROM 'idle'
