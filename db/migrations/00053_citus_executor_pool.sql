@@ -13,9 +13,9 @@
 -- statement opened connections used once. Under the 200-org load a worker
 -- took ~500 connections a round (log_connections), most of them closed
 -- within 0.1 s, and starting and ending those backends (fork, TLS between
--- the nodes, InitPostgres, exit) was 19% of the box's CPU (perf; every
--- figure in docs/benchmarks.md, "Cluster"). One connection a worker runs
--- such a statement's shards one after another on the connection the
+-- the nodes, InitPostgres, exit) took 8-19% of the box's CPU (perf); with
+-- one connection a worker, 0.5-4.7% (docs/benchmarks.md, "Cluster"). Such
+-- a statement's shards then run one after another on the connection the
 -- session keeps. An operator's large report across orgs can ask for more
 -- in its own session (SET citus.max_adaptive_executor_pool_size = 16;
 -- docs/operators.md).
