@@ -300,7 +300,7 @@ func (w *Worker) Start() error {
 	}()
 	go func() {
 		defer w.loops.Done()
-		every(ctx, o.UploadExpiryInterval, o.UploadExpiryInterval, nil, w.uploadExpiryPass)
+		every(ctx, o.UploadExpiryInterval, max(o.UploadExpiryInterval, uploadExpiryTimeout), nil, w.uploadExpiryPass)
 	}()
 	go func() {
 		defer w.loops.Done()
