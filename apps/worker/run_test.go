@@ -129,7 +129,6 @@ func TestRunEmbedsServesMetricsAndStops(t *testing.T) {
 		"knowledge_embed_batch_size_count",
 		`knowledge_embed_provider_seconds_count{result="ok"}`,
 		`knowledge_embed_tasks_total{result="done",type="knowledge:embed_batch"}`,
-		"knowledge_embed_reconciler_requeued_total 1",
 		"knowledge_index_entries_total 2",
 		`knowledge_index_passes_total{result="ok"}`,
 		"knowledge_index_pass_seconds_count",
@@ -140,6 +139,12 @@ func TestRunEmbedsServesMetricsAndStops(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %q:\n%s", want, body)
 		}
+	}
+	// The lost entry was enqueued again by the reconciler: at least once
+	// (on a loaded host its job may outlive the grace and be enqueued
+	// twice; the second finds the entry ready and counts as stale).
+	if !regexp.MustCompile(`(?m)^knowledge_embed_reconciler_requeued_total [1-9][0-9]*$`).MatchString(body) {
+		t.Errorf("metrics lack knowledge_embed_reconciler_requeued_total >= 1:\n%s", body)
 	}
 
 	cancel()
